@@ -1,0 +1,82 @@
+/*
+ * common/log.c - one line per call on stderr, prefixed with role and rank.
+ */
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+
+static char log_role[32] = "ordo";
+static atomic_int log_rank = -1;
+static atomic_int log_level = PS_LOG_INFO;
+
+static const char *const level_names[] = {"error", "warning", "info",
+					  "debug"};
+
+void ps_log_init(const char *role, int level)
+{
+	snprintf(log_role, sizeof(log_role), "%s", role ? role : "ordo");
+	atomic_store(&log_level, level);
+}
+
+void ps_log_set_rank(int rank)
+{
+	atomic_store(&log_rank, rank);
+}
+
+void ps_log_set_level(int level)
+{
+	atomic_store(&log_level, level);
+}
+
+int ps_log_enabled(int level)
+{
+	return level <= atomic_load(&log_level);
+}
+
+void ps_log(int level, const char *fmt, ...)
+{
+	char line[2048];
+	int n, rank = atomic_load(&log_rank);
+	va_list ap;
+
+	if (!ps_log_enabled(level))
+		return;
+	if (level < PS_LOG_ERROR || level > PS_LOG_DEBUG)
+		level = PS_LOG_ERROR;
+	if (rank >= 0)
+		n = snprintf(line, sizeof(line), "[ordo %s %d] %s: ", log_role,
+			     rank, level_names[level]);
+	else
+		n = snprintf(line, sizeof(line), "[ordo %s] %s: ", log_role,
+			     level_names[level]);
+	if (n < 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+	va_end(ap);
+	/* One fputs of a whole line: stdio locks the stream per call. */
+	size_t len = strlen(line);
+	if (len + 1 < sizeof(line)) {
+		line[len] = '\n';
+		line[len + 1] = '\0';
+	} else {
+		line[sizeof(line) - 2] = '\n';
+	}
+	fputs(line, stderr);
+}
+
+uint64_t ps_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int64_t ps_now_ms(void)
+{
+	return (int64_t)(ps_now_ns() / 1000000ull);
+}

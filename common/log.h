@@ -1,0 +1,36 @@
+/*
+ * common/log.h - logging for every ordo process.
+ *
+ * Lines go to stderr as "[ordo ROLE RANK] LEVEL: message\n", e.g.
+ * "[ordo worker 1] error: scheduler silent for 5000 ms". ROLE/RANK are set
+ * once the process knows them (rank -1 prints no rank).
+ *
+ * Threads: thread-safe; each call writes one whole line.
+ */
+#ifndef ORDO_COMMON_LOG_H
+#define ORDO_COMMON_LOG_H
+
+#include "common/config.h"
+
+void ps_log_init(const char *role, int level);
+void ps_log_set_rank(int rank);
+void ps_log_set_level(int level);
+int ps_log_enabled(int level);
+
+void ps_log(int level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#define PS_ERROR(...) ps_log(PS_LOG_ERROR, __VA_ARGS__)
+#define PS_WARN(...) ps_log(PS_LOG_WARN, __VA_ARGS__)
+#define PS_INFO(...) ps_log(PS_LOG_INFO, __VA_ARGS__)
+#define PS_DEBUG(...)                                                         \
+	do {                                                                  \
+		if (ps_log_enabled(PS_LOG_DEBUG))                             \
+			ps_log(PS_LOG_DEBUG, __VA_ARGS__);                    \
+	} while (0)
+
+/* Monotonic clock in nanoseconds / milliseconds. */
+uint64_t ps_now_ns(void);
+int64_t ps_now_ms(void);
+
+#endif /* ORDO_COMMON_LOG_H */
