@@ -1,0 +1,1136 @@
+/*
+ * common/config.c - the job configuration: one table of options.
+ *
+ * DESIGN: every key lives in `options[]` below: section, key, type, default
+ * (a string, parsed by the same code as user values), bounds, enum names,
+ * help text and the offset of its field in struct ps_config. Everything
+ * else (loading a file, environment variables, --set, validation, writing
+ * the effective INI, the Markdown reference) walks that table; nothing else
+ * in the tree knows a key's default or bounds.
+ *
+ * Files are read by libinih through ini_parse_stream() with our own line
+ * reader, which counts lines (so handler errors name FILE:LINE) and refuses
+ * lines longer than libinih's line buffer instead of letting libinih split
+ * them into two lines. String values are limited to STR_MAX characters so
+ * that every value ps_config_write_ini() writes fits on one line and loads
+ * back.
+ *
+ * Every load/apply works on a copy and writes cfg only on success.
+ *
+ * Threads: no shared state; the table is read-only.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <ini.h>
+
+#include "common/config.h"
+
+/* Longest string value: "advertise_host = " plus quotes plus STR_MAX must
+ * fit in libinih's 200-byte line buffer (199 characters). */
+#define STR_MAX 160
+_Static_assert(STR_MAX < PS_CFG_STR, "STR_MAX must fit in char[PS_CFG_STR]");
+
+#define KIB 1024ULL
+#define TIB (KIB * KIB * KIB * KIB)
+
+typedef enum {
+	OPT_INT,
+	OPT_INT64,
+	OPT_DOUBLE,
+	OPT_SIZE,
+	OPT_STRING,
+	OPT_ENUM,
+} opt_type;
+
+typedef struct option {
+	const char *section;
+	const char *key;
+	opt_type type;
+	const char *def;
+	int64_t imin, imax;       /* OPT_INT, OPT_INT64 */
+	double dmin, dmax;        /* OPT_DOUBLE */
+	bool dmax_open;           /* OPT_DOUBLE: upper bound excluded */
+	uint64_t umin, umax;      /* OPT_SIZE */
+	const char *const *names; /* OPT_ENUM: index = value, NULL-ended */
+	const char *help;
+	size_t offset; /* into struct ps_config */
+	size_t fsize;  /* sizeof the field */
+} option;
+
+static const char *const sections[] = {
+    "cluster", "transport", "model", "train", "scheduling", "log", NULL};
+
+static const char *const transport_names[] = {
+    [PS_TRANSPORT_TCP] = "tcp", [PS_TRANSPORT_RDMA] = "rdma", NULL};
+static const char *const model_names[] = {
+    [PS_MODEL_SOFTMAX] = "softmax", [PS_MODEL_MLP] = "mlp", NULL};
+static const char *const mode_names[] = {
+    [PS_MODE_SYNC] = "sync", [PS_MODE_ASYNC] = "async", NULL};
+static const char *const preset_names[] = {[PS_PRESET_BASELINE] = "baseline",
+                                           NULL};
+static const char *const place_names[] = {[PS_PLACE_BALANCED] = "balanced",
+                                          [PS_PLACE_ROUND_ROBIN] =
+                                              "round-robin",
+                                          NULL};
+static const char *const level_names[] = {[PS_LOG_ERROR] = "error",
+                                          [PS_LOG_WARN] = "warn",
+                                          [PS_LOG_INFO] = "info",
+                                          [PS_LOG_DEBUG] = "debug",
+                                          NULL};
+
+#define FIELD(sec, k)                                                          \
+	.section = #sec, .key = #k,                                            \
+	.offset = offsetof(struct ps_config, sec.k),                           \
+	.fsize = sizeof(((struct ps_config *)0)->sec.k)
+
+#define INT(sec, k, d, lo, hi, h)                                              \
+	{                                                                      \
+		FIELD(sec, k), .type = OPT_INT, .def = d, .imin = lo,          \
+		               .imax = hi, .help = h                           \
+	}
+#define INT64(sec, k, d, lo, hi, h)                                            \
+	{                                                                      \
+		FIELD(sec, k), .type = OPT_INT64, .def = d, .imin = lo,        \
+		               .imax = hi, .help = h                           \
+	}
+#define DOUBLE(sec, k, d, lo, hi, open, h)                                     \
+	{                                                                      \
+		FIELD(sec, k), .type = OPT_DOUBLE, .def = d, .dmin = lo,       \
+		               .dmax = hi, .dmax_open = open, .help = h        \
+	}
+#define SIZE(sec, k, d, lo, hi, h)                                             \
+	{                                                                      \
+		FIELD(sec, k), .type = OPT_SIZE, .def = d, .umin = lo,         \
+		               .umax = hi, .help = h                           \
+	}
+#define STRING(sec, k, d, h)                                                   \
+	{                                                                      \
+		FIELD(sec, k), .type = OPT_STRING, .def = d, .help = h         \
+	}
+#define ENUM(sec, k, d, n, h)                                                  \
+	{                                                                      \
+		FIELD(sec, k), .type = OPT_ENUM, .def = d, .names = n,         \
+		               .help = h                                       \
+	}
+
+static const option options[] = {
+    /* [cluster] */
+    STRING(cluster, scheduler_host, "127.0.0.1",
+           "Host name or address where every node finds the scheduler."),
+    INT(cluster, scheduler_port, "9200", 0, 65535,
+        "TCP port of the scheduler. 0 picks an ephemeral port, which is "
+        "only meaningful under ps-launch (it passes the port on to the "
+        "other processes)."),
+    INT(cluster, servers, "1", 1, 4096,
+        "Number of server processes; the parameters are sharded over "
+        "them."),
+    INT(cluster, workers, "1", 1, 4096,
+        "Number of worker processes; each trains on its own samples."),
+    STRING(cluster, bind_host, "127.0.0.1",
+           "Address that servers and workers bind their sockets to "
+           "(0.0.0.0 for every interface)."),
+    STRING(cluster, advertise_host, "",
+           "Address other nodes use to reach this node; empty means "
+           "bind_host. Set it when bind_host is 0.0.0.0."),
+    INT(cluster, heartbeat_interval_ms, "500", 10, 60000,
+        "Milliseconds between heartbeats from every node to the "
+        "scheduler and back."),
+    INT(cluster, heartbeat_timeout_ms, "5000", 100, 3600000,
+        "A node silent for this many milliseconds is declared dead and "
+        "the job is aborted. Must exceed 2 * heartbeat_interval_ms."),
+    INT(cluster, connect_timeout_ms, "10000", 100, 3600000,
+        "Milliseconds to wait for the scheduler to answer and for every "
+        "node to register before giving up."),
+
+    /* [transport] */
+    ENUM(transport, type, "tcp", transport_names,
+         "Transport between nodes: tcp (ZeroMQ over TCP). rdma is "
+         "reserved for the verbs transport, which this version does not "
+         "build."),
+    INT(transport, send_timeout_ms, "10000", 10, 3600000,
+        "A send that stays blocked this many milliseconds (peer not "
+        "accepting) fails with a timeout."),
+    INT(transport, io_threads, "1", 1, 64,
+        "I/O threads per process for the transport (ZeroMQ context "
+        "threads)."),
+
+    /* [model] */
+    ENUM(model, name, "mlp", model_names,
+         "Model trained by ps-worker: softmax (multinomial logistic "
+         "regression) or mlp (one hidden layer)."),
+    INT(model, input_dim, "32", 1, 1048576,
+        "Features per sample of the synthetic data set."),
+    INT(model, hidden, "64", 1, 1048576,
+        "Units in the hidden layer (mlp only)."),
+    INT(model, classes, "10", 2, 65536, "Number of output classes."),
+    INT(model, samples_per_worker, "1024", 1, 16777216,
+        "Synthetic training samples generated by each worker."),
+
+    /* [train] */
+    INT(train, iterations, "20", 0, 1000000000,
+        "Training iterations (one pushed gradient per tensor per "
+        "iteration); 0 only initialises the parameters."),
+    INT(train, batch, "32", 1, 1048576,
+        "Samples per iteration on each worker; at most "
+        "model.samples_per_worker."),
+    DOUBLE(train, lr, "0.1", 0, 100, false,
+           "Learning rate of SGD on the servers."),
+    DOUBLE(train, momentum, "0.9", 0, 1, true,
+           "Momentum of SGD on the servers (0 = plain SGD)."),
+    ENUM(train, mode, "sync", mode_names,
+         "sync: servers sum the gradients of all workers for an "
+         "iteration, then update once; async: every push is applied at "
+         "once."),
+    INT64(train, seed, "1", 0, INT64_MAX,
+          "Seed of the initial parameters and of the synthetic data."),
+    STRING(train, dump_params, "",
+           "File where worker 0 writes the final parameters; empty = "
+           "none."),
+
+    /* [scheduling] */
+    ENUM(scheduling, preset, "baseline", preset_names,
+         "Transfer scheduling. baseline: no ordering, gradients are sent "
+         "in the order the worker pushes them. Ordered-transfer presets "
+         "arrive in a later version."),
+    SIZE(scheduling, partition_size, "4M", 4, TIB,
+         "Tensors are cut into partitions of at most this many bytes, "
+         "placed on servers independently; a multiple of 4 (float32)."),
+    SIZE(scheduling, credit_size, "0", 0, TIB,
+         "Bytes a worker may have in flight per server; 0 = unlimited, "
+         "else at least partition_size. Parsed and validated now, "
+         "enforced once ordered transfers land."),
+    ENUM(scheduling, placement, "balanced", place_names,
+         "How partitions are assigned to servers: balanced (largest "
+         "partition first onto the least-loaded server) or round-robin."),
+
+    /* [log] */
+    ENUM(log, level, "info", level_names,
+         "Least severe message printed on stderr: error, warn, info or "
+         "debug."),
+};
+
+#define NOPTIONS (sizeof(options) / sizeof(options[0]))
+
+/* ---- small helpers ---------------------------------------------------- */
+
+static int errf(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int errf(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || errlen == 0)
+		return PS_ECONFIG;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return PS_ECONFIG;
+}
+
+/* Appends to a fixed buffer, silently truncating. */
+typedef struct sbuf {
+	char *p;
+	size_t cap, len;
+} sbuf;
+
+static void sb_add(sbuf *sb, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void sb_add(sbuf *sb, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (sb->len >= sb->cap)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(sb->p + sb->len, sb->cap - sb->len, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		sb->len += (size_t)n;
+}
+
+static void *field(ps_config *cfg, const option *o)
+{
+	return (char *)cfg + o->offset;
+}
+
+static const void *cfield(const ps_config *cfg, const option *o)
+{
+	return (const char *)cfg + o->offset;
+}
+
+static bool section_known(const char *section)
+{
+	for (size_t i = 0; sections[i]; i++)
+		if (strcmp(sections[i], section) == 0)
+			return true;
+	return false;
+}
+
+static const option *find_option(const char *section, size_t seclen,
+                                 const char *key)
+{
+	for (size_t i = 0; i < NOPTIONS; i++) {
+		const option *o = &options[i];
+		if (strlen(o->section) == seclen &&
+		    strncmp(o->section, section, seclen) == 0 &&
+		    strcmp(o->key, key) == 0)
+			return o;
+	}
+	return NULL;
+}
+
+/* "cluster, transport, ..." */
+static void list_sections(sbuf *sb)
+{
+	for (size_t i = 0; sections[i]; i++)
+		sb_add(sb, "%s%s", i ? ", " : "", sections[i]);
+}
+
+static void list_keys(sbuf *sb, const char *section)
+{
+	bool first = true;
+
+	for (size_t i = 0; i < NOPTIONS; i++) {
+		if (strcmp(options[i].section, section) != 0)
+			continue;
+		sb_add(sb, "%s%s", first ? "" : ", ", options[i].key);
+		first = false;
+	}
+}
+
+static void list_names(sbuf *sb, const char *const *names)
+{
+	for (size_t i = 0; names[i]; i++)
+		sb_add(sb, "%s%s", i ? ", " : "", names[i]);
+}
+
+/* The error for a section/key pair that names no option. */
+static int unknown_key(const char *origin, const char *section, const char *key,
+                       char *err, size_t errlen)
+{
+	char list[512];
+	sbuf sb = {list, sizeof(list), 0};
+
+	list[0] = '\0';
+	if (section_known(section)) {
+		list_keys(&sb, section);
+		return errf(err, errlen,
+		            "%s: unknown key '%s.%s'; keys in section '%s': %s",
+		            origin, section, key, section, list);
+	}
+	list_sections(&sb);
+	return errf(
+	    err, errlen,
+	    "%s: unknown key '%s.%s' (section '%s'); known sections: %s",
+	    origin, section, key, section, list);
+}
+
+void ps_config_format_size(uint64_t bytes, char *buf, size_t cap)
+{
+	static const char suffix[] = "KMGT";
+	int s = -1;
+
+	if (!buf || cap == 0)
+		return;
+	while (bytes != 0 && s < 3 && bytes % KIB == 0) {
+		bytes /= KIB;
+		s++;
+	}
+	if (s < 0)
+		snprintf(buf, cap, "%" PRIu64, bytes);
+	else
+		snprintf(buf, cap, "%" PRIu64 "%c", bytes, suffix[s]);
+}
+
+static void format_range(const option *o, char *buf, size_t cap)
+{
+	char lo[32], hi[32];
+
+	switch (o->type) {
+	case OPT_INT:
+	case OPT_INT64:
+		snprintf(buf, cap, "[%" PRId64 ", %" PRId64 "]", o->imin,
+		         o->imax);
+		break;
+	case OPT_DOUBLE:
+		snprintf(buf, cap, "[%g, %g%c", o->dmin, o->dmax,
+		         o->dmax_open ? ')' : ']');
+		break;
+	case OPT_SIZE:
+		ps_config_format_size(o->umin, lo, sizeof(lo));
+		ps_config_format_size(o->umax, hi, sizeof(hi));
+		snprintf(buf, cap, "[%s, %s]", lo, hi);
+		break;
+	default:
+		snprintf(buf, cap, "?");
+		break;
+	}
+}
+
+/* Shortest %g form of v that reads back as exactly v. */
+static void format_double(double v, char *buf, size_t cap)
+{
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(buf, cap, "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			return;
+	}
+}
+
+/* ---- parsing one value ------------------------------------------------ */
+
+static bool has_space_semicolon(const char *s)
+{
+	for (; *s; s++)
+		if ((*s == ' ' || *s == '\t') && s[1] == ';')
+			return true;
+	return false;
+}
+
+/*
+ * Parses value for option o and stores it in cfg. Errors are written as
+ * "ORIGIN: section.key: problem".
+ */
+static int set_value(ps_config *cfg, const option *o, const char *value,
+                     const char *origin, char *err, size_t errlen)
+{
+	char range[96];
+	char *end;
+
+	format_range(o, range, sizeof(range));
+	switch (o->type) {
+	case OPT_INT:
+	case OPT_INT64: {
+		long long v;
+
+		errno = 0;
+		v = strtoll(value, &end, 10);
+		if (end == value || *end != '\0' ||
+		    isspace((unsigned char)*value))
+			return errf(err, errlen,
+			            "%s: %s.%s: '%s' is not an integer", origin,
+			            o->section, o->key, value);
+		if (errno == ERANGE || v < o->imin || v > o->imax)
+			return errf(err, errlen,
+			            "%s: %s.%s: '%s' is out of range %s",
+			            origin, o->section, o->key, value, range);
+		if (o->type == OPT_INT)
+			*(int *)field(cfg, o) = (int)v;
+		else
+			*(int64_t *)field(cfg, o) = (int64_t)v;
+		return PS_OK;
+	}
+	case OPT_DOUBLE: {
+		double v;
+
+		errno = 0;
+		v = strtod(value, &end);
+		if (end == value || *end != '\0' ||
+		    isspace((unsigned char)*value) || !isfinite(v))
+			return errf(err, errlen,
+			            "%s: %s.%s: '%s' is not a number", origin,
+			            o->section, o->key, value);
+		if (v < o->dmin || v > o->dmax ||
+		    (o->dmax_open && v >= o->dmax))
+			return errf(err, errlen,
+			            "%s: %s.%s: '%s' is out of range %s",
+			            origin, o->section, o->key, value, range);
+		*(double *)field(cfg, o) = v;
+		return PS_OK;
+	}
+	case OPT_SIZE: {
+		uint64_t v = 0, mult = 1;
+		const char *p = value;
+
+		if (!isdigit((unsigned char)*p))
+			goto bad_size;
+		for (; isdigit((unsigned char)*p); p++) {
+			unsigned d = (unsigned)(*p - '0');
+			if (v > (UINT64_MAX - d) / 10)
+				goto too_big;
+			v = v * 10 + d;
+		}
+		switch (toupper((unsigned char)*p)) {
+		case '\0':
+			break;
+		case 'K':
+			mult = KIB;
+			break;
+		case 'M':
+			mult = KIB * KIB;
+			break;
+		case 'G':
+			mult = KIB * KIB * KIB;
+			break;
+		case 'T':
+			mult = TIB;
+			break;
+		default:
+			goto bad_size;
+		}
+		if (*p != '\0' && p[1] != '\0')
+			goto bad_size;
+		if (v > UINT64_MAX / mult)
+			goto too_big;
+		v *= mult;
+		if (v < o->umin || v > o->umax)
+			return errf(err, errlen,
+			            "%s: %s.%s: '%s' is out of range %s",
+			            origin, o->section, o->key, value, range);
+		*(uint64_t *)field(cfg, o) = v;
+		return PS_OK;
+	bad_size:
+		return errf(err, errlen,
+		            "%s: %s.%s: '%s' is not a size (bytes: digits with "
+		            "an optional K, M, G or T suffix, e.g. 4M)",
+		            origin, o->section, o->key, value);
+	too_big:
+		return errf(err, errlen,
+		            "%s: %s.%s: '%s' is too large (does not fit in 64 "
+		            "bits; allowed %s)",
+		            origin, o->section, o->key, value, range);
+	}
+	case OPT_STRING: {
+		size_t len = strlen(value);
+
+		/* "..." quotes are removed: they keep leading or trailing
+		 * blanks and an empty value. */
+		if (len >= 2 && value[0] == '"' && value[len - 1] == '"') {
+			value++;
+			len -= 2;
+		}
+		if (len > STR_MAX)
+			return errf(err, errlen,
+			            "%s: %s.%s: value of %zu characters is too "
+			            "long (at most %d)",
+			            origin, o->section, o->key, len, STR_MAX);
+		for (size_t i = 0; i < len; i++)
+			if (iscntrl((unsigned char)value[i]))
+				return errf(err, errlen,
+				            "%s: %s.%s: value contains a "
+				            "control character",
+				            origin, o->section, o->key);
+		if (has_space_semicolon(value))
+			return errf(err, errlen,
+			            "%s: %s.%s: value contains a blank before "
+			            "';', which an INI file reads as a comment",
+			            origin, o->section, o->key);
+		memcpy(field(cfg, o), value, len);
+		((char *)field(cfg, o))[len] = '\0';
+		return PS_OK;
+	}
+	case OPT_ENUM: {
+		char list[256];
+		sbuf sb = {list, sizeof(list), 0};
+
+		for (int i = 0; o->names[i]; i++) {
+			if (strcasecmp(o->names[i], value) == 0) {
+				*(int *)field(cfg, o) = i;
+				return PS_OK;
+			}
+		}
+		list[0] = '\0';
+		list_names(&sb, o->names);
+		return errf(err, errlen, "%s: %s.%s: '%s' is not one of: %s",
+		            origin, o->section, o->key, value, list);
+	}
+	}
+	return errf(err, errlen, "%s: %s.%s: unknown option type", origin,
+	            o->section, o->key);
+}
+
+/* ---- defaults, set ---------------------------------------------------- */
+
+void ps_config_defaults(ps_config *cfg)
+{
+	char err[256];
+
+	memset(cfg, 0, sizeof(*cfg));
+	for (size_t i = 0; i < NOPTIONS; i++) {
+		if (set_value(cfg, &options[i], options[i].def, "default", err,
+		              sizeof(err)) != PS_OK) {
+			/* A bug in options[]: the unit tests catch it. */
+			fprintf(stderr, "ordo: bad built-in default: %s\n",
+			        err);
+			abort();
+		}
+	}
+}
+
+int ps_config_set_kv(ps_config *cfg, const char *key, const char *value,
+                     const char *origin, char *err, size_t errlen)
+{
+	const char *dot;
+	const option *o;
+
+	if (!cfg || !key || !value)
+		return errf(err, errlen, "%s: missing key or value",
+		            origin ? origin : "set");
+	if (!origin)
+		origin = "set";
+	dot = strchr(key, '.');
+	if (!dot || dot == key || dot[1] == '\0') {
+		char list[256];
+		sbuf sb = {list, sizeof(list), 0};
+
+		list[0] = '\0';
+		list_sections(&sb);
+		return errf(
+		    err, errlen,
+		    "%s: '%s' is not of the form section.key (sections: "
+		    "%s)",
+		    origin, key, list);
+	}
+	o = find_option(key, (size_t)(dot - key), dot + 1);
+	if (!o) {
+		char section[64];
+
+		snprintf(section, sizeof(section), "%.*s", (int)(dot - key),
+		         key);
+		return unknown_key(origin, section, dot + 1, err, errlen);
+	}
+	return set_value(cfg, o, value, origin, err, errlen);
+}
+
+static int set_assignment(ps_config *cfg, const char *assignment,
+                          const char *origin, char *err, size_t errlen)
+{
+	char key[128];
+	const char *eq = assignment ? strchr(assignment, '=') : NULL;
+
+	if (!eq)
+		return errf(err, errlen,
+		            "%s: '%s' is not of the form section.key=value",
+		            origin, assignment ? assignment : "");
+	if ((size_t)(eq - assignment) >= sizeof(key))
+		return errf(err, errlen, "%s: key '%.*s...' is too long",
+		            origin, 40, assignment);
+	memcpy(key, assignment, (size_t)(eq - assignment));
+	key[eq - assignment] = '\0';
+	return ps_config_set_kv(cfg, key, eq + 1, origin, err, errlen);
+}
+
+/* ---- files ------------------------------------------------------------ */
+
+typedef struct load_ctx {
+	ps_config *cfg;
+	const char *path;
+	FILE *f;
+	char *line; /* getline buffer */
+	size_t linecap;
+	int lineno;
+	char *inih_buf; /* libinih's line buffer, holding the current line */
+	size_t indent;  /* leading blanks of the current line */
+	bool read_error;
+	int err_line; /* first error found by us (0: none) */
+	char err[1024];
+} load_ctx;
+
+/*
+ * libinih reader: one whole line per call, so lineno is the line libinih
+ * is working on. A line that does not fit libinih's buffer is an error
+ * (libinih would silently read the rest as a new line).
+ */
+static char *read_line(char *str, int num, void *stream)
+{
+	load_ctx *c = stream;
+	ssize_t n;
+
+	errno = 0;
+	n = getline(&c->line, &c->linecap, c->f);
+	if (n < 0) {
+		if (ferror(c->f))
+			c->read_error = true;
+		return NULL;
+	}
+	c->lineno++;
+	if (n > 0 && c->line[n - 1] == '\n')
+		c->line[--n] = '\0';
+	if (n >= num) {
+		if (!c->err_line) {
+			c->err_line = c->lineno;
+			snprintf(c->err, sizeof(c->err),
+			         "%s:%d: line is too long (%zd characters; at "
+			         "most %d)",
+			         c->path, c->lineno, n, num - 1);
+		}
+		return NULL;
+	}
+	memcpy(str, c->line, (size_t)n + 1);
+	c->inih_buf = str;
+	c->indent = strspn(str, " \t");
+	return str;
+}
+
+static int on_ini(void *user, const char *section, const char *name,
+                  const char *value)
+{
+	load_ctx *c = user;
+	char origin[PS_CFG_STR + 32];
+	char list[256];
+	sbuf sb = {list, sizeof(list), 0};
+	const option *o;
+	int rc;
+
+	if (c->err_line)
+		return 1; /* keep only the first error */
+	if (!name)
+		return 1; /* new section (only if libinih reports them) */
+	snprintf(origin, sizeof(origin), "%s:%d", c->path, c->lineno);
+	list[0] = '\0';
+	/* libinih reads an indented line after a key as a continuation of
+	 * that key's value, handing us the whole line as the value. */
+	if (c->indent > 0 && value == c->inih_buf + c->indent) {
+		c->err_line = c->lineno;
+		errf(c->err, sizeof(c->err),
+		     "%s: indented line '%s' would continue the value of "
+		     "'%s.%s'; start keys at column 1 (continuation lines are "
+		     "not supported)",
+		     origin, value, section, name);
+		return 0;
+	}
+	if (section[0] == '\0') {
+		list_sections(&sb);
+		c->err_line = c->lineno;
+		errf(c->err, sizeof(c->err),
+		     "%s: key '%s' is outside any section; put it under a "
+		     "[section] header (known sections: %s)",
+		     origin, name, list);
+		return 0;
+	}
+	o = find_option(section, strlen(section), name);
+	if (!o)
+		rc = unknown_key(origin, section, name, c->err, sizeof(c->err));
+	else
+		rc =
+		    set_value(c->cfg, o, value, origin, c->err, sizeof(c->err));
+	if (rc != PS_OK) {
+		c->err_line = c->lineno;
+		return 0;
+	}
+	return 1;
+}
+
+int ps_config_load_file(ps_config *cfg, const char *path, char *err,
+                        size_t errlen)
+{
+	load_ctx *c;
+	int ret, rc = PS_OK;
+
+	if (!cfg || !path)
+		return errf(err, errlen, "no configuration file given");
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		errf(err, errlen, "%s: out of memory", path);
+		return PS_ENOMEM;
+	}
+	c->cfg = malloc(sizeof(*c->cfg));
+	c->path = path;
+	if (!c->cfg) {
+		rc = PS_ENOMEM;
+		errf(err, errlen, "%s: out of memory", path);
+		goto free_ctx;
+	}
+	*c->cfg = *cfg;
+	c->f = fopen(path, "r");
+	if (!c->f) {
+		errf(err, errlen, "%s: cannot open file: %s", path,
+		     strerror(errno));
+		rc = PS_ENOENT;
+		goto free_cfg;
+	}
+	ret = ini_parse_stream(read_line, c, on_ini, c);
+	if (ret == -2) {
+		rc = PS_ENOMEM;
+		errf(err, errlen, "%s: out of memory", path);
+	} else if (ret > 0 && (!c->err_line || ret < c->err_line)) {
+		rc = errf(err, errlen,
+		          "%s:%d: syntax error: expected '[section]', "
+		          "'key = value' or a comment",
+		          path, ret);
+	} else if (c->err_line) {
+		rc = errf(err, errlen, "%s", c->err);
+	} else if (c->read_error || ret != 0) {
+		rc = PS_EIO;
+		errf(err, errlen, "%s: cannot read file: %s", path,
+		     strerror(errno ? errno : EIO));
+	} else {
+		*cfg = *c->cfg;
+	}
+	free(c->line);
+	fclose(c->f);
+free_cfg:
+	free(c->cfg);
+free_ctx:
+	free(c);
+	return rc;
+}
+
+/* ---- environment ------------------------------------------------------ */
+
+/* "ORDO_TRAIN_LR" for train.lr. */
+static void env_name(const option *o, char *buf, size_t cap)
+{
+	size_t n;
+
+	snprintf(buf, cap, "ORDO_%s_%s", o->section, o->key);
+	n = strlen(buf);
+	for (size_t i = 0; i < n; i++)
+		buf[i] = (char)toupper((unsigned char)buf[i]);
+}
+
+int ps_config_apply_env(ps_config *cfg, char *const *envp, char *err,
+                        size_t errlen)
+{
+	ps_config tmp;
+
+	if (!cfg)
+		return errf(err, errlen, "no configuration");
+	if (!envp)
+		return PS_OK;
+	tmp = *cfg;
+	for (size_t e = 0; envp[e]; e++) {
+		const char *var = envp[e], *eq = strchr(var, '=');
+		const option *o = NULL;
+		char origin[160], name[128];
+		size_t len;
+		int rc;
+
+		if (strncmp(var, "ORDO_", 5) != 0 || !eq)
+			continue;
+		len = (size_t)(eq - var);
+		snprintf(origin, sizeof(origin), "environment %.*s",
+		         (int)(len < 120 ? len : 120), var);
+		for (size_t i = 0; i < NOPTIONS && !o; i++) {
+			env_name(&options[i], name, sizeof(name));
+			if (strlen(name) == len && strncmp(name, var, len) == 0)
+				o = &options[i];
+		}
+		if (!o) {
+			char list[256];
+			sbuf sb = {list, sizeof(list), 0};
+
+			list[0] = '\0';
+			list_sections(&sb);
+			return errf(err, errlen,
+			            "%s: names no configuration key (variables "
+			            "starting with ORDO_ are reserved for "
+			            "ORDO_<SECTION>_<KEY>, e.g. ORDO_TRAIN_LR "
+			            "for train.lr; sections: %s)",
+			            origin, list);
+		}
+		rc = set_value(&tmp, o, eq + 1, origin, err, errlen);
+		if (rc != PS_OK)
+			return rc;
+	}
+	*cfg = tmp;
+	return PS_OK;
+}
+
+/* ---- validation ------------------------------------------------------- */
+
+/* Checks one field against its table entry (values set directly in the
+ * struct skip the parser). */
+static int check_bounds(const ps_config *cfg, const option *o, char *err,
+                        size_t errlen)
+{
+	char range[96];
+
+	format_range(o, range, sizeof(range));
+	switch (o->type) {
+	case OPT_INT:
+	case OPT_INT64: {
+		int64_t v = o->type == OPT_INT
+		                ? *(const int *)cfield(cfg, o)
+		                : *(const int64_t *)cfield(cfg, o);
+		if (v < o->imin || v > o->imax)
+			return errf(err, errlen,
+			            "%s.%s: %" PRId64 " is out of range %s",
+			            o->section, o->key, v, range);
+		break;
+	}
+	case OPT_DOUBLE: {
+		double v = *(const double *)cfield(cfg, o);
+		if (!(v >= o->dmin && v <= o->dmax) ||
+		    (o->dmax_open && v >= o->dmax))
+			return errf(err, errlen, "%s.%s: %g is out of range %s",
+			            o->section, o->key, v, range);
+		break;
+	}
+	case OPT_SIZE: {
+		uint64_t v = *(const uint64_t *)cfield(cfg, o);
+		if (v < o->umin || v > o->umax)
+			return errf(err, errlen,
+			            "%s.%s: %" PRIu64 " is out of range %s",
+			            o->section, o->key, v, range);
+		break;
+	}
+	case OPT_STRING:
+		if (strnlen(cfield(cfg, o), o->fsize) > STR_MAX)
+			return errf(err, errlen,
+			            "%s.%s: value is too long (at most %d "
+			            "characters)",
+			            o->section, o->key, STR_MAX);
+		break;
+	case OPT_ENUM: {
+		int v = *(const int *)cfield(cfg, o), n = 0;
+		while (o->names[n])
+			n++;
+		if (v < 0 || v >= n)
+			return errf(err, errlen,
+			            "%s.%s: %d is not a valid value",
+			            o->section, o->key, v);
+		break;
+	}
+	}
+	return PS_OK;
+}
+
+int ps_config_validate(const ps_config *cfg, char *err, size_t errlen)
+{
+	char a[32], b[32];
+	int rc;
+
+	if (!cfg)
+		return errf(err, errlen, "no configuration");
+	for (size_t i = 0; i < NOPTIONS; i++) {
+		rc = check_bounds(cfg, &options[i], err, errlen);
+		if (rc != PS_OK)
+			return rc;
+	}
+	if (cfg->transport.type == PS_TRANSPORT_RDMA)
+		return errf(err, errlen,
+		            "transport.type: 'rdma' is not built in this "
+		            "version (the RDMA transport is not written yet); "
+		            "allowed: tcp");
+	if ((int64_t)cfg->cluster.heartbeat_timeout_ms <=
+	    2 * (int64_t)cfg->cluster.heartbeat_interval_ms)
+		return errf(err, errlen,
+		            "cluster.heartbeat_timeout_ms (%d) must be greater "
+		            "than 2 * cluster.heartbeat_interval_ms (2 * %d = "
+		            "%d)",
+		            cfg->cluster.heartbeat_timeout_ms,
+		            cfg->cluster.heartbeat_interval_ms,
+		            2 * cfg->cluster.heartbeat_interval_ms);
+	if (cfg->scheduling.partition_size % 4 != 0) {
+		ps_config_format_size(cfg->scheduling.partition_size, a,
+		                      sizeof(a));
+		return errf(err, errlen,
+		            "scheduling.partition_size (%s) must be a multiple "
+		            "of 4 bytes (whole float32 elements)",
+		            a);
+	}
+	if (cfg->scheduling.credit_size != 0 &&
+	    cfg->scheduling.credit_size < cfg->scheduling.partition_size) {
+		ps_config_format_size(cfg->scheduling.credit_size, a,
+		                      sizeof(a));
+		ps_config_format_size(cfg->scheduling.partition_size, b,
+		                      sizeof(b));
+		return errf(err, errlen,
+		            "scheduling.credit_size (%s) must be 0 (unlimited) "
+		            "or at least scheduling.partition_size (%s)",
+		            a, b);
+	}
+	if (cfg->train.batch > cfg->model.samples_per_worker)
+		return errf(err, errlen,
+		            "train.batch (%d) must be at most "
+		            "model.samples_per_worker (%d)",
+		            cfg->train.batch, cfg->model.samples_per_worker);
+	return PS_OK;
+}
+
+/* ---- output ----------------------------------------------------------- */
+
+static bool needs_quotes(const char *s)
+{
+	size_t len = strlen(s);
+
+	return len == 0 || isspace((unsigned char)s[0]) ||
+	       isspace((unsigned char)s[len - 1]) || s[0] == ';' ||
+	       s[0] == '#' || (len >= 2 && s[0] == '"' && s[len - 1] == '"');
+}
+
+/* The value of o in cfg as the parser accepts it. */
+static void format_value(const ps_config *cfg, const option *o, char *buf,
+                         size_t cap)
+{
+	switch (o->type) {
+	case OPT_INT:
+		snprintf(buf, cap, "%d", *(const int *)cfield(cfg, o));
+		break;
+	case OPT_INT64:
+		snprintf(buf, cap, "%" PRId64,
+		         *(const int64_t *)cfield(cfg, o));
+		break;
+	case OPT_DOUBLE:
+		format_double(*(const double *)cfield(cfg, o), buf, cap);
+		break;
+	case OPT_SIZE:
+		ps_config_format_size(*(const uint64_t *)cfield(cfg, o), buf,
+		                      cap);
+		break;
+	case OPT_STRING: {
+		const char *s = cfield(cfg, o);
+		if (needs_quotes(s))
+			snprintf(buf, cap, "\"%s\"", s);
+		else
+			snprintf(buf, cap, "%s", s);
+		break;
+	}
+	case OPT_ENUM: {
+		int v = *(const int *)cfield(cfg, o);
+		const char *name = NULL;
+		for (int i = 0; o->names[i]; i++)
+			if (i == v)
+				name = o->names[i];
+		snprintf(buf, cap, "%s", name ? name : "?");
+		break;
+	}
+	}
+}
+
+void ps_config_write_ini(const ps_config *cfg, FILE *out)
+{
+	char value[PS_CFG_STR + 8];
+
+	fprintf(out, "# ordo job configuration: every key with its effective "
+	             "value.\n");
+	for (size_t s = 0; sections[s]; s++) {
+		fprintf(out, "\n[%s]\n", sections[s]);
+		for (size_t i = 0; i < NOPTIONS; i++) {
+			if (strcmp(options[i].section, sections[s]) != 0)
+				continue;
+			format_value(cfg, &options[i], value, sizeof(value));
+			fprintf(out, "%s = %s\n", options[i].key, value);
+		}
+	}
+}
+
+static const char *type_name(opt_type t)
+{
+	switch (t) {
+	case OPT_INT:
+		return "int";
+	case OPT_INT64:
+		return "int64";
+	case OPT_DOUBLE:
+		return "double";
+	case OPT_SIZE:
+		return "size";
+	case OPT_STRING:
+		return "string";
+	case OPT_ENUM:
+		return "enum";
+	}
+	return "?";
+}
+
+void ps_config_write_reference(FILE *out)
+{
+	char range[96];
+
+	for (size_t s = 0; sections[s]; s++) {
+		fprintf(out, "%s### [%s]\n\n", s ? "\n" : "", sections[s]);
+		fprintf(out, "| key | type | default | allowed | description "
+		             "|\n");
+		fprintf(out, "|---|---|---|---|---|\n");
+		for (size_t i = 0; i < NOPTIONS; i++) {
+			const option *o = &options[i];
+
+			if (strcmp(o->section, sections[s]) != 0)
+				continue;
+			fprintf(out, "| `%s` | %s | `%s` | ", o->key,
+			        type_name(o->type),
+			        o->def[0] ? o->def : "\"\"");
+			switch (o->type) {
+			case OPT_INT:
+			case OPT_INT64:
+			case OPT_DOUBLE:
+				format_range(o, range, sizeof(range));
+				fprintf(out, "%s", range);
+				break;
+			case OPT_SIZE:
+				format_range(o, range, sizeof(range));
+				fprintf(out,
+				        "%s bytes; suffix K, M, G, T = "
+				        "1024^1..4",
+				        range);
+				break;
+			case OPT_STRING:
+				fprintf(out, "at most %d characters", STR_MAX);
+				break;
+			case OPT_ENUM:
+				for (int n = 0; o->names[n]; n++)
+					fprintf(out, "%s`%s`", n ? ", " : "",
+					        o->names[n]);
+				break;
+			}
+			fprintf(out, " | %s |\n", o->help);
+		}
+	}
+}
+
+const char *ps_config_enum_name(const char *key, int value)
+{
+	const char *dot = key ? strchr(key, '.') : NULL;
+	const option *o;
+
+	if (!dot)
+		return NULL;
+	o = find_option(key, (size_t)(dot - key), dot + 1);
+	if (!o || o->type != OPT_ENUM || value < 0)
+		return NULL;
+	for (int i = 0; o->names[i]; i++)
+		if (i == value)
+			return o->names[i];
+	return NULL;
+}
+
+/* ---- public API (include/ordo/ordo.h) ---------------------------------- */
+
+int ps_config_new(ps_config **cfg_p)
+{
+	ps_config *cfg;
+
+	if (!cfg_p)
+		return PS_EINVAL;
+	cfg = malloc(sizeof(*cfg));
+	if (!cfg)
+		return PS_ENOMEM;
+	ps_config_defaults(cfg);
+	*cfg_p = cfg;
+	return PS_OK;
+}
+
+int ps_config_load(ps_config *cfg, const char *path, char *err, size_t errlen)
+{
+	return ps_config_load_file(cfg, path, err, errlen);
+}
+
+int ps_config_set(ps_config *cfg, const char *assignment, char *err,
+                  size_t errlen)
+{
+	if (!cfg)
+		return errf(err, errlen, "set: no configuration");
+	return set_assignment(cfg, assignment, "set", err, errlen);
+}
+
+void ps_config_free(ps_config **cfg_p)
+{
+	if (!cfg_p || !*cfg_p)
+		return;
+	free(*cfg_p);
+	*cfg_p = NULL;
+}

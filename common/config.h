@@ -1,0 +1,122 @@
+/*
+ * common/config.h - the job configuration: one table of options.
+ *
+ * One INI file drives a whole job (every binary reads the same file). Every
+ * key has a type, a default, bounds and help text in one table (config.c,
+ * `options[]`); nothing else in the tree knows a key's default or bounds.
+ * Precedence, lowest first: defaults < file < environment (ORDO_SECTION_KEY)
+ * < command line (--set section.key=value), applied in that order.
+ *
+ * Errors name where the bad value came from ("conf/x.ini:12",
+ * "environment ORDO_TRAIN_LR", "--set"), the key, and what is allowed.
+ *
+ * Threads: a ps_config is plain data; load it on one thread, then treat it
+ * as read-only (any number of readers).
+ */
+#ifndef ORDO_COMMON_CONFIG_H
+#define ORDO_COMMON_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ordo/ordo.h"
+
+#define PS_CFG_STR 256
+
+typedef enum { PS_TRANSPORT_TCP = 0, PS_TRANSPORT_RDMA = 1 } ps_transport_type;
+typedef enum { PS_MODE_SYNC = 0, PS_MODE_ASYNC = 1 } ps_train_mode;
+typedef enum { PS_MODEL_SOFTMAX = 0, PS_MODEL_MLP = 1 } ps_model_kind;
+typedef enum { PS_PLACE_BALANCED = 0, PS_PLACE_ROUND_ROBIN = 1 } ps_place_strategy;
+typedef enum { PS_PRESET_BASELINE = 0 } ps_preset;
+typedef enum {
+	PS_LOG_ERROR = 0,
+	PS_LOG_WARN = 1,
+	PS_LOG_INFO = 2,
+	PS_LOG_DEBUG = 3
+} ps_log_level;
+
+struct ps_config {
+	struct {
+		char scheduler_host[PS_CFG_STR]; /* where nodes find the scheduler */
+		int scheduler_port;              /* 0: ephemeral (ps-launch only) */
+		int servers;
+		int workers;
+		char bind_host[PS_CFG_STR];      /* address servers/workers bind */
+		char advertise_host[PS_CFG_STR]; /* "" = bind_host */
+		int heartbeat_interval_ms;
+		int heartbeat_timeout_ms;
+		int connect_timeout_ms;
+	} cluster;
+	struct {
+		int type; /* ps_transport_type */
+		int send_timeout_ms;
+		int io_threads;
+	} transport;
+	struct {
+		int name; /* ps_model_kind */
+		int input_dim;
+		int hidden;
+		int classes;
+		int samples_per_worker;
+	} model;
+	struct {
+		int iterations;
+		int batch; /* per worker */
+		double lr;
+		double momentum;
+		int mode; /* ps_train_mode */
+		int64_t seed;
+		char dump_params[PS_CFG_STR]; /* worker 0 writes final params */
+	} train;
+	struct {
+		int preset;              /* ps_preset */
+		uint64_t partition_size; /* bytes */
+		uint64_t credit_size;    /* bytes; 0 = unlimited */
+		int placement;           /* ps_place_strategy */
+	} scheduling;
+	struct {
+		int level; /* ps_log_level */
+	} log;
+};
+
+/* Fills cfg with every option's default. */
+void ps_config_defaults(ps_config *cfg);
+
+/*
+ * Loads an INI file over cfg. On error returns PS_ECONFIG (PS_ENOENT if the
+ * file cannot be opened) and writes "FILE:LINE: message" into err.
+ */
+int ps_config_load_file(ps_config *cfg, const char *path, char *err,
+			size_t errlen);
+
+/*
+ * Applies ORDO_<SECTION>_<KEY> variables from envp (NULL-terminated, like
+ * `environ`). Variables starting with ORDO_ that name no key are errors.
+ */
+int ps_config_apply_env(ps_config *cfg, char *const *envp, char *err,
+			size_t errlen);
+
+/* Sets one option from "section.key" and a value string; origin names where
+ * it came from for error messages ("--set", "conf/x.ini:3"). */
+int ps_config_set_kv(ps_config *cfg, const char *key, const char *value,
+		     const char *origin, char *err, size_t errlen);
+
+/* Cross-field checks (timeouts vs intervals, credit vs partition...). */
+int ps_config_validate(const ps_config *cfg, char *err, size_t errlen);
+
+/* Writes the effective configuration as INI text (every key). */
+void ps_config_write_ini(const ps_config *cfg, FILE *out);
+
+/* Writes the reference (every key: type, default, bounds, help) as a
+ * Markdown table grouped by section; the README embeds this output. */
+void ps_config_write_reference(FILE *out);
+
+/* Name of an enum value of a key, e.g. ps_config_enum_name("train.mode",
+ * PS_MODE_SYNC) == "sync"; NULL if unknown. */
+const char *ps_config_enum_name(const char *key, int value);
+
+/* Formats a byte count the way config accepts it ("160K", "4M", "1000"). */
+void ps_config_format_size(uint64_t bytes, char *buf, size_t cap);
+
+#endif /* ORDO_COMMON_CONFIG_H */

@@ -1,0 +1,129 @@
+/*
+ * ordo/ordo.h - the public C API of ordo: configuration and the worker
+ * client (declare tensors, push gradients, receive parameters).
+ *
+ * A worker program:
+ *
+ *     ps_config *cfg;  ps_config_new(&cfg);  ps_config_load(cfg, path, ...);
+ *     ps_client *c;    ps_client_create(cfg, &c);
+ *     ps_client_declare(c, "fc1.weight", n, w1, &t1);   // for each tensor
+ *     ps_client_start(c);        // joins the job; values now hold version 0
+ *     for (it = 0; it < iterations; it++) {
+ *         ... forward/backward with the values, into gradient buffers ...
+ *         ps_client_push(c, t1, g1, it, priority);     // for each tensor
+ *         ps_client_wait(c, t1, it + 1, -1);           // params for it + 1
+ *     }
+ *     ps_client_finish(c, &stats);   // tells the scheduler; waits shutdown
+ *     ps_client_destroy(&c);
+ *
+ * Synchronous mode (train.mode = sync): servers sum the pushes of all
+ * workers for iteration i, apply SGD with momentum, and send version i + 1
+ * to every worker unasked. Asynchronous mode: each push is applied at once;
+ * ps_client_pull() fetches the current values.
+ *
+ * Buffers: `values` given to ps_client_declare belongs to the caller and
+ * must outlive the client; ordo writes it only inside ps_client_start,
+ * ps_client_wait and ps_client_pull, on the calling thread, so reading it
+ * during compute is safe. A gradient buffer given to ps_client_push is sent
+ * without copying: keep it valid and unchanged until ps_client_wait for a
+ * later iteration (or ps_client_flush) has returned.
+ *
+ * Threads: a ps_client is used by one application thread. It runs one
+ * communication thread of its own, which owns the transport.
+ */
+#ifndef ORDO_ORDO_H
+#define ORDO_ORDO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ordo/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ORDO_VERSION_MAJOR 0
+#define ORDO_VERSION_MINOR 1
+#define ORDO_VERSION_PATCH 0
+#define ORDO_VERSION_STRING "0.1.0"
+
+/* ---- configuration ---------------------------------------------------- */
+
+typedef struct ps_config ps_config;
+
+/* A configuration holding every option's default. */
+int ps_config_new(ps_config **cfg_p);
+/* Loads an INI file over cfg; err receives "FILE:LINE: message". */
+int ps_config_load(ps_config *cfg, const char *path, char *err,
+		   size_t errlen);
+/* Sets "section.key=value". */
+int ps_config_set(ps_config *cfg, const char *assignment, char *err,
+		  size_t errlen);
+void ps_config_free(ps_config **cfg_p);
+
+/* ---- worker client ---------------------------------------------------- */
+
+typedef struct ps_client ps_client;
+
+typedef struct ps_client_stats {
+	uint64_t bytes_pushed;   /* payload bytes sent to servers */
+	uint64_t bytes_received; /* payload bytes received from servers */
+	uint64_t pushes;
+	uint64_t params_received;
+	uint64_t dropped;        /* malformed or unexpected messages */
+} ps_client_stats;
+
+/* Creates a client (nothing is sent yet). The client copies cfg. */
+int ps_client_create(const ps_config *cfg, ps_client **client_p);
+
+/* Declares a float32 tensor of numel elements; values holds the initial
+ * values (worker rank 0's are used) and receives parameters. Only before
+ * ps_client_start. Every worker must declare the same tensors in the same
+ * order. */
+int ps_client_declare(ps_client *c, const char *name, uint64_t numel,
+		      float *values, uint32_t *tensor_p);
+
+/* Registers with the scheduler, receives rank and placement; worker 0
+ * sends the initial values; returns when every tensor holds version 0. */
+int ps_client_start(ps_client *c);
+
+int ps_client_rank(const ps_client *c);
+int ps_client_num_workers(const ps_client *c);
+
+/* Pushes the gradient of a tensor for an iteration (see Buffers above).
+ * priority: lower is sooner (used by ordered transfers). */
+int ps_client_push(ps_client *c, uint32_t tensor, const float *grad,
+		   uint64_t iteration, int32_t priority);
+
+/* Waits until the tensor's parameters of version >= version have arrived
+ * and copies them into its values buffer. timeout_ms -1: no limit (the
+ * job's heartbeats still end it if a node dies). PS_EABORTED if the job
+ * failed, PS_ETIMEDOUT on timeout. */
+int ps_client_wait(ps_client *c, uint32_t tensor, uint64_t version,
+		   int timeout_ms);
+
+/* Asynchronous mode: fetches the tensor's current values from its servers
+ * into its values buffer. */
+int ps_client_pull(ps_client *c, uint32_t tensor, int timeout_ms);
+
+/* Waits until every pushed gradient buffer has been released. */
+int ps_client_flush(ps_client *c, int timeout_ms);
+
+/* Barrier over all workers. */
+int ps_client_barrier(ps_client *c, int timeout_ms);
+
+/* Reports this worker's result to the scheduler and waits until the job
+ * shuts down. iterations/seconds/last_loss go into the job summary. */
+int ps_client_finish(ps_client *c, uint64_t iterations, double seconds,
+		     double last_loss);
+
+void ps_client_get_stats(const ps_client *c, ps_client_stats *stats_p);
+
+/* Stops the communication thread and frees everything. */
+void ps_client_destroy(ps_client **client_p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ORDO_ORDO_H */

@@ -1,0 +1,1131 @@
+/*
+ * tests/unit/test_config.c - the configuration table, its loaders (file,
+ * environment, --set), validation, the INI writer and reference, and the
+ * shared command line (ps_cli_parse).
+ *
+ * Temporary files live in one mkdtemp() directory, removed at the end.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/cli.h"
+#include "common/config.h"
+
+static char tmpdir[64];
+
+/* ---- helpers ---------------------------------------------------------- */
+
+/* Writes text to tmpdir/name; returns the path (static, one per call). */
+static const char *write_file(const char *name, const char *text)
+{
+	static char paths[8][128];
+	static int next;
+	char *path = paths[next++ % 8];
+	FILE *f;
+
+	snprintf(path, 128, "%s/%s", tmpdir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+	return path;
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf;
+	long n;
+
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = calloc(1, (size_t)n + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	return buf;
+}
+
+/* Loads text as a file named name into cfg (over defaults). */
+static int load_text(ps_config *cfg, const char *name, const char *text,
+                     char *err, size_t errlen, const char **path_p)
+{
+	const char *path = write_file(name, text);
+
+	if (path_p)
+		*path_p = path;
+	ps_config_defaults(cfg);
+	return ps_config_load_file(cfg, path, err, errlen);
+}
+
+/* Asserts that loading text fails with exactly "PATH:LINE: rest". */
+static void expect_file_error(const char *text, int line, const char *rest)
+{
+	char err[1024], want[1200];
+	const char *path;
+	ps_config cfg, before;
+
+	assert_int_equal(
+	    load_text(&cfg, "bad.ini", text, err, sizeof(err), &path),
+	    PS_ECONFIG);
+	snprintf(want, sizeof(want), "%s:%d: %s", path, line, rest);
+	assert_string_equal(err, want);
+	/* cfg is untouched on error */
+	ps_config_defaults(&before);
+	assert_memory_equal(&cfg, &before, sizeof(cfg));
+}
+
+static void expect_set_error(const char *key, const char *value,
+                             const char *want)
+{
+	ps_config cfg;
+	char err[1024];
+
+	ps_config_defaults(&cfg);
+	assert_int_equal(
+	    ps_config_set_kv(&cfg, key, value, "--set", err, sizeof(err)),
+	    PS_ECONFIG);
+	assert_string_equal(err, want);
+}
+
+static void expect_invalid(const ps_config *cfg, const char *want)
+{
+	char err[1024];
+
+	assert_int_equal(ps_config_validate(cfg, err, sizeof(err)), PS_ECONFIG);
+	assert_string_equal(err, want);
+}
+
+static char *config_to_string(const ps_config *cfg, int reference)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	if (reference)
+		ps_config_write_reference(f);
+	else
+		ps_config_write_ini(cfg, f);
+	assert_int_equal(fclose(f), 0);
+	return buf;
+}
+
+/* Runs ps_cli_parse with stdout and stderr captured. */
+typedef struct cli_run {
+	ps_cli_status status;
+	char *out;
+	char *err;
+} cli_run;
+
+static cli_run run_cli(const ps_cli_info *info, ps_config *cfg, ...)
+{
+	char *argv[32];
+	char out_path[128], err_path[128];
+	int argc = 0, saved_out, saved_err, fo, fe;
+	cli_run r;
+	va_list ap;
+
+	argv[argc++] = "test-prog";
+	va_start(ap, cfg);
+	while ((argv[argc] = va_arg(ap, char *)) != NULL)
+		argc++;
+	va_end(ap);
+
+	snprintf(out_path, sizeof(out_path), "%s/stdout.txt", tmpdir);
+	snprintf(err_path, sizeof(err_path), "%s/stderr.txt", tmpdir);
+	fflush(stdout);
+	fflush(stderr);
+	saved_out = dup(STDOUT_FILENO);
+	saved_err = dup(STDERR_FILENO);
+	fo = open(out_path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	fe = open(err_path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	assert_true(saved_out >= 0 && saved_err >= 0 && fo >= 0 && fe >= 0);
+	dup2(fo, STDOUT_FILENO);
+	dup2(fe, STDERR_FILENO);
+
+	r.status = ps_cli_parse(argc, argv, info, cfg);
+
+	fflush(stdout);
+	fflush(stderr);
+	dup2(saved_out, STDOUT_FILENO);
+	dup2(saved_err, STDERR_FILENO);
+	close(saved_out);
+	close(saved_err);
+	close(fo);
+	close(fe);
+	r.out = slurp(out_path);
+	r.err = slurp(err_path);
+	return r;
+}
+
+static void cli_run_free(cli_run *r)
+{
+	free(r->out);
+	free(r->err);
+}
+
+/* ---- fixtures --------------------------------------------------------- */
+
+static int group_setup(void **state)
+{
+	char *names[64];
+	int n = 0;
+
+	(void)state;
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/ordo-test-config-XXXXXX");
+	if (!mkdtemp(tmpdir))
+		return -1;
+	/* ps_cli_parse reads environ: start without any ORDO_ variable. */
+	for (char **e = environ; *e && n < 64; e++)
+		if (strncmp(*e, "ORDO_", 5) == 0)
+			names[n++] = strndup(*e, strcspn(*e, "="));
+	for (int i = 0; i < n; i++) {
+		unsetenv(names[i]);
+		free(names[i]);
+	}
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	DIR *d = opendir(tmpdir);
+	struct dirent *de;
+	char path[512];
+
+	(void)state;
+	if (d) {
+		while ((de = readdir(d)) != NULL) {
+			if (strcmp(de->d_name, ".") == 0 ||
+			    strcmp(de->d_name, "..") == 0)
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", tmpdir,
+			         de->d_name);
+			unlink(path);
+		}
+		closedir(d);
+	}
+	return rmdir(tmpdir);
+}
+
+/* ---- defaults and files ----------------------------------------------- */
+
+static void test_defaults(void **state)
+{
+	ps_config cfg, *pcfg = NULL;
+	char err[256];
+
+	(void)state;
+	ps_config_defaults(&cfg);
+	assert_string_equal(cfg.cluster.scheduler_host, "127.0.0.1");
+	assert_int_equal(cfg.cluster.scheduler_port, 9200);
+	assert_int_equal(cfg.cluster.servers, 1);
+	assert_int_equal(cfg.cluster.workers, 1);
+	assert_string_equal(cfg.cluster.bind_host, "127.0.0.1");
+	assert_string_equal(cfg.cluster.advertise_host, "");
+	assert_int_equal(cfg.cluster.heartbeat_interval_ms, 500);
+	assert_int_equal(cfg.cluster.heartbeat_timeout_ms, 5000);
+	assert_int_equal(cfg.cluster.connect_timeout_ms, 10000);
+	assert_int_equal(cfg.transport.type, PS_TRANSPORT_TCP);
+	assert_int_equal(cfg.transport.send_timeout_ms, 10000);
+	assert_int_equal(cfg.transport.io_threads, 1);
+	assert_int_equal(cfg.model.name, PS_MODEL_MLP);
+	assert_int_equal(cfg.model.input_dim, 32);
+	assert_int_equal(cfg.model.hidden, 64);
+	assert_int_equal(cfg.model.classes, 10);
+	assert_int_equal(cfg.model.samples_per_worker, 1024);
+	assert_int_equal(cfg.train.iterations, 20);
+	assert_int_equal(cfg.train.batch, 32);
+	assert_true(cfg.train.lr == 0.1);
+	assert_true(cfg.train.momentum == 0.9);
+	assert_int_equal(cfg.train.mode, PS_MODE_SYNC);
+	assert_int_equal(cfg.train.seed, 1);
+	assert_string_equal(cfg.train.dump_params, "");
+	assert_int_equal(cfg.scheduling.preset, PS_PRESET_BASELINE);
+	assert_int_equal(cfg.scheduling.partition_size, 4 * 1024 * 1024);
+	assert_int_equal(cfg.scheduling.credit_size, 0);
+	assert_int_equal(cfg.scheduling.placement, PS_PLACE_BALANCED);
+	assert_int_equal(cfg.log.level, PS_LOG_INFO);
+	assert_int_equal(ps_config_validate(&cfg, err, sizeof(err)), PS_OK);
+
+	/* public API */
+	assert_int_equal(ps_config_new(&pcfg), PS_OK);
+	assert_non_null(pcfg);
+	assert_memory_equal(pcfg, &cfg, sizeof(cfg));
+	assert_int_equal(ps_config_set(pcfg, "train.lr=0.5", err, sizeof(err)),
+	                 PS_OK);
+	assert_true(pcfg->train.lr == 0.5);
+	assert_int_equal(ps_config_set(pcfg, "train.lr", err, sizeof(err)),
+	                 PS_ECONFIG);
+	assert_string_equal(err, "set: 'train.lr' is not of the form "
+	                         "section.key=value");
+	ps_config_free(&pcfg);
+	assert_null(pcfg);
+	ps_config_free(&pcfg); /* NULL is fine */
+}
+
+static void test_good_file(void **state)
+{
+	ps_config cfg;
+	char err[1024];
+	const char *path;
+
+	(void)state;
+	assert_int_equal(load_text(&cfg, "good.ini",
+	                           "# a comment\n"
+	                           "; another\n"
+	                           "[cluster]\n"
+	                           "servers = 3\n"
+	                           "workers=4   ; inline comment\n"
+	                           "scheduler_host = \"  spaced  \"\n"
+	                           "\n"
+	                           "[train]\n"
+	                           "lr = 0.05\n"
+	                           "lr = 0.025\n" /* duplicate: last wins */
+	                           "mode = ASYNC\n"
+	                           "seed = 9223372036854775807\n"
+	                           "dump_params = /tmp/params.bin\n"
+	                           "[scheduling]\n"
+	                           "partition_size = 160k\n"
+	                           "credit_size = 1M\n"
+	                           "placement = round-robin\n"
+	                           "[log]\n"
+	                           "level = debug\n",
+	                           err, sizeof(err), &path),
+	                 PS_OK);
+	assert_int_equal(cfg.cluster.servers, 3);
+	assert_int_equal(cfg.cluster.workers, 4);
+	assert_string_equal(cfg.cluster.scheduler_host, "  spaced  ");
+	assert_true(cfg.train.lr == 0.025);
+	assert_int_equal(cfg.train.mode, PS_MODE_ASYNC);
+	assert_true(cfg.train.seed == INT64_MAX);
+	assert_string_equal(cfg.train.dump_params, "/tmp/params.bin");
+	assert_int_equal(cfg.scheduling.partition_size, 160 * 1024);
+	assert_int_equal(cfg.scheduling.credit_size, 1024 * 1024);
+	assert_int_equal(cfg.scheduling.placement, PS_PLACE_ROUND_ROBIN);
+	assert_int_equal(cfg.log.level, PS_LOG_DEBUG);
+	/* untouched keys keep their defaults */
+	assert_int_equal(cfg.train.iterations, 20);
+	assert_int_equal(ps_config_validate(&cfg, err, sizeof(err)), PS_OK);
+
+	/* the public loader is the same */
+	ps_config_defaults(&cfg);
+	assert_int_equal(ps_config_load(&cfg, path, err, sizeof(err)), PS_OK);
+	assert_int_equal(cfg.cluster.workers, 4);
+}
+
+static void test_demo_config(void **state)
+{
+	char path[1024], err[1024];
+	const char *slash = strrchr(__FILE__, '/');
+	ps_config cfg;
+
+	(void)state;
+	/* __FILE__ is tests/unit/test_config.c, absolute under CMake */
+	snprintf(path, sizeof(path), "%.*s/../../conf/local.ini",
+	         slash ? (int)(slash - __FILE__) : 1, slash ? __FILE__ : ".");
+	ps_config_defaults(&cfg);
+	assert_int_equal(ps_config_load_file(&cfg, path, err, sizeof(err)),
+	                 PS_OK);
+	assert_int_equal(ps_config_validate(&cfg, err, sizeof(err)), PS_OK);
+	assert_int_equal(cfg.cluster.servers, 2);
+	assert_int_equal(cfg.cluster.workers, 2);
+	assert_int_equal(cfg.model.name, PS_MODEL_MLP);
+	assert_int_equal(cfg.train.iterations, 30);
+}
+
+static void test_file_errors(void **state)
+{
+	(void)state;
+	expect_file_error("; comment\n[train]\nlrr = 0.1\n", 3,
+	                  "unknown key 'train.lrr'; keys in section 'train': "
+	                  "iterations, batch, lr, momentum, mode, seed, "
+	                  "dump_params");
+	expect_file_error("[cluster]\nservers = 2\n\n\n\n[trian]\nlr = 0.1\n",
+	                  7,
+	                  "unknown key 'trian.lr' (section 'trian'); known "
+	                  "sections: cluster, transport, model, train, "
+	                  "scheduling, log");
+	expect_file_error("# top\nlr = 0.1\n[train]\n", 2,
+	                  "key 'lr' is outside any section; put it under a "
+	                  "[section] header (known sections: cluster, "
+	                  "transport, model, train, scheduling, log)");
+	expect_file_error("[train]\niterations = 3\n\n\n\n\n\n\nmode = fast\n",
+	                  9, "train.mode: 'fast' is not one of: sync, async");
+	expect_file_error("[cluster]\nscheduler_port = 70000\n", 2,
+	                  "cluster.scheduler_port: '70000' is out of range "
+	                  "[0, 65535]");
+	expect_file_error("[cluster]\nservers = 2x\n", 2,
+	                  "cluster.servers: '2x' is not an integer");
+	expect_file_error("[cluster]\nservers = 99999999999999999999\n", 2,
+	                  "cluster.servers: '99999999999999999999' is out of "
+	                  "range [1, 4096]");
+	expect_file_error("[train]\nmomentum = 1\n", 2,
+	                  "train.momentum: '1' is out of range [0, 1)");
+	expect_file_error("[train]\nlr = 100.5\n", 2,
+	                  "train.lr: '100.5' is out of range [0, 100]");
+	expect_file_error("[train]\nlr = nan\n", 2,
+	                  "train.lr: 'nan' is not a number");
+	expect_file_error(
+	    "[scheduling]\npartition_size = 4MB\n", 2,
+	    "scheduling.partition_size: '4MB' is not a size "
+	    "(bytes: digits with an optional K, M, G or T suffix, "
+	    "e.g. 4M)");
+	expect_file_error("[scheduling]\npartition_size = 2\n", 2,
+	                  "scheduling.partition_size: '2' is out of range "
+	                  "[4, 1T]");
+	expect_file_error("[scheduling]\ncredit_size = 16777216T\n", 2,
+	                  "scheduling.credit_size: '16777216T' is too large "
+	                  "(does not fit in 64 bits; allowed [0, 1T])");
+	/* libinih syntax errors keep their line number */
+	expect_file_error("[train]\nlr = 0.1\njust words\n", 3,
+	                  "syntax error: expected '[section]', 'key = value' "
+	                  "or a comment");
+	/* the first error wins */
+	expect_file_error("[train]\nmode = x\nlr = y\n", 2,
+	                  "train.mode: 'x' is not one of: sync, async");
+	/* an indented line continues the previous value in libinih */
+	expect_file_error("[train]\niterations = 3\n  batch = 8\n", 3,
+	                  "indented line 'batch = 8' would continue the value "
+	                  "of 'train.iterations'; start keys at column 1 "
+	                  "(continuation lines are not supported)");
+}
+
+static void test_size_values(void **state)
+{
+	static const struct {
+		const char *text;
+		uint64_t bytes;
+	} good[] = {
+	    {"4", 4},
+	    {"1000", 1000},
+	    {"160K", 160 * 1024},
+	    {"160k", 160 * 1024},
+	    {"4M", 4ULL << 20},
+	    {"2g", 2ULL << 30},
+	    {"1T", 1ULL << 40},
+	    {"1099511627776", 1ULL << 40},
+	};
+	static const char *const bad[] = {"",      "-1", "+4",   "4MB", "4 M",
+	                                  "4MB x", "M",  "0x10", "4.5M"};
+	ps_config cfg;
+	char err[512], want[512], buf[32];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		ps_config_defaults(&cfg);
+		assert_int_equal(
+		    ps_config_set_kv(&cfg, "scheduling.partition_size",
+		                     good[i].text, "--set", err, sizeof(err)),
+		    PS_OK);
+		assert_true(cfg.scheduling.partition_size == good[i].bytes);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(want, sizeof(want),
+		         "--set: scheduling.partition_size: '%s' is not a size "
+		         "(bytes: digits with an optional K, M, G or T suffix, "
+		         "e.g. 4M)",
+		         bad[i]);
+		expect_set_error("scheduling.partition_size", bad[i], want);
+	}
+	expect_set_error("scheduling.partition_size", "2T",
+	                 "--set: scheduling.partition_size: '2T' is out of "
+	                 "range [4, 1T]");
+	expect_set_error(
+	    "scheduling.credit_size", "18446744073709551616",
+	    "--set: scheduling.credit_size: '18446744073709551616' "
+	    "is too large (does not fit in 64 bits; allowed "
+	    "[0, 1T])");
+
+	ps_config_format_size(0, buf, sizeof(buf));
+	assert_string_equal(buf, "0");
+	ps_config_format_size(1000, buf, sizeof(buf));
+	assert_string_equal(buf, "1000");
+	ps_config_format_size(160 * 1024, buf, sizeof(buf));
+	assert_string_equal(buf, "160K");
+	ps_config_format_size(4ULL << 20, buf, sizeof(buf));
+	assert_string_equal(buf, "4M");
+	ps_config_format_size((4ULL << 20) + 4, buf, sizeof(buf));
+	assert_string_equal(buf, "4194308");
+	ps_config_format_size(3ULL << 30, buf, sizeof(buf));
+	assert_string_equal(buf, "3G");
+	ps_config_format_size(1ULL << 50, buf, sizeof(buf));
+	assert_string_equal(buf, "1024T");
+}
+
+static void test_strings(void **state)
+{
+	char long_value[200], want[512], err[512], line[400];
+	ps_config cfg;
+	const char *path;
+
+	(void)state;
+	memset(long_value, 'h', 161);
+	long_value[161] = '\0';
+	expect_set_error("cluster.bind_host", long_value,
+	                 "--set: cluster.bind_host: value of 161 characters is "
+	                 "too long (at most 160)");
+	long_value[160] = '\0';
+	ps_config_defaults(&cfg);
+	assert_int_equal(ps_config_set_kv(&cfg, "cluster.bind_host", long_value,
+	                                  "--set", err, sizeof(err)),
+	                 PS_OK);
+	assert_string_equal(cfg.cluster.bind_host, long_value);
+	expect_set_error("cluster.bind_host", "a ;b",
+	                 "--set: cluster.bind_host: value contains a blank "
+	                 "before ';', which an INI file reads as a comment");
+	expect_set_error("cluster.bind_host", "a\nb",
+	                 "--set: cluster.bind_host: value contains a control "
+	                 "character");
+
+	/* a line longer than libinih's buffer is refused, not split */
+	memset(long_value, 'x', 190);
+	long_value[190] = '\0';
+	snprintf(line, sizeof(line), "[train]\ndump_params = %s\n", long_value);
+	assert_int_equal(
+	    load_text(&cfg, "long.ini", line, err, sizeof(err), &path),
+	    PS_ECONFIG);
+	snprintf(want, sizeof(want),
+	         "%s:2: line is too long (204 characters; at most 199)", path);
+	assert_string_equal(err, want);
+
+	/* quotes keep an empty value */
+	assert_int_equal(load_text(&cfg, "q.ini",
+	                           "[cluster]\nbind_host = \"\"\n", err,
+	                           sizeof(err), NULL),
+	                 PS_OK);
+	assert_string_equal(cfg.cluster.bind_host, "");
+}
+
+static void test_missing_file(void **state)
+{
+	ps_config cfg, before;
+	char path[256], err[512], want[512];
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/missing.ini", tmpdir);
+	snprintf(want, sizeof(want),
+	         "%s: cannot open file: No such file or directory", path);
+	ps_config_defaults(&cfg);
+	before = cfg;
+	assert_int_equal(ps_config_load_file(&cfg, path, err, sizeof(err)),
+	                 PS_ENOENT);
+	assert_string_equal(err, want);
+	assert_memory_equal(&cfg, &before, sizeof(cfg));
+	/* a directory opens but cannot be read */
+	assert_int_equal(ps_config_load_file(&cfg, tmpdir, err, sizeof(err)),
+	                 PS_EIO);
+	snprintf(want, sizeof(want), "%s: cannot read file: Is a directory",
+	         tmpdir);
+	assert_string_equal(err, want);
+}
+
+static void test_set_errors(void **state)
+{
+	(void)state;
+	expect_set_error("train.lr", "-1",
+	                 "--set: train.lr: '-1' is out of range [0, 100]");
+	expect_set_error(
+	    "train.lrr", "1",
+	    "--set: unknown key 'train.lrr'; keys in section "
+	    "'train': iterations, batch, lr, momentum, mode, seed, "
+	    "dump_params");
+	expect_set_error("trian.lr", "1",
+	                 "--set: unknown key 'trian.lr' (section 'trian'); "
+	                 "known sections: cluster, transport, model, train, "
+	                 "scheduling, log");
+	expect_set_error("lr", "1",
+	                 "--set: 'lr' is not of the form section.key "
+	                 "(sections: cluster, transport, model, train, "
+	                 "scheduling, log)");
+	expect_set_error("transport.type", "udp",
+	                 "--set: transport.type: 'udp' is not one of: tcp, "
+	                 "rdma");
+	expect_set_error("train.seed", "-1",
+	                 "--set: train.seed: '-1' is out of range [0, "
+	                 "9223372036854775807]");
+	expect_set_error("train.iterations", " 5",
+	                 "--set: train.iterations: ' 5' is not an integer");
+}
+
+/* ---- environment and precedence --------------------------------------- */
+
+static void test_env(void **state)
+{
+	char *good[] = {"HOME=/root",
+	                "ORDO_TRAIN_LR=0.5",
+	                "ORDO_CLUSTER_HEARTBEAT_TIMEOUT_MS=7000",
+	                "ORDO_SCHEDULING_PARTITION_SIZE=8M",
+	                "NOT_ORDO_X=1",
+	                NULL};
+	char *unknown[] = {"ORDO_TRAIN_LR=0.5", "ORDO_TRAIN_LRX=1", NULL};
+	char *badval[] = {"ORDO_TRAIN_LR=abc", NULL};
+	ps_config cfg, before;
+	char err[1024];
+
+	(void)state;
+	ps_config_defaults(&cfg);
+	assert_int_equal(ps_config_apply_env(&cfg, good, err, sizeof(err)),
+	                 PS_OK);
+	assert_true(cfg.train.lr == 0.5);
+	assert_int_equal(cfg.cluster.heartbeat_timeout_ms, 7000);
+	assert_int_equal(cfg.scheduling.partition_size, 8 << 20);
+
+	ps_config_defaults(&cfg);
+	before = cfg;
+	assert_int_equal(ps_config_apply_env(&cfg, unknown, err, sizeof(err)),
+	                 PS_ECONFIG);
+	assert_string_equal(
+	    err, "environment ORDO_TRAIN_LRX: names no configuration "
+	         "key (variables starting with ORDO_ are reserved "
+	         "for ORDO_<SECTION>_<KEY>, e.g. ORDO_TRAIN_LR for "
+	         "train.lr; sections: cluster, transport, model, "
+	         "train, scheduling, log)");
+	/* nothing applied on error */
+	assert_memory_equal(&cfg, &before, sizeof(cfg));
+
+	assert_int_equal(ps_config_apply_env(&cfg, badval, err, sizeof(err)),
+	                 PS_ECONFIG);
+	assert_string_equal(err, "environment ORDO_TRAIN_LR: train.lr: 'abc' "
+	                         "is not a number");
+}
+
+static void test_precedence(void **state)
+{
+	char *env[] = {"ORDO_TRAIN_LR=0.3", "ORDO_TRAIN_ITERATIONS=6", NULL};
+	ps_config cfg;
+	char err[1024];
+	const char *path;
+
+	(void)state;
+	assert_int_equal(load_text(&cfg, "prec.ini",
+	                           "[train]\nlr = 0.2\niterations = 5\n"
+	                           "batch = 16\n",
+	                           err, sizeof(err), &path),
+	                 PS_OK);
+	assert_true(cfg.train.lr == 0.2);
+	assert_int_equal(ps_config_apply_env(&cfg, env, err, sizeof(err)),
+	                 PS_OK);
+	assert_int_equal(ps_config_set_kv(&cfg, "train.lr", "0.4", "--set", err,
+	                                  sizeof(err)),
+	                 PS_OK);
+	assert_true(cfg.train.lr == 0.4);          /* --set */
+	assert_int_equal(cfg.train.iterations, 6); /* environment */
+	assert_int_equal(cfg.train.batch, 16);     /* file */
+	assert_int_equal(cfg.train.seed, 1);       /* default */
+
+	/* the same through ps_cli_parse, with the real environment */
+	{
+		ps_config_defaults(&cfg);
+		setenv("ORDO_TRAIN_LR", "0.3", 1);
+		setenv("ORDO_TRAIN_ITERATIONS", "6", 1);
+		cli_run r = run_cli(&(ps_cli_info){.prog = "test-prog"}, &cfg,
+		                    "--set", "train.lr=0.5", "--config",
+		                    (char *)path, "--set=train.lr=0.4", NULL);
+		unsetenv("ORDO_TRAIN_LR");
+		unsetenv("ORDO_TRAIN_ITERATIONS");
+		assert_int_equal(r.status, PS_CLI_RUN);
+		assert_string_equal(r.err, "");
+		assert_string_equal(r.out, "");
+		assert_true(cfg.train.lr == 0.4); /* last --set wins */
+		assert_int_equal(cfg.train.iterations, 6);
+		assert_int_equal(cfg.train.batch, 16);
+		cli_run_free(&r);
+	}
+	{
+		setenv("ORDO_BOGUS", "1", 1);
+		cli_run r =
+		    run_cli(&(ps_cli_info){.prog = "test-prog"}, &cfg, NULL);
+		unsetenv("ORDO_BOGUS");
+		assert_int_equal(r.status, PS_CLI_EXIT_ERR);
+		assert_non_null(strstr(r.err, "test-prog: error: environment "
+		                              "ORDO_BOGUS: names no "
+		                              "configuration key"));
+		cli_run_free(&r);
+	}
+}
+
+/* ---- validation ------------------------------------------------------- */
+
+static void test_validate(void **state)
+{
+	ps_config cfg;
+
+	(void)state;
+	ps_config_defaults(&cfg);
+	cfg.cluster.heartbeat_interval_ms = 1000;
+	cfg.cluster.heartbeat_timeout_ms = 2000;
+	expect_invalid(&cfg, "cluster.heartbeat_timeout_ms (2000) must be "
+	                     "greater than 2 * cluster.heartbeat_interval_ms "
+	                     "(2 * 1000 = 2000)");
+
+	ps_config_defaults(&cfg);
+	cfg.scheduling.partition_size = 4 << 20;
+	cfg.scheduling.credit_size = 1 << 20;
+	expect_invalid(&cfg, "scheduling.credit_size (1M) must be 0 "
+	                     "(unlimited) or at least "
+	                     "scheduling.partition_size (4M)");
+	cfg.scheduling.credit_size = 4 << 20;
+	assert_int_equal(ps_config_validate(&cfg, NULL, 0), PS_OK);
+
+	ps_config_defaults(&cfg);
+	cfg.scheduling.partition_size = 1026;
+	expect_invalid(&cfg, "scheduling.partition_size (1026) must be a "
+	                     "multiple of 4 bytes (whole float32 elements)");
+
+	ps_config_defaults(&cfg);
+	cfg.transport.type = PS_TRANSPORT_RDMA;
+	expect_invalid(&cfg, "transport.type: 'rdma' is not built in this "
+	                     "version (the RDMA transport is not written "
+	                     "yet); allowed: tcp");
+
+	ps_config_defaults(&cfg);
+	cfg.train.batch = 64;
+	cfg.model.samples_per_worker = 32;
+	expect_invalid(&cfg, "train.batch (64) must be at most "
+	                     "model.samples_per_worker (32)");
+
+	/* fields set directly are checked against the table too */
+	ps_config_defaults(&cfg);
+	cfg.cluster.workers = 0;
+	expect_invalid(&cfg, "cluster.workers: 0 is out of range [1, 4096]");
+	ps_config_defaults(&cfg);
+	cfg.train.mode = 7;
+	expect_invalid(&cfg, "train.mode: 7 is not a valid value");
+}
+
+/* ---- output ----------------------------------------------------------- */
+
+#define SAME(field)     assert_true(a->field == b->field)
+#define SAME_STR(field) assert_string_equal(a->field, b->field)
+
+static void assert_same_config(const ps_config *a, const ps_config *b)
+{
+	SAME_STR(cluster.scheduler_host);
+	SAME(cluster.scheduler_port);
+	SAME(cluster.servers);
+	SAME(cluster.workers);
+	SAME_STR(cluster.bind_host);
+	SAME_STR(cluster.advertise_host);
+	SAME(cluster.heartbeat_interval_ms);
+	SAME(cluster.heartbeat_timeout_ms);
+	SAME(cluster.connect_timeout_ms);
+	SAME(transport.type);
+	SAME(transport.send_timeout_ms);
+	SAME(transport.io_threads);
+	SAME(model.name);
+	SAME(model.input_dim);
+	SAME(model.hidden);
+	SAME(model.classes);
+	SAME(model.samples_per_worker);
+	SAME(train.iterations);
+	SAME(train.batch);
+	assert_memory_equal(&a->train.lr, &b->train.lr, sizeof(double));
+	assert_memory_equal(&a->train.momentum, &b->train.momentum,
+	                    sizeof(double));
+	SAME(train.mode);
+	SAME(train.seed);
+	SAME_STR(train.dump_params);
+	SAME(scheduling.preset);
+	SAME(scheduling.partition_size);
+	SAME(scheduling.credit_size);
+	SAME(scheduling.placement);
+	SAME(log.level);
+}
+
+static void roundtrip(const ps_config *cfg)
+{
+	char *text = config_to_string(cfg, 0);
+	const char *path = write_file("roundtrip.ini", text);
+	ps_config back;
+	char err[1024];
+
+	ps_config_defaults(&back);
+	if (ps_config_load_file(&back, path, err, sizeof(err)) != PS_OK)
+		fail_msg("reload failed: %s\n%s", err, text);
+	assert_same_config(cfg, &back);
+	free(text);
+}
+
+static void test_write_ini(void **state)
+{
+	static const char *const sets[][2] = {
+	    {"cluster.scheduler_host", " lead and trail "},
+	    {"cluster.bind_host", ";starts with semicolon"},
+	    {"cluster.advertise_host", "\"\"quoted\"\""},
+	    {"cluster.scheduler_port", "0"},
+	    {"cluster.workers", "4096"},
+	    {"transport.type", "rdma"},
+	    {"model.name", "softmax"},
+	    {"train.lr", "0.30000000000000004"},
+	    {"train.momentum", "0.99999999999999989"},
+	    {"train.mode", "async"},
+	    {"train.seed", "9223372036854775807"},
+	    {"train.dump_params", "/tmp/a b=c#d:e"},
+	    {"scheduling.partition_size", "160K"},
+	    {"scheduling.credit_size", "1099511627772"},
+	    {"scheduling.placement", "round-robin"},
+	    {"log.level", "error"},
+	};
+	ps_config cfg;
+	char err[512];
+	char *text;
+
+	(void)state;
+	ps_config_defaults(&cfg);
+	roundtrip(&cfg);
+	text = config_to_string(&cfg, 0);
+	assert_non_null(
+	    strstr(text, "[cluster]\nscheduler_host = 127.0.0.1\n"));
+	assert_non_null(strstr(text, "advertise_host = \"\"\n"));
+	assert_non_null(strstr(text, "partition_size = 4M\n"));
+	assert_non_null(strstr(text, "lr = 0.1\n"));
+	assert_non_null(strstr(text, "[log]\nlevel = info\n"));
+	free(text);
+
+	for (size_t i = 0; i < sizeof(sets) / sizeof(sets[0]); i++)
+		assert_int_equal(ps_config_set_kv(&cfg, sets[i][0], sets[i][1],
+		                                  "--set", err, sizeof(err)),
+		                 PS_OK);
+	assert_string_equal(cfg.cluster.advertise_host, "\"quoted\"");
+	roundtrip(&cfg);
+	/* a long value still fits on one line */
+	memset(cfg.cluster.advertise_host, 'a', 160);
+	cfg.cluster.advertise_host[160] = '\0';
+	cfg.cluster.advertise_host[0] = ' ';
+	roundtrip(&cfg);
+}
+
+static void test_reference(void **state)
+{
+	static const char *const keys[] = {"scheduler_host",
+	                                   "scheduler_port",
+	                                   "servers",
+	                                   "workers",
+	                                   "bind_host",
+	                                   "advertise_host",
+	                                   "heartbeat_interval_ms",
+	                                   "heartbeat_timeout_ms",
+	                                   "connect_timeout_ms",
+	                                   "type",
+	                                   "send_timeout_ms",
+	                                   "io_threads",
+	                                   "name",
+	                                   "input_dim",
+	                                   "hidden",
+	                                   "classes",
+	                                   "samples_per_worker",
+	                                   "iterations",
+	                                   "batch",
+	                                   "lr",
+	                                   "momentum",
+	                                   "mode",
+	                                   "seed",
+	                                   "dump_params",
+	                                   "preset",
+	                                   "partition_size",
+	                                   "credit_size",
+	                                   "placement",
+	                                   "level"};
+	char *ref = config_to_string(NULL, 1), *again;
+	char *ini = NULL;
+	ps_config cfg;
+	char needle[128];
+	int rows = 0;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		snprintf(needle, sizeof(needle), "| `%s` |", keys[i]);
+		if (!strstr(ref, needle))
+			fail_msg("reference lacks %s", keys[i]);
+	}
+	for (const char *p = ref; (p = strstr(p, "\n| `")) != NULL; p++)
+		rows++;
+	assert_int_equal(rows, (int)(sizeof(keys) / sizeof(keys[0])));
+	assert_non_null(strstr(ref, "### [cluster]\n\n| key | type | default "
+	                            "| allowed | description |\n"));
+	assert_non_null(strstr(ref, "| `mode` | enum | `sync` | `sync`, "
+	                            "`async` |"));
+	assert_non_null(
+	    strstr(ref, "| `momentum` | double | `0.9` | [0, 1) |"));
+	assert_non_null(strstr(ref, "| `partition_size` | size | `4M` | "
+	                            "[4, 1T] bytes"));
+	assert_non_null(strstr(ref, "### [log]"));
+	/* deterministic */
+	again = config_to_string(NULL, 1);
+	assert_string_equal(ref, again);
+	free(again);
+	/* every key the INI writer writes is in the reference */
+	ps_config_defaults(&cfg);
+	ini = config_to_string(&cfg, 0);
+	for (char *line = strtok(ini, "\n"); line; line = strtok(NULL, "\n")) {
+		char *eq = strstr(line, " = ");
+		if (!eq)
+			continue;
+		snprintf(needle, sizeof(needle), "| `%.*s` |", (int)(eq - line),
+		         line);
+		assert_non_null(strstr(ref, needle));
+	}
+	free(ini);
+	free(ref);
+}
+
+static void test_enum_name(void **state)
+{
+	(void)state;
+	assert_string_equal(ps_config_enum_name("train.mode", PS_MODE_SYNC),
+	                    "sync");
+	assert_string_equal(ps_config_enum_name("train.mode", PS_MODE_ASYNC),
+	                    "async");
+	assert_string_equal(
+	    ps_config_enum_name("transport.type", PS_TRANSPORT_RDMA), "rdma");
+	assert_string_equal(
+	    ps_config_enum_name("scheduling.placement", PS_PLACE_ROUND_ROBIN),
+	    "round-robin");
+	assert_string_equal(ps_config_enum_name("log.level", PS_LOG_DEBUG),
+	                    "debug");
+	assert_string_equal(ps_config_enum_name("model.name", PS_MODEL_SOFTMAX),
+	                    "softmax");
+	assert_null(ps_config_enum_name("train.mode", 2));
+	assert_null(ps_config_enum_name("train.mode", -1));
+	assert_null(ps_config_enum_name("train.lr", 0));
+	assert_null(ps_config_enum_name("mode", 0));
+	assert_null(ps_config_enum_name(NULL, 0));
+}
+
+/* ---- command line ----------------------------------------------------- */
+
+typedef struct opt_log {
+	int calls;
+	char seen[256];
+} opt_log;
+
+static int on_opt(void *ud, const char *name, const char *arg, char *err,
+                  size_t errlen)
+{
+	opt_log *l = ud;
+	size_t n = strlen(l->seen);
+
+	l->calls++;
+	snprintf(l->seen + n, sizeof(l->seen) - n, "%s%s=%s", n ? " " : "",
+	         name, arg ? arg : "(null)");
+	if (strcmp(name, "fail") == 0) {
+		snprintf(err, errlen, "--fail: '%s' is not accepted", arg);
+		return PS_EINVAL;
+	}
+	return PS_OK;
+}
+
+static const ps_cli_opt test_opts[] = {
+    {"ready-fd", "N", "write the bound port to file descriptor N"},
+    {"dry-run", NULL, "check the configuration and exit"},
+    {"fail", "X", "always fails"},
+    {NULL, NULL, NULL},
+};
+
+static void test_cli_help_version(void **state)
+{
+	opt_log log = {0};
+	ps_cli_info info = {.prog = "test-prog",
+	                    .summary = "Does test things.",
+	                    .opts = test_opts,
+	                    .on_opt = on_opt,
+	                    .ud = &log};
+	ps_config cfg;
+	cli_run r;
+
+	(void)state;
+	r = run_cli(&info, &cfg, "--version", NULL);
+	assert_int_equal(r.status, PS_CLI_EXIT_OK);
+	assert_string_equal(r.out,
+	                    "test-prog (ordo " ORDO_VERSION_STRING ")\n");
+	assert_string_equal(r.err, "");
+	cli_run_free(&r);
+
+	r = run_cli(&info, &cfg, "--ready-fd", "3", "--help", NULL);
+	assert_int_equal(r.status, PS_CLI_EXIT_OK);
+	assert_string_equal(r.err, "");
+	assert_non_null(strstr(r.out, "Usage: test-prog [--config FILE]"));
+	assert_non_null(strstr(r.out, "Does test things."));
+	assert_non_null(strstr(r.out, "  --config FILE"));
+	assert_non_null(strstr(r.out, "  --set SECTION.KEY=VALUE"));
+	assert_non_null(strstr(r.out, "  --help-config"));
+	assert_non_null(strstr(r.out, "  --version"));
+	assert_non_null(strstr(r.out, "Options of test-prog:"));
+	assert_non_null(strstr(r.out, "  --ready-fd N"));
+	assert_non_null(strstr(r.out, "write the bound port"));
+	assert_non_null(strstr(r.out, "  --dry-run "));
+	assert_non_null(strstr(r.out, "precedence"));
+	assert_non_null(strstr(r.out, "ORDO_TRAIN_LR"));
+	assert_non_null(strstr(r.out, "'test-prog --help-config'"));
+	for (const char *p = r.out; *p;) {
+		size_t len = strcspn(p, "\n");
+		assert_true(len <= 79);
+		p += len + (p[len] == '\n');
+	}
+	assert_int_equal(log.calls, 0); /* help exits before acting */
+	cli_run_free(&r);
+
+	r = run_cli(&info, &cfg, "--help-config", NULL);
+	assert_int_equal(r.status, PS_CLI_EXIT_OK);
+	assert_non_null(strstr(r.out, "### [train]"));
+	assert_non_null(strstr(r.out, "| `heartbeat_timeout_ms` |"));
+	cli_run_free(&r);
+}
+
+static void test_cli_parse(void **state)
+{
+	opt_log log = {0};
+	ps_cli_info info = {.prog = "test-prog",
+	                    .summary = "Does test things.",
+	                    .opts = test_opts,
+	                    .on_opt = on_opt,
+	                    .ud = &log};
+	const char *path = write_file("cli.ini", "[cluster]\nworkers = 3\n"
+	                                         "[train]\nlr = 0.2\n");
+	ps_config cfg, before;
+	cli_run r;
+
+	(void)state;
+	/* no arguments: defaults */
+	memset(&cfg, 0xff, sizeof(cfg));
+	r = run_cli(&info, &cfg, NULL);
+	assert_int_equal(r.status, PS_CLI_RUN);
+	ps_config_defaults(&before);
+	assert_memory_equal(&cfg, &before, sizeof(cfg));
+	cli_run_free(&r);
+
+	r = run_cli(&info, &cfg, "--config=", NULL);
+	assert_int_equal(r.status, PS_CLI_EXIT_ERR);
+	assert_string_equal(r.err, "test-prog: error: : cannot open file: No "
+	                           "such file or directory\n"
+	                           "Try 'test-prog --help'.\n");
+	cli_run_free(&r);
+
+	r = run_cli(&info, &cfg, "--config", (char *)path, "--set",
+	            "train.mode=async", "--dry-run", "--ready-fd=7", "--set",
+	            "cluster.workers=5", NULL);
+	assert_int_equal(r.status, PS_CLI_RUN);
+	assert_string_equal(r.err, "");
+	assert_int_equal(cfg.cluster.workers, 5);
+	assert_true(cfg.train.lr == 0.2);
+	assert_int_equal(cfg.train.mode, PS_MODE_ASYNC);
+	assert_int_equal(log.calls, 2);
+	assert_string_equal(log.seen, "dry-run=(null) ready-fd=7");
+	cli_run_free(&r);
+
+	/* errors: cfg is left alone */
+	before = cfg;
+	r = run_cli(&info, &cfg, "--bogus", NULL);
+	assert_int_equal(r.status, PS_CLI_EXIT_ERR);
+	assert_string_equal(r.err, "test-prog: error: unknown option "
+	                           "'--bogus'\nTry 'test-prog --help'.\n");
+	assert_string_equal(r.out, "");
+	cli_run_free(&r);
+
+	r = run_cli(&info, &cfg, "-x", NULL);
+	assert_string_equal(r.err, "test-prog: error: unknown option '-x'\n"
+	                           "Try 'test-prog --help'.\n");
+	cli_run_free(&r);
+
+	r = run_cli(&info, &cfg, "--config", NULL);
+	assert_int_equal(r.status, PS_CLI_EXIT_ERR);
+	assert_string_equal(r.err, "test-prog: error: option '--config' needs "
+	                           "an argument (FILE)\n"
+	                           "Try 'test-prog --help'.\n");
+	cli_run_free(&r);
+
+	r = run_cli(&info, &cfg, "--ready-fd", "--dry-run", NULL);
+	assert_int_equal(r.status, PS_CLI_EXIT_ERR);
+	assert_non_null(strstr(r.err, "option '--ready-fd' needs an argument "
+	                              "(N)"));
+	cli_run_free(&r);
+
+	r = run_cli(&info, &cfg, "--dry-run=yes", NULL);
+	assert_int_equal(r.status, PS_CLI_EXIT_ERR);
+	assert_non_null(strstr(r.err, "option '--dry-run' takes no argument"));
+	cli_run_free(&r);
+
+	r = run_cli(&info, &cfg, "stray", NULL);
+	assert_int_equal(r.status, PS_CLI_EXIT_ERR);
+	assert_string_equal(r.err, "test-prog: error: unexpected argument "
+	                           "'stray' (no positional arguments are "
+	                           "taken)\nTry 'test-prog --help'.\n");
+	cli_run_free(&r);
+
+	r = run_cli(&info, &cfg, "--set", "train.lr=-1", NULL);
+	assert_int_equal(r.status, PS_CLI_EXIT_ERR);
+	assert_string_equal(r.err, "test-prog: error: --set: train.lr: '-1' "
+	                           "is out of range [0, 100]\n"
+	                           "Try 'test-prog --help'.\n");
+	cli_run_free(&r);
+
+	r = run_cli(&info, &cfg, "--set", "train.lr", NULL);
+	assert_int_equal(r.status, PS_CLI_EXIT_ERR);
+	assert_non_null(strstr(r.err, "--set: 'train.lr' is not of the form "
+	                              "section.key=value"));
+	cli_run_free(&r);
+
+	/* validation runs after every layer */
+	r = run_cli(&info, &cfg, "--set", "train.batch=2048", NULL);
+	assert_int_equal(r.status, PS_CLI_EXIT_ERR);
+	assert_non_null(strstr(r.err, "test-prog: error: train.batch (2048) "
+	                              "must be at most "
+	                              "model.samples_per_worker (1024)"));
+	cli_run_free(&r);
+
+	/* the binary's own option handler can refuse */
+	log.calls = 0;
+	r = run_cli(&info, &cfg, "--fail", "now", NULL);
+	assert_int_equal(r.status, PS_CLI_EXIT_ERR);
+	assert_int_equal(log.calls, 1);
+	assert_string_equal(r.err, "test-prog: error: --fail: 'now' is not "
+	                           "accepted\nTry 'test-prog --help'.\n");
+	cli_run_free(&r);
+
+	assert_memory_equal(&cfg, &before, sizeof(cfg));
+
+	/* a binary without options of its own */
+	r = run_cli(&(ps_cli_info){.prog = "plain"}, &cfg, "--ready-fd", "3",
+	            NULL);
+	assert_int_equal(r.status, PS_CLI_EXIT_ERR);
+	assert_string_equal(r.err, "plain: error: unknown option "
+	                           "'--ready-fd'\nTry 'plain --help'.\n");
+	cli_run_free(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_defaults),
+	    cmocka_unit_test(test_good_file),
+	    cmocka_unit_test(test_demo_config),
+	    cmocka_unit_test(test_file_errors),
+	    cmocka_unit_test(test_size_values),
+	    cmocka_unit_test(test_strings),
+	    cmocka_unit_test(test_missing_file),
+	    cmocka_unit_test(test_set_errors),
+	    cmocka_unit_test(test_env),
+	    cmocka_unit_test(test_precedence),
+	    cmocka_unit_test(test_validate),
+	    cmocka_unit_test(test_write_ini),
+	    cmocka_unit_test(test_reference),
+	    cmocka_unit_test(test_enum_name),
+	    cmocka_unit_test(test_cli_help_version),
+	    cmocka_unit_test(test_cli_parse),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
