@@ -1,0 +1,1145 @@
+/*
+ * common/wire.c - msgpack encoding and checked decoding of headers and
+ * control-message bodies.
+ *
+ * Layouts (all msgpack arrays; decoders accept and ignore extra trailing
+ * elements in every array below, so later versions may append fields):
+ *
+ *   header    [version, type, job_id, sender, key, partition, iteration,
+ *              payload_len, priority]          (uints; priority an int32)
+ *   node      [id, role, rank, pid, transport_id, host, endpoint]
+ *              (uints; pid an int32; host, endpoint str)
+ *   tensor    [name, numel]                    (str, uint > 0)
+ *   part      [tensor, index, offset, numel, server]   (uints)
+ *   REGISTER  [node, [tensor...]]
+ *   WELCOME   [your_id, num_servers, num_workers, [node...], placement]
+ *              placement: nil, or [partition_size, [tensor...], [part...]]
+ *              on num_servers servers; rebuilt and checked with
+ *              ps_placement_from_parts. nodes are indexed by id: node i has
+ *              id i, role scheduler (i == 0), server (1..S, rank i - 1) or
+ *              worker (S+1..S+W, rank i - 1 - S).
+ *   DONE      [iterations, seconds, bytes_pushed, bytes_received,
+ *              last_loss]                      (seconds, loss: float)
+ *   ABORT     reason                           (str, < PS_REASON_MAX bytes)
+ *
+ * DESIGN. Decoding never trusts the bytes. A first pass (prescan) walks
+ * the encoding without building anything: the buffer must hold exactly one
+ * msgpack object, and no array or map may claim more elements than bytes
+ * remain (every element takes at least one byte). Only then does
+ * msgpack_unpack_next build the object tree, so its allocations are bounded
+ * by the buffer's length (msgpack-c allocates an array's element slots as
+ * soon as it reads the count). The tree is then walked with every type,
+ * range, string length and count checked against our limits before any
+ * allocation of ours. Strings may not contain NUL bytes. On error the
+ * output is cleared, everything allocated is freed and `why` says what was
+ * wrong ("header: element 3 (sender) is not an unsigned integer (got a
+ * negative integer)"). Decoders do not log: the caller decides.
+ *
+ * Encoders check what decoders would reject (PS_EINVAL, logged), so a
+ * message that leaves one node is accepted by the others.
+ */
+#include <msgpack.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/wire.h"
+
+/* ---- names -------------------------------------------------------------- */
+
+static const char *const type_names[PS_MSG_TYPE_END] = {
+    [PS_MSG_REGISTER] = "REGISTER",
+    [PS_MSG_WELCOME] = "WELCOME",
+    [PS_MSG_HEARTBEAT] = "HEARTBEAT",
+    [PS_MSG_BARRIER] = "BARRIER",
+    [PS_MSG_BARRIER_DONE] = "BARRIER_DONE",
+    [PS_MSG_DONE] = "DONE",
+    [PS_MSG_SHUTDOWN] = "SHUTDOWN",
+    [PS_MSG_ABORT] = "ABORT",
+    [PS_MSG_INIT] = "INIT",
+    [PS_MSG_PUSH] = "PUSH",
+    [PS_MSG_PUSH_ACK] = "PUSH_ACK",
+    [PS_MSG_PARAMS] = "PARAMS",
+    [PS_MSG_PULL] = "PULL",
+};
+
+const char *ps_msg_type_name(uint32_t type)
+{
+	if (type < PS_MSG_TYPE_END && type_names[type])
+		return type_names[type];
+	return "UNKNOWN";
+}
+
+const char *ps_role_name(uint32_t role)
+{
+	switch (role) {
+	case PS_ROLE_SCHEDULER:
+		return "scheduler";
+	case PS_ROLE_SERVER:
+		return "server";
+	case PS_ROLE_WORKER:
+		return "worker";
+	default:
+		return "unknown";
+	}
+}
+
+void ps_wire_free(void *data, void *hint)
+{
+	(void)hint;
+	free(data);
+}
+
+/* ---- decoding context and reasons --------------------------------------- */
+
+typedef struct dctx {
+	char *why;
+	size_t whylen;
+	char where[96]; /* "welcome: node 3" */
+} dctx;
+
+static void dctx_init(dctx *d, char *why, size_t whylen, const char *where)
+{
+	d->why = why;
+	d->whylen = whylen;
+	snprintf(d->where, sizeof(d->where), "%s", where);
+	if (why && whylen > 0)
+		why[0] = '\0';
+}
+
+__attribute__((format(printf, 2, 3))) static void at(dctx *d, const char *fmt,
+                                                     ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(d->where, sizeof(d->where), fmt, ap);
+	va_end(ap);
+}
+
+__attribute__((format(printf, 2, 3))) static int bad(dctx *d, const char *fmt,
+                                                     ...)
+{
+	char msg[384];
+	va_list ap;
+
+	if (!d->why || d->whylen == 0)
+		return PS_EPROTO;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	snprintf(d->why, d->whylen, "%s: %s", d->where, msg);
+	return PS_EPROTO;
+}
+
+/* ---- prescan: one object, counts backed by bytes ------------------------ */
+
+#define MAX_DEPTH 16 /* our layouts nest 4 deep */
+
+static uint64_t be(const uint8_t *p, size_t n)
+{
+	uint64_t v = 0;
+
+	for (size_t i = 0; i < n; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static int prescan(const uint8_t *p, size_t len, dctx *d)
+{
+	uint64_t left[MAX_DEPTH + 1]; /* objects still to read, per level */
+	uint64_t pending = 1;         /* their sum */
+	size_t off = 0;
+	int top = 0;
+
+	left[0] = 1;
+	while (pending > 0) {
+		uint64_t skip = 0, children = 0, extra = 0;
+		size_t lenbytes = 0;
+		int kind = 0; /* 0 skip, 1 array, 2 map */
+		uint8_t b;
+
+		while (left[top] == 0)
+			top--;
+		left[top]--;
+		if (off >= len)
+			return bad(d, "truncated after %zu bytes", len);
+		b = p[off++];
+		pending--;
+		if (b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc2 ||
+		    b == 0xc3) {
+			/* fixint, nil, bool */
+		} else if (b <= 0x8f) {
+			children = 2u * (b & 0x0fu), kind = 2;
+		} else if (b <= 0x9f) {
+			children = b & 0x0fu, kind = 1;
+		} else if (b <= 0xbf) {
+			skip = b & 0x1fu;
+		} else {
+			switch (b) {
+			case 0xc4: /* bin 8/16/32 */
+			case 0xd9: /* str 8/16/32 */
+				lenbytes = 1;
+				break;
+			case 0xc5:
+			case 0xda:
+				lenbytes = 2;
+				break;
+			case 0xc6:
+			case 0xdb:
+				lenbytes = 4;
+				break;
+			case 0xc7: /* ext 8/16/32: length, type, data */
+				lenbytes = 1, extra = 1;
+				break;
+			case 0xc8:
+				lenbytes = 2, extra = 1;
+				break;
+			case 0xc9:
+				lenbytes = 4, extra = 1;
+				break;
+			case 0xca:
+				skip = 4;
+				break;
+			case 0xcb:
+				skip = 8;
+				break;
+			case 0xcc:
+			case 0xd0:
+				skip = 1;
+				break;
+			case 0xcd:
+			case 0xd1:
+				skip = 2;
+				break;
+			case 0xce:
+			case 0xd2:
+				skip = 4;
+				break;
+			case 0xcf:
+			case 0xd3:
+				skip = 8;
+				break;
+			case 0xd4: /* fixext 1/2/4/8/16 */
+				skip = 2;
+				break;
+			case 0xd5:
+				skip = 3;
+				break;
+			case 0xd6:
+				skip = 5;
+				break;
+			case 0xd7:
+				skip = 9;
+				break;
+			case 0xd8:
+				skip = 17;
+				break;
+			case 0xdc:
+				lenbytes = 2, kind = 1;
+				break;
+			case 0xdd:
+				lenbytes = 4, kind = 1;
+				break;
+			case 0xde:
+				lenbytes = 2, kind = 2;
+				break;
+			case 0xdf:
+				lenbytes = 4, kind = 2;
+				break;
+			default: /* 0xc1: never used */
+				return bad(d,
+				           "invalid msgpack byte 0x%02x at "
+				           "offset %zu",
+				           b, off - 1);
+			}
+		}
+		if (lenbytes) {
+			uint64_t n;
+
+			if (len - off < lenbytes)
+				return bad(d, "truncated after %zu bytes", len);
+			n = be(p + off, lenbytes);
+			off += lenbytes;
+			if (kind == 1)
+				children = n;
+			else if (kind == 2)
+				children = 2 * n;
+			else
+				skip = n + extra;
+		}
+		if (skip > len - off)
+			return bad(d,
+			           "truncated: %llu bytes claimed at offset "
+			           "%zu, %zu remain",
+			           (unsigned long long)skip, off, len - off);
+		off += skip;
+		/* every pending object takes at least one more byte */
+		if (pending + children > len - off) {
+			if (children == 0)
+				return bad(d, "truncated after %zu bytes", len);
+			return bad(d,
+			           "%s at offset %zu claims %llu elements, "
+			           "only %zu bytes remain",
+			           kind == 2 ? "a map" : "an array", off,
+			           (unsigned long long)children, len - off);
+		}
+		if (children > 0) {
+			/* msgpack-c fails with "no memory" past its own
+			 * limit (32); ours is well below it */
+			if (top == MAX_DEPTH)
+				return bad(d, "nested deeper than %d levels",
+				           MAX_DEPTH);
+			left[++top] = children;
+		}
+		pending += children;
+	}
+	if (off < len)
+		return bad(d, "%zu trailing bytes after the message",
+		           len - off);
+	return PS_OK;
+}
+
+/* Checks buf with prescan, then unpacks it into u (destroy it after). */
+static int unpack_one(const void *buf, size_t len, msgpack_unpacked *u, dctx *d)
+{
+	msgpack_unpack_return ret;
+	size_t off = 0;
+	int rc;
+
+	if (!buf || len == 0)
+		return bad(d, "empty message");
+	rc = prescan(buf, len, d);
+	if (rc != PS_OK)
+		return rc;
+	msgpack_unpacked_init(u);
+	ret = msgpack_unpack_next(u, buf, len, &off);
+	if (ret == MSGPACK_UNPACK_SUCCESS && off == len)
+		return PS_OK;
+	msgpack_unpacked_destroy(u);
+	if (ret == MSGPACK_UNPACK_NOMEM_ERROR) {
+		bad(d, "out of memory");
+		return PS_ENOMEM;
+	}
+	if (ret == MSGPACK_UNPACK_SUCCESS)
+		return bad(d, "%zu trailing bytes after the message",
+		           len - off);
+	return bad(d, "malformed msgpack");
+}
+
+/* ---- typed access to msgpack objects ------------------------------------ */
+
+static const char *kind_name(msgpack_object_type t)
+{
+	switch (t) {
+	case MSGPACK_OBJECT_NIL:
+		return "nil";
+	case MSGPACK_OBJECT_BOOLEAN:
+		return "a boolean";
+	case MSGPACK_OBJECT_POSITIVE_INTEGER:
+		return "an unsigned integer";
+	case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+		return "a negative integer";
+	case MSGPACK_OBJECT_FLOAT32:
+	case MSGPACK_OBJECT_FLOAT64:
+		return "a float";
+	case MSGPACK_OBJECT_STR:
+		return "a string";
+	case MSGPACK_OBJECT_ARRAY:
+		return "an array";
+	case MSGPACK_OBJECT_MAP:
+		return "a map";
+	case MSGPACK_OBJECT_BIN:
+		return "binary data";
+	case MSGPACK_OBJECT_EXT:
+		return "an extension";
+	}
+	return "unknown";
+}
+
+static int get_uint(dctx *d, const msgpack_object *o, const char *name,
+                    uint64_t max, uint64_t *v_p)
+{
+	if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+		return bad(d, "%s is not an unsigned integer (got %s)", name,
+		           kind_name(o->type));
+	if (o->via.u64 > max)
+		return bad(d, "%s = %llu is out of range (max %llu)", name,
+		           (unsigned long long)o->via.u64,
+		           (unsigned long long)max);
+	*v_p = o->via.u64;
+	return PS_OK;
+}
+
+static int get_u32(dctx *d, const msgpack_object *o, const char *name,
+                   uint32_t *v_p)
+{
+	uint64_t v = 0;
+	int rc = get_uint(d, o, name, UINT32_MAX, &v);
+
+	if (rc == PS_OK)
+		*v_p = (uint32_t)v;
+	return rc;
+}
+
+static int get_i32(dctx *d, const msgpack_object *o, const char *name,
+                   int32_t *v_p)
+{
+	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+		if (o->via.u64 > INT32_MAX)
+			return bad(d, "%s = %llu is out of range (max %d)",
+			           name, (unsigned long long)o->via.u64,
+			           INT32_MAX);
+		*v_p = (int32_t)o->via.u64;
+		return PS_OK;
+	}
+	if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
+		if (o->via.i64 < INT32_MIN)
+			return bad(d, "%s = %lld is out of range (min %d)",
+			           name, (long long)o->via.i64, INT32_MIN);
+		*v_p = (int32_t)o->via.i64;
+		return PS_OK;
+	}
+	return bad(d, "%s is not an integer (got %s)", name,
+	           kind_name(o->type));
+}
+
+static int get_f64(dctx *d, const msgpack_object *o, const char *name,
+                   double *v_p)
+{
+	if (o->type != MSGPACK_OBJECT_FLOAT32 &&
+	    o->type != MSGPACK_OBJECT_FLOAT64)
+		return bad(d, "%s is not a float (got %s)", name,
+		           kind_name(o->type));
+	*v_p = o->via.f64;
+	return PS_OK;
+}
+
+/* Copies a str of fewer than cap bytes, without NUL bytes, into dst. */
+static int get_str(dctx *d, const msgpack_object *o, const char *name,
+                   char *dst, size_t cap)
+{
+	if (o->type != MSGPACK_OBJECT_STR)
+		return bad(d, "%s is not a string (got %s)", name,
+		           kind_name(o->type));
+	if (o->via.str.size >= cap)
+		return bad(d, "%s is %u bytes long (max %zu)", name,
+		           o->via.str.size, cap - 1);
+	if (o->via.str.size > 0 &&
+	    memchr(o->via.str.ptr, '\0', o->via.str.size))
+		return bad(d, "%s contains a NUL byte", name);
+	if (o->via.str.size > 0)
+		memcpy(dst, o->via.str.ptr, o->via.str.size);
+	dst[o->via.str.size] = '\0';
+	return PS_OK;
+}
+
+/* An array of min..max elements. */
+static int get_array(dctx *d, const msgpack_object *o, const char *name,
+                     uint32_t min, uint32_t max,
+                     const msgpack_object_array **a_p)
+{
+	if (o->type != MSGPACK_OBJECT_ARRAY)
+		return bad(d, "%s is not an array (got %s)", name,
+		           kind_name(o->type));
+	if (o->via.array.size < min)
+		return bad(d, "%s has %u elements, expected at least %u", name,
+		           o->via.array.size, min);
+	if (o->via.array.size > max)
+		return bad(d, "%s has %u elements, at most %u allowed", name,
+		           o->via.array.size, max);
+	*a_p = &o->via.array;
+	return PS_OK;
+}
+
+/* ---- encoding helpers --------------------------------------------------- */
+
+typedef struct fixbuf {
+	char *p;
+	size_t cap;
+	size_t len;
+} fixbuf;
+
+static int fixbuf_write(void *data, const char *buf, size_t len)
+{
+	fixbuf *f = data;
+
+	if (len > f->cap - f->len)
+		return -1;
+	memcpy(f->p + f->len, buf, len);
+	f->len += len;
+	return 0;
+}
+
+static int pack_str(msgpack_packer *pk, const char *s)
+{
+	return msgpack_pack_str_with_body(pk, s, strlen(s));
+}
+
+/* Hands the buffer over, or frees it and reports ENOMEM. */
+static int sbuf_finish(msgpack_sbuffer *sb, int failed, void **buf_p,
+                       size_t *len_p)
+{
+	size_t len = sb->size;
+
+	if (failed || !sb->data) {
+		msgpack_sbuffer_destroy(sb);
+		PS_ERROR("wire: out of memory while encoding");
+		return PS_ENOMEM;
+	}
+	*buf_p = msgpack_sbuffer_release(sb);
+	*len_p = len;
+	return PS_OK;
+}
+
+/* ---- header ------------------------------------------------------------- */
+
+static const char *const header_fields[] = {
+    "version",   "type",      "job_id",      "sender",  "key",
+    "partition", "iteration", "payload_len", "priority"};
+#define HEADER_FIELDS 9
+
+int ps_wire_header_encode(const ps_wire_header *h, void *buf, size_t cap,
+                          size_t *len_p)
+{
+	fixbuf f = {.p = buf, .cap = cap, .len = 0};
+	msgpack_packer pk;
+	int failed = 0;
+
+	if (!h || !buf || !len_p)
+		return PS_EINVAL;
+	msgpack_packer_init(&pk, &f, fixbuf_write);
+	failed |= msgpack_pack_array(&pk, HEADER_FIELDS);
+	/* version 0 (a zeroed header) means this build's version */
+	failed |=
+	    msgpack_pack_uint32(&pk, h->version ? h->version : PS_WIRE_VERSION);
+	failed |= msgpack_pack_uint32(&pk, h->type);
+	failed |= msgpack_pack_uint64(&pk, h->job_id);
+	failed |= msgpack_pack_uint32(&pk, h->sender);
+	failed |= msgpack_pack_uint32(&pk, h->key);
+	failed |= msgpack_pack_uint32(&pk, h->partition);
+	failed |= msgpack_pack_uint64(&pk, h->iteration);
+	failed |= msgpack_pack_uint64(&pk, h->payload_len);
+	failed |= msgpack_pack_int32(&pk, h->priority);
+	if (failed) {
+		PS_ERROR("wire: header does not fit in %zu bytes", cap);
+		return PS_EINVAL;
+	}
+	*len_p = f.len;
+	return PS_OK;
+}
+
+static int header_walk(dctx *d, const msgpack_object *top, ps_wire_header *h)
+{
+	const msgpack_object_array *a;
+	uint64_t v[HEADER_FIELDS - 1];
+	char name[48];
+	int32_t prio;
+	int rc;
+
+	rc = get_array(d, top, "the message", 1, UINT32_MAX, &a);
+	if (rc != PS_OK)
+		return rc;
+	rc = get_uint(d, &a->ptr[0], "element 0 (version)", UINT32_MAX, &v[0]);
+	if (rc != PS_OK)
+		return rc;
+	if (v[0] != PS_WIRE_VERSION)
+		return bad(d,
+		           "unsupported protocol version %llu (this build "
+		           "speaks %d)",
+		           (unsigned long long)v[0], PS_WIRE_VERSION);
+	if (a->size < HEADER_FIELDS)
+		return bad(d, "%u elements, expected at least %d", a->size,
+		           HEADER_FIELDS);
+	for (int i = 1; i < HEADER_FIELDS - 1; i++) {
+		/* job_id, iteration and payload_len are 64-bit */
+		uint64_t max =
+		    (i == 2 || i == 6 || i == 7) ? UINT64_MAX : UINT32_MAX;
+
+		snprintf(name, sizeof(name), "element %d (%s)", i,
+		         header_fields[i]);
+		rc = get_uint(d, &a->ptr[i], name, max, &v[i]);
+		if (rc != PS_OK)
+			return rc;
+	}
+	snprintf(name, sizeof(name), "element 8 (priority)");
+	rc = get_i32(d, &a->ptr[8], name, &prio);
+	if (rc != PS_OK)
+		return rc;
+	if (v[1] < PS_MSG_REGISTER || v[1] >= PS_MSG_TYPE_END)
+		return bad(d, "unknown message type %llu (valid: %d..%d)",
+		           (unsigned long long)v[1], PS_MSG_REGISTER,
+		           PS_MSG_TYPE_END - 1);
+	h->version = (uint32_t)v[0];
+	h->type = (uint32_t)v[1];
+	h->job_id = v[2];
+	h->sender = (uint32_t)v[3];
+	h->key = (uint32_t)v[4];
+	h->partition = (uint32_t)v[5];
+	h->iteration = v[6];
+	h->payload_len = v[7];
+	h->priority = prio;
+	return PS_OK;
+}
+
+int ps_wire_header_decode(const void *buf, size_t len, ps_wire_header *h_p,
+                          char *why, size_t whylen)
+{
+	msgpack_unpacked u;
+	ps_wire_header h;
+	dctx d;
+	int rc;
+
+	if (!h_p)
+		return PS_EINVAL;
+	memset(h_p, 0, sizeof(*h_p));
+	dctx_init(&d, why, whylen, "header");
+	rc = unpack_one(buf, len, &u, &d);
+	if (rc != PS_OK)
+		return rc;
+	rc = header_walk(&d, &u.data, &h);
+	msgpack_unpacked_destroy(&u);
+	if (rc == PS_OK)
+		*h_p = h;
+	return rc;
+}
+
+/* ---- nodes and tensors -------------------------------------------------- */
+
+/* What a decoder needs of a node: terminated strings, a known role. */
+static int node_check(const ps_node_info *n)
+{
+	if (!memchr(n->host, '\0', PS_HOST_MAX) ||
+	    !memchr(n->endpoint, '\0', PS_ENDPOINT_MAX)) {
+		PS_ERROR("wire: node %u: host or endpoint not NUL-terminated",
+		         n->id);
+		return PS_EINVAL;
+	}
+	if (n->role > PS_ROLE_WORKER) {
+		PS_ERROR("wire: node %u: unknown role %u", n->id, n->role);
+		return PS_EINVAL;
+	}
+	return PS_OK;
+}
+
+static int node_pack(msgpack_packer *pk, const ps_node_info *n)
+{
+	int failed = 0;
+
+	failed |= msgpack_pack_array(pk, 7);
+	failed |= msgpack_pack_uint32(pk, n->id);
+	failed |= msgpack_pack_uint32(pk, n->role);
+	failed |= msgpack_pack_uint32(pk, n->rank);
+	failed |= msgpack_pack_int32(pk, n->pid);
+	failed |= msgpack_pack_uint64(pk, n->transport_id);
+	failed |= pack_str(pk, n->host);
+	failed |= pack_str(pk, n->endpoint);
+	return failed;
+}
+
+static int node_walk(dctx *d, const msgpack_object *o, ps_node_info *n)
+{
+	const msgpack_object_array *a;
+	int rc;
+
+	memset(n, 0, sizeof(*n));
+	rc = get_array(d, o, "node", 7, UINT32_MAX, &a);
+	if (rc == PS_OK)
+		rc = get_u32(d, &a->ptr[0], "id", &n->id);
+	if (rc == PS_OK)
+		rc = get_u32(d, &a->ptr[1], "role", &n->role);
+	if (rc == PS_OK && n->role > PS_ROLE_WORKER)
+		rc = bad(d, "role %u is not a valid role (0..2)", n->role);
+	if (rc == PS_OK)
+		rc = get_u32(d, &a->ptr[2], "rank", &n->rank);
+	if (rc == PS_OK)
+		rc = get_i32(d, &a->ptr[3], "pid", &n->pid);
+	if (rc == PS_OK)
+		rc = get_uint(d, &a->ptr[4], "transport_id", UINT64_MAX,
+		              &n->transport_id);
+	if (rc == PS_OK)
+		rc = get_str(d, &a->ptr[5], "host", n->host, PS_HOST_MAX);
+	if (rc == PS_OK)
+		rc = get_str(d, &a->ptr[6], "endpoint", n->endpoint,
+		             PS_ENDPOINT_MAX);
+	return rc;
+}
+
+static int tensors_check(const ps_tensor_desc *t, uint32_t n)
+{
+	if (n > PS_MAX_TENSORS || (n > 0 && !t)) {
+		PS_ERROR("wire: %u tensors (max %u)", n, PS_MAX_TENSORS);
+		return PS_EINVAL;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		if (!memchr(t[i].name, '\0', PS_NAME_MAX)) {
+			PS_ERROR("wire: tensor %u: name not NUL-terminated", i);
+			return PS_EINVAL;
+		}
+		if (t[i].numel == 0 || t[i].numel > UINT64_MAX / PS_ELEM_SIZE) {
+			PS_ERROR("wire: tensor %u (%s): %llu elements", i,
+			         t[i].name, (unsigned long long)t[i].numel);
+			return PS_EINVAL;
+		}
+	}
+	return PS_OK;
+}
+
+static int tensors_pack(msgpack_packer *pk, const ps_tensor_desc *t, uint32_t n)
+{
+	int failed = msgpack_pack_array(pk, n);
+
+	for (uint32_t i = 0; i < n && !failed; i++) {
+		failed |= msgpack_pack_array(pk, 2);
+		failed |= pack_str(pk, t[i].name);
+		failed |= msgpack_pack_uint64(pk, t[i].numel);
+	}
+	return failed;
+}
+
+/* Decodes an array of tensors; *t_p is calloc'd (NULL when empty). */
+static int tensors_walk(dctx *d, const msgpack_object *o, const char *prefix,
+                        ps_tensor_desc **t_p, uint32_t *n_p)
+{
+	const msgpack_object_array *a, *e;
+	ps_tensor_desc *t = NULL;
+	int rc;
+
+	rc = get_array(d, o, "tensors", 0, PS_MAX_TENSORS, &a);
+	if (rc != PS_OK)
+		return rc;
+	if (a->size > 0) {
+		t = calloc(a->size, sizeof(*t));
+		if (!t) {
+			bad(d, "out of memory (%u tensors)", a->size);
+			return PS_ENOMEM;
+		}
+	}
+	for (uint32_t i = 0; i < a->size; i++) {
+		at(d, "%s: tensor %u", prefix, i);
+		rc = get_array(d, &a->ptr[i], "tensor", 2, UINT32_MAX, &e);
+		if (rc == PS_OK)
+			rc = get_str(d, &e->ptr[0], "name", t[i].name,
+			             PS_NAME_MAX);
+		if (rc == PS_OK)
+			rc = get_uint(d, &e->ptr[1], "numel",
+			              UINT64_MAX / PS_ELEM_SIZE, &t[i].numel);
+		if (rc == PS_OK && t[i].numel == 0)
+			rc = bad(d, "numel is 0");
+		if (rc != PS_OK) {
+			free(t);
+			return rc;
+		}
+	}
+	at(d, "%s", prefix);
+	*t_p = t;
+	*n_p = a->size;
+	return PS_OK;
+}
+
+/* ---- REGISTER ----------------------------------------------------------- */
+
+int ps_wire_register_encode(const ps_wire_register *r, void **buf_p,
+                            size_t *len_p)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	int failed = 0;
+
+	if (!r || !buf_p || !len_p)
+		return PS_EINVAL;
+	if (node_check(&r->self) != PS_OK ||
+	    tensors_check(r->tensors, r->num_tensors) != PS_OK)
+		return PS_EINVAL;
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	failed |= msgpack_pack_array(&pk, 2);
+	failed |= node_pack(&pk, &r->self);
+	failed |= tensors_pack(&pk, r->tensors, r->num_tensors);
+	return sbuf_finish(&sb, failed, buf_p, len_p);
+}
+
+int ps_wire_register_decode(const void *buf, size_t len, ps_wire_register *r_p,
+                            char *why, size_t whylen)
+{
+	const msgpack_object_array *a;
+	ps_wire_register r;
+	msgpack_unpacked u;
+	dctx d;
+	int rc;
+
+	if (!r_p)
+		return PS_EINVAL;
+	memset(r_p, 0, sizeof(*r_p));
+	memset(&r, 0, sizeof(r));
+	dctx_init(&d, why, whylen, "register");
+	rc = unpack_one(buf, len, &u, &d);
+	if (rc != PS_OK)
+		return rc;
+	rc = get_array(&d, &u.data, "the message", 2, UINT32_MAX, &a);
+	if (rc == PS_OK) {
+		at(&d, "register: self");
+		rc = node_walk(&d, &a->ptr[0], &r.self);
+	}
+	if (rc == PS_OK) {
+		at(&d, "register");
+		rc = tensors_walk(&d, &a->ptr[1], "register", &r.tensors,
+		                  &r.num_tensors);
+	}
+	msgpack_unpacked_destroy(&u);
+	if (rc == PS_OK)
+		*r_p = r;
+	return rc;
+}
+
+void ps_wire_register_clear(ps_wire_register *r)
+{
+	if (!r)
+		return;
+	free(r->tensors);
+	memset(r, 0, sizeof(*r));
+}
+
+/* ---- WELCOME ------------------------------------------------------------ */
+
+/* Nodes indexed by id with the roles and ranks their ids imply. */
+static int nodes_consistent(dctx *d, const ps_wire_welcome *w)
+{
+	uint64_t expect = 1 + (uint64_t)w->num_servers + w->num_workers;
+
+	if (w->num_nodes != expect)
+		return bad(d, "%u nodes, expected 1 + %u servers + %u workers",
+		           w->num_nodes, w->num_servers, w->num_workers);
+	if (w->your_id >= w->num_nodes)
+		return bad(d, "your_id %u is not a node (%u nodes)", w->your_id,
+		           w->num_nodes);
+	for (uint32_t i = 0; i < w->num_nodes; i++) {
+		const ps_node_info *n = &w->nodes[i];
+		uint32_t role = PS_ROLE_SCHEDULER, rank = 0;
+
+		if (i > w->num_servers)
+			role = PS_ROLE_WORKER, rank = i - 1 - w->num_servers;
+		else if (i > 0)
+			role = PS_ROLE_SERVER, rank = i - 1;
+		if (n->id != i)
+			return bad(d, "node %u has id %u", i, n->id);
+		if (n->role != role || n->rank != rank)
+			return bad(d, "node %u is %s %u, expected %s %u", i,
+			           ps_role_name(n->role), n->rank,
+			           ps_role_name(role), rank);
+	}
+	return PS_OK;
+}
+
+static int placement_pack(msgpack_packer *pk, const ps_placement *p)
+{
+	int failed = 0;
+
+	if (!p)
+		return msgpack_pack_nil(pk);
+	failed |= msgpack_pack_array(pk, 3);
+	failed |= msgpack_pack_uint64(pk, p->partition_size);
+	failed |= tensors_pack(pk, p->tensors, p->num_tensors);
+	failed |= msgpack_pack_array(pk, p->num_parts);
+	for (uint32_t i = 0; i < p->num_parts && !failed; i++) {
+		const ps_partition *q = &p->parts[i];
+
+		failed |= msgpack_pack_array(pk, 5);
+		failed |= msgpack_pack_uint32(pk, q->tensor);
+		failed |= msgpack_pack_uint32(pk, q->index);
+		failed |= msgpack_pack_uint64(pk, q->offset);
+		failed |= msgpack_pack_uint64(pk, q->numel);
+		failed |= msgpack_pack_uint32(pk, q->server);
+	}
+	return failed;
+}
+
+int ps_wire_welcome_encode(const ps_wire_welcome *w, void **buf_p,
+                           size_t *len_p)
+{
+	char why[256];
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	int failed = 0;
+	dctx d;
+
+	if (!w || !buf_p || !len_p || (w->num_nodes > 0 && !w->nodes))
+		return PS_EINVAL;
+	dctx_init(&d, why, sizeof(why), "welcome");
+	if (w->num_nodes > PS_MAX_NODES || nodes_consistent(&d, w) != PS_OK) {
+		PS_ERROR("wire: cannot encode: %s",
+		         w->num_nodes > PS_MAX_NODES ? "too many nodes" : why);
+		return PS_EINVAL;
+	}
+	for (uint32_t i = 0; i < w->num_nodes; i++)
+		if (node_check(&w->nodes[i]) != PS_OK)
+			return PS_EINVAL;
+	if (w->placement) {
+		const ps_placement *p = w->placement;
+
+		if (p->num_servers != w->num_servers) {
+			PS_ERROR("wire: cannot encode: placement on %u "
+			         "servers, welcome names %u",
+			         p->num_servers, w->num_servers);
+			return PS_EINVAL;
+		}
+		if (tensors_check(p->tensors, p->num_tensors) != PS_OK ||
+		    p->num_parts > PS_MAX_PARTS)
+			return PS_EINVAL;
+	}
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	failed |= msgpack_pack_array(&pk, 5);
+	failed |= msgpack_pack_uint32(&pk, w->your_id);
+	failed |= msgpack_pack_uint32(&pk, w->num_servers);
+	failed |= msgpack_pack_uint32(&pk, w->num_workers);
+	failed |= msgpack_pack_array(&pk, w->num_nodes);
+	for (uint32_t i = 0; i < w->num_nodes && !failed; i++)
+		failed |= node_pack(&pk, &w->nodes[i]);
+	if (!failed)
+		failed |= placement_pack(&pk, w->placement);
+	return sbuf_finish(&sb, failed, buf_p, len_p);
+}
+
+static int part_walk(dctx *d, const msgpack_object *o, ps_partition *q)
+{
+	const msgpack_object_array *a;
+	int rc;
+
+	rc = get_array(d, o, "part", 5, UINT32_MAX, &a);
+	if (rc == PS_OK)
+		rc = get_u32(d, &a->ptr[0], "tensor", &q->tensor);
+	if (rc == PS_OK)
+		rc = get_u32(d, &a->ptr[1], "index", &q->index);
+	if (rc == PS_OK)
+		rc = get_uint(d, &a->ptr[2], "offset", UINT64_MAX, &q->offset);
+	if (rc == PS_OK)
+		rc = get_uint(d, &a->ptr[3], "numel", UINT64_MAX, &q->numel);
+	if (rc == PS_OK)
+		rc = get_u32(d, &a->ptr[4], "server", &q->server);
+	return rc;
+}
+
+static int placement_walk(dctx *d, const msgpack_object *o, uint32_t servers,
+                          ps_placement **p_p)
+{
+	const msgpack_object_array *a;
+	ps_tensor_desc *tensors = NULL;
+	ps_partition *parts = NULL;
+	const msgpack_object_array *pa = NULL;
+	uint64_t partition_size = 0;
+	char why[PS_REASON_MAX];
+	uint32_t n = 0;
+	int rc;
+
+	*p_p = NULL;
+	at(d, "welcome: placement");
+	rc = get_array(d, o, "placement", 3, UINT32_MAX, &a);
+	if (rc == PS_OK)
+		rc = get_uint(d, &a->ptr[0], "partition_size", UINT64_MAX,
+		              &partition_size);
+	if (rc == PS_OK)
+		rc = tensors_walk(d, &a->ptr[1], "welcome: placement", &tensors,
+		                  &n);
+	if (rc == PS_OK)
+		rc = get_array(d, &a->ptr[2], "parts", 0, PS_MAX_PARTS, &pa);
+	if (rc != PS_OK)
+		goto out_tensors;
+	if (pa->size > 0) {
+		parts = calloc(pa->size, sizeof(*parts));
+		if (!parts) {
+			rc = PS_ENOMEM;
+			bad(d, "out of memory (%u parts)", pa->size);
+			goto out_tensors;
+		}
+	}
+	for (uint32_t i = 0; i < pa->size; i++) {
+		at(d, "welcome: placement: part %u", i);
+		rc = part_walk(d, &pa->ptr[i], &parts[i]);
+		if (rc != PS_OK)
+			goto out_parts;
+	}
+	at(d, "welcome");
+	rc = ps_placement_from_parts(tensors, n, parts, pa->size, servers,
+	                             partition_size, p_p, why, sizeof(why));
+	if (rc == PS_EPROTO)
+		bad(d, "%s", why);
+	else if (rc != PS_OK)
+		bad(d, "placement: %s", ps_strerror(rc));
+out_parts:
+	free(parts);
+out_tensors:
+	free(tensors);
+	return rc;
+}
+
+int ps_wire_welcome_decode(const void *buf, size_t len, ps_wire_welcome *w_p,
+                           char *why, size_t whylen)
+{
+	const msgpack_object_array *a, *na;
+	ps_wire_welcome w;
+	msgpack_unpacked u;
+	dctx d;
+	int rc;
+
+	if (!w_p)
+		return PS_EINVAL;
+	memset(w_p, 0, sizeof(*w_p));
+	memset(&w, 0, sizeof(w));
+	dctx_init(&d, why, whylen, "welcome");
+	rc = unpack_one(buf, len, &u, &d);
+	if (rc != PS_OK)
+		return rc;
+	rc = get_array(&d, &u.data, "the message", 5, UINT32_MAX, &a);
+	if (rc == PS_OK)
+		rc = get_u32(&d, &a->ptr[0], "your_id", &w.your_id);
+	if (rc == PS_OK)
+		rc = get_u32(&d, &a->ptr[1], "num_servers", &w.num_servers);
+	if (rc == PS_OK && w.num_servers > PS_MAX_SERVERS)
+		rc = bad(&d, "num_servers = %u (max %u)", w.num_servers,
+		         PS_MAX_SERVERS);
+	if (rc == PS_OK)
+		rc = get_u32(&d, &a->ptr[2], "num_workers", &w.num_workers);
+	if (rc == PS_OK && w.num_workers > PS_MAX_NODES)
+		rc = bad(&d, "num_workers = %u (max %u)", w.num_workers,
+		         PS_MAX_NODES);
+	if (rc == PS_OK)
+		rc = get_array(&d, &a->ptr[3], "nodes", 0, PS_MAX_NODES, &na);
+	if (rc != PS_OK)
+		goto out;
+	if (na->size > 0) {
+		w.nodes = calloc(na->size, sizeof(*w.nodes));
+		if (!w.nodes) {
+			rc = PS_ENOMEM;
+			bad(&d, "out of memory (%u nodes)", na->size);
+			goto out;
+		}
+	}
+	w.num_nodes = na->size;
+	for (uint32_t i = 0; i < na->size && rc == PS_OK; i++) {
+		at(&d, "welcome: node %u", i);
+		rc = node_walk(&d, &na->ptr[i], &w.nodes[i]);
+	}
+	at(&d, "welcome");
+	if (rc == PS_OK)
+		rc = nodes_consistent(&d, &w);
+	if (rc == PS_OK && a->ptr[4].type != MSGPACK_OBJECT_NIL)
+		rc =
+		    placement_walk(&d, &a->ptr[4], w.num_servers, &w.placement);
+out:
+	msgpack_unpacked_destroy(&u);
+	if (rc != PS_OK) {
+		ps_wire_welcome_clear(&w);
+		return rc;
+	}
+	*w_p = w;
+	return PS_OK;
+}
+
+void ps_wire_welcome_clear(ps_wire_welcome *w)
+{
+	if (!w)
+		return;
+	free(w->nodes);
+	ps_placement_free(&w->placement);
+	memset(w, 0, sizeof(*w));
+}
+
+/* ---- DONE --------------------------------------------------------------- */
+
+int ps_wire_done_encode(const ps_wire_done *dn, void **buf_p, size_t *len_p)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	int failed = 0;
+
+	if (!dn || !buf_p || !len_p)
+		return PS_EINVAL;
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	failed |= msgpack_pack_array(&pk, 5);
+	failed |= msgpack_pack_uint64(&pk, dn->iterations);
+	failed |= msgpack_pack_double(&pk, dn->seconds);
+	failed |= msgpack_pack_uint64(&pk, dn->bytes_pushed);
+	failed |= msgpack_pack_uint64(&pk, dn->bytes_received);
+	failed |= msgpack_pack_double(&pk, dn->last_loss);
+	return sbuf_finish(&sb, failed, buf_p, len_p);
+}
+
+int ps_wire_done_decode(const void *buf, size_t len, ps_wire_done *d_p,
+                        char *why, size_t whylen)
+{
+	const msgpack_object_array *a;
+	ps_wire_done dn = {0};
+	msgpack_unpacked u;
+	dctx d;
+	int rc;
+
+	if (!d_p)
+		return PS_EINVAL;
+	memset(d_p, 0, sizeof(*d_p));
+	dctx_init(&d, why, whylen, "done");
+	rc = unpack_one(buf, len, &u, &d);
+	if (rc != PS_OK)
+		return rc;
+	rc = get_array(&d, &u.data, "the message", 5, UINT32_MAX, &a);
+	if (rc == PS_OK)
+		rc = get_uint(&d, &a->ptr[0], "iterations", UINT64_MAX,
+		              &dn.iterations);
+	if (rc == PS_OK)
+		rc = get_f64(&d, &a->ptr[1], "seconds", &dn.seconds);
+	if (rc == PS_OK)
+		rc = get_uint(&d, &a->ptr[2], "bytes_pushed", UINT64_MAX,
+		              &dn.bytes_pushed);
+	if (rc == PS_OK)
+		rc = get_uint(&d, &a->ptr[3], "bytes_received", UINT64_MAX,
+		              &dn.bytes_received);
+	if (rc == PS_OK)
+		rc = get_f64(&d, &a->ptr[4], "last_loss", &dn.last_loss);
+	msgpack_unpacked_destroy(&u);
+	if (rc == PS_OK)
+		*d_p = dn;
+	return rc;
+}
+
+/* ---- ABORT reason ------------------------------------------------------- */
+
+int ps_wire_reason_encode(const char *reason, void **buf_p, size_t *len_p)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	size_t n;
+
+	if (!reason || !buf_p || !len_p)
+		return PS_EINVAL;
+	/* An abort must go out: longer reasons are cut, not refused. */
+	n = strnlen(reason, PS_REASON_MAX - 1);
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	return sbuf_finish(&sb, msgpack_pack_str_with_body(&pk, reason, n),
+	                   buf_p, len_p);
+}
+
+int ps_wire_reason_decode(const void *buf, size_t len, char *reason, size_t cap,
+                          char *why, size_t whylen)
+{
+	char text[PS_REASON_MAX];
+	msgpack_unpacked u;
+	dctx d;
+	int rc;
+
+	if (!reason || cap == 0)
+		return PS_EINVAL;
+	reason[0] = '\0';
+	dctx_init(&d, why, whylen, "abort reason");
+	rc = unpack_one(buf, len, &u, &d);
+	if (rc != PS_OK)
+		return rc;
+	rc = get_str(&d, &u.data, "the message", text, sizeof(text));
+	msgpack_unpacked_destroy(&u);
+	if (rc == PS_OK)
+		snprintf(reason, cap, "%s", text); /* cut to the caller's cap */
+	return rc;
+}

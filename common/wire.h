@@ -1,0 +1,142 @@
+/*
+ * common/wire.h - the wire format: msgpack headers, raw payloads.
+ *
+ * Every message is a header (a msgpack array, see ps_wire_header) and an
+ * optional payload. Data messages (INIT, PUSH, PARAMS) carry raw float32
+ * bytes as the payload, sent zero-copy; control messages that need a body
+ * (REGISTER, WELCOME, DONE, ABORT) carry a msgpack body as the payload.
+ *
+ * Decoders never trust the network: every type, length and count is
+ * checked before use; counts are bounded (placement.h limits) before any
+ * allocation. A malformed message yields PS_EPROTO and a reason in `why`;
+ * it never crashes or reads out of bounds.
+ *
+ * Header (msgpack array, in this order; decoders accept and ignore extra
+ * trailing elements so that later versions may append fields):
+ *   [version, type, job_id, sender, key, partition, iteration,
+ *    payload_len, priority]
+ *
+ * Threads: pure functions, thread-safe.
+ */
+#ifndef ORDO_COMMON_WIRE_H
+#define ORDO_COMMON_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ordo/error.h"
+#include "scheduler/placement.h"
+
+#define PS_WIRE_VERSION 1
+#define PS_WIRE_HEADER_MAX 96 /* bytes an encoded header can take */
+#define PS_HOST_MAX 64
+#define PS_ENDPOINT_MAX 128
+#define PS_REASON_MAX 512
+#define PS_MAX_NODES 8192
+
+typedef enum ps_msg_type {
+	PS_MSG_REGISTER = 1, /* node -> scheduler: body ps_wire_register */
+	PS_MSG_WELCOME,      /* scheduler -> node: body ps_wire_welcome */
+	PS_MSG_HEARTBEAT,    /* both ways, no body */
+	PS_MSG_BARRIER,      /* worker -> scheduler, key = barrier number */
+	PS_MSG_BARRIER_DONE, /* scheduler -> workers, key = barrier number */
+	PS_MSG_DONE,         /* worker -> scheduler: body ps_wire_done */
+	PS_MSG_SHUTDOWN,     /* scheduler -> all: exit 0 */
+	PS_MSG_ABORT,        /* scheduler -> all: body reason string; exit 1 */
+	PS_MSG_INIT,         /* worker 0 -> server: initial values */
+	PS_MSG_PUSH,         /* worker -> server: gradient partition */
+	PS_MSG_PUSH_ACK,     /* server -> worker: push received (credit) */
+	PS_MSG_PARAMS,       /* server -> worker: parameter partition */
+	PS_MSG_PULL,         /* worker -> server (async): send me PARAMS */
+	PS_MSG_TYPE_END
+} ps_msg_type;
+
+typedef enum ps_role {
+	PS_ROLE_SCHEDULER = 0,
+	PS_ROLE_SERVER = 1,
+	PS_ROLE_WORKER = 2
+} ps_role;
+
+typedef struct ps_wire_header {
+	uint32_t version;
+	uint32_t type;       /* ps_msg_type */
+	uint64_t job_id;     /* 0 only in REGISTER */
+	uint32_t sender;     /* node id; scheduler is 0 */
+	uint32_t key;        /* tensor index (barrier number for BARRIER) */
+	uint32_t partition;  /* global partition index */
+	uint64_t iteration;  /* parameter version / gradient iteration */
+	uint64_t payload_len;/* must equal the payload frame's length */
+	int32_t priority;    /* transfer priority (lower = sooner) */
+} ps_wire_header;
+
+typedef struct ps_node_info {
+	uint32_t id;   /* 0 scheduler, 1..S servers, S+1..S+W workers */
+	uint32_t role; /* ps_role */
+	uint32_t rank; /* within the role */
+	int32_t pid;
+	uint64_t transport_id;
+	char host[PS_HOST_MAX];
+	char endpoint[PS_ENDPOINT_MAX];
+} ps_node_info;
+
+typedef struct ps_wire_register {
+	ps_node_info self;        /* id and rank are ignored */
+	uint32_t num_tensors;     /* workers declare their tensors */
+	ps_tensor_desc *tensors;
+} ps_wire_register;
+
+typedef struct ps_wire_welcome {
+	uint32_t your_id;
+	uint32_t num_servers;
+	uint32_t num_workers;
+	uint32_t num_nodes; /* 1 + servers + workers, indexed by id */
+	ps_node_info *nodes;
+	ps_placement *placement; /* NULL for the scheduler's own use */
+} ps_wire_welcome;
+
+typedef struct ps_wire_done {
+	uint64_t iterations;
+	double seconds;
+	uint64_t bytes_pushed;
+	uint64_t bytes_received;
+	double last_loss;
+} ps_wire_done;
+
+/* "REGISTER", "PUSH"...; "UNKNOWN" for others. */
+const char *ps_msg_type_name(uint32_t type);
+const char *ps_role_name(uint32_t role);
+
+/* Encodes h into buf (cap >= PS_WIRE_HEADER_MAX is always enough). */
+int ps_wire_header_encode(const ps_wire_header *h, void *buf, size_t cap,
+			  size_t *len_p);
+/* Decodes and checks version and type range. */
+int ps_wire_header_decode(const void *buf, size_t len, ps_wire_header *h_p,
+			  char *why, size_t whylen);
+
+/* Body encoders return a malloc'd buffer in *buf_p (free with free(), or
+ * hand to a transport with ps_wire_free as the free callback). */
+int ps_wire_register_encode(const ps_wire_register *r, void **buf_p,
+			    size_t *len_p);
+int ps_wire_register_decode(const void *buf, size_t len,
+			    ps_wire_register *r_p, char *why, size_t whylen);
+void ps_wire_register_clear(ps_wire_register *r);
+
+int ps_wire_welcome_encode(const ps_wire_welcome *w, void **buf_p,
+			   size_t *len_p);
+int ps_wire_welcome_decode(const void *buf, size_t len, ps_wire_welcome *w_p,
+			   char *why, size_t whylen);
+void ps_wire_welcome_clear(ps_wire_welcome *w);
+
+int ps_wire_done_encode(const ps_wire_done *d, void **buf_p, size_t *len_p);
+int ps_wire_done_decode(const void *buf, size_t len, ps_wire_done *d_p,
+			char *why, size_t whylen);
+
+/* Reason strings (ABORT): msgpack str, at most PS_REASON_MAX - 1 bytes. */
+int ps_wire_reason_encode(const char *reason, void **buf_p, size_t *len_p);
+int ps_wire_reason_decode(const void *buf, size_t len, char *reason,
+			  size_t cap, char *why, size_t whylen);
+
+/* ps_free_fn-compatible free() of an encoder's buffer. */
+void ps_wire_free(void *data, void *hint);
+
+#endif /* ORDO_COMMON_WIRE_H */

@@ -1,0 +1,546 @@
+/*
+ * tests/unit/test_placement.c - cutting tensors into partitions, placing
+ * them on servers (LPT vs round-robin), and checking received placements.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/config.h"
+#include "scheduler/placement.h"
+
+#define KIB 1024ull
+#define MIB (1024ull * 1024ull)
+
+/* Every invariant a placement promises (placement.h). */
+static void check_invariants(const ps_placement *p)
+{
+	uint64_t *bytes;
+	uint32_t g = 0;
+
+	assert_non_null(p);
+	assert_true(p->num_tensors > 0);
+	assert_true(p->num_servers > 0);
+	assert_true(p->partition_size >= PS_ELEM_SIZE);
+	bytes = calloc(p->num_servers, sizeof(*bytes));
+	assert_non_null(bytes);
+	for (uint32_t t = 0; t < p->num_tensors; t++) {
+		uint64_t off = 0;
+
+		assert_int_equal(p->first_part[t], g);
+		assert_true(p->first_part[t + 1] > p->first_part[t]);
+		for (uint32_t i = p->first_part[t]; i < p->first_part[t + 1];
+		     i++, g++) {
+			const ps_partition *q = &p->parts[i];
+
+			assert_int_equal(q->tensor, t);
+			assert_int_equal(q->index, i - p->first_part[t]);
+			assert_int_equal(q->offset, off);
+			assert_true(q->numel > 0);
+			assert_true(q->numel * PS_ELEM_SIZE <=
+			            p->partition_size);
+			assert_true(q->server < p->num_servers);
+			bytes[q->server] += q->numel * PS_ELEM_SIZE;
+			off += q->numel;
+		}
+		assert_int_equal(off, p->tensors[t].numel);
+	}
+	assert_int_equal(g, p->num_parts);
+	assert_int_equal(p->first_part[p->num_tensors], p->num_parts);
+	for (uint32_t s = 0; s < p->num_servers; s++)
+		assert_int_equal(bytes[s], p->server_bytes[s]);
+	free(bytes);
+}
+
+static uint64_t max_part_bytes(const ps_placement *p)
+{
+	uint64_t m = 0;
+
+	for (uint32_t i = 0; i < p->num_parts; i++)
+		if (p->parts[i].numel * PS_ELEM_SIZE > m)
+			m = p->parts[i].numel * PS_ELEM_SIZE;
+	return m;
+}
+
+/* LPT (indeed any greedy least-loaded rule): max <= mean + largest part. */
+static void check_lpt_bound(const ps_placement *p)
+{
+	uint64_t max = 0, total = 0;
+
+	for (uint32_t s = 0; s < p->num_servers; s++) {
+		total += p->server_bytes[s];
+		if (p->server_bytes[s] > max)
+			max = p->server_bytes[s];
+	}
+	assert_true((double)max <=
+	            (double)total / p->num_servers + (double)max_part_bytes(p));
+}
+
+static ps_tensor_desc tensor(const char *name, uint64_t numel)
+{
+	ps_tensor_desc t;
+
+	memset(&t, 0, sizeof(t));
+	snprintf(t.name, sizeof(t.name), "%s", name);
+	t.numel = numel;
+	return t;
+}
+
+/* The 32 parameter tensors of VGG16 (weights and biases). */
+static uint32_t vgg16(ps_tensor_desc *t)
+{
+	static const uint32_t conv[13][2] = {
+	    {3, 64},    {64, 64},   {64, 128},  {128, 128}, {128, 256},
+	    {256, 256}, {256, 256}, {256, 512}, {512, 512}, {512, 512},
+	    {512, 512}, {512, 512}, {512, 512}};
+	static const uint64_t fc[3][2] = {
+	    {25088, 4096}, {4096, 4096}, {4096, 1000}};
+	uint32_t n = 0;
+	char name[PS_NAME_MAX];
+
+	for (int i = 0; i < 13; i++) {
+		snprintf(name, sizeof(name), "conv%d.weight", i + 1);
+		t[n++] = tensor(name, 9ull * conv[i][0] * conv[i][1]);
+		snprintf(name, sizeof(name), "conv%d.bias", i + 1);
+		t[n++] = tensor(name, conv[i][1]);
+	}
+	for (int i = 0; i < 3; i++) {
+		snprintf(name, sizeof(name), "fc%d.weight", i + 6);
+		t[n++] = tensor(name, fc[i][0] * fc[i][1]);
+		snprintf(name, sizeof(name), "fc%d.bias", i + 6);
+		t[n++] = tensor(name, fc[i][1]);
+	}
+	return n;
+}
+
+static void test_uneven_split(void **state)
+{
+	ps_tensor_desc t[3] = {tensor("a", 4097), tensor("b", 256),
+	                       tensor("c", 255)};
+	ps_placement *p = NULL;
+
+	(void)state;
+	/* 1 KiB = 256 elements: a -> 16 full + 1 of 1 element; b -> 1; c -> 1
+	 */
+	assert_int_equal(
+	    ps_placement_compute(t, 3, 1 * KIB, 3, PS_PLACE_BALANCED, &p),
+	    PS_OK);
+	check_invariants(p);
+	assert_int_equal(p->num_parts, 19);
+	assert_int_equal(p->first_part[0], 0);
+	assert_int_equal(p->first_part[1], 17);
+	assert_int_equal(p->first_part[2], 18);
+	assert_int_equal(p->first_part[3], 19);
+	for (uint32_t i = 0; i < 16; i++) {
+		assert_int_equal(p->parts[i].offset, 256ull * i);
+		assert_int_equal(p->parts[i].numel, 256);
+	}
+	assert_int_equal(p->parts[16].offset, 4096);
+	assert_int_equal(p->parts[16].numel, 1);
+	assert_int_equal(p->parts[17].numel, 256);
+	assert_int_equal(p->parts[18].numel, 255);
+	assert_int_equal(p->partition_size, 1 * KIB);
+	ps_placement_free(&p);
+	assert_null(p);
+
+	/* a partition size that is not a multiple of 4: 1023 -> 255 elements */
+	assert_int_equal(
+	    ps_placement_compute(t, 3, 1023, 2, PS_PLACE_ROUND_ROBIN, &p),
+	    PS_OK);
+	check_invariants(p);
+	assert_int_equal(p->first_part[1], 17); /* 16 * 255 = 4080, + 17 */
+	assert_int_equal(p->parts[16].numel, 17);
+	assert_int_equal(p->first_part[2] - p->first_part[1], 2); /* 255+1 */
+	assert_int_equal(p->first_part[3] - p->first_part[2], 1);
+	assert_int_equal(p->num_parts, 20);
+	ps_placement_free(&p);
+
+	/* one element per partition */
+	assert_int_equal(
+	    ps_placement_compute(t, 3, 7, 5, PS_PLACE_BALANCED, &p), PS_OK);
+	check_invariants(p);
+	assert_int_equal(p->num_parts, 4097 + 256 + 255);
+	ps_placement_free(&p);
+}
+
+static void test_partition_larger_than_tensors(void **state)
+{
+	ps_tensor_desc t[3] = {tensor("a", 1000), tensor("b", 1),
+	                       tensor("c", 123456)};
+	ps_placement *p = NULL;
+
+	(void)state;
+	assert_int_equal(
+	    ps_placement_compute(t, 3, 1024 * MIB, 2, PS_PLACE_BALANCED, &p),
+	    PS_OK);
+	check_invariants(p);
+	assert_int_equal(p->num_parts, 3);
+	for (uint32_t i = 0; i < 3; i++) {
+		assert_int_equal(p->parts[i].tensor, i);
+		assert_int_equal(p->parts[i].offset, 0);
+		assert_int_equal(p->parts[i].numel, t[i].numel);
+	}
+	/* LPT: c (largest) -> 0, a -> 1, b -> 1 */
+	assert_int_equal(p->parts[2].server, 0);
+	assert_int_equal(p->parts[0].server, 1);
+	assert_int_equal(p->parts[1].server, 1);
+	/* exactly one partition per tensor at partition == tensor bytes */
+	ps_placement_free(&p);
+	assert_int_equal(
+	    ps_placement_compute(t, 3, 123456 * 4, 2, PS_PLACE_BALANCED, &p),
+	    PS_OK);
+	assert_int_equal(p->num_parts, 3);
+	ps_placement_free(&p);
+}
+
+static void test_lpt_ties_and_round_robin(void **state)
+{
+	ps_tensor_desc t[6] = {tensor("t0", 5), tensor("t1", 3),
+	                       tensor("t2", 3), tensor("t3", 2),
+	                       tensor("t4", 2), tensor("t5", 2)};
+	static const uint32_t lpt[6] = {0, 1, 1, 0, 1, 0};
+	ps_placement *p = NULL;
+
+	(void)state;
+	assert_int_equal(
+	    ps_placement_compute(t, 6, 1 * MIB, 2, PS_PLACE_BALANCED, &p),
+	    PS_OK);
+	check_invariants(p);
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(p->parts[i].server, lpt[i]);
+	assert_int_equal(p->server_bytes[0], 36);
+	assert_int_equal(p->server_bytes[1], 32);
+	assert_true(ps_placement_imbalance(p) > 1.058 &&
+	            ps_placement_imbalance(p) < 1.059); /* 36 / 34 */
+	ps_placement_free(&p);
+
+	assert_int_equal(
+	    ps_placement_compute(t, 6, 1 * MIB, 4, PS_PLACE_ROUND_ROBIN, &p),
+	    PS_OK);
+	check_invariants(p);
+	for (uint32_t i = 0; i < 6; i++)
+		assert_int_equal(p->parts[i].server, i % 4);
+	ps_placement_free(&p);
+
+	/* equal sizes: LPT keeps global order, servers by rank */
+	for (int i = 0; i < 6; i++)
+		t[i].numel = 7;
+	assert_int_equal(
+	    ps_placement_compute(t, 6, 1 * MIB, 4, PS_PLACE_BALANCED, &p),
+	    PS_OK);
+	for (uint32_t i = 0; i < 6; i++)
+		assert_int_equal(p->parts[i].server, i % 4);
+	ps_placement_free(&p);
+}
+
+static void test_determinism(void **state)
+{
+	ps_tensor_desc t[32];
+	uint32_t n = vgg16(t);
+	ps_placement *a = NULL, *b = NULL;
+
+	(void)state;
+	assert_int_equal(
+	    ps_placement_compute(t, n, 1 * MIB, 5, PS_PLACE_BALANCED, &a),
+	    PS_OK);
+	assert_int_equal(
+	    ps_placement_compute(t, n, 1 * MIB, 5, PS_PLACE_BALANCED, &b),
+	    PS_OK);
+	assert_int_equal(a->num_parts, b->num_parts);
+	for (uint32_t i = 0; i < a->num_parts; i++) {
+		assert_int_equal(a->parts[i].server, b->parts[i].server);
+		assert_int_equal(a->parts[i].offset, b->parts[i].offset);
+		assert_int_equal(a->parts[i].numel, b->parts[i].numel);
+	}
+	assert_memory_equal(a->server_bytes, b->server_bytes,
+	                    5 * sizeof(uint64_t));
+	assert_memory_equal(a->first_part, b->first_part,
+	                    (n + 1) * sizeof(uint32_t));
+	ps_placement_free(&a);
+	ps_placement_free(&b);
+}
+
+static void test_vgg16(void **state)
+{
+	ps_tensor_desc t[32];
+	uint32_t n = vgg16(t);
+	ps_placement *bal = NULL, *rr = NULL;
+	uint64_t total = 0;
+	double ib, ir;
+
+	(void)state;
+	assert_int_equal(n, 32);
+	for (uint32_t i = 0; i < n; i++)
+		total += t[i].numel;
+	assert_int_equal(total, 138357544ull);
+
+	assert_int_equal(
+	    ps_placement_compute(t, n, 4 * MIB, 4, PS_PLACE_BALANCED, &bal),
+	    PS_OK);
+	assert_int_equal(
+	    ps_placement_compute(t, n, 4 * MIB, 4, PS_PLACE_ROUND_ROBIN, &rr),
+	    PS_OK);
+	check_invariants(bal);
+	check_invariants(rr);
+	check_lpt_bound(bal);
+	assert_int_equal(bal->first_part[27] - bal->first_part[26], 98);
+	ib = ps_placement_imbalance(bal);
+	ir = ps_placement_imbalance(rr);
+	print_message("VGG16, 4 MiB partitions, 4 servers: %u partitions, "
+	              "imbalance balanced %.4f, round-robin %.4f\n",
+	              bal->num_parts, ib, ir);
+	ps_placement_print(bal, stdout);
+	ps_placement_print(rr, stdout);
+	assert_true(ib <= 1.05);
+	assert_true(ir > ib);
+	assert_int_equal(ps_placement_find_tensor(bal, "fc6.weight"), 26);
+	assert_int_equal(ps_placement_find_tensor(bal, "conv1.weight"), 0);
+	assert_int_equal(ps_placement_find_tensor(bal, "fc9.weight"), -1);
+	assert_int_equal(ps_placement_find_tensor(bal, ""), -1);
+	ps_placement_free(&bal);
+	ps_placement_free(&rr);
+}
+
+static void test_sweep(void **state)
+{
+	static const uint64_t sizes[] = {256 * KIB, 1 * MIB,  3 * MIB + 4,
+	                                 4 * MIB,   16 * MIB, 512 * MIB};
+	ps_tensor_desc t[32];
+	uint32_t n = vgg16(t);
+
+	(void)state;
+	for (uint32_t s = 1; s <= 8; s++) {
+		for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+			for (int strat = 0; strat < 2; strat++) {
+				ps_placement *p = NULL;
+
+				assert_int_equal(
+				    ps_placement_compute(t, n, sizes[k], s,
+				                         strat, &p),
+				    PS_OK);
+				check_invariants(p);
+				if (strat == PS_PLACE_BALANCED)
+					check_lpt_bound(p);
+				assert_true(ps_placement_imbalance(p) >= 1.0);
+				if (s == 1)
+					assert_true(ps_placement_imbalance(p) ==
+					            1.0);
+				ps_placement_free(&p);
+			}
+		}
+	}
+}
+
+static void test_compute_rejects(void **state)
+{
+	ps_tensor_desc t[2] = {tensor("a", 10), tensor("b", 20)};
+	ps_placement *p = NULL;
+
+	(void)state;
+	assert_int_equal(ps_placement_compute(t, 0, 1024, 1, 0, &p), PS_EINVAL);
+	assert_int_equal(ps_placement_compute(NULL, 2, 1024, 1, 0, &p),
+	                 PS_EINVAL);
+	assert_int_equal(ps_placement_compute(t, 2, 1024, 0, 0, &p), PS_EINVAL);
+	assert_int_equal(
+	    ps_placement_compute(t, 2, 1024, PS_MAX_SERVERS + 1, 0, &p),
+	    PS_EINVAL);
+	assert_int_equal(ps_placement_compute(t, 2, 3, 1, 0, &p), PS_EINVAL);
+	assert_int_equal(ps_placement_compute(t, 2, 1024, 1, 7, &p), PS_EINVAL);
+	t[1].numel = 0;
+	assert_int_equal(ps_placement_compute(t, 2, 1024, 1, 0, &p), PS_EINVAL);
+	t[1].numel = UINT64_MAX / PS_ELEM_SIZE + 1; /* bytes overflow */
+	assert_int_equal(ps_placement_compute(t, 2, 1024, 1, 0, &p), PS_EINVAL);
+	t[1].numel = PS_MAX_PARTS; /* + a's 10 -> too many partitions */
+	assert_int_equal(ps_placement_compute(t, 2, 4, 1, 0, &p), PS_EINVAL);
+	t[1].numel = UINT64_MAX / PS_ELEM_SIZE; /* huge, but fits */
+	assert_int_equal(ps_placement_compute(t, 2, UINT64_MAX, 1, 0, &p),
+	                 PS_EINVAL); /* total bytes overflow */
+	assert_int_equal(ps_placement_compute(&t[1], 1, UINT64_MAX, 1, 0, &p),
+	                 PS_OK);
+	check_invariants(p);
+	ps_placement_free(&p);
+	memset(t[0].name, 'x', sizeof(t[0].name)); /* no NUL */
+	assert_int_equal(ps_placement_compute(t, 2, 1024, 1, 0, &p), PS_EINVAL);
+	assert_null(p);
+}
+
+/* from_parts on a copy of a computed placement's parts. */
+static int rebuild(const ps_placement *p, const ps_partition *parts,
+                   uint32_t nparts, uint32_t servers, ps_placement **q_p,
+                   char *why, size_t whylen)
+{
+	return ps_placement_from_parts(p->tensors, p->num_tensors, parts,
+	                               nparts, servers, p->partition_size, q_p,
+	                               why, whylen);
+}
+
+static void test_from_parts(void **state)
+{
+	ps_tensor_desc t[3] = {tensor("a", 4097), tensor("b", 256),
+	                       tensor("c", 255)};
+	ps_placement *p = NULL, *q = NULL;
+	ps_partition *parts;
+	char why[256];
+	uint32_t np;
+
+	(void)state;
+	assert_int_equal(
+	    ps_placement_compute(t, 3, 1 * KIB, 3, PS_PLACE_BALANCED, &p),
+	    PS_OK);
+	np = p->num_parts;
+	parts = malloc(np * sizeof(*parts));
+	assert_non_null(parts);
+
+	/* a faithful copy is accepted and equal */
+	memcpy(parts, p->parts, np * sizeof(*parts));
+	assert_int_equal(rebuild(p, parts, np, 3, &q, why, sizeof(why)), PS_OK);
+	check_invariants(q);
+	assert_memory_equal(q->server_bytes, p->server_bytes,
+	                    3 * sizeof(uint64_t));
+	assert_memory_equal(q->first_part, p->first_part, 4 * sizeof(uint32_t));
+	ps_placement_free(&q);
+
+	/* overlap */
+	parts[3].offset -= 1;
+	assert_int_equal(rebuild(p, parts, np, 3, &q, why, sizeof(why)),
+	                 PS_EPROTO);
+	assert_null(q);
+	assert_non_null(strstr(why, "overlaps"));
+	print_message("overlap: %s\n", why);
+	/* gap */
+	memcpy(parts, p->parts, np * sizeof(*parts));
+	parts[3].offset += 1;
+	assert_int_equal(rebuild(p, parts, np, 3, &q, why, sizeof(why)),
+	                 PS_EPROTO);
+	assert_non_null(strstr(why, "gap"));
+	/* out of order: two parts of a swapped */
+	memcpy(parts, p->parts, np * sizeof(*parts));
+	parts[4] = p->parts[5];
+	parts[5] = p->parts[4];
+	assert_int_equal(rebuild(p, parts, np, 3, &q, why, sizeof(why)),
+	                 PS_EPROTO);
+	/* out of order: tensors b and c swapped */
+	memcpy(parts, p->parts, np * sizeof(*parts));
+	parts[17] = p->parts[18];
+	parts[18] = p->parts[17];
+	assert_int_equal(rebuild(p, parts, np, 3, &q, why, sizeof(why)),
+	                 PS_EPROTO);
+	assert_non_null(strstr(why, "out of order"));
+	/* server >= S */
+	memcpy(parts, p->parts, np * sizeof(*parts));
+	parts[7].server = 3;
+	assert_int_equal(rebuild(p, parts, np, 3, &q, why, sizeof(why)),
+	                 PS_EPROTO);
+	assert_non_null(strstr(why, "server"));
+	/* numel mismatch: the last part of a too long, too short */
+	memcpy(parts, p->parts, np * sizeof(*parts));
+	parts[16].numel = 2;
+	assert_int_equal(rebuild(p, parts, np, 3, &q, why, sizeof(why)),
+	                 PS_EPROTO);
+	parts[16].numel = 0;
+	assert_int_equal(rebuild(p, parts, np, 3, &q, why, sizeof(why)),
+	                 PS_EPROTO);
+	/* a part longer than the partition size */
+	{
+		ps_tensor_desc big[3] = {t[0], tensor("b", 257), t[2]};
+		ps_partition fat[19];
+
+		memcpy(fat, p->parts, sizeof(fat));
+		fat[17].numel = 257;
+		assert_int_equal(ps_placement_from_parts(big, 3, fat, 19, 3,
+		                                         1 * KIB, &q, why,
+		                                         sizeof(why)),
+		                 PS_EPROTO);
+		assert_non_null(strstr(why, "partition"));
+	}
+	/* tensor not covered: the last part missing */
+	memcpy(parts, p->parts, np * sizeof(*parts));
+	assert_int_equal(rebuild(p, parts, np - 1, 3, &q, why, sizeof(why)),
+	                 PS_EPROTO);
+	assert_non_null(strstr(why, "not covered"));
+	/* an extra part after everything is covered */
+	{
+		ps_partition more[20];
+
+		memcpy(more, p->parts, 19 * sizeof(*more));
+		more[19] = more[18];
+		assert_int_equal(ps_placement_from_parts(t, 3, more, 20, 3,
+		                                         1 * KIB, &q, why,
+		                                         sizeof(why)),
+		                 PS_EPROTO);
+	}
+	/* wrong index */
+	memcpy(parts, p->parts, np * sizeof(*parts));
+	parts[2].index = 7;
+	assert_int_equal(rebuild(p, parts, np, 3, &q, why, sizeof(why)),
+	                 PS_EPROTO);
+	/* bad global arguments */
+	memcpy(parts, p->parts, np * sizeof(*parts));
+	assert_int_equal(rebuild(p, parts, np, 0, &q, why, sizeof(why)),
+	                 PS_EPROTO);
+	assert_int_equal(ps_placement_from_parts(t, 0, parts, np, 3, 1 * KIB,
+	                                         &q, why, sizeof(why)),
+	                 PS_EPROTO);
+	assert_int_equal(ps_placement_from_parts(t, 3, parts, np, 3, 2, &q, why,
+	                                         sizeof(why)),
+	                 PS_EPROTO);
+	/* no why buffer is fine */
+	parts[0].server = 99;
+	assert_int_equal(rebuild(p, parts, np, 3, &q, NULL, 0), PS_EPROTO);
+	assert_null(q);
+	free(parts);
+	ps_placement_free(&p);
+}
+
+static void test_print_and_imbalance(void **state)
+{
+	ps_tensor_desc t[2] = {tensor("w", 3 * 1024 * 1024), tensor("b", 10)};
+	ps_placement *p = NULL;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(
+	    ps_placement_compute(t, 2, 4 * MIB, 3, PS_PLACE_BALANCED, &p),
+	    PS_OK);
+	f = open_memstream(&text, &len);
+	assert_non_null(f);
+	ps_placement_print(p, f);
+	fclose(f);
+	assert_non_null(strstr(text, "placement: 4 partitions of <= 4.0 "
+	                             "MiB on 3 servers (balanced)"));
+	assert_non_null(strstr(text, "server 0: 4.0 MiB (2 partitions)"));
+	assert_non_null(strstr(text, "imbalance max/mean = "));
+	free(text);
+	/* 4 MiB, 4 MiB, 4 MiB + 40 B: max / mean just above 1 */
+	assert_true(ps_placement_imbalance(p) >= 1.0 &&
+	            ps_placement_imbalance(p) < 1.0001);
+	ps_placement_free(&p);
+	ps_placement_free(&p); /* NULL is fine */
+	ps_placement_free(NULL);
+	assert_true(ps_placement_imbalance(NULL) == 1.0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_uneven_split),
+	    cmocka_unit_test(test_partition_larger_than_tensors),
+	    cmocka_unit_test(test_lpt_ties_and_round_robin),
+	    cmocka_unit_test(test_determinism),
+	    cmocka_unit_test(test_vgg16),
+	    cmocka_unit_test(test_sweep),
+	    cmocka_unit_test(test_compute_rejects),
+	    cmocka_unit_test(test_from_parts),
+	    cmocka_unit_test(test_print_and_imbalance),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
