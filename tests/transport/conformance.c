@@ -1,0 +1,846 @@
+/*
+ * tests/transport/conformance.c - one cmocka suite that every transport
+ * backend must pass: `transport_conformance tcp` (later: `... rdma`).
+ *
+ * The suite uses only transport/transport.h, so a new backend runs the same
+ * tests unchanged; the one exception is test_garbage, which speaks raw
+ * ZeroMQ to the listener and runs for "tcp" only. Each test creates its own
+ * transports in this process (a listener on ORDO_TEST_HOST, default
+ * 127.0.0.1, port 0, and senders connecting to its endpoint); the test
+ * thread owns them all, which the owner-thread rule allows since they are
+ * separate objects.
+ *
+ * Exit status 77 (CTest: skipped) when the named backend is not built or
+ * reports its hardware absent (PS_ENOTSUP from create or listen).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <zmq.h> /* test_garbage only (tcp) */
+
+#include "transport/transport.h"
+
+#define EP_CAP     256
+#define WATCHDOG_S 50 /* no single test may take longer */
+
+static const char *backend = "tcp";
+static const char *host = "127.0.0.1";
+
+#define assert_ps(expr, want)                                                  \
+	do {                                                                   \
+		int rc_ = (expr);                                              \
+		if (rc_ != (want))                                             \
+			fail_msg("%s: got \"%s\" (%d), want \"%s\"", #expr,    \
+			         ps_strerror(rc_), rc_, ps_strerror(want));    \
+	} while (0)
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) != 0)
+		;
+}
+
+static ps_transport *make(uint64_t id, int send_timeout_ms,
+                          int connect_timeout_ms)
+{
+	ps_transport_opts o = {
+	    .id = id,
+	    .send_timeout_ms = send_timeout_ms,
+	    .connect_timeout_ms = connect_timeout_ms,
+	    .io_threads = 1,
+	};
+	ps_transport *t = NULL;
+	assert_ps(ps_transport_create(backend, &o, &t), PS_OK);
+	assert_non_null(t);
+	return t;
+}
+
+static ps_transport *make_listener(uint64_t id, char *ep)
+{
+	ps_transport *t = make(id, 2000, 2000);
+	assert_ps(ps_transport_listen(t, host, 0, NULL, ep, EP_CAP), PS_OK);
+	assert_true(strlen(ep) > 0);
+	return t;
+}
+
+static ps_peer connect_to(ps_transport *t, const char *ep)
+{
+	ps_peer p = UINT32_MAX;
+	assert_ps(ps_transport_connect(t, ep, &p), PS_OK);
+	return p;
+}
+
+static ps_msg *recv_one(ps_transport *t, int timeout_ms)
+{
+	ps_msg *m = NULL;
+	assert_ps(ps_transport_recv(t, timeout_ms, &m), PS_OK);
+	assert_non_null(m);
+	/* transport.h: payload NULL iff empty, and 8-byte aligned. */
+	if (m->payload_len == 0)
+		assert_null(m->payload);
+	else
+		assert_true((uintptr_t)m->payload % 8 == 0);
+	return m;
+}
+
+/* The port of an endpoint ("scheme://host:PORT"). */
+static int endpoint_port(const char *ep)
+{
+	const char *c = strrchr(ep, ':');
+	assert_non_null(c);
+	return atoi(c + 1);
+}
+
+/* ep with its port replaced. */
+static void endpoint_with_port(const char *ep, int port, char *out)
+{
+	const char *c = strrchr(ep, ':');
+	assert_non_null(c);
+	snprintf(out, EP_CAP, "%.*s:%d", (int)(c - ep), ep, port);
+}
+
+/* Counts free_fn calls (never frees). */
+typedef struct counter {
+	atomic_int calls;
+} counter;
+
+static void count_free(void *data, void *hint)
+{
+	(void)data;
+	atomic_fetch_add(&((counter *)hint)->calls, 1);
+}
+
+static void count_and_free(void *data, void *hint)
+{
+	free(data);
+	atomic_fetch_add(&((counter *)hint)->calls, 1);
+}
+
+/* Waits (bounded) until c reaches want; returns the final count. */
+static int wait_calls(counter *c, int want, int timeout_ms)
+{
+	int64_t end = now_ms() + timeout_ms;
+	while (atomic_load(&c->calls) < want && now_ms() < end)
+		sleep_ms(1);
+	return atomic_load(&c->calls);
+}
+
+static void fill(unsigned char *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (unsigned char)(i * 31u + seed);
+}
+
+static bool check(const unsigned char *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != (unsigned char)(i * 31u + seed))
+			return false;
+	return true;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	alarm(WATCHDOG_S); /* SIGALRM kills a hung test: a failure */
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	alarm(0);
+	return 0;
+}
+
+/* ---- 1. exchange both ways ---------------------------------------------- */
+
+static void test_exchange(void **state)
+{
+	const uint64_t id_a = 0x0102030405060708ull;
+	const uint64_t id_b = 0xFFEEDDCCBBAA9988ull; /* high bits set */
+	char ep_a[EP_CAP], ep_b[EP_CAP];
+	counter c = {0};
+	(void)state;
+
+	ps_transport *a = make_listener(id_a, ep_a);
+	ps_transport *b = make_listener(id_b, ep_b);
+	ps_peer a_to_b = connect_to(a, ep_b);
+	ps_peer b_to_a = connect_to(b, ep_a);
+	assert_int_equal(connect_to(a, ep_b), a_to_b); /* same peer again */
+
+	for (int dir = 0; dir < 2; dir++) {
+		ps_transport *from = dir ? b : a, *to = dir ? a : b;
+		ps_peer peer = dir ? b_to_a : a_to_b;
+		const char *hdr = dir ? "header from b" : "header from a";
+		size_t len = 4099 + (size_t)dir;
+		unsigned char *payload = malloc(len);
+		assert_non_null(payload);
+		fill(payload, len, 7u + (unsigned)dir);
+
+		assert_ps(ps_transport_send(from, peer, hdr, strlen(hdr),
+		                            payload, len, count_and_free, &c),
+		          PS_OK);
+		ps_msg *m = recv_one(to, 5000);
+		assert_true(m->src == (dir ? id_b : id_a));
+		assert_int_equal(m->hdr_len, strlen(hdr));
+		assert_memory_equal(m->hdr, hdr, strlen(hdr));
+		assert_int_equal(m->payload_len, len);
+		assert_true(check(m->payload, len, 7u + (unsigned)dir));
+		ps_msg_free(&m);
+		assert_null(m);
+	}
+	assert_int_equal(wait_calls(&c, 2, 5000), 2);
+
+	/* free_fn NULL: the caller keeps the payload (static here). */
+	static unsigned char keep[100];
+	fill(keep, sizeof(keep), 3);
+	assert_ps(ps_transport_send(a, a_to_b, "k", 1, keep, sizeof(keep), NULL,
+	                            NULL),
+	          PS_OK);
+	ps_msg *m = recv_one(b, 5000);
+	assert_int_equal(m->payload_len, sizeof(keep));
+	assert_true(check(m->payload, sizeof(keep), 3));
+	ps_msg_free(&m);
+
+	/* advertise_host replaces the bound host in the endpoint. */
+	char ep_c[EP_CAP];
+	ps_transport *c3 = make(0xC3, 2000, 2000);
+	assert_ps(ps_transport_listen(c3, host, 0, "localhost", ep_c, EP_CAP),
+	          PS_OK);
+	assert_non_null(strstr(ep_c, "localhost"));
+	assert_null(strstr(ep_c, host));
+	ps_peer a_to_c = connect_to(a, ep_c);
+	assert_ps(ps_transport_send(a, a_to_c, "adv", 3, NULL, 0, NULL, NULL),
+	          PS_OK);
+	m = recv_one(c3, 5000);
+	assert_true(m->src == id_a);
+	ps_msg_free(&m);
+
+	ps_transport_destroy(&c3, 0);
+	ps_transport_destroy(&a, 0);
+	ps_transport_destroy(&b, 0);
+	assert_null(a);
+	assert_null(b);
+	assert_int_equal(atomic_load(&c.calls), 2); /* exactly once each */
+}
+
+/* ---- 2. header only ----------------------------------------------------- */
+
+static void test_header_only(void **state)
+{
+	char ep[EP_CAP];
+	counter c = {0};
+	static char dummy[1];
+	(void)state;
+
+	ps_transport *r = make_listener(0x20, ep);
+	ps_transport *s = make(0x21, 2000, 2000);
+	ps_peer p = connect_to(s, ep);
+
+	assert_ps(ps_transport_send(s, p, "H", 1, NULL, 0, count_free, &c),
+	          PS_OK);
+	ps_msg *m = recv_one(r, 5000);
+	assert_true(m->src == 0x21);
+	assert_int_equal(m->hdr_len, 1);
+	assert_memory_equal(m->hdr, "H", 1);
+	assert_null(m->payload);
+	assert_int_equal(m->payload_len, 0);
+	ps_msg_free(&m);
+
+	/* A non-NULL payload of length 0 is not sent, but still handed back
+	 * exactly once (transport.h). */
+	assert_ps(ps_transport_send(s, p, "E", 1, dummy, 0, count_free, &c),
+	          PS_OK);
+	m = recv_one(r, 5000);
+	assert_memory_equal(m->hdr, "E", 1);
+	assert_int_equal(m->payload_len, 0);
+	ps_msg_free(&m);
+
+	assert_int_equal(wait_calls(&c, 1, 5000), 1);
+	sleep_ms(50);
+	assert_int_equal(atomic_load(&c.calls), 1); /* NULL payload: none */
+
+	ps_transport_destroy(&s, 0);
+	ps_transport_destroy(&r, 0);
+	assert_int_equal(atomic_load(&c.calls), 1);
+}
+
+/* ---- 3. large payload --------------------------------------------------- */
+
+static void test_large_payload(void **state)
+{
+	const size_t len = (size_t)256 << 20;
+	const size_t words = len / sizeof(uint64_t);
+	char ep[EP_CAP];
+	counter c = {0};
+	(void)state;
+
+	uint64_t *buf = malloc(len);
+	assert_non_null(buf);
+	for (size_t i = 0; i < words; i++)
+		buf[i] = i * 0x9E3779B97F4A7C15ull ^ 0x5555;
+
+	ps_transport *r = make_listener(0x30, ep);
+	ps_transport *s = make(0x31, 10000, 2000);
+	ps_peer p = connect_to(s, ep);
+	assert_ps(ps_transport_send(s, p, "big", 3, buf, len, count_free, &c),
+	          PS_OK);
+
+	ps_msg *m = recv_one(r, 30000);
+	assert_memory_equal(m->hdr, "big", 3);
+	assert_true(m->payload_len == len);
+	const uint64_t *got = m->payload;
+	size_t bad = words;
+	for (size_t i = 0; i < words; i++) {
+		if (got[i] != (i * 0x9E3779B97F4A7C15ull ^ 0x5555)) {
+			bad = i;
+			break;
+		}
+	}
+	if (bad != words)
+		fail_msg("payload differs at word %zu", bad);
+	ps_msg_free(&m);
+
+	assert_int_equal(wait_calls(&c, 1, 10000), 1);
+	free(buf); /* ours again once free_fn fired */
+	ps_transport_destroy(&s, 0);
+	ps_transport_destroy(&r, 0);
+	assert_int_equal(atomic_load(&c.calls), 1);
+}
+
+/* ---- 4. many small messages --------------------------------------------- */
+
+static void test_many_small(void **state)
+{
+	enum { N = 100000, SZ = 64 };
+	char ep[EP_CAP];
+	counter c = {0};
+	(void)state;
+
+	unsigned char *bufs = malloc((size_t)N * SZ);
+	assert_non_null(bufs);
+	ps_transport *r = make_listener(0x40, ep);
+	ps_transport *s = make(0x41, 5000, 2000);
+	ps_peer p = connect_to(s, ep);
+
+	for (uint32_t i = 0; i < N; i++) {
+		unsigned char *b = bufs + (size_t)i * SZ;
+		fill(b, SZ, i);
+		assert_ps(ps_transport_send(s, p, &i, sizeof(i), b, SZ,
+		                            count_free, &c),
+		          PS_OK);
+	}
+	for (uint32_t i = 0; i < N; i++) {
+		ps_msg *m = recv_one(r, 10000);
+		uint32_t seq;
+		assert_int_equal(m->hdr_len, sizeof(seq));
+		memcpy(&seq, m->hdr, sizeof(seq));
+		if (seq != i)
+			fail_msg("message %u arrived as number %u", seq, i);
+		assert_true(m->src == 0x41);
+		assert_int_equal(m->payload_len, SZ);
+		assert_true(check(m->payload, SZ, i));
+		ps_msg_free(&m);
+	}
+	ps_msg *extra = NULL;
+	assert_ps(ps_transport_recv(r, 100, &extra), PS_ETIMEDOUT);
+
+	assert_int_equal(wait_calls(&c, N, 10000), N);
+	ps_transport_destroy(&s, 0);
+	ps_transport_destroy(&r, 0);
+	assert_int_equal(atomic_load(&c.calls), N);
+	free(bufs);
+}
+
+/* ---- 5. peer gone ------------------------------------------------------- */
+
+typedef struct attempt {
+	counter c;
+	void *buf;
+	int rc;
+} attempt;
+
+static void test_peer_gone(void **state)
+{
+	enum { MAX_TRIES = 1000 };
+	char ep[EP_CAP];
+	int tries = 0, ok = 0;
+	bool failed = false;
+	(void)state;
+
+	attempt *at = calloc(MAX_TRIES, sizeof(*at));
+	assert_non_null(at);
+	ps_transport *r = make_listener(0x50, ep);
+	ps_transport *s = make(0x51, 200, 2000);
+	ps_peer p = connect_to(s, ep);
+	assert_ps(ps_transport_send(s, p, "hi", 2, NULL, 0, NULL, NULL), PS_OK);
+	ps_msg *m = recv_one(r, 5000);
+	ps_msg_free(&m);
+
+	ps_transport_destroy(&r, 0);
+
+	/* Sends made before the loss is noticed may succeed (and are lost);
+	 * then they must fail, each within a bounded time. */
+	int64_t end = now_ms() + 10000;
+	while (!failed && tries < MAX_TRIES && now_ms() < end) {
+		attempt *a = &at[tries++];
+		a->buf = malloc(128);
+		assert_non_null(a->buf);
+		int64_t t0 = now_ms();
+		a->rc = ps_transport_send(s, p, "x", 1, a->buf, 128, count_free,
+		                          &a->c);
+		int64_t took = now_ms() - t0;
+		if (took > 2000)
+			fail_msg("send to a dead peer blocked %lld ms",
+			         (long long)took);
+		if (a->rc == PS_OK) {
+			ok++;
+			sleep_ms(10);
+			continue;
+		}
+		if (a->rc != PS_ETIMEDOUT && a->rc != PS_ECLOSED)
+			fail_msg("send to a dead peer: %s", ps_strerror(a->rc));
+		failed = true;
+	}
+	assert_true(failed);
+
+	/* Disconnected peer: PS_ECLOSED at once; disconnect is idempotent. */
+	assert_ps(ps_transport_disconnect(s, p), PS_OK);
+	int64_t t0 = now_ms();
+	assert_ps(ps_transport_send(s, p, "y", 1, NULL, 0, NULL, NULL),
+	          PS_ECLOSED);
+	assert_true(now_ms() - t0 < 100);
+	assert_ps(ps_transport_disconnect(s, p), PS_OK);
+
+	ps_transport_destroy(&s, 0);
+	for (int i = 0; i < tries; i++) {
+		/* success: handed back exactly once; failure: never. */
+		int want = at[i].rc == PS_OK ? 1 : 0;
+		if (atomic_load(&at[i].c.calls) != want)
+			fail_msg("send %d (%s): free_fn called %d times", i,
+			         ps_strerror(at[i].rc),
+			         atomic_load(&at[i].c.calls));
+		free(at[i].buf);
+	}
+	print_message("peer gone: %d sends succeeded before the failure\n", ok);
+	free(at);
+}
+
+/* ---- 6. connection refused, bad endpoints ------------------------------- */
+
+static int unused_port(void)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	socklen_t sl = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+	close(fd);
+	return ntohs(sa.sin_port);
+}
+
+static void test_connect_refused(void **state)
+{
+	char ep[EP_CAP], dead[EP_CAP], noport[EP_CAP];
+	ps_peer p;
+	(void)state;
+
+	ps_transport *r = make_listener(0x60, ep); /* for the endpoint form */
+	ps_transport *s = make(0x61, 200, 300);
+	endpoint_with_port(ep, unused_port(), dead);
+
+	int64_t t0 = now_ms();
+	int rc = ps_transport_connect(s, dead, &p);
+	int64_t took = now_ms() - t0;
+	if (rc != PS_ECONNREFUSED && rc != PS_ETIMEDOUT)
+		fail_msg("connect to %s: %s", dead, ps_strerror(rc));
+	if (took > 300 + 1500)
+		fail_msg("connect took %lld ms (timeout 300)", (long long)took);
+
+	assert_ps(ps_transport_connect(s, "not an endpoint", &p), PS_EINVAL);
+	assert_ps(ps_transport_connect(s, "", &p), PS_EINVAL);
+	snprintf(noport, sizeof(noport), "%.*s", (int)(strrchr(ep, ':') - ep),
+	         ep);
+	assert_ps(ps_transport_connect(s, noport, &p), PS_EINVAL);
+
+	/* The transport still works after the failures. */
+	p = connect_to(s, ep);
+	assert_ps(ps_transport_send(s, p, "ok", 2, NULL, 0, NULL, NULL), PS_OK);
+	ps_msg *m = recv_one(r, 5000);
+	ps_msg_free(&m);
+
+	ps_transport_destroy(&s, 0);
+	ps_transport_destroy(&r, 0);
+}
+
+/* ---- 7. port in use ----------------------------------------------------- */
+
+static void test_port_in_use(void **state)
+{
+	char ep[EP_CAP], ep2[EP_CAP];
+	(void)state;
+
+	ps_transport *a = make_listener(0x70, ep);
+	ps_transport *b = make(0x71, 200, 300);
+	assert_ps(
+	    ps_transport_listen(b, host, endpoint_port(ep), NULL, ep2, EP_CAP),
+	    PS_EADDRINUSE);
+	/* A transport listens once. */
+	assert_true(ps_transport_listen(a, host, 0, NULL, ep2, EP_CAP) !=
+	            PS_OK);
+	ps_transport_destroy(&b, 0);
+	ps_transport_destroy(&a, 0);
+}
+
+/* ---- 8. wake ------------------------------------------------------------ */
+
+static ps_transport *wake_target;
+static pthread_t wake_main;
+
+static void *waker(void *arg)
+{
+	sleep_ms(100);
+	ps_transport_wake(arg);
+	return NULL;
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	ps_transport_wake(wake_target); /* async-signal-safe */
+}
+
+static void *signaller(void *arg)
+{
+	(void)arg;
+	sleep_ms(100);
+	pthread_kill(wake_main, SIGUSR1);
+	return NULL;
+}
+
+static void test_wake(void **state)
+{
+	char ep[EP_CAP];
+	pthread_t th;
+	ps_msg *m = NULL;
+	(void)state;
+
+	ps_transport *t = make_listener(0x80, ep);
+
+	/* From another thread, while recv(-1) blocks. */
+	assert_int_equal(pthread_create(&th, NULL, waker, t), 0);
+	int64_t t0 = now_ms();
+	assert_ps(ps_transport_recv(t, -1, &m), PS_EAGAIN);
+	assert_true(now_ms() - t0 >= 50);
+	assert_null(m);
+	pthread_join(th, NULL);
+
+	/* A wake before recv makes the next recv return; only that one. */
+	ps_transport_wake(t);
+	assert_ps(ps_transport_recv(t, 0, &m), PS_EAGAIN);
+	assert_ps(ps_transport_recv(t, 50, &m), PS_ETIMEDOUT);
+
+	/* From a signal handler. */
+	struct sigaction sa = {.sa_handler = on_usr1}, old;
+	sigemptyset(&sa.sa_mask);
+	assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
+	wake_target = t;
+	wake_main = pthread_self();
+	assert_int_equal(pthread_create(&th, NULL, signaller, NULL), 0);
+	assert_ps(ps_transport_recv(t, -1, &m), PS_EAGAIN);
+	pthread_join(th, NULL);
+	sigaction(SIGUSR1, &old, NULL);
+
+	ps_transport_destroy(&t, 0);
+}
+
+/* ---- 9. recv timeout ---------------------------------------------------- */
+
+static void test_recv_timeout(void **state)
+{
+	char ep[EP_CAP];
+	ps_msg *m = NULL;
+	(void)state;
+
+	ps_transport *t = make_listener(0x90, ep);
+	int64_t t0 = now_ms();
+	assert_ps(ps_transport_recv(t, 100, &m), PS_ETIMEDOUT);
+	int64_t took = now_ms() - t0;
+	if (took < 80 || took > 3000)
+		fail_msg("recv(100) returned after %lld ms", (long long)took);
+	assert_null(m);
+
+	t0 = now_ms();
+	assert_ps(ps_transport_recv(t, 0, &m), PS_ETIMEDOUT);
+	assert_true(now_ms() - t0 < 100);
+	ps_transport_destroy(&t, 0);
+}
+
+/* ---- 10. registry and wrappers ------------------------------------------ */
+
+static void test_registry(void **state)
+{
+	ps_transport_opts o = {.id = 1, .io_threads = 1};
+	ps_transport *t = NULL;
+	(void)state;
+
+	assert_null(ps_transport_find("nope"));
+	assert_null(ps_transport_find(NULL));
+	assert_ps(ps_transport_create("nope", &o, &t), PS_ENOTSUP);
+	assert_null(t);
+	assert_ps(ps_transport_create(NULL, &o, &t), PS_EINVAL);
+	assert_ps(ps_transport_create(backend, NULL, &t), PS_EINVAL);
+
+	const ps_transport_ops *ops = ps_transport_find(backend);
+	assert_non_null(ops);
+	assert_string_equal(ops->name, backend);
+
+	/* backend is one of the comma-separated names. */
+	char names[256];
+	bool listed = false;
+	snprintf(names, sizeof(names), "%s", ps_transport_names());
+	for (char *save, *tok = strtok_r(names, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save))
+		listed |= strcmp(tok, backend) == 0;
+	assert_true(listed);
+
+	/* A backend without operations: PS_ENOTSUP, never a NULL call. */
+	static const ps_transport_ops empty = {.name = "empty"};
+	struct ps_transport fake = {.ops = &empty};
+	ps_transport *f = &fake;
+	char ep[EP_CAP];
+	ps_peer p;
+	ps_msg *m = NULL;
+	assert_ps(ps_transport_listen(f, host, 0, NULL, ep, EP_CAP),
+	          PS_ENOTSUP);
+	assert_ps(ps_transport_connect(f, "x://y:1", &p), PS_ENOTSUP);
+	assert_ps(ps_transport_send(f, 0, "h", 1, NULL, 0, NULL, NULL),
+	          PS_ENOTSUP);
+	assert_ps(ps_transport_recv(f, 0, &m), PS_ENOTSUP);
+	assert_ps(ps_transport_disconnect(f, 0), PS_ENOTSUP);
+	ps_transport_wake(f);
+	ps_transport_destroy(&f, 0);
+	assert_null(f);
+
+	/* Argument checks of the wrappers. */
+	t = make(0xA0, 200, 300);
+	assert_ps(ps_transport_send(t, 0, NULL, 4, NULL, 0, NULL, NULL),
+	          PS_EINVAL);
+	assert_ps(ps_transport_send(t, 0, "h", 1, NULL, 4, NULL, NULL),
+	          PS_EINVAL);
+	assert_ps(ps_transport_listen(t, host, 70000, NULL, ep, EP_CAP),
+	          PS_EINVAL);
+	assert_ps(ps_transport_recv(NULL, 0, &m), PS_EINVAL);
+	assert_ps(ps_transport_send(t, 12345, "h", 1, NULL, 0, NULL, NULL),
+	          PS_EINVAL); /* no such peer */
+	ps_transport_wake(NULL);
+	ps_transport_destroy(&t, 0);
+	ps_transport_destroy(&t, 0); /* NULL: no-op */
+	ps_transport_destroy(NULL, 0);
+	ps_msg_free(&m);
+	ps_msg_free(NULL);
+}
+
+/* ---- 11. garbage (tcp only: raw ZeroMQ peers) --------------------------- */
+
+static void *raw_dealer(void *ctx, const char *ep, const void *rid,
+                        size_t rid_len)
+{
+	void *d = zmq_socket(ctx, ZMQ_DEALER);
+	int zero = 0;
+	assert_non_null(d);
+	zmq_setsockopt(d, ZMQ_LINGER, &zero, sizeof(zero));
+	if (rid)
+		assert_int_equal(
+		    zmq_setsockopt(d, ZMQ_ROUTING_ID, rid, rid_len), 0);
+	assert_int_equal(zmq_connect(d, ep), 0);
+	return d;
+}
+
+static void raw_send(void *d, int frames, const char *last)
+{
+	for (int i = 0; i < frames; i++) {
+		const char *data = (i == frames - 1 && last) ? last : "junk";
+		assert_true(zmq_send(d, data, strlen(data),
+		                     i < frames - 1 ? ZMQ_SNDMORE : 0) >= 0);
+	}
+}
+
+static void test_garbage(void **state)
+{
+	const unsigned char rid8[8] = {0x11, 0x22, 0x33, 0x44,
+	                               0x55, 0x66, 0x77, 0x88};
+	const uint64_t id8 = 0x8877665544332211ull; /* little-endian rid8 */
+	char ep[EP_CAP];
+	(void)state;
+
+	if (strcmp(backend, "tcp") != 0) {
+		print_message("garbage: raw ZeroMQ peers apply to tcp only\n");
+		skip();
+	}
+	ps_transport *r = make_listener(0xB0, ep);
+	ps_transport *s = make(0xB1, 2000, 2000);
+	ps_peer p = connect_to(s, ep);
+
+	void *ctx = zmq_ctx_new();
+	assert_non_null(ctx);
+	void *d_auto = raw_dealer(ctx, ep, NULL, 0); /* 5-byte auto id */
+	void *d_short = raw_dealer(ctx, ep, "abc", 3);
+	void *d8 = raw_dealer(ctx, ep, rid8, sizeof(rid8));
+
+	raw_send(d_auto, 1, NULL);
+	raw_send(d_auto, 2, NULL);
+	raw_send(d_short, 1, NULL);
+	raw_send(d8, 3, NULL);  /* id + 3 frames: too many */
+	raw_send(d8, 4, NULL);  /* id + 4 frames */
+	raw_send(d8, 10, NULL); /* id + 10 frames */
+	raw_send(d8, 2, "good-payload");
+	raw_send(d8, 1, "good-header-only");
+
+	/* Not ZeroMQ at all: bytes on the port. */
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	sa.sin_port = htons((uint16_t)endpoint_port(ep));
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	if (strcmp(host, "127.0.0.1") == 0 &&
+	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+		static const char junk[] = "GET / HTTP/1.0\r\n\r\n\xff\x00\x01";
+		ssize_t w = write(fd, junk, sizeof(junk));
+		(void)w;
+	}
+
+	assert_ps(ps_transport_send(s, p, "final", 5, NULL, 0, NULL, NULL),
+	          PS_OK);
+
+	/* Exactly the three good messages arrive; d8's two in order. */
+	int got_d8 = 0, got_final = 0;
+	for (int i = 0; i < 3; i++) {
+		ps_msg *m = recv_one(r, 5000);
+		if (m->src == id8) {
+			if (got_d8 == 0) {
+				assert_int_equal(m->hdr_len, 4);
+				assert_memory_equal(m->hdr, "junk", 4);
+				assert_int_equal(m->payload_len, 12);
+				assert_memory_equal(m->payload, "good-payload",
+				                    12);
+			} else {
+				assert_int_equal(m->hdr_len, 16);
+				assert_memory_equal(m->hdr, "good-header-only",
+				                    16);
+				assert_null(m->payload);
+			}
+			got_d8++;
+		} else if (m->src == 0xB1) {
+			assert_int_equal(m->hdr_len, 5);
+			assert_memory_equal(m->hdr, "final", 5);
+			got_final++;
+		} else {
+			fail_msg("unexpected message from %llx",
+			         (unsigned long long)m->src);
+		}
+		ps_msg_free(&m);
+	}
+	assert_int_equal(got_d8, 2);
+	assert_int_equal(got_final, 1);
+	ps_msg *m = NULL;
+	assert_ps(ps_transport_recv(r, 300, &m), PS_ETIMEDOUT);
+
+	/* Still healthy. */
+	assert_ps(ps_transport_send(s, p, "after", 5, NULL, 0, NULL, NULL),
+	          PS_OK);
+	m = recv_one(r, 5000);
+	assert_memory_equal(m->hdr, "after", 5);
+	ps_msg_free(&m);
+
+	close(fd);
+	zmq_close(d_auto);
+	zmq_close(d_short);
+	zmq_close(d8);
+	zmq_ctx_term(ctx);
+	ps_transport_destroy(&s, 0);
+	ps_transport_destroy(&r, 0);
+}
+
+/* ---- main --------------------------------------------------------------- */
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+	    T(test_exchange),    T(test_header_only), T(test_large_payload),
+	    T(test_many_small),  T(test_peer_gone),   T(test_connect_refused),
+	    T(test_port_in_use), T(test_wake),        T(test_recv_timeout),
+	    T(test_registry),    T(test_garbage),
+#undef T
+	};
+	ps_transport_opts o = {.id = 1,
+	                       .send_timeout_ms = 200,
+	                       .connect_timeout_ms = 300,
+	                       .io_threads = 1};
+	ps_transport *t = NULL;
+	char ep[EP_CAP];
+	int rc;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s BACKEND   (built in: %s)\n", argv[0],
+		        ps_transport_names());
+		return 2;
+	}
+	backend = argv[1];
+	if (getenv("ORDO_TEST_HOST") && *getenv("ORDO_TEST_HOST"))
+		host = getenv("ORDO_TEST_HOST");
+
+	if (!ps_transport_find(backend)) {
+		printf("SKIP: transport \"%s\" is not built in (built in: "
+		       "%s)\n",
+		       backend, ps_transport_names());
+		return 77;
+	}
+	/* Probe: a backend whose hardware is absent says PS_ENOTSUP. */
+	rc = ps_transport_create(backend, &o, &t);
+	if (rc == PS_OK) {
+		rc = ps_transport_listen(t, host, 0, NULL, ep, sizeof(ep));
+		ps_transport_destroy(&t, 0);
+	}
+	if (rc == PS_ENOTSUP) {
+		printf("SKIP: transport \"%s\" is unavailable on %s: %s\n",
+		       backend, host, ps_strerror(rc));
+		return 77;
+	}
+	if (rc != PS_OK) {
+		fprintf(stderr, "transport \"%s\" fails its probe on %s: %s\n",
+		        backend, host, ps_strerror(rc));
+		return 1;
+	}
+	return cmocka_run_group_tests_name(backend, tests, NULL, NULL);
+}

@@ -1,0 +1,814 @@
+/*
+ * transport/tcp.c - the ZeroMQ (TCP) transport backend.
+ *
+ * DESIGN. One ZeroMQ context per transport. A node that listens owns one
+ * ROUTER socket bound to tcp://host:port; every message it receives starts
+ * with the sender's routing id. Each peer it sends to gets one DEALER socket
+ * whose routing id is the 8-byte opts.id (little-endian), so the receiving
+ * ROUTER's identity frame is the sender's id (msg->src). On the wire a
+ * message is, as the ROUTER sees it:
+ *
+ *     [identity: 8 bytes] [header] [payload]     (payload frame optional)
+ *
+ * Anything else (other identity sizes, more frames) is dropped with a
+ * warning; a malformed sender never crashes or confuses a receiver.
+ *
+ * DEALER options: ZMQ_IMMEDIATE=1 (never queue for a peer that is not, or no
+ * longer, connected: such a send blocks for send_timeout_ms and fails with
+ * PS_ETIMEDOUT), ZMQ_SNDHWM/RCVHWM=0 (unlimited: a burst of many partitions
+ * never blocks on a high-water mark), ZMQ_SNDTIMEO=send_timeout_ms,
+ * ZMQ_LINGER set when closing. The ROUTER uses ZMQ_ROUTER_HANDOVER so a
+ * restarted peer with the same id takes its identity over.
+ *
+ * connect() waits for the ZMTP handshake, watching the DEALER with
+ * zmq_socket_monitor over an inproc PAIR socket: HANDSHAKE_SUCCEEDED is
+ * success; when connect_timeout_ms passes it fails with PS_ECONNREFUSED if
+ * only refused attempts (CONNECT_RETRIED) were seen, PS_EPROTO if the peer
+ * failed the handshake, PS_ETIMEDOUT otherwise.
+ *
+ * Payloads. send() passes the payload to zmq_msg_init_data() (no copy)
+ * through a small adapter that calls the user's free_fn(payload, hint)
+ * exactly once, from a ZeroMQ I/O thread, when ZeroMQ is done with it. If a
+ * send fails, the adapter is marked cancelled before the message is closed,
+ * so free_fn is not called and the caller still owns payload. payload_len 0
+ * means "no payload": no payload frame is sent; if payload is non-NULL and
+ * free_fn is set, free_fn is called once, on the calling thread, after the
+ * header was sent (payload NULL: free_fn is never called).
+ *
+ * recv() keeps the received zmq_msg_t frames inside the ps_msg (priv), so
+ * header and payload are not copied; ps_msg_free() closes them. Payloads are
+ * handed out 8-byte aligned (a small payload that ZeroMQ placed unaligned
+ * in its receive buffer is copied), so arrays of floats/doubles can be read
+ * in place.
+ *
+ * Dead peers. ZeroMQ notices a dead TCP connection asynchronously: sends made
+ * before that succeed and the messages are dropped (free_fn still runs once);
+ * after it, with ZMQ_IMMEDIATE, sends fail with PS_ETIMEDOUT after
+ * send_timeout_ms. The DEALER keeps reconnecting in the background.
+ *
+ * Options: send_timeout_ms < 0 waits forever, 0 never waits;
+ * connect_timeout_ms <= 0 means 10 s; io_threads <= 0 means 1.
+ *
+ * Threads. Everything here except tcp_wake() belongs to the transport's
+ * owner thread. tcp_wake() only write()s to an eventfd, so it is thread- and
+ * async-signal-safe; recv() polls that eventfd beside the ROUTER. Payload
+ * free callbacks run on ZeroMQ I/O threads.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <zmq.h>
+
+#include "common/log.h"
+#include "transport/transport.h"
+
+#define ID_LEN               8
+#define ENDPOINT_MAX         512
+#define DEFAULT_CONNECT_MS   10000
+#define PAYLOAD_ALIGN        8
+#define DISCONNECT_LINGER_MS 1000
+
+typedef struct tcp_peer {
+	char *endpoint; /* as given to connect */
+	void *sock;     /* DEALER; NULL once disconnected */
+} tcp_peer;
+
+typedef struct tcp_transport {
+	ps_transport base; /* must be first */
+	ps_transport_opts opts;
+	void *ctx;
+	void *router; /* NULL until listen */
+	int wake_fd;  /* eventfd */
+	tcp_peer *peers;
+	uint32_t npeers;
+	uint32_t cap_peers;
+	unsigned monitor_seq;
+} tcp_transport;
+
+/* Adapter between ZeroMQ's free callback and the user's. */
+typedef struct payload_ref {
+	ps_free_fn *fn;
+	void *hint;
+	bool cancelled; /* set before a failed send's zmq_msg_close */
+} payload_ref;
+
+/* A received message: the frames live here, the ps_msg points into them. */
+typedef struct tcp_msg {
+	ps_msg msg;
+	zmq_msg_t hdr;
+	zmq_msg_t payload;
+	bool has_payload;
+	void *payload_copy; /* aligned copy of a small unaligned payload */
+} tcp_msg;
+
+extern const ps_transport_ops psi_tcp_ops; /* defined at the end */
+
+static tcp_transport *tcp_of(ps_transport *t)
+{
+	return (tcp_transport *)t;
+}
+
+static void id_encode(uint64_t id, unsigned char out[ID_LEN])
+{
+	for (int i = 0; i < ID_LEN; i++)
+		out[i] = (unsigned char)(id >> (8 * i));
+}
+
+static uint64_t id_decode(const unsigned char in[ID_LEN])
+{
+	uint64_t id = 0;
+	for (int i = 0; i < ID_LEN; i++)
+		id |= (uint64_t)in[i] << (8 * i);
+	return id;
+}
+
+static int set_int(void *sock, int option, int value)
+{
+	return zmq_setsockopt(sock, option, &value, sizeof(value));
+}
+
+static void close_socket(void *sock, int linger_ms)
+{
+	if (!sock)
+		return;
+	set_int(sock, ZMQ_LINGER, linger_ms < 0 ? -1 : linger_ms);
+	zmq_close(sock);
+}
+
+/* "tcp://host:port"; IPv6 literals get brackets. */
+static int format_endpoint(char *buf, size_t cap, const char *host,
+                           const char *port)
+{
+	bool v6 = strchr(host, ':') && host[0] != '[';
+	int n = snprintf(buf, cap, v6 ? "tcp://[%s]:%s" : "tcp://%s:%s", host,
+	                 port);
+	return (n < 0 || (size_t)n >= cap) ? -1 : 0;
+}
+
+static int tcp_create(const ps_transport_opts *opts, ps_transport **t_p)
+{
+	tcp_transport *tt = calloc(1, sizeof(*tt));
+	if (!tt) {
+		PS_ERROR("tcp: out of memory creating a transport");
+		return PS_ENOMEM;
+	}
+	tt->base.ops = &psi_tcp_ops;
+	tt->opts = *opts;
+	if (tt->opts.io_threads <= 0)
+		tt->opts.io_threads = 1;
+	if (tt->opts.connect_timeout_ms <= 0)
+		tt->opts.connect_timeout_ms = DEFAULT_CONNECT_MS;
+	if (tt->opts.send_timeout_ms < 0)
+		tt->opts.send_timeout_ms = -1;
+
+	tt->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (tt->wake_fd < 0) {
+		int err = errno;
+		PS_ERROR("tcp: eventfd: %s", strerror(err));
+		free(tt);
+		return ps_err_from_errno(err);
+	}
+	tt->ctx = zmq_ctx_new();
+	if (!tt->ctx) {
+		PS_ERROR("tcp: zmq_ctx_new: %s", zmq_strerror(errno));
+		goto close_fd;
+	}
+	if (zmq_ctx_set(tt->ctx, ZMQ_IO_THREADS, tt->opts.io_threads) != 0) {
+		PS_ERROR("tcp: cannot use %d I/O threads: %s",
+		         tt->opts.io_threads, zmq_strerror(errno));
+		goto term_ctx;
+	}
+	*t_p = &tt->base;
+	return PS_OK;
+
+term_ctx:
+	zmq_ctx_term(tt->ctx);
+close_fd:
+	close(tt->wake_fd);
+	free(tt);
+	return PS_EIO;
+}
+
+static int tcp_listen(ps_transport *t, const char *host, int port,
+                      const char *advertise_host, char *endpoint, size_t cap)
+{
+	tcp_transport *tt = tcp_of(t);
+	char addr[ENDPOINT_MAX], last[ENDPOINT_MAX], portstr[16],
+	    out[ENDPOINT_MAX];
+	size_t last_len = sizeof(last);
+	void *router;
+	int rc;
+
+	if (tt->router) {
+		PS_ERROR("tcp: transport is already listening");
+		return PS_ESTATE;
+	}
+	if (!host || !*host)
+		host = "0.0.0.0";
+	if (port == 0)
+		snprintf(portstr, sizeof(portstr), "*");
+	else
+		snprintf(portstr, sizeof(portstr), "%d", port);
+	if (format_endpoint(addr, sizeof(addr), host, portstr) != 0) {
+		PS_ERROR("tcp: listen host too long: %s", host);
+		return PS_EINVAL;
+	}
+
+	router = zmq_socket(tt->ctx, ZMQ_ROUTER);
+	if (!router) {
+		PS_ERROR("tcp: zmq_socket(ROUTER): %s", zmq_strerror(errno));
+		return PS_EIO;
+	}
+	set_int(router, ZMQ_RCVHWM, 0);
+	set_int(router, ZMQ_ROUTER_HANDOVER, 1);
+	if (strchr(host, ':'))
+		set_int(router, ZMQ_IPV6, 1);
+
+	if (zmq_bind(router, addr) != 0) {
+		int err = errno;
+		if (err == EADDRINUSE) {
+			PS_ERROR("tcp: cannot listen on %s: %s", addr,
+			         "address already in use");
+			rc = PS_EADDRINUSE;
+		} else if (err == EINVAL || err == EADDRNOTAVAIL ||
+		           err == ENODEV || err == EPROTONOSUPPORT) {
+			PS_ERROR("tcp: cannot listen on %s: %s", addr,
+			         zmq_strerror(err));
+			rc = PS_EINVAL;
+		} else {
+			PS_ERROR("tcp: cannot listen on %s: %s", addr,
+			         zmq_strerror(err));
+			rc = ps_err_from_errno(err);
+		}
+		goto close_router;
+	}
+
+	/* The real port, when port was 0. */
+	if (zmq_getsockopt(router, ZMQ_LAST_ENDPOINT, last, &last_len) != 0) {
+		PS_ERROR("tcp: ZMQ_LAST_ENDPOINT of %s: %s", addr,
+		         zmq_strerror(errno));
+		rc = PS_EIO;
+		goto close_router;
+	}
+	last[sizeof(last) - 1] = '\0';
+	const char *colon = strrchr(last, ':');
+	char *end = NULL;
+	long real_port = colon ? strtol(colon + 1, &end, 10) : -1;
+	if (!colon || !end || *end != '\0' || real_port <= 0 ||
+	    real_port > 65535) {
+		PS_ERROR("tcp: cannot read the port bound by %s (got \"%s\")",
+		         addr, last);
+		rc = PS_EIO;
+		goto close_router;
+	}
+	snprintf(portstr, sizeof(portstr), "%ld", real_port);
+	if (format_endpoint(out, sizeof(out),
+	                    advertise_host && *advertise_host ? advertise_host
+	                                                      : host,
+	                    portstr) != 0 ||
+	    strlen(out) + 1 > cap) {
+		PS_ERROR("tcp: endpoint of %s does not fit in %zu bytes", addr,
+		         cap);
+		rc = PS_EINVAL;
+		goto close_router;
+	}
+	memcpy(endpoint, out, strlen(out) + 1);
+	tt->router = router;
+	PS_DEBUG("tcp: listening on %s (peers use %s)", last, out);
+	return PS_OK;
+
+close_router:
+	close_socket(router, 0);
+	return rc;
+}
+
+/* Reads one monitor event; returns the event number or -1. */
+static int read_monitor_event(void *mon)
+{
+	zmq_msg_t frame;
+	uint16_t ev = 0;
+	int more, result = -1;
+
+	zmq_msg_init(&frame);
+	if (zmq_msg_recv(&frame, mon, ZMQ_DONTWAIT) < 0) {
+		zmq_msg_close(&frame);
+		return -1;
+	}
+	if (zmq_msg_size(&frame) >= sizeof(ev)) {
+		memcpy(&ev, zmq_msg_data(&frame), sizeof(ev));
+		result = ev;
+	}
+	more = zmq_msg_more(&frame);
+	zmq_msg_close(&frame);
+	while (more) { /* the endpoint frame */
+		zmq_msg_init(&frame);
+		if (zmq_msg_recv(&frame, mon, ZMQ_DONTWAIT) < 0) {
+			zmq_msg_close(&frame);
+			break;
+		}
+		more = zmq_msg_more(&frame);
+		zmq_msg_close(&frame);
+	}
+	return result;
+}
+
+/* Waits for the DEALER's handshake; see DESIGN. */
+static int wait_connected(tcp_transport *tt, void *mon, const char *endpoint)
+{
+	int timeout = tt->opts.connect_timeout_ms;
+	int64_t deadline = ps_now_ms() + timeout;
+	bool retried = false, connected = false, proto = false;
+
+	for (;;) {
+		int64_t left = deadline - ps_now_ms();
+		if (left <= 0)
+			break;
+		zmq_pollitem_t item = {mon, 0, ZMQ_POLLIN, 0};
+		int rc = zmq_poll(&item, 1, (long)left);
+		if (rc < 0) {
+			if (errno == EINTR)
+				continue;
+			PS_ERROR("tcp: connect to %s: zmq_poll: %s", endpoint,
+			         zmq_strerror(errno));
+			return PS_EIO;
+		}
+		if (rc == 0)
+			continue;
+		switch (read_monitor_event(mon)) {
+		case ZMQ_EVENT_HANDSHAKE_SUCCEEDED:
+			return PS_OK;
+		case ZMQ_EVENT_CONNECTED:
+			connected = true;
+			break;
+		case ZMQ_EVENT_CONNECT_RETRIED:
+			retried = true;
+			break;
+		case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
+		case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
+		case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
+			proto = true;
+			break;
+		default:
+			break;
+		}
+	}
+	if (proto) {
+		PS_ERROR("tcp: cannot connect to %s: the peer failed the "
+		         "ZeroMQ handshake (not an ordo node?)",
+		         endpoint);
+		return PS_EPROTO;
+	}
+	if (retried && !connected) {
+		PS_ERROR("tcp: cannot connect to %s: connection refused "
+		         "(retried for %d ms)",
+		         endpoint, timeout);
+		return PS_ECONNREFUSED;
+	}
+	PS_ERROR("tcp: cannot connect to %s: timed out after %d ms%s", endpoint,
+	         timeout, connected ? " (connected, but no handshake)" : "");
+	return PS_ETIMEDOUT;
+}
+
+static int grow_peers(tcp_transport *tt)
+{
+	if (tt->npeers < tt->cap_peers)
+		return PS_OK;
+	if (tt->cap_peers >= UINT32_MAX / 2) {
+		PS_ERROR("tcp: too many peers");
+		return PS_ENOMEM;
+	}
+	uint32_t cap = tt->cap_peers ? tt->cap_peers * 2 : 8;
+	tcp_peer *p = realloc(tt->peers, cap * sizeof(*p));
+	if (!p) {
+		PS_ERROR("tcp: out of memory for %u peers", cap);
+		return PS_ENOMEM;
+	}
+	tt->peers = p;
+	tt->cap_peers = cap;
+	return PS_OK;
+}
+
+static int tcp_connect(ps_transport *t, const char *endpoint, ps_peer *peer_p)
+{
+	tcp_transport *tt = tcp_of(t);
+	unsigned char id[ID_LEN];
+	char mon_addr[64];
+	void *dealer, *mon;
+	int rc;
+
+	if (strncmp(endpoint, "tcp://", 6) != 0 ||
+	    strlen(endpoint) >= ENDPOINT_MAX) {
+		PS_ERROR("tcp: bad endpoint \"%s\" (want tcp://host:port)",
+		         endpoint);
+		return PS_EINVAL;
+	}
+	for (uint32_t i = 0; i < tt->npeers; i++) {
+		if (tt->peers[i].sock &&
+		    strcmp(tt->peers[i].endpoint, endpoint) == 0) {
+			*peer_p = i;
+			return PS_OK;
+		}
+	}
+	rc = grow_peers(tt);
+	if (rc != PS_OK)
+		return rc;
+	char *ep_copy = strdup(endpoint);
+	if (!ep_copy) {
+		PS_ERROR("tcp: out of memory connecting to %s", endpoint);
+		return PS_ENOMEM;
+	}
+
+	dealer = zmq_socket(tt->ctx, ZMQ_DEALER);
+	if (!dealer) {
+		PS_ERROR("tcp: zmq_socket(DEALER): %s", zmq_strerror(errno));
+		rc = PS_EIO;
+		goto free_ep;
+	}
+	id_encode(tt->opts.id, id);
+	if (zmq_setsockopt(dealer, ZMQ_ROUTING_ID, id, sizeof(id)) != 0 ||
+	    set_int(dealer, ZMQ_IMMEDIATE, 1) != 0 ||
+	    set_int(dealer, ZMQ_SNDHWM, 0) != 0 ||
+	    set_int(dealer, ZMQ_RCVHWM, 0) != 0 ||
+	    set_int(dealer, ZMQ_SNDTIMEO, tt->opts.send_timeout_ms) != 0 ||
+	    (strchr(endpoint, '[') && set_int(dealer, ZMQ_IPV6, 1) != 0)) {
+		PS_ERROR("tcp: setting DEALER options for %s: %s", endpoint,
+		         zmq_strerror(errno));
+		rc = PS_EIO;
+		goto close_dealer;
+	}
+
+	/* The monitor PAIR connects before zmq_connect so no event is lost
+	 * (inproc connects synchronously to the bound monitor). */
+	snprintf(mon_addr, sizeof(mon_addr), "inproc://ordo-tcp-mon-%p-%u",
+	         (void *)tt, tt->monitor_seq++);
+	if (zmq_socket_monitor(dealer, mon_addr,
+	                       ZMQ_EVENT_CONNECTED | ZMQ_EVENT_CONNECT_RETRIED |
+	                           ZMQ_EVENT_HANDSHAKE_SUCCEEDED |
+	                           ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+	                           ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+	                           ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) != 0) {
+		PS_ERROR("tcp: zmq_socket_monitor: %s", zmq_strerror(errno));
+		rc = PS_EIO;
+		goto close_dealer;
+	}
+	mon = zmq_socket(tt->ctx, ZMQ_PAIR);
+	if (!mon || zmq_connect(mon, mon_addr) != 0) {
+		PS_ERROR("tcp: monitor socket: %s", zmq_strerror(errno));
+		rc = PS_EIO;
+		goto close_mon;
+	}
+
+	if (zmq_connect(dealer, endpoint) != 0) {
+		PS_ERROR("tcp: bad endpoint \"%s\": %s", endpoint,
+		         zmq_strerror(errno));
+		rc = PS_EINVAL;
+		goto close_mon;
+	}
+	rc = wait_connected(tt, mon, endpoint);
+	if (rc != PS_OK)
+		goto close_mon;
+
+	zmq_socket_monitor(dealer, NULL, 0);
+	close_socket(mon, 0);
+	tt->peers[tt->npeers].endpoint = ep_copy;
+	tt->peers[tt->npeers].sock = dealer;
+	*peer_p = tt->npeers++;
+	PS_DEBUG("tcp: connected to %s (peer %u)", endpoint, *peer_p);
+	return PS_OK;
+
+close_mon:
+	zmq_socket_monitor(dealer, NULL, 0);
+	close_socket(mon, 0);
+close_dealer:
+	close_socket(dealer, 0);
+free_ep:
+	free(ep_copy);
+	return rc;
+}
+
+/* ZeroMQ's free callback (an I/O thread, or the owner on a failed send). */
+static void payload_done(void *data, void *hint)
+{
+	payload_ref *ref = hint;
+	if (!ref->cancelled)
+		ref->fn(data, ref->hint);
+	free(ref);
+}
+
+static int send_error(const tcp_transport *tt, const tcp_peer *p, int err)
+{
+	if (err == EAGAIN) {
+		PS_WARN("tcp: send to %s timed out after %d ms (not connected)",
+		        p->endpoint, tt->opts.send_timeout_ms);
+		return PS_ETIMEDOUT;
+	}
+	if (err == EINTR) {
+		PS_WARN("tcp: send to %s interrupted", p->endpoint);
+		return PS_EINTR;
+	}
+	/* EFAULT: the connection dropped between the frames (rolled back);
+	 * EHOSTUNREACH, ETERM: gone. */
+	PS_WARN("tcp: send to %s failed: %s", p->endpoint, zmq_strerror(err));
+	return PS_ECLOSED;
+}
+
+static int tcp_send(ps_transport *t, ps_peer peer, const void *hdr,
+                    size_t hdr_len, void *payload, size_t payload_len,
+                    ps_free_fn *free_fn, void *hint)
+{
+	tcp_transport *tt = tcp_of(t);
+	zmq_msg_t hmsg, pmsg;
+	payload_ref *ref = NULL;
+	bool with_payload = payload_len > 0;
+	int rc;
+
+	if (peer >= tt->npeers) {
+		PS_ERROR("tcp: send to unknown peer %u", peer);
+		return PS_EINVAL;
+	}
+	tcp_peer *p = &tt->peers[peer];
+	if (!p->sock) {
+		PS_DEBUG("tcp: send to disconnected peer %u (%s)", peer,
+		         p->endpoint);
+		return PS_ECLOSED;
+	}
+
+	/* Prepare everything that can fail before sending a frame. */
+	if (with_payload) {
+		if (free_fn) {
+			ref = malloc(sizeof(*ref));
+			if (!ref) {
+				PS_ERROR("tcp: out of memory sending to %s",
+				         p->endpoint);
+				return PS_ENOMEM;
+			}
+			ref->fn = free_fn;
+			ref->hint = hint;
+			ref->cancelled = false;
+		}
+		if (zmq_msg_init_data(&pmsg, payload, payload_len,
+		                      ref ? payload_done : NULL, ref) != 0) {
+			PS_ERROR("tcp: zmq_msg_init_data: %s",
+			         zmq_strerror(errno));
+			free(ref);
+			return PS_ENOMEM;
+		}
+	}
+	if (zmq_msg_init_size(&hmsg, hdr_len) != 0) {
+		PS_ERROR("tcp: out of memory for a %zu-byte header", hdr_len);
+		rc = PS_ENOMEM;
+		goto cancel_payload;
+	}
+	if (hdr_len)
+		memcpy(zmq_msg_data(&hmsg), hdr, hdr_len);
+
+	/* The header may block for send_timeout_ms (ZMQ_IMMEDIATE, no
+	 * connection). The payload frame never waits: the high-water mark
+	 * counts whole messages only, and if the connection drops between
+	 * the frames ZeroMQ rolls the first back (EFAULT): nothing arrives. */
+	if (zmq_msg_send(&hmsg, p->sock, with_payload ? ZMQ_SNDMORE : 0) < 0) {
+		rc = send_error(tt, p, errno);
+		zmq_msg_close(&hmsg);
+		goto cancel_payload;
+	}
+	if (with_payload) {
+		if (zmq_msg_send(&pmsg, p->sock, 0) < 0) {
+			rc = send_error(tt, p, errno);
+			goto cancel_payload;
+		}
+	} else if (payload && free_fn) {
+		free_fn(payload, hint); /* empty payload: done with it now */
+	}
+	return PS_OK;
+
+cancel_payload:
+	if (with_payload) {
+		/* Not taken by ZeroMQ: close without calling free_fn. */
+		if (ref)
+			ref->cancelled = true;
+		zmq_msg_close(&pmsg);
+	}
+	return rc;
+}
+
+static void msg_release(ps_msg *msg)
+{
+	tcp_msg *m = msg->priv;
+	zmq_msg_close(&m->hdr);
+	if (m->has_payload)
+		zmq_msg_close(&m->payload);
+	free(m->payload_copy);
+	free(m);
+}
+
+static void drain_wake(tcp_transport *tt)
+{
+	uint64_t v;
+	while (read(tt->wake_fd, &v, sizeof(v)) == (ssize_t)sizeof(v))
+		;
+}
+
+/* Reads one whole message from the ROUTER. PS_OK with *msg_p, PS_EAGAIN when
+ * nothing was there, PS_EPROTO when it was dropped (logged). */
+static int read_message(tcp_transport *tt, ps_msg **msg_p)
+{
+	zmq_msg_t idf;
+	unsigned char id[ID_LEN];
+	size_t id_len, frames = 1;
+	int more, rc = PS_EPROTO;
+
+	zmq_msg_init(&idf);
+	if (zmq_msg_recv(&idf, tt->router, ZMQ_DONTWAIT) < 0) {
+		int err = errno;
+		zmq_msg_close(&idf);
+		if (err == EAGAIN || err == EINTR)
+			return PS_EAGAIN;
+		PS_ERROR("tcp: receive: %s", zmq_strerror(err));
+		return PS_EIO;
+	}
+	id_len = zmq_msg_size(&idf);
+	if (id_len == ID_LEN)
+		memcpy(id, zmq_msg_data(&idf), ID_LEN);
+	more = zmq_msg_more(&idf);
+	zmq_msg_close(&idf);
+
+	tcp_msg *m = calloc(1, sizeof(*m));
+	if (!m) {
+		PS_ERROR("tcp: out of memory receiving a message");
+		rc = PS_ENOMEM;
+	}
+	zmq_msg_t *dst[2] = {m ? &m->hdr : NULL, m ? &m->payload : NULL};
+	size_t kept = 0;
+	/* Read every frame of the message (multipart messages arrive whole),
+	 * keeping the first two after the identity. */
+	while (more) {
+		zmq_msg_t junk,
+		    *f = (kept < 2 && dst[kept]) ? dst[kept] : &junk;
+		zmq_msg_init(f);
+		if (zmq_msg_recv(f, tt->router, ZMQ_DONTWAIT) < 0) {
+			PS_WARN("tcp: message cut short: %s",
+			        zmq_strerror(errno));
+			zmq_msg_close(f);
+			frames = 0; /* drop */
+			break;
+		}
+		more = zmq_msg_more(f);
+		frames++;
+		if (f == &junk)
+			zmq_msg_close(f);
+		else
+			kept++;
+	}
+	if (rc == PS_ENOMEM)
+		goto drop;
+	if (id_len != ID_LEN) {
+		PS_WARN("tcp: dropped a message whose sender identity has %zu "
+		        "bytes (want %d): not an ordo transport",
+		        id_len, ID_LEN);
+		goto drop;
+	}
+	if (frames == 0)
+		goto drop;
+	if (frames < 2 || frames > 3) {
+		PS_WARN("tcp: dropped a message of %zu frames from node "
+		        "%" PRIu64 " (want identity, header, optional payload)",
+		        frames, id_decode(id));
+		goto drop;
+	}
+
+	m->msg.src = id_decode(id);
+	m->msg.hdr_len = zmq_msg_size(&m->hdr);
+	m->msg.hdr = m->msg.hdr_len ? zmq_msg_data(&m->hdr) : NULL;
+	m->has_payload = frames == 3;
+	if (m->has_payload && zmq_msg_size(&m->payload) > 0) {
+		void *data = zmq_msg_data(&m->payload);
+		size_t len = zmq_msg_size(&m->payload);
+		if ((uintptr_t)data % PAYLOAD_ALIGN != 0) {
+			m->payload_copy = malloc(len);
+			if (!m->payload_copy) {
+				PS_ERROR("tcp: out of memory (%zu bytes)", len);
+				rc = PS_ENOMEM;
+				goto drop;
+			}
+			memcpy(m->payload_copy, data, len);
+			data = m->payload_copy;
+		}
+		m->msg.payload = data;
+		m->msg.payload_len = len;
+	}
+	m->msg.release = msg_release;
+	m->msg.priv = m;
+	*msg_p = &m->msg;
+	return PS_OK;
+
+drop:
+	if (m) {
+		for (size_t i = 0; i < kept; i++)
+			zmq_msg_close(dst[i]);
+		free(m);
+	}
+	return rc;
+}
+
+static int tcp_recv(ps_transport *t, int timeout_ms, ps_msg **msg_p)
+{
+	tcp_transport *tt = tcp_of(t);
+	int64_t deadline = timeout_ms > 0 ? ps_now_ms() + timeout_ms : 0;
+
+	for (;;) {
+		zmq_pollitem_t items[2] = {
+		    {NULL, tt->wake_fd, ZMQ_POLLIN, 0},
+		    {tt->router, 0, ZMQ_POLLIN, 0},
+		};
+		long wait = -1;
+		if (timeout_ms >= 0) {
+			int64_t left =
+			    timeout_ms > 0 ? deadline - ps_now_ms() : 0;
+			wait = left > 0 ? (long)left : 0;
+		}
+		int n = zmq_poll(items, tt->router ? 2 : 1, wait);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue; /* a handler that woke us shows up
+				             on the eventfd */
+			PS_ERROR("tcp: zmq_poll: %s", zmq_strerror(errno));
+			return PS_EIO;
+		}
+		if (items[0].revents & ZMQ_POLLIN) {
+			drain_wake(tt);
+			return PS_EAGAIN;
+		}
+		if (n > 0 && (items[1].revents & ZMQ_POLLIN)) {
+			int rc = read_message(tt, msg_p);
+			if (rc == PS_OK || rc == PS_EIO || rc == PS_ENOMEM)
+				return rc;
+			continue; /* dropped or spurious: keep waiting */
+		}
+		if (wait == 0)
+			return PS_ETIMEDOUT;
+	}
+}
+
+static void tcp_wake(ps_transport *t)
+{
+	tcp_transport *tt = tcp_of(t);
+	uint64_t one = 1;
+	ssize_t rc = write(tt->wake_fd, &one, sizeof(one));
+	(void)rc; /* EAGAIN: the counter is saturated, a wake is pending */
+}
+
+static int tcp_disconnect(ps_transport *t, ps_peer peer)
+{
+	tcp_transport *tt = tcp_of(t);
+	if (peer >= tt->npeers) {
+		PS_ERROR("tcp: disconnect of unknown peer %u", peer);
+		return PS_EINVAL;
+	}
+	tcp_peer *p = &tt->peers[peer];
+	if (!p->sock)
+		return PS_OK;
+	/* Messages already sent get a bounded chance to leave. */
+	int linger = tt->opts.send_timeout_ms;
+	if (linger < 0 || linger > DISCONNECT_LINGER_MS)
+		linger = DISCONNECT_LINGER_MS;
+	close_socket(p->sock, linger);
+	p->sock = NULL;
+	PS_DEBUG("tcp: disconnected from %s (peer %u)", p->endpoint, peer);
+	return PS_OK;
+}
+
+static void tcp_destroy(ps_transport *t, int linger_ms)
+{
+	tcp_transport *tt = tcp_of(t);
+
+	for (uint32_t i = 0; i < tt->npeers; i++) {
+		close_socket(tt->peers[i].sock, linger_ms);
+		free(tt->peers[i].endpoint);
+	}
+	free(tt->peers);
+	close_socket(tt->router, 0);
+	/* Blocks until lingering messages are sent or dropped; ZeroMQ calls
+	 * the payload free callbacks of dropped ones. */
+	while (zmq_ctx_term(tt->ctx) != 0 && errno == EINTR)
+		;
+	close(tt->wake_fd);
+	free(tt);
+}
+
+const ps_transport_ops psi_tcp_ops = {
+    .name = "tcp",
+    .create = tcp_create,
+    .listen = tcp_listen,
+    .connect = tcp_connect,
+    .send = tcp_send,
+    .recv = tcp_recv,
+    .wake = tcp_wake,
+    .disconnect = tcp_disconnect,
+    .destroy = tcp_destroy,
+};

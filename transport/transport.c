@@ -1,0 +1,182 @@
+/*
+ * transport/transport.c - the registry of transport backends and the
+ * wrappers every caller goes through.
+ *
+ * Backends are found by name in a static table of ops tables (no string
+ * if-chain at the call sites). The wrappers check their arguments and that
+ * the backend has the operation: a missing op is PS_ENOTSUP, never a NULL
+ * call, so callers can test capabilities.
+ *
+ * Threads: the registry is read-only; ps_transport_find() and
+ * ps_transport_names() are thread-safe. The other wrappers follow the
+ * owner-thread rule of transport.h (ps_transport_wake: any thread, signal
+ * handlers included).
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "transport/transport.h"
+
+/* Defined by the backends. */
+extern const ps_transport_ops psi_tcp_ops; /* transport/tcp.c */
+#ifdef PS_WITH_RDMA
+extern const ps_transport_ops psi_rdma_ops; /* transport/rdma.c */
+#endif
+
+static const ps_transport_ops *const backends[] = {
+    &psi_tcp_ops,
+#ifdef PS_WITH_RDMA
+    /* ---- the RDMA (verbs) backend registers here ---- */
+    &psi_rdma_ops,
+#endif
+};
+
+#define NBACKENDS (sizeof(backends) / sizeof(backends[0]))
+
+static char names[128];
+static pthread_once_t names_once = PTHREAD_ONCE_INIT;
+
+static void build_names(void)
+{
+	size_t off = 0;
+	for (size_t i = 0; i < NBACKENDS; i++) {
+		int n = snprintf(names + off, sizeof(names) - off, "%s%s",
+		                 i ? "," : "", backends[i]->name);
+		if (n < 0 || (size_t)n >= sizeof(names) - off)
+			break;
+		off += (size_t)n;
+	}
+}
+
+const ps_transport_ops *ps_transport_find(const char *name)
+{
+	if (!name)
+		return NULL;
+	for (size_t i = 0; i < NBACKENDS; i++)
+		if (strcmp(backends[i]->name, name) == 0)
+			return backends[i];
+	return NULL;
+}
+
+const char *ps_transport_names(void)
+{
+	pthread_once(&names_once, build_names);
+	return names;
+}
+
+int ps_transport_create(const char *name, const ps_transport_opts *opts,
+                        ps_transport **t_p)
+{
+	ps_transport *t = NULL;
+	const ps_transport_ops *ops;
+	int rc;
+
+	if (!name || !opts || !t_p) {
+		PS_ERROR("transport: create: missing argument");
+		return PS_EINVAL;
+	}
+	ops = ps_transport_find(name);
+	if (!ops) {
+		PS_ERROR("transport: unknown transport \"%s\" (built in: %s)",
+		         name, ps_transport_names());
+		return PS_ENOTSUP;
+	}
+	if (!ops->create) {
+		PS_ERROR("transport: %s cannot create transports", name);
+		return PS_ENOTSUP;
+	}
+	rc = ops->create(opts, &t);
+	if (rc != PS_OK)
+		return rc;
+	*t_p = t;
+	return PS_OK;
+}
+
+int ps_transport_listen(ps_transport *t, const char *host, int port,
+                        const char *advertise_host, char *endpoint, size_t cap)
+{
+	if (!t || !t->ops || !endpoint || cap == 0 || port < 0 ||
+	    port > 65535) {
+		PS_ERROR("transport: listen: invalid argument (port %d)", port);
+		return PS_EINVAL;
+	}
+	if (!t->ops->listen)
+		return PS_ENOTSUP;
+	return t->ops->listen(t, host, port, advertise_host, endpoint, cap);
+}
+
+int ps_transport_connect(ps_transport *t, const char *endpoint, ps_peer *peer_p)
+{
+	if (!t || !t->ops || !endpoint || !peer_p) {
+		PS_ERROR("transport: connect: missing argument");
+		return PS_EINVAL;
+	}
+	if (!t->ops->connect)
+		return PS_ENOTSUP;
+	return t->ops->connect(t, endpoint, peer_p);
+}
+
+int ps_transport_send(ps_transport *t, ps_peer peer, const void *hdr,
+                      size_t hdr_len, void *payload, size_t payload_len,
+                      ps_free_fn *free_fn, void *hint)
+{
+	if (!t || !t->ops || (!hdr && hdr_len) || (!payload && payload_len)) {
+		PS_ERROR("transport: send: invalid argument");
+		return PS_EINVAL;
+	}
+	if (!t->ops->send)
+		return PS_ENOTSUP;
+	return t->ops->send(t, peer, hdr, hdr_len, payload, payload_len,
+	                    free_fn, hint);
+}
+
+int ps_transport_recv(ps_transport *t, int timeout_ms, ps_msg **msg_p)
+{
+	if (!t || !t->ops || !msg_p) {
+		PS_ERROR("transport: recv: missing argument");
+		return PS_EINVAL;
+	}
+	if (!t->ops->recv)
+		return PS_ENOTSUP;
+	return t->ops->recv(t, timeout_ms < 0 ? -1 : timeout_ms, msg_p);
+}
+
+/* Async-signal-safe: no logging here. */
+void ps_transport_wake(ps_transport *t)
+{
+	if (t && t->ops && t->ops->wake)
+		t->ops->wake(t);
+}
+
+int ps_transport_disconnect(ps_transport *t, ps_peer peer)
+{
+	if (!t || !t->ops) {
+		PS_ERROR("transport: disconnect: missing transport");
+		return PS_EINVAL;
+	}
+	if (!t->ops->disconnect)
+		return PS_ENOTSUP;
+	return t->ops->disconnect(t, peer);
+}
+
+void ps_transport_destroy(ps_transport **t_p, int linger_ms)
+{
+	if (!t_p || !*t_p)
+		return;
+	ps_transport *t = *t_p;
+	*t_p = NULL;
+	if (t->ops && t->ops->destroy)
+		t->ops->destroy(t, linger_ms);
+}
+
+void ps_msg_free(ps_msg **msg_p)
+{
+	if (!msg_p || !*msg_p)
+		return;
+	ps_msg *msg = *msg_p;
+	*msg_p = NULL;
+	if (msg->release)
+		msg->release(msg);
+}
