@@ -1,0 +1,36 @@
+/*
+ * server/optimizer.c - gradient accumulation and SGD with momentum.
+ *
+ * Plain loops over restrict-qualified arrays so the compiler can vectorise
+ * them. The running sum and every intermediate of the update are doubles;
+ * only the stored weights and momentum buffer are float32.
+ */
+#include "server/optimizer.h"
+
+/* (restrict on the definition only: parameter qualifiers do not change the
+ * function's type, so this matches the header.) */
+void ps_accum_add(double *restrict acc, const float *restrict g, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		acc[i] += (double)g[i];
+}
+
+/*
+ * count == 0 means nothing was pushed: the call changes nothing (rather
+ * than dividing by zero).
+ */
+void ps_sgd_apply(float *restrict w, float *restrict v,
+                  const double *restrict acc, size_t n, unsigned count,
+                  double lr, double momentum)
+{
+	if (count == 0)
+		return;
+	const double c = (double)count;
+
+	for (size_t i = 0; i < n; i++) {
+		double g = acc[i] / c; /* exactly as documented: sum / count */
+		double vi = momentum * (double)v[i] + g;
+		v[i] = (float)vi;
+		w[i] = (float)((double)w[i] - lr * vi);
+	}
+}

@@ -1,0 +1,24 @@
+/*
+ * server/optimizer.h - aggregation and SGD with momentum.
+ *
+ * Pushed gradients are summed in double (ps_accum_add), so the sum does not
+ * depend on the order pushes arrive in, beyond double rounding. The update
+ * is computed in double and stored in float32:
+ *     g = sum / count;  v = momentum * v + g;  w = w - lr * v
+ * (the PyTorch/ps-lite formulation, with v starting at 0).
+ *
+ * Threads: pure functions over the caller's arrays.
+ */
+#ifndef ORDO_SERVER_OPTIMIZER_H
+#define ORDO_SERVER_OPTIMIZER_H
+
+#include <stddef.h>
+
+/* acc[i] += g[i] */
+void ps_accum_add(double *acc, const float *g, size_t n);
+
+/* One SGD-with-momentum step with the averaged gradient acc / count. */
+void ps_sgd_apply(float *w, float *v, const double *acc, size_t n,
+		  unsigned count, double lr, double momentum);
+
+#endif /* ORDO_SERVER_OPTIMIZER_H */

@@ -1,0 +1,167 @@
+/*
+ * tests/unit/test_optimizer.c - accumulation and SGD with momentum against
+ * closed-form values.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "server/optimizer.h"
+
+/* momentum 0, lr 1, integer gradients: w - g exactly. */
+static void test_plain_sgd_exact(void **state)
+{
+	float w[5] = {10, -3, 0, 7, 100};
+	float v[5] = {0};
+	const float g[5] = {1, -2, 5, 7, -50};
+	const float want[5] = {9, -1, -5, 0, 150};
+	double acc[5] = {0};
+
+	(void)state;
+	ps_accum_add(acc, g, 5);
+	ps_sgd_apply(w, v, acc, 5, 1, 1.0, 0.0);
+	for (int i = 0; i < 5; i++) {
+		assert_true(w[i] == want[i]);
+		assert_true(v[i] == g[i]); /* v = g with momentum 0 */
+	}
+}
+
+/* Three steps, momentum 0.9, lr 0.1, gradients 1, 2, 3 from w = 1:
+ *   v1 = 1,    w1 = 0.9
+ *   v2 = 2.9,  w2 = 0.61
+ *   v3 = 5.61, w3 = 0.049 */
+static void test_momentum_three_steps(void **state)
+{
+	float w[2] = {1.0f, -2.0f};
+	float v[2] = {0};
+	const double want_v[3] = {1.0, 2.9, 5.61};
+	const double want_w[3] = {0.9, 0.61, 0.049};
+
+	(void)state;
+	for (int s = 0; s < 3; s++) {
+		const float g[2] = {(float)(s + 1), -(float)(s + 1)};
+		double acc[2] = {0};
+		ps_accum_add(acc, g, 2);
+		ps_sgd_apply(w, v, acc, 2, 1, 0.1, 0.9);
+		assert_true(fabs(v[0] - want_v[s]) < 1e-6);
+		assert_true(fabs(w[0] - want_w[s]) < 1e-6);
+		/* the mirrored element (w = -2, g < 0) moves the other way:
+		 * w = -2 + (1 - want_w) */
+		assert_true(fabs(v[1] + want_v[s]) < 1e-6);
+		assert_true(fabs(w[1] - (-1.0 - want_w[s])) < 1e-6);
+	}
+}
+
+/* acc / count is the mean of the pushes. */
+static void test_count_divides(void **state)
+{
+	float w[3] = {10, 10, 10};
+	float v[3] = {0};
+	double acc[3] = {0};
+	const float p1[3] = {1, 3, -6}, p2[3] = {2, 3, 0}, p3[3] = {3, 3, 0};
+
+	(void)state;
+	ps_accum_add(acc, p1, 3);
+	ps_accum_add(acc, p2, 3);
+	ps_accum_add(acc, p3, 3);
+	assert_true(acc[0] == 6.0 && acc[1] == 9.0 && acc[2] == -6.0);
+	ps_sgd_apply(w, v, acc, 3, 3, 1.0, 0.0);
+	assert_true(w[0] == 8.0f);  /* 10 - 6/3 */
+	assert_true(w[1] == 7.0f);  /* 10 - 9/3 */
+	assert_true(w[2] == 12.0f); /* 10 + 6/3 */
+	assert_true(v[0] == 2.0f && v[1] == 3.0f && v[2] == -2.0f);
+
+	/* a non-integral mean, computed in double */
+	double a = 1.0;
+	float w1 = 0.0f, v1 = 0.0f;
+	ps_sgd_apply(&w1, &v1, &a, 1, 3, 1.0, 0.0);
+	assert_true(w1 == (float)(-1.0 / 3.0));
+}
+
+/* count 0: nothing was pushed, nothing changes. */
+static void test_count_zero_noop(void **state)
+{
+	float w = 4.0f, v = 2.0f;
+	double acc = 8.0;
+
+	(void)state;
+	ps_sgd_apply(&w, &v, &acc, 1, 0, 1.0, 0.9);
+	assert_true(w == 4.0f && v == 2.0f);
+}
+
+/* Many adds are summed in double: no float stagnation, no drift. */
+static void test_accum_many(void **state)
+{
+	double acc[3] = {0};
+	const float big[3] = {16777216.0f, 0.1f, 0.0f}; /* 2^24 */
+	const float one[3] = {1.0f, 0.1f, -0.5f};
+	const int n = 100000;
+
+	(void)state;
+	ps_accum_add(acc, big, 3);
+	for (int i = 0; i < n; i++)
+		ps_accum_add(acc, one, 3);
+	/* a float sum would stay at 2^24 */
+	assert_true(acc[0] == 16777216.0 + n);
+	assert_true(fabs(acc[1] - (n + 1) * (double)0.1f) < 1e-6);
+	assert_true(acc[2] == -0.5 * n);
+
+	/* order of pushes: the same sum */
+	double fwd[1] = {0}, rev[1] = {0};
+	float vals[64];
+	for (int i = 0; i < 64; i++)
+		vals[i] = (float)(i % 7 - 3) * 0.37f;
+	for (int i = 0; i < 64; i++)
+		ps_accum_add(fwd, &vals[i], 1);
+	for (int i = 63; i >= 0; i--)
+		ps_accum_add(rev, &vals[i], 1);
+	assert_true(fabs(fwd[0] - rev[0]) < 1e-12);
+
+	/* n == 0 touches nothing */
+	ps_accum_add(acc, NULL, 0);
+	assert_true(acc[2] == -0.5 * n);
+}
+
+/* A long vector (the vectorised path) matches an element-wise reference. */
+static void test_long_vector(void **state)
+{
+	enum { N = 1031 };
+	static float w[N], v[N], g[N], wr[N], vr[N];
+	static double acc[N];
+
+	(void)state;
+	for (int i = 0; i < N; i++) {
+		w[i] = wr[i] = (float)i * 0.01f;
+		v[i] = vr[i] = (float)(i % 5) * 0.1f;
+		g[i] = (float)(i % 11) - 5.0f;
+	}
+	memset(acc, 0, sizeof(acc));
+	ps_accum_add(acc, g, N);
+	ps_accum_add(acc, g, N);
+	ps_sgd_apply(w, v, acc, N, 2, 0.05, 0.9);
+	for (int i = 0; i < N; i++) {
+		double gi = (2.0 * g[i]) / 2.0;
+		double vi = 0.9 * (double)vr[i] + gi;
+		assert_true(v[i] == (float)vi);
+		assert_true(w[i] == (float)((double)wr[i] - 0.05 * vi));
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_plain_sgd_exact),
+	    cmocka_unit_test(test_momentum_three_steps),
+	    cmocka_unit_test(test_count_divides),
+	    cmocka_unit_test(test_count_zero_noop),
+	    cmocka_unit_test(test_accum_many),
+	    cmocka_unit_test(test_long_vector),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
