@@ -1,0 +1,409 @@
+/*
+ * common/node.c - joining a job and receiving checked messages (node.h).
+ *
+ * DESIGN. Membership is scheduler-centred: a node knows the scheduler's
+ * address from the config, everything else from the WELCOME. Identity is
+ * checked on every message: the header's sender id must map, in the node
+ * table, to the transport id the transport saw the message come from, and
+ * the job id must be this job's, so a stray or forged message (a process of
+ * an older job, a fuzzer) is dropped before it can touch any state.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/node.h"
+#include "common/signals.h"
+
+uint64_t ps_random_id(void)
+{
+	uint64_t x = 0;
+	while (x == 0) {
+		if (getrandom(&x, sizeof(x), 0) != (ssize_t)sizeof(x))
+			x = ps_now_ns() ^ ((uint64_t)getpid() << 32) ^
+			    (uint64_t)time(NULL);
+	}
+	return x;
+}
+
+void psi_note_drop(uint64_t count, const char *what, const char *why)
+{
+	/* The first drops are all logged; then one line per 1000, so that a
+	 * flood of garbage cannot flood the log. */
+	if (count <= 20 || count % 1000 == 0)
+		PS_WARN("dropped %s: %s (%llu dropped so far)", what, why,
+			(unsigned long long)count);
+}
+
+static int send_to_peer(ps_node *n, ps_peer peer, ps_wire_header *h,
+			void *payload, size_t payload_len, ps_free_fn *free_fn,
+			void *hint)
+{
+	uint8_t buf[PS_WIRE_HEADER_MAX];
+	size_t len;
+	int rc;
+
+	h->version = PS_WIRE_VERSION;
+	h->job_id = n->job_id;
+	h->sender = n->id;
+	h->payload_len = payload_len;
+	rc = ps_wire_header_encode(h, buf, sizeof(buf), &len);
+	if (rc != PS_OK)
+		return rc;
+	return ps_transport_send(n->transport, peer, buf, len, payload,
+				 payload_len, free_fn, hint);
+}
+
+int ps_node_send(ps_node *n, uint32_t to, ps_wire_header *h, void *payload,
+		 size_t payload_len, ps_free_fn *free_fn, void *hint)
+{
+	if (to >= n->welcome.num_nodes || !n->connected[to])
+		return PS_ESTATE;
+	return send_to_peer(n, n->peers[to], h, payload, payload_len, free_fn,
+			    hint);
+}
+
+static int send_register(ps_node *n, const ps_tensor_desc *tensors,
+			 uint32_t ntensors)
+{
+	ps_wire_register reg;
+	ps_wire_header h = {.type = PS_MSG_REGISTER};
+	void *body;
+	size_t len;
+	int rc;
+
+	memset(&reg, 0, sizeof(reg));
+	reg.self.role = n->role;
+	reg.self.pid = (int32_t)getpid();
+	reg.self.transport_id = n->transport_id;
+	if (gethostname(reg.self.host, sizeof(reg.self.host)) != 0)
+		snprintf(reg.self.host, sizeof(reg.self.host), "unknown");
+	reg.self.host[sizeof(reg.self.host) - 1] = '\0';
+	snprintf(reg.self.endpoint, sizeof(reg.self.endpoint), "%s",
+		 n->endpoint);
+	reg.num_tensors = ntensors;
+	reg.tensors = (ps_tensor_desc *)tensors;
+	rc = ps_wire_register_encode(&reg, &body, &len);
+	if (rc != PS_OK)
+		return rc;
+	rc = send_to_peer(n, n->scheduler, &h, body, len, ps_wire_free, NULL);
+	if (rc != PS_OK)
+		free(body);
+	return rc;
+}
+
+static int accept_welcome(ps_node *n, ps_msg *msg, const ps_wire_header *h)
+{
+	char why[256];
+	ps_wire_welcome *w = &n->welcome;
+	int rc;
+
+	rc = ps_wire_welcome_decode(msg->payload, msg->payload_len, w, why,
+				    sizeof(why));
+	if (rc != PS_OK) {
+		PS_ERROR("malformed WELCOME from the scheduler: %s", why);
+		return rc;
+	}
+	if (w->your_id == 0 || w->your_id >= w->num_nodes ||
+	    w->nodes[w->your_id].transport_id != n->transport_id ||
+	    w->nodes[w->your_id].role != n->role ||
+	    w->nodes[0].transport_id != msg->src || !w->placement) {
+		PS_ERROR("inconsistent WELCOME from the scheduler");
+		ps_wire_welcome_clear(w);
+		return PS_EPROTO;
+	}
+	n->id = w->your_id;
+	n->rank = w->nodes[n->id].rank;
+	n->job_id = h->job_id;
+	n->peers = calloc(w->num_nodes, sizeof(*n->peers));
+	n->connected = calloc(w->num_nodes, 1);
+	if (!n->peers || !n->connected)
+		return PS_ENOMEM;
+	n->peers[0] = n->scheduler;
+	n->connected[0] = 1;
+	ps_log_set_rank((int)n->rank);
+	return PS_OK;
+}
+
+/* Waits for the WELCOME (or an ABORT) after REGISTER. */
+static int await_welcome(ps_node *n)
+{
+	/* The scheduler waits up to connect_timeout_ms for every node to
+	 * register; allow that plus the time to reach it. */
+	int64_t deadline = ps_now_ms() + 2 * (int64_t)n->cfg->cluster.connect_timeout_ms;
+	char why[256];
+
+	for (;;) {
+		int64_t left = deadline - ps_now_ms();
+		ps_wire_header h;
+		ps_msg *msg = NULL;
+		int rc;
+
+		if (left <= 0) {
+			PS_ERROR("no WELCOME from the scheduler within %d ms: "
+				 "not all %d server(s) and %d worker(s) "
+				 "registered?",
+				 2 * n->cfg->cluster.connect_timeout_ms,
+				 n->cfg->cluster.servers,
+				 n->cfg->cluster.workers);
+			return PS_ETIMEDOUT;
+		}
+		rc = ps_transport_recv(n->transport, (int)left, &msg);
+		if (rc == PS_ETIMEDOUT)
+			continue;
+		if (rc != PS_OK)
+			return rc == PS_EAGAIN ? PS_EINTR : rc;
+		rc = ps_wire_header_decode(msg->hdr, msg->hdr_len, &h, why,
+					   sizeof(why));
+		if (rc != PS_OK || h.sender != 0 ||
+		    h.payload_len != msg->payload_len ||
+		    (h.type != PS_MSG_WELCOME && h.type != PS_MSG_ABORT)) {
+			psi_note_drop(++n->dropped, "message before WELCOME",
+				      rc != PS_OK ? why : "unexpected");
+			ps_msg_free(&msg);
+			continue;
+		}
+		if (h.type == PS_MSG_ABORT) {
+			if (ps_wire_reason_decode(msg->payload,
+						  msg->payload_len,
+						  n->abort_reason,
+						  sizeof(n->abort_reason), why,
+						  sizeof(why)) != PS_OK)
+				snprintf(n->abort_reason,
+					 sizeof(n->abort_reason), "(%s)", why);
+			PS_ERROR("the scheduler refused this node: %s",
+				 n->abort_reason);
+			ps_msg_free(&msg);
+			return PS_EABORTED;
+		}
+		rc = accept_welcome(n, msg, &h);
+		ps_msg_free(&msg);
+		return rc;
+	}
+}
+
+int ps_node_join(ps_node *n, const ps_config *cfg, uint32_t role,
+		 const ps_tensor_desc *tensors, uint32_t ntensors)
+{
+	const char *tname = ps_config_enum_name("transport.type",
+						cfg->transport.type);
+	ps_transport_opts opts = {
+		.id = ps_random_id(),
+		.send_timeout_ms = cfg->transport.send_timeout_ms,
+		.connect_timeout_ms = cfg->cluster.connect_timeout_ms,
+		.io_threads = cfg->transport.io_threads,
+	};
+	char sched[PS_CFG_STR + 48];
+	int rc;
+
+	memset(n, 0, sizeof(*n));
+	n->cfg = cfg;
+	n->role = role;
+	n->transport_id = opts.id;
+	rc = ps_transport_create(tname, &opts, &n->transport);
+	if (rc != PS_OK) {
+		PS_ERROR("cannot create the %s transport: %s", tname,
+			 ps_strerror(rc));
+		return rc;
+	}
+	ps_signals_set_wake(n->transport);
+	rc = ps_transport_listen(n->transport, cfg->cluster.bind_host, 0,
+				 cfg->cluster.advertise_host, n->endpoint,
+				 sizeof(n->endpoint));
+	if (rc != PS_OK) {
+		PS_ERROR("cannot listen on %s: %s", cfg->cluster.bind_host,
+			 ps_strerror(rc));
+		return rc;
+	}
+	PS_INFO("listening on %s", n->endpoint);
+	snprintf(sched, sizeof(sched), "%s://%s:%d", tname,
+		 cfg->cluster.scheduler_host, cfg->cluster.scheduler_port);
+	rc = ps_transport_connect(n->transport, sched, &n->scheduler);
+	if (rc != PS_OK) {
+		PS_ERROR("scheduler %s unreachable after %d ms: %s", sched,
+			 cfg->cluster.connect_timeout_ms, ps_strerror(rc));
+		return rc;
+	}
+	rc = send_register(n, tensors, ntensors);
+	if (rc != PS_OK) {
+		PS_ERROR("cannot register with the scheduler %s: %s", sched,
+			 ps_strerror(rc));
+		return rc;
+	}
+	rc = await_welcome(n);
+	if (rc != PS_OK)
+		return rc;
+	n->last_heard_ms = n->last_beat_ms = ps_now_ms();
+	PS_INFO("joined job %016llx as %s %u (node %u of %u)",
+		(unsigned long long)n->job_id, ps_role_name(role), n->rank,
+		n->id, n->welcome.num_nodes);
+	return PS_OK;
+}
+
+int ps_node_connect_role(ps_node *n, uint32_t role)
+{
+	for (uint32_t id = 1; id < n->welcome.num_nodes; id++) {
+		const ps_node_info *info = &n->welcome.nodes[id];
+		int rc;
+
+		if (info->role != role || n->connected[id])
+			continue;
+		rc = ps_transport_connect(n->transport, info->endpoint,
+					  &n->peers[id]);
+		if (rc != PS_OK) {
+			PS_ERROR("cannot connect to %s %u at %s: %s",
+				 ps_role_name(role), info->rank,
+				 info->endpoint, ps_strerror(rc));
+			return rc;
+		}
+		n->connected[id] = 1;
+	}
+	return PS_OK;
+}
+
+uint32_t ps_node_server_id(const ps_node *n, uint32_t rank)
+{
+	(void)n;
+	return 1 + rank;
+}
+
+uint32_t ps_node_worker_id(const ps_node *n, uint32_t rank)
+{
+	return 1 + n->welcome.num_servers + rank;
+}
+
+static int heartbeat(ps_node *n, int64_t now)
+{
+	ps_wire_header h = {.type = PS_MSG_HEARTBEAT};
+	int rc;
+
+	if (now - n->last_heard_ms > n->cfg->cluster.heartbeat_timeout_ms) {
+		snprintf(n->abort_reason, sizeof(n->abort_reason),
+			 "scheduler silent for %lld ms (heartbeat timeout "
+			 "%d ms)",
+			 (long long)(now - n->last_heard_ms),
+			 n->cfg->cluster.heartbeat_timeout_ms);
+		PS_ERROR("%s", n->abort_reason);
+		return PS_EABORTED;
+	}
+	if (now - n->last_beat_ms < n->cfg->cluster.heartbeat_interval_ms)
+		return PS_OK;
+	n->last_beat_ms = now;
+	rc = ps_node_send(n, 0, &h, NULL, 0, NULL, NULL);
+	if (rc != PS_OK)
+		PS_WARN("heartbeat to the scheduler failed: %s",
+			ps_strerror(rc));
+	return PS_OK;
+}
+
+/* Header and identity checks; PS_OK or a reason in why. */
+static int check_message(ps_node *n, const ps_msg *msg, ps_wire_header *h,
+			 char *why, size_t whylen)
+{
+	if (ps_wire_header_decode(msg->hdr, msg->hdr_len, h, why, whylen) !=
+	    PS_OK)
+		return PS_EPROTO;
+	if (h->job_id != n->job_id) {
+		snprintf(why, whylen, "%s for job %016llx, not this job",
+			 ps_msg_type_name(h->type),
+			 (unsigned long long)h->job_id);
+		return PS_EPROTO;
+	}
+	if (h->sender >= n->welcome.num_nodes ||
+	    n->welcome.nodes[h->sender].transport_id != msg->src) {
+		snprintf(why, whylen, "%s claims to come from node %u, which "
+			 "did not send it", ps_msg_type_name(h->type),
+			 h->sender);
+		return PS_EPROTO;
+	}
+	if (h->payload_len != msg->payload_len) {
+		snprintf(why, whylen, "%s header says %llu payload bytes, "
+			 "frame has %zu", ps_msg_type_name(h->type),
+			 (unsigned long long)h->payload_len,
+			 msg->payload_len);
+		return PS_EPROTO;
+	}
+	return PS_OK;
+}
+
+int ps_node_recv(ps_node *n, int timeout_ms, ps_msg **msg_p,
+		 ps_wire_header *h_p)
+{
+	int64_t start = ps_now_ms();
+	char why[256];
+
+	for (;;) {
+		int64_t now = ps_now_ms(), wait;
+		ps_msg *msg = NULL;
+		int rc;
+
+		rc = heartbeat(n, now);
+		if (rc != PS_OK)
+			return rc;
+		wait = n->last_beat_ms + n->cfg->cluster.heartbeat_interval_ms -
+		       now;
+		if (wait < 1)
+			wait = 1;
+		if (timeout_ms >= 0) {
+			int64_t left = start + timeout_ms - now;
+			if (left <= 0)
+				return PS_ETIMEDOUT;
+			if (left < wait)
+				wait = left;
+		}
+		rc = ps_transport_recv(n->transport, (int)wait, &msg);
+		if (rc == PS_ETIMEDOUT)
+			continue;
+		if (rc != PS_OK)
+			return rc;
+		if (check_message(n, msg, h_p, why, sizeof(why)) != PS_OK) {
+			psi_note_drop(++n->dropped, "message", why);
+			ps_msg_free(&msg);
+			continue;
+		}
+		if (h_p->sender == 0) {
+			n->last_heard_ms = ps_now_ms();
+			if (h_p->type == PS_MSG_HEARTBEAT) {
+				ps_msg_free(&msg);
+				continue;
+			}
+			if (h_p->type == PS_MSG_ABORT) {
+				if (ps_wire_reason_decode(
+					    msg->payload, msg->payload_len,
+					    n->abort_reason,
+					    sizeof(n->abort_reason), why,
+					    sizeof(why)) != PS_OK)
+					snprintf(n->abort_reason,
+						 sizeof(n->abort_reason),
+						 "(unreadable reason: %s)", why);
+				PS_ERROR("job aborted by the scheduler: %s",
+					 n->abort_reason);
+				ps_msg_free(&msg);
+				return PS_EABORTED;
+			}
+		}
+		*msg_p = msg;
+		return PS_OK;
+	}
+}
+
+void ps_node_wake(ps_node *n)
+{
+	if (n->transport)
+		ps_transport_wake(n->transport);
+}
+
+void ps_node_close(ps_node *n, int linger_ms)
+{
+	ps_signals_set_wake(NULL);
+	ps_transport_destroy(&n->transport, linger_ms);
+	ps_wire_welcome_clear(&n->welcome);
+	free(n->peers);
+	free(n->connected);
+	n->peers = NULL;
+	n->connected = NULL;
+}

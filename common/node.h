@@ -1,0 +1,88 @@
+/*
+ * common/node.h - a server's or worker's membership in a job.
+ *
+ * ps_node_join() does what every non-scheduler process does first: create
+ * the transport, listen, connect to the scheduler (retrying until
+ * cluster.connect_timeout_ms), REGISTER, and wait for the WELCOME that
+ * carries this node's id and rank, the node table and the shard placement.
+ * ps_node_recv() is then the node's only way to receive: it decodes and
+ * checks every header (version, job id, sender identity against the node
+ * table, payload length), drops bad messages with a logged reason and a
+ * counter, answers the heartbeat protocol (sends one every
+ * heartbeat_interval_ms; fails with PS_EABORTED when the scheduler is silent
+ * for heartbeat_timeout_ms), and turns ABORT into PS_EABORTED.
+ *
+ * Threads: a ps_node belongs to one thread (it owns the transport), except
+ * ps_node_wake(), callable from any thread or a signal handler.
+ */
+#ifndef ORDO_COMMON_NODE_H
+#define ORDO_COMMON_NODE_H
+
+#include <stdint.h>
+
+#include "common/config.h"
+#include "common/wire.h"
+#include "transport/transport.h"
+
+typedef struct ps_node {
+	const ps_config *cfg;
+	uint32_t role;
+	ps_transport *transport;
+	uint64_t transport_id;
+	char endpoint[PS_ENDPOINT_MAX];
+	ps_peer scheduler;
+
+	/* from the WELCOME */
+	uint64_t job_id;
+	uint32_t id;
+	uint32_t rank;
+	ps_wire_welcome welcome; /* nodes[], placement */
+	ps_peer *peers;          /* by node id; valid where connected[] */
+	uint8_t *connected;
+
+	int64_t last_heard_ms;   /* last message from the scheduler */
+	int64_t last_beat_ms;    /* last heartbeat sent */
+	uint64_t dropped;        /* malformed or unexpected messages */
+	char abort_reason[PS_REASON_MAX];
+} ps_node;
+
+/* Joins the job. tensors: the worker's declared tensors (NULL/0 for a
+ * server). On failure logs the reason and returns the error. */
+int ps_node_join(ps_node *n, const ps_config *cfg, uint32_t role,
+		 const ps_tensor_desc *tensors, uint32_t ntensors);
+
+/* Connects to every node of the given role (servers connect to workers and
+ * workers to servers). */
+int ps_node_connect_role(ps_node *n, uint32_t role);
+
+/* Node id of the rank-th server / worker. */
+uint32_t ps_node_server_id(const ps_node *n, uint32_t rank);
+uint32_t ps_node_worker_id(const ps_node *n, uint32_t rank);
+
+/* Sends to a node id (the scheduler is 0). Fills version, job id, sender and
+ * payload_len into *h. Payload ownership as in ps_transport_send. */
+int ps_node_send(ps_node *n, uint32_t to, ps_wire_header *h, void *payload,
+		 size_t payload_len, ps_free_fn *free_fn, void *hint);
+
+/*
+ * Receives one checked message, waiting at most timeout_ms (-1: forever)
+ * while keeping heartbeats going. Heartbeats from the scheduler are consumed
+ * here. Returns PS_OK (msg and header set), PS_ETIMEDOUT, PS_EAGAIN (woken),
+ * PS_EABORTED (ABORT received or scheduler silent; reason in
+ * n->abort_reason), or a transport error.
+ */
+int ps_node_recv(ps_node *n, int timeout_ms, ps_msg **msg_p,
+		 ps_wire_header *h_p);
+
+void ps_node_wake(ps_node *n);
+
+/* Closes the transport (flushing for at most linger_ms) and frees. */
+void ps_node_close(ps_node *n, int linger_ms);
+
+/* Logs a dropped message (rate-limited by its running count). */
+void psi_note_drop(uint64_t count, const char *what, const char *why);
+
+/* A random nonzero 64-bit id (getrandom, falling back to time and pid). */
+uint64_t ps_random_id(void);
+
+#endif /* ORDO_COMMON_NODE_H */

@@ -1,0 +1,47 @@
+/*
+ * common/signals.c - see signals.h.
+ */
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "common/signals.h"
+
+static volatile sig_atomic_t pending;
+static _Atomic(ps_transport *) wake_target;
+
+static void on_signal(int sig)
+{
+	pending = sig;
+	ps_transport *t = atomic_load(&wake_target);
+	if (t)
+		ps_transport_wake(t);
+}
+
+void ps_signals_install(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, NULL);
+}
+
+int ps_signal_pending(void)
+{
+	return pending;
+}
+
+void ps_signals_set_wake(ps_transport *t)
+{
+	atomic_store(&wake_target, t);
+}
+
+int ps_signal_exit_status(int sig)
+{
+	return 128 + sig;
+}

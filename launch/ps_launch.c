@@ -1,0 +1,341 @@
+/*
+ * launch/ps_launch.c - ps-launch: a whole job on this machine.
+ *
+ * Starts one ps-scheduler, cluster.servers ps-server and cluster.workers
+ * ps-worker processes (the binaries beside ps-launch), all with the same
+ * command-line arguments, and exits with the job's status. With
+ * cluster.scheduler_port = 0 the scheduler binds an ephemeral port and
+ * reports it through a pipe (--ready-fd); the others get it with --set, so
+ * jobs never collide on a port.
+ *
+ * Failure handling: when a process fails, the others normally stop by
+ * themselves (the scheduler aborts the job within the heartbeat timeout);
+ * those still running after that grace period get SIGTERM, then SIGKILL.
+ * SIGINT/SIGTERM to ps-launch are forwarded to every process. Nothing is
+ * left running when ps-launch exits. Exit status: 0 if every process
+ * exited 0, else the first failure's status (128 + signal for a signal).
+ *
+ * Across machines, start the same binaries with any launcher (ssh, srun,
+ * mpirun) instead: see the README.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/cli.h"
+#include "common/log.h"
+#include "common/signals.h"
+
+typedef struct child {
+	pid_t pid;
+	char name[32];
+	int status; /* exit status once exited */
+	int exited;
+} child;
+
+typedef struct launch {
+	char dir[PATH_MAX];
+	int argc;
+	char **argv;
+	child *children;
+	int nchildren;
+	const char *worker; /* --worker PROGRAM, NULL: ps-worker */
+	int failed_status;  /* first failure's status, 0 if none */
+	int64_t failed_at_ms;
+} launch;
+
+static int bin_dir(char *dir, size_t cap)
+{
+	char path[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+	char *slash;
+
+	if (n <= 0)
+		return PS_EIO;
+	path[n] = '\0';
+	slash = strrchr(path, '/');
+	if (!slash)
+		return PS_EIO;
+	*slash = '\0';
+	snprintf(dir, cap, "%s", path);
+	return PS_OK;
+}
+
+/* Starts DIR/prog with our arguments plus extra ones. */
+static int spawn(launch *l, const char *prog, const char *name,
+		 const char *const *extra, int nextra)
+{
+	char path[PATH_MAX + 32];
+	char **argv = calloc((size_t)(l->argc + nextra + 1), sizeof(*argv));
+	child *ch = &l->children[l->nchildren];
+	pid_t pid;
+
+	if (!argv)
+		return PS_ENOMEM;
+	if (prog[0] == '/')
+		snprintf(path, sizeof(path), "%s", prog);
+	else
+		snprintf(path, sizeof(path), "%s/%s", l->dir, prog);
+	argv[0] = path;
+	int k = 1;
+	for (int i = 1; i < l->argc; i++) {
+		if (strcmp(l->argv[i], "--worker") == 0) {
+			i++; /* ps-launch's own option and its argument */
+			continue;
+		}
+		if (strncmp(l->argv[i], "--worker=", 9) == 0)
+			continue;
+		argv[k++] = l->argv[i];
+	}
+	for (int i = 0; i < nextra; i++)
+		argv[k++] = (char *)extra[i];
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		PS_ERROR("cannot start %s: %s", name, strerror(errno));
+		free(argv);
+		return PS_EIO;
+	}
+	if (pid == 0) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = SIG_DFL;
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+		execv(path, argv);
+		fprintf(stderr, "ps-launch: cannot run %s: %s\n", path,
+			strerror(errno));
+		_exit(127);
+	}
+	free(argv);
+	ch->pid = pid;
+	snprintf(ch->name, sizeof(ch->name), "%s", name);
+	l->nchildren++;
+	return PS_OK;
+}
+
+static int status_of(int wstatus)
+{
+	if (WIFEXITED(wstatus))
+		return WEXITSTATUS(wstatus);
+	if (WIFSIGNALED(wstatus))
+		return 128 + WTERMSIG(wstatus);
+	return 1;
+}
+
+static void signal_all(launch *l, int sig)
+{
+	for (int i = 0; i < l->nchildren; i++)
+		if (!l->children[i].exited)
+			kill(l->children[i].pid, sig);
+}
+
+static int running_count(const launch *l)
+{
+	int n = 0;
+	for (int i = 0; i < l->nchildren; i++)
+		n += !l->children[i].exited;
+	return n;
+}
+
+static void reap(launch *l)
+{
+	int wstatus;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &wstatus, WNOHANG)) > 0) {
+		for (int i = 0; i < l->nchildren; i++) {
+			child *ch = &l->children[i];
+			if (ch->pid != pid)
+				continue;
+			ch->exited = 1;
+			ch->status = status_of(wstatus);
+			if (ch->status != 0) {
+				fprintf(stderr, "ps-launch: %s (pid %d) "
+					"exited with status %d\n", ch->name,
+					(int)pid, ch->status);
+				if (!l->failed_status) {
+					l->failed_status = ch->status;
+					l->failed_at_ms = ps_now_ms();
+				}
+			}
+		}
+	}
+}
+
+/* Waits for every child; enforces the grace period after a failure. */
+static void supervise(launch *l, const ps_config *cfg)
+{
+	int64_t grace = cfg->cluster.heartbeat_timeout_ms + 5000;
+	int forwarded = 0, termed = 0;
+	struct timespec tick = {0, 20 * 1000 * 1000};
+
+	while (running_count(l) > 0) {
+		reap(l);
+		if (ps_signal_pending() && !forwarded) {
+			fprintf(stderr, "ps-launch: signal %d: stopping the "
+				"job\n", ps_signal_pending());
+			signal_all(l, SIGTERM);
+			forwarded = 1;
+			l->failed_at_ms = ps_now_ms();
+			grace = 5000;
+		}
+		if ((l->failed_status || forwarded) && running_count(l) > 0) {
+			int64_t waited = ps_now_ms() - l->failed_at_ms;
+			if (waited > grace && !termed) {
+				fprintf(stderr, "ps-launch: %d process(es) "
+					"still running %lld ms after the "
+					"failure: sending SIGTERM\n",
+					running_count(l), (long long)waited);
+				signal_all(l, SIGTERM);
+				termed = 1;
+			} else if (waited > grace + 3000) {
+				signal_all(l, SIGKILL);
+			}
+		}
+		nanosleep(&tick, NULL);
+	}
+}
+
+/* Reads the scheduler's port from the pipe. */
+static int read_port(int fd, int timeout_ms, char *port, size_t cap)
+{
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
+	size_t len = 0;
+	int64_t deadline = ps_now_ms() + timeout_ms;
+
+	while (len + 1 < cap) {
+		int64_t left = deadline - ps_now_ms();
+		ssize_t n;
+		if (left <= 0 || poll(&pfd, 1, (int)left) <= 0)
+			return PS_ETIMEDOUT;
+		n = read(fd, port + len, cap - 1 - len);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		if (memchr(port, '\n', len))
+			break;
+	}
+	port[len] = '\0';
+	port[strcspn(port, "\n")] = '\0';
+	return len > 0 ? PS_OK : PS_EIO;
+}
+
+static int start_scheduler(launch *l, const ps_config *cfg, char *port,
+			   size_t cap)
+{
+	char fdarg[16];
+	const char *extra[2] = {"--ready-fd", fdarg};
+	int fds[2], rc;
+
+	if (pipe(fds) != 0)
+		return PS_EIO;
+	snprintf(fdarg, sizeof(fdarg), "%d", fds[1]);
+	rc = spawn(l, "ps-scheduler", "scheduler", extra, 2);
+	close(fds[1]);
+	if (rc == PS_OK) {
+		rc = read_port(fds[0], cfg->cluster.connect_timeout_ms, port,
+			       cap);
+		if (rc != PS_OK)
+			fprintf(stderr, "ps-launch: the scheduler did not "
+				"start listening\n");
+	}
+	close(fds[0]);
+	return rc;
+}
+
+static int on_opt(void *ud, const char *name, const char *arg, char *err,
+		  size_t errlen)
+{
+	launch *l = ud;
+
+	if (strcmp(name, "worker") != 0 || !arg || !*arg) {
+		snprintf(err, errlen, "--worker needs a program");
+		return PS_EINVAL;
+	}
+	l->worker = arg;
+	return PS_OK;
+}
+
+int main(int argc, char **argv)
+{
+	static const ps_cli_opt opts[] = {
+		{"worker", "PROGRAM",
+		 "run PROGRAM (an absolute path, or a name beside ps-launch) "
+		 "instead of ps-worker: any program built on the ordo client "
+		 "API that accepts --config/--set"},
+		{NULL, NULL, NULL},
+	};
+	launch l = {.argc = argc, .argv = argv};
+	const ps_cli_info info = {
+		.prog = "ps-launch",
+		.summary = "Runs a whole job on this machine: one ps-scheduler, "
+			   "cluster.servers ps-server and cluster.workers "
+			   "ps-worker processes, all with these arguments.",
+		.opts = opts,
+		.on_opt = on_opt,
+		.ud = &l,
+	};
+	char port[32], portarg[64];
+	const char *extra[2] = {"--set", portarg};
+	ps_config cfg;
+	int rc;
+
+	ps_signals_install();
+	switch (ps_cli_parse(argc, argv, &info, &cfg)) {
+	case PS_CLI_EXIT_OK:
+		return 0;
+	case PS_CLI_EXIT_ERR:
+		return 2;
+	case PS_CLI_RUN:
+		break;
+	}
+	ps_log_init("launch", cfg.log.level);
+	if (bin_dir(l.dir, sizeof(l.dir)) != PS_OK) {
+		fprintf(stderr, "ps-launch: cannot find its own directory\n");
+		return 1;
+	}
+	l.children = calloc((size_t)(1 + cfg.cluster.servers +
+				     cfg.cluster.workers),
+			    sizeof(*l.children));
+	if (!l.children)
+		return 1;
+	fprintf(stderr, "ps-launch: starting 1 scheduler, %d server(s), %d "
+		"worker(s)\n", cfg.cluster.servers, cfg.cluster.workers);
+	rc = start_scheduler(&l, &cfg, port, sizeof(port));
+	snprintf(portarg, sizeof(portarg), "cluster.scheduler_port=%s", port);
+	for (int i = 0; rc == PS_OK && i < cfg.cluster.servers; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "server #%d", i);
+		rc = spawn(&l, "ps-server", name, extra, 2);
+	}
+	for (int i = 0; rc == PS_OK && i < cfg.cluster.workers; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "worker #%d", i);
+		rc = spawn(&l, l.worker ? l.worker : "ps-worker", name,
+			   extra, 2);
+	}
+	if (rc != PS_OK && !l.failed_status) {
+		l.failed_status = 1;
+		l.failed_at_ms = ps_now_ms();
+	}
+	supervise(&l, &cfg);
+	free(l.children);
+	if (l.failed_status) {
+		fprintf(stderr, "ps-launch: job failed (status %d)\n",
+			l.failed_status);
+		return l.failed_status;
+	}
+	if (ps_signal_pending())
+		return ps_signal_exit_status(ps_signal_pending());
+	fprintf(stderr, "ps-launch: job completed: all %d processes exited "
+		"0\n", l.nchildren);
+	return 0;
+}

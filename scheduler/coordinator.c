@@ -1,0 +1,587 @@
+/*
+ * scheduler/coordinator.c - the scheduler's event loop (coordinator.h).
+ *
+ * DESIGN. One thread, one loop over the transport. Membership is a small
+ * array: in registration order until the WELCOME, then indexed by node id.
+ * Every message is checked before it touches state: header, job id, and the
+ * sender's identity (the transport id the message came from must be the
+ * one that node registered with). Bad messages are dropped with a reason.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/node.h"
+#include "common/signals.h"
+#include "common/wire.h"
+#include "scheduler/coordinator.h"
+#include "scheduler/placement.h"
+#include "transport/transport.h"
+
+typedef struct member {
+	ps_node_info info;
+	ps_peer peer;
+	int64_t last_heard_ms;
+	int done;
+	int in_barrier;
+	ps_wire_done stats;
+} member;
+
+typedef struct coord {
+	const ps_config *cfg;
+	ps_transport *t;
+	ps_node_info self;
+	uint64_t job_id;
+	uint32_t servers, workers, registered, nservers, nworkers;
+	member *members; /* by node id once welcomed */
+	ps_tensor_desc *tensors;
+	uint32_t ntensors;
+	ps_placement *placement;
+	uint64_t barrier;
+	uint32_t barrier_count, done_count;
+	uint64_t dropped;
+	int64_t last_beat_ms, started_ms;
+} coord;
+
+static void describe(const member *m, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "%s %u (pid %d on %s, %s)",
+		 ps_role_name(m->info.role), m->info.rank, m->info.pid,
+		 m->info.host, m->info.endpoint);
+}
+
+static int send_msg(coord *c, ps_peer peer, uint32_t type, uint32_t key,
+		    void *body, size_t len)
+{
+	ps_wire_header h = {
+		.version = PS_WIRE_VERSION,
+		.type = type,
+		.job_id = c->job_id,
+		.sender = 0,
+		.key = key,
+		.payload_len = len,
+	};
+	uint8_t buf[PS_WIRE_HEADER_MAX];
+	size_t hlen;
+	int rc = ps_wire_header_encode(&h, buf, sizeof(buf), &hlen);
+
+	if (rc == PS_OK)
+		rc = ps_transport_send(c->t, peer, buf, hlen, body, len,
+				       body ? ps_wire_free : NULL, NULL);
+	if (rc != PS_OK)
+		free(body);
+	return rc;
+}
+
+static void send_abort(coord *c, ps_peer peer, const char *reason)
+{
+	void *body;
+	size_t len;
+
+	if (ps_wire_reason_encode(reason, &body, &len) == PS_OK)
+		send_msg(c, peer, PS_MSG_ABORT, 0, body, len);
+}
+
+/* Tells every registered node the job is over, with a reason. */
+static void abort_job(coord *c, const char *reason)
+{
+	PS_ERROR("aborting the job: %s", reason);
+	for (uint32_t i = 1; i <= c->registered; i++)
+		send_abort(c, c->members[i].peer, reason);
+}
+
+static int same_tensors(const coord *c, const ps_wire_register *r, char *why,
+			size_t whylen)
+{
+	if (r->num_tensors != c->ntensors) {
+		snprintf(why, whylen, "declares %u tensors, worker 0 declared "
+			 "%u", r->num_tensors, c->ntensors);
+		return 0;
+	}
+	for (uint32_t i = 0; i < r->num_tensors; i++) {
+		const ps_tensor_desc *a = &c->tensors[i], *b = &r->tensors[i];
+		if (strcmp(a->name, b->name) != 0 || a->numel != b->numel) {
+			snprintf(why, whylen, "tensor %u is '%s' (%llu "
+				 "elements), worker 0 declared '%s' (%llu)", i,
+				 b->name, (unsigned long long)b->numel,
+				 a->name, (unsigned long long)a->numel);
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/* Handles a REGISTER during registration. Returns PS_OK, PS_EPROTO
+ * (dropped), or PS_EABORTED (the job cannot go on). */
+static int handle_register(coord *c, const ps_msg *msg,
+			   const ps_wire_header *h)
+{
+	ps_wire_register r;
+	char why[1024], detail[512];
+	member *m;
+	ps_peer peer;
+	int rc;
+
+	if (h->job_id != 0 || h->payload_len != msg->payload_len) {
+		psi_note_drop(++c->dropped, "REGISTER", "bad job id or length");
+		return PS_EPROTO;
+	}
+	rc = ps_wire_register_decode(msg->payload, msg->payload_len, &r, why,
+				     sizeof(why));
+	if (rc != PS_OK) {
+		psi_note_drop(++c->dropped, "REGISTER", why);
+		return PS_EPROTO;
+	}
+	if (r.self.transport_id != msg->src ||
+	    (r.self.role != PS_ROLE_SERVER && r.self.role != PS_ROLE_WORKER)) {
+		psi_note_drop(++c->dropped, "REGISTER",
+			      "identity or role does not match");
+		ps_wire_register_clear(&r);
+		return PS_EPROTO;
+	}
+	for (uint32_t i = 1; i <= c->registered; i++) {
+		if (c->members[i].info.transport_id == msg->src) {
+			psi_note_drop(++c->dropped, "REGISTER",
+				      "node registered twice");
+			ps_wire_register_clear(&r);
+			return PS_EPROTO;
+		}
+	}
+	rc = ps_transport_connect(c->t, r.self.endpoint, &peer);
+	if (rc != PS_OK) {
+		PS_ERROR("cannot reach %s at %s, which registered: %s",
+			 ps_role_name(r.self.role), r.self.endpoint,
+			 ps_strerror(rc));
+		ps_wire_register_clear(&r);
+		return PS_EPROTO;
+	}
+	if ((r.self.role == PS_ROLE_SERVER && c->nservers == c->servers) ||
+	    (r.self.role == PS_ROLE_WORKER && c->nworkers == c->workers)) {
+		snprintf(why, sizeof(why), "the job already has its %u %s(s) "
+			 "(cluster.%ss); %s pid %d on %s is one too many",
+			 r.self.role == PS_ROLE_SERVER ? c->servers : c->workers,
+			 ps_role_name(r.self.role), ps_role_name(r.self.role),
+			 ps_role_name(r.self.role), r.self.pid, r.self.host);
+		PS_ERROR("refusing a node: %s", why);
+		send_abort(c, peer, why);
+		ps_transport_disconnect(c->t, peer);
+		ps_wire_register_clear(&r);
+		return PS_EPROTO;
+	}
+	if (r.self.role == PS_ROLE_WORKER) {
+		if (r.num_tensors == 0) {
+			snprintf(why, sizeof(why), "worker pid %d on %s "
+				 "declared no tensors", r.self.pid, r.self.host);
+			goto fatal;
+		}
+		if (!c->tensors) {
+			c->tensors = r.tensors;
+			c->ntensors = r.num_tensors;
+			r.tensors = NULL;
+			r.num_tensors = 0;
+		} else if (!same_tensors(c, &r, detail, sizeof(detail))) {
+			snprintf(why, sizeof(why), "worker pid %d on %s %s",
+				 r.self.pid, r.self.host, detail);
+			goto fatal;
+		}
+	}
+	m = &c->members[++c->registered];
+	memset(m, 0, sizeof(*m));
+	m->info = r.self;
+	m->peer = peer;
+	m->last_heard_ms = ps_now_ms();
+	if (r.self.role == PS_ROLE_SERVER)
+		m->info.rank = c->nservers++;
+	else
+		m->info.rank = c->nworkers++;
+	PS_INFO("registered %s %u: pid %d on %s, %s",
+		ps_role_name(m->info.role), m->info.rank, m->info.pid,
+		m->info.host, m->info.endpoint);
+	ps_wire_register_clear(&r);
+	return PS_OK;
+fatal:
+	send_abort(c, peer, why);
+	abort_job(c, why);
+	ps_wire_register_clear(&r);
+	return PS_EABORTED;
+}
+
+/* Orders members by id: the scheduler, servers by rank, workers by rank. */
+static int assign_ids(coord *c)
+{
+	member *sorted = calloc(1 + c->servers + c->workers, sizeof(*sorted));
+	if (!sorted)
+		return PS_ENOMEM;
+	for (uint32_t i = 1; i <= c->registered; i++) {
+		member *m = &c->members[i];
+		uint32_t id = m->info.role == PS_ROLE_SERVER
+				      ? 1 + m->info.rank
+				      : 1 + c->servers + m->info.rank;
+		sorted[id] = *m;
+		sorted[id].info.id = id;
+	}
+	sorted[0].info = c->self;
+	free(c->members);
+	c->members = sorted;
+	return PS_OK;
+}
+
+static int send_welcomes(coord *c)
+{
+	uint32_t n = 1 + c->servers + c->workers;
+	ps_node_info *nodes = calloc(n, sizeof(*nodes));
+	int rc = PS_OK;
+
+	if (!nodes)
+		return PS_ENOMEM;
+	for (uint32_t i = 0; i < n; i++)
+		nodes[i] = c->members[i].info;
+	for (uint32_t i = 1; i < n && rc == PS_OK; i++) {
+		ps_wire_welcome w = {
+			.your_id = i,
+			.num_servers = c->servers,
+			.num_workers = c->workers,
+			.num_nodes = n,
+			.nodes = nodes,
+			.placement = c->placement,
+		};
+		void *body;
+		size_t len;
+
+		rc = ps_wire_welcome_encode(&w, &body, &len);
+		if (rc == PS_OK)
+			rc = send_msg(c, c->members[i].peer, PS_MSG_WELCOME, 0,
+				      body, len);
+		if (rc != PS_OK) {
+			char who[400];
+			describe(&c->members[i], who, sizeof(who));
+			PS_ERROR("cannot send the WELCOME to %s: %s", who,
+				 ps_strerror(rc));
+		}
+	}
+	free(nodes);
+	return rc;
+}
+
+static int place(coord *c)
+{
+	int rc = ps_placement_compute(c->tensors, c->ntensors,
+				      c->cfg->scheduling.partition_size,
+				      c->servers, c->cfg->scheduling.placement,
+				      &c->placement);
+	if (rc != PS_OK) {
+		PS_ERROR("cannot place %u tensors on %u servers: %s",
+			 c->ntensors, c->servers, ps_strerror(rc));
+		return rc;
+	}
+	ps_placement_print(c->placement, stdout);
+	fflush(stdout);
+	return PS_OK;
+}
+
+static int registration(coord *c)
+{
+	int64_t deadline = ps_now_ms() + c->cfg->cluster.connect_timeout_ms;
+
+	while (c->registered < c->servers + c->workers) {
+		int64_t left = deadline - ps_now_ms();
+		ps_wire_header h;
+		ps_msg *msg = NULL;
+		char why[256];
+		int rc;
+
+		if (ps_signal_pending()) {
+			snprintf(why, sizeof(why), "scheduler interrupted by "
+				 "signal %d", ps_signal_pending());
+			abort_job(c, why);
+			return PS_EINTR;
+		}
+		if (left <= 0) {
+			snprintf(why, sizeof(why), "only %u of %u server(s) "
+				 "and %u of %u worker(s) registered within %d "
+				 "ms (cluster.connect_timeout_ms)",
+				 c->nservers, c->servers, c->nworkers,
+				 c->workers, c->cfg->cluster.connect_timeout_ms);
+			abort_job(c, why);
+			return PS_ETIMEDOUT;
+		}
+		rc = ps_transport_recv(c->t, (int)left, &msg);
+		if (rc == PS_ETIMEDOUT || rc == PS_EAGAIN)
+			continue;
+		if (rc != PS_OK)
+			return rc;
+		rc = ps_wire_header_decode(msg->hdr, msg->hdr_len, &h, why,
+					   sizeof(why));
+		if (rc != PS_OK) {
+			psi_note_drop(++c->dropped, "message", why);
+		} else if (h.type != PS_MSG_REGISTER) {
+			/* Heartbeats cannot come before the WELCOME; anything
+			 * else is a stray. */
+			psi_note_drop(++c->dropped, ps_msg_type_name(h.type),
+				      "not expected during registration");
+		} else if (handle_register(c, msg, &h) == PS_EABORTED) {
+			ps_msg_free(&msg);
+			return PS_EABORTED;
+		}
+		ps_msg_free(&msg);
+	}
+	return PS_OK;
+}
+
+static void print_summary(coord *c)
+{
+	double secs = (double)(ps_now_ms() - c->started_ms) / 1000.0;
+	uint64_t pushed = 0, received = 0, iters = 0;
+
+	for (uint32_t r = 0; r < c->workers; r++) {
+		const ps_wire_done *d =
+			&c->members[1 + c->servers + r].stats;
+		pushed += d->bytes_pushed;
+		received += d->bytes_received;
+		if (d->iterations > iters)
+			iters = d->iterations;
+	}
+	printf("summary: job %016llx finished: %u worker(s) x %u server(s), "
+	       "%llu iterations, %.3f s since the WELCOME, %.2f MiB pushed, "
+	       "%.2f MiB received\n",
+	       (unsigned long long)c->job_id, c->workers, c->servers,
+	       (unsigned long long)iters, secs, (double)pushed / 1048576.0,
+	       (double)received / 1048576.0);
+	for (uint32_t r = 0; r < c->workers; r++) {
+		const ps_wire_done *d =
+			&c->members[1 + c->servers + r].stats;
+		printf("summary: worker %u: %llu iterations in %.3f s "
+		       "(%.2f it/s), last loss %.6f\n",
+		       r, (unsigned long long)d->iterations, d->seconds,
+		       d->seconds > 0 ? (double)d->iterations / d->seconds
+				      : 0.0,
+		       d->last_loss);
+	}
+	fflush(stdout);
+}
+
+/* Message from a welcomed node: PS_OK, PS_ECLOSED when the job is done. */
+static int handle_running(coord *c, const ps_msg *msg,
+			  const ps_wire_header *h)
+{
+	uint32_t n = 1 + c->servers + c->workers;
+	member *m;
+	char why[256];
+
+	if (h->job_id != c->job_id || h->sender == 0 || h->sender >= n ||
+	    c->members[h->sender].info.transport_id != msg->src ||
+	    h->payload_len != msg->payload_len) {
+		psi_note_drop(++c->dropped, ps_msg_type_name(h->type),
+			      "wrong job, sender identity or length");
+		return PS_OK;
+	}
+	m = &c->members[h->sender];
+	m->last_heard_ms = ps_now_ms();
+	switch (h->type) {
+	case PS_MSG_HEARTBEAT:
+		return PS_OK;
+	case PS_MSG_BARRIER:
+		if (m->info.role != PS_ROLE_WORKER || h->key != c->barrier ||
+		    m->in_barrier) {
+			psi_note_drop(++c->dropped, "BARRIER",
+				      "not a worker, wrong number or twice");
+			return PS_OK;
+		}
+		m->in_barrier = 1;
+		if (++c->barrier_count < c->workers)
+			return PS_OK;
+		for (uint32_t r = 0; r < c->workers; r++) {
+			member *w = &c->members[1 + c->servers + r];
+			w->in_barrier = 0;
+			send_msg(c, w->peer, PS_MSG_BARRIER_DONE,
+				 (uint32_t)c->barrier, NULL, 0);
+		}
+		c->barrier_count = 0;
+		c->barrier++;
+		return PS_OK;
+	case PS_MSG_DONE:
+		if (m->info.role != PS_ROLE_WORKER || m->done ||
+		    ps_wire_done_decode(msg->payload, msg->payload_len,
+					&m->stats, why, sizeof(why)) != PS_OK) {
+			psi_note_drop(++c->dropped, "DONE",
+				      "not a worker, twice, or malformed");
+			return PS_OK;
+		}
+		m->done = 1;
+		PS_INFO("worker %u done: %llu iterations", m->info.rank,
+			(unsigned long long)m->stats.iterations);
+		return ++c->done_count == c->workers ? PS_ECLOSED : PS_OK;
+	default:
+		psi_note_drop(++c->dropped, ps_msg_type_name(h->type),
+			      "not expected by the scheduler");
+		return PS_OK;
+	}
+}
+
+/* Heartbeats out, silence detection in. PS_EABORTED when a node died. */
+static int tick(coord *c)
+{
+	uint32_t n = 1 + c->servers + c->workers;
+	int64_t now = ps_now_ms();
+
+	for (uint32_t i = 1; i < n; i++) {
+		member *m = &c->members[i];
+		int64_t silent = now - m->last_heard_ms;
+		if (silent > c->cfg->cluster.heartbeat_timeout_ms) {
+			char who[400], why[600];
+			describe(m, who, sizeof(who));
+			snprintf(why, sizeof(why), "%s silent for %lld ms "
+				 "(cluster.heartbeat_timeout_ms = %d)",
+				 who, (long long)silent,
+				 c->cfg->cluster.heartbeat_timeout_ms);
+			abort_job(c, why);
+			return PS_EABORTED;
+		}
+	}
+	if (now - c->last_beat_ms >= c->cfg->cluster.heartbeat_interval_ms) {
+		c->last_beat_ms = now;
+		for (uint32_t i = 1; i < n; i++)
+			send_msg(c, c->members[i].peer, PS_MSG_HEARTBEAT, 0,
+				 NULL, 0);
+	}
+	return PS_OK;
+}
+
+static int running(coord *c)
+{
+	for (;;) {
+		ps_wire_header h;
+		ps_msg *msg = NULL;
+		char why[256];
+		int rc;
+
+		if (ps_signal_pending()) {
+			snprintf(why, sizeof(why), "scheduler interrupted by "
+				 "signal %d", ps_signal_pending());
+			abort_job(c, why);
+			return PS_EINTR;
+		}
+		rc = tick(c);
+		if (rc != PS_OK)
+			return rc;
+		rc = ps_transport_recv(c->t,
+				       c->cfg->cluster.heartbeat_interval_ms,
+				       &msg);
+		if (rc == PS_ETIMEDOUT || rc == PS_EAGAIN)
+			continue;
+		if (rc != PS_OK)
+			return rc;
+		if (ps_wire_header_decode(msg->hdr, msg->hdr_len, &h, why,
+					  sizeof(why)) != PS_OK) {
+			psi_note_drop(++c->dropped, "message", why);
+			ps_msg_free(&msg);
+			continue;
+		}
+		rc = handle_running(c, msg, &h);
+		ps_msg_free(&msg);
+		if (rc == PS_ECLOSED)
+			return PS_OK;
+	}
+}
+
+static int announce_port(const char *endpoint, int ready_fd)
+{
+	const char *colon = strrchr(endpoint, ':');
+	char line[32];
+	int len;
+
+	if (ready_fd < 0)
+		return PS_OK;
+	len = snprintf(line, sizeof(line), "%s\n", colon ? colon + 1 : "0");
+	if (write(ready_fd, line, (size_t)len) != len) {
+		PS_ERROR("cannot write the port to fd %d: %s", ready_fd,
+			 strerror(errno));
+		close(ready_fd);
+		return PS_EIO;
+	}
+	close(ready_fd);
+	return PS_OK;
+}
+
+int ps_coordinator_run(const ps_config *cfg, int ready_fd)
+{
+	const char *tname = ps_config_enum_name("transport.type",
+						cfg->transport.type);
+	ps_transport_opts opts = {
+		.id = ps_random_id(),
+		.send_timeout_ms = cfg->transport.send_timeout_ms,
+		.connect_timeout_ms = cfg->cluster.connect_timeout_ms,
+		.io_threads = cfg->transport.io_threads,
+	};
+	coord c;
+	int rc, status = 1;
+
+	memset(&c, 0, sizeof(c));
+	c.cfg = cfg;
+	c.servers = (uint32_t)cfg->cluster.servers;
+	c.workers = (uint32_t)cfg->cluster.workers;
+	c.job_id = ps_random_id();
+	c.members = calloc(1 + c.servers + c.workers, sizeof(*c.members));
+	if (!c.members)
+		return 1;
+	rc = ps_transport_create(tname, &opts, &c.t);
+	if (rc != PS_OK) {
+		PS_ERROR("cannot create the %s transport: %s", tname,
+			 ps_strerror(rc));
+		goto out;
+	}
+	ps_signals_set_wake(c.t);
+	c.self.role = PS_ROLE_SCHEDULER;
+	c.self.pid = (int32_t)getpid();
+	c.self.transport_id = opts.id;
+	gethostname(c.self.host, sizeof(c.self.host));
+	c.self.host[sizeof(c.self.host) - 1] = '\0';
+	rc = ps_transport_listen(c.t, cfg->cluster.scheduler_host,
+				 cfg->cluster.scheduler_port, NULL,
+				 c.self.endpoint, sizeof(c.self.endpoint));
+	if (rc != PS_OK) {
+		PS_ERROR("cannot listen on %s:%d: %s",
+			 cfg->cluster.scheduler_host,
+			 cfg->cluster.scheduler_port, ps_strerror(rc));
+		goto out;
+	}
+	PS_INFO("job %016llx: listening on %s, waiting for %u server(s) and "
+		"%u worker(s)", (unsigned long long)c.job_id, c.self.endpoint,
+		c.servers, c.workers);
+	if (announce_port(c.self.endpoint, ready_fd) != PS_OK)
+		goto out;
+	rc = registration(&c);
+	if (rc == PS_OK)
+		rc = assign_ids(&c);
+	if (rc == PS_OK)
+		rc = place(&c);
+	if (rc == PS_OK)
+		rc = send_welcomes(&c);
+	if (rc != PS_OK) {
+		if (rc != PS_EABORTED && rc != PS_ETIMEDOUT && rc != PS_EINTR)
+			abort_job(&c, "the scheduler failed to start the job");
+		goto out;
+	}
+	c.started_ms = c.last_beat_ms = ps_now_ms();
+	for (uint32_t i = 1; i <= c.servers + c.workers; i++)
+		c.members[i].last_heard_ms = c.started_ms;
+	rc = running(&c);
+	if (rc != PS_OK)
+		goto out;
+	print_summary(&c);
+	for (uint32_t i = 1; i <= c.servers + c.workers; i++)
+		send_msg(&c, c.members[i].peer, PS_MSG_SHUTDOWN, 0, NULL, 0);
+	status = 0;
+out:
+	if (status != 0 && ps_signal_pending())
+		status = ps_signal_exit_status(ps_signal_pending());
+	ps_signals_set_wake(NULL);
+	ps_transport_destroy(&c.t, 2000);
+	ps_placement_free(&c.placement);
+	free(c.tensors);
+	free(c.members);
+	return status;
+}

@@ -1,0 +1,61 @@
+/*
+ * scheduler/main.c - ps-scheduler: membership, placement and heartbeats.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cli.h"
+#include "common/log.h"
+#include "common/signals.h"
+#include "scheduler/coordinator.h"
+
+static int on_opt(void *ud, const char *name, const char *arg, char *err,
+		  size_t errlen)
+{
+	int *ready_fd = ud;
+	char *end;
+	long v;
+
+	if (strcmp(name, "ready-fd") != 0)
+		return PS_EINVAL;
+	v = strtol(arg, &end, 10);
+	if (*arg == '\0' || *end != '\0' || v < 0 || v > 65535) {
+		snprintf(err, errlen, "--ready-fd: '%s' is not a file "
+			 "descriptor number", arg);
+		return PS_EINVAL;
+	}
+	*ready_fd = (int)v;
+	return PS_OK;
+}
+
+int main(int argc, char **argv)
+{
+	static const ps_cli_opt opts[] = {
+		{"ready-fd", "FD",
+		 "write the bound port to FD once listening (used by "
+		 "ps-launch with cluster.scheduler_port = 0)"},
+		{NULL, NULL, NULL},
+	};
+	int ready_fd = -1;
+	const ps_cli_info info = {
+		.prog = "ps-scheduler",
+		.summary = "Coordinates one job: registration, shard "
+			   "placement, barriers, heartbeats, shutdown.",
+		.opts = opts,
+		.on_opt = on_opt,
+		.ud = &ready_fd,
+	};
+	ps_config cfg;
+
+	ps_signals_install();
+	switch (ps_cli_parse(argc, argv, &info, &cfg)) {
+	case PS_CLI_EXIT_OK:
+		return 0;
+	case PS_CLI_EXIT_ERR:
+		return 2;
+	case PS_CLI_RUN:
+		break;
+	}
+	ps_log_init("scheduler", cfg.log.level);
+	return ps_coordinator_run(&cfg, ready_fd);
+}

@@ -1,0 +1,450 @@
+/*
+ * server/server.c - ps-server's event loop over its shard (see server.h).
+ *
+ * DESIGN. One thread, one loop: ps_node_recv() hands over checked messages
+ * and keeps heartbeats going; nothing else runs. Parameter values are sent
+ * to the workers without copying: a partition's values live in a
+ * reference-counted buffer, each send holds a reference that the transport
+ * drops (from its I/O thread) when the bytes are gone. An update writes in
+ * place only when no send still holds the buffer; otherwise it first moves
+ * the values to a fresh buffer (copy-on-write), so a send in flight never
+ * sees values change under it.
+ *
+ * The state of a partition (values, momentum, version) is all a checkpoint
+ * needs; restarts with a new placement will load it per partition.
+ */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/node.h"
+#include "common/signals.h"
+#include "server/optimizer.h"
+#include "server/server.h"
+
+typedef struct pbuf {
+	atomic_int refs;
+	size_t numel;
+	float data[];
+} pbuf;
+
+typedef struct shard_part {
+	const ps_partition *desc;
+	uint32_t index; /* global partition index */
+	pbuf *values;
+	float *momentum;
+	double *acc;
+	uint8_t *pushed; /* per worker rank, this version */
+	uint32_t count;
+	uint64_t version;
+	int initialized;
+} shard_part;
+
+typedef struct server {
+	const ps_config *cfg;
+	ps_node node;
+	uint32_t workers;
+	uint32_t nparts;
+	shard_part *parts;
+	int32_t *local; /* global partition -> index in parts, or -1 */
+	uint8_t *worker_failed;
+	float *scratch; /* aligned copy of a misaligned payload */
+	size_t scratch_cap;
+	uint64_t pushes, updates, bytes_in, bytes_out;
+} server;
+
+static pbuf *pbuf_new(size_t numel)
+{
+	pbuf *b = malloc(sizeof(*b) + numel * sizeof(float));
+	if (!b)
+		return NULL;
+	atomic_init(&b->refs, 1);
+	b->numel = numel;
+	return b;
+}
+
+static void pbuf_unref(void *data, void *hint)
+{
+	pbuf *b = hint;
+	(void)data;
+	if (atomic_fetch_sub(&b->refs, 1) == 1)
+		free(b);
+}
+
+/* Makes p->values safe to write (see DESIGN). */
+static int make_writable(shard_part *p)
+{
+	pbuf *nb;
+
+	if (atomic_load(&p->values->refs) == 1)
+		return PS_OK;
+	nb = pbuf_new(p->values->numel);
+	if (!nb)
+		return PS_ENOMEM;
+	memcpy(nb->data, p->values->data, nb->numel * sizeof(float));
+	pbuf_unref(NULL, p->values);
+	p->values = nb;
+	return PS_OK;
+}
+
+static int setup_shard(server *s)
+{
+	const ps_placement *pl = s->node.welcome.placement;
+	uint32_t k = 0;
+	uint64_t bytes = 0;
+
+	s->workers = s->node.welcome.num_workers;
+	s->local = malloc(pl->num_parts * sizeof(*s->local));
+	s->worker_failed = calloc(s->workers, 1);
+	if (!s->local || !s->worker_failed)
+		return PS_ENOMEM;
+	for (uint32_t i = 0; i < pl->num_parts; i++) {
+		s->local[i] = -1;
+		if (pl->parts[i].server == s->node.rank)
+			s->nparts++;
+	}
+	s->parts = calloc(s->nparts ? s->nparts : 1, sizeof(*s->parts));
+	if (!s->parts)
+		return PS_ENOMEM;
+	for (uint32_t i = 0; i < pl->num_parts; i++) {
+		shard_part *p;
+		size_t n = pl->parts[i].numel;
+
+		if (pl->parts[i].server != s->node.rank)
+			continue;
+		p = &s->parts[k];
+		s->local[i] = (int32_t)k++;
+		p->desc = &pl->parts[i];
+		p->index = i;
+		p->values = pbuf_new(n);
+		p->momentum = calloc(n, sizeof(float));
+		p->acc = calloc(n, sizeof(double));
+		p->pushed = calloc(s->workers, 1);
+		if (!p->values || !p->momentum || !p->acc || !p->pushed)
+			return PS_ENOMEM;
+		bytes += n * sizeof(float);
+	}
+	PS_INFO("holding %u of %u partitions, %.2f MiB", s->nparts,
+		pl->num_parts, (double)bytes / (1024.0 * 1024.0));
+	return PS_OK;
+}
+
+static void free_shard(server *s)
+{
+	for (uint32_t k = 0; k < s->nparts; k++) {
+		shard_part *p = &s->parts[k];
+		if (p->values)
+			pbuf_unref(NULL, p->values);
+		free(p->momentum);
+		free(p->acc);
+		free(p->pushed);
+	}
+	free(s->parts);
+	free(s->local);
+	free(s->worker_failed);
+	free(s->scratch);
+}
+
+static int send_params(server *s, shard_part *p, uint32_t wrank)
+{
+	uint32_t to = ps_node_worker_id(&s->node, wrank);
+	ps_wire_header h = {
+		.type = PS_MSG_PARAMS,
+		.key = p->desc->tensor,
+		.partition = p->index,
+		.iteration = p->version,
+	};
+	size_t len = p->values->numel * sizeof(float);
+	int rc;
+
+	if (s->worker_failed[wrank])
+		return PS_ECLOSED;
+	atomic_fetch_add(&p->values->refs, 1);
+	rc = ps_node_send(&s->node, to, &h, p->values->data, len, pbuf_unref,
+			  p->values);
+	if (rc != PS_OK) {
+		pbuf_unref(NULL, p->values);
+		s->worker_failed[wrank] = 1;
+		PS_ERROR("cannot send parameters to worker %u: %s (no more "
+			 "sends to it)", wrank, ps_strerror(rc));
+		return rc;
+	}
+	s->bytes_out += len;
+	return PS_OK;
+}
+
+static void broadcast_params(server *s, shard_part *p)
+{
+	for (uint32_t w = 0; w < s->workers; w++)
+		send_params(s, p, w);
+}
+
+static void send_ack(server *s, uint32_t to, const ps_wire_header *push)
+{
+	ps_wire_header h = {
+		.type = PS_MSG_PUSH_ACK,
+		.key = push->key,
+		.partition = push->partition,
+		.iteration = push->iteration,
+		.priority = push->priority,
+	};
+	int rc = ps_node_send(&s->node, to, &h, NULL, 0, NULL, NULL);
+	if (rc != PS_OK)
+		PS_WARN("cannot acknowledge a push to node %u: %s", to,
+			ps_strerror(rc));
+}
+
+/* The payload as aligned floats (ZeroMQ keeps tiny messages inline). */
+static const float *payload_floats(server *s, const ps_msg *msg)
+{
+	if (((uintptr_t)msg->payload % _Alignof(float)) == 0)
+		return msg->payload;
+	if (s->scratch_cap < msg->payload_len) {
+		float *n = realloc(s->scratch, msg->payload_len);
+		if (!n)
+			return NULL;
+		s->scratch = n;
+		s->scratch_cap = msg->payload_len;
+	}
+	memcpy(s->scratch, msg->payload, msg->payload_len);
+	return s->scratch;
+}
+
+/* The partition a data message names, checked; NULL with a reason. */
+static shard_part *lookup_part(server *s, const ps_wire_header *h,
+			       size_t payload_len, int want_payload, char *why,
+			       size_t whylen)
+{
+	const ps_placement *pl = s->node.welcome.placement;
+	shard_part *p;
+
+	if (h->partition >= pl->num_parts || s->local[h->partition] < 0) {
+		snprintf(why, whylen, "partition %u is not held by this server",
+			 h->partition);
+		return NULL;
+	}
+	p = &s->parts[s->local[h->partition]];
+	if (h->key != p->desc->tensor) {
+		snprintf(why, whylen, "partition %u belongs to tensor %u, not "
+			 "%u", h->partition, p->desc->tensor, h->key);
+		return NULL;
+	}
+	if (want_payload && payload_len != p->desc->numel * sizeof(float)) {
+		snprintf(why, whylen, "partition %u needs %llu bytes, got %zu",
+			 h->partition,
+			 (unsigned long long)(p->desc->numel * sizeof(float)),
+			 payload_len);
+		return NULL;
+	}
+	return p;
+}
+
+static int handle_init(server *s, const ps_msg *msg, const ps_wire_header *h,
+		       char *why, size_t whylen)
+{
+	shard_part *p;
+
+	if (h->sender != ps_node_worker_id(&s->node, 0)) {
+		snprintf(why, whylen, "INIT from node %u, not worker 0",
+			 h->sender);
+		return PS_EPROTO;
+	}
+	p = lookup_part(s, h, msg->payload_len, 1, why, whylen);
+	if (!p)
+		return PS_EPROTO;
+	if (p->initialized) {
+		snprintf(why, whylen, "partition %u is already initialised",
+			 h->partition);
+		return PS_EPROTO;
+	}
+	memcpy(p->values->data, msg->payload, msg->payload_len);
+	p->initialized = 1;
+	p->version = 0;
+	broadcast_params(s, p);
+	return PS_OK;
+}
+
+static int apply_update(server *s, shard_part *p, unsigned count)
+{
+	int rc = make_writable(p);
+	if (rc != PS_OK) {
+		PS_ERROR("out of memory updating partition %u", p->index);
+		return rc;
+	}
+	ps_sgd_apply(p->values->data, p->momentum, p->acc, p->desc->numel,
+		     count, s->cfg->train.lr, s->cfg->train.momentum);
+	memset(p->acc, 0, p->desc->numel * sizeof(double));
+	memset(p->pushed, 0, s->workers);
+	p->count = 0;
+	p->version++;
+	s->updates++;
+	return PS_OK;
+}
+
+static int handle_push(server *s, const ps_msg *msg, const ps_wire_header *h,
+		       char *why, size_t whylen)
+{
+	const ps_node_info *from = &s->node.welcome.nodes[h->sender];
+	const float *g;
+	shard_part *p;
+	int rc;
+
+	if (from->role != PS_ROLE_WORKER) {
+		snprintf(why, whylen, "PUSH from node %u, not a worker",
+			 h->sender);
+		return PS_EPROTO;
+	}
+	p = lookup_part(s, h, msg->payload_len, 1, why, whylen);
+	if (!p)
+		return PS_EPROTO;
+	if (!p->initialized) {
+		snprintf(why, whylen, "PUSH for partition %u before INIT",
+			 h->partition);
+		return PS_EPROTO;
+	}
+	if (s->cfg->train.mode == PS_MODE_SYNC) {
+		if (h->iteration != p->version) {
+			snprintf(why, whylen, "PUSH of iteration %llu for "
+				 "partition %u, which is at version %llu",
+				 (unsigned long long)h->iteration,
+				 h->partition,
+				 (unsigned long long)p->version);
+			return PS_EPROTO;
+		}
+		if (p->pushed[from->rank]) {
+			snprintf(why, whylen, "second PUSH from worker %u for "
+				 "partition %u iteration %llu", from->rank,
+				 h->partition,
+				 (unsigned long long)h->iteration);
+			return PS_EPROTO;
+		}
+	}
+	g = payload_floats(s, msg);
+	if (!g)
+		return PS_ENOMEM;
+	ps_accum_add(p->acc, g, p->desc->numel);
+	p->pushed[from->rank] = 1;
+	p->count++;
+	s->pushes++;
+	s->bytes_in += msg->payload_len;
+	send_ack(s, h->sender, h);
+	if (s->cfg->train.mode == PS_MODE_ASYNC) {
+		return apply_update(s, p, 1);
+	}
+	if (p->count < s->workers)
+		return PS_OK;
+	rc = apply_update(s, p, s->workers);
+	if (rc == PS_OK)
+		broadcast_params(s, p);
+	return rc;
+}
+
+static int handle_pull(server *s, const ps_wire_header *h, char *why,
+		       size_t whylen)
+{
+	const ps_node_info *from = &s->node.welcome.nodes[h->sender];
+	shard_part *p;
+
+	if (from->role != PS_ROLE_WORKER) {
+		snprintf(why, whylen, "PULL from node %u, not a worker",
+			 h->sender);
+		return PS_EPROTO;
+	}
+	p = lookup_part(s, h, 0, 0, why, whylen);
+	if (!p)
+		return PS_EPROTO;
+	if (!p->initialized) {
+		snprintf(why, whylen, "PULL for partition %u before INIT",
+			 h->partition);
+		return PS_EPROTO;
+	}
+	send_params(s, p, from->rank);
+	return PS_OK;
+}
+
+/* Handles one message: PS_OK, PS_ECLOSED on SHUTDOWN, PS_EPROTO (dropped,
+ * reason logged), or a fatal error. */
+static int handle(server *s, const ps_msg *msg, const ps_wire_header *h)
+{
+	char why[256] = "";
+	int rc;
+
+	switch (h->type) {
+	case PS_MSG_INIT:
+		rc = handle_init(s, msg, h, why, sizeof(why));
+		break;
+	case PS_MSG_PUSH:
+		rc = handle_push(s, msg, h, why, sizeof(why));
+		break;
+	case PS_MSG_PULL:
+		rc = handle_pull(s, h, why, sizeof(why));
+		break;
+	case PS_MSG_SHUTDOWN:
+		return h->sender == 0 ? PS_ECLOSED : PS_EPROTO;
+	default:
+		snprintf(why, sizeof(why), "unexpected %s from node %u",
+			 ps_msg_type_name(h->type), h->sender);
+		rc = PS_EPROTO;
+	}
+	if (rc == PS_EPROTO)
+		psi_note_drop(++s->node.dropped, "message", why);
+	return rc == PS_EPROTO ? PS_OK : rc;
+}
+
+int ps_server_run(const ps_config *cfg)
+{
+	server s;
+	int status = 1, rc;
+
+	memset(&s, 0, sizeof(s));
+	s.cfg = cfg;
+	rc = ps_node_join(&s.node, cfg, PS_ROLE_SERVER, NULL, 0);
+	if (rc != PS_OK)
+		goto out;
+	rc = setup_shard(&s);
+	if (rc != PS_OK) {
+		PS_ERROR("cannot set up the shard: %s", ps_strerror(rc));
+		goto out;
+	}
+	rc = ps_node_connect_role(&s.node, PS_ROLE_WORKER);
+	if (rc != PS_OK)
+		goto out;
+	for (;;) {
+		ps_msg *msg = NULL;
+		ps_wire_header h;
+
+		if (ps_signal_pending()) {
+			PS_WARN("interrupted by signal %d", ps_signal_pending());
+			status = ps_signal_exit_status(ps_signal_pending());
+			goto out;
+		}
+		rc = ps_node_recv(&s.node, -1, &msg, &h);
+		if (rc == PS_EAGAIN)
+			continue;
+		if (rc != PS_OK) {
+			if (rc != PS_EABORTED)
+				PS_ERROR("receive failed: %s", ps_strerror(rc));
+			goto out;
+		}
+		rc = handle(&s, msg, &h);
+		ps_msg_free(&msg);
+		if (rc == PS_ECLOSED) {
+			status = 0;
+			break;
+		}
+		if (rc != PS_OK)
+			goto out;
+	}
+	PS_INFO("shut down: %llu pushes, %llu updates, %.2f MiB in, "
+		"%.2f MiB out, %llu dropped",
+		(unsigned long long)s.pushes, (unsigned long long)s.updates,
+		(double)s.bytes_in / 1048576.0,
+		(double)s.bytes_out / 1048576.0,
+		(unsigned long long)s.node.dropped);
+out:
+	ps_node_close(&s.node, status == 0 ? 2000 : 200);
+	free_shard(&s);
+	return status;
+}

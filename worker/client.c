@@ -1,0 +1,788 @@
+/*
+ * worker/client.c - the worker client library (include/ordo/ordo.h).
+ *
+ * DESIGN (threads). Two threads share a ps_client:
+ *  - the application thread calls the API;
+ *  - the communication thread owns the node (transport, heartbeats) and is
+ *    the only one to send or receive.
+ * They meet in `mu`: the application enqueues commands (push, pull,
+ * barrier, done) and wakes the transport; the communication thread stores
+ * received parameter partitions in per-partition slots and broadcasts
+ * `cv`. Received bytes are copied into the application's values buffer on
+ * the application thread, inside ps_client_wait/pull, so the values never
+ * change while the application computes with them. Gradients are sent
+ * without copying; each partition sent holds its tensor's `inflight` count
+ * until the transport releases the bytes (its free callback, on a ZeroMQ
+ * I/O thread, takes `mu`).
+ *
+ * The transport may be woken from the application thread only while the
+ * communication thread runs (`comm_alive`, checked under `mu`; the thread
+ * clears it under `mu` before it closes the transport).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/config.h"
+#include "common/log.h"
+#include "common/node.h"
+#include "common/signals.h"
+#include "common/wire.h"
+#include "ordo/ordo.h"
+
+typedef enum {
+	CMD_PUSH,
+	CMD_PULL,
+	CMD_BARRIER,
+	CMD_DONE,
+} cmd_kind;
+
+typedef struct cmd {
+	cmd_kind kind;
+	uint32_t tensor;
+	const float *data;
+	uint64_t iteration;
+	int32_t priority;
+	ps_wire_done done;
+	struct cmd *next;
+} cmd;
+
+typedef enum {
+	ST_CREATED,
+	ST_JOINING,
+	ST_RUNNING,
+	ST_SHUTDOWN,
+	ST_FAILED,
+} client_state;
+
+typedef struct tensor {
+	ps_client *client;
+	char name[PS_NAME_MAX];
+	uint64_t numel;
+	float *values;
+	uint32_t first_part, nparts;
+	uint32_t inflight; /* sent partitions not yet released */
+} tensor;
+
+typedef struct slot {
+	ps_msg *msg; /* latest PARAMS not yet copied out, or NULL */
+	uint64_t version;
+	int have;         /* a version has arrived */
+	int pull_pending; /* async pull sent, no answer yet */
+} slot;
+
+struct ps_client {
+	ps_config cfg;
+	tensor *tensors;
+	uint32_t ntensors, cap;
+
+	pthread_t thread;
+	int thread_started;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	/* everything below is guarded by mu */
+	cmd *head, *tail;
+	client_state state;
+	int fail_code;
+	int comm_alive;
+	int stop;
+	slot *slots; /* per global partition */
+	uint64_t barriers_done, barriers_asked;
+	ps_client_stats stats;
+
+	/* owned by the communication thread; read-only for the application
+	 * once state is RUNNING */
+	ps_node node;
+};
+
+static void fail_locked(ps_client *c, int code)
+{
+	if (c->state != ST_FAILED && c->state != ST_SHUTDOWN) {
+		c->state = ST_FAILED;
+		c->fail_code = code;
+	}
+	pthread_cond_broadcast(&c->cv);
+}
+
+static void release_payload(void *data, void *hint)
+{
+	tensor *t = hint;
+	ps_client *c = t->client;
+
+	(void)data;
+	pthread_mutex_lock(&c->mu);
+	if (--t->inflight == 0)
+		pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* Sends one partition of a tensor; the tensor's inflight count must
+ * already include it (it is dropped here if the send fails). */
+static int send_part(ps_client *c, tensor *t, uint32_t part, uint32_t type,
+		     const float *base, uint64_t iteration, int32_t priority)
+{
+	const ps_partition *p = &c->node.welcome.placement->parts[part];
+	ps_wire_header h = {
+		.type = type,
+		.key = p->tensor,
+		.partition = part,
+		.iteration = iteration,
+		.priority = priority,
+	};
+	size_t len = p->numel * sizeof(float);
+	int rc;
+
+	rc = ps_node_send(&c->node, ps_node_server_id(&c->node, p->server), &h,
+			  (void *)(base + p->offset), len, release_payload, t);
+	pthread_mutex_lock(&c->mu);
+	if (rc != PS_OK) {
+		t->inflight--;
+		PS_ERROR("cannot send %s of tensor '%s' partition %u to server "
+			 "%u: %s", ps_msg_type_name(type), t->name, part,
+			 p->server, ps_strerror(rc));
+		fail_locked(c, rc);
+	} else {
+		c->stats.bytes_pushed += len;
+		c->stats.pushes++;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return rc;
+}
+
+static int send_tensor(ps_client *c, tensor *t, uint32_t type,
+		       const float *base, uint64_t iteration, int32_t priority)
+{
+	for (uint32_t k = 0; k < t->nparts; k++) {
+		int rc = send_part(c, t, t->first_part + k, type, base,
+				   iteration, priority);
+		if (rc != PS_OK) {
+			/* the parts never sent hold no reference */
+			pthread_mutex_lock(&c->mu);
+			t->inflight -= t->nparts - k - 1;
+			pthread_cond_broadcast(&c->cv);
+			pthread_mutex_unlock(&c->mu);
+			return rc;
+		}
+	}
+	return PS_OK;
+}
+
+static int send_pulls(ps_client *c, tensor *t)
+{
+	for (uint32_t k = 0; k < t->nparts; k++) {
+		uint32_t part = t->first_part + k;
+		const ps_partition *p = &c->node.welcome.placement->parts[part];
+		ps_wire_header h = {
+			.type = PS_MSG_PULL,
+			.key = p->tensor,
+			.partition = part,
+		};
+		int rc = ps_node_send(&c->node,
+				      ps_node_server_id(&c->node, p->server),
+				      &h, NULL, 0, NULL, NULL);
+		if (rc != PS_OK) {
+			PS_ERROR("cannot send PULL to server %u: %s",
+				 p->server, ps_strerror(rc));
+			return rc;
+		}
+	}
+	return PS_OK;
+}
+
+static int run_command(ps_client *c, cmd *k)
+{
+	ps_wire_header h = {.key = (uint32_t)k->iteration};
+	void *body;
+	size_t len;
+	int rc;
+
+	switch (k->kind) {
+	case CMD_PUSH:
+		return send_tensor(c, &c->tensors[k->tensor], PS_MSG_PUSH,
+				   k->data, k->iteration, k->priority);
+	case CMD_PULL:
+		return send_pulls(c, &c->tensors[k->tensor]);
+	case CMD_BARRIER:
+		h.type = PS_MSG_BARRIER;
+		return ps_node_send(&c->node, 0, &h, NULL, 0, NULL, NULL);
+	case CMD_DONE:
+		rc = ps_wire_done_encode(&k->done, &body, &len);
+		if (rc != PS_OK)
+			return rc;
+		h.type = PS_MSG_DONE;
+		rc = ps_node_send(&c->node, 0, &h, body, len, ps_wire_free,
+				  NULL);
+		if (rc != PS_OK)
+			free(body);
+		return rc;
+	}
+	return PS_EINVAL;
+}
+
+/* Stores a PARAMS message in its slot; the slot owns msg on PS_OK. */
+static int accept_params(ps_client *c, ps_msg *msg, const ps_wire_header *h,
+			 char *why, size_t whylen)
+{
+	const ps_placement *pl = c->node.welcome.placement;
+	const ps_node_info *from = &c->node.welcome.nodes[h->sender];
+	const ps_partition *p;
+	slot *s;
+
+	if (h->partition >= pl->num_parts) {
+		snprintf(why, whylen, "PARAMS for partition %u of %u",
+			 h->partition, pl->num_parts);
+		return PS_EPROTO;
+	}
+	p = &pl->parts[h->partition];
+	if (from->role != PS_ROLE_SERVER || from->rank != p->server ||
+	    h->key != p->tensor ||
+	    msg->payload_len != p->numel * sizeof(float)) {
+		snprintf(why, whylen, "PARAMS for partition %u from node %u "
+			 "does not match the placement", h->partition,
+			 h->sender);
+		return PS_EPROTO;
+	}
+	pthread_mutex_lock(&c->mu);
+	s = &c->slots[h->partition];
+	if (s->have && h->iteration < s->version) {
+		pthread_mutex_unlock(&c->mu);
+		snprintf(why, whylen, "stale PARAMS version %llu for "
+			 "partition %u (have %llu)",
+			 (unsigned long long)h->iteration, h->partition,
+			 (unsigned long long)s->version);
+		return PS_EPROTO;
+	}
+	ps_msg_free(&s->msg);
+	s->msg = msg;
+	s->version = h->iteration;
+	s->have = 1;
+	s->pull_pending = 0;
+	c->stats.bytes_received += msg->payload_len;
+	c->stats.params_received++;
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+	return PS_OK;
+}
+
+/* Handles one received message. Returns PS_OK, PS_ECLOSED on SHUTDOWN. */
+static int handle(ps_client *c, ps_msg *msg, const ps_wire_header *h)
+{
+	char why[256] = "";
+	int rc = PS_OK;
+
+	switch (h->type) {
+	case PS_MSG_PARAMS:
+		rc = accept_params(c, msg, h, why, sizeof(why));
+		if (rc == PS_OK)
+			return PS_OK; /* the slot owns msg */
+		break;
+	case PS_MSG_PUSH_ACK:
+		break;
+	case PS_MSG_BARRIER_DONE:
+		if (h->sender != 0) {
+			rc = PS_EPROTO;
+			snprintf(why, sizeof(why), "BARRIER_DONE from node %u",
+				 h->sender);
+			break;
+		}
+		pthread_mutex_lock(&c->mu);
+		c->barriers_done++;
+		pthread_cond_broadcast(&c->cv);
+		pthread_mutex_unlock(&c->mu);
+		break;
+	case PS_MSG_SHUTDOWN:
+		if (h->sender == 0) {
+			ps_msg_free(&msg);
+			return PS_ECLOSED;
+		}
+		rc = PS_EPROTO;
+		snprintf(why, sizeof(why), "SHUTDOWN from node %u", h->sender);
+		break;
+	default:
+		rc = PS_EPROTO;
+		snprintf(why, sizeof(why), "unexpected %s from node %u",
+			 ps_msg_type_name(h->type), h->sender);
+	}
+	if (rc == PS_EPROTO) {
+		pthread_mutex_lock(&c->mu);
+		c->stats.dropped++;
+		pthread_mutex_unlock(&c->mu);
+		psi_note_drop(++c->node.dropped, "message", why);
+	}
+	ps_msg_free(&msg);
+	return PS_OK;
+}
+
+/* Maps tensors to partitions, allocates the slots and connects to the
+ * servers: everything the application may use once state is RUNNING. */
+static int setup_after_join(ps_client *c)
+{
+	const ps_placement *pl = c->node.welcome.placement;
+
+	if (pl->num_tensors != c->ntensors)
+		return PS_EPROTO;
+	for (uint32_t i = 0; i < c->ntensors; i++) {
+		c->tensors[i].first_part = pl->first_part[i];
+		c->tensors[i].nparts = pl->first_part[i + 1] - pl->first_part[i];
+	}
+	c->slots = calloc(pl->num_parts, sizeof(*c->slots));
+	if (!c->slots)
+		return PS_ENOMEM;
+	return ps_node_connect_role(&c->node, PS_ROLE_SERVER);
+}
+
+/* Worker 0's values are the initial parameters. */
+static int send_initial_values(ps_client *c)
+{
+	int rc = PS_OK;
+
+	if (c->node.rank != 0)
+		return PS_OK;
+	for (uint32_t i = 0; i < c->ntensors && rc == PS_OK; i++) {
+		tensor *t = &c->tensors[i];
+		pthread_mutex_lock(&c->mu);
+		t->inflight += t->nparts;
+		pthread_mutex_unlock(&c->mu);
+		rc = send_tensor(c, t, PS_MSG_INIT, t->values, 0, 0);
+	}
+	return rc;
+}
+
+static void *comm_main(void *arg)
+{
+	ps_client *c = arg;
+	ps_tensor_desc *descs = calloc(c->ntensors, sizeof(*descs));
+	int rc = descs ? PS_OK : PS_ENOMEM;
+
+	for (uint32_t i = 0; i < c->ntensors && descs; i++) {
+		memcpy(descs[i].name, c->tensors[i].name, PS_NAME_MAX);
+		descs[i].numel = c->tensors[i].numel;
+	}
+	if (rc == PS_OK)
+		rc = ps_node_join(&c->node, &c->cfg, PS_ROLE_WORKER, descs,
+				  c->ntensors);
+	free(descs);
+	if (rc == PS_OK)
+		rc = setup_after_join(c);
+	if (rc == PS_OK) {
+		pthread_mutex_lock(&c->mu);
+		c->state = ST_RUNNING;
+		c->comm_alive = 1;
+		pthread_cond_broadcast(&c->cv);
+		pthread_mutex_unlock(&c->mu);
+		rc = send_initial_values(c);
+	}
+	while (rc == PS_OK) {
+		ps_wire_header h;
+		ps_msg *msg = NULL;
+		cmd *k;
+
+		pthread_mutex_lock(&c->mu);
+		k = c->head;
+		c->head = c->tail = NULL;
+		if (c->stop)
+			rc = PS_ECLOSED;
+		pthread_mutex_unlock(&c->mu);
+		while (k) {
+			cmd *next = k->next;
+			if (rc == PS_OK)
+				rc = run_command(c, k);
+			free(k);
+			k = next;
+		}
+		if (rc != PS_OK)
+			break;
+		if (ps_signal_pending()) {
+			PS_WARN("interrupted by signal %d",
+				ps_signal_pending());
+			rc = PS_EINTR;
+			break;
+		}
+		rc = ps_node_recv(&c->node, -1, &msg, &h);
+		if (rc == PS_EAGAIN) {
+			rc = PS_OK;
+			continue;
+		}
+		if (rc == PS_OK)
+			rc = handle(c, msg, &h);
+	}
+	pthread_mutex_lock(&c->mu);
+	if (rc == PS_ECLOSED && !c->stop)
+		c->state = ST_SHUTDOWN;
+	else
+		fail_locked(c, rc == PS_ECLOSED ? PS_ESTATE : rc);
+	c->comm_alive = 0;
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+	ps_node_close(&c->node, c->state == ST_SHUTDOWN ? 2000 : 200);
+	return NULL;
+}
+
+/* ---- application side ------------------------------------------------- */
+
+static int enqueue(ps_client *c, cmd *k)
+{
+	/* caller holds mu */
+	if (c->state != ST_RUNNING) {
+		free(k);
+		return c->state == ST_FAILED ? c->fail_code : PS_ESTATE;
+	}
+	if (c->tail)
+		c->tail->next = k;
+	else
+		c->head = k;
+	c->tail = k;
+	if (c->comm_alive)
+		ps_node_wake(&c->node);
+	return PS_OK;
+}
+
+/* Waits on cv until deadline (ms, monotonic; < 0 none). PS_ETIMEDOUT. */
+static int wait_until(ps_client *c, int64_t deadline_ms)
+{
+	struct timespec ts;
+
+	if (deadline_ms < 0) {
+		pthread_cond_wait(&c->cv, &c->mu);
+		return PS_OK;
+	}
+	if (ps_now_ms() >= deadline_ms)
+		return PS_ETIMEDOUT;
+	ts.tv_sec = deadline_ms / 1000;
+	ts.tv_nsec = (deadline_ms % 1000) * 1000000L;
+	pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+	return PS_OK;
+}
+
+static int64_t deadline_of(int timeout_ms)
+{
+	return timeout_ms < 0 ? -1 : ps_now_ms() + timeout_ms;
+}
+
+/* Copies a tensor's arrived partitions into its values (caller holds mu). */
+static void copy_out(ps_client *c, tensor *t)
+{
+	const ps_placement *pl = c->node.welcome.placement;
+
+	for (uint32_t k = 0; k < t->nparts; k++) {
+		slot *s = &c->slots[t->first_part + k];
+		if (!s->msg)
+			continue;
+		memcpy(t->values + pl->parts[t->first_part + k].offset,
+		       s->msg->payload, s->msg->payload_len);
+		ps_msg_free(&s->msg);
+	}
+}
+
+static int tensor_ready(const ps_client *c, const tensor *t, uint64_t version)
+{
+	if (t->inflight)
+		return 0;
+	for (uint32_t k = 0; k < t->nparts; k++) {
+		const slot *s = &c->slots[t->first_part + k];
+		if (!s->have || s->version < version || s->pull_pending)
+			return 0;
+	}
+	return 1;
+}
+
+static int wait_tensor(ps_client *c, tensor *t, uint64_t version,
+		       int64_t deadline)
+{
+	int rc = PS_OK;
+
+	while (rc == PS_OK && !tensor_ready(c, t, version)) {
+		if (c->state != ST_RUNNING)
+			return c->state == ST_FAILED ? c->fail_code
+						     : PS_ESTATE;
+		rc = wait_until(c, deadline);
+	}
+	if (rc == PS_OK)
+		copy_out(c, t);
+	return rc;
+}
+
+int ps_client_create(const ps_config *cfg, ps_client **client_p)
+{
+	ps_client *c;
+
+	if (!cfg || !client_p)
+		return PS_EINVAL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return PS_ENOMEM;
+	c->cfg = *cfg;
+	pthread_mutex_init(&c->mu, NULL);
+	{
+		pthread_condattr_t attr;
+		pthread_condattr_init(&attr);
+		pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+		pthread_cond_init(&c->cv, &attr);
+		pthread_condattr_destroy(&attr);
+	}
+	c->state = ST_CREATED;
+	*client_p = c;
+	return PS_OK;
+}
+
+int ps_client_declare(ps_client *c, const char *name, uint64_t numel,
+		      float *values, uint32_t *tensor_p)
+{
+	tensor *t;
+
+	if (!c || !name || !values || numel == 0 ||
+	    strlen(name) >= PS_NAME_MAX || name[0] == '\0')
+		return PS_EINVAL;
+	if (c->state != ST_CREATED)
+		return PS_ESTATE;
+	for (uint32_t i = 0; i < c->ntensors; i++)
+		if (strcmp(c->tensors[i].name, name) == 0)
+			return PS_EINVAL;
+	if (c->ntensors == c->cap) {
+		uint32_t cap = c->cap ? 2 * c->cap : 16;
+		tensor *n = realloc(c->tensors, cap * sizeof(*n));
+		if (!n)
+			return PS_ENOMEM;
+		c->tensors = n;
+		c->cap = cap;
+	}
+	t = &c->tensors[c->ntensors];
+	memset(t, 0, sizeof(*t));
+	t->client = c;
+	snprintf(t->name, sizeof(t->name), "%s", name);
+	t->numel = numel;
+	t->values = values;
+	if (tensor_p)
+		*tensor_p = c->ntensors;
+	c->ntensors++;
+	return PS_OK;
+}
+
+int ps_client_start(ps_client *c)
+{
+	int rc = PS_OK;
+
+	if (!c)
+		return PS_EINVAL;
+	if (c->state != ST_CREATED || c->ntensors == 0)
+		return PS_ESTATE;
+	c->state = ST_JOINING;
+	if (pthread_create(&c->thread, NULL, comm_main, c) != 0) {
+		c->state = ST_FAILED;
+		return PS_ENOMEM;
+	}
+	c->thread_started = 1;
+	pthread_mutex_lock(&c->mu);
+	while (c->state == ST_JOINING)
+		pthread_cond_wait(&c->cv, &c->mu);
+	for (uint32_t i = 0; i < c->ntensors && rc == PS_OK; i++)
+		rc = wait_tensor(c, &c->tensors[i], 0, -1);
+	pthread_mutex_unlock(&c->mu);
+	return rc;
+}
+
+int ps_client_rank(const ps_client *c)
+{
+	return c && c->state != ST_CREATED && c->state != ST_JOINING
+		       ? (int)c->node.rank
+		       : -1;
+}
+
+int ps_client_num_workers(const ps_client *c)
+{
+	return c && c->state != ST_CREATED && c->state != ST_JOINING
+		       ? (int)c->node.welcome.num_workers
+		       : -1;
+}
+
+int ps_client_push(ps_client *c, uint32_t tensor_id, const float *grad,
+		   uint64_t iteration, int32_t priority)
+{
+	cmd *k;
+	int rc;
+
+	if (!c || !grad || tensor_id >= c->ntensors)
+		return PS_EINVAL;
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return PS_ENOMEM;
+	k->kind = CMD_PUSH;
+	k->tensor = tensor_id;
+	k->data = grad;
+	k->iteration = iteration;
+	k->priority = priority;
+	pthread_mutex_lock(&c->mu);
+	rc = enqueue(c, k);
+	if (rc == PS_OK)
+		c->tensors[tensor_id].inflight += c->tensors[tensor_id].nparts;
+	pthread_mutex_unlock(&c->mu);
+	return rc;
+}
+
+int ps_client_wait(ps_client *c, uint32_t tensor_id, uint64_t version,
+		   int timeout_ms)
+{
+	int rc;
+
+	if (!c || tensor_id >= c->ntensors)
+		return PS_EINVAL;
+	pthread_mutex_lock(&c->mu);
+	rc = wait_tensor(c, &c->tensors[tensor_id], version,
+			 deadline_of(timeout_ms));
+	pthread_mutex_unlock(&c->mu);
+	return rc;
+}
+
+int ps_client_pull(ps_client *c, uint32_t tensor_id, int timeout_ms)
+{
+	tensor *t;
+	cmd *k;
+	int rc;
+
+	if (!c || tensor_id >= c->ntensors)
+		return PS_EINVAL;
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return PS_ENOMEM;
+	k->kind = CMD_PULL;
+	k->tensor = tensor_id;
+	t = &c->tensors[tensor_id];
+	pthread_mutex_lock(&c->mu);
+	rc = enqueue(c, k);
+	for (uint32_t i = 0; rc == PS_OK && i < t->nparts; i++)
+		c->slots[t->first_part + i].pull_pending = 1;
+	if (rc == PS_OK)
+		rc = wait_tensor(c, t, 0, deadline_of(timeout_ms));
+	pthread_mutex_unlock(&c->mu);
+	return rc;
+}
+
+int ps_client_flush(ps_client *c, int timeout_ms)
+{
+	int64_t deadline = deadline_of(timeout_ms);
+	int rc = PS_OK;
+
+	if (!c)
+		return PS_EINVAL;
+	pthread_mutex_lock(&c->mu);
+	for (uint32_t i = 0; i < c->ntensors && rc == PS_OK; i++) {
+		while (rc == PS_OK && c->tensors[i].inflight) {
+			if (c->state == ST_FAILED) {
+				rc = c->fail_code;
+				break;
+			}
+			rc = wait_until(c, deadline);
+		}
+	}
+	pthread_mutex_unlock(&c->mu);
+	return rc;
+}
+
+int ps_client_barrier(ps_client *c, int timeout_ms)
+{
+	int64_t deadline = deadline_of(timeout_ms);
+	uint64_t target;
+	cmd *k;
+	int rc;
+
+	if (!c)
+		return PS_EINVAL;
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return PS_ENOMEM;
+	k->kind = CMD_BARRIER;
+	pthread_mutex_lock(&c->mu);
+	k->iteration = c->barriers_asked;
+	rc = enqueue(c, k);
+	if (rc == PS_OK)
+		c->barriers_asked++;
+	target = c->barriers_asked;
+	while (rc == PS_OK && c->barriers_done < target) {
+		if (c->state != ST_RUNNING) {
+			rc = c->state == ST_FAILED ? c->fail_code : PS_ESTATE;
+			break;
+		}
+		rc = wait_until(c, deadline);
+	}
+	pthread_mutex_unlock(&c->mu);
+	return rc;
+}
+
+int ps_client_finish(ps_client *c, uint64_t iterations, double seconds,
+		     double last_loss)
+{
+	cmd *k;
+	int rc;
+
+	if (!c)
+		return PS_EINVAL;
+	rc = ps_client_flush(c, -1);
+	if (rc != PS_OK)
+		return rc;
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return PS_ENOMEM;
+	k->kind = CMD_DONE;
+	k->done.iterations = iterations;
+	k->done.seconds = seconds;
+	k->done.last_loss = last_loss;
+	pthread_mutex_lock(&c->mu);
+	k->done.bytes_pushed = c->stats.bytes_pushed;
+	k->done.bytes_received = c->stats.bytes_received;
+	rc = enqueue(c, k);
+	while (rc == PS_OK && c->state == ST_RUNNING)
+		pthread_cond_wait(&c->cv, &c->mu);
+	if (rc == PS_OK && c->state == ST_FAILED)
+		rc = c->fail_code;
+	pthread_mutex_unlock(&c->mu);
+	return rc;
+}
+
+void ps_client_get_stats(const ps_client *c, ps_client_stats *stats_p)
+{
+	ps_client *m = (ps_client *)c;
+
+	if (!c || !stats_p)
+		return;
+	pthread_mutex_lock(&m->mu);
+	*stats_p = c->stats;
+	pthread_mutex_unlock(&m->mu);
+}
+
+void ps_client_destroy(ps_client **client_p)
+{
+	ps_client *c;
+
+	if (!client_p || !*client_p)
+		return;
+	c = *client_p;
+	if (c->thread_started) {
+		pthread_mutex_lock(&c->mu);
+		c->stop = 1;
+		if (c->comm_alive)
+			ps_node_wake(&c->node);
+		pthread_mutex_unlock(&c->mu);
+		pthread_join(c->thread, NULL);
+	}
+	while (c->head) {
+		cmd *next = c->head->next;
+		free(c->head);
+		c->head = next;
+	}
+	if (c->slots) {
+		/* the placement went with the node: count from the tensors */
+		uint32_t nparts = 0;
+		for (uint32_t i = 0; i < c->ntensors; i++)
+			nparts += c->tensors[i].nparts;
+		for (uint32_t p = 0; p < nparts; p++)
+			ps_msg_free(&c->slots[p].msg);
+		free(c->slots);
+	}
+	free(c->tensors);
+	pthread_cond_destroy(&c->cv);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+	*client_p = NULL;
+}
