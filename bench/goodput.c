@@ -1,0 +1,346 @@
+/*
+ * bench/goodput.c - push+pull goodput of ordo against plain ZeroMQ.
+ *
+ *   bench_goodput [--sizes 64K,1M,16M,64M] [--bytes 512M] [--layouts 1x1,2x2]
+ *
+ * For each partition size P and layout W workers x S servers, on loopback:
+ *  - ordo: a real job (scheduler, S servers, W workers; each a process) in
+ *    synchronous mode. Every worker declares one tensor of S x P bytes with
+ *    partition size P (one partition per server), and each iteration pushes
+ *    it and waits for the new parameters: S x P bytes out and S x P back.
+ *  - zmq: the same traffic with plain ZeroMQ: S echo processes (ROUTER)
+ *    and W client processes (DEALER per echo process, zmq_send/zmq_recv of
+ *    P bytes each way per iteration, i.e. with ZeroMQ's ordinary copies).
+ * Goodput = payload bytes moved (both directions, all workers) / wall time
+ * of the slowest worker, after one warm-up iteration. Both run in the same
+ * invocation, interleaved per size, so machine noise hits them alike.
+ * Prints a Markdown table with the ratio ordo / zmq.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "common/config.h"
+#include "common/log.h"
+#include "ordo/ordo.h"
+#include "scheduler/coordinator.h"
+#include "server/server.h"
+
+#define MAX_SIZES 16
+
+static uint64_t parse_size(const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+	switch (*end) {
+	case 'K': case 'k': return (uint64_t)(v * 1024);
+	case 'M': case 'm': return (uint64_t)(v * 1024 * 1024);
+	case 'G': case 'g': return (uint64_t)(v * 1024 * 1024 * 1024);
+	default: return (uint64_t)v;
+	}
+}
+
+static int iterations_for(uint64_t per_iter, uint64_t budget)
+{
+	uint64_t k = budget / (per_iter ? per_iter : 1);
+	return (int)(k < 5 ? 5 : k > 2000 ? 2000 : k);
+}
+
+/* Runs fn(arg, rank) in a child process; returns its pid. */
+static pid_t fork_child(int (*fn)(void *, int), void *arg, int rank)
+{
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(fn(arg, rank));
+	return pid;
+}
+
+static int wait_all(pid_t *pids, int n)
+{
+	int bad = 0;
+	for (int i = 0; i < n; i++) {
+		int st;
+		if (waitpid(pids[i], &st, 0) < 0 || !WIFEXITED(st) ||
+		    WEXITSTATUS(st) != 0)
+			bad++;
+	}
+	return bad;
+}
+
+/* ---- ordo ------------------------------------------------------------- */
+
+typedef struct job {
+	ps_config cfg;
+	uint64_t tensor_bytes;
+	int iterations;
+	int result_fd; /* workers write their elapsed ns here */
+} job;
+
+static int run_scheduler(void *arg, int fd)
+{
+	job *j = arg;
+	return ps_coordinator_run(&j->cfg, fd);
+}
+
+static int run_server(void *arg, int rank)
+{
+	job *j = arg;
+	(void)rank;
+	return ps_server_run(&j->cfg);
+}
+
+static int run_worker(void *arg, int rank)
+{
+	job *j = arg;
+	uint64_t n = j->tensor_bytes / sizeof(float);
+	float *values = calloc(n, sizeof(float));
+	float *grad = calloc(n, sizeof(float));
+	ps_client *c = NULL;
+	uint64_t t0 = 0;
+	int rc;
+
+	(void)rank;
+	if (!values || !grad)
+		return 1;
+	rc = ps_client_create(&j->cfg, &c);
+	if (rc == PS_OK)
+		rc = ps_client_declare(c, "t", n, values, NULL);
+	if (rc == PS_OK)
+		rc = ps_client_start(c);
+	for (int it = 0; rc == PS_OK && it <= j->iterations; it++) {
+		if (it == 1)
+			t0 = ps_now_ns(); /* iteration 0 is the warm-up */
+		rc = ps_client_push(c, 0, grad, (uint64_t)it, 0);
+		if (rc == PS_OK)
+			rc = ps_client_wait(c, 0, (uint64_t)it + 1, -1);
+	}
+	if (rc == PS_OK) {
+		uint64_t ns = ps_now_ns() - t0;
+		if (write(j->result_fd, &ns, sizeof(ns)) != sizeof(ns))
+			rc = PS_EIO;
+	}
+	if (rc == PS_OK)
+		rc = ps_client_finish(c, (uint64_t)j->iterations, 0, 0);
+	ps_client_destroy(&c);
+	free(values);
+	free(grad);
+	return rc == PS_OK ? 0 : 1;
+}
+
+/* Slowest worker's time in ns, or 0 on failure. */
+static uint64_t collect(int fd, int workers)
+{
+	uint64_t worst = 0;
+	for (int i = 0; i < workers; i++) {
+		uint64_t ns;
+		if (read(fd, &ns, sizeof(ns)) != sizeof(ns))
+			return 0;
+		if (ns > worst)
+			worst = ns;
+	}
+	return worst;
+}
+
+static double bench_ordo(uint64_t psize, int W, int S, int iterations)
+{
+	job j;
+	pid_t pids[64];
+	int np = 0, ready[2], results[2];
+	char port[32] = "";
+	uint64_t ns;
+	ssize_t n;
+
+	ps_config_defaults(&j.cfg);
+	j.cfg.cluster.servers = S;
+	j.cfg.cluster.workers = W;
+	j.cfg.cluster.scheduler_port = 0;
+	j.cfg.cluster.heartbeat_timeout_ms = 60000;
+	j.cfg.cluster.heartbeat_interval_ms = 500;
+	j.cfg.scheduling.partition_size = psize;
+	j.cfg.train.lr = 0.0;
+	j.cfg.train.momentum = 0.0;
+	j.cfg.log.level = PS_LOG_WARN;
+	j.tensor_bytes = psize * (uint64_t)S;
+	j.iterations = iterations;
+	if (pipe(ready) != 0 || pipe(results) != 0)
+		return 0;
+	j.result_fd = results[1];
+	pids[np++] = fork_child(run_scheduler, &j, ready[1]);
+	close(ready[1]);
+	n = read(ready[0], port, sizeof(port) - 1);
+	close(ready[0]);
+	if (n <= 0)
+		return 0;
+	j.cfg.cluster.scheduler_port = atoi(port);
+	for (int s = 0; s < S; s++)
+		pids[np++] = fork_child(run_server, &j, s);
+	for (int w = 0; w < W; w++)
+		pids[np++] = fork_child(run_worker, &j, w);
+	close(results[1]);
+	ns = collect(results[0], W);
+	close(results[0]);
+	if (wait_all(pids, np) || ns == 0)
+		return 0;
+	return 2.0 * (double)j.tensor_bytes * W * iterations / (double)ns *
+	       1e9;
+}
+
+/* ---- plain ZeroMQ ----------------------------------------------------- */
+
+typedef struct zjob {
+	uint64_t psize;
+	int servers, iterations;
+	char endpoints[16][64];
+	int result_fd;
+} zjob;
+
+static int run_echo(void *arg, int rank)
+{
+	zjob *z = arg;
+	void *ctx = zmq_ctx_new(), *s = zmq_socket(ctx, ZMQ_ROUTER);
+	int hwm = 0;
+
+	zmq_setsockopt(s, ZMQ_RCVHWM, &hwm, sizeof(hwm));
+	zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof(hwm));
+	if (zmq_bind(s, z->endpoints[rank]) != 0)
+		return 1;
+	for (;;) {
+		zmq_msg_t id, body;
+		zmq_msg_init(&id);
+		zmq_msg_init(&body);
+		if (zmq_msg_recv(&id, s, 0) < 0 || zmq_msg_recv(&body, s, 0) < 0)
+			break;
+		if (zmq_msg_size(&body) == 0) /* a client says goodbye */
+			break;
+		zmq_msg_send(&id, s, ZMQ_SNDMORE);
+		zmq_msg_send(&body, s, 0);
+	}
+	zmq_close(s);
+	zmq_ctx_term(ctx);
+	return 0;
+}
+
+static int run_zclient(void *arg, int rank)
+{
+	zjob *z = arg;
+	void *ctx = zmq_ctx_new(), *socks[16];
+	char *buf = calloc(1, z->psize), *in = malloc(z->psize);
+	uint64_t t0 = 0, ns;
+
+	(void)rank;
+	for (int s = 0; s < z->servers; s++) {
+		socks[s] = zmq_socket(ctx, ZMQ_DEALER);
+		zmq_connect(socks[s], z->endpoints[s]);
+	}
+	for (int it = 0; it <= z->iterations; it++) {
+		if (it == 1)
+			t0 = ps_now_ns();
+		for (int s = 0; s < z->servers; s++)
+			zmq_send(socks[s], buf, z->psize, 0);
+		for (int s = 0; s < z->servers; s++)
+			zmq_recv(socks[s], in, z->psize, 0);
+	}
+	ns = ps_now_ns() - t0;
+	if (write(z->result_fd, &ns, sizeof(ns)) != sizeof(ns))
+		return 1;
+	for (int s = 0; s < z->servers; s++)
+		zmq_close(socks[s]);
+	zmq_ctx_term(ctx);
+	free(buf);
+	free(in);
+	return 0;
+}
+
+static double bench_zmq(uint64_t psize, int W, int S, int iterations,
+			int base_port)
+{
+	zjob z = {.psize = psize, .servers = S, .iterations = iterations};
+	pid_t pids[64];
+	int np = 0, results[2];
+	uint64_t ns;
+
+	for (int s = 0; s < S; s++)
+		snprintf(z.endpoints[s], sizeof(z.endpoints[s]),
+			 "tcp://127.0.0.1:%d", base_port + s);
+	if (pipe(results) != 0)
+		return 0;
+	z.result_fd = results[1];
+	for (int s = 0; s < S; s++)
+		pids[np++] = fork_child(run_echo, &z, s);
+	for (int w = 0; w < W; w++)
+		pids[np++] = fork_child(run_zclient, &z, w);
+	close(results[1]);
+	ns = collect(results[0], W);
+	close(results[0]);
+	/* one empty message per echo process ends it */
+	{
+		void *ctx = zmq_ctx_new();
+		for (int s = 0; s < S; s++) {
+			void *d = zmq_socket(ctx, ZMQ_DEALER);
+			zmq_connect(d, z.endpoints[s]);
+			zmq_send(d, "", 0, 0);
+			zmq_close(d);
+		}
+		zmq_ctx_term(ctx);
+	}
+	if (wait_all(pids, np) || ns == 0)
+		return 0;
+	return 2.0 * (double)psize * S * W * iterations / (double)ns * 1e9;
+}
+
+int main(int argc, char **argv)
+{
+	const char *sizes_arg = "64K,256K,1M,4M,16M,64M";
+	const char *layouts_arg = "1x1,2x2";
+	uint64_t sizes[MAX_SIZES], budget = 512ull << 20;
+	int nsizes = 0, base_port = 30000 + (getpid() % 20000);
+	char *copy, *tok, *save;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--sizes") && i + 1 < argc)
+			sizes_arg = argv[++i];
+		else if (!strcmp(argv[i], "--layouts") && i + 1 < argc)
+			layouts_arg = argv[++i];
+		else if (!strcmp(argv[i], "--bytes") && i + 1 < argc)
+			budget = parse_size(argv[++i]);
+		else {
+			printf("usage: bench_goodput [--sizes 64K,1M,...] "
+			       "[--layouts 1x1,2x2] [--bytes 512M]\n");
+			return strcmp(argv[i], "--help") ? 2 : 0;
+		}
+	}
+	ps_log_init("bench", PS_LOG_WARN);
+	copy = strdup(sizes_arg);
+	for (tok = strtok_r(copy, ",", &save); tok && nsizes < MAX_SIZES;
+	     tok = strtok_r(NULL, ",", &save))
+		sizes[nsizes++] = parse_size(tok);
+	free(copy);
+	printf("| partition | W x S | iterations | ordo MB/s | zmq MB/s | "
+	       "ordo / zmq |\n|---:|:---:|---:|---:|---:|---:|\n");
+	fflush(stdout);
+	copy = strdup(layouts_arg);
+	for (tok = strtok_r(copy, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		int W, S;
+		if (sscanf(tok, "%dx%d", &W, &S) != 2 || W < 1 || S < 1 ||
+		    W > 16 || S > 16)
+			continue;
+		for (int i = 0; i < nsizes; i++) {
+			int k = iterations_for(2 * sizes[i] * S * W, budget);
+			double z = bench_zmq(sizes[i], W, S, k, base_port);
+			double o = bench_ordo(sizes[i], W, S, k);
+			base_port += S;
+			printf("| %llu KiB | %dx%d | %d | %.0f | %.0f | %.2f |\n",
+			       (unsigned long long)(sizes[i] >> 10), W, S, k,
+			       o / 1e6, z / 1e6, z > 0 ? o / z : 0.0);
+			fflush(stdout);
+		}
+	}
+	free(copy);
+	return 0;
+}

@@ -1,0 +1,82 @@
+# Every binary's command line, config errors, and start-up failures:
+# each gives a clear message and a non-zero status, never a hang.
+source "$(dirname "$0")/lib.sh" "$@"
+
+for bin in ps-scheduler ps-server ps-worker ps-launch; do
+	"$BUILD/$bin" --help >"$WORK/help.log" 2>&1 || fail "$bin --help exited non-zero"
+	grep -q -- '--config' "$WORK/help.log" || fail "$bin --help does not mention --config"
+	grep -q -- '--set' "$WORK/help.log" || fail "$bin --help does not mention --set"
+	"$BUILD/$bin" --version | grep -q "ordo 0.1.0" || fail "$bin --version"
+	"$BUILD/$bin" --no-such-option >/dev/null 2>"$WORK/err.log" && fail "$bin accepted a bad option"
+	grep -q "no-such-option" "$WORK/err.log" || fail "$bin did not name the bad option"
+	pass "$bin: --help, --version, bad option"
+done
+
+# expect_config_error DESCRIPTION PATTERN [args...]: exit 2, message matches.
+expect_config_error() {
+	local what=$1 pattern=$2
+	shift 2
+	timeout 20 "$BUILD/ps-server" "$@" >/dev/null 2>"$WORK/err.log"
+	local rc=$?
+	[ $rc -eq 2 ] || fail "$what: exit $rc, expected 2"
+	grep -q -- "$pattern" "$WORK/err.log" || {
+		cat "$WORK/err.log" >&2
+		fail "$what: message does not match '$pattern'"
+	}
+	pass "$what"
+}
+
+bad=$WORK/bad.ini
+printf '[cluster]\nservers = 2\n[train]\ntrian_lr = 3\n' >"$bad"
+expect_config_error "unknown key" "bad.ini:4.*trian_lr" --config "$bad"
+printf '[cluster]\nservers = 2\n[trian]\nlr = 3\n' >"$bad"
+expect_config_error "unknown section" "bad.ini:4.*trian" --config "$bad"
+printf '[train]\nmode = fast\n' >"$bad"
+expect_config_error "bad enum" "bad.ini:2.*train.mode.*sync.*async" --config "$bad"
+printf '[train]\nlr = -1\n' >"$bad"
+expect_config_error "out of range" "bad.ini:2.*train.lr" --config "$bad"
+printf '[scheduling]\npartition_size = 4MB x\n' >"$bad"
+expect_config_error "bad size" "bad.ini:2.*scheduling.partition_size" --config "$bad"
+expect_config_error "missing file" "$WORK/none.ini" --config "$WORK/none.ini"
+expect_config_error "bad --set" "train.iterations" --set train.iterations=abc
+expect_config_error "unknown --set key" "no.such" --set no.such=1
+ORDO_TRAIN_LR=abc expect_config_error "bad environment" "ORDO_TRAIN_LR"
+
+# Scheduler unreachable: the node gives up after connect_timeout_ms.
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+start=$(date +%s)
+timeout 30 "$BUILD/ps-server" --config "$JOB" --set cluster.scheduler_port="$port" \
+	--set cluster.connect_timeout_ms=500 >/dev/null 2>"$WORK/err.log"
+rc=$?
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "unreachable scheduler: exit $rc"
+grep -q "scheduler tcp://127.0.0.1:$port unreachable" "$WORK/err.log" ||
+	fail "unreachable scheduler: no clear message"
+[ $(($(date +%s) - start)) -lt 10 ] || fail "unreachable scheduler: too slow"
+pass "scheduler unreachable"
+
+# Port in use: a second scheduler on the same port fails clearly.
+"$BUILD/ps-scheduler" --config "$JOB" --set cluster.scheduler_port="$port" \
+	--set cluster.connect_timeout_ms=20000 >/dev/null 2>"$WORK/first.log" &
+first=$!
+for _ in $(seq 1 100); do
+	grep -q "listening on" "$WORK/first.log" && break
+	sleep 0.05
+done
+timeout 30 "$BUILD/ps-scheduler" --config "$JOB" --set cluster.scheduler_port="$port" \
+	>/dev/null 2>"$WORK/err.log"
+rc=$?
+kill $first
+wait $first
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "port in use: exit $rc"
+grep -q "address already in use" "$WORK/err.log" || fail "port in use: no clear message"
+pass "port in use"
+
+# Registration timeout: nobody joins; the scheduler says who is missing.
+timeout 30 "$BUILD/ps-scheduler" --config "$JOB" --set cluster.connect_timeout_ms=500 \
+	>/dev/null 2>"$WORK/err.log"
+rc=$?
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "registration timeout: exit $rc"
+grep -q "only 0 of 2 server(s) and 0 of 2 worker(s) registered" "$WORK/err.log" ||
+	fail "registration timeout: no clear message"
+pass "registration timeout"
+assert_no_leftovers

@@ -1,0 +1,187 @@
+/*
+ * tests/tools/exact_worker.c - a worker program for the exactness test.
+ *
+ * Tensor sizes come from --sizes N,N,... or, when started by ps-launch
+ * (which passes only common options on), from EXACT_WORKER_SIZES.
+ *
+ * Its training loop uses only the public client API, as a user's program
+ * would (the command line comes from the internal helper), and it is
+ * started by `ps-launch --worker`. It declares tensors of the sizes given
+ * with --sizes, pushes integer-valued gradients, and after every iteration
+ * checks every parameter against the closed form:
+ *
+ *   initial     w0[k][j] = (j % 1000) + 1000 k
+ *   gradient    g_r[k][j](i) = W ((j + k) % 13 + i) + 2 r      (worker r)
+ *   average     m[k][j](i) = W ((j + k) % 13 + i) + (W - 1)
+ *   with lr = 1 and momentum = 0:  w_{i+1} = w_i - m(i)
+ *
+ * All values are small integers, exact in float32, so any lost, duplicated
+ * or misplaced partition shows as an inexact value. Exits 0 only if every
+ * value of every iteration matched.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cli.h"
+#include "common/log.h"
+#include "common/signals.h"
+#include "ordo/ordo.h"
+
+#define MAX_TENSORS 16
+
+typedef struct opts {
+	uint64_t sizes[MAX_TENSORS];
+	uint32_t n;
+} opts;
+
+static int on_opt(void *ud, const char *name, const char *arg, char *err,
+		  size_t errlen)
+{
+	opts *o = ud;
+	char *copy, *tok, *save = NULL;
+
+	(void)name;
+	copy = strdup(arg);
+	if (!copy)
+		return PS_ENOMEM;
+	o->n = 0;
+	for (tok = strtok_r(copy, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		char *end;
+		unsigned long long v = strtoull(tok, &end, 10);
+		if (*end || v == 0 || o->n == MAX_TENSORS) {
+			snprintf(err, errlen, "--sizes: bad list '%s'", arg);
+			free(copy);
+			return PS_EINVAL;
+		}
+		o->sizes[o->n++] = v;
+	}
+	free(copy);
+	return PS_OK;
+}
+
+static double mean_grad(uint32_t k, uint64_t j, uint64_t i, int workers)
+{
+	return (double)workers * (double)((j + k) % 13 + i) + (workers - 1);
+}
+
+int main(int argc, char **argv)
+{
+	static const ps_cli_opt extra[] = {
+		{"sizes", "N,N,...", "tensor sizes in elements"},
+		{NULL, NULL, NULL},
+	};
+	opts o = {.sizes = {1000, 4097, 10}, .n = 3};
+	const ps_cli_info info = {
+		.prog = "exact_worker",
+		.summary = "Checks that training is exact (a test program).",
+		.opts = extra,
+		.on_opt = on_opt,
+		.ud = &o,
+	};
+	float *values[MAX_TENSORS] = {0}, *grads[MAX_TENSORS] = {0};
+	double *expect[MAX_TENSORS] = {0};
+	uint64_t checked = 0, wrong = 0;
+	ps_client *c = NULL;
+	ps_config cfg;
+	int rc, status = 1, rank, workers;
+
+	ps_signals_install();
+	if (getenv("EXACT_WORKER_SIZES")) {
+		char err[256];
+		if (on_opt(&o, "sizes", getenv("EXACT_WORKER_SIZES"), err,
+			   sizeof(err)) != PS_OK) {
+			fprintf(stderr, "exact_worker: %s\n", err);
+			return 2;
+		}
+	}
+	switch (ps_cli_parse(argc, argv, &info, &cfg)) {
+	case PS_CLI_EXIT_OK:
+		return 0;
+	case PS_CLI_EXIT_ERR:
+		return 2;
+	case PS_CLI_RUN:
+		break;
+	}
+	ps_log_init("exact-worker", cfg.log.level);
+	if (cfg.train.lr != 1.0 || cfg.train.momentum != 0.0 ||
+	    cfg.train.mode != PS_MODE_SYNC) {
+		PS_ERROR("needs train.lr = 1, train.momentum = 0, sync mode");
+		return 2;
+	}
+	rc = ps_client_create(&cfg, &c);
+	for (uint32_t k = 0; rc == PS_OK && k < o.n; k++) {
+		char name[32];
+		values[k] = malloc(o.sizes[k] * sizeof(float));
+		grads[k] = malloc(o.sizes[k] * sizeof(float));
+		expect[k] = malloc(o.sizes[k] * sizeof(double));
+		if (!values[k] || !grads[k] || !expect[k]) {
+			rc = PS_ENOMEM;
+			break;
+		}
+		for (uint64_t j = 0; j < o.sizes[k]; j++)
+			expect[k][j] = values[k][j] =
+				(float)((j % 1000) + 1000 * k);
+		snprintf(name, sizeof(name), "t%u", k);
+		rc = ps_client_declare(c, name, o.sizes[k], values[k], NULL);
+	}
+	if (rc == PS_OK)
+		rc = ps_client_start(c);
+	if (rc != PS_OK) {
+		PS_ERROR("cannot start: %s", ps_strerror(rc));
+		goto out;
+	}
+	rank = ps_client_rank(c);
+	workers = ps_client_num_workers(c);
+	for (uint64_t i = 0; rc == PS_OK && i < (uint64_t)cfg.train.iterations;
+	     i++) {
+		for (uint32_t k = o.n; k-- > 0 && rc == PS_OK;) {
+			for (uint64_t j = 0; j < o.sizes[k]; j++)
+				grads[k][j] = (float)(workers *
+						      ((j + k) % 13 + i) +
+						      2 * rank);
+			rc = ps_client_push(c, k, grads[k], i, (int32_t)k);
+		}
+		for (uint32_t k = 0; k < o.n && rc == PS_OK; k++) {
+			rc = ps_client_wait(c, k, i + 1, -1);
+			for (uint64_t j = 0; rc == PS_OK && j < o.sizes[k];
+			     j++) {
+				expect[k][j] -= mean_grad(k, j, i, workers);
+				checked++;
+				if ((double)values[k][j] == expect[k][j])
+					continue;
+				if (wrong++ < 10)
+					PS_ERROR("iteration %llu tensor %u "
+						 "element %llu: %.1f, expected "
+						 "%.1f",
+						 (unsigned long long)i + 1, k,
+						 (unsigned long long)j,
+						 (double)values[k][j],
+						 expect[k][j]);
+			}
+		}
+	}
+	if (rc != PS_OK) {
+		PS_ERROR("training failed: %s", ps_strerror(rc));
+		goto out;
+	}
+	rc = ps_client_finish(c, (uint64_t)cfg.train.iterations, 0.0, 0.0);
+	if (rc != PS_OK) {
+		PS_ERROR("finish failed: %s", ps_strerror(rc));
+		goto out;
+	}
+	printf("exact: worker %d of %d: %llu values checked over %d "
+	       "iterations, %llu wrong\n",
+	       rank, workers, (unsigned long long)checked,
+	       cfg.train.iterations, (unsigned long long)wrong);
+	status = wrong == 0 && checked > 0 ? 0 : 1;
+out:
+	ps_client_destroy(&c);
+	for (uint32_t k = 0; k < o.n; k++) {
+		free(values[k]);
+		free(grads[k]);
+		free(expect[k]);
+	}
+	return status;
+}

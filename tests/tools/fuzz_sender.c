@@ -1,0 +1,133 @@
+/*
+ * tests/tools/fuzz_sender.c - throws malformed messages at a running node.
+ *
+ *   fuzz_sender ENDPOINT COUNT SEED
+ *
+ * Connects raw ZeroMQ DEALER sockets (one with an 8-byte identity like a
+ * real node, one with a short one) to ENDPOINT and sends COUNT messages
+ * drawn from: random frames; truncated headers; well-formed headers with
+ * random fields (types, job ids, senders, partitions, lengths) and random
+ * payloads; headers whose payload_len disagrees with the payload; REGISTER
+ * with garbage bodies; too many frames. The target must drop all of them
+ * and go on serving; the test around this program checks that it did.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+#include "common/wire.h"
+
+static uint64_t rng_state;
+
+static uint64_t rnd(void)
+{
+	/* splitmix64: deterministic for a seed */
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static void fill(uint8_t *buf, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		buf[i] = (uint8_t)rnd();
+}
+
+static void send_frames(void *sock, uint8_t **frames, size_t *lens, int n)
+{
+	for (int i = 0; i < n; i++)
+		zmq_send(sock, frames[i], lens[i],
+			 (i + 1 < n ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT);
+}
+
+static void one_message(void *sock)
+{
+	static uint8_t hdr[PS_WIRE_HEADER_MAX], payload[70000], extra[64];
+	uint8_t *frames[4] = {hdr, payload, extra, extra};
+	size_t lens[4] = {0, 0, sizeof(extra), 1};
+	ps_wire_header h;
+	size_t hlen = 0;
+	int kind = (int)(rnd() % 6);
+
+	memset(&h, 0, sizeof(h));
+	h.version = rnd() % 8 ? PS_WIRE_VERSION : (uint32_t)rnd();
+	h.type = (uint32_t)(rnd() % (PS_MSG_TYPE_END + 2));
+	h.job_id = rnd() % 4 ? rnd() : 0;
+	h.sender = (uint32_t)(rnd() % 8);
+	h.key = (uint32_t)(rnd() % 8);
+	h.partition = (uint32_t)(rnd() % 64);
+	h.iteration = rnd() % 4;
+	h.priority = (int32_t)rnd();
+	lens[1] = rnd() % 3 ? rnd() % 4096 : rnd() % sizeof(payload);
+	fill(payload, lens[1]);
+	h.payload_len = rnd() % 2 ? lens[1] : rnd();
+	if (h.version == PS_WIRE_VERSION && h.type >= PS_MSG_TYPE_END)
+		h.type = PS_MSG_PUSH;
+	ps_wire_header_encode(&h, hdr, sizeof(hdr), &hlen);
+	lens[0] = hlen;
+	switch (kind) {
+	case 0: /* random bytes as header */
+		lens[0] = rnd() % sizeof(hdr);
+		fill(hdr, lens[0]);
+		send_frames(sock, frames, lens, 1 + (int)(rnd() % 2));
+		break;
+	case 1: /* truncated header */
+		lens[0] = hlen ? rnd() % hlen : 0;
+		send_frames(sock, frames, lens, 2);
+		break;
+	case 2: /* well-formed header, random payload */
+		send_frames(sock, frames, lens, 2);
+		break;
+	case 3: /* header only */
+		send_frames(sock, frames, lens, 1);
+		break;
+	case 4: /* too many frames */
+		send_frames(sock, frames, lens, 4);
+		break;
+	default: /* REGISTER with a garbage body */
+		h.type = PS_MSG_REGISTER;
+		h.job_id = 0;
+		h.payload_len = lens[1];
+		ps_wire_header_encode(&h, hdr, sizeof(hdr), &hlen);
+		lens[0] = hlen;
+		send_frames(sock, frames, lens, 2);
+		break;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	void *ctx, *socks[2];
+	long count;
+	int linger = 2000;
+
+	if (argc != 4) {
+		fprintf(stderr, "usage: fuzz_sender ENDPOINT COUNT SEED\n");
+		return 2;
+	}
+	count = strtol(argv[2], NULL, 10);
+	rng_state = strtoull(argv[3], NULL, 10);
+	ctx = zmq_ctx_new();
+	for (int i = 0; i < 2; i++) {
+		uint8_t id[8];
+		fill(id, sizeof(id));
+		socks[i] = zmq_socket(ctx, ZMQ_DEALER);
+		zmq_setsockopt(socks[i], ZMQ_ROUTING_ID, id, i ? 5 : 8);
+		zmq_setsockopt(socks[i], ZMQ_LINGER, &linger, sizeof(linger));
+		if (zmq_connect(socks[i], argv[1]) != 0) {
+			fprintf(stderr, "fuzz_sender: cannot connect to %s: "
+				"%s\n", argv[1], zmq_strerror(zmq_errno()));
+			return 1;
+		}
+	}
+	for (long i = 0; i < count; i++)
+		one_message(socks[rnd() % 2]);
+	for (int i = 0; i < 2; i++)
+		zmq_close(socks[i]);
+	zmq_ctx_term(ctx);
+	printf("fuzz_sender: %ld messages sent to %s\n", count, argv[1]);
+	return 0;
+}
