@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs ordo's build and test dependencies from Debian packages.
+# Skips apt-get entirely when everything is already installed.
+set -euo pipefail
+
+packages=(
+	build-essential cmake pkg-config
+	libzmq3-dev libmsgpack-dev libinih-dev libgsl-dev libcmocka-dev
+	libjansson-dev libibverbs-dev librdmacm-dev
+	iproute2 procps python3
+)
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+	echo "install-deps: all ${#packages[@]} packages present"
+	exit 0
+fi
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo=sudo
+echo "install-deps: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
