@@ -25,6 +25,7 @@ typedef struct member {
 	ps_node_info info;
 	ps_peer peer;
 	int64_t last_heard_ms;
+	int unreachable; /* a send failed: no more heartbeats to it */
 	int done;
 	int in_barrier;
 	ps_wire_done stats;
@@ -90,7 +91,8 @@ static void abort_job(coord *c, const char *reason)
 {
 	PS_ERROR("aborting the job: %s", reason);
 	for (uint32_t i = 1; i <= c->registered; i++)
-		send_abort(c, c->members[i].peer, reason);
+		if (!c->members[i].unreachable)
+			send_abort(c, c->members[i].peer, reason);
 }
 
 static int same_tensors(const coord *c, const ps_wire_register *r, char *why,
@@ -443,9 +445,13 @@ static int tick(coord *c)
 	}
 	if (now - c->last_beat_ms >= c->cfg->cluster.heartbeat_interval_ms) {
 		c->last_beat_ms = now;
-		for (uint32_t i = 1; i < n; i++)
-			send_msg(c, c->members[i].peer, PS_MSG_HEARTBEAT, 0,
-				 NULL, 0);
+		for (uint32_t i = 1; i < n; i++) {
+			member *m = &c->members[i];
+			if (!m->unreachable &&
+			    send_msg(c, m->peer, PS_MSG_HEARTBEAT, 0, NULL,
+				     0) != PS_OK)
+				m->unreachable = 1;
+		}
 	}
 	return PS_OK;
 }
@@ -510,9 +516,16 @@ int ps_coordinator_run(const ps_config *cfg, int ready_fd)
 {
 	const char *tname = ps_config_enum_name("transport.type",
 						cfg->transport.type);
+	/* A send to a dead node blocks for the send timeout; the scheduler
+	 * must keep its heartbeats going meanwhile, so its sends give up
+	 * after a heartbeat interval (a node that misses them is caught by
+	 * its silence, not by the failed send). */
 	ps_transport_opts opts = {
 		.id = ps_random_id(),
-		.send_timeout_ms = cfg->transport.send_timeout_ms,
+		.send_timeout_ms = cfg->transport.send_timeout_ms <
+						   cfg->cluster.heartbeat_interval_ms
+					   ? cfg->transport.send_timeout_ms
+					   : cfg->cluster.heartbeat_interval_ms,
 		.connect_timeout_ms = cfg->cluster.connect_timeout_ms,
 		.io_threads = cfg->transport.io_threads,
 	};

@@ -508,8 +508,14 @@ int ps_client_create(const ps_config *cfg, ps_client **client_p)
 {
 	ps_client *c;
 
+	char err[512];
+
 	if (!cfg || !client_p)
 		return PS_EINVAL;
+	if (ps_config_validate(cfg, err, sizeof(err)) != PS_OK) {
+		PS_ERROR("invalid configuration: %s", err);
+		return PS_ECONFIG;
+	}
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return PS_ENOMEM;

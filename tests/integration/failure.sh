@@ -19,11 +19,11 @@ wait $job
 status=$?
 elapsed_ms=$((($(date +%s%N) - start) / 1000000))
 [ $status -ne 0 ] || fail "the job exited 0 after a worker was killed"
-[ $status -ne 124 ] && [ $status -ne 137 ] || fail "the job hung (killed by timeout)"
 grep -q "scheduler\] error: aborting the job: worker [01] (pid $victim .* silent for" "$WORK/job.err.log" ||
 	fail "the scheduler did not name the dead worker"
 n=$(grep -c 'exited with status' "$WORK/job.err.log")
 [ "$n" -eq 5 ] || fail "$n of 5 processes exited non-zero"
+# (the timeout above is 120 s: stopping this fast means nothing hung)
 [ $elapsed_ms -lt 15000 ] || fail "took $elapsed_ms ms to stop"
 pass "worker pid $victim killed: job stopped in $elapsed_ms ms with status $status"
 assert_no_leftovers

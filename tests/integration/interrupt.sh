@@ -9,6 +9,7 @@ for _ in $(seq 1 300); do
 	grep -q '^worker 1 iter 5/' "$WORK/job.out.log" && break
 	sleep 0.1
 done
+grep -q '^worker 1 iter 5/' "$WORK/job.out.log" || fail "the job did not start"
 kill -INT $job
 start=$(date +%s)
 wait $job

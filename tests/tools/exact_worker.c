@@ -86,6 +86,7 @@ int main(int argc, char **argv)
 	ps_client *c = NULL;
 	ps_config cfg;
 	int rc, status = 1, rank, workers;
+	uint64_t t0 = 0;
 
 	ps_signals_install();
 	if (getenv("EXACT_WORKER_SIZES")) {
@@ -134,6 +135,7 @@ int main(int argc, char **argv)
 	}
 	rank = ps_client_rank(c);
 	workers = ps_client_num_workers(c);
+	t0 = ps_now_ns();
 	for (uint64_t i = 0; rc == PS_OK && i < (uint64_t)cfg.train.iterations;
 	     i++) {
 		for (uint32_t k = o.n; k-- > 0 && rc == PS_OK;) {
@@ -166,7 +168,8 @@ int main(int argc, char **argv)
 		PS_ERROR("training failed: %s", ps_strerror(rc));
 		goto out;
 	}
-	rc = ps_client_finish(c, (uint64_t)cfg.train.iterations, 0.0, 0.0);
+	rc = ps_client_finish(c, (uint64_t)cfg.train.iterations,
+			      (double)(ps_now_ns() - t0) / 1e9, 0.0);
 	if (rc != PS_OK) {
 		PS_ERROR("finish failed: %s", ps_strerror(rc));
 		goto out;
