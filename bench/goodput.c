@@ -84,6 +84,9 @@ typedef struct job {
 static int run_scheduler(void *arg, int fd)
 {
 	job *j = arg;
+	/* its placement and summary would interleave with the table */
+	if (!freopen("/dev/null", "w", stdout))
+		return 1;
 	return ps_coordinator_run(&j->cfg, fd);
 }
 

@@ -50,4 +50,11 @@ typedef enum {
 ps_cli_status ps_cli_parse(int argc, char **argv, const ps_cli_info *info,
 			   ps_config *cfg);
 
+/* The exit status a program returns for a status other than PS_CLI_RUN:
+ * 0 after --help/--version, 2 after an error. */
+static inline int ps_cli_exit_status(ps_cli_status st)
+{
+	return st == PS_CLI_EXIT_OK ? 0 : 2;
+}
+
 #endif /* ORDO_COMMON_CLI_H */

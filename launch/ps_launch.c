@@ -285,18 +285,14 @@ int main(int argc, char **argv)
 	};
 	char port[32], portarg[64];
 	const char *extra[2] = {"--set", portarg};
+	ps_cli_status st;
 	ps_config cfg;
 	int rc;
 
 	ps_signals_install();
-	switch (ps_cli_parse(argc, argv, &info, &cfg)) {
-	case PS_CLI_EXIT_OK:
-		return 0;
-	case PS_CLI_EXIT_ERR:
-		return 2;
-	case PS_CLI_RUN:
-		break;
-	}
+	st = ps_cli_parse(argc, argv, &info, &cfg);
+	if (st != PS_CLI_RUN)
+		return ps_cli_exit_status(st);
 	ps_log_init("launch", cfg.log.level);
 	if (bin_dir(l.dir, sizeof(l.dir)) != PS_OK) {
 		fprintf(stderr, "ps-launch: cannot find its own directory\n");

@@ -284,6 +284,19 @@ static int place(coord *c)
 	return PS_OK;
 }
 
+/* After SIGINT/SIGTERM: aborts the job and returns 1. */
+static int interrupted(coord *c)
+{
+	char why[64];
+
+	if (!ps_signal_pending())
+		return 0;
+	snprintf(why, sizeof(why), "scheduler interrupted by signal %d",
+		 ps_signal_pending());
+	abort_job(c, why);
+	return 1;
+}
+
 static int registration(coord *c)
 {
 	int64_t deadline = ps_now_ms() + c->cfg->cluster.connect_timeout_ms;
@@ -295,12 +308,8 @@ static int registration(coord *c)
 		char why[256];
 		int rc;
 
-		if (ps_signal_pending()) {
-			snprintf(why, sizeof(why), "scheduler interrupted by "
-				 "signal %d", ps_signal_pending());
-			abort_job(c, why);
+		if (interrupted(c))
 			return PS_EINTR;
-		}
 		if (left <= 0) {
 			snprintf(why, sizeof(why), "only %u of %u server(s) "
 				 "and %u of %u worker(s) registered within %d "
@@ -464,12 +473,8 @@ static int running(coord *c)
 		char why[256];
 		int rc;
 
-		if (ps_signal_pending()) {
-			snprintf(why, sizeof(why), "scheduler interrupted by "
-				 "signal %d", ps_signal_pending());
-			abort_job(c, why);
+		if (interrupted(c))
 			return PS_EINTR;
-		}
 		rc = tick(c);
 		if (rc != PS_OK)
 			return rc;

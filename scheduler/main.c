@@ -45,17 +45,13 @@ int main(int argc, char **argv)
 		.on_opt = on_opt,
 		.ud = &ready_fd,
 	};
+	ps_cli_status st;
 	ps_config cfg;
 
 	ps_signals_install();
-	switch (ps_cli_parse(argc, argv, &info, &cfg)) {
-	case PS_CLI_EXIT_OK:
-		return 0;
-	case PS_CLI_EXIT_ERR:
-		return 2;
-	case PS_CLI_RUN:
-		break;
-	}
+	st = ps_cli_parse(argc, argv, &info, &cfg);
+	if (st != PS_CLI_RUN)
+		return ps_cli_exit_status(st);
 	ps_log_init("scheduler", cfg.log.level);
 	return ps_coordinator_run(&cfg, ready_fd);
 }

@@ -9,6 +9,12 @@
 
 /* (restrict on the definition only: parameter qualifiers do not change the
  * function's type, so this matches the header.) */
+void ps_accum_set(double *restrict acc, const float *restrict g, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		acc[i] = (double)g[i];
+}
+
 void ps_accum_add(double *restrict acc, const float *restrict g, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -25,10 +31,10 @@ void ps_sgd_apply(float *restrict w, float *restrict v,
 {
 	if (count == 0)
 		return;
-	const double c = (double)count;
+	const double scale = 1.0 / (double)count;
 
 	for (size_t i = 0; i < n; i++) {
-		double g = acc[i] / c; /* exactly as documented: sum / count */
+		double g = acc[i] * scale; /* no division in the loop */
 		double vi = momentum * (double)v[i] + g;
 		v[i] = (float)vi;
 		w[i] = (float)((double)w[i] - lr * vi);

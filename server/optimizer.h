@@ -1,7 +1,8 @@
 /*
  * server/optimizer.h - aggregation and SGD with momentum.
  *
- * Pushed gradients are summed in double (ps_accum_add), so the sum does not
+ * Pushed gradients are summed in double (ps_accum_set for the first push of
+ * a round, ps_accum_add for the others), so the sum does not
  * depend on the order pushes arrive in, beyond double rounding. The update
  * is computed in double and stored in float32:
  *     g = sum / count;  v = momentum * v + g;  w = w - lr * v
@@ -14,10 +15,15 @@
 
 #include <stddef.h>
 
+/* acc[i] = g[i] (the first push of a round: no clearing pass needed) */
+void ps_accum_set(double *acc, const float *g, size_t n);
+
 /* acc[i] += g[i] */
 void ps_accum_add(double *acc, const float *g, size_t n);
 
-/* One SGD-with-momentum step with the averaged gradient acc / count. */
+/* One SGD-with-momentum step with the averaged gradient acc / count
+ * (computed as acc * (1 / count): exact for power-of-two counts, within
+ * one double rounding otherwise, far below float32 resolution). */
 void ps_sgd_apply(float *w, float *v, const double *acc, size_t n,
 		  unsigned count, double lr, double momentum);
 

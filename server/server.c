@@ -275,12 +275,33 @@ static int apply_update(server *s, shard_part *p, unsigned count)
 	}
 	ps_sgd_apply(p->values->data, p->momentum, p->acc, p->desc->numel,
 		     count, s->cfg->train.lr, s->cfg->train.momentum);
-	memset(p->acc, 0, p->desc->numel * sizeof(double));
 	memset(p->pushed, 0, s->workers);
 	p->count = 0;
 	p->version++;
 	s->updates++;
 	return PS_OK;
+}
+
+/* The initialised partition a worker's PUSH or PULL names; NULL with a
+ * reason when the sender is no worker or the partition is not ready. */
+static shard_part *worker_request(server *s, const ps_wire_header *h,
+				  size_t payload_len, char *why, size_t whylen)
+{
+	int push = h->type == PS_MSG_PUSH;
+	shard_part *p;
+
+	if (s->node.welcome.nodes[h->sender].role != PS_ROLE_WORKER) {
+		snprintf(why, whylen, "%s from node %u, not a worker",
+			 ps_msg_type_name(h->type), h->sender);
+		return NULL;
+	}
+	p = lookup_part(s, h, payload_len, push, why, whylen);
+	if (p && !p->initialized) {
+		snprintf(why, whylen, "%s for partition %u before INIT",
+			 ps_msg_type_name(h->type), h->partition);
+		return NULL;
+	}
+	return p;
 }
 
 static int handle_push(server *s, const ps_msg *msg, const ps_wire_header *h,
@@ -291,19 +312,9 @@ static int handle_push(server *s, const ps_msg *msg, const ps_wire_header *h,
 	shard_part *p;
 	int rc;
 
-	if (from->role != PS_ROLE_WORKER) {
-		snprintf(why, whylen, "PUSH from node %u, not a worker",
-			 h->sender);
-		return PS_EPROTO;
-	}
-	p = lookup_part(s, h, msg->payload_len, 1, why, whylen);
+	p = worker_request(s, h, msg->payload_len, why, whylen);
 	if (!p)
 		return PS_EPROTO;
-	if (!p->initialized) {
-		snprintf(why, whylen, "PUSH for partition %u before INIT",
-			 h->partition);
-		return PS_EPROTO;
-	}
 	if (s->cfg->train.mode == PS_MODE_SYNC) {
 		if (h->iteration != p->version) {
 			snprintf(why, whylen, "PUSH of iteration %llu for "
@@ -324,7 +335,10 @@ static int handle_push(server *s, const ps_msg *msg, const ps_wire_header *h,
 	g = payload_floats(s, msg);
 	if (!g)
 		return PS_ENOMEM;
-	ps_accum_add(p->acc, g, p->desc->numel);
+	if (p->count == 0)
+		ps_accum_set(p->acc, g, p->desc->numel);
+	else
+		ps_accum_add(p->acc, g, p->desc->numel);
 	p->pushed[from->rank] = 1;
 	p->count++;
 	s->pushes++;
@@ -344,23 +358,11 @@ static int handle_push(server *s, const ps_msg *msg, const ps_wire_header *h,
 static int handle_pull(server *s, const ps_wire_header *h, char *why,
 		       size_t whylen)
 {
-	const ps_node_info *from = &s->node.welcome.nodes[h->sender];
-	shard_part *p;
+	shard_part *p = worker_request(s, h, 0, why, whylen);
 
-	if (from->role != PS_ROLE_WORKER) {
-		snprintf(why, whylen, "PULL from node %u, not a worker",
-			 h->sender);
-		return PS_EPROTO;
-	}
-	p = lookup_part(s, h, 0, 0, why, whylen);
 	if (!p)
 		return PS_EPROTO;
-	if (!p->initialized) {
-		snprintf(why, whylen, "PULL for partition %u before INIT",
-			 h->partition);
-		return PS_EPROTO;
-	}
-	send_params(s, p, from->rank);
+	send_params(s, p, s->node.welcome.nodes[h->sender].rank);
 	return PS_OK;
 }
 

@@ -7,8 +7,8 @@ launch async 120 --set train.mode=async --set train.iterations=40 \
 out=$WORK/async.out.log
 n=$(grep -c "^worker [01] iter .*/40 loss " "$out")
 [ "$n" -eq 80 ] || fail "$n progress lines, not 80"
-first=$(grep '^worker 0 iter 1/40 ' "$out" | awk '{print $6}')
-last=$(grep '^worker 0 iter 40/40 ' "$out" | awk '{print $6}')
+first=$(loss_at "$out" 0 1)
+last=$(loss_at "$out" 0 40)
 awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a) }' ||
 	fail "loss did not drop: $first -> $last"
 pass "async: loss $first -> $last"

@@ -10,8 +10,8 @@ done
 grep -q "^summary: job .* finished: 2 worker(s) x 2 server(s), 30 iterations" "$out" ||
 	fail "no job summary"
 grep -q "imbalance" "$out" || fail "placement not printed"
-first=$(grep '^worker 0 iter 1/30 ' "$out" | awk '{print $6}')
-last=$(grep '^worker 0 iter 30/30 ' "$out" | awk '{print $6}')
+first=$(loss_at "$out" 0 1)
+last=$(loss_at "$out" 0 30)
 awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < 0.8 * a) }' ||
 	fail "loss did not drop: $first -> $last"
 pass "30 iterations, loss $first -> $last"

@@ -2,15 +2,10 @@
 # heartbeat timeout, every process exits non-zero, nothing hangs.
 source "$(dirname "$0")/lib.sh" "$@"
 
-timeout --kill-after=5 120 "$BUILD/ps-launch" --config "$JOB" \
-	--set train.iterations=1000000 --set cluster.heartbeat_timeout_ms=2000 \
-	>"$WORK/job.out.log" 2>"$WORK/job.err.log" &
-job=$!
-for _ in $(seq 1 300); do
-	grep -q '^worker 1 iter 5/' "$WORK/job.out.log" && break
-	sleep 0.1
-done
-grep -q '^worker 1 iter 5/' "$WORK/job.out.log" || fail "the job did not start"
+start_job job --set train.iterations=1000000 \
+	--set cluster.heartbeat_timeout_ms=2000
+job=$JOB_PID
+wait_for "$WORK/job.out.log" '^worker 1 iter 5/'
 victim=$(pgrep -f "ps-worker.*$WORK" | head -n 1)
 [ -n "$victim" ] || fail "no worker process found"
 start=$(date +%s%N)

@@ -11,10 +11,8 @@ EXACT_WORKER_SIZES=1000,4097 timeout --kill-after=5 300 \
 job=$!
 
 # Wait until both servers have joined, then read every endpoint.
-for _ in $(seq 1 300); do
-	[ "$(grep -c 'server [01]\] info: joined job' "$WORK/fuzz.err.log")" -eq 2 ] && break
-	sleep 0.1
-done
+wait_for "$WORK/fuzz.err.log" 'server 0\] info: joined job'
+wait_for "$WORK/fuzz.err.log" 'server 1\] info: joined job'
 sched=$(grep -o 'scheduler\] info: job [0-9a-f]*: listening on tcp://[0-9.:]*' "$WORK/fuzz.err.log" | grep -o 'tcp://.*')
 servers=$(grep -B0 'listening on' "$WORK/fuzz.err.log" | grep 'ordo server' | grep -o 'tcp://[0-9.:]*')
 [ -n "$sched" ] || fail "no scheduler endpoint in the log"

@@ -1,15 +1,9 @@
 # SIGINT to ps-launch stops the whole job cleanly: nothing left running.
 source "$(dirname "$0")/lib.sh" "$@"
 
-timeout --kill-after=5 120 "$BUILD/ps-launch" --config "$JOB" \
-	--set train.iterations=1000000 \
-	>"$WORK/job.out.log" 2>"$WORK/job.err.log" &
-job=$!
-for _ in $(seq 1 300); do
-	grep -q '^worker 1 iter 5/' "$WORK/job.out.log" && break
-	sleep 0.1
-done
-grep -q '^worker 1 iter 5/' "$WORK/job.out.log" || fail "the job did not start"
+start_job job --set train.iterations=1000000
+job=$JOB_PID
+wait_for "$WORK/job.out.log" '^worker 1 iter 5/'
 kill -INT $job
 start=$(date +%s)
 wait $job

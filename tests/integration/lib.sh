@@ -71,3 +71,27 @@ assert_no_leftovers() {
 		fail "processes left running"
 	fi
 }
+
+# start_job NAME [ps-launch args...]: like launch, in the background;
+# JOB_PID is ps-launch's pid.
+start_job() {
+	local name=$1
+	shift
+	timeout --kill-after=5 120 "$BUILD/ps-launch" --config "$JOB" "$@" \
+		>"$WORK/$name.out.log" 2>"$WORK/$name.err.log" &
+	JOB_PID=$!
+}
+
+# wait_for FILE PATTERN: waits up to 30 s for a line matching PATTERN.
+wait_for() {
+	for _ in $(seq 1 300); do
+		grep -q -- "$2" "$1" && return 0
+		sleep 0.1
+	done
+	fail "waited 30 s for '$2' in $(basename "$1")"
+}
+
+# loss_at FILE WORKER ITER: the loss a worker printed for an iteration.
+loss_at() {
+	grep "^worker $2 iter $3/" "$1" | awk '{print $6}'
+}

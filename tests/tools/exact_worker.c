@@ -84,6 +84,7 @@ int main(int argc, char **argv)
 	double *expect[MAX_TENSORS] = {0};
 	uint64_t checked = 0, wrong = 0;
 	ps_client *c = NULL;
+	ps_cli_status st;
 	ps_config cfg;
 	int rc, status = 1, rank, workers;
 	uint64_t t0 = 0;
@@ -97,14 +98,9 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	switch (ps_cli_parse(argc, argv, &info, &cfg)) {
-	case PS_CLI_EXIT_OK:
-		return 0;
-	case PS_CLI_EXIT_ERR:
-		return 2;
-	case PS_CLI_RUN:
-		break;
-	}
+	st = ps_cli_parse(argc, argv, &info, &cfg);
+	if (st != PS_CLI_RUN)
+		return ps_cli_exit_status(st);
 	ps_log_init("exact-worker", cfg.log.level);
 	if (cfg.train.lr != 1.0 || cfg.train.momentum != 0.0 ||
 	    cfg.train.mode != PS_MODE_SYNC) {

@@ -104,6 +104,7 @@ int main(int argc, char **argv)
 		.on_opt = on_opt,
 		.ud = &o,
 	};
+	ps_cli_status st;
 	ps_config cfg;
 	ps_model *m = NULL;
 	ps_dataset **shards;
@@ -114,14 +115,9 @@ int main(int argc, char **argv)
 	int bad = 0;
 	FILE *f;
 
-	switch (ps_cli_parse(argc, argv, &info, &cfg)) {
-	case PS_CLI_EXIT_OK:
-		return 0;
-	case PS_CLI_EXIT_ERR:
-		return 2;
-	case PS_CLI_RUN:
-		break;
-	}
+	st = ps_cli_parse(argc, argv, &info, &cfg);
+	if (st != PS_CLI_RUN)
+		return ps_cli_exit_status(st);
 	ps_log_init("reference", cfg.log.level);
 	if (!o.compare) {
 		PS_ERROR("--compare DUMP is required");
@@ -159,8 +155,7 @@ int main(int argc, char **argv)
 		ps_model_step(m, x, y, W * b);
 		for (uint32_t t = 0; t < nt; t++) {
 			size_t n = ps_model_tensor_numel(m, t);
-			memset(acc, 0, n * sizeof(double));
-			ps_accum_add(acc, ps_model_grads(m, t), n);
+			ps_accum_set(acc, ps_model_grads(m, t), n);
 			ps_sgd_apply(ps_model_params(m, t), mom[t], acc, n, 1,
 				     cfg.train.lr, cfg.train.momentum);
 		}

@@ -83,6 +83,19 @@ static void test_count_divides(void **state)
 	assert_true(w1 == (float)(-1.0 / 3.0));
 }
 
+/* ps_accum_set starts a round: it overwrites whatever acc held. */
+static void test_accum_set_starts_round(void **state)
+{
+	double acc[3] = {100.0, -7.5, 1e30};
+	const float g[3] = {1.5f, -2.0f, 0.0f}, h[3] = {1.0f, 1.0f, 1.0f};
+
+	(void)state;
+	ps_accum_set(acc, g, 3);
+	assert_true(acc[0] == 1.5 && acc[1] == -2.0 && acc[2] == 0.0);
+	ps_accum_add(acc, h, 3);
+	assert_true(acc[0] == 2.5 && acc[1] == -1.0 && acc[2] == 1.0);
+}
+
 /* count 0: nothing was pushed, nothing changes. */
 static void test_count_zero_noop(void **state)
 {
@@ -159,6 +172,7 @@ int main(void)
 	    cmocka_unit_test(test_momentum_three_steps),
 	    cmocka_unit_test(test_count_divides),
 	    cmocka_unit_test(test_count_zero_noop),
+	    cmocka_unit_test(test_accum_set_starts_round),
 	    cmocka_unit_test(test_accum_many),
 	    cmocka_unit_test(test_long_vector),
 	};
