@@ -157,8 +157,9 @@ static const option options[] = {
          "reserved for the verbs transport, which this version does not "
          "build."),
     INT(transport, send_timeout_ms, "10000", 10, 3600000,
-        "A send that stays blocked this many milliseconds (peer not "
-        "accepting) fails with a timeout."),
+        "A send to a disconnected peer fails after this many "
+        "milliseconds, or after cluster.heartbeat_interval_ms if that is "
+        "shorter (a process never stops its heartbeats longer)."),
     INT(transport, io_threads, "1", 1, 64,
         "I/O threads per process for the transport (ZeroMQ context "
         "threads)."),

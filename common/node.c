@@ -30,6 +30,14 @@ uint64_t ps_random_id(void)
 	return x;
 }
 
+int ps_send_timeout_ms(const ps_config *cfg)
+{
+	return cfg->transport.send_timeout_ms <
+			       cfg->cluster.heartbeat_interval_ms
+		       ? cfg->transport.send_timeout_ms
+		       : cfg->cluster.heartbeat_interval_ms;
+}
+
 void psi_note_drop(uint64_t count, const char *what, const char *why)
 {
 	/* The first drops are all logged; then one line per 1000, so that a
@@ -193,7 +201,7 @@ int ps_node_join(ps_node *n, const ps_config *cfg, uint32_t role,
 						cfg->transport.type);
 	ps_transport_opts opts = {
 		.id = ps_random_id(),
-		.send_timeout_ms = cfg->transport.send_timeout_ms,
+		.send_timeout_ms = ps_send_timeout_ms(cfg),
 		.connect_timeout_ms = cfg->cluster.connect_timeout_ms,
 		.io_threads = cfg->transport.io_threads,
 	};

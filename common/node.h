@@ -79,6 +79,14 @@ void ps_node_wake(ps_node *n);
 /* Closes the transport (flushing for at most linger_ms) and frees. */
 void ps_node_close(ps_node *n, int linger_ms);
 
+/*
+ * The send timeout a process uses: transport.send_timeout_ms, but at most
+ * one heartbeat interval. With ZMQ_IMMEDIATE a send blocks only while its
+ * peer is disconnected (a dead node), and a process must not stop its own
+ * heartbeats that long, or the scheduler blames it instead of the dead one.
+ */
+int ps_send_timeout_ms(const ps_config *cfg);
+
 /* Logs a dropped message (rate-limited by its running count). */
 void psi_note_drop(uint64_t count, const char *what, const char *why);
 

@@ -435,22 +435,27 @@ static int handle_running(coord *c, const ps_msg *msg,
 /* Heartbeats out, silence detection in. PS_EABORTED when a node died. */
 static int tick(coord *c)
 {
-	uint32_t n = 1 + c->servers + c->workers;
-	int64_t now = ps_now_ms();
+	uint32_t n = 1 + c->servers + c->workers, worst = 0;
+	int64_t now = ps_now_ms(), longest = 0;
 
+	/* When a node dies, others may fall silent after it (blocked on it);
+	 * the one silent longest is the likely cause: report that one. */
 	for (uint32_t i = 1; i < n; i++) {
-		member *m = &c->members[i];
-		int64_t silent = now - m->last_heard_ms;
-		if (silent > c->cfg->cluster.heartbeat_timeout_ms) {
-			char who[400], why[600];
-			describe(m, who, sizeof(who));
-			snprintf(why, sizeof(why), "%s silent for %lld ms "
-				 "(cluster.heartbeat_timeout_ms = %d)",
-				 who, (long long)silent,
-				 c->cfg->cluster.heartbeat_timeout_ms);
-			abort_job(c, why);
-			return PS_EABORTED;
+		int64_t silent = now - c->members[i].last_heard_ms;
+		if (silent > longest) {
+			longest = silent;
+			worst = i;
 		}
+	}
+	if (longest > c->cfg->cluster.heartbeat_timeout_ms) {
+		char who[400], why[600];
+		describe(&c->members[worst], who, sizeof(who));
+		snprintf(why, sizeof(why), "%s silent for %lld ms "
+			 "(cluster.heartbeat_timeout_ms = %d)",
+			 who, (long long)longest,
+			 c->cfg->cluster.heartbeat_timeout_ms);
+		abort_job(c, why);
+		return PS_EABORTED;
 	}
 	if (now - c->last_beat_ms >= c->cfg->cluster.heartbeat_interval_ms) {
 		c->last_beat_ms = now;
@@ -521,16 +526,9 @@ int ps_coordinator_run(const ps_config *cfg, int ready_fd)
 {
 	const char *tname = ps_config_enum_name("transport.type",
 						cfg->transport.type);
-	/* A send to a dead node blocks for the send timeout; the scheduler
-	 * must keep its heartbeats going meanwhile, so its sends give up
-	 * after a heartbeat interval (a node that misses them is caught by
-	 * its silence, not by the failed send). */
 	ps_transport_opts opts = {
 		.id = ps_random_id(),
-		.send_timeout_ms = cfg->transport.send_timeout_ms <
-						   cfg->cluster.heartbeat_interval_ms
-					   ? cfg->transport.send_timeout_ms
-					   : cfg->cluster.heartbeat_interval_ms,
+		.send_timeout_ms = ps_send_timeout_ms(cfg),
 		.connect_timeout_ms = cfg->cluster.connect_timeout_ms,
 		.io_threads = cfg->transport.io_threads,
 	};

@@ -49,7 +49,6 @@ typedef struct server {
 	uint32_t nparts;
 	shard_part *parts;
 	int32_t *local; /* global partition -> index in parts, or -1 */
-	uint8_t *worker_failed;
 	float *scratch; /* aligned copy of a misaligned payload */
 	size_t scratch_cap;
 	uint64_t pushes, updates, bytes_in, bytes_out;
@@ -97,8 +96,7 @@ static int setup_shard(server *s)
 
 	s->workers = s->node.welcome.num_workers;
 	s->local = malloc(pl->num_parts * sizeof(*s->local));
-	s->worker_failed = calloc(s->workers, 1);
-	if (!s->local || !s->worker_failed)
+	if (!s->local)
 		return PS_ENOMEM;
 	for (uint32_t i = 0; i < pl->num_parts; i++) {
 		s->local[i] = -1;
@@ -143,7 +141,6 @@ static void free_shard(server *s)
 	}
 	free(s->parts);
 	free(s->local);
-	free(s->worker_failed);
 	free(s->scratch);
 }
 
@@ -159,26 +156,27 @@ static int send_params(server *s, shard_part *p, uint32_t wrank)
 	size_t len = p->values->numel * sizeof(float);
 	int rc;
 
-	if (s->worker_failed[wrank])
-		return PS_ECLOSED;
 	atomic_fetch_add(&p->values->refs, 1);
 	rc = ps_node_send(&s->node, to, &h, p->values->data, len, pbuf_unref,
 			  p->values);
 	if (rc != PS_OK) {
 		pbuf_unref(NULL, p->values);
-		s->worker_failed[wrank] = 1;
-		PS_ERROR("cannot send parameters to worker %u: %s (no more "
-			 "sends to it)", wrank, ps_strerror(rc));
+		/* Synchronous training cannot go on without this worker:
+		 * fail, and let the scheduler end the job. */
+		PS_ERROR("cannot send parameters to worker %u: %s", wrank,
+			 ps_strerror(rc));
 		return rc;
 	}
 	s->bytes_out += len;
 	return PS_OK;
 }
 
-static void broadcast_params(server *s, shard_part *p)
+static int broadcast_params(server *s, shard_part *p)
 {
-	for (uint32_t w = 0; w < s->workers; w++)
-		send_params(s, p, w);
+	int rc = PS_OK;
+	for (uint32_t w = 0; w < s->workers && rc == PS_OK; w++)
+		rc = send_params(s, p, w);
+	return rc;
 }
 
 static void send_ack(server *s, uint32_t to, const ps_wire_header *push)
@@ -262,8 +260,7 @@ static int handle_init(server *s, const ps_msg *msg, const ps_wire_header *h,
 	memcpy(p->values->data, msg->payload, msg->payload_len);
 	p->initialized = 1;
 	p->version = 0;
-	broadcast_params(s, p);
-	return PS_OK;
+	return broadcast_params(s, p);
 }
 
 static int apply_update(server *s, shard_part *p, unsigned count)
@@ -351,7 +348,7 @@ static int handle_push(server *s, const ps_msg *msg, const ps_wire_header *h,
 		return PS_OK;
 	rc = apply_update(s, p, s->workers);
 	if (rc == PS_OK)
-		broadcast_params(s, p);
+		rc = broadcast_params(s, p);
 	return rc;
 }
 
@@ -362,8 +359,7 @@ static int handle_pull(server *s, const ps_wire_header *h, char *why,
 
 	if (!p)
 		return PS_EPROTO;
-	send_params(s, p, s->node.welcome.nodes[h->sender].rank);
-	return PS_OK;
+	return send_params(s, p, s->node.welcome.nodes[h->sender].rank);
 }
 
 /* Handles one message: PS_OK, PS_ECLOSED on SHUTDOWN, PS_EPROTO (dropped,
