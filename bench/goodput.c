@@ -128,7 +128,9 @@ static int run_worker(void *arg, int rank)
 			rc = PS_EIO;
 	}
 	if (rc == PS_OK)
-		rc = ps_client_finish(c, (uint64_t)j->iterations, 0, 0);
+		rc = ps_client_finish(
+		    c, &(ps_client_result){.iterations =
+						 (uint64_t)j->iterations});
 	ps_client_destroy(&c);
 	free(values);
 	free(grad);

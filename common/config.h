@@ -29,6 +29,8 @@ typedef enum { PS_MODE_SYNC = 0, PS_MODE_ASYNC = 1 } ps_train_mode;
 typedef enum { PS_MODEL_SOFTMAX = 0, PS_MODEL_MLP = 1 } ps_model_kind;
 typedef enum { PS_PLACE_BALANCED = 0, PS_PLACE_ROUND_ROBIN = 1 } ps_place_strategy;
 typedef enum { PS_PRESET_BASELINE = 0 } ps_preset;
+typedef enum { PS_WORKER_TRAIN = 0, PS_WORKER_REPLAY = 1 } ps_worker_mode;
+typedef enum { PS_COMPUTE_SLEEP = 0, PS_COMPUTE_SPIN = 1 } ps_compute_wait;
 typedef enum {
 	PS_LOG_ERROR = 0,
 	PS_LOG_WARN = 1,
@@ -59,7 +61,13 @@ struct ps_config {
 		int hidden;
 		int classes;
 		int samples_per_worker;
+		char file[PS_CFG_STR]; /* model DAG for replay */
+		double compute_scale;
 	} model;
+	struct {
+		int mode;    /* ps_worker_mode */
+		int compute; /* ps_compute_wait */
+	} worker;
 	struct {
 		int iterations;
 		int batch; /* per worker */
@@ -78,6 +86,12 @@ struct ps_config {
 	struct {
 		int level; /* ps_log_level */
 	} log;
+	struct {
+		char dir[PS_CFG_STR]; /* timeline parts, metrics; "" = none */
+	} output;
+	struct {
+		double bandwidth_gbps; /* time oracle of transfers */
+	} metrics;
 };
 
 /* Fills cfg with every option's default. */

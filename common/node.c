@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/node.h"
 #include "common/signals.h"
+#include "common/trace.h"
 
 uint64_t ps_random_id(void)
 {
@@ -246,6 +247,14 @@ int ps_node_join(ps_node *n, const ps_config *cfg, uint32_t role,
 	if (rc != PS_OK)
 		return rc;
 	n->last_heard_ms = n->last_beat_ms = ps_now_ms();
+	{
+		char stem[32], pname[32];
+		snprintf(stem, sizeof(stem), "%s-%u", ps_role_name(role),
+			 n->rank);
+		snprintf(pname, sizeof(pname), "%s %u", ps_role_name(role),
+			 n->rank);
+		ps_trace_open(cfg->output.dir, stem, n->id, pname);
+	}
 	PS_INFO("joined job %016llx as %s %u (node %u of %u)",
 		(unsigned long long)n->job_id, ps_role_name(role), n->rank,
 		n->id, n->welcome.num_nodes);
@@ -408,6 +417,7 @@ void ps_node_wake(ps_node *n)
 void ps_node_close(ps_node *n, int linger_ms)
 {
 	ps_signals_set_wake(NULL);
+	ps_trace_close();
 	ps_transport_destroy(&n->transport, linger_ms);
 	ps_wire_welcome_clear(&n->welcome);
 	free(n->peers);

@@ -19,7 +19,9 @@
  *              id i, role scheduler (i == 0), server (1..S, rank i - 1) or
  *              worker (S+1..S+W, rank i - 1 - S).
  *   DONE      [iterations, seconds, bytes_pushed, bytes_received,
- *              last_loss]                      (seconds, loss: float)
+ *              last_loss, wait_seconds, efficiency, speedup_bound,
+ *              samples_per_second]             (seconds...: float; the
+ *              last four may be absent: 5 elements decode with them 0)
  *   ABORT     reason                           (str, < PS_REASON_MAX bytes)
  *
  * DESIGN. Decoding never trusts the bytes. A first pass (prescan) walks
@@ -1059,12 +1061,16 @@ int ps_wire_done_encode(const ps_wire_done *dn, void **buf_p, size_t *len_p)
 		return PS_EINVAL;
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	failed |= msgpack_pack_array(&pk, 5);
+	failed |= msgpack_pack_array(&pk, 9);
 	failed |= msgpack_pack_uint64(&pk, dn->iterations);
 	failed |= msgpack_pack_double(&pk, dn->seconds);
 	failed |= msgpack_pack_uint64(&pk, dn->bytes_pushed);
 	failed |= msgpack_pack_uint64(&pk, dn->bytes_received);
 	failed |= msgpack_pack_double(&pk, dn->last_loss);
+	failed |= msgpack_pack_double(&pk, dn->wait_seconds);
+	failed |= msgpack_pack_double(&pk, dn->efficiency);
+	failed |= msgpack_pack_double(&pk, dn->speedup_bound);
+	failed |= msgpack_pack_double(&pk, dn->samples_per_second);
 	return sbuf_finish(&sb, failed, buf_p, len_p);
 }
 
@@ -1098,6 +1104,17 @@ int ps_wire_done_decode(const void *buf, size_t len, ps_wire_done *d_p,
 		              &dn.bytes_received);
 	if (rc == PS_OK)
 		rc = get_f64(&d, &a->ptr[4], "last_loss", &dn.last_loss);
+	/* the replay metrics, since the model replay; absent = 0 */
+	if (rc == PS_OK && a->size >= 9)
+		rc = get_f64(&d, &a->ptr[5], "wait_seconds", &dn.wait_seconds);
+	if (rc == PS_OK && a->size >= 9)
+		rc = get_f64(&d, &a->ptr[6], "efficiency", &dn.efficiency);
+	if (rc == PS_OK && a->size >= 9)
+		rc = get_f64(&d, &a->ptr[7], "speedup_bound",
+		             &dn.speedup_bound);
+	if (rc == PS_OK && a->size >= 9)
+		rc = get_f64(&d, &a->ptr[8], "samples_per_second",
+		             &dn.samples_per_second);
 	msgpack_unpacked_destroy(&u);
 	if (rc == PS_OK)
 		*d_p = dn;

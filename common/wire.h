@@ -100,6 +100,11 @@ typedef struct ps_wire_done {
 	uint64_t bytes_pushed;
 	uint64_t bytes_received;
 	double last_loss;
+	/* replay (worker.mode = replay); 0 in training mode */
+	double wait_seconds;   /* compute engine waiting on parameters */
+	double efficiency;     /* mean ordering efficiency E */
+	double speedup_bound;  /* TicTac's S for the model and link */
+	double samples_per_second;
 } ps_wire_done;
 
 /* "REGISTER", "PUSH"...; "UNKNOWN" for others. */

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,6 +33,7 @@
 #include "common/cli.h"
 #include "common/log.h"
 #include "common/signals.h"
+#include "common/trace.h"
 
 typedef struct child {
 	pid_t pid;
@@ -264,6 +266,53 @@ static int on_opt(void *ud, const char *name, const char *arg, char *err,
 	return PS_OK;
 }
 
+/* mkdir -p */
+static int make_dirs(const char *dir)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s", dir);
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(path, 0777) != 0 && errno != EEXIST)
+			return PS_EIO;
+		*p = '/';
+	}
+	if (mkdir(path, 0777) != 0 && errno != EEXIST)
+		return PS_EIO;
+	return PS_OK;
+}
+
+/* Merges the processes' timeline parts into DIR/timeline.json. */
+static void merge_timeline(const ps_config *cfg)
+{
+	int n = 0, total = cfg->cluster.servers + cfg->cluster.workers;
+	char **paths = calloc((size_t)total, sizeof(*paths));
+	char out[PATH_MAX];
+
+	if (!paths)
+		return;
+	for (int i = 0; i < total; i++) {
+		int server = i < cfg->cluster.servers;
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s/%s-%d.json", cfg->output.dir,
+			 server ? "server" : "worker",
+			 server ? i : i - cfg->cluster.servers);
+		if (access(path, R_OK) == 0)
+			paths[n++] = strdup(path);
+	}
+	snprintf(out, sizeof(out), "%s/timeline.json", cfg->output.dir);
+	if (n > 0 && ps_trace_merge((const char *const *)paths, n, out) ==
+			     PS_OK)
+		fprintf(stderr, "ps-launch: timeline of %d process(es) in %s "
+			"(open it in Perfetto or chrome://tracing)\n", n, out);
+	for (int i = 0; i < n; i++)
+		free(paths[i]);
+	free(paths);
+}
+
 int main(int argc, char **argv)
 {
 	static const ps_cli_opt opts[] = {
@@ -303,6 +352,11 @@ int main(int argc, char **argv)
 			    sizeof(*l.children));
 	if (!l.children)
 		return 1;
+	if (cfg.output.dir[0] && make_dirs(cfg.output.dir) != PS_OK) {
+		fprintf(stderr, "ps-launch: cannot create output.dir %s: %s\n",
+			cfg.output.dir, strerror(errno));
+		return 1;
+	}
 	fprintf(stderr, "ps-launch: starting 1 scheduler, %d server(s), %d "
 		"worker(s)\n", cfg.cluster.servers, cfg.cluster.workers);
 	rc = start_scheduler(&l, &cfg, port, sizeof(port));
@@ -324,6 +378,8 @@ int main(int argc, char **argv)
 	}
 	supervise(&l, &cfg);
 	free(l.children);
+	if (cfg.output.dir[0])
+		merge_timeline(&cfg);
 	if (l.failed_status) {
 		fprintf(stderr, "ps-launch: job failed (status %d)\n",
 			l.failed_status);

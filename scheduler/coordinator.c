@@ -342,10 +342,44 @@ static int registration(coord *c)
 	return PS_OK;
 }
 
+/* Per-worker rows of the summary, also written to DIR/summary.csv. The
+ * straggler effect (TicTac §6) is the largest share of its time any worker
+ * spent waiting for parameters. */
+static void write_summary_csv(coord *c)
+{
+	char path[PS_CFG_STR + 32];
+	FILE *f;
+
+	if (!c->cfg->output.dir[0])
+		return;
+	snprintf(path, sizeof(path), "%s/summary.csv", c->cfg->output.dir);
+	f = fopen(path, "w");
+	if (!f) {
+		PS_WARN("cannot write %s: %s", path, strerror(errno));
+		return;
+	}
+	fprintf(f, "worker,iterations,seconds,samples_per_s,wait_s,"
+		"wait_share,efficiency,speedup_bound,bytes_pushed,"
+		"bytes_received\n");
+	for (uint32_t r = 0; r < c->workers; r++) {
+		const ps_wire_done *d = &c->members[1 + c->servers + r].stats;
+		fprintf(f, "%u,%llu,%.6f,%.3f,%.6f,%.6f,%.6f,%.6f,%llu,%llu\n",
+			r, (unsigned long long)d->iterations, d->seconds,
+			d->samples_per_second, d->wait_seconds,
+			d->seconds > 0 ? d->wait_seconds / d->seconds : 0.0,
+			d->efficiency, d->speedup_bound,
+			(unsigned long long)d->bytes_pushed,
+			(unsigned long long)d->bytes_received);
+	}
+	fclose(f);
+}
+
 static void print_summary(coord *c)
 {
 	double secs = (double)(ps_now_ms() - c->started_ms) / 1000.0;
 	uint64_t pushed = 0, received = 0, iters = 0;
+	double straggler = 0.0, samples = 0.0, eff = 0.0;
+	int replay = 0;
 
 	for (uint32_t r = 0; r < c->workers; r++) {
 		const ps_wire_done *d =
@@ -354,6 +388,11 @@ static void print_summary(coord *c)
 		received += d->bytes_received;
 		if (d->iterations > iters)
 			iters = d->iterations;
+		if (d->seconds > 0 && d->wait_seconds / d->seconds > straggler)
+			straggler = d->wait_seconds / d->seconds;
+		samples += d->samples_per_second;
+		eff += d->efficiency / c->workers;
+		replay |= d->samples_per_second > 0;
 	}
 	printf("summary: job %016llx finished: %u worker(s) x %u server(s), "
 	       "%llu iterations, %.3f s since the WELCOME, %.2f MiB pushed, "
@@ -364,14 +403,36 @@ static void print_summary(coord *c)
 	for (uint32_t r = 0; r < c->workers; r++) {
 		const ps_wire_done *d =
 			&c->members[1 + c->servers + r].stats;
-		printf("summary: worker %u: %llu iterations in %.3f s "
-		       "(%.2f it/s), last loss %.6f\n",
-		       r, (unsigned long long)d->iterations, d->seconds,
-		       d->seconds > 0 ? (double)d->iterations / d->seconds
-				      : 0.0,
-		       d->last_loss);
+		if (replay)
+			printf("summary: worker %u: %llu iterations in %.3f s "
+			       "(%.2f it/s, %.1f samples/s), waited %.3f s "
+			       "for parameters, E %.3f\n",
+			       r, (unsigned long long)d->iterations,
+			       d->seconds,
+			       d->seconds > 0 ? (double)d->iterations /
+							d->seconds
+					      : 0.0,
+			       d->samples_per_second, d->wait_seconds,
+			       d->efficiency);
+		else
+			printf("summary: worker %u: %llu iterations in %.3f s "
+			       "(%.2f it/s), last loss %.6f\n",
+			       r, (unsigned long long)d->iterations,
+			       d->seconds,
+			       d->seconds > 0 ? (double)d->iterations /
+							d->seconds
+					      : 0.0,
+			       d->last_loss);
+	}
+	if (replay) {
+		const ps_wire_done *d0 = &c->members[1 + c->servers].stats;
+		printf("summary: throughput %.1f samples/s, ordering "
+		       "efficiency E %.3f (mean), speedup bound S %.3f, "
+		       "straggler effect %.3f\n",
+		       samples, eff, d0->speedup_bound, straggler);
 	}
 	fflush(stdout);
+	write_summary_csv(c);
 }
 
 /* Message from a welcomed node: PS_OK, PS_ECLOSED when the job is done. */

@@ -21,6 +21,7 @@
 #include "common/log.h"
 #include "common/node.h"
 #include "common/signals.h"
+#include "common/trace.h"
 #include "server/optimizer.h"
 #include "server/server.h"
 
@@ -154,11 +155,22 @@ static int send_params(server *s, shard_part *p, uint32_t wrank)
 		.iteration = p->version,
 	};
 	size_t len = p->values->numel * sizeof(float);
+	uint64_t ready = ps_trace_now_us();
 	int rc;
 
 	atomic_fetch_add(&p->values->refs, 1);
 	rc = ps_node_send(&s->node, to, &h, p->values->data, len, pbuf_unref,
 			  p->values);
+	if (rc == PS_OK && ps_trace_enabled()) {
+		uint64_t sent = ps_trace_now_us();
+		ps_trace_args a = {.iteration = (int64_t)p->version,
+				   .tensor = p->desc->tensor,
+				   .partition = p->index,
+				   .bytes = (int64_t)len,
+				   .ready_us = ready,
+				   .sent_us = sent};
+		ps_trace_span(PS_LANE_SEND, "params", ready, sent - ready, &a);
+	}
 	if (rc != PS_OK) {
 		pbuf_unref(NULL, p->values);
 		/* Synchronous training cannot go on without this worker:
@@ -265,6 +277,7 @@ static int handle_init(server *s, const ps_msg *msg, const ps_wire_header *h,
 
 static int apply_update(server *s, shard_part *p, unsigned count)
 {
+	uint64_t start = ps_trace_now_us();
 	int rc = make_writable(p);
 	if (rc != PS_OK) {
 		PS_ERROR("out of memory updating partition %u", p->index);
@@ -276,6 +289,15 @@ static int apply_update(server *s, shard_part *p, unsigned count)
 	p->count = 0;
 	p->version++;
 	s->updates++;
+	if (ps_trace_enabled()) {
+		ps_trace_args a = {.iteration = (int64_t)p->version,
+				   .tensor = p->desc->tensor,
+				   .partition = p->index,
+				   .bytes = (int64_t)(p->desc->numel *
+						      sizeof(float))};
+		ps_trace_span(PS_LANE_UPDATE, "update", start,
+			      ps_trace_now_us() - start, &a);
+	}
 	return PS_OK;
 }
 
@@ -339,6 +361,16 @@ static int handle_push(server *s, const ps_msg *msg, const ps_wire_header *h,
 	p->pushed[from->rank] = 1;
 	p->count++;
 	s->pushes++;
+	if (ps_trace_enabled()) {
+		ps_trace_args a = {.iteration = (int64_t)h->iteration,
+				   .tensor = h->key,
+				   .partition = h->partition,
+				   .bytes = (int64_t)msg->payload_len};
+		char what[32];
+		snprintf(what, sizeof(what), "push from worker %u",
+			 from->rank);
+		ps_trace_instant(PS_LANE_RECEIVE, what, ps_trace_now_us(), &a);
+	}
 	s->bytes_in += msg->payload_len;
 	send_ack(s, h->sender, h);
 	if (s->cfg->train.mode == PS_MODE_ASYNC) {

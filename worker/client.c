@@ -29,6 +29,7 @@
 #include "common/log.h"
 #include "common/node.h"
 #include "common/signals.h"
+#include "common/trace.h"
 #include "common/wire.h"
 #include "ordo/ordo.h"
 
@@ -45,6 +46,7 @@ typedef struct cmd {
 	const float *data;
 	uint64_t iteration;
 	int32_t priority;
+	uint64_t ready_us; /* when the application handed it over */
 	ps_wire_done done;
 	struct cmd *next;
 } cmd;
@@ -64,9 +66,14 @@ typedef struct tensor {
 	float *values;
 	uint32_t first_part, nparts;
 	uint32_t inflight; /* sent partitions not yet released */
+	ps_msg **detached; /* copy_out's scratch, nparts entries */
+	uint32_t *detached_part;
 } tensor;
 
 typedef struct slot {
+	/* communication thread only: the partition's last push, traced */
+	uint64_t push_iteration, push_ready_us, push_sent_us;
+	/* guarded by mu */
 	ps_msg *msg; /* latest PARAMS not yet copied out, or NULL */
 	uint64_t version;
 	int have;         /* a version has arrived */
@@ -121,7 +128,8 @@ static void release_payload(void *data, void *hint)
 /* Sends one partition of a tensor; the tensor's inflight count must
  * already include it (it is dropped here if the send fails). */
 static int send_part(ps_client *c, tensor *t, uint32_t part, uint32_t type,
-		     const float *base, uint64_t iteration, int32_t priority)
+		     const float *base, uint64_t iteration, int32_t priority,
+		     uint64_t ready_us)
 {
 	const ps_partition *p = &c->node.welcome.placement->parts[part];
 	ps_wire_header h = {
@@ -148,15 +156,22 @@ static int send_part(ps_client *c, tensor *t, uint32_t part, uint32_t type,
 		c->stats.pushes++;
 	}
 	pthread_mutex_unlock(&c->mu);
+	if (rc == PS_OK && type == PS_MSG_PUSH) {
+		slot *s = &c->slots[part];
+		s->push_iteration = iteration;
+		s->push_ready_us = ready_us;
+		s->push_sent_us = ps_trace_now_us();
+	}
 	return rc;
 }
 
 static int send_tensor(ps_client *c, tensor *t, uint32_t type,
-		       const float *base, uint64_t iteration, int32_t priority)
+		       const float *base, uint64_t iteration, int32_t priority,
+		       uint64_t ready_us)
 {
 	for (uint32_t k = 0; k < t->nparts; k++) {
 		int rc = send_part(c, t, t->first_part + k, type, base,
-				   iteration, priority);
+				   iteration, priority, ready_us);
 		if (rc != PS_OK) {
 			/* the parts never sent hold no reference */
 			pthread_mutex_lock(&c->mu);
@@ -201,7 +216,8 @@ static int run_command(ps_client *c, cmd *k)
 	switch (k->kind) {
 	case CMD_PUSH:
 		return send_tensor(c, &c->tensors[k->tensor], PS_MSG_PUSH,
-				   k->data, k->iteration, k->priority);
+				   k->data, k->iteration, k->priority,
+				   k->ready_us);
 	case CMD_PULL:
 		return send_pulls(c, &c->tensors[k->tensor]);
 	case CMD_BARRIER:
@@ -263,7 +279,46 @@ static int accept_params(ps_client *c, ps_msg *msg, const ps_wire_header *h,
 	c->stats.params_received++;
 	pthread_cond_broadcast(&c->cv);
 	pthread_mutex_unlock(&c->mu);
+	if (ps_trace_enabled()) {
+		ps_trace_args a = {
+			.iteration = (int64_t)h->iteration,
+			.tensor = h->key,
+			.partition = h->partition,
+			.bytes = (int64_t)h->payload_len,
+		};
+		ps_trace_instant(PS_LANE_RECEIVE,
+				 c->tensors[p->tensor].name,
+				 ps_trace_now_us(), &a);
+	}
 	return PS_OK;
+}
+
+/* A gradient partition's life on the push lane: ready -> sent -> acked. */
+static void trace_ack(ps_client *c, const ps_wire_header *h)
+{
+	const ps_placement *pl = c->node.welcome.placement;
+	const slot *s;
+	uint64_t now;
+
+	if (!ps_trace_enabled() || h->partition >= pl->num_parts)
+		return;
+	s = &c->slots[h->partition];
+	if (s->push_iteration != h->iteration || !s->push_sent_us)
+		return;
+	now = ps_trace_now_us();
+	ps_trace_args a = {
+		.iteration = (int64_t)h->iteration,
+		.tensor = pl->parts[h->partition].tensor,
+		.partition = h->partition,
+		.bytes = (int64_t)(pl->parts[h->partition].numel *
+				   sizeof(float)),
+		.ready_us = s->push_ready_us,
+		.sent_us = s->push_sent_us,
+		.acked_us = now,
+	};
+	ps_trace_span(PS_LANE_PUSH,
+		      c->tensors[pl->parts[h->partition].tensor].name,
+		      s->push_ready_us, now - s->push_ready_us, &a);
 }
 
 /* Handles one received message. Returns PS_OK, PS_ECLOSED on SHUTDOWN. */
@@ -279,6 +334,7 @@ static int handle(ps_client *c, ps_msg *msg, const ps_wire_header *h)
 			return PS_OK; /* the slot owns msg */
 		break;
 	case PS_MSG_PUSH_ACK:
+		trace_ack(c, h);
 		break;
 	case PS_MSG_BARRIER_DONE:
 		if (h->sender != 0) {
@@ -324,8 +380,13 @@ static int setup_after_join(ps_client *c)
 	if (pl->num_tensors != c->ntensors)
 		return PS_EPROTO;
 	for (uint32_t i = 0; i < c->ntensors; i++) {
-		c->tensors[i].first_part = pl->first_part[i];
-		c->tensors[i].nparts = pl->first_part[i + 1] - pl->first_part[i];
+		tensor *t = &c->tensors[i];
+		t->first_part = pl->first_part[i];
+		t->nparts = pl->first_part[i + 1] - pl->first_part[i];
+		t->detached = calloc(t->nparts, sizeof(*t->detached));
+		t->detached_part = calloc(t->nparts, sizeof(*t->detached_part));
+		if (!t->detached || !t->detached_part)
+			return PS_ENOMEM;
 	}
 	c->slots = calloc(pl->num_parts, sizeof(*c->slots));
 	if (!c->slots)
@@ -345,7 +406,7 @@ static int send_initial_values(ps_client *c)
 		pthread_mutex_lock(&c->mu);
 		t->inflight += t->nparts;
 		pthread_mutex_unlock(&c->mu);
-		rc = send_tensor(c, t, PS_MSG_INIT, t->values, 0, 0);
+		rc = send_tensor(c, t, PS_MSG_INIT, t->values, 0, 0, 0);
 	}
 	return rc;
 }
@@ -462,18 +523,33 @@ static int64_t deadline_of(int timeout_ms)
 }
 
 /* Copies a tensor's arrived partitions into its values (caller holds mu). */
+/* Called with mu held; returns with mu held, but drops it for the copy:
+ * a copy of hundreds of MiB must not hold up the communication thread,
+ * nor ZeroMQ's I/O thread, which takes mu to release sent payloads. The
+ * messages are detached from their slots first, so nothing else touches
+ * them; only this (application) thread writes the values. */
 static void copy_out(ps_client *c, tensor *t)
 {
 	const ps_placement *pl = c->node.welcome.placement;
+	uint32_t n = 0;
 
 	for (uint32_t k = 0; k < t->nparts; k++) {
 		slot *s = &c->slots[t->first_part + k];
 		if (!s->msg)
 			continue;
-		memcpy(t->values + pl->parts[t->first_part + k].offset,
-		       s->msg->payload, s->msg->payload_len);
-		ps_msg_free(&s->msg);
+		t->detached[n] = s->msg;
+		t->detached_part[n++] = t->first_part + k;
+		s->msg = NULL;
 	}
+	if (n == 0)
+		return;
+	pthread_mutex_unlock(&c->mu);
+	for (uint32_t k = 0; k < n; k++) {
+		memcpy(t->values + pl->parts[t->detached_part[k]].offset,
+		       t->detached[k]->payload, t->detached[k]->payload_len);
+		ps_msg_free(&t->detached[k]);
+	}
+	pthread_mutex_lock(&c->mu);
 }
 
 static int tensor_ready(const ps_client *c, const tensor *t, uint64_t version)
@@ -619,6 +695,7 @@ int ps_client_push(ps_client *c, uint32_t tensor_id, const float *grad,
 	k->data = grad;
 	k->iteration = iteration;
 	k->priority = priority;
+	k->ready_us = ps_trace_now_us();
 	pthread_mutex_lock(&c->mu);
 	rc = enqueue(c, k);
 	if (rc == PS_OK)
@@ -637,6 +714,45 @@ int ps_client_wait(ps_client *c, uint32_t tensor_id, uint64_t version,
 	pthread_mutex_lock(&c->mu);
 	rc = wait_tensor(c, &c->tensors[tensor_id], version,
 			 deadline_of(timeout_ms));
+	pthread_mutex_unlock(&c->mu);
+	return rc;
+}
+
+int ps_client_try(ps_client *c, uint32_t tensor_id, uint64_t version)
+{
+	int rc;
+
+	if (!c || tensor_id >= c->ntensors)
+		return PS_EINVAL;
+	pthread_mutex_lock(&c->mu);
+	if (c->state != ST_RUNNING)
+		rc = c->state == ST_FAILED ? c->fail_code : PS_ESTATE;
+	else if (!tensor_ready(c, &c->tensors[tensor_id], version))
+		rc = PS_EAGAIN;
+	else {
+		copy_out(c, &c->tensors[tensor_id]);
+		rc = PS_OK;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return rc;
+}
+
+int ps_client_wait_any(ps_client *c, uint64_t *seen, int timeout_ms)
+{
+	int64_t deadline = deadline_of(timeout_ms);
+	int rc = PS_OK;
+
+	if (!c || !seen)
+		return PS_EINVAL;
+	pthread_mutex_lock(&c->mu);
+	while (rc == PS_OK && c->stats.params_received == *seen) {
+		if (c->state != ST_RUNNING) {
+			rc = c->state == ST_FAILED ? c->fail_code : PS_ESTATE;
+			break;
+		}
+		rc = wait_until(c, deadline);
+	}
+	*seen = c->stats.params_received;
 	pthread_mutex_unlock(&c->mu);
 	return rc;
 }
@@ -716,13 +832,12 @@ int ps_client_barrier(ps_client *c, int timeout_ms)
 	return rc;
 }
 
-int ps_client_finish(ps_client *c, uint64_t iterations, double seconds,
-		     double last_loss)
+int ps_client_finish(ps_client *c, const ps_client_result *result)
 {
 	cmd *k;
 	int rc;
 
-	if (!c)
+	if (!c || !result)
 		return PS_EINVAL;
 	rc = ps_client_flush(c, -1);
 	if (rc != PS_OK)
@@ -731,9 +846,13 @@ int ps_client_finish(ps_client *c, uint64_t iterations, double seconds,
 	if (!k)
 		return PS_ENOMEM;
 	k->kind = CMD_DONE;
-	k->done.iterations = iterations;
-	k->done.seconds = seconds;
-	k->done.last_loss = last_loss;
+	k->done.iterations = result->iterations;
+	k->done.seconds = result->seconds;
+	k->done.last_loss = result->last_loss;
+	k->done.wait_seconds = result->wait_seconds;
+	k->done.efficiency = result->efficiency;
+	k->done.speedup_bound = result->speedup_bound;
+	k->done.samples_per_second = result->samples_per_second;
 	pthread_mutex_lock(&c->mu);
 	k->done.bytes_pushed = c->stats.bytes_pushed;
 	k->done.bytes_received = c->stats.bytes_received;
@@ -785,6 +904,10 @@ void ps_client_destroy(ps_client **client_p)
 		for (uint32_t p = 0; p < nparts; p++)
 			ps_msg_free(&c->slots[p].msg);
 		free(c->slots);
+	}
+	for (uint32_t i = 0; i < c->ntensors; i++) {
+		free(c->tensors[i].detached);
+		free(c->tensors[i].detached_part);
 	}
 	free(c->tensors);
 	pthread_cond_destroy(&c->cv);

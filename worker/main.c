@@ -4,6 +4,7 @@
 #include "common/cli.h"
 #include "common/log.h"
 #include "common/signals.h"
+#include "worker/replay.h"
 #include "worker/trainer.h"
 
 int main(int argc, char **argv)
@@ -11,8 +12,10 @@ int main(int argc, char **argv)
 	static const ps_cli_opt no_opts[] = {{NULL, NULL, NULL}};
 	const ps_cli_info info = {
 		.prog = "ps-worker",
-		.summary = "Trains one model replica on its shard of the data: "
-			   "pushes gradients, receives parameters.",
+		.summary = "Trains one model replica on its shard of the data "
+			   "(worker.mode = train) or replays a model file "
+			   "(worker.mode = replay): pushes gradients, receives "
+			   "parameters.",
 		.opts = no_opts,
 	};
 	ps_cli_status st;
@@ -23,5 +26,6 @@ int main(int argc, char **argv)
 	if (st != PS_CLI_RUN)
 		return ps_cli_exit_status(st);
 	ps_log_init("worker", cfg.log.level);
-	return ps_trainer_run(&cfg);
+	return cfg.worker.mode == PS_WORKER_REPLAY ? ps_replay_run(&cfg)
+						   : ps_trainer_run(&cfg);
 }

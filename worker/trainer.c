@@ -168,7 +168,12 @@ int ps_trainer_run(const ps_config *cfg)
 	if (ps_client_rank(c) == 0 && cfg->train.dump_params[0] &&
 	    dump_params(cfg->train.dump_params, m) != PS_OK)
 		goto out;
-	rc = ps_client_finish(c, done, (double)(ps_now_ns() - t0) / 1e9, loss);
+	rc = ps_client_finish(c, &(ps_client_result){
+					 .iterations = done,
+					 .seconds = (double)(ps_now_ns() - t0) /
+						    1e9,
+					 .last_loss = loss,
+				 });
 	if (rc != PS_OK) {
 		PS_ERROR("the job did not shut down cleanly: %s",
 			 ps_strerror(rc));

@@ -103,6 +103,16 @@ int ps_client_push(ps_client *c, uint32_t tensor, const float *grad,
 int ps_client_wait(ps_client *c, uint32_t tensor, uint64_t version,
 		   int timeout_ms);
 
+/* Non-blocking ps_client_wait: PS_OK (copied, as ps_client_wait) when the
+ * tensor's version >= version has arrived, PS_EAGAIN when not yet. */
+int ps_client_try(ps_client *c, uint32_t tensor, uint64_t version);
+
+/* Waits until any parameter partition arrives after *seen (a counter of
+ * arrivals, start it at 0) or timeout_ms passes, and updates *seen. Lets a
+ * program run whatever became ready instead of blocking on one tensor.
+ * PS_OK, PS_ETIMEDOUT, or the job's failure. */
+int ps_client_wait_any(ps_client *c, uint64_t *seen, int timeout_ms);
+
 /* Asynchronous mode: fetches the tensor's current values from its servers
  * into its values buffer. */
 int ps_client_pull(ps_client *c, uint32_t tensor, int timeout_ms);
@@ -113,10 +123,23 @@ int ps_client_flush(ps_client *c, int timeout_ms);
 /* Barrier over all workers. */
 int ps_client_barrier(ps_client *c, int timeout_ms);
 
+/* What a worker reports at the end, for the job summary. */
+typedef struct ps_client_result {
+	uint64_t iterations;
+	double seconds;
+	double last_loss;          /* training; 0 when replaying */
+	double wait_seconds;       /* time computation waited on parameters */
+	double efficiency;         /* mean ordering efficiency E (replay) */
+	double speedup_bound;      /* TicTac's S (replay) */
+	double samples_per_second;
+} ps_client_result;
+
 /* Reports this worker's result to the scheduler and waits until the job
- * shuts down. iterations/seconds/last_loss go into the job summary. */
-int ps_client_finish(ps_client *c, uint64_t iterations, double seconds,
-		     double last_loss);
+ * shuts down. In synchronous mode, call it after receiving the parameters
+ * of the last update (ps_client_wait for version = iterations): servers
+ * send them to every worker, and a worker gone before they arrive makes
+ * its servers fail. */
+int ps_client_finish(ps_client *c, const ps_client_result *result);
 
 void ps_client_get_stats(const ps_client *c, ps_client_stats *stats_p);
 

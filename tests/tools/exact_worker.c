@@ -164,8 +164,11 @@ int main(int argc, char **argv)
 		PS_ERROR("training failed: %s", ps_strerror(rc));
 		goto out;
 	}
-	rc = ps_client_finish(c, (uint64_t)cfg.train.iterations,
-			      (double)(ps_now_ns() - t0) / 1e9, 0.0);
+	rc = ps_client_finish(
+	    c, &(ps_client_result){
+		   .iterations = (uint64_t)cfg.train.iterations,
+		   .seconds = (double)(ps_now_ns() - t0) / 1e9,
+	       });
 	if (rc != PS_OK) {
 		PS_ERROR("finish failed: %s", ps_strerror(rc));
 		goto out;

@@ -11,6 +11,11 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+/* The config sections, as error messages list them. */
+#define SECTIONS                                                               \
+	"cluster, transport, model, worker, train, scheduling, log, output, "   \
+	"metrics"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -356,12 +361,10 @@ static void test_file_errors(void **state)
 	expect_file_error("[cluster]\nservers = 2\n\n\n\n[trian]\nlr = 0.1\n",
 	                  7,
 	                  "unknown key 'trian.lr' (section 'trian'); known "
-	                  "sections: cluster, transport, model, train, "
-	                  "scheduling, log");
+	                  "sections: " SECTIONS);
 	expect_file_error("# top\nlr = 0.1\n[train]\n", 2,
 	                  "key 'lr' is outside any section; put it under a "
-	                  "[section] header (known sections: cluster, "
-	                  "transport, model, train, scheduling, log)");
+	                  "[section] header (known sections: " SECTIONS ")");
 	expect_file_error("[train]\niterations = 3\n\n\n\n\n\n\nmode = fast\n",
 	                  9, "train.mode: 'fast' is not one of: sync, async");
 	expect_file_error("[cluster]\nscheduler_port = 70000\n", 2,
@@ -544,12 +547,10 @@ static void test_set_errors(void **state)
 	    "dump_params");
 	expect_set_error("trian.lr", "1",
 	                 "--set: unknown key 'trian.lr' (section 'trian'); "
-	                 "known sections: cluster, transport, model, train, "
-	                 "scheduling, log");
+	                 "known sections: " SECTIONS);
 	expect_set_error("lr", "1",
 	                 "--set: 'lr' is not of the form section.key "
-	                 "(sections: cluster, transport, model, train, "
-	                 "scheduling, log)");
+	                 "(sections: " SECTIONS ")");
 	expect_set_error("transport.type", "udp",
 	                 "--set: transport.type: 'udp' is not one of: tcp, "
 	                 "rdma");
@@ -591,8 +592,7 @@ static void test_env(void **state)
 	    err, "environment ORDO_TRAIN_LRX: names no configuration "
 	         "key (variables starting with ORDO_ are reserved "
 	         "for ORDO_<SECTION>_<KEY>, e.g. ORDO_TRAIN_LR for "
-	         "train.lr; sections: cluster, transport, model, "
-	         "train, scheduling, log)");
+	         "train.lr; sections: " SECTIONS ")");
 	/* nothing applied on error */
 	assert_memory_equal(&cfg, &before, sizeof(cfg));
 
@@ -827,6 +827,12 @@ static void test_reference(void **state)
 	                                   "hidden",
 	                                   "classes",
 	                                   "samples_per_worker",
+	                                   "file",
+	                                   "compute_scale",
+	                                   "mode", /* worker.mode */
+	                                   "compute",
+	                                   "dir",
+	                                   "bandwidth_gbps",
 	                                   "iterations",
 	                                   "batch",
 	                                   "lr",

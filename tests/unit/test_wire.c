@@ -1019,7 +1019,11 @@ static void test_done_and_reason(void **state)
 	                  .seconds = 12.5,
 	                  .bytes_pushed = 1ull << 40,
 	                  .bytes_received = 0,
-	                  .last_loss = -0.25},
+	                  .last_loss = -0.25,
+	                  .wait_seconds = 1.5,
+	                  .efficiency = 0.75,
+	                  .speedup_bound = 0.5,
+	                  .samples_per_second = 1234.5},
 	             out;
 	char why[256], reason[PS_REASON_MAX], small[8], big[1000];
 	void *buf;
@@ -1035,6 +1039,9 @@ static void test_done_and_reason(void **state)
 	assert_int_equal(out.bytes_pushed, d.bytes_pushed);
 	assert_int_equal(out.bytes_received, 0);
 	assert_true(out.last_loss == d.last_loss);
+	assert_true(out.wait_seconds == 1.5 && out.efficiency == 0.75);
+	assert_true(out.speedup_bound == 0.5);
+	assert_true(out.samples_per_second == 1234.5);
 	for (size_t n = 0; n < len; n++)
 		assert_int_equal(
 		    ps_wire_done_decode(buf, n, &out, why, sizeof(why)),
@@ -1052,6 +1059,7 @@ static void test_done_and_reason(void **state)
 	    ps_wire_done_decode(m.sb.data, m.sb.size, &out, why, sizeof(why)),
 	    PS_OK);
 	assert_true(out.seconds == 2.5);
+	assert_true(out.wait_seconds == 0.0); /* a 5-element DONE */
 	m.sb.data[2] = 0x02; /* the float32 marker becomes fixint 2 */
 	assert_int_equal(
 	    ps_wire_done_decode(m.sb.data, 3, &out, why, sizeof(why)),

@@ -1,0 +1,365 @@
+/*
+ * worker/replay.c - the replay engine (replay.h).
+ *
+ * DESIGN. Everything here runs on the application thread; the client's
+ * communication thread moves the bytes. The engine keeps, per iteration,
+ * each op's count of unfinished dependencies and the set of ops whose count
+ * is zero (`ready`). It runs the lowest-indexed ready op that can run (the
+ * documented replay order): an op whose parameters are missing does not
+ * block the others. The ready set is scanned linearly: it holds a handful
+ * of ops (the DAG's width), and each scan is far cheaper than an op.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "common/signals.h"
+#include "common/trace.h"
+#include "model/dag.h"
+#include "ordo/ordo.h"
+#include "worker/replay.h"
+
+double ps_ordering_efficiency(double compute_us, double comm_us, double t_us)
+{
+	double sum = compute_us + 2.0 * comm_us;
+	double lower = compute_us > comm_us ? compute_us : comm_us;
+
+	/* With no room for ordering (S near 0) E divides noise by nearly
+	 * nothing: it is undefined there. */
+	if (sum - lower <= 0.01 * lower)
+		return NAN;
+	return (sum - t_us) / (sum - lower);
+}
+
+double ps_speedup_bound(double compute_us, double comm_us)
+{
+	double sum = compute_us + 2.0 * comm_us;
+	double lower = compute_us > comm_us ? compute_us : comm_us;
+
+	return lower > 0.0 ? (sum - lower) / lower : 0.0;
+}
+
+typedef struct engine {
+	const ps_config *cfg;
+	const ps_dag *dag;
+	ps_client *client;
+	int rank;
+	float **values;   /* per tensor: parameters (received) */
+	float *zeros;     /* the gradient of every push: read-only zeros */
+	uint32_t *pending;/* per op: unfinished dependencies this iteration */
+	uint32_t *ready;  /* ops whose dependencies are done, any order */
+	uint32_t nready;
+	uint64_t *have;   /* per tensor: version copied in, +1 (0: none) */
+	uint64_t seen;    /* arrivals counter for ps_client_wait_any */
+	double comm_us;   /* model bytes / bandwidth: one direction */
+	FILE *csv;
+} engine;
+
+/* Whether op can run in iteration it: its parameters have arrived. */
+static int can_run(engine *e, uint32_t op, uint64_t it, int *err_p)
+{
+	const ps_dag_op *o = &e->dag->ops[op];
+
+	if (o->kind != PS_OP_FORWARD)
+		return 1;
+	for (uint32_t k = 0; k < o->ntensors; k++) {
+		uint32_t t = o->tensors[k];
+		int rc;
+
+		if (e->have[t] > it)
+			continue;
+		rc = ps_client_try(e->client, t, it);
+		if (rc == PS_EAGAIN)
+			return 0;
+		if (rc != PS_OK) {
+			*err_p = rc;
+			return 0;
+		}
+		e->have[t] = it + 1;
+	}
+	return 1;
+}
+
+/* Spends the op's time (sleeping or spinning); returns the time spent. */
+static uint64_t run_for(const engine *e, double us)
+{
+	uint64_t start = ps_now_ns(), end = start + (uint64_t)(us * 1000.0);
+
+	if (e->cfg->worker.compute == PS_COMPUTE_SPIN) {
+		while (ps_now_ns() < end)
+			;
+	} else {
+		struct timespec ts = {.tv_sec = (time_t)(end / 1000000000u),
+				      .tv_nsec = (long)(end % 1000000000u)};
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts,
+				       NULL) == EINTR && !ps_signal_pending())
+			;
+	}
+	return ps_now_ns() - start;
+}
+
+static int finish_op(engine *e, uint32_t op, uint64_t it)
+{
+	const ps_dag_op *o = &e->dag->ops[op];
+	int rc = PS_OK;
+
+	if (o->kind == PS_OP_BACKWARD)
+		for (uint32_t k = 0; k < o->ntensors && rc == PS_OK; k++)
+			rc = ps_client_push(e->client, o->tensors[k], e->zeros,
+					    it, (int32_t)o->tensors[k]);
+	for (uint32_t k = 0; k < o->nsuccs; k++)
+		if (--e->pending[o->succs[k]] == 0)
+			e->ready[e->nready++] = o->succs[k];
+	return rc;
+}
+
+typedef struct iter_stats {
+	uint64_t compute_ns, wait_ns;
+} iter_stats;
+
+/* Runs the ops of iteration it. */
+static int run_iteration(engine *e, uint64_t it, iter_stats *st)
+{
+	const ps_dag *d = e->dag;
+	uint32_t done = 0;
+
+	e->nready = 0;
+	for (uint32_t op = 0; op < d->nops; op++) {
+		e->pending[op] = d->ops[op].ndeps;
+		if (!d->ops[op].ndeps)
+			e->ready[e->nready++] = op;
+	}
+	while (done < d->nops) {
+		int err = PS_OK, found = 0;
+		uint32_t pos = 0;
+
+		if (ps_signal_pending())
+			return PS_EINTR;
+		/* the lowest-indexed ready op that can run */
+		for (uint32_t i = 0; i < e->nready; i++) {
+			uint32_t op = e->ready[i];
+			if (found && op > e->ready[pos])
+				continue;
+			if (can_run(e, op, it, &err)) {
+				pos = i;
+				found = 1;
+			} else if (err != PS_OK) {
+				return err;
+			}
+		}
+		if (!found) {
+			uint64_t w0 = ps_now_ns(), us0 = ps_trace_now_us();
+			int rc = ps_client_wait_any(e->client, &e->seen, 1000);
+			if (rc != PS_OK && rc != PS_ETIMEDOUT)
+				return rc;
+			st->wait_ns += ps_now_ns() - w0;
+			ps_trace_span(PS_LANE_WAIT, "wait for parameters", us0,
+				      ps_trace_now_us() - us0, NULL);
+			continue;
+		}
+		uint32_t op = e->ready[pos];
+		uint64_t us0 = ps_trace_now_us(), ns;
+		e->ready[pos] = e->ready[--e->nready];
+		ns = run_for(e, d->ops[op].time_us);
+		st->compute_ns += ns;
+		if (ps_trace_enabled()) {
+			ps_trace_args a = PS_TRACE_NO_ARGS;
+			a.iteration = (int64_t)it;
+			ps_trace_span(PS_LANE_COMPUTE, d->ops[op].name, us0,
+				      ns / 1000, &a);
+		}
+		int rc = finish_op(e, op, it);
+		if (rc != PS_OK)
+			return rc;
+		done++;
+	}
+	return PS_OK;
+}
+
+static int setup(engine *e)
+{
+	const ps_dag *d = e->dag;
+	uint64_t most = 0, bytes = 0;
+	int rc = PS_OK;
+
+	e->values = calloc(d->ntensors, sizeof(*e->values));
+	e->pending = calloc(d->nops, sizeof(*e->pending));
+	e->ready = calloc(d->nops, sizeof(*e->ready));
+	e->have = calloc(d->ntensors, sizeof(*e->have));
+	if (!e->values || !e->pending || !e->ready || !e->have)
+		return PS_ENOMEM;
+	for (uint32_t t = 0; t < d->ntensors && rc == PS_OK; t++) {
+		const ps_dag_tensor *x = &d->tensors[t];
+		e->values[t] = calloc(x->numel, sizeof(float));
+		if (!e->values[t])
+			return PS_ENOMEM;
+		if (x->numel > most)
+			most = x->numel;
+		bytes += x->bytes;
+		rc = ps_client_declare(e->client, x->name, x->numel,
+				       e->values[t], NULL);
+	}
+	e->zeros = calloc(most, sizeof(float));
+	if (!e->zeros)
+		return PS_ENOMEM;
+	e->comm_us = (double)bytes * 8.0 /
+		     (e->cfg->metrics.bandwidth_gbps * 1e9) * 1e6;
+	return rc;
+}
+
+static void teardown(engine *e)
+{
+	if (e->values)
+		for (uint32_t t = 0; t < e->dag->ntensors; t++)
+			free(e->values[t]);
+	free(e->values);
+	free(e->zeros);
+	free(e->pending);
+	free(e->ready);
+	free(e->have);
+	if (e->csv)
+		fclose(e->csv);
+}
+
+static FILE *open_csv(const ps_config *cfg, int rank)
+{
+	char path[PS_CFG_STR + 64];
+	FILE *f;
+
+	if (!cfg->output.dir[0])
+		return NULL;
+	snprintf(path, sizeof(path), "%s/metrics-worker-%d.csv",
+		 cfg->output.dir, rank);
+	f = fopen(path, "w");
+	if (!f) {
+		PS_WARN("cannot write %s: %s (no metrics CSV)", path,
+			strerror(errno));
+		return NULL;
+	}
+	fprintf(f, "iteration,time_ms,samples_per_s,compute_ms,wait_ms,"
+		"comm_oracle_ms,efficiency,speedup_bound\n");
+	return f;
+}
+
+/* Replays train.iterations iterations; fills the result. */
+static int replay(engine *e, ps_client_result *res)
+{
+	const ps_config *cfg = e->cfg;
+	ps_dag_stats ds;
+	uint64_t prev, start;
+	double e_sum = 0.0;
+	unsigned e_n = 0;
+	int rc = PS_OK;
+
+	ps_dag_get_stats(e->dag, &ds);
+	res->speedup_bound = ps_speedup_bound(ds.forward_us + ds.backward_us,
+					      e->comm_us);
+	e->csv = open_csv(cfg, e->rank);
+	start = prev = ps_now_ns();
+	for (uint64_t it = 0; it < (uint64_t)cfg->train.iterations; it++) {
+		iter_stats st = {0};
+		ps_client_stats cs;
+		double t_us, eff;
+		uint64_t now;
+
+		rc = run_iteration(e, it, &st);
+		if (rc != PS_OK) {
+			PS_ERROR("iteration %llu failed: %s",
+				 (unsigned long long)it, ps_strerror(rc));
+			return rc;
+		}
+		now = ps_now_ns();
+		t_us = (double)(now - prev) / 1000.0;
+		prev = now;
+		eff = ps_ordering_efficiency((double)st.compute_ns / 1000.0,
+					     e->comm_us, t_us);
+		if (it > 0 && isfinite(eff)) {
+			/* iteration 0 starts with every parameter present */
+			e_sum += eff;
+			e_n++;
+		}
+		res->wait_seconds += (double)st.wait_ns / 1e9;
+		ps_client_get_stats(e->client, &cs);
+		printf("worker %d iter %llu/%d time %.3f ms samples/s %.1f "
+		       "compute %.3f ms wait %.3f ms E %.3f\n",
+		       e->rank, (unsigned long long)it + 1,
+		       cfg->train.iterations, t_us / 1000.0,
+		       e->dag->batch / (t_us / 1e6),
+		       (double)st.compute_ns / 1e6, (double)st.wait_ns / 1e6,
+		       eff);
+		fflush(stdout);
+		if (e->csv)
+			fprintf(e->csv, "%llu,%.3f,%.1f,%.3f,%.3f,%.3f,%.4f,"
+				"%.4f\n", (unsigned long long)it + 1,
+				t_us / 1000.0, e->dag->batch / (t_us / 1e6),
+				(double)st.compute_ns / 1e6,
+				(double)st.wait_ns / 1e6, e->comm_us / 1000.0,
+				eff, res->speedup_bound);
+		res->iterations = it + 1;
+	}
+	res->seconds = (double)(ps_now_ns() - start) / 1e9;
+	res->efficiency = e_n ? e_sum / e_n : NAN;
+	res->samples_per_second =
+		res->seconds > 0 ? (double)res->iterations * e->dag->batch /
+					   res->seconds
+				 : 0.0;
+	/* The servers answer the last pushes with the final parameters:
+	 * take them before leaving (a worker gone before its servers' last
+	 * sends would make them fail). */
+	for (uint32_t t = 0; t < e->dag->ntensors && rc == PS_OK; t++)
+		rc = ps_client_wait(e->client, t,
+				    (uint64_t)cfg->train.iterations, -1);
+	return rc;
+}
+
+int ps_replay_run(const ps_config *cfg)
+{
+	engine e = {.cfg = cfg};
+	ps_client_result res = {0};
+	ps_dag *dag = NULL;
+	char err[1024];
+	int rc, status = 1;
+
+	rc = ps_dag_load(cfg->model.file, cfg->model.compute_scale, &dag, err,
+			 sizeof(err));
+	if (rc != PS_OK) {
+		PS_ERROR("cannot load model.file: %s", err);
+		return 1;
+	}
+	e.dag = dag;
+	rc = ps_client_create(cfg, &e.client);
+	if (rc == PS_OK)
+		rc = setup(&e);
+	if (rc == PS_OK)
+		rc = ps_client_start(e.client);
+	if (rc != PS_OK) {
+		PS_ERROR("cannot join the job: %s", ps_strerror(rc));
+		goto out;
+	}
+	e.rank = ps_client_rank(e.client);
+	if (e.rank == 0)
+		PS_INFO("replaying %s: %u ops, %u tensors, %.2f MiB per "
+			"iteration each way", dag->name, dag->nops,
+			dag->ntensors,
+			e.comm_us * cfg->metrics.bandwidth_gbps * 1e3 / 8.0 /
+				1048576.0);
+	rc = replay(&e, &res);
+	if (rc == PS_OK)
+		rc = ps_client_finish(e.client, &res);
+	if (rc == PS_OK)
+		status = 0;
+	else
+		PS_ERROR("replay failed: %s", ps_strerror(rc));
+out:
+	if (status != 0 && ps_signal_pending())
+		status = ps_signal_exit_status(ps_signal_pending());
+	ps_client_destroy(&e.client);
+	teardown(&e);
+	ps_dag_free(&dag);
+	return status;
+}
