@@ -19,16 +19,21 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/memory.h"
 #include "common/node.h"
 #include "common/signals.h"
 #include "common/trace.h"
 #include "server/optimizer.h"
 #include "server/server.h"
 
+/* Parameter values as sent: reference-counted. The first buffer of every
+ * partition lives in the shard's arena; copies made by copy-on-write carry
+ * their memory in mem[]. */
 typedef struct pbuf {
 	atomic_int refs;
 	size_t numel;
-	float data[];
+	float *data;
+	float mem[];
 } pbuf;
 
 typedef struct shard_part {
@@ -50,18 +55,26 @@ typedef struct server {
 	uint32_t nparts;
 	shard_part *parts;
 	int32_t *local; /* global partition -> index in parts, or -1 */
+	/* one huge-page arena each for the shard's values, momentum and
+	 * accumulators (see common/memory.h); partitions point into them */
+	float *values_arena, *momentum_arena;
+	double *acc_arena;
+	size_t arena_numel;
 	float *scratch; /* aligned copy of a misaligned payload */
 	size_t scratch_cap;
 	uint64_t pushes, updates, bytes_in, bytes_out;
 } server;
 
-static pbuf *pbuf_new(size_t numel)
+/* A buffer of numel values: at `data` (in the arena) or, if NULL, its
+ * own. */
+static pbuf *pbuf_new(size_t numel, float *data)
 {
-	pbuf *b = malloc(sizeof(*b) + numel * sizeof(float));
+	pbuf *b = malloc(sizeof(*b) + (data ? 0 : numel * sizeof(float)));
 	if (!b)
 		return NULL;
 	atomic_init(&b->refs, 1);
 	b->numel = numel;
+	b->data = data ? data : b->mem;
 	return b;
 }
 
@@ -80,7 +93,7 @@ static int make_writable(shard_part *p)
 
 	if (atomic_load(&p->values->refs) == 1)
 		return PS_OK;
-	nb = pbuf_new(p->values->numel);
+	nb = pbuf_new(p->values->numel, NULL);
 	if (!nb)
 		return PS_ENOMEM;
 	memcpy(nb->data, p->values->data, nb->numel * sizeof(float));
@@ -107,6 +120,14 @@ static int setup_shard(server *s)
 	s->parts = calloc(s->nparts ? s->nparts : 1, sizeof(*s->parts));
 	if (!s->parts)
 		return PS_ENOMEM;
+	for (uint32_t i = 0; i < pl->num_parts; i++)
+		if (pl->parts[i].server == s->node.rank)
+			s->arena_numel += pl->parts[i].numel;
+	s->values_arena = ps_alloc_big(s->arena_numel * sizeof(float));
+	s->momentum_arena = ps_alloc_big(s->arena_numel * sizeof(float));
+	s->acc_arena = ps_alloc_big(s->arena_numel * sizeof(double));
+	if (!s->values_arena || !s->momentum_arena || !s->acc_arena)
+		return PS_ENOMEM;
 	for (uint32_t i = 0; i < pl->num_parts; i++) {
 		shard_part *p;
 		size_t n = pl->parts[i].numel;
@@ -117,11 +138,11 @@ static int setup_shard(server *s)
 		s->local[i] = (int32_t)k++;
 		p->desc = &pl->parts[i];
 		p->index = i;
-		p->values = pbuf_new(n);
-		p->momentum = calloc(n, sizeof(float));
-		p->acc = calloc(n, sizeof(double));
+		p->values = pbuf_new(n, s->values_arena + bytes / sizeof(float));
+		p->momentum = s->momentum_arena + bytes / sizeof(float);
+		p->acc = s->acc_arena + bytes / sizeof(float);
 		p->pushed = calloc(s->workers, 1);
-		if (!p->values || !p->momentum || !p->acc || !p->pushed)
+		if (!p->values || !p->pushed)
 			return PS_ENOMEM;
 		bytes += n * sizeof(float);
 	}
@@ -136,10 +157,12 @@ static void free_shard(server *s)
 		shard_part *p = &s->parts[k];
 		if (p->values)
 			pbuf_unref(NULL, p->values);
-		free(p->momentum);
-		free(p->acc);
 		free(p->pushed);
 	}
+	/* the transport is closed: no send holds arena memory any more */
+	ps_free_big(s->values_arena, s->arena_numel * sizeof(float));
+	ps_free_big(s->momentum_arena, s->arena_numel * sizeof(float));
+	ps_free_big(s->acc_arena, s->arena_numel * sizeof(double));
 	free(s->parts);
 	free(s->local);
 	free(s->scratch);

@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "common/memory.h"
 #include "common/signals.h"
 #include "common/trace.h"
 #include "model/dag.h"
@@ -195,7 +196,7 @@ static int setup(engine *e)
 		return PS_ENOMEM;
 	for (uint32_t t = 0; t < d->ntensors && rc == PS_OK; t++) {
 		const ps_dag_tensor *x = &d->tensors[t];
-		e->values[t] = calloc(x->numel, sizeof(float));
+		e->values[t] = ps_alloc_big(x->numel * sizeof(float));
 		if (!e->values[t])
 			return PS_ENOMEM;
 		if (x->numel > most)
@@ -204,7 +205,7 @@ static int setup(engine *e)
 		rc = ps_client_declare(e->client, x->name, x->numel,
 				       e->values[t], NULL);
 	}
-	e->zeros = calloc(most, sizeof(float));
+	e->zeros = ps_alloc_big(most * sizeof(float));
 	if (!e->zeros)
 		return PS_ENOMEM;
 	e->comm_us = (double)bytes * 8.0 /
@@ -214,11 +215,17 @@ static int setup(engine *e)
 
 static void teardown(engine *e)
 {
+	uint64_t most = 0;
+
 	if (e->values)
-		for (uint32_t t = 0; t < e->dag->ntensors; t++)
-			free(e->values[t]);
+		for (uint32_t t = 0; t < e->dag->ntensors; t++) {
+			const ps_dag_tensor *x = &e->dag->tensors[t];
+			ps_free_big(e->values[t], x->numel * sizeof(float));
+			if (x->numel > most)
+				most = x->numel;
+		}
 	free(e->values);
-	free(e->zeros);
+	ps_free_big(e->zeros, most * sizeof(float));
 	free(e->pending);
 	free(e->ready);
 	free(e->have);
