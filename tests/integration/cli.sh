@@ -80,3 +80,21 @@ grep -q "only 0 of 2 server(s) and 0 of 2 worker(s) registered" "$WORK/err.log" 
 	fail "registration timeout: no clear message"
 pass "registration timeout"
 assert_no_leftovers
+
+# ps-model: stats of a shipped model, check of a broken one, usage errors.
+"$BUILD/ps-model" stats "$SRC/conf/models/vgg16.json" >"$WORK/stats.log" ||
+	fail "ps-model stats exited non-zero"
+grep -qx 'params 138357544' "$WORK/stats.log" || fail "ps-model stats: params line"
+"$BUILD/ps-model" check "$SRC/conf/models/resnet50.json" | grep -q ': ok (' ||
+	fail "ps-model check of a good model"
+sed 's/"features.2"\]/"features.99"]/' "$SRC/conf/models/vgg16.json" >"$WORK/broken.json"
+"$BUILD/ps-model" check "$WORK/broken.json" >/dev/null 2>"$WORK/err.log"
+rc=$?
+[ $rc -eq 1 ] || fail "ps-model check of a broken model: exit $rc"
+grep -q "broken.json: \$.ops\[[0-9]*\].deps\[0\]: unknown op 'features.99'" "$WORK/err.log" ||
+	fail "ps-model check: the error does not name the JSON path"
+"$BUILD/ps-model" --help >/dev/null || fail "ps-model --help"
+"$BUILD/ps-model" --version | grep -q "ordo 0.1.0" || fail "ps-model --version"
+"$BUILD/ps-model" frobnicate x >/dev/null 2>&1
+[ $? -eq 2 ] || fail "ps-model with an unknown command should exit 2"
+pass "ps-model: stats, check, errors"
