@@ -195,8 +195,8 @@ static int await_welcome(ps_node *n)
 	}
 }
 
-int ps_node_join(ps_node *n, const ps_config *cfg, uint32_t role,
-		 const ps_tensor_desc *tensors, uint32_t ntensors)
+int ps_job_transport_create(const ps_config *cfg, uint64_t *id_p,
+			    ps_transport **t_p)
 {
 	const char *tname = ps_config_enum_name("transport.type",
 						cfg->transport.type);
@@ -206,20 +206,32 @@ int ps_node_join(ps_node *n, const ps_config *cfg, uint32_t role,
 		.connect_timeout_ms = cfg->cluster.connect_timeout_ms,
 		.io_threads = cfg->transport.io_threads,
 	};
+	int rc = ps_transport_create(tname, &opts, t_p);
+
+	if (rc != PS_OK) {
+		PS_ERROR("cannot create the %s transport: %s", tname,
+			 ps_strerror(rc));
+		return rc;
+	}
+	*id_p = opts.id;
+	ps_signals_set_wake(*t_p);
+	return PS_OK;
+}
+
+int ps_node_join(ps_node *n, const ps_config *cfg, uint32_t role,
+		 const ps_tensor_desc *tensors, uint32_t ntensors)
+{
+	const char *tname = ps_config_enum_name("transport.type",
+						cfg->transport.type);
 	char sched[PS_CFG_STR + 48];
 	int rc;
 
 	memset(n, 0, sizeof(*n));
 	n->cfg = cfg;
 	n->role = role;
-	n->transport_id = opts.id;
-	rc = ps_transport_create(tname, &opts, &n->transport);
-	if (rc != PS_OK) {
-		PS_ERROR("cannot create the %s transport: %s", tname,
-			 ps_strerror(rc));
+	rc = ps_job_transport_create(cfg, &n->transport_id, &n->transport);
+	if (rc != PS_OK)
 		return rc;
-	}
-	ps_signals_set_wake(n->transport);
 	rc = ps_transport_listen(n->transport, cfg->cluster.bind_host, 0,
 				 cfg->cluster.advertise_host, n->endpoint,
 				 sizeof(n->endpoint));

@@ -87,6 +87,11 @@ void ps_node_close(ps_node *n, int linger_ms);
  */
 int ps_send_timeout_ms(const ps_config *cfg);
 
+/* Creates the transport of this job's config (transport.type, timeouts)
+ * with a fresh random id, registered for wake-up on SIGINT/SIGTERM. */
+int ps_job_transport_create(const ps_config *cfg, uint64_t *id_p,
+			    ps_transport **t_p);
+
 /* Logs a dropped message (rate-limited by its running count). */
 void psi_note_drop(uint64_t count, const char *what, const char *why);
 

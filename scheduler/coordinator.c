@@ -585,14 +585,6 @@ static int announce_port(const char *endpoint, int ready_fd)
 
 int ps_coordinator_run(const ps_config *cfg, int ready_fd)
 {
-	const char *tname = ps_config_enum_name("transport.type",
-						cfg->transport.type);
-	ps_transport_opts opts = {
-		.id = ps_random_id(),
-		.send_timeout_ms = ps_send_timeout_ms(cfg),
-		.connect_timeout_ms = cfg->cluster.connect_timeout_ms,
-		.io_threads = cfg->transport.io_threads,
-	};
 	coord c;
 	int rc, status = 1;
 
@@ -604,16 +596,11 @@ int ps_coordinator_run(const ps_config *cfg, int ready_fd)
 	c.members = calloc(1 + c.servers + c.workers, sizeof(*c.members));
 	if (!c.members)
 		return 1;
-	rc = ps_transport_create(tname, &opts, &c.t);
-	if (rc != PS_OK) {
-		PS_ERROR("cannot create the %s transport: %s", tname,
-			 ps_strerror(rc));
+	rc = ps_job_transport_create(cfg, &c.self.transport_id, &c.t);
+	if (rc != PS_OK)
 		goto out;
-	}
-	ps_signals_set_wake(c.t);
 	c.self.role = PS_ROLE_SCHEDULER;
 	c.self.pid = (int32_t)getpid();
-	c.self.transport_id = opts.id;
 	gethostname(c.self.host, sizeof(c.self.host));
 	c.self.host[sizeof(c.self.host) - 1] = '\0';
 	rc = ps_transport_listen(c.t, cfg->cluster.scheduler_host,
