@@ -98,3 +98,21 @@ grep -q "broken.json: \$.ops\[[0-9]*\].deps\[0\]: unknown op 'features.99'" "$WO
 "$BUILD/ps-model" frobnicate x >/dev/null 2>&1
 [ $? -eq 2 ] || fail "ps-model with an unknown command should exit 2"
 pass "ps-model: stats, check, errors"
+
+# model/apply_profile.py: measured op times replace the roofline ones.
+python3 - "$SRC/tests/models/chain8.json" "$WORK/profile.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+json.dump({op["name"]: 1000.0 for op in m["ops"]}, open(sys.argv[2], "w"))
+PY
+python3 "$SRC/model/apply_profile.py" "$SRC/tests/models/chain8.json" \
+	"$WORK/profile.json" "$WORK/measured.json" --device "test rig" ||
+	fail "apply_profile.py failed"
+"$BUILD/ps-model" stats "$WORK/measured.json" >"$WORK/stats.log" || fail "measured model does not load"
+grep -qx 'times measured' "$WORK/stats.log" || fail "times source not 'measured'"
+grep -qx 'iteration_ms 16.000' "$WORK/stats.log" || fail "measured times not applied"
+echo '{"l0": 1}' >"$WORK/partial.json"
+python3 "$SRC/model/apply_profile.py" "$SRC/tests/models/chain8.json" \
+	"$WORK/partial.json" "$WORK/x.json" 2>"$WORK/err.log" && fail "partial profile accepted"
+grep -q "no time for 15 op(s)" "$WORK/err.log" || fail "partial profile: unclear error"
+pass "apply_profile.py: measured times, partial profile refused"
