@@ -1,0 +1,644 @@
+/*
+ * scheduler/gate.c - the sender-side gate and credit window (gate.h).
+ *
+ * DESIGN. Every transfer gets an arrival sequence number (seq) when it
+ * becomes ready; seq breaks every tie, so equal keys keep arrival order.
+ *
+ *  - FIFO: a ring buffer of pending transfers (power-of-two capacity,
+ *    doubled when full): O(1) per ready and per release.
+ *  - PRIORITY: one binary min-heap keyed by (priority, seq): O(log n).
+ *  - COUNTER (TicTac §5.1): a "lane" per (receiver, iteration) holds the
+ *    lane's counter (transfers of that receiver and iteration handed over
+ *    so far) and a min-heap, keyed by (number, seq), of the transfers that
+ *    may not go yet (number > counter). A transfer whose number is <= its
+ *    lane's counter is eligible and sits in one gate-wide min-heap keyed by
+ *    seq. Releasing a transfer bumps its lane's counter and moves the
+ *    lane's newly eligible transfers (heap top while number <= counter)
+ *    into the eligible heap. Each transfer enters at most two heaps once:
+ *    O(log n) per ready and per release (plus O(log L) to find the lane
+ *    among the L lanes a receiver keeps, L small).
+ *
+ *    Heaps hold 16-byte nodes (seq, priority or number, index of the
+ *    transfer's record in a pool whose free slots are reused), so a sift
+ *    moves little memory; the record is read once, when it is released.
+ *
+ *    Between receivers (and between the iterations of one receiver) the
+ *    rule is ARRIVAL ORDER OF ELIGIBLE TRANSFERS: of all transfers whose
+ *    counter has been reached, the one that became ready first goes first.
+ *    A transfer that waited for its counter therefore goes before eligible
+ *    transfers that arrived after it, whatever their receiver. (With
+ *    numbers from ps_order_normalise, the eligible transfers of one lane
+ *    always share one number, so arrival order within a lane is no
+ *    choice.)
+ *
+ *    Counter lifetime: a sender never says that an iteration is complete,
+ *    so per receiver the gate keeps the lanes of the newest ITER_WINDOW
+ *    iterations it has seen for that receiver (iterations >= newest -
+ *    ITER_WINDOW + 1, the "floor"), plus any older lane that still has
+ *    pending transfers. A lane below the floor is dropped as soon as it has
+ *    nothing pending. A transfer that arrives for an iteration below the
+ *    floor whose lane is gone is stale (its receiver has already seen an
+ *    iteration ITER_WINDOW or more ahead of it): it is eligible at once
+ *    (in arrival order with the others) and counts against no counter,
+ *    since waiting on a forgotten counter could block it forever. Each
+ *    receiver's lanes are a small array sorted by iteration; dropped lanes
+ *    keep their heap buffers as spares.
+ *
+ * Credit window: the transfer the gate would release next (ring head,
+ * heap top, eligible-heap top) goes only if its bytes fit in credit -
+ * in_flight, or when nothing is in flight (so a transfer larger than the
+ * whole window goes alone and the window never deadlocks). Nothing behind
+ * it is considered meanwhile: no head-of-line bypass.
+ *
+ * Memory: every array doubles when full. ps_gate_ready reserves all the
+ * room its transfer will ever need (in its heap, its lane, and the
+ * eligible heap it may be moved to) before it changes anything, so it
+ * fails cleanly with PS_ENOMEM and ps_gate_next never allocates.
+ *
+ * Threads: a gate belongs to one thread (gate.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "scheduler/gate.h"
+
+/* Counter gate: lanes kept per receiver for the newest iterations seen. */
+#define ITER_WINDOW 4u
+
+#define INITIAL_CAP 16u
+
+/* A pending transfer as given to ps_gate_ready. */
+struct rec {
+	uint64_t handle;
+	uint64_t iteration;
+	uint64_t bytes;
+	uint32_t receiver;
+	uint32_t priority; /* counter gate: its number */
+};
+
+/* Heap node: the keys and the record's index in the pool (16 bytes, so a
+ * sift touches little memory). */
+struct node {
+	uint64_t seq;  /* arrival order */
+	uint32_t prio; /* priority, or the counter gate's number */
+	uint32_t idx;  /* in pool.rec */
+};
+
+/* Heap orders. */
+enum { BY_PRIO = 0, BY_SEQ = 1 };
+
+struct heap {
+	struct node *e;
+	uint32_t n, cap;
+};
+
+/* PRIORITY and COUNTER: records of pending transfers, free slots reused. */
+struct pool {
+	struct rec *rec;
+	uint32_t *free; /* as large as rec */
+	uint32_t used;  /* slots ever handed out (high-water mark) */
+	uint32_t nfree, cap;
+};
+
+struct ring {
+	struct rec *e;
+	uint32_t head, n, cap; /* cap: 0 or a power of two */
+};
+
+/* Counter gate: one (receiver, iteration). */
+struct lane {
+	uint64_t iteration;
+	uint64_t count;   /* transfers handed over so far */
+	uint32_t pending; /* ready, not released (waiting or eligible) */
+	struct heap wait; /* number > count, by (number, seq) */
+};
+
+struct rcv {
+	struct lane *lanes; /* [0, n) sorted by iteration; [n, cap) spares */
+	uint32_t n, cap;
+	uint64_t newest; /* newest iteration seen for this receiver */
+};
+
+struct ps_gate {
+	ps_gate_kind kind;
+	uint64_t credit;    /* 0 = unlimited */
+	uint64_t in_flight; /* bytes handed over, not acknowledged */
+	uint64_t seq;       /* next arrival number */
+	uint32_t receivers;
+	uint32_t pending;
+	struct ring fifo; /* FIFO */
+	struct pool pool; /* PRIORITY, COUNTER */
+	struct heap heap; /* PRIORITY: all pending; COUNTER: eligible */
+	struct rcv *rcv;  /* COUNTER: receivers entries */
+};
+
+/* ---- growth ------------------------------------------------------------- */
+
+/* Capacity >= need, doubling from INITIAL_CAP (at most UINT32_MAX), for
+ * elements of size bytes. */
+static int grow_cap(uint32_t cap, uint32_t need, size_t size, uint32_t *cap_p)
+{
+	uint64_t c = cap ? cap : INITIAL_CAP;
+
+	while (c < need)
+		c *= 2;
+	if (c > UINT32_MAX)
+		c = UINT32_MAX;
+	if (c > SIZE_MAX / size)
+		return PS_ENOMEM;
+	*cap_p = (uint32_t)c;
+	return PS_OK;
+}
+
+static int heap_reserve(struct heap *h, uint32_t need)
+{
+	struct node *e;
+	uint32_t cap;
+
+	if (need <= h->cap)
+		return PS_OK;
+	if (grow_cap(h->cap, need, sizeof(*e), &cap) != PS_OK)
+		return PS_ENOMEM;
+	e = realloc(h->e, (size_t)cap * sizeof(*e));
+	if (!e)
+		return PS_ENOMEM;
+	h->e = e;
+	h->cap = cap;
+	return PS_OK;
+}
+
+/* Room for one more record; the free list always has room for all. */
+static int pool_reserve(struct pool *p)
+{
+	struct rec *rec;
+	uint32_t *fr;
+	uint32_t cap;
+
+	if (p->nfree > 0 || p->used < p->cap)
+		return PS_OK;
+	if (grow_cap(p->cap, p->cap + 1, sizeof(*rec), &cap) != PS_OK)
+		return PS_ENOMEM;
+	rec = realloc(p->rec, (size_t)cap * sizeof(*rec));
+	if (!rec)
+		return PS_ENOMEM;
+	p->rec = rec;
+	fr = realloc(p->free, (size_t)cap * sizeof(*fr));
+	if (!fr)
+		return PS_ENOMEM; /* the larger rec array is harmless */
+	p->free = fr;
+	p->cap = cap;
+	return PS_OK;
+}
+
+/* A slot for one record; room reserved by pool_reserve. */
+static uint32_t pool_get(struct pool *p)
+{
+	return p->nfree > 0 ? p->free[--p->nfree] : p->used++;
+}
+
+static void pool_put(struct pool *p, uint32_t idx)
+{
+	p->free[p->nfree++] = idx;
+}
+
+static int ring_reserve(struct ring *r, uint32_t need)
+{
+	struct rec *e;
+	uint32_t cap, old = r->cap;
+
+	if (need <= r->cap)
+		return PS_OK;
+	if (grow_cap(r->cap, need, sizeof(*e), &cap) != PS_OK ||
+	    (cap & (cap - 1)) != 0)
+		return PS_ENOMEM; /* only past 2^31 entries */
+	e = realloc(r->e, (size_t)cap * sizeof(*e));
+	if (!e)
+		return PS_ENOMEM;
+	/* Unwrap: the part that wrapped round to 0 moves behind the old end. */
+	if (old && r->head + r->n > old)
+		memcpy(e + old, e, (size_t)(r->head + r->n - old) * sizeof(*e));
+	r->e = e;
+	r->cap = cap;
+	return PS_OK;
+}
+
+static int lanes_reserve(struct rcv *r, uint32_t need)
+{
+	struct lane *l;
+	uint64_t cap = r->cap ? r->cap : 4;
+
+	if (need <= r->cap)
+		return PS_OK;
+	while (cap < need)
+		cap *= 2;
+	if (cap > UINT32_MAX || cap > SIZE_MAX / sizeof(*l))
+		return PS_ENOMEM;
+	l = realloc(r->lanes, (size_t)cap * sizeof(*l));
+	if (!l)
+		return PS_ENOMEM;
+	memset(l + r->cap, 0, (size_t)(cap - r->cap) * sizeof(*l));
+	r->lanes = l;
+	r->cap = (uint32_t)cap;
+	return PS_OK;
+}
+
+/* ---- binary heap -------------------------------------------------------- */
+
+static inline int before(const struct node *a, const struct node *b, int by)
+{
+	if (by == BY_PRIO && a->prio != b->prio)
+		return a->prio < b->prio;
+	return a->seq < b->seq;
+}
+
+/* Room for one more must have been reserved. */
+static inline void heap_push(struct heap *h, const struct node *x, int by)
+{
+	uint32_t i = h->n++;
+
+	while (i > 0) {
+		uint32_t parent = (i - 1) / 2;
+
+		if (!before(x, &h->e[parent], by))
+			break;
+		h->e[i] = h->e[parent];
+		i = parent;
+	}
+	h->e[i] = *x;
+}
+
+/*
+ * Floyd's pop: the hole left by the top walks down to a leaf along the
+ * smaller children (one comparison per level), then the last node sifts
+ * up from there; it rarely rises far. Keys are unique (seq), so the order
+ * of pops is that of any heap.
+ */
+static inline void heap_pop(struct heap *h, int by)
+{
+	struct node last = h->e[--h->n];
+	uint32_t n = h->n, i = 0, c;
+
+	if (n == 0)
+		return;
+	while ((c = 2 * i + 1) < n) {
+		if (c + 1 < n && before(&h->e[c + 1], &h->e[c], by))
+			c++;
+		h->e[i] = h->e[c];
+		i = c;
+	}
+	while (i > 0) {
+		uint32_t parent = (i - 1) / 2;
+
+		if (!before(&last, &h->e[parent], by))
+			break;
+		h->e[i] = h->e[parent];
+		i = parent;
+	}
+	h->e[i] = last;
+}
+
+/* ---- counter lanes ------------------------------------------------------ */
+
+static uint64_t iter_floor(uint64_t newest)
+{
+	return newest >= ITER_WINDOW - 1 ? newest - (ITER_WINDOW - 1) : 0;
+}
+
+/* Index of the first lane with iteration >= it; 1 if it is that lane. */
+static int lane_find(const struct rcv *r, uint64_t it, uint32_t *pos_p)
+{
+	uint32_t lo = 0, hi = r->n;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (r->lanes[mid].iteration < it)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*pos_p = lo;
+	return lo < r->n && r->lanes[lo].iteration == it;
+}
+
+static void lane_swap(struct lane *a, struct lane *b)
+{
+	struct lane t = *a;
+
+	*a = *b;
+	*b = t;
+}
+
+/* New lane at pos from the spare at n (room reserved by the caller). */
+static void lane_insert(struct rcv *r, uint32_t pos, uint64_t it)
+{
+	struct lane l = r->lanes[r->n];
+
+	memmove(&r->lanes[pos + 1], &r->lanes[pos],
+	        (size_t)(r->n - pos) * sizeof(l));
+	l.iteration = it;
+	l.count = 0;
+	l.pending = 0;
+	l.wait.n = 0;
+	r->lanes[pos] = l;
+	r->n++;
+}
+
+/* Drops lane pos; its buffer becomes a spare. */
+static void lane_remove(struct rcv *r, uint32_t pos)
+{
+	struct lane l = r->lanes[pos];
+
+	memmove(&r->lanes[pos], &r->lanes[pos + 1],
+	        (size_t)(r->n - pos - 1) * sizeof(l));
+	r->lanes[--r->n] = l;
+}
+
+/* Drops every lane below lowest with nothing pending (order kept). */
+static void lanes_prune(struct rcv *r, uint64_t lowest)
+{
+	uint32_t i, j = 0;
+
+	for (i = 0; i < r->n; i++) {
+		if (r->lanes[i].iteration < lowest && r->lanes[i].pending == 0)
+			continue;
+		if (i != j)
+			lane_swap(&r->lanes[i], &r->lanes[j]);
+		j++;
+	}
+	r->n = j;
+}
+
+/* x: the transfer, nd: its heap node. ps_gate_ready has reserved room for
+ * one more in the pool and in the eligible heap; the rest is reserved here
+ * before anything changes. */
+static int counter_ready(ps_gate *g, const struct rec *x, const struct node *nd)
+{
+	struct rcv *r = &g->rcv[x->receiver];
+	uint64_t newest = r->newest > x->iteration ? r->newest : x->iteration;
+	uint32_t pos;
+	int found = lane_find(r, x->iteration, &pos);
+	int fresh = !found && x->iteration >= iter_floor(newest);
+	struct lane *l;
+
+	/* Reserve first: nothing changes unless all succeeds. */
+	if (fresh) {
+		if (lanes_reserve(r, r->n + 1) != PS_OK)
+			return PS_ENOMEM;
+		if (x->priority > 0 &&
+		    heap_reserve(&r->lanes[r->n].wait, 1) != PS_OK)
+			return PS_ENOMEM;
+	} else if (found && x->priority > r->lanes[pos].count) {
+		l = &r->lanes[pos];
+		if (heap_reserve(&l->wait, l->wait.n + 1) != PS_OK)
+			return PS_ENOMEM;
+	}
+
+	if (fresh) {
+		lane_insert(r, pos, x->iteration);
+		found = 1;
+	}
+	if (found) {
+		l = &r->lanes[pos];
+		l->pending++;
+		if (x->priority > l->count)
+			heap_push(&l->wait, nd, BY_PRIO);
+		else
+			heap_push(&g->heap, nd, BY_SEQ);
+	} else {
+		heap_push(&g->heap, nd, BY_SEQ); /* stale: no counter left */
+	}
+	if (newest != r->newest) {
+		r->newest = newest;
+		lanes_prune(r, iter_floor(newest));
+	}
+	return PS_OK;
+}
+
+/* x was handed over: its lane's counter moves on. */
+static void counter_released(ps_gate *g, const struct rec *x)
+{
+	struct rcv *r = &g->rcv[x->receiver];
+	struct lane *l;
+	uint32_t pos;
+
+	if (!lane_find(r, x->iteration, &pos))
+		return; /* stale */
+	l = &r->lanes[pos];
+	l->count++;
+	l->pending--;
+	while (l->wait.n > 0 && l->wait.e[0].prio <= l->count) {
+		struct node m = l->wait.e[0];
+
+		heap_pop(&l->wait, BY_PRIO);
+		heap_push(&g->heap, &m, BY_SEQ); /* room: reserved at ready */
+	}
+	if (l->pending == 0 && l->iteration < iter_floor(r->newest))
+		lane_remove(r, pos);
+}
+
+/* ---- credit ------------------------------------------------------------- */
+
+static int fits(const ps_gate *g, uint64_t bytes)
+{
+	if (g->in_flight == 0)
+		return 1;
+	if (g->credit == 0)
+		return bytes <= UINT64_MAX - g->in_flight;
+	return g->in_flight <= g->credit && bytes <= g->credit - g->in_flight;
+}
+
+/* ---- public ------------------------------------------------------------- */
+
+const char *ps_gate_name(ps_gate_kind kind)
+{
+	switch (kind) {
+	case PS_GATE_FIFO:
+		return "fifo";
+	case PS_GATE_PRIORITY:
+		return "priority";
+	case PS_GATE_COUNTER:
+		return "counter";
+	default:
+		return "unknown";
+	}
+}
+
+int ps_gate_create(ps_gate_kind kind, uint64_t credit, uint32_t receivers,
+                   ps_gate **gate_p)
+{
+	ps_gate *g;
+
+	if (!gate_p || (unsigned)kind >= PS_GATE_COUNT || receivers == 0) {
+		PS_ERROR("gate: bad arguments (kind %d, %u receivers)",
+		         (int)kind, receivers);
+		return PS_EINVAL;
+	}
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return PS_ENOMEM;
+	g->kind = kind;
+	g->credit = credit;
+	g->receivers = receivers;
+	if (kind == PS_GATE_COUNTER) {
+		g->rcv = calloc(receivers, sizeof(*g->rcv));
+		if (!g->rcv) {
+			free(g);
+			return PS_ENOMEM;
+		}
+	}
+	*gate_p = g;
+	return PS_OK;
+}
+
+void ps_gate_destroy(ps_gate **gate_p)
+{
+	ps_gate *g;
+
+	if (!gate_p || !*gate_p)
+		return;
+	g = *gate_p;
+	if (g->rcv) {
+		for (uint32_t i = 0; i < g->receivers; i++) {
+			struct rcv *r = &g->rcv[i];
+
+			for (uint32_t j = 0; j < r->cap; j++)
+				free(r->lanes[j].wait.e);
+			free(r->lanes);
+		}
+		free(g->rcv);
+	}
+	free(g->heap.e);
+	free(g->pool.rec);
+	free(g->pool.free);
+	free(g->fifo.e);
+	free(g);
+	*gate_p = NULL;
+}
+
+int ps_gate_ready(ps_gate *g, const ps_xfer *x)
+{
+	struct rec e;
+	struct node nd;
+	int rc;
+
+	if (!g || !x)
+		return PS_EINVAL;
+	if (x->receiver >= g->receivers) {
+		PS_ERROR("gate: receiver %u out of range (%u receivers)",
+		         x->receiver, g->receivers);
+		return PS_EINVAL;
+	}
+	if (g->pending == UINT32_MAX)
+		return PS_ENOMEM;
+	e.handle = x->handle;
+	e.iteration = x->iteration;
+	e.bytes = x->bytes;
+	e.receiver = x->receiver;
+	e.priority = x->priority;
+	if (g->kind == PS_GATE_FIFO) {
+		rc = ring_reserve(&g->fifo, g->fifo.n + 1);
+		if (rc == PS_OK) {
+			uint32_t at =
+			    (g->fifo.head + g->fifo.n) & (g->fifo.cap - 1);
+
+			g->fifo.e[at] = e;
+			g->fifo.n++;
+		}
+	} else {
+		/* The heap holds at most every pending transfer. */
+		rc = pool_reserve(&g->pool);
+		if (rc == PS_OK)
+			rc = heap_reserve(&g->heap, g->pending + 1);
+		nd.seq = g->seq;
+		nd.prio = e.priority;
+		nd.idx = 0;
+		if (rc == PS_OK && g->kind == PS_GATE_PRIORITY) {
+			nd.idx = pool_get(&g->pool);
+			g->pool.rec[nd.idx] = e;
+			heap_push(&g->heap, &nd, BY_PRIO);
+		} else if (rc == PS_OK) {
+			/* Reserved slot: counter_ready may still fail. */
+			nd.idx = g->pool.nfree > 0
+			             ? g->pool.free[g->pool.nfree - 1]
+			             : g->pool.used;
+			rc = counter_ready(g, &e, &nd);
+			if (rc == PS_OK) {
+				(void)pool_get(&g->pool);
+				g->pool.rec[nd.idx] = e;
+			}
+		}
+	}
+	if (rc != PS_OK) {
+		PS_ERROR("gate: out of memory with %u transfers pending",
+		         g->pending);
+		return rc;
+	}
+	g->seq++;
+	g->pending++;
+	return PS_OK;
+}
+
+int ps_gate_next(ps_gate *g, ps_xfer *x_p)
+{
+	struct rec e;
+
+	if (!g || !x_p || g->pending == 0)
+		return 0;
+	if (g->kind == PS_GATE_FIFO) {
+		e = g->fifo.e[g->fifo.head];
+		if (!fits(g, e.bytes))
+			return 0;
+		g->fifo.head = (g->fifo.head + 1) & (g->fifo.cap - 1);
+		g->fifo.n--;
+	} else {
+		uint32_t idx;
+
+		if (g->heap.n == 0)
+			return 0; /* counter: all wait for their counters */
+		idx = g->heap.e[0].idx;
+		e = g->pool.rec[idx];
+		if (!fits(g, e.bytes))
+			return 0;
+		if (g->kind == PS_GATE_PRIORITY) {
+			heap_pop(&g->heap, BY_PRIO);
+		} else {
+			heap_pop(&g->heap, BY_SEQ);
+			counter_released(g, &e);
+		}
+		pool_put(&g->pool, idx);
+	}
+	g->pending--;
+	g->in_flight += e.bytes;
+	x_p->handle = e.handle;
+	x_p->receiver = e.receiver;
+	x_p->iteration = e.iteration;
+	x_p->priority = e.priority;
+	x_p->bytes = e.bytes;
+	return 1;
+}
+
+int ps_gate_acked(ps_gate *g, uint64_t bytes)
+{
+	if (!g)
+		return PS_EINVAL;
+	if (bytes > g->in_flight) {
+		PS_ERROR("gate: %llu bytes acknowledged, %llu in flight",
+		         (unsigned long long)bytes,
+		         (unsigned long long)g->in_flight);
+		return PS_EINVAL;
+	}
+	g->in_flight -= bytes;
+	return PS_OK;
+}
+
+uint64_t ps_gate_in_flight(const ps_gate *g)
+{
+	return g ? g->in_flight : 0;
+}
+
+uint32_t ps_gate_pending(const ps_gate *g)
+{
+	return g ? g->pending : 0;
+}
