@@ -535,10 +535,10 @@ int ps_wire_header_encode(const ps_wire_header *h, void *buf, size_t cap,
 
 static int header_walk(dctx *d, const msgpack_object *top, ps_wire_header *h)
 {
-	const msgpack_object_array *a;
+	const msgpack_object_array *a = NULL;
 	uint64_t v[HEADER_FIELDS - 1];
 	char name[48];
-	int32_t prio;
+	int32_t prio = 0;
 	int rc;
 
 	rc = get_array(d, top, "the message", 1, UINT32_MAX, &a);
@@ -643,7 +643,7 @@ static int node_pack(msgpack_packer *pk, const ps_node_info *n)
 
 static int node_walk(dctx *d, const msgpack_object *o, ps_node_info *n)
 {
-	const msgpack_object_array *a;
+	const msgpack_object_array *a = NULL;
 	int rc;
 
 	memset(n, 0, sizeof(*n));
@@ -705,7 +705,7 @@ static int tensors_pack(msgpack_packer *pk, const ps_tensor_desc *t, uint32_t n)
 static int tensors_walk(dctx *d, const msgpack_object *o, const char *prefix,
                         ps_tensor_desc **t_p, uint32_t *n_p)
 {
-	const msgpack_object_array *a, *e;
+	const msgpack_object_array *a = NULL, *e = NULL;
 	ps_tensor_desc *t = NULL;
 	int rc;
 
@@ -766,7 +766,7 @@ int ps_wire_register_encode(const ps_wire_register *r, void **buf_p,
 int ps_wire_register_decode(const void *buf, size_t len, ps_wire_register *r_p,
                             char *why, size_t whylen)
 {
-	const msgpack_object_array *a;
+	const msgpack_object_array *a = NULL;
 	ps_wire_register r;
 	msgpack_unpacked u;
 	dctx d;
@@ -907,7 +907,7 @@ int ps_wire_welcome_encode(const ps_wire_welcome *w, void **buf_p,
 
 static int part_walk(dctx *d, const msgpack_object *o, ps_partition *q)
 {
-	const msgpack_object_array *a;
+	const msgpack_object_array *a = NULL;
 	int rc;
 
 	rc = get_array(d, o, "part", 5, UINT32_MAX, &a);
@@ -927,7 +927,7 @@ static int part_walk(dctx *d, const msgpack_object *o, ps_partition *q)
 static int placement_walk(dctx *d, const msgpack_object *o, uint32_t servers,
                           ps_placement **p_p)
 {
-	const msgpack_object_array *a;
+	const msgpack_object_array *a = NULL;
 	ps_tensor_desc *tensors = NULL;
 	ps_partition *parts = NULL;
 	const msgpack_object_array *pa = NULL;
@@ -1077,7 +1077,7 @@ int ps_wire_done_encode(const ps_wire_done *dn, void **buf_p, size_t *len_p)
 int ps_wire_done_decode(const void *buf, size_t len, ps_wire_done *d_p,
                         char *why, size_t whylen)
 {
-	const msgpack_object_array *a;
+	const msgpack_object_array *a = NULL;
 	ps_wire_done dn = {0};
 	msgpack_unpacked u;
 	dctx d;

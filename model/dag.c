@@ -420,7 +420,7 @@ static int check_header(loader *L, json_t *root)
 	                                   "description", "batch",   "times",
 	                                   "tensors",     "ops",     NULL};
 	ps_dag *d = &L->g->pub;
-	const char *s;
+	const char *s = NULL;
 	json_int_t x = 0;
 	json_t *v = NULL;
 	size_t old;
@@ -558,7 +558,7 @@ static int check_tensors(loader *L, json_t *list)
 	uint32_t i, prev;
 	size_t old, old2;
 	json_t *obj, *v = NULL;
-	const char *s;
+	const char *s = NULL;
 	int rc;
 
 	d->ntensors = (uint32_t)json_array_size(list);
@@ -651,7 +651,7 @@ static int check_op(loader *L, json_t *obj, uint32_t i, double scale,
 	ps_dag *d = &L->g->pub;
 	ps_dag_op *op = &d->ops[i];
 	char buf[SHOW_MAX];
-	const char *s, *own, *other;
+	const char *s = NULL, *own, *other;
 	json_t *v = NULL;
 	uint32_t prev;
 	size_t old;
