@@ -80,8 +80,32 @@ static const char *const compute_names[] = {
     [PS_COMPUTE_SLEEP] = "sleep", [PS_COMPUTE_SPIN] = "spin", NULL};
 static const char *const mode_names[] = {
     [PS_MODE_SYNC] = "sync", [PS_MODE_ASYNC] = "async", NULL};
-static const char *const preset_names[] = {[PS_PRESET_BASELINE] = "baseline",
-                                           NULL};
+static const char *const preset_names[] = {
+    [PS_PRESET_BASELINE] = "baseline",
+    [PS_PRESET_P3] = "p3",
+    [PS_PRESET_TICTAC_TIO] = "tictac-tio",
+    [PS_PRESET_TICTAC_TAO] = "tictac-tao",
+    [PS_PRESET_BYTESCHEDULER] = "bytescheduler",
+    [PS_PRESET_ORDO] = "ordo",
+    NULL};
+/* index = ps_order_kind / ps_gate_kind */
+static const char *const order_names[] = {"fifo", "layer", "tio", "tao",
+                                          "tail", NULL};
+static const char *const gate_names[] = {"fifo", "priority", "counter",
+                                         NULL};
+
+/* What each preset sets, in the syntax of the keys (see docs/presets.md
+ * for why). A preset fills in only the keys not set explicitly. */
+static const struct preset {
+	const char *order, *gate, *partition_size, *credit_size;
+} presets[PS_PRESET_COUNT] = {
+    [PS_PRESET_BASELINE] = {"fifo", "fifo", "1T", "0"},
+    [PS_PRESET_P3] = {"layer", "priority", "160K", "160K"},
+    [PS_PRESET_TICTAC_TIO] = {"tio", "counter", "1T", "0"},
+    [PS_PRESET_TICTAC_TAO] = {"tao", "counter", "1T", "0"},
+    [PS_PRESET_BYTESCHEDULER] = {"layer", "priority", "4M", "16M"},
+    [PS_PRESET_ORDO] = {"tail", "priority", "1M", "4M"},
+};
 static const char *const place_names[] = {[PS_PLACE_BALANCED] = "balanced",
                                           [PS_PLACE_ROUND_ROBIN] =
                                               "round-robin",
@@ -219,16 +243,31 @@ static const option options[] = {
 
     /* [scheduling] */
     ENUM(scheduling, preset, "baseline", preset_names,
-         "Transfer scheduling. baseline: no ordering, gradients are sent "
-         "in the order the worker pushes them. Ordered-transfer presets "
-         "arrive in a later version."),
-    SIZE(scheduling, partition_size, "4M", 4, TIB,
+         "A named combination of order, gate, partition_size and "
+         "credit_size (docs/presets.md); it sets those of the four not "
+         "set explicitly. baseline: fifo, fifo, whole tensors, no credit "
+         "limit; p3: layer, priority, 160K, 160K (stop-and-wait); "
+         "tictac-tio / tictac-tao: tio / tao, counter, whole tensors, "
+         "unlimited; bytescheduler: layer, priority, 4M, 16M; ordo: tail, "
+         "priority, 1M, 4M."),
+    ENUM(scheduling, order, "fifo", order_names,
+         "Priority of transfers, from the model's DAG: fifo (none), layer "
+         "(forward position), tio / tao (TicTac), tail (largest "
+         "remaining compute first). Without model.file, every order but "
+         "fifo follows the tensors' declaration order."),
+    ENUM(scheduling, gate, "fifo", gate_names,
+         "How a sender releases ready transfers: fifo, priority "
+         "(highest-priority ready transfer first) or counter (TicTac's "
+         "strict order per receiver and iteration)."),
+    SIZE(scheduling, partition_size, "1T", 4, TIB,
          "Tensors are cut into partitions of at most this many bytes, "
-         "placed on servers independently; a multiple of 4 (float32)."),
+         "placed on servers independently; a multiple of 4 (float32). "
+         "1T keeps every tensor whole."),
     SIZE(scheduling, credit_size, "0", 0, TIB,
-         "Bytes a worker may have in flight per server; 0 = unlimited, "
-         "else at least partition_size. Parsed and validated now, "
-         "enforced once ordered transfers land."),
+         "Bytes a sender may have handed to the transport and not yet "
+         "acknowledged, per sender; 0 = unlimited, else at least "
+         "partition_size (credit = partition_size is P3's "
+         "stop-and-wait)."),
     ENUM(scheduling, placement, "balanced", place_names,
          "How partitions are assigned to servers: balanced (largest "
          "partition first onto the least-loaded server) or round-robin."),
@@ -254,6 +293,8 @@ static const option options[] = {
 };
 
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
+_Static_assert(NOPTIONS <= sizeof(((ps_config *)0)->user_set),
+               "ps_config.user_set needs a flag per option");
 
 /* ---- small helpers ---------------------------------------------------- */
 
@@ -439,7 +480,11 @@ static bool has_space_semicolon(const char *s)
  * "ORIGIN: section.key: problem".
  */
 static int set_value(ps_config *cfg, const option *o, const char *value,
-                     const char *origin, char *err, size_t errlen)
+                     const char *origin, char *err, size_t errlen);
+
+/* Parses and stores one value (no bookkeeping: see set_value). */
+static int parse_value(ps_config *cfg, const option *o, const char *value,
+                       const char *origin, char *err, size_t errlen)
 {
 	char range[96];
 	char *end;
@@ -584,6 +629,65 @@ static int set_value(ps_config *cfg, const option *o, const char *value,
 	}
 	return errf(err, errlen, "%s: %s.%s: unknown option type", origin,
 	            o->section, o->key);
+}
+
+static const option *option_named(const char *key)
+{
+	const char *dot = strchr(key, '.');
+	return find_option(key, (size_t)(dot - key), dot + 1);
+}
+
+/* Stores a value; a value not from the defaults marks the option as set
+ * by the user, and setting scheduling.preset fills in the preset's keys
+ * the user has not set. */
+static int set_value(ps_config *cfg, const option *o, const char *value,
+                     const char *origin, char *err, size_t errlen)
+{
+	static const char *const preset_keys[] = {
+	    "scheduling.order", "scheduling.gate", "scheduling.partition_size",
+	    "scheduling.credit_size"};
+	const struct preset *p;
+	int rc = parse_value(cfg, o, value, origin, err, errlen);
+
+	if (rc != PS_OK || strcmp(origin, "default") == 0)
+		return rc;
+	cfg->user_set[o - options] = 1;
+	if (o != option_named("scheduling.preset"))
+		return PS_OK;
+	p = &presets[cfg->scheduling.preset];
+	const char *values[] = {p->order, p->gate, p->partition_size,
+	                        p->credit_size};
+	for (size_t i = 0; i < 4; i++) {
+		const option *k = option_named(preset_keys[i]);
+		if (!cfg->user_set[k - options])
+			rc = parse_value(cfg, k, values[i], "preset", err,
+			                 errlen);
+		if (rc != PS_OK)
+			return rc;
+	}
+	return PS_OK;
+}
+
+void ps_config_describe_scheduling(const ps_config *cfg, char *buf,
+                                   size_t cap)
+{
+	char part[32], credit[32];
+
+	if (cfg->scheduling.partition_size >= TIB)
+		snprintf(part, sizeof(part), "whole tensors");
+	else
+		ps_config_format_size(cfg->scheduling.partition_size, part,
+		                      sizeof(part));
+	if (cfg->scheduling.credit_size == 0)
+		snprintf(credit, sizeof(credit), "unlimited");
+	else
+		ps_config_format_size(cfg->scheduling.credit_size, credit,
+		                      sizeof(credit));
+	snprintf(buf, cap,
+	         "preset %s: order %s, gate %s, partition %s, credit %s",
+	         preset_names[cfg->scheduling.preset],
+	         order_names[cfg->scheduling.order],
+	         gate_names[cfg->scheduling.gate], part, credit);
 }
 
 /* ---- defaults, set ---------------------------------------------------- */

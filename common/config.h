@@ -28,7 +28,15 @@ typedef enum { PS_TRANSPORT_TCP = 0, PS_TRANSPORT_RDMA = 1 } ps_transport_type;
 typedef enum { PS_MODE_SYNC = 0, PS_MODE_ASYNC = 1 } ps_train_mode;
 typedef enum { PS_MODEL_SOFTMAX = 0, PS_MODEL_MLP = 1 } ps_model_kind;
 typedef enum { PS_PLACE_BALANCED = 0, PS_PLACE_ROUND_ROBIN = 1 } ps_place_strategy;
-typedef enum { PS_PRESET_BASELINE = 0 } ps_preset;
+typedef enum {
+	PS_PRESET_BASELINE = 0,
+	PS_PRESET_P3,
+	PS_PRESET_TICTAC_TIO,
+	PS_PRESET_TICTAC_TAO,
+	PS_PRESET_BYTESCHEDULER,
+	PS_PRESET_ORDO,
+	PS_PRESET_COUNT
+} ps_preset;
 typedef enum { PS_WORKER_TRAIN = 0, PS_WORKER_REPLAY = 1 } ps_worker_mode;
 typedef enum { PS_COMPUTE_SLEEP = 0, PS_COMPUTE_SPIN = 1 } ps_compute_wait;
 typedef enum {
@@ -79,6 +87,8 @@ struct ps_config {
 	} train;
 	struct {
 		int preset;              /* ps_preset */
+		int order;               /* ps_order_kind (scheduler/order.h) */
+		int gate;                /* ps_gate_kind (scheduler/gate.h) */
 		uint64_t partition_size; /* bytes */
 		uint64_t credit_size;    /* bytes; 0 = unlimited */
 		int placement;           /* ps_place_strategy */
@@ -92,6 +102,9 @@ struct ps_config {
 	struct {
 		double bandwidth_gbps; /* time oracle of transfers */
 	} metrics;
+	/* which options were set by a file, the environment or --set (not
+	 * defaults): a preset fills in only the others */
+	uint8_t user_set[64];
 };
 
 /* Fills cfg with every option's default. */
@@ -125,6 +138,11 @@ void ps_config_write_ini(const ps_config *cfg, FILE *out);
 /* Writes the reference (every key: type, default, bounds, help) as a
  * Markdown table grouped by section; the README embeds this output. */
 void ps_config_write_reference(FILE *out);
+
+/* One line describing the scheduling settings in force ("preset p3:
+ * order layer, gate priority, partition 160K, credit 160K"). */
+void ps_config_describe_scheduling(const ps_config *cfg, char *buf,
+				   size_t cap);
 
 /* Name of an enum value of a key, e.g. ps_config_enum_name("train.mode",
  * PS_MODE_SYNC) == "sync"; NULL if unknown. */

@@ -305,28 +305,34 @@ uint32_t ps_node_worker_id(const ps_node *n, uint32_t rank)
 	return 1 + n->welcome.num_servers + rank;
 }
 
-static int heartbeat(ps_node *n, int64_t now)
+void ps_node_tick(ps_node *n)
 {
 	ps_wire_header h = {.type = PS_MSG_HEARTBEAT};
+	int64_t now = ps_now_ms();
 	int rc;
 
-	if (now - n->last_heard_ms > n->cfg->cluster.heartbeat_timeout_ms) {
-		snprintf(n->abort_reason, sizeof(n->abort_reason),
-			 "scheduler silent for %lld ms (heartbeat timeout "
-			 "%d ms)",
-			 (long long)(now - n->last_heard_ms),
-			 n->cfg->cluster.heartbeat_timeout_ms);
-		PS_ERROR("%s", n->abort_reason);
-		return PS_EABORTED;
-	}
 	if (now - n->last_beat_ms < n->cfg->cluster.heartbeat_interval_ms)
-		return PS_OK;
+		return;
 	n->last_beat_ms = now;
 	rc = ps_node_send(n, 0, &h, NULL, 0, NULL, NULL);
 	if (rc != PS_OK)
 		PS_WARN("heartbeat to the scheduler failed: %s",
 			ps_strerror(rc));
-	return PS_OK;
+}
+
+/* The scheduler counts as silent only when nothing is waiting to be read:
+ * after a long computation its heartbeats are queued, not missing. */
+static int scheduler_silent(ps_node *n)
+{
+	int64_t silent = ps_now_ms() - n->last_heard_ms;
+
+	if (silent <= n->cfg->cluster.heartbeat_timeout_ms)
+		return 0;
+	snprintf(n->abort_reason, sizeof(n->abort_reason),
+		 "scheduler silent for %lld ms (heartbeat timeout %d ms)",
+		 (long long)silent, n->cfg->cluster.heartbeat_timeout_ms);
+	PS_ERROR("%s", n->abort_reason);
+	return 1;
 }
 
 /* Header and identity checks; PS_OK or a reason in why. */
@@ -370,9 +376,7 @@ int ps_node_recv(ps_node *n, int timeout_ms, ps_msg **msg_p,
 		ps_msg *msg = NULL;
 		int rc;
 
-		rc = heartbeat(n, now);
-		if (rc != PS_OK)
-			return rc;
+		ps_node_tick(n);
 		wait = n->last_beat_ms + n->cfg->cluster.heartbeat_interval_ms -
 		       now;
 		if (wait < 1)
@@ -385,8 +389,11 @@ int ps_node_recv(ps_node *n, int timeout_ms, ps_msg **msg_p,
 				wait = left;
 		}
 		rc = ps_transport_recv(n->transport, (int)wait, &msg);
-		if (rc == PS_ETIMEDOUT)
+		if (rc == PS_ETIMEDOUT) {
+			if (scheduler_silent(n))
+				return PS_EABORTED;
 			continue;
+		}
 		if (rc != PS_OK)
 			return rc;
 		if (check_message(n, msg, h_p, why, sizeof(why)) != PS_OK) {

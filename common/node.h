@@ -76,6 +76,11 @@ int ps_node_recv(ps_node *n, int timeout_ms, ps_msg **msg_p,
 
 void ps_node_wake(ps_node *n);
 
+/* Sends a heartbeat if one is due: for long computations between
+ * receives (a server updating a 400 MB tensor), so the node is not taken
+ * for dead. */
+void ps_node_tick(ps_node *n);
+
 /* Closes the transport (flushing for at most linger_ms) and frees. */
 void ps_node_close(ps_node *n, int linger_ms);
 

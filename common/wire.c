@@ -12,8 +12,11 @@
  *   tensor    [name, numel]                    (str, uint > 0)
  *   part      [tensor, index, offset, numel, server]   (uints)
  *   REGISTER  [node, [tensor...]]
- *   WELCOME   [your_id, num_servers, num_workers, [node...], placement]
+ *   WELCOME   [your_id, num_servers, num_workers, [node...], placement,
+ *              priorities?]
  *              placement: nil, or [partition_size, [tensor...], [part...]]
+ *              priorities (optional, with a placement only): one uint32
+ *              per tensor, the transfer order
  *              on num_servers servers; rebuilt and checked with
  *              ps_placement_from_parts. nodes are indexed by id: node i has
  *              id i, role scheduler (i == 0), server (1..S, rank i - 1) or
@@ -65,6 +68,7 @@ static const char *const type_names[PS_MSG_TYPE_END] = {
     [PS_MSG_PUSH_ACK] = "PUSH_ACK",
     [PS_MSG_PARAMS] = "PARAMS",
     [PS_MSG_PULL] = "PULL",
+    [PS_MSG_PARAMS_ACK] = "PARAMS_ACK",
 };
 
 const char *ps_msg_type_name(uint32_t type)
@@ -893,7 +897,9 @@ int ps_wire_welcome_encode(const ps_wire_welcome *w, void **buf_p,
 	}
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	failed |= msgpack_pack_array(&pk, 5);
+	int with_prio = w->priority && w->placement;
+
+	failed |= msgpack_pack_array(&pk, with_prio ? 6 : 5);
 	failed |= msgpack_pack_uint32(&pk, w->your_id);
 	failed |= msgpack_pack_uint32(&pk, w->num_servers);
 	failed |= msgpack_pack_uint32(&pk, w->num_workers);
@@ -902,6 +908,11 @@ int ps_wire_welcome_encode(const ps_wire_welcome *w, void **buf_p,
 		failed |= node_pack(&pk, &w->nodes[i]);
 	if (!failed)
 		failed |= placement_pack(&pk, w->placement);
+	if (!failed && with_prio) {
+		failed |= msgpack_pack_array(&pk, w->placement->num_tensors);
+		for (uint32_t i = 0; i < w->placement->num_tensors; i++)
+			failed |= msgpack_pack_uint32(&pk, w->priority[i]);
+	}
 	return sbuf_finish(&sb, failed, buf_p, len_p);
 }
 
@@ -977,6 +988,31 @@ out_tensors:
 	return rc;
 }
 
+/* The optional priorities of a WELCOME: exactly n uint32. */
+static int priorities_walk(dctx *d, const msgpack_object *o, uint32_t n,
+                           uint32_t **prio_p)
+{
+	const msgpack_object_array *pa = NULL;
+	uint32_t *prio;
+	int rc;
+
+	at(d, "welcome: priorities");
+	rc = get_array(d, o, "priorities", n, n, &pa);
+	if (rc != PS_OK)
+		return rc;
+	prio = calloc(n ? n : 1, sizeof(*prio));
+	if (!prio)
+		return bad(d, "out of memory (%u priorities)", n);
+	for (uint32_t i = 0; i < n && rc == PS_OK; i++)
+		rc = get_u32(d, &pa->ptr[i], "priority", &prio[i]);
+	if (rc != PS_OK) {
+		free(prio);
+		return rc;
+	}
+	*prio_p = prio;
+	return PS_OK;
+}
+
 int ps_wire_welcome_decode(const void *buf, size_t len, ps_wire_welcome *w_p,
                            char *why, size_t whylen)
 {
@@ -1030,6 +1066,9 @@ int ps_wire_welcome_decode(const void *buf, size_t len, ps_wire_welcome *w_p,
 	if (rc == PS_OK && a->ptr[4].type != MSGPACK_OBJECT_NIL)
 		rc =
 		    placement_walk(&d, &a->ptr[4], w.num_servers, &w.placement);
+	if (rc == PS_OK && a->size >= 6 && w.placement)
+		rc = priorities_walk(&d, &a->ptr[5], w.placement->num_tensors,
+		                     &w.priority);
 out:
 	msgpack_unpacked_destroy(&u);
 	if (rc != PS_OK) {
@@ -1045,6 +1084,7 @@ void ps_wire_welcome_clear(ps_wire_welcome *w)
 	if (!w)
 		return;
 	free(w->nodes);
+	free(w->priority);
 	ps_placement_free(&w->placement);
 	memset(w, 0, sizeof(*w));
 }

@@ -48,6 +48,7 @@ typedef enum ps_msg_type {
 	PS_MSG_PUSH_ACK,     /* server -> worker: push received (credit) */
 	PS_MSG_PARAMS,       /* server -> worker: parameter partition */
 	PS_MSG_PULL,         /* worker -> server (async): send me PARAMS */
+	PS_MSG_PARAMS_ACK,   /* worker -> server: PARAMS received (credit) */
 	PS_MSG_TYPE_END
 } ps_msg_type;
 
@@ -92,6 +93,9 @@ typedef struct ps_wire_welcome {
 	uint32_t num_nodes; /* 1 + servers + workers, indexed by id */
 	ps_node_info *nodes;
 	ps_placement *placement; /* NULL for the scheduler's own use */
+	/* transfer priority per tensor of the placement (scheduling.order);
+	 * NULL when not sent: every tensor 0 */
+	uint32_t *priority;
 } ps_wire_welcome;
 
 typedef struct ps_wire_done {

@@ -18,7 +18,9 @@
 #include "common/signals.h"
 #include "common/wire.h"
 #include "scheduler/coordinator.h"
+#include "scheduler/order.h"
 #include "scheduler/placement.h"
+#include "model/dag.h"
 #include "transport/transport.h"
 
 typedef struct member {
@@ -41,6 +43,7 @@ typedef struct coord {
 	ps_tensor_desc *tensors;
 	uint32_t ntensors;
 	ps_placement *placement;
+	uint32_t *priority; /* per tensor (scheduling.order); NULL: fifo */
 	uint64_t barrier;
 	uint32_t barrier_count, done_count;
 	uint64_t dropped;
@@ -249,6 +252,7 @@ static int send_welcomes(coord *c)
 			.num_nodes = n,
 			.nodes = nodes,
 			.placement = c->placement,
+			.priority = c->priority,
 		};
 		void *body;
 		size_t len;
@@ -265,6 +269,97 @@ static int send_welcomes(coord *c)
 		}
 	}
 	free(nodes);
+	return rc;
+}
+
+/* The tensors the workers declared must be the model file's, in order. */
+static int same_as_model(const coord *c, const ps_dag *d)
+{
+	if (d->ntensors != c->ntensors) {
+		PS_ERROR("model.file has %u tensors, the workers declared %u",
+			 d->ntensors, c->ntensors);
+		return 0;
+	}
+	for (uint32_t i = 0; i < d->ntensors; i++)
+		if (strcmp(d->tensors[i].name, c->tensors[i].name) != 0 ||
+		    d->tensors[i].numel != c->tensors[i].numel) {
+			PS_ERROR("tensor %u: model.file has '%s', the workers "
+				 "declared '%s'", i, d->tensors[i].name,
+				 c->tensors[i].name);
+			return 0;
+		}
+	return 1;
+}
+
+static void write_order_csv(const coord *c)
+{
+	char path[PS_CFG_STR + 32];
+	FILE *f;
+
+	if (!c->cfg->output.dir[0])
+		return;
+	snprintf(path, sizeof(path), "%s/order.csv", c->cfg->output.dir);
+	f = fopen(path, "w");
+	if (!f) {
+		PS_WARN("cannot write %s: %s", path, strerror(errno));
+		return;
+	}
+	fprintf(f, "tensor,name,priority\n");
+	for (uint32_t i = 0; i < c->ntensors; i++)
+		fprintf(f, "%u,%s,%u\n", i, c->tensors[i].name,
+			c->priority ? c->priority[i] : 0);
+	fclose(f);
+}
+
+/*
+ * The transfer order, once per job: from model.file's DAG when there is
+ * one (replay), else the declaration order (a program declares its tensors
+ * in forward order, and without a DAG that is all an order can know).
+ */
+static int compute_order(coord *c)
+{
+	const ps_config *cfg = c->cfg;
+	ps_time_oracle oracle = {
+		.latency_us = 0.0,
+		.bandwidth_bytes_per_us = cfg->metrics.bandwidth_gbps * 1e3 /
+					  8.0,
+	};
+	char line[256], err[1024];
+	ps_dag *dag = NULL;
+	int rc = PS_OK;
+
+	ps_config_describe_scheduling(cfg, line, sizeof(line));
+	printf("scheduling: %s (worker pushes and server parameter sends "
+	       "alike)\n", line);
+	if (cfg->scheduling.order == PS_ORDER_FIFO) {
+		write_order_csv(c);
+		return PS_OK;
+	}
+	c->priority = calloc(c->ntensors, sizeof(*c->priority));
+	if (!c->priority)
+		return PS_ENOMEM;
+	if (!cfg->model.file[0]) {
+		for (uint32_t i = 0; i < c->ntensors; i++)
+			c->priority[i] = i;
+		printf("scheduling: no model.file: order %s follows the "
+		       "tensors' declaration order\n",
+		       ps_order_name((ps_order_kind)cfg->scheduling.order));
+	} else {
+		rc = ps_dag_load(cfg->model.file, cfg->model.compute_scale,
+				 &dag, err, sizeof(err));
+		if (rc != PS_OK)
+			PS_ERROR("cannot load model.file: %s", err);
+		else if (!same_as_model(c, dag))
+			rc = PS_EINVAL;
+		else
+			rc = ps_order_compute(
+				dag, (ps_order_kind)cfg->scheduling.order,
+				&oracle, c->priority);
+		ps_dag_free(&dag);
+	}
+	if (rc == PS_OK)
+		write_order_csv(c);
+	fflush(stdout);
 	return rc;
 }
 
@@ -623,6 +718,8 @@ int ps_coordinator_run(const ps_config *cfg, int ready_fd)
 	if (rc == PS_OK)
 		rc = place(&c);
 	if (rc == PS_OK)
+		rc = compute_order(&c);
+	if (rc == PS_OK)
 		rc = send_welcomes(&c);
 	if (rc != PS_OK) {
 		if (rc != PS_EABORTED && rc != PS_ETIMEDOUT && rc != PS_EINTR)
@@ -645,6 +742,7 @@ out:
 	ps_signals_set_wake(NULL);
 	ps_transport_destroy(&c.t, 2000);
 	ps_placement_free(&c.placement);
+	free(c.priority);
 	free(c.tensors);
 	free(c.members);
 	return status;

@@ -633,6 +633,32 @@ int ps_gate_acked(ps_gate *g, uint64_t bytes)
 	return PS_OK;
 }
 
+void ps_gate_foreach_pending(const ps_gate *g,
+                             void (*fn)(uint64_t handle, void *ud), void *ud)
+{
+	uint8_t *unused;
+
+	if (!g || !fn)
+		return;
+	if (g->kind == PS_GATE_FIFO) {
+		for (uint32_t i = 0; i < g->fifo.n; i++)
+			fn(g->fifo.e[(g->fifo.head + i) & (g->fifo.cap - 1)]
+			       .handle,
+			   ud);
+		return;
+	}
+	/* pool slots in use: handed out and not on the free list */
+	unused = calloc(g->pool.used ? g->pool.used : 1, 1);
+	if (!unused)
+		return;
+	for (uint32_t i = 0; i < g->pool.nfree; i++)
+		unused[g->pool.free[i]] = 1;
+	for (uint32_t i = 0; i < g->pool.used; i++)
+		if (!unused[i])
+			fn(g->pool.rec[i].handle, ud);
+	free(unused);
+}
+
 uint64_t ps_gate_in_flight(const ps_gate *g)
 {
 	return g ? g->in_flight : 0;

@@ -70,6 +70,11 @@ int ps_gate_next(ps_gate *g, ps_xfer *x_p);
  * PS_EINVAL if more than in flight is acknowledged. */
 int ps_gate_acked(ps_gate *g, uint64_t bytes);
 
+/* Calls fn with the handle of every transfer still pending (ready, not
+ * released), in no particular order: for a sender's teardown. */
+void ps_gate_foreach_pending(const ps_gate *g,
+			     void (*fn)(uint64_t handle, void *ud), void *ud);
+
 uint64_t ps_gate_in_flight(const ps_gate *g); /* bytes */
 uint32_t ps_gate_pending(const ps_gate *g);   /* ready, not yet released */
 

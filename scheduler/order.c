@@ -562,3 +562,48 @@ void ps_order_normalise(const uint32_t *prio, uint32_t n, uint32_t *out)
 	}
 	free(s);
 }
+
+int ps_order_partition_numbers(const ps_placement *pl,
+                               const uint32_t *tensor_prio, int counter,
+                               uint32_t **numbers_p)
+{
+	uint32_t *num, *prio = NULL, *idx = NULL, *out = NULL;
+	int rc = PS_ENOMEM;
+
+	if (!pl || !numbers_p)
+		return PS_EINVAL;
+	num = calloc(pl->num_parts ? pl->num_parts : 1, sizeof(*num));
+	if (!num)
+		return PS_ENOMEM;
+	for (uint32_t i = 0; i < pl->num_parts; i++)
+		num[i] = tensor_prio ? tensor_prio[pl->parts[i].tensor] : 0;
+	if (!counter) {
+		*numbers_p = num;
+		return PS_OK;
+	}
+	prio = malloc(pl->num_parts * sizeof(*prio) + 1);
+	idx = malloc(pl->num_parts * sizeof(*idx) + 1);
+	out = malloc(pl->num_parts * sizeof(*out) + 1);
+	if (!prio || !idx || !out)
+		goto out;
+	for (uint32_t s = 0; s < pl->num_servers; s++) {
+		uint32_t n = 0;
+		for (uint32_t i = 0; i < pl->num_parts; i++)
+			if (pl->parts[i].server == s) {
+				idx[n] = i;
+				prio[n++] = num[i];
+			}
+		ps_order_normalise(prio, n, out);
+		for (uint32_t k = 0; k < n; k++)
+			num[idx[k]] = out[k];
+	}
+	*numbers_p = num;
+	num = NULL;
+	rc = PS_OK;
+out:
+	free(num);
+	free(prio);
+	free(idx);
+	free(out);
+	return rc;
+}

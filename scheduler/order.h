@@ -36,6 +36,7 @@
 
 #include "model/dag.h"
 #include "ordo/error.h"
+#include "scheduler/placement.h"
 
 typedef enum {
 	PS_ORDER_FIFO = 0,
@@ -66,5 +67,18 @@ int ps_order_compute(const ps_dag *dag, ps_order_kind kind,
  * the counter gate lets a transfer go once that many went before it).
  */
 void ps_order_normalise(const uint32_t *prio, uint32_t n, uint32_t *out);
+
+/*
+ * The gate number of every partition of a placement, from its tensor's
+ * priority (tensor_prio NULL: all 0). For the counter gate (counter != 0)
+ * the numbers are normalised per server: among the partitions a server
+ * holds, the number of partitions with a smaller priority - the same for
+ * pushes from any worker to that server and for that server's parameter
+ * sends to any worker. Otherwise a partition's number is its tensor's
+ * priority. *numbers_p (num_parts entries) is malloc'd.
+ */
+int ps_order_partition_numbers(const ps_placement *pl,
+			       const uint32_t *tensor_prio, int counter,
+			       uint32_t **numbers_p);
 
 #endif /* ORDO_SCHEDULER_ORDER_H */

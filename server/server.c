@@ -23,12 +23,17 @@
 #include "common/node.h"
 #include "common/signals.h"
 #include "common/trace.h"
+#include "scheduler/gate.h"
+#include "scheduler/order.h"
 #include "server/optimizer.h"
 #include "server/server.h"
 
 /* Parameter values as sent: reference-counted. The first buffer of every
  * partition lives in the shard's arena; copies made by copy-on-write carry
  * their memory in mem[]. */
+/* Elements processed between two heartbeat checks (16 MiB of float32). */
+#define SLICE ((size_t)4 << 20)
+
 typedef struct pbuf {
 	atomic_int refs;
 	size_t numel;
@@ -60,6 +65,8 @@ typedef struct server {
 	float *values_arena, *momentum_arena;
 	double *acc_arena;
 	size_t arena_numel;
+	ps_gate *gate;    /* parameter sends to the workers */
+	uint32_t *number; /* per partition: its gate priority / number */
 	float *scratch; /* aligned copy of a misaligned payload */
 	size_t scratch_cap;
 	uint64_t pushes, updates, bytes_in, bytes_out;
@@ -148,11 +155,26 @@ static int setup_shard(server *s)
 	}
 	PS_INFO("holding %u of %u partitions, %.2f MiB", s->nparts,
 		pl->num_parts, (double)bytes / (1024.0 * 1024.0));
-	return PS_OK;
+	{
+		int rc = ps_order_partition_numbers(
+			pl, s->node.welcome.priority,
+			s->cfg->scheduling.gate == PS_GATE_COUNTER, &s->number);
+		if (rc == PS_OK)
+			rc = ps_gate_create((ps_gate_kind)s->cfg->scheduling.gate,
+					    s->cfg->scheduling.credit_size,
+					    s->workers, &s->gate);
+		return rc;
+	}
 }
+
+static void drop_pending(uint64_t handle, void *ud);
 
 static void free_shard(server *s)
 {
+	if (s->gate) /* sends never released: the job ended or failed */
+		ps_gate_foreach_pending(s->gate, drop_pending, NULL);
+	ps_gate_destroy(&s->gate);
+	free(s->number);
 	for (uint32_t k = 0; k < s->nparts; k++) {
 		shard_part *p = &s->parts[k];
 		if (p->values)
@@ -168,42 +190,116 @@ static void free_shard(server *s)
 	free(s->scratch);
 }
 
+/* A parameter send waiting in the gate; the gate's handle points to it.
+ * It holds a reference to the values as they were when it became ready. */
+typedef struct pending {
+	shard_part *p;
+	pbuf *values;
+	uint64_t version, ready_us;
+	uint32_t wrank;
+} pending;
+
+static void drop_pending(uint64_t handle, void *ud)
+{
+	pending *e = (pending *)(uintptr_t)handle;
+	(void)ud;
+	pbuf_unref(NULL, e->values);
+	free(e);
+}
+
+/* Hands over every parameter send the gate releases now. */
+static int drain_gate(server *s)
+{
+	ps_xfer x;
+
+	while (ps_gate_next(s->gate, &x) == 1) {
+		pending *e = (pending *)(uintptr_t)x.handle;
+		shard_part *p = e->p;
+		ps_wire_header h = {
+			.type = PS_MSG_PARAMS,
+			.key = p->desc->tensor,
+			.partition = p->index,
+			.iteration = e->version,
+			.priority = (int32_t)x.priority,
+		};
+		size_t len = e->values->numel * sizeof(float);
+		int rc = ps_node_send(&s->node,
+				      ps_node_worker_id(&s->node, e->wrank), &h,
+				      e->values->data, len, pbuf_unref,
+				      e->values);
+
+		if (rc != PS_OK) {
+			/* Synchronous training cannot go on without this
+			 * worker: fail, and let the scheduler end the job. */
+			PS_ERROR("cannot send parameters to worker %u: %s",
+				 e->wrank, ps_strerror(rc));
+			drop_pending(x.handle, NULL);
+			return rc;
+		}
+		if (ps_trace_enabled()) {
+			uint64_t sent = ps_trace_now_us();
+			ps_trace_args a = {.iteration = (int64_t)e->version,
+					   .tensor = p->desc->tensor,
+					   .partition = p->index,
+					   .bytes = (int64_t)len,
+					   .ready_us = e->ready_us,
+					   .sent_us = sent};
+			char what[40];
+			snprintf(what, sizeof(what), "params to worker %u",
+				 e->wrank);
+			ps_trace_span(PS_LANE_SEND, what, e->ready_us,
+				      sent - e->ready_us, &a);
+		}
+		s->bytes_out += len;
+		free(e); /* the transport holds the values now */
+	}
+	return PS_OK;
+}
+
+/* The partition's current values become ready to go to worker wrank. */
 static int send_params(server *s, shard_part *p, uint32_t wrank)
 {
-	uint32_t to = ps_node_worker_id(&s->node, wrank);
-	ps_wire_header h = {
-		.type = PS_MSG_PARAMS,
-		.key = p->desc->tensor,
-		.partition = p->index,
-		.iteration = p->version,
-	};
-	size_t len = p->values->numel * sizeof(float);
-	uint64_t ready = ps_trace_now_us();
+	pending *e = malloc(sizeof(*e));
 	int rc;
 
+	if (!e)
+		return PS_ENOMEM;
 	atomic_fetch_add(&p->values->refs, 1);
-	rc = ps_node_send(&s->node, to, &h, p->values->data, len, pbuf_unref,
-			  p->values);
-	if (rc == PS_OK && ps_trace_enabled()) {
-		uint64_t sent = ps_trace_now_us();
-		ps_trace_args a = {.iteration = (int64_t)p->version,
-				   .tensor = p->desc->tensor,
-				   .partition = p->index,
-				   .bytes = (int64_t)len,
-				   .ready_us = ready,
-				   .sent_us = sent};
-		ps_trace_span(PS_LANE_SEND, "params", ready, sent - ready, &a);
-	}
+	*e = (pending){.p = p,
+		       .values = p->values,
+		       .version = p->version,
+		       .ready_us = ps_trace_now_us(),
+		       .wrank = wrank};
+	rc = ps_gate_ready(s->gate,
+			   &(ps_xfer){.handle = (uintptr_t)e,
+				      .receiver = wrank,
+				      .iteration = p->version,
+				      .priority = s->number[p->index],
+				      .bytes = p->values->numel *
+					       sizeof(float)});
 	if (rc != PS_OK) {
-		pbuf_unref(NULL, p->values);
-		/* Synchronous training cannot go on without this worker:
-		 * fail, and let the scheduler end the job. */
-		PS_ERROR("cannot send parameters to worker %u: %s", wrank,
-			 ps_strerror(rc));
+		drop_pending((uintptr_t)e, NULL);
 		return rc;
 	}
-	s->bytes_out += len;
-	return PS_OK;
+	return drain_gate(s);
+}
+
+/* A worker received parameters: the credit they held returns. */
+static int handle_params_ack(server *s, const ps_wire_header *h, char *why,
+			     size_t whylen)
+{
+	const ps_placement *pl = s->node.welcome.placement;
+
+	if (s->node.welcome.nodes[h->sender].role != PS_ROLE_WORKER ||
+	    h->partition >= pl->num_parts || s->local[h->partition] < 0 ||
+	    ps_gate_acked(s->gate, pl->parts[h->partition].numel *
+				       sizeof(float)) != PS_OK) {
+		snprintf(why, whylen, "PARAMS_ACK from node %u for partition "
+			 "%u, which is not in flight", h->sender,
+			 h->partition);
+		return PS_EPROTO;
+	}
+	return drain_gate(s);
 }
 
 static int broadcast_params(server *s, shard_part *p)
@@ -306,8 +402,16 @@ static int apply_update(server *s, shard_part *p, unsigned count)
 		PS_ERROR("out of memory updating partition %u", p->index);
 		return rc;
 	}
-	ps_sgd_apply(p->values->data, p->momentum, p->acc, p->desc->numel,
-		     count, s->cfg->train.lr, s->cfg->train.momentum);
+	/* in slices, with heartbeats between: a whole 400 MB tensor takes
+	 * long enough to look dead */
+	for (size_t off = 0; off < p->desc->numel; off += SLICE) {
+		size_t n = p->desc->numel - off < SLICE ? p->desc->numel - off
+							: SLICE;
+		ps_sgd_apply(p->values->data + off, p->momentum + off,
+			     p->acc + off, n, count, s->cfg->train.lr,
+			     s->cfg->train.momentum);
+		ps_node_tick(&s->node);
+	}
 	memset(p->pushed, 0, s->workers);
 	p->count = 0;
 	p->version++;
@@ -377,10 +481,15 @@ static int handle_push(server *s, const ps_msg *msg, const ps_wire_header *h,
 	g = payload_floats(s, msg);
 	if (!g)
 		return PS_ENOMEM;
-	if (p->count == 0)
-		ps_accum_set(p->acc, g, p->desc->numel);
-	else
-		ps_accum_add(p->acc, g, p->desc->numel);
+	for (size_t off = 0; off < p->desc->numel; off += SLICE) {
+		size_t n = p->desc->numel - off < SLICE ? p->desc->numel - off
+							: SLICE;
+		if (p->count == 0)
+			ps_accum_set(p->acc + off, g + off, n);
+		else
+			ps_accum_add(p->acc + off, g + off, n);
+		ps_node_tick(&s->node);
+	}
 	p->pushed[from->rank] = 1;
 	p->count++;
 	s->pushes++;
@@ -433,6 +542,9 @@ static int handle(server *s, const ps_msg *msg, const ps_wire_header *h)
 		break;
 	case PS_MSG_PULL:
 		rc = handle_pull(s, h, why, sizeof(why));
+		break;
+	case PS_MSG_PARAMS_ACK:
+		rc = handle_params_ack(s, h, why, sizeof(why));
 		break;
 	case PS_MSG_SHUTDOWN:
 		return h->sender == 0 ? PS_ECLOSED : PS_EPROTO;

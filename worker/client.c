@@ -32,6 +32,8 @@
 #include "common/trace.h"
 #include "common/wire.h"
 #include "ordo/ordo.h"
+#include "scheduler/gate.h"
+#include "scheduler/order.h"
 
 typedef enum {
 	CMD_PUSH,
@@ -102,7 +104,18 @@ struct ps_client {
 	/* owned by the communication thread; read-only for the application
 	 * once state is RUNNING */
 	ps_node node;
+
+	/* the sender gate of the pushes (communication thread only) */
+	ps_gate *gate;
+	uint32_t *number; /* per partition: its gate priority / number */
 };
+
+/* A partition push waiting in the gate; the gate's handle points to it. */
+typedef struct pending {
+	uint32_t part, tensor;
+	const float *base;
+	uint64_t iteration, ready_us;
+} pending;
 
 static void fail_locked(ps_client *c, int code)
 {
@@ -184,6 +197,69 @@ static int send_tensor(ps_client *c, tensor *t, uint32_t type,
 	return PS_OK;
 }
 
+static void free_pending(uint64_t handle, void *ud)
+{
+	(void)ud;
+	free((pending *)(uintptr_t)handle);
+}
+
+/* Hands over every push the gate releases now. */
+static int drain_gate(ps_client *c)
+{
+	ps_xfer x;
+
+	while (ps_gate_next(c->gate, &x) == 1) {
+		pending *e = (pending *)(uintptr_t)x.handle;
+		int rc = send_part(c, &c->tensors[e->tensor], e->part,
+				   PS_MSG_PUSH, e->base, e->iteration,
+				   (int32_t)x.priority, e->ready_us);
+		free(e);
+		if (rc != PS_OK)
+			return rc;
+	}
+	return PS_OK;
+}
+
+/* A pushed tensor's partitions enter the gate; what it releases goes. */
+static int queue_push(ps_client *c, const cmd *k)
+{
+	const ps_placement *pl = c->node.welcome.placement;
+	tensor *t = &c->tensors[k->tensor];
+	int rc = PS_OK;
+
+	for (uint32_t i = 0; i < t->nparts && rc == PS_OK; i++) {
+		uint32_t part = t->first_part + i;
+		pending *e = malloc(sizeof(*e));
+
+		rc = e ? PS_OK : PS_ENOMEM;
+		if (rc == PS_OK) {
+			*e = (pending){.part = part,
+				       .tensor = k->tensor,
+				       .base = k->data,
+				       .iteration = k->iteration,
+				       .ready_us = k->ready_us};
+			rc = ps_gate_ready(
+				c->gate,
+				&(ps_xfer){.handle = (uintptr_t)e,
+					   .receiver = pl->parts[part].server,
+					   .iteration = k->iteration,
+					   .priority = c->number[part],
+					   .bytes = pl->parts[part].numel *
+						    sizeof(float)});
+			if (rc != PS_OK)
+				free(e);
+		}
+		if (rc != PS_OK) {
+			/* the partitions not queued hold no reference */
+			pthread_mutex_lock(&c->mu);
+			t->inflight -= t->nparts - i;
+			pthread_cond_broadcast(&c->cv);
+			pthread_mutex_unlock(&c->mu);
+		}
+	}
+	return rc == PS_OK ? drain_gate(c) : rc;
+}
+
 static int send_pulls(ps_client *c, tensor *t)
 {
 	for (uint32_t k = 0; k < t->nparts; k++) {
@@ -215,9 +291,7 @@ static int run_command(ps_client *c, cmd *k)
 
 	switch (k->kind) {
 	case CMD_PUSH:
-		return send_tensor(c, &c->tensors[k->tensor], PS_MSG_PUSH,
-				   k->data, k->iteration, k->priority,
-				   k->ready_us);
+		return queue_push(c, k);
 	case CMD_PULL:
 		return send_pulls(c, &c->tensors[k->tensor]);
 	case CMD_BARRIER:
@@ -330,11 +404,36 @@ static int handle(ps_client *c, ps_msg *msg, const ps_wire_header *h)
 	switch (h->type) {
 	case PS_MSG_PARAMS:
 		rc = accept_params(c, msg, h, why, sizeof(why));
-		if (rc == PS_OK)
-			return PS_OK; /* the slot owns msg */
-		break;
+		if (rc != PS_OK)
+			break;
+		/* the slot owns msg now; with a credit window the server
+		 * needs to know the bytes arrived */
+		if (c->cfg.scheduling.credit_size) {
+			ps_wire_header ack = {.type = PS_MSG_PARAMS_ACK,
+					      .key = h->key,
+					      .partition = h->partition,
+					      .iteration = h->iteration};
+			return ps_node_send(&c->node, h->sender, &ack, NULL, 0,
+					    NULL, NULL);
+		}
+		return PS_OK;
 	case PS_MSG_PUSH_ACK:
 		trace_ack(c, h);
+		if (h->partition >= c->node.welcome.placement->num_parts ||
+		    ps_gate_acked(c->gate,
+				  c->node.welcome.placement->parts[h->partition]
+					  .numel *
+				      sizeof(float)) != PS_OK) {
+			rc = PS_EPROTO;
+			snprintf(why, sizeof(why), "PUSH_ACK for nothing in "
+				 "flight (partition %u)", h->partition);
+			break;
+		}
+		rc = drain_gate(c);
+		if (rc != PS_OK) {
+			ps_msg_free(&msg);
+			return rc;
+		}
 		break;
 	case PS_MSG_BARRIER_DONE:
 		if (h->sender != 0) {
@@ -376,6 +475,7 @@ static int handle(ps_client *c, ps_msg *msg, const ps_wire_header *h)
 static int setup_after_join(ps_client *c)
 {
 	const ps_placement *pl = c->node.welcome.placement;
+	int rc;
 
 	if (pl->num_tensors != c->ntensors)
 		return PS_EPROTO;
@@ -391,6 +491,15 @@ static int setup_after_join(ps_client *c)
 	c->slots = calloc(pl->num_parts, sizeof(*c->slots));
 	if (!c->slots)
 		return PS_ENOMEM;
+	rc = ps_order_partition_numbers(
+		pl, c->node.welcome.priority,
+		c->cfg.scheduling.gate == PS_GATE_COUNTER, &c->number);
+	if (rc == PS_OK)
+		rc = ps_gate_create((ps_gate_kind)c->cfg.scheduling.gate,
+				    c->cfg.scheduling.credit_size,
+				    pl->num_servers, &c->gate);
+	if (rc != PS_OK)
+		return rc;
 	return ps_node_connect_role(&c->node, PS_ROLE_SERVER);
 }
 
@@ -910,6 +1019,10 @@ void ps_client_destroy(ps_client **client_p)
 		free(c->tensors[i].detached_part);
 	}
 	free(c->tensors);
+	if (c->gate) /* pushes never released: the job failed */
+		ps_gate_foreach_pending(c->gate, free_pending, NULL);
+	ps_gate_destroy(&c->gate);
+	free(c->number);
 	pthread_cond_destroy(&c->cv);
 	pthread_mutex_destroy(&c->mu);
 	free(c);

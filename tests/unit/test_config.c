@@ -259,8 +259,11 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg.train.seed, 1);
 	assert_string_equal(cfg.train.dump_params, "");
 	assert_int_equal(cfg.scheduling.preset, PS_PRESET_BASELINE);
-	assert_int_equal(cfg.scheduling.partition_size, 4 * 1024 * 1024);
+	/* the defaults are the baseline preset: whole tensors, fifo */
+	assert_int_equal(cfg.scheduling.partition_size, 1ull << 40);
 	assert_int_equal(cfg.scheduling.credit_size, 0);
+	assert_int_equal(cfg.scheduling.order, 0);
+	assert_int_equal(cfg.scheduling.gate, 0);
 	assert_int_equal(cfg.scheduling.placement, PS_PLACE_BALANCED);
 	assert_int_equal(cfg.log.level, PS_LOG_INFO);
 	assert_int_equal(ps_config_validate(&cfg, err, sizeof(err)), PS_OK);
@@ -790,7 +793,7 @@ static void test_write_ini(void **state)
 	assert_non_null(
 	    strstr(text, "[cluster]\nscheduler_host = 127.0.0.1\n"));
 	assert_non_null(strstr(text, "advertise_host = \"\"\n"));
-	assert_non_null(strstr(text, "partition_size = 4M\n"));
+	assert_non_null(strstr(text, "partition_size = 1T\n"));
 	assert_non_null(strstr(text, "lr = 0.1\n"));
 	assert_non_null(strstr(text, "[log]\nlevel = info\n"));
 	free(text);
@@ -843,6 +846,8 @@ static void test_reference(void **state)
 	                                   "preset",
 	                                   "partition_size",
 	                                   "credit_size",
+	                                   "order",
+	                                   "gate",
 	                                   "placement",
 	                                   "level"};
 	char *ref = config_to_string(NULL, 1), *again;
@@ -866,7 +871,7 @@ static void test_reference(void **state)
 	                            "`async` |"));
 	assert_non_null(
 	    strstr(ref, "| `momentum` | double | `0.9` | [0, 1) |"));
-	assert_non_null(strstr(ref, "| `partition_size` | size | `4M` | "
+	assert_non_null(strstr(ref, "| `partition_size` | size | `1T` | "
 	                            "[4, 1T] bytes"));
 	assert_non_null(strstr(ref, "### [log]"));
 	/* deterministic */
@@ -1112,6 +1117,58 @@ static void test_cli_parse(void **state)
 	cli_run_free(&r);
 }
 
+/* A preset fills in order, gate, partition_size and credit_size, but only
+ * those not set explicitly, whatever the order they are given in. */
+static void test_presets(void **state)
+{
+	ps_config cfg;
+	char err[512], line[256];
+
+	(void)state;
+	ps_config_defaults(&cfg);
+	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.preset", "p3",
+	                                  "--set", err, sizeof(err)),
+	                 PS_OK);
+	assert_int_equal(cfg.scheduling.order, 1); /* layer */
+	assert_int_equal(cfg.scheduling.gate, 1);  /* priority */
+	assert_int_equal(cfg.scheduling.partition_size, 160 * 1024);
+	assert_int_equal(cfg.scheduling.credit_size, 160 * 1024);
+	ps_config_describe_scheduling(&cfg, line, sizeof(line));
+	assert_string_equal(line, "preset p3: order layer, gate priority, "
+	                          "partition 160K, credit 160K");
+
+	/* explicit before the preset */
+	ps_config_defaults(&cfg);
+	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.partition_size",
+	                                  "1M", "--set", err, sizeof(err)),
+	                 PS_OK);
+	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.preset",
+	                                  "tictac-tao", "--set", err,
+	                                  sizeof(err)),
+	                 PS_OK);
+	assert_int_equal(cfg.scheduling.order, 3); /* tao */
+	assert_int_equal(cfg.scheduling.gate, 2);  /* counter */
+	assert_int_equal(cfg.scheduling.partition_size, 1 << 20);
+	/* explicit after the preset, then another preset */
+	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.gate", "fifo",
+	                                  "--set", err, sizeof(err)),
+	                 PS_OK);
+	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.preset",
+	                                  "bytescheduler", "--set", err,
+	                                  sizeof(err)),
+	                 PS_OK);
+	assert_int_equal(cfg.scheduling.order, 1);         /* layer */
+	assert_int_equal(cfg.scheduling.gate, 0);          /* kept: fifo */
+	assert_int_equal(cfg.scheduling.partition_size, 1 << 20); /* kept */
+	assert_int_equal(cfg.scheduling.credit_size, 16 << 20);
+	assert_int_equal(ps_config_validate(&cfg, err, sizeof(err)), PS_OK);
+	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.preset", "p4",
+	                                  "--set", err, sizeof(err)),
+	                 PS_ECONFIG);
+	assert_non_null(strstr(err, "baseline, p3, tictac-tio, tictac-tao, "
+	                            "bytescheduler, ordo"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1128,6 +1185,7 @@ int main(void)
 	    cmocka_unit_test(test_validate),
 	    cmocka_unit_test(test_write_ini),
 	    cmocka_unit_test(test_reference),
+	    cmocka_unit_test(test_presets),
 	    cmocka_unit_test(test_enum_name),
 	    cmocka_unit_test(test_cli_help_version),
 	    cmocka_unit_test(test_cli_parse),

@@ -768,9 +768,43 @@ static void test_large_exactly_once(void **state)
 	}
 }
 
+/* Teardown: every pending (and only pending) handle is visited. */
+static void count_handle(uint64_t handle, void *ud)
+{
+	uint64_t *sum = ud;
+	*sum += handle;
+}
+
+static void test_foreach_pending(void **state)
+{
+	(void)state;
+	for (int kind = 0; kind < PS_GATE_COUNT; kind++) {
+		ps_gate *g = NULL;
+		ps_xfer x;
+		uint64_t sum = 0, released = 0;
+
+		assert_int_equal(ps_gate_create((ps_gate_kind)kind, 0, 2, &g),
+				 PS_OK);
+		for (uint64_t h = 1; h <= 10; h++)
+			assert_int_equal(
+			    ps_gate_ready(g, &(ps_xfer){.handle = h,
+							.receiver = h % 2,
+							.priority = 0,
+							.bytes = 1}),
+			    PS_OK);
+		for (int i = 0; i < 4 && ps_gate_next(g, &x) == 1; i++)
+			released += x.handle;
+		ps_gate_foreach_pending(g, count_handle, &sum);
+		assert_int_equal(sum + released, 55);
+		assert_int_equal(ps_gate_pending(g), 6);
+		ps_gate_destroy(&g);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_foreach_pending),
 	    cmocka_unit_test(test_names_and_args),
 	    cmocka_unit_test(test_fields_round_trip),
 	    cmocka_unit_test(test_bytescheduler_stop_and_wait),

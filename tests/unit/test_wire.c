@@ -730,8 +730,25 @@ static void test_welcome_roundtrip(void **state)
 	assert_memory_equal(out.placement->server_bytes,
 	                    w.placement->server_bytes, 3 * sizeof(uint64_t));
 	assert_string_equal(out.placement->tensors[2].name, "fc2.weight");
+	assert_null(out.priority); /* none sent */
 	ps_wire_welcome_clear(&out);
 	free(buf);
+
+	/* with transfer priorities; every truncation is refused */
+	uint32_t prio[5] = {4, 0, 2, 2, UINT32_MAX};
+	w.priority = prio;
+	assert_int_equal(ps_wire_welcome_encode(&w, &buf, &len), PS_OK);
+	if (ps_wire_welcome_decode(buf, len, &out, why, sizeof(why)) != PS_OK)
+		fail_msg("welcome: %s", why);
+	assert_non_null(out.priority);
+	assert_memory_equal(out.priority, prio, sizeof(prio));
+	ps_wire_welcome_clear(&out);
+	for (size_t n = 0; n < len; n++)
+		assert_int_equal(
+		    ps_wire_welcome_decode(buf, n, &out, why, sizeof(why)),
+		    PS_EPROTO);
+	free(buf);
+	w.priority = NULL;
 	ps_wire_welcome_clear(&w);
 	assert_null(w.nodes);
 
