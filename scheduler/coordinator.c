@@ -15,6 +15,7 @@
 
 #include "common/log.h"
 #include "common/node.h"
+#include "common/output.h"
 #include "common/signals.h"
 #include "common/wire.h"
 #include "scheduler/coordinator.h"
@@ -293,17 +294,10 @@ static int same_as_model(const coord *c, const ps_dag *d)
 
 static void write_order_csv(const coord *c)
 {
-	char path[PS_CFG_STR + 32];
-	FILE *f;
+	FILE *f = ps_output_open(c->cfg, "order.csv");
 
-	if (!c->cfg->output.dir[0])
+	if (!f)
 		return;
-	snprintf(path, sizeof(path), "%s/order.csv", c->cfg->output.dir);
-	f = fopen(path, "w");
-	if (!f) {
-		PS_WARN("cannot write %s: %s", path, strerror(errno));
-		return;
-	}
 	fprintf(f, "tensor,name,priority\n");
 	for (uint32_t i = 0; i < c->ntensors; i++)
 		fprintf(f, "%u,%s,%u\n", i, c->tensors[i].name,
@@ -442,17 +436,10 @@ static int registration(coord *c)
  * spent waiting for parameters. */
 static void write_summary_csv(coord *c)
 {
-	char path[PS_CFG_STR + 32];
-	FILE *f;
+	FILE *f = ps_output_open(c->cfg, "summary.csv");
 
-	if (!c->cfg->output.dir[0])
+	if (!f)
 		return;
-	snprintf(path, sizeof(path), "%s/summary.csv", c->cfg->output.dir);
-	f = fopen(path, "w");
-	if (!f) {
-		PS_WARN("cannot write %s: %s", path, strerror(errno));
-		return;
-	}
 	fprintf(f, "worker,iterations,seconds,samples_per_s,wait_s,"
 		"wait_share,efficiency,speedup_bound,bytes_pushed,"
 		"bytes_received\n");

@@ -19,6 +19,7 @@
 
 #include "common/log.h"
 #include "common/memory.h"
+#include "common/output.h"
 #include "common/signals.h"
 #include "common/trace.h"
 #include "model/dag.h"
@@ -235,19 +236,13 @@ static void teardown(engine *e)
 
 static FILE *open_csv(const ps_config *cfg, int rank)
 {
-	char path[PS_CFG_STR + 64];
+	char name[64];
 	FILE *f;
 
-	if (!cfg->output.dir[0])
+	snprintf(name, sizeof(name), "metrics-worker-%d.csv", rank);
+	f = ps_output_open(cfg, name);
+	if (!f)
 		return NULL;
-	snprintf(path, sizeof(path), "%s/metrics-worker-%d.csv",
-		 cfg->output.dir, rank);
-	f = fopen(path, "w");
-	if (!f) {
-		PS_WARN("cannot write %s: %s (no metrics CSV)", path,
-			strerror(errno));
-		return NULL;
-	}
 	fprintf(f, "iteration,time_ms,samples_per_s,compute_ms,wait_ms,"
 		"comm_oracle_ms,efficiency,speedup_bound\n");
 	return f;

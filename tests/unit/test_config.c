@@ -11,6 +11,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "tmpdir.h"
+
 /* The config sections, as error messages list them. */
 #define SECTIONS                                                               \
 	"cluster, transport, model, worker, train, scheduling, log, output, "   \
@@ -190,8 +192,7 @@ static int group_setup(void **state)
 	int n = 0;
 
 	(void)state;
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/ordo-test-config-XXXXXX");
-	if (!mkdtemp(tmpdir))
+	if (test_tmpdir_create(tmpdir, sizeof(tmpdir), "config") != 0)
 		return -1;
 	/* ps_cli_parse reads environ: start without any ORDO_ variable. */
 	for (char **e = environ; *e && n < 64; e++)
@@ -206,23 +207,8 @@ static int group_setup(void **state)
 
 static int group_teardown(void **state)
 {
-	DIR *d = opendir(tmpdir);
-	struct dirent *de;
-	char path[512];
-
 	(void)state;
-	if (d) {
-		while ((de = readdir(d)) != NULL) {
-			if (strcmp(de->d_name, ".") == 0 ||
-			    strcmp(de->d_name, "..") == 0)
-				continue;
-			snprintf(path, sizeof(path), "%s/%s", tmpdir,
-			         de->d_name);
-			unlink(path);
-		}
-		closedir(d);
-	}
-	return rmdir(tmpdir);
+	return test_tmpdir_remove(tmpdir);
 }
 
 /* ---- defaults and files ----------------------------------------------- */

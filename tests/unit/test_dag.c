@@ -11,6 +11,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "tmpdir.h"
+
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -166,29 +168,13 @@ static double now_s(void)
 static int group_setup(void **state)
 {
 	(void)state;
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/ordo-test-dag-XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
+	return test_tmpdir_create(tmpdir, sizeof(tmpdir), "dag");
 }
 
 static int group_teardown(void **state)
 {
-	DIR *d = opendir(tmpdir);
-	struct dirent *de;
-	char path[512];
-
 	(void)state;
-	if (d) {
-		while ((de = readdir(d)) != NULL) {
-			if (strcmp(de->d_name, ".") == 0 ||
-			    strcmp(de->d_name, "..") == 0)
-				continue;
-			snprintf(path, sizeof(path), "%s/%s", tmpdir,
-			         de->d_name);
-			unlink(path);
-		}
-		closedir(d);
-	}
-	return rmdir(tmpdir);
+	return test_tmpdir_remove(tmpdir);
 }
 
 /* ---- a good model ----------------------------------------------------- */

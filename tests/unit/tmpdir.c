@@ -1,0 +1,35 @@
+/*
+ * tests/unit/tmpdir.c - see tmpdir.h.
+ */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tmpdir.h"
+
+int test_tmpdir_create(char *buf, size_t cap, const char *tag)
+{
+	snprintf(buf, cap, "/tmp/ordo-test-%s-XXXXXX", tag);
+	return mkdtemp(buf) ? 0 : -1;
+}
+
+int test_tmpdir_remove(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char path[512];
+
+	if (d) {
+		while ((de = readdir(d)) != NULL) {
+			if (strcmp(de->d_name, ".") == 0 ||
+			    strcmp(de->d_name, "..") == 0)
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+			unlink(path);
+		}
+		closedir(d);
+	}
+	return rmdir(dir);
+}
