@@ -357,6 +357,24 @@ static int compute_order(coord *c)
 	return rc;
 }
 
+/* DIR/placement.csv: which server holds which partition. */
+static void write_placement_csv(const coord *c)
+{
+	const ps_placement *pl = c->placement;
+	FILE *f = ps_output_open(c->cfg, "placement.csv");
+
+	if (!f)
+		return;
+	fprintf(f, "partition,tensor,index,offset,numel,server\n");
+	for (uint32_t i = 0; i < pl->num_parts; i++)
+		fprintf(f, "%u,%u,%u,%llu,%llu,%u\n", i, pl->parts[i].tensor,
+			pl->parts[i].index,
+			(unsigned long long)pl->parts[i].offset,
+			(unsigned long long)pl->parts[i].numel,
+			pl->parts[i].server);
+	fclose(f);
+}
+
 static int place(coord *c)
 {
 	int rc = ps_placement_compute(c->tensors, c->ntensors,
@@ -370,6 +388,7 @@ static int place(coord *c)
 	}
 	ps_placement_print(c->placement, stdout);
 	fflush(stdout);
+	write_placement_csv(c);
 	return PS_OK;
 }
 

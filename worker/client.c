@@ -48,7 +48,6 @@ typedef struct cmd {
 	const float *data;
 	uint64_t iteration;
 	int32_t priority;
-	uint64_t ready_us; /* when the application handed it over */
 	ps_wire_done done;
 	struct cmd *next;
 } cmd;
@@ -220,7 +219,9 @@ static int drain_gate(ps_client *c)
 	return PS_OK;
 }
 
-/* A pushed tensor's partitions enter the gate; what it releases goes. */
+/* A pushed tensor's partitions enter the gate (the caller drains it once
+ * a whole batch of commands is in, so the gate chooses among all of
+ * them). */
 static int queue_push(ps_client *c, const cmd *k)
 {
 	const ps_placement *pl = c->node.welcome.placement;
@@ -233,11 +234,12 @@ static int queue_push(ps_client *c, const cmd *k)
 
 		rc = e ? PS_OK : PS_ENOMEM;
 		if (rc == PS_OK) {
+			/* ready: when it enters the gate */
 			*e = (pending){.part = part,
 				       .tensor = k->tensor,
 				       .base = k->data,
 				       .iteration = k->iteration,
-				       .ready_us = k->ready_us};
+				       .ready_us = ps_trace_now_us()};
 			rc = ps_gate_ready(
 				c->gate,
 				&(ps_xfer){.handle = (uintptr_t)e,
@@ -257,7 +259,7 @@ static int queue_push(ps_client *c, const cmd *k)
 			pthread_mutex_unlock(&c->mu);
 		}
 	}
-	return rc == PS_OK ? drain_gate(c) : rc;
+	return rc;
 }
 
 static int send_pulls(ps_client *c, tensor *t)
@@ -562,6 +564,8 @@ static void *comm_main(void *arg)
 			free(k);
 			k = next;
 		}
+		if (rc == PS_OK)
+			rc = drain_gate(c);
 		if (rc != PS_OK)
 			break;
 		if (ps_signal_pending()) {
@@ -804,7 +808,6 @@ int ps_client_push(ps_client *c, uint32_t tensor_id, const float *grad,
 	k->data = grad;
 	k->iteration = iteration;
 	k->priority = priority;
-	k->ready_us = ps_trace_now_us();
 	pthread_mutex_lock(&c->mu);
 	rc = enqueue(c, k);
 	if (rc == PS_OK)
