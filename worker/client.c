@@ -47,7 +47,6 @@ typedef struct cmd {
 	uint32_t tensor;
 	const float *data;
 	uint64_t iteration;
-	int32_t priority;
 	ps_wire_done done;
 	struct cmd *next;
 } cmd;
@@ -807,7 +806,7 @@ int ps_client_push(ps_client *c, uint32_t tensor_id, const float *grad,
 	k->tensor = tensor_id;
 	k->data = grad;
 	k->iteration = iteration;
-	k->priority = priority;
+	(void)priority; /* the job's order decides (ordo.h) */
 	pthread_mutex_lock(&c->mu);
 	rc = enqueue(c, k);
 	if (rc == PS_OK)

@@ -93,8 +93,8 @@ int ps_client_num_workers(const ps_client *c);
 
 /* Pushes the gradient of a tensor for an iteration (see Buffers above).
  * The push goes through the worker's sender gate, in the job's order
- * (scheduling.order, computed by the scheduler); `priority` is the
- * caller's own hint, kept for tracing and for future use. */
+ * (scheduling.order, computed by the scheduler from the model); the
+ * `priority` argument is accepted but not used. */
 int ps_client_push(ps_client *c, uint32_t tensor, const float *grad,
 		   uint64_t iteration, int32_t priority);
 

@@ -82,16 +82,9 @@ static const char GOOD[] =
 /* Writes text to tmpdir/name; returns the path (static, one per call). */
 static const char *write_file(const char *name, const char *text)
 {
-	static char paths[8][128];
-	static int next;
-	char *path = paths[next++ % 8];
-	FILE *f;
+	const char *path = test_write_file(tmpdir, name, text);
 
-	snprintf(path, 128, "%s/%s", tmpdir, name);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	assert_int_equal(fclose(f), 0);
+	assert_non_null(path);
 	return path;
 }
 

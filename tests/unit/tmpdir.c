@@ -33,3 +33,19 @@ int test_tmpdir_remove(const char *dir)
 	}
 	return rmdir(dir);
 }
+
+const char *test_write_file(const char *dir, const char *name,
+			    const char *text)
+{
+	static char paths[8][512];
+	static int next;
+	char *path = paths[next++ % 8];
+	FILE *f;
+
+	snprintf(path, sizeof(paths[0]), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	if (!f)
+		return NULL;
+	fputs(text, f);
+	return fclose(f) == 0 ? path : NULL;
+}

@@ -11,4 +11,9 @@ int test_tmpdir_create(char *buf, size_t cap, const char *tag);
 /* Removes the files in dir (one level), then dir. 0 or -1. */
 int test_tmpdir_remove(const char *dir);
 
+/* Writes text to dir/name; returns the path (static storage, valid for
+ * the next 7 calls too), or NULL if the file cannot be written. */
+const char *test_write_file(const char *dir, const char *name,
+			    const char *text);
+
 #endif /* ORDO_TESTS_TMPDIR_H */
