@@ -93,18 +93,19 @@ static const char *const order_names[] = {"fifo", "layer", "tio", "tao",
                                           "tail", NULL};
 static const char *const gate_names[] = {"fifo", "priority", "counter",
                                          NULL};
+static const char *const switch_names[] = {"off", "on", NULL};
 
 /* What each preset sets, in the syntax of the keys (see docs/presets.md
  * for why). A preset fills in only the keys not set explicitly. */
 static const struct preset {
-	const char *order, *gate, *partition_size, *credit_size;
+	const char *order, *gate, *partition_size, *credit_size, *fusion;
 } presets[PS_PRESET_COUNT] = {
-    [PS_PRESET_BASELINE] = {"fifo", "fifo", "1T", "0"},
-    [PS_PRESET_P3] = {"layer", "priority", "160K", "160K"},
-    [PS_PRESET_TICTAC_TIO] = {"tio", "counter", "1T", "0"},
-    [PS_PRESET_TICTAC_TAO] = {"tao", "counter", "1T", "0"},
-    [PS_PRESET_BYTESCHEDULER] = {"layer", "priority", "4M", "16M"},
-    [PS_PRESET_ORDO] = {"tail", "priority", "1M", "4M"},
+    [PS_PRESET_BASELINE] = {"fifo", "fifo", "1T", "0", "off"},
+    [PS_PRESET_P3] = {"layer", "priority", "160K", "160K", "off"},
+    [PS_PRESET_TICTAC_TIO] = {"tio", "counter", "1T", "0", "off"},
+    [PS_PRESET_TICTAC_TAO] = {"tao", "counter", "1T", "0", "off"},
+    [PS_PRESET_BYTESCHEDULER] = {"layer", "priority", "4M", "16M", "off"},
+    [PS_PRESET_ORDO] = {"tail", "priority", "1M", "4M", "on"},
 };
 static const char *const place_names[] = {[PS_PLACE_BALANCED] = "balanced",
                                           [PS_PLACE_ROUND_ROBIN] =
@@ -243,13 +244,13 @@ static const option options[] = {
 
     /* [scheduling] */
     ENUM(scheduling, preset, "baseline", preset_names,
-         "A named combination of order, gate, partition_size and "
-         "credit_size (docs/presets.md); it sets those of the four not "
-         "set explicitly. baseline: fifo, fifo, whole tensors, no credit "
-         "limit; p3: layer, priority, 160K, 160K (stop-and-wait); "
-         "tictac-tio / tictac-tao: tio / tao, counter, whole tensors, "
-         "unlimited; bytescheduler: layer, priority, 4M, 16M; ordo: tail, "
-         "priority, 1M, 4M."),
+         "A named combination of order, gate, partition_size, "
+         "credit_size and fusion (docs/presets.md); it sets those of the "
+         "five not set explicitly. baseline: fifo, fifo, whole tensors, no "
+         "credit limit, no fusion; p3: layer, priority, 160K, 160K "
+         "(stop-and-wait); tictac-tio / tictac-tao: tio / tao, counter, "
+         "whole tensors, unlimited; bytescheduler: layer, priority, 4M, "
+         "16M; ordo: tail, priority, 1M, 4M, fusion on."),
     ENUM(scheduling, order, "fifo", order_names,
          "Priority of transfers, from the model's DAG: fifo (none), layer "
          "(forward position), tio / tao (TicTac), tail (largest "
@@ -268,6 +269,12 @@ static const option options[] = {
          "acknowledged, per sender; 0 = unlimited, else at least "
          "partition_size (credit = partition_size is P3's "
          "stop-and-wait)."),
+    ENUM(scheduling, fusion, "off", switch_names,
+         "on: tensors smaller than partition_size are fused with their "
+         "neighbours (in the order the backward pass produces them) into "
+         "one transfer of at most partition_size bytes, so that small "
+         "tensors do not each pay a message's overhead (PACE). off: "
+         "every tensor travels on its own."),
     ENUM(scheduling, placement, "balanced", place_names,
          "How partitions are assigned to servers: balanced (largest "
          "partition first onto the least-loaded server) or round-robin."),
@@ -645,7 +652,7 @@ static int set_value(ps_config *cfg, const option *o, const char *value,
 {
 	static const char *const preset_keys[] = {
 	    "scheduling.order", "scheduling.gate", "scheduling.partition_size",
-	    "scheduling.credit_size"};
+	    "scheduling.credit_size", "scheduling.fusion"};
 	const struct preset *p;
 	int rc = parse_value(cfg, o, value, origin, err, errlen);
 
@@ -656,8 +663,8 @@ static int set_value(ps_config *cfg, const option *o, const char *value,
 		return PS_OK;
 	p = &presets[cfg->scheduling.preset];
 	const char *values[] = {p->order, p->gate, p->partition_size,
-	                        p->credit_size};
-	for (size_t i = 0; i < 4; i++) {
+	                        p->credit_size, p->fusion};
+	for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
 		const option *k = option_named(preset_keys[i]);
 		if (!cfg->user_set[k - options])
 			rc = parse_value(cfg, k, values[i], "preset", err,
@@ -684,10 +691,12 @@ void ps_config_describe_scheduling(const ps_config *cfg, char *buf,
 		ps_config_format_size(cfg->scheduling.credit_size, credit,
 		                      sizeof(credit));
 	snprintf(buf, cap,
-	         "preset %s: order %s, gate %s, partition %s, credit %s",
+	         "preset %s: order %s, gate %s, partition %s, credit %s, "
+	         "fusion %s",
 	         preset_names[cfg->scheduling.preset],
 	         order_names[cfg->scheduling.order],
-	         gate_names[cfg->scheduling.gate], part, credit);
+	         gate_names[cfg->scheduling.gate], part, credit,
+	         switch_names[cfg->scheduling.fusion]);
 }
 
 /* ---- defaults, set ---------------------------------------------------- */

@@ -91,6 +91,7 @@ struct ps_config {
 		int gate;                /* ps_gate_kind (scheduler/gate.h) */
 		uint64_t partition_size; /* bytes */
 		uint64_t credit_size;    /* bytes; 0 = unlimited */
+		int fusion;              /* 1: fuse small tensors (PACE) */
 		int placement;           /* ps_place_strategy */
 	} scheduling;
 	struct {
@@ -104,7 +105,7 @@ struct ps_config {
 	} metrics;
 	/* which options were set by a file, the environment or --set (not
 	 * defaults): a preset fills in only the others */
-	uint8_t user_set[64];
+	uint8_t user_set[128];
 };
 
 /* Fills cfg with every option's default. */

@@ -852,12 +852,13 @@ static int placement_pack(msgpack_packer *pk, const ps_placement *p)
 	for (uint32_t i = 0; i < p->num_parts && !failed; i++) {
 		const ps_partition *q = &p->parts[i];
 
-		failed |= msgpack_pack_array(pk, 5);
+		failed |= msgpack_pack_array(pk, 6);
 		failed |= msgpack_pack_uint32(pk, q->tensor);
 		failed |= msgpack_pack_uint32(pk, q->index);
 		failed |= msgpack_pack_uint64(pk, q->offset);
 		failed |= msgpack_pack_uint64(pk, q->numel);
 		failed |= msgpack_pack_uint32(pk, q->server);
+		failed |= msgpack_pack_uint32(pk, q->ntensors);
 	}
 	return failed;
 }
@@ -932,6 +933,9 @@ static int part_walk(dctx *d, const msgpack_object *o, ps_partition *q)
 		rc = get_uint(d, &a->ptr[3], "numel", UINT64_MAX, &q->numel);
 	if (rc == PS_OK)
 		rc = get_u32(d, &a->ptr[4], "server", &q->server);
+	q->ntensors = 1; /* absent before fusion existed */
+	if (rc == PS_OK && a->size > 5)
+		rc = get_u32(d, &a->ptr[5], "ntensors", &q->ntensors);
 	return rc;
 }
 

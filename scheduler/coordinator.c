@@ -365,13 +365,13 @@ static void write_placement_csv(const coord *c)
 
 	if (!f)
 		return;
-	fprintf(f, "partition,tensor,index,offset,numel,server\n");
+	fprintf(f, "partition,tensor,index,offset,numel,server,ntensors\n");
 	for (uint32_t i = 0; i < pl->num_parts; i++)
-		fprintf(f, "%u,%u,%u,%llu,%llu,%u\n", i, pl->parts[i].tensor,
-			pl->parts[i].index,
+		fprintf(f, "%u,%u,%u,%llu,%llu,%u,%u\n", i,
+			pl->parts[i].tensor, pl->parts[i].index,
 			(unsigned long long)pl->parts[i].offset,
 			(unsigned long long)pl->parts[i].numel,
-			pl->parts[i].server);
+			pl->parts[i].server, pl->parts[i].ntensors);
 	fclose(f);
 }
 
@@ -379,7 +379,8 @@ static int place(coord *c)
 {
 	int rc = ps_placement_compute(c->tensors, c->ntensors,
 				      c->cfg->scheduling.partition_size,
-				      c->servers, c->cfg->scheduling.placement,
+				      c->cfg->scheduling.fusion, c->servers,
+				      c->cfg->scheduling.placement,
 				      &c->placement);
 	if (rc != PS_OK) {
 		PS_ERROR("cannot place %u tensors on %u servers: %s",

@@ -575,8 +575,16 @@ int ps_order_partition_numbers(const ps_placement *pl,
 	num = calloc(pl->num_parts ? pl->num_parts : 1, sizeof(*num));
 	if (!num)
 		return PS_ENOMEM;
-	for (uint32_t i = 0; i < pl->num_parts; i++)
-		num[i] = tensor_prio ? tensor_prio[pl->parts[i].tensor] : 0;
+	for (uint32_t i = 0; i < pl->num_parts && tensor_prio; i++) {
+		const ps_partition *q = &pl->parts[i];
+
+		/* a fused partition is as urgent as its most urgent tensor */
+		num[i] = tensor_prio[q->tensor];
+		for (uint32_t u = q->tensor + 1; u < q->tensor + q->ntensors;
+		     u++)
+			if (tensor_prio[u] < num[i])
+				num[i] = tensor_prio[u];
+	}
 	if (!counter) {
 		*numbers_p = num;
 		return PS_OK;

@@ -70,7 +70,8 @@ void ps_order_normalise(const uint32_t *prio, uint32_t n, uint32_t *out);
 
 /*
  * The gate number of every partition of a placement, from its tensor's
- * priority (tensor_prio NULL: all 0). For the counter gate (counter != 0)
+ * priority (a fused partition: its most urgent tensor's; tensor_prio NULL:
+ * all 0). For the counter gate (counter != 0)
  * the numbers are normalised per server: among the partitions a server
  * holds, the number of partitions with a smaller priority - the same for
  * pushes from any worker to that server and for that server's parameter

@@ -11,6 +11,12 @@
  * keyed on (bytes, rank) makes it O(P log P + P log S). PS_PLACE_ROUND_ROBIN
  * (partition i on server i % S) is the baseline it is compared with.
  *
+ * Fusion groups tensors before placing: walking from the last tensor to the
+ * first (backward order), a run of consecutive tensors each smaller than a
+ * partition grows while its total still fits in one; the run becomes one
+ * partition. Tensors that need cutting end a run. Fused partitions are then
+ * placed by the same LPT rule, so the balance does not depend on fusion.
+ *
  * Everything here is a pure function of its inputs, so every node computes
  * (or checks, ps_placement_from_parts) the same placement.
  */
@@ -33,9 +39,12 @@ static int placement_alloc(uint32_t n, uint32_t nparts, uint32_t servers,
 		return PS_ENOMEM;
 	p->tensors = calloc(n, sizeof(*p->tensors));
 	p->first_part = calloc((size_t)n + 1, sizeof(*p->first_part));
+	p->part_count = calloc(n, sizeof(*p->part_count));
+	p->tensor_base = calloc(n, sizeof(*p->tensor_base));
 	p->parts = calloc(nparts ? nparts : 1, sizeof(*p->parts));
 	p->server_bytes = calloc(servers, sizeof(*p->server_bytes));
-	if (!p->tensors || !p->first_part || !p->parts || !p->server_bytes) {
+	if (!p->tensors || !p->first_part || !p->part_count ||
+	    !p->tensor_base || !p->parts || !p->server_bytes) {
 		ps_placement_free(&p);
 		return PS_ENOMEM;
 	}
@@ -55,6 +64,8 @@ void ps_placement_free(ps_placement **p_p)
 	p = *p_p;
 	free(p->tensors);
 	free(p->first_part);
+	free(p->part_count);
+	free(p->tensor_base);
 	free(p->parts);
 	free(p->server_bytes);
 	free(p);
@@ -207,11 +218,73 @@ static int place_balanced(ps_placement *p)
 	return PS_OK;
 }
 
+/* Fusion groups (see DESIGN): run[t] = the number of tensors fused into
+ * the partition that starts with tensor t, 0 for a tensor inside a group
+ * that starts before it, 1 for a tensor on its own. */
+static void fusion_runs(const ps_tensor_desc *tensors, uint32_t n,
+                        uint64_t per_part, int fuse, uint32_t *run)
+{
+	uint32_t t = n;
+
+	while (t > 0) {
+		uint32_t hi = --t;
+		uint64_t sum = tensors[t].numel;
+
+		if (!fuse || sum >= per_part) {
+			run[t] = 1;
+			continue;
+		}
+		while (t > 0 && tensors[t - 1].numel < per_part &&
+		       sum + tensors[t - 1].numel <= per_part) {
+			t--;
+			sum += tensors[t].numel;
+			run[t + 1] = 0;
+		}
+		run[t] = hi - t + 1;
+	}
+}
+
+/* Writes tensor t's partitions from parts[*g] on (one fused partition when
+ * run > 1) and fills the per-tensor index. */
+static void cut_tensor(ps_placement *p, uint32_t t, uint32_t run,
+                       uint64_t per_part, uint32_t *g)
+{
+	ps_partition *part = &p->parts[*g];
+
+	if (run > 1) {
+		uint64_t base = 0;
+
+		*part = (ps_partition){.tensor = t, .ntensors = run};
+		for (uint32_t u = t; u < t + run; u++) {
+			p->first_part[u] = *g;
+			p->part_count[u] = 1;
+			p->tensor_base[u] = base;
+			base += p->tensors[u].numel;
+		}
+		part->numel = base;
+		p->num_fused++;
+		(*g)++;
+		return;
+	}
+	p->first_part[t] = *g;
+	for (uint64_t off = 0; off < p->tensors[t].numel; (*g)++) {
+		uint64_t left = p->tensors[t].numel - off;
+
+		part = &p->parts[*g];
+		*part = (ps_partition){.tensor = t,
+		                       .index = p->part_count[t]++,
+		                       .offset = off,
+		                       .numel = left < per_part ? left : per_part,
+		                       .ntensors = 1};
+		off += part->numel;
+	}
+}
+
 int ps_placement_compute(const ps_tensor_desc *tensors, uint32_t n,
-                         uint64_t partition_size, uint32_t servers,
+                         uint64_t partition_size, int fuse, uint32_t servers,
                          int strategy, ps_placement **p_p)
 {
-	uint32_t nparts = 0, g = 0;
+	uint32_t nparts = 0, g = 0, *run;
 	uint64_t per_part;
 	ps_placement *p;
 	int rc;
@@ -222,33 +295,25 @@ int ps_placement_compute(const ps_tensor_desc *tensors, uint32_t n,
 	                  &nparts);
 	if (rc != PS_OK)
 		return rc;
-	rc = placement_alloc(n, nparts, servers, &p);
+	run = calloc(n, sizeof(*run));
+	rc = run ? placement_alloc(n, nparts, servers, &p) : PS_ENOMEM;
 	if (rc != PS_OK) {
 		PS_ERROR("placement: out of memory (%u partitions)", nparts);
+		free(run);
 		return rc;
 	}
 	p->partition_size = partition_size;
 	per_part = partition_size / PS_ELEM_SIZE;
-	for (uint32_t t = 0; t < n; t++) {
-		uint64_t off = 0;
-		uint32_t idx = 0;
-
-		p->tensors[t] = tensors[t];
-		p->first_part[t] = g;
-		while (off < tensors[t].numel) {
-			uint64_t left = tensors[t].numel - off;
-			ps_partition *part = &p->parts[g];
-
-			part->tensor = t;
-			part->index = idx++;
-			part->offset = off;
-			part->numel = left < per_part ? left : per_part;
-			part->server = g % servers;
-			off += part->numel;
-			g++;
-		}
-	}
+	memcpy(p->tensors, tensors, (size_t)n * sizeof(*tensors));
+	fusion_runs(tensors, n, per_part, fuse, run);
+	for (uint32_t t = 0; t < n; t++)
+		if (run[t] > 0)
+			cut_tensor(p, t, run[t], per_part, &g);
+	free(run);
+	p->num_parts = g; /* nparts was the count without fusion */
 	p->first_part[n] = g;
+	for (uint32_t i = 0; i < g; i++)
+		p->parts[i].server = i % servers;
 	if (strategy == PS_PLACE_BALANCED) {
 		rc = place_balanced(p);
 		if (rc != PS_OK) {
@@ -258,11 +323,27 @@ int ps_placement_compute(const ps_tensor_desc *tensors, uint32_t n,
 			return rc;
 		}
 	}
-	for (uint32_t i = 0; i < nparts; i++)
+	for (uint32_t i = 0; i < g; i++)
 		p->server_bytes[p->parts[i].server] +=
 		    p->parts[i].numel * PS_ELEM_SIZE;
 	*p_p = p;
 	return PS_OK;
+}
+
+ps_segment ps_placement_segment(const ps_placement *p, uint32_t t, uint32_t k)
+{
+	uint32_t part = p->first_part[t] + k;
+	const ps_partition *q = &p->parts[part];
+
+	if (q->ntensors > 1)
+		return (ps_segment){.part = part,
+		                    .tensor_offset = 0,
+		                    .part_offset = p->tensor_base[t],
+		                    .numel = p->tensors[t].numel};
+	return (ps_segment){.part = part,
+	                    .tensor_offset = q->offset,
+	                    .part_offset = 0,
+	                    .numel = q->numel};
 }
 
 /* ---- rebuilding a received placement ------------------------------------ */
@@ -278,6 +359,52 @@ reject(char *why, size_t whylen, const char *fmt, ...)
 		va_end(ap);
 	}
 	return PS_EPROTO;
+}
+
+/* A fused part i, met when tensor t is next with `covered` elements of it
+ * already covered: it must start tensor t and hold whole tensors, each
+ * smaller than a partition, that fit in one together. */
+static int check_fused(const ps_tensor_desc *tensors, uint32_t n,
+                       const ps_partition *q, uint32_t i, uint32_t t,
+                       uint64_t covered, uint64_t partition_size,
+                       uint32_t servers, char *why, size_t whylen)
+{
+	uint64_t per_part = partition_size / PS_ELEM_SIZE, sum = 0;
+
+	if (q->tensor != t || covered != 0 || q->index != 0 || q->offset != 0)
+		return reject(why, whylen,
+		              "placement: fused part %u must start tensor %u "
+		              "at offset 0 (it says tensor %u, index %u, "
+		              "offset %llu)",
+		              i, t, q->tensor, q->index,
+		              (unsigned long long)q->offset);
+	if (q->ntensors > n - t)
+		return reject(why, whylen,
+		              "placement: fused part %u holds %u tensors from "
+		              "tensor %u, but there are only %u",
+		              i, q->ntensors, t, n);
+	for (uint32_t u = t; u < t + q->ntensors; u++) {
+		if (tensors[u].numel >= per_part)
+			return reject(why, whylen,
+			              "placement: fused part %u holds tensor %u "
+			              "(%s), which is not smaller than a "
+			              "partition",
+			              i, u, tensors[u].name);
+		sum += tensors[u].numel;
+	}
+	if (sum != q->numel || sum > per_part)
+		return reject(why, whylen,
+		              "placement: fused part %u has %llu elements; "
+		              "its tensors hold %llu (at most %llu fit)",
+		              i, (unsigned long long)q->numel,
+		              (unsigned long long)sum,
+		              (unsigned long long)per_part);
+	if (q->server >= servers)
+		return reject(why, whylen,
+		              "placement: part %u is on server %u, but there "
+		              "are %u servers",
+		              i, q->server, servers);
+	return PS_OK;
 }
 
 int ps_placement_from_parts(const ps_tensor_desc *tensors, uint32_t n,
@@ -327,7 +454,8 @@ int ps_placement_from_parts(const ps_tensor_desc *tensors, uint32_t n,
 		total += numel * PS_ELEM_SIZE;
 	}
 	/* Walk the parts in order: each continues exactly where the previous
-	 * one stopped, moving to the next tensor once one is covered. */
+	 * one stopped, moving to the next tensor once one is covered; a fused
+	 * part covers whole tensors. */
 	for (uint32_t i = 0; i < nparts; i++) {
 		const ps_partition *q = &parts[i];
 
@@ -336,6 +464,18 @@ int ps_placement_from_parts(const ps_tensor_desc *tensors, uint32_t n,
 			              "placement: part %u: every tensor is "
 			              "already covered (%u extra parts)",
 			              i, nparts - i);
+		if (q->ntensors == 0)
+			return reject(why, whylen,
+			              "placement: part %u holds 0 tensors", i);
+		if (q->ntensors > 1) {
+			int rc = check_fused(tensors, n, q, i, t, covered,
+			                     partition_size, servers, why,
+			                     whylen);
+			if (rc != PS_OK)
+				return rc;
+			t += q->ntensors;
+			continue;
+		}
 		if (q->tensor != t)
 			return reject(why, whylen,
 			              "placement: part %u belongs to tensor "
@@ -407,10 +547,20 @@ int ps_placement_from_parts(const ps_tensor_desc *tensors, uint32_t n,
 	if (nparts > 0)
 		memcpy(p->parts, parts, (size_t)nparts * sizeof(*parts));
 	p->partition_size = partition_size;
-	for (uint32_t i = nparts; i-- > 0;) {
-		p->first_part[parts[i].tensor] = i;
-		p->server_bytes[parts[i].server] +=
-		    parts[i].numel * PS_ELEM_SIZE;
+	for (uint32_t i = 0; i < nparts; i++) {
+		const ps_partition *q = &parts[i];
+		uint64_t base = 0;
+
+		p->server_bytes[q->server] += q->numel * PS_ELEM_SIZE;
+		if (q->ntensors > 1)
+			p->num_fused++;
+		for (uint32_t u = q->tensor; u < q->tensor + q->ntensors;
+		     u++) {
+			if (p->part_count[u]++ == 0)
+				p->first_part[u] = i;
+			p->tensor_base[u] = q->ntensors > 1 ? base : 0;
+			base += tensors[u].numel;
+		}
 	}
 	p->first_part[n] = nparts;
 	*p_p = p;
@@ -477,7 +627,8 @@ static const char *strategy_of(const ps_placement *p)
 		int same;
 
 		if (ps_placement_compute(p->tensors, p->num_tensors,
-		                         p->partition_size, p->num_servers,
+		                         p->partition_size, p->num_fused > 0,
+		                         p->num_servers,
 		                         strategies[k], &q) != PS_OK)
 			return "custom";
 		same = q->num_parts == p->num_parts;
@@ -499,8 +650,12 @@ void ps_placement_print(const ps_placement *p, FILE *out)
 	if (!p || !out)
 		return;
 	human_bytes(p->partition_size, size, sizeof(size));
-	fprintf(out, "placement: %u partitions of <= %s on %u servers (%s)\n",
+	fprintf(out, "placement: %u partitions of <= %s on %u servers (%s)",
 	        p->num_parts, size, p->num_servers, strategy_of(p));
+	if (p->num_fused > 0)
+		fprintf(out, ", %u of them fused from small tensors",
+		        p->num_fused);
+	fputc('\n', out);
 	count = calloc(p->num_servers ? p->num_servers : 1, sizeof(*count));
 	for (uint32_t i = 0; count && i < p->num_parts; i++)
 		count[p->parts[i].server]++;

@@ -15,6 +15,17 @@
  * until the transport releases the bytes (its free callback, on a ZeroMQ
  * I/O thread, takes `mu`).
  *
+ * DESIGN (fusion). A fused partition holds several small tensors whole
+ * (scheduler/placement.h). Their gradients are copied, on the
+ * communication thread, into a staging buffer of the partition's size -
+ * the only copy on the push path, and a small one by construction - and
+ * the partition enters the gate once every member tensor of that
+ * iteration is in. A staging buffer is allocated per fused transfer and
+ * freed by the transport's release callback, so a buffer is never written
+ * while the transport may still read it. Received fused partitions stay
+ * in their slot until every member tensor has copied its piece out (under
+ * `mu`: the pieces are small) or a newer version replaces them.
+ *
  * The transport may be woken from the application thread only while the
  * communication thread runs (`comm_alive`, checked under `mu`; the thread
  * clears it under `mu` before it closes the transport).
@@ -66,6 +77,10 @@ typedef struct tensor {
 	float *values;
 	uint32_t first_part, nparts;
 	uint32_t inflight; /* sent partitions not yet released */
+	int fused;         /* its one partition holds other tensors too */
+	uint64_t part_base; /* fused: its first element in the partition */
+	uint64_t staged_seq; /* fused: the staging buffer it is in (seq) */
+	uint64_t copied_seq; /* fused: the arrival it copied out last */
 	ps_msg **detached; /* copy_out's scratch, nparts entries */
 	uint32_t *detached_part;
 } tensor;
@@ -76,6 +91,8 @@ typedef struct slot {
 	/* guarded by mu */
 	ps_msg *msg; /* latest PARAMS not yet copied out, or NULL */
 	uint64_t version;
+	uint64_t seq;         /* PARAMS accepted so far */
+	uint32_t copies_left; /* fused: member tensors yet to copy msg out */
 	int have;         /* a version has arrived */
 	int pull_pending; /* async pull sent, no answer yet */
 } slot;
@@ -96,6 +113,8 @@ struct ps_client {
 	int comm_alive;
 	int stop;
 	slot *slots; /* per global partition */
+	uint32_t nparts;
+	uint32_t fused_inflight; /* staged transfers not yet released */
 	uint64_t barriers_done, barriers_asked;
 	ps_client_stats stats;
 
@@ -106,12 +125,26 @@ struct ps_client {
 	/* the sender gate of the pushes (communication thread only) */
 	ps_gate *gate;
 	uint32_t *number; /* per partition: its gate priority / number */
+	/* fusion (communication thread only) */
+	struct stage **stages; /* per partition: the one being filled */
+	uint64_t stage_seq;
 };
 
-/* A partition push waiting in the gate; the gate's handle points to it. */
+/* A fused partition's gradients (or initial values) being gathered, then
+ * sent; freed by the transport once the bytes are gone. */
+typedef struct stage {
+	ps_client *client;
+	uint64_t iteration, seq;
+	uint32_t staged; /* member tensors copied in */
+	float data[];
+} stage;
+
+/* A partition push waiting in the gate; the gate's handle points to it.
+ * For a fused partition, base is its stage's data. */
 typedef struct pending {
 	uint32_t part, tensor;
 	const float *base;
+	stage *stage;
 	uint64_t iteration, ready_us;
 } pending;
 
@@ -136,11 +169,41 @@ static void release_payload(void *data, void *hint)
 	pthread_mutex_unlock(&c->mu);
 }
 
-/* Sends one partition of a tensor; the tensor's inflight count must
- * already include it (it is dropped here if the send fails). */
-static int send_part(ps_client *c, tensor *t, uint32_t part, uint32_t type,
-		     const float *base, uint64_t iteration, int32_t priority,
-		     uint64_t ready_us)
+static void release_stage(void *data, void *hint)
+{
+	stage *st = hint;
+	ps_client *c = st->client;
+
+	(void)data;
+	pthread_mutex_lock(&c->mu);
+	if (--c->fused_inflight == 0)
+		pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+	free(st);
+}
+
+static stage *stage_new(ps_client *c, uint32_t part, uint64_t iteration)
+{
+	const ps_partition *p = &c->node.welcome.placement->parts[part];
+	stage *st = malloc(sizeof(*st) + p->numel * sizeof(float));
+
+	if (!st) {
+		PS_ERROR("out of memory staging fused partition %u (%llu "
+			 "elements)", part, (unsigned long long)p->numel);
+		return NULL;
+	}
+	*st = (stage){.client = c, .iteration = iteration,
+		      .seq = ++c->stage_seq};
+	return st;
+}
+
+/* Sends one partition: from a tensor's buffer (base = the tensor's
+ * values or gradient; the tensor's inflight count must already include
+ * it) or, with st, from a stage (counted in fused_inflight). Whichever
+ * holds the bytes is released here if the send fails. */
+static int send_part(ps_client *c, tensor *t, stage *st, uint32_t part,
+		     uint32_t type, const float *base, uint64_t iteration,
+		     int32_t priority, uint64_t ready_us)
 {
 	const ps_partition *p = &c->node.welcome.placement->parts[part];
 	ps_wire_header h = {
@@ -154,10 +217,15 @@ static int send_part(ps_client *c, tensor *t, uint32_t part, uint32_t type,
 	int rc;
 
 	rc = ps_node_send(&c->node, ps_node_server_id(&c->node, p->server), &h,
-			  (void *)(base + p->offset), len, release_payload, t);
+			  st ? (void *)st->data : (void *)(base + p->offset),
+			  len, st ? release_stage : release_payload,
+			  st ? (void *)st : (void *)t);
+	if (rc != PS_OK && st)
+		release_stage(NULL, st);
 	pthread_mutex_lock(&c->mu);
 	if (rc != PS_OK) {
-		t->inflight--;
+		if (!st)
+			t->inflight--;
 		PS_ERROR("cannot send %s of tensor '%s' partition %u to server "
 			 "%u: %s", ps_msg_type_name(type), t->name, part,
 			 p->server, ps_strerror(rc));
@@ -181,7 +249,7 @@ static int send_tensor(ps_client *c, tensor *t, uint32_t type,
 		       uint64_t ready_us)
 {
 	for (uint32_t k = 0; k < t->nparts; k++) {
-		int rc = send_part(c, t, t->first_part + k, type, base,
+		int rc = send_part(c, t, NULL, t->first_part + k, type, base,
 				   iteration, priority, ready_us);
 		if (rc != PS_OK) {
 			/* the parts never sent hold no reference */
@@ -197,8 +265,11 @@ static int send_tensor(ps_client *c, tensor *t, uint32_t type,
 
 static void free_pending(uint64_t handle, void *ud)
 {
+	pending *e = (pending *)(uintptr_t)handle;
+
 	(void)ud;
-	free((pending *)(uintptr_t)handle);
+	free(e->stage); /* never handed to the transport */
+	free(e);
 }
 
 /* Hands over every push the gate releases now. */
@@ -208,7 +279,7 @@ static int drain_gate(ps_client *c)
 
 	while (ps_gate_next(c->gate, &x) == 1) {
 		pending *e = (pending *)(uintptr_t)x.handle;
-		int rc = send_part(c, &c->tensors[e->tensor], e->part,
+		int rc = send_part(c, &c->tensors[e->tensor], e->stage, e->part,
 				   PS_MSG_PUSH, e->base, e->iteration,
 				   (int32_t)x.priority, e->ready_us);
 		free(e);
@@ -218,38 +289,90 @@ static int drain_gate(ps_client *c)
 	return PS_OK;
 }
 
+/* One partition push enters the gate; it is ready from now. On failure
+ * nothing of it is queued (a stage stays the caller's). */
+static int gate_push(ps_client *c, uint32_t part, uint32_t tensor_id,
+		     const float *base, stage *st, uint64_t iteration)
+{
+	const ps_partition *p = &c->node.welcome.placement->parts[part];
+	pending *e = malloc(sizeof(*e));
+	int rc;
+
+	if (!e)
+		return PS_ENOMEM;
+	*e = (pending){.part = part,
+		       .tensor = tensor_id,
+		       .base = base,
+		       .stage = st,
+		       .iteration = iteration,
+		       .ready_us = ps_trace_now_us()};
+	rc = ps_gate_ready(c->gate,
+			   &(ps_xfer){.handle = (uintptr_t)e,
+				      .receiver = p->server,
+				      .iteration = iteration,
+				      .priority = c->number[part],
+				      .bytes = p->numel * sizeof(float)});
+	if (rc != PS_OK)
+		free(e);
+	return rc;
+}
+
+/* A fused tensor's gradient is copied into its partition's stage; the
+ * application's buffer is free at once. The stage enters the gate when
+ * its last member tensor is in. */
+static int stage_push(ps_client *c, const cmd *k)
+{
+	tensor *t = &c->tensors[k->tensor];
+	const ps_partition *p = &c->node.welcome.placement->parts[t->first_part];
+	stage *st = c->stages[t->first_part];
+	int rc = PS_OK;
+
+	if (st && (st->iteration != k->iteration || t->staged_seq == st->seq)) {
+		PS_ERROR("tensor '%s' pushed for iteration %llu while the "
+			 "fused partition it shares with other tensors waits "
+			 "for iteration %llu: each tensor of a fused "
+			 "partition must be pushed once per iteration",
+			 t->name, (unsigned long long)k->iteration,
+			 (unsigned long long)st->iteration);
+		rc = PS_ESTATE;
+	} else if (!st) {
+		st = stage_new(c, t->first_part, k->iteration);
+		rc = st ? PS_OK : PS_ENOMEM;
+		c->stages[t->first_part] = st;
+	}
+	if (rc == PS_OK) {
+		memcpy(st->data + t->part_base, k->data,
+		       t->numel * sizeof(float));
+		t->staged_seq = st->seq;
+	}
+	pthread_mutex_lock(&c->mu);
+	t->inflight--; /* copied (or never will be) */
+	pthread_cond_broadcast(&c->cv);
+	if (rc == PS_OK && st->staged + 1 == p->ntensors)
+		c->fused_inflight++;
+	pthread_mutex_unlock(&c->mu);
+	if (rc != PS_OK || ++st->staged < p->ntensors)
+		return rc;
+	c->stages[t->first_part] = NULL;
+	rc = gate_push(c, t->first_part, k->tensor, st->data, st, k->iteration);
+	if (rc != PS_OK)
+		release_stage(NULL, st);
+	return rc;
+}
+
 /* A pushed tensor's partitions enter the gate (the caller drains it once
  * a whole batch of commands is in, so the gate chooses among all of
  * them). */
 static int queue_push(ps_client *c, const cmd *k)
 {
-	const ps_placement *pl = c->node.welcome.placement;
 	tensor *t = &c->tensors[k->tensor];
 	int rc = PS_OK;
 
+	if (t->fused)
+		return stage_push(c, k);
 	for (uint32_t i = 0; i < t->nparts && rc == PS_OK; i++) {
-		uint32_t part = t->first_part + i;
-		pending *e = malloc(sizeof(*e));
-
-		rc = e ? PS_OK : PS_ENOMEM;
-		if (rc == PS_OK) {
-			/* ready: when it enters the gate */
-			*e = (pending){.part = part,
-				       .tensor = k->tensor,
-				       .base = k->data,
-				       .iteration = k->iteration,
-				       .ready_us = ps_trace_now_us()};
-			rc = ps_gate_ready(
-				c->gate,
-				&(ps_xfer){.handle = (uintptr_t)e,
-					   .receiver = pl->parts[part].server,
-					   .iteration = k->iteration,
-					   .priority = c->number[part],
-					   .bytes = pl->parts[part].numel *
-						    sizeof(float)});
-			if (rc != PS_OK)
-				free(e);
-		}
+		rc = gate_push(c, t->first_part + i, k->tensor, k->data, NULL,
+			       k->iteration);
 		if (rc != PS_OK) {
 			/* the partitions not queued hold no reference */
 			pthread_mutex_lock(&c->mu);
@@ -348,6 +471,8 @@ static int accept_params(ps_client *c, ps_msg *msg, const ps_wire_header *h,
 	ps_msg_free(&s->msg);
 	s->msg = msg;
 	s->version = h->iteration;
+	s->seq++;
+	s->copies_left = p->ntensors;
 	s->have = 1;
 	s->pull_pending = 0;
 	c->stats.bytes_received += msg->payload_len;
@@ -483,15 +608,19 @@ static int setup_after_join(ps_client *c)
 	for (uint32_t i = 0; i < c->ntensors; i++) {
 		tensor *t = &c->tensors[i];
 		t->first_part = pl->first_part[i];
-		t->nparts = pl->first_part[i + 1] - pl->first_part[i];
+		t->nparts = pl->part_count[i];
+		t->fused = pl->parts[t->first_part].ntensors > 1;
+		t->part_base = pl->tensor_base[i];
 		t->detached = calloc(t->nparts, sizeof(*t->detached));
 		t->detached_part = calloc(t->nparts, sizeof(*t->detached_part));
 		if (!t->detached || !t->detached_part)
 			return PS_ENOMEM;
 	}
 	c->slots = calloc(pl->num_parts, sizeof(*c->slots));
-	if (!c->slots)
+	c->stages = calloc(pl->num_parts, sizeof(*c->stages));
+	if (!c->slots || !c->stages)
 		return PS_ENOMEM;
+	c->nparts = pl->num_parts;
 	rc = ps_order_partition_numbers(
 		pl, c->node.welcome.priority,
 		c->cfg.scheduling.gate == PS_GATE_COUNTER, &c->number);
@@ -504,6 +633,24 @@ static int setup_after_join(ps_client *c)
 	return ps_node_connect_role(&c->node, PS_ROLE_SERVER);
 }
 
+/* The initial values of a fused partition, gathered from its tensors. */
+static int send_fused_init(ps_client *c, uint32_t part)
+{
+	const ps_partition *p = &c->node.welcome.placement->parts[part];
+	stage *st = stage_new(c, part, 0);
+
+	if (!st)
+		return PS_ENOMEM;
+	for (uint32_t i = p->tensor; i < p->tensor + p->ntensors; i++)
+		memcpy(st->data + c->tensors[i].part_base, c->tensors[i].values,
+		       c->tensors[i].numel * sizeof(float));
+	pthread_mutex_lock(&c->mu);
+	c->fused_inflight++;
+	pthread_mutex_unlock(&c->mu);
+	return send_part(c, &c->tensors[p->tensor], st, part, PS_MSG_INIT,
+			 st->data, 0, 0, 0);
+}
+
 /* Worker 0's values are the initial parameters. */
 static int send_initial_values(ps_client *c)
 {
@@ -513,6 +660,12 @@ static int send_initial_values(ps_client *c)
 		return PS_OK;
 	for (uint32_t i = 0; i < c->ntensors && rc == PS_OK; i++) {
 		tensor *t = &c->tensors[i];
+
+		if (t->fused) {
+			if (t->part_base == 0) /* its partition's first */
+				rc = send_fused_init(c, t->first_part);
+			continue;
+		}
 		pthread_mutex_lock(&c->mu);
 		t->inflight += t->nparts;
 		pthread_mutex_unlock(&c->mu);
@@ -645,6 +798,19 @@ static void copy_out(ps_client *c, tensor *t)
 	const ps_placement *pl = c->node.welcome.placement;
 	uint32_t n = 0;
 
+	if (t->fused) { /* a small piece of a shared message: under mu */
+		slot *s = &c->slots[t->first_part];
+
+		if (!s->msg || t->copied_seq == s->seq)
+			return;
+		memcpy(t->values,
+		       (const float *)s->msg->payload + t->part_base,
+		       t->numel * sizeof(float));
+		t->copied_seq = s->seq;
+		if (--s->copies_left == 0)
+			ps_msg_free(&s->msg);
+		return;
+	}
 	for (uint32_t k = 0; k < t->nparts; k++) {
 		slot *s = &c->slots[t->first_part + k];
 		if (!s->msg)
@@ -900,8 +1066,10 @@ int ps_client_flush(ps_client *c, int timeout_ms)
 	if (!c)
 		return PS_EINVAL;
 	pthread_mutex_lock(&c->mu);
-	for (uint32_t i = 0; i < c->ntensors && rc == PS_OK; i++) {
-		while (rc == PS_OK && c->tensors[i].inflight) {
+	for (uint32_t i = 0; i <= c->ntensors && rc == PS_OK; i++) {
+		/* i == ntensors: the fused transfers */
+		while (rc == PS_OK && (i < c->ntensors ? c->tensors[i].inflight
+						       : c->fused_inflight)) {
 			if (c->state == ST_FAILED) {
 				rc = c->fail_code;
 				break;
@@ -1008,13 +1176,14 @@ void ps_client_destroy(ps_client **client_p)
 		c->head = next;
 	}
 	if (c->slots) {
-		/* the placement went with the node: count from the tensors */
-		uint32_t nparts = 0;
-		for (uint32_t i = 0; i < c->ntensors; i++)
-			nparts += c->tensors[i].nparts;
-		for (uint32_t p = 0; p < nparts; p++)
+		for (uint32_t p = 0; p < c->nparts; p++)
 			ps_msg_free(&c->slots[p].msg);
 		free(c->slots);
+	}
+	if (c->stages) { /* partly filled, never sent */
+		for (uint32_t p = 0; p < c->nparts; p++)
+			free(c->stages[p]);
+		free(c->stages);
 	}
 	for (uint32_t i = 0; i < c->ntensors; i++) {
 		free(c->tensors[i].detached);

@@ -21,6 +21,24 @@ for p in $PRESETS; do
 done
 pass "every preset exact: $(grep -h '^scheduling: preset' "$WORK"/exact-*.out.log | sed 's/ (worker.*//' | paste -sd';')"
 
+# Fusion beside cutting: with 256 KiB partitions the 100000-element tensor
+# is cut in two while the small ones around it are fused (two fused
+# partitions: tensors 2-4 and 6-7), under both gates that order transfers.
+for p in ordo tictac-tao; do
+	EXACT_WORKER_SIZES=1000,100000,10,50000,7,300000,3000,20 \
+		launch "fused-$p" 120 --worker "$TOOLS/exact_worker" \
+		--set scheduling.preset="$p" --set scheduling.fusion=on \
+		--set scheduling.partition_size=256K \
+		--set scheduling.credit_size=512K --set train.iterations=5 \
+		--set train.lr=1 --set train.momentum=0 ||
+		fail "fused $p: exactness job exited $?"
+	n=$(grep -c "^exact: .* 0 wrong$" "$WORK/fused-$p.out.log")
+	[ "$n" -eq 2 ] || fail "fused $p: $n of 2 workers exact"
+	grep -q "2 of them fused from small tensors" "$WORK/fused-$p.out.log" ||
+		fail "fused $p: the placement did not fuse as expected"
+done
+pass "fused partitions exact under the priority and counter gates"
+
 for model in vgg16 inception_v3; do
 	for p in $PRESETS; do
 		out=$WORK/$model-$p
@@ -39,7 +57,10 @@ out, gate = sys.argv[1], sys.argv[2]
 prio = {int(r["tensor"]): int(r["priority"]) for r in csv.DictReader(open(out + "/order.csv"))}
 ev = json.load(open(out + "/timeline.json"))
 lanes = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev if e.get("ph") == "M" and e["name"] == "thread_name"}
-server_of = {int(r["partition"]): int(r["server"]) for r in csv.DictReader(open(out + "/placement.csv"))}
+parts = list(csv.DictReader(open(out + "/placement.csv")))
+server_of = {int(r["partition"]): int(r["server"]) for r in parts}
+# a fused partition is as urgent as its most urgent tensor
+part_prio = {int(r["partition"]): min(prio[t] for t in range(int(r["tensor"]), int(r["tensor"]) + int(r["ntensors"]))) for r in parts}
 
 def lane_events(name):
     return [e for e in ev if e.get("ph") == "X" and lanes[(e["pid"], e["tid"])] == name]
@@ -49,7 +70,7 @@ def check_counter(events, receiver):
     seqs = {}
     for e in events:
         key = (e["pid"], receiver(e), e["args"]["iteration"])
-        seqs.setdefault(key, []).append((e["args"]["sent_us"], prio[e["args"]["tensor"]]))
+        seqs.setdefault(key, []).append((e["args"]["sent_us"], part_prio[e["args"]["partition"]]))
     for key, s in seqs.items():
         s.sort()
         order = [p for _, p in s]
@@ -66,7 +87,7 @@ def check_priority(events):
         # sent times have microsecond resolution: releases in the same
         # microsecond are taken in priority order (the order the gate
         # released them in)
-        s = sorted((e["args"]["sent_us"], prio[e["args"]["tensor"]], e["args"]["ready_us"]) for e in events if e["pid"] == pid)
+        s = sorted((e["args"]["sent_us"], part_prio[e["args"]["partition"]], e["args"]["ready_us"]) for e in events if e["pid"] == pid)
         s = [(t, r, p) for t, p, r in s]
         readys = sorted({r for _, r, _ in s})
         n, INF = len(readys), float("inf")

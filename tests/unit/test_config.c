@@ -825,6 +825,7 @@ static void test_reference(void **state)
 	                                   "preset",
 	                                   "partition_size",
 	                                   "credit_size",
+	                                   "fusion",
 	                                   "order",
 	                                   "gate",
 	                                   "placement",
@@ -1114,7 +1115,7 @@ static void test_presets(void **state)
 	assert_int_equal(cfg.scheduling.credit_size, 160 * 1024);
 	ps_config_describe_scheduling(&cfg, line, sizeof(line));
 	assert_string_equal(line, "preset p3: order layer, gate priority, "
-	                          "partition 160K, credit 160K");
+	                          "partition 160K, credit 160K, fusion off");
 
 	/* explicit before the preset */
 	ps_config_defaults(&cfg);
@@ -1146,6 +1147,29 @@ static void test_presets(void **state)
 	                 PS_ECONFIG);
 	assert_non_null(strstr(err, "baseline, p3, tictac-tio, tictac-tao, "
 	                            "bytescheduler, ordo"));
+
+	/* ordo fuses small tensors unless told not to */
+	ps_config_defaults(&cfg);
+	assert_int_equal(cfg.scheduling.fusion, 0);
+	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.preset", "ordo",
+	                                  "--set", err, sizeof(err)),
+	                 PS_OK);
+	assert_int_equal(cfg.scheduling.fusion, 1);
+	ps_config_defaults(&cfg);
+	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.fusion", "off",
+	                                  "--set", err, sizeof(err)),
+	                 PS_OK);
+	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.preset", "ordo",
+	                                  "--set", err, sizeof(err)),
+	                 PS_OK);
+	assert_int_equal(cfg.scheduling.fusion, 0);
+	ps_config_describe_scheduling(&cfg, line, sizeof(line));
+	assert_string_equal(line, "preset ordo: order tail, gate priority, "
+	                          "partition 1M, credit 4M, fusion off");
+	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.fusion", "maybe",
+	                                  "--set", err, sizeof(err)),
+	                 PS_ECONFIG);
+	assert_non_null(strstr(err, "off, on"));
 }
 
 int main(void)

@@ -18,11 +18,14 @@
 #define KIB 1024ull
 #define MIB (1024ull * 1024ull)
 
-/* Every invariant a placement promises (placement.h). */
+/* Every invariant a placement promises (placement.h): walking the tensors'
+ * segments in order visits every partition once, in order; each tensor is
+ * covered exactly; a fused partition holds whole tensors back to back,
+ * each smaller than a partition. */
 static void check_invariants(const ps_placement *p)
 {
 	uint64_t *bytes;
-	uint32_t g = 0;
+	uint32_t g = 0, fused = 0;
 
 	assert_non_null(p);
 	assert_true(p->num_tensors > 0);
@@ -30,24 +33,57 @@ static void check_invariants(const ps_placement *p)
 	assert_true(p->partition_size >= PS_ELEM_SIZE);
 	bytes = calloc(p->num_servers, sizeof(*bytes));
 	assert_non_null(bytes);
+	for (uint32_t i = 0; i < p->num_parts; i++) {
+		const ps_partition *q = &p->parts[i];
+
+		assert_true(q->numel > 0);
+		assert_true(q->numel * PS_ELEM_SIZE <= p->partition_size);
+		assert_true(q->server < p->num_servers);
+		assert_true(q->ntensors >= 1);
+		fused += q->ntensors > 1;
+		bytes[q->server] += q->numel * PS_ELEM_SIZE;
+	}
+	assert_int_equal(fused, p->num_fused);
 	for (uint32_t t = 0; t < p->num_tensors; t++) {
 		uint64_t off = 0;
 
-		assert_int_equal(p->first_part[t], g);
-		assert_true(p->first_part[t + 1] > p->first_part[t]);
-		for (uint32_t i = p->first_part[t]; i < p->first_part[t + 1];
-		     i++, g++) {
-			const ps_partition *q = &p->parts[i];
+		assert_true(p->part_count[t] >= 1);
+		for (uint32_t k = 0; k < p->part_count[t]; k++) {
+			ps_segment sg = ps_placement_segment(p, t, k);
+			const ps_partition *q = &p->parts[sg.part];
 
-			assert_int_equal(q->tensor, t);
-			assert_int_equal(q->index, i - p->first_part[t]);
-			assert_int_equal(q->offset, off);
-			assert_true(q->numel > 0);
-			assert_true(q->numel * PS_ELEM_SIZE <=
-			            p->partition_size);
-			assert_true(q->server < p->num_servers);
-			bytes[q->server] += q->numel * PS_ELEM_SIZE;
-			off += q->numel;
+			assert_int_equal(sg.tensor_offset, off);
+			assert_true(sg.part_offset + sg.numel <= q->numel);
+			if (q->ntensors > 1) {
+				/* whole, right after the previous member */
+				assert_int_equal(p->part_count[t], 1);
+				assert_true(t >= q->tensor &&
+				            t < q->tensor + q->ntensors);
+				assert_int_equal(sg.numel,
+				                 p->tensors[t].numel);
+				assert_true(sg.numel * PS_ELEM_SIZE <
+				            p->partition_size);
+				if (t == q->tensor)
+					assert_int_equal(sg.part_offset, 0);
+				else
+					assert_int_equal(
+					    sg.part_offset,
+					    p->tensor_base[t - 1] +
+					        p->tensors[t - 1].numel);
+				if (t + 1 == q->tensor + q->ntensors)
+					assert_int_equal(sg.part_offset +
+					                     sg.numel,
+					                 q->numel);
+			} else {
+				assert_int_equal(q->tensor, t);
+				assert_int_equal(q->index, k);
+				assert_int_equal(sg.part_offset, 0);
+				assert_int_equal(sg.numel, q->numel);
+			}
+			/* partitions are visited once each, in order */
+			if (q->ntensors == 1 || t == q->tensor)
+				assert_int_equal(sg.part, g++);
+			off += sg.numel;
 		}
 		assert_int_equal(off, p->tensors[t].numel);
 	}
@@ -129,7 +165,7 @@ static void test_uneven_split(void **state)
 	/* 1 KiB = 256 elements: a -> 16 full + 1 of 1 element; b -> 1; c -> 1
 	 */
 	assert_int_equal(
-	    ps_placement_compute(t, 3, 1 * KIB, 3, PS_PLACE_BALANCED, &p),
+	    ps_placement_compute(t, 3, 1 * KIB, 0, 3, PS_PLACE_BALANCED, &p),
 	    PS_OK);
 	check_invariants(p);
 	assert_int_equal(p->num_parts, 19);
@@ -151,7 +187,7 @@ static void test_uneven_split(void **state)
 
 	/* a partition size that is not a multiple of 4: 1023 -> 255 elements */
 	assert_int_equal(
-	    ps_placement_compute(t, 3, 1023, 2, PS_PLACE_ROUND_ROBIN, &p),
+	    ps_placement_compute(t, 3, 1023, 0, 2, PS_PLACE_ROUND_ROBIN, &p),
 	    PS_OK);
 	check_invariants(p);
 	assert_int_equal(p->first_part[1], 17); /* 16 * 255 = 4080, + 17 */
@@ -163,7 +199,7 @@ static void test_uneven_split(void **state)
 
 	/* one element per partition */
 	assert_int_equal(
-	    ps_placement_compute(t, 3, 7, 5, PS_PLACE_BALANCED, &p), PS_OK);
+	    ps_placement_compute(t, 3, 7, 0, 5, PS_PLACE_BALANCED, &p), PS_OK);
 	check_invariants(p);
 	assert_int_equal(p->num_parts, 4097 + 256 + 255);
 	ps_placement_free(&p);
@@ -177,7 +213,7 @@ static void test_partition_larger_than_tensors(void **state)
 
 	(void)state;
 	assert_int_equal(
-	    ps_placement_compute(t, 3, 1024 * MIB, 2, PS_PLACE_BALANCED, &p),
+	    ps_placement_compute(t, 3, 1024 * MIB, 0, 2, PS_PLACE_BALANCED, &p),
 	    PS_OK);
 	check_invariants(p);
 	assert_int_equal(p->num_parts, 3);
@@ -193,7 +229,7 @@ static void test_partition_larger_than_tensors(void **state)
 	/* exactly one partition per tensor at partition == tensor bytes */
 	ps_placement_free(&p);
 	assert_int_equal(
-	    ps_placement_compute(t, 3, 123456 * 4, 2, PS_PLACE_BALANCED, &p),
+	    ps_placement_compute(t, 3, 123456 * 4, 0, 2, PS_PLACE_BALANCED, &p),
 	    PS_OK);
 	assert_int_equal(p->num_parts, 3);
 	ps_placement_free(&p);
@@ -209,7 +245,7 @@ static void test_lpt_ties_and_round_robin(void **state)
 
 	(void)state;
 	assert_int_equal(
-	    ps_placement_compute(t, 6, 1 * MIB, 2, PS_PLACE_BALANCED, &p),
+	    ps_placement_compute(t, 6, 1 * MIB, 0, 2, PS_PLACE_BALANCED, &p),
 	    PS_OK);
 	check_invariants(p);
 	for (int i = 0; i < 6; i++)
@@ -221,7 +257,7 @@ static void test_lpt_ties_and_round_robin(void **state)
 	ps_placement_free(&p);
 
 	assert_int_equal(
-	    ps_placement_compute(t, 6, 1 * MIB, 4, PS_PLACE_ROUND_ROBIN, &p),
+	    ps_placement_compute(t, 6, 1 * MIB, 0, 4, PS_PLACE_ROUND_ROBIN, &p),
 	    PS_OK);
 	check_invariants(p);
 	for (uint32_t i = 0; i < 6; i++)
@@ -232,7 +268,7 @@ static void test_lpt_ties_and_round_robin(void **state)
 	for (int i = 0; i < 6; i++)
 		t[i].numel = 7;
 	assert_int_equal(
-	    ps_placement_compute(t, 6, 1 * MIB, 4, PS_PLACE_BALANCED, &p),
+	    ps_placement_compute(t, 6, 1 * MIB, 0, 4, PS_PLACE_BALANCED, &p),
 	    PS_OK);
 	for (uint32_t i = 0; i < 6; i++)
 		assert_int_equal(p->parts[i].server, i % 4);
@@ -247,10 +283,10 @@ static void test_determinism(void **state)
 
 	(void)state;
 	assert_int_equal(
-	    ps_placement_compute(t, n, 1 * MIB, 5, PS_PLACE_BALANCED, &a),
+	    ps_placement_compute(t, n, 1 * MIB, 0, 5, PS_PLACE_BALANCED, &a),
 	    PS_OK);
 	assert_int_equal(
-	    ps_placement_compute(t, n, 1 * MIB, 5, PS_PLACE_BALANCED, &b),
+	    ps_placement_compute(t, n, 1 * MIB, 0, 5, PS_PLACE_BALANCED, &b),
 	    PS_OK);
 	assert_int_equal(a->num_parts, b->num_parts);
 	for (uint32_t i = 0; i < a->num_parts; i++) {
@@ -281,10 +317,10 @@ static void test_vgg16(void **state)
 	assert_int_equal(total, 138357544ull);
 
 	assert_int_equal(
-	    ps_placement_compute(t, n, 4 * MIB, 4, PS_PLACE_BALANCED, &bal),
+	    ps_placement_compute(t, n, 4 * MIB, 0, 4, PS_PLACE_BALANCED, &bal),
 	    PS_OK);
 	assert_int_equal(
-	    ps_placement_compute(t, n, 4 * MIB, 4, PS_PLACE_ROUND_ROBIN, &rr),
+	    ps_placement_compute(t, n, 4 * MIB, 0, 4, PS_PLACE_ROUND_ROBIN, &rr),
 	    PS_OK);
 	check_invariants(bal);
 	check_invariants(rr);
@@ -317,15 +353,17 @@ static void test_sweep(void **state)
 	(void)state;
 	for (uint32_t s = 1; s <= 8; s++) {
 		for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
-			for (int strat = 0; strat < 2; strat++) {
+			for (int strat = 0; strat < 4; strat++) {
 				ps_placement *p = NULL;
 
+				/* strat / 2: fusion off, on */
 				assert_int_equal(
-				    ps_placement_compute(t, n, sizes[k], s,
-				                         strat, &p),
+				    ps_placement_compute(t, n, sizes[k],
+				                         strat / 2, s,
+				                         strat % 2, &p),
 				    PS_OK);
 				check_invariants(p);
-				if (strat == PS_PLACE_BALANCED)
+				if (strat % 2 == PS_PLACE_BALANCED)
 					check_lpt_bound(p);
 				assert_true(ps_placement_imbalance(p) >= 1.0);
 				if (s == 1)
@@ -343,30 +381,30 @@ static void test_compute_rejects(void **state)
 	ps_placement *p = NULL;
 
 	(void)state;
-	assert_int_equal(ps_placement_compute(t, 0, 1024, 1, 0, &p), PS_EINVAL);
-	assert_int_equal(ps_placement_compute(NULL, 2, 1024, 1, 0, &p),
+	assert_int_equal(ps_placement_compute(t, 0, 1024, 0, 1, 0, &p), PS_EINVAL);
+	assert_int_equal(ps_placement_compute(NULL, 2, 1024, 0, 1, 0, &p),
 	                 PS_EINVAL);
-	assert_int_equal(ps_placement_compute(t, 2, 1024, 0, 0, &p), PS_EINVAL);
+	assert_int_equal(ps_placement_compute(t, 2, 1024, 0, 0, 0, &p), PS_EINVAL);
 	assert_int_equal(
-	    ps_placement_compute(t, 2, 1024, PS_MAX_SERVERS + 1, 0, &p),
+	    ps_placement_compute(t, 2, 1024, 0, PS_MAX_SERVERS + 1, 0, &p),
 	    PS_EINVAL);
-	assert_int_equal(ps_placement_compute(t, 2, 3, 1, 0, &p), PS_EINVAL);
-	assert_int_equal(ps_placement_compute(t, 2, 1024, 1, 7, &p), PS_EINVAL);
+	assert_int_equal(ps_placement_compute(t, 2, 3, 0, 1, 0, &p), PS_EINVAL);
+	assert_int_equal(ps_placement_compute(t, 2, 1024, 0, 1, 7, &p), PS_EINVAL);
 	t[1].numel = 0;
-	assert_int_equal(ps_placement_compute(t, 2, 1024, 1, 0, &p), PS_EINVAL);
+	assert_int_equal(ps_placement_compute(t, 2, 1024, 0, 1, 0, &p), PS_EINVAL);
 	t[1].numel = UINT64_MAX / PS_ELEM_SIZE + 1; /* bytes overflow */
-	assert_int_equal(ps_placement_compute(t, 2, 1024, 1, 0, &p), PS_EINVAL);
+	assert_int_equal(ps_placement_compute(t, 2, 1024, 0, 1, 0, &p), PS_EINVAL);
 	t[1].numel = PS_MAX_PARTS; /* + a's 10 -> too many partitions */
-	assert_int_equal(ps_placement_compute(t, 2, 4, 1, 0, &p), PS_EINVAL);
+	assert_int_equal(ps_placement_compute(t, 2, 4, 0, 1, 0, &p), PS_EINVAL);
 	t[1].numel = UINT64_MAX / PS_ELEM_SIZE; /* huge, but fits */
-	assert_int_equal(ps_placement_compute(t, 2, UINT64_MAX, 1, 0, &p),
+	assert_int_equal(ps_placement_compute(t, 2, UINT64_MAX, 0, 1, 0, &p),
 	                 PS_EINVAL); /* total bytes overflow */
-	assert_int_equal(ps_placement_compute(&t[1], 1, UINT64_MAX, 1, 0, &p),
+	assert_int_equal(ps_placement_compute(&t[1], 1, UINT64_MAX, 0, 1, 0, &p),
 	                 PS_OK);
 	check_invariants(p);
 	ps_placement_free(&p);
 	memset(t[0].name, 'x', sizeof(t[0].name)); /* no NUL */
-	assert_int_equal(ps_placement_compute(t, 2, 1024, 1, 0, &p), PS_EINVAL);
+	assert_int_equal(ps_placement_compute(t, 2, 1024, 0, 1, 0, &p), PS_EINVAL);
 	assert_null(p);
 }
 
@@ -391,7 +429,7 @@ static void test_from_parts(void **state)
 
 	(void)state;
 	assert_int_equal(
-	    ps_placement_compute(t, 3, 1 * KIB, 3, PS_PLACE_BALANCED, &p),
+	    ps_placement_compute(t, 3, 1 * KIB, 0, 3, PS_PLACE_BALANCED, &p),
 	    PS_OK);
 	np = p->num_parts;
 	parts = malloc(np * sizeof(*parts));
@@ -508,7 +546,7 @@ static void test_print_and_imbalance(void **state)
 
 	(void)state;
 	assert_int_equal(
-	    ps_placement_compute(t, 2, 4 * MIB, 3, PS_PLACE_BALANCED, &p),
+	    ps_placement_compute(t, 2, 4 * MIB, 0, 3, PS_PLACE_BALANCED, &p),
 	    PS_OK);
 	f = open_memstream(&text, &len);
 	assert_non_null(f);
@@ -528,6 +566,158 @@ static void test_print_and_imbalance(void **state)
 	assert_true(ps_placement_imbalance(NULL) == 1.0);
 }
 
+/* The worked example of presets.sh: 256 KiB partitions (65536 elements);
+ * from the last tensor back, 3000 + 20 fuse, 300000 is cut, 50000 + 10 + 7
+ * fuse, 100000 is cut, 1000 stays alone. */
+static void test_fusion_groups(void **state)
+{
+	ps_tensor_desc t[8] = {tensor("t0", 1000),   tensor("t1", 100000),
+	                       tensor("t2", 10),     tensor("t3", 50000),
+	                       tensor("t4", 7),      tensor("t5", 300000),
+	                       tensor("t6", 3000),   tensor("t7", 20)};
+	static const uint32_t first[8] = {0, 1, 3, 3, 3, 4, 9, 9};
+	static const uint32_t count[8] = {1, 2, 1, 1, 1, 5, 1, 1};
+	static const uint64_t base[8] = {0, 0, 0, 10, 50010, 0, 0, 3000};
+	ps_placement *p = NULL, *off = NULL;
+
+	(void)state;
+	assert_int_equal(ps_placement_compute(t, 8, 256 * KIB, 1, 2,
+	                                      PS_PLACE_BALANCED, &p),
+	                 PS_OK);
+	check_invariants(p);
+	assert_int_equal(p->num_parts, 10);
+	assert_int_equal(p->num_fused, 2);
+	for (uint32_t i = 0; i < 8; i++) {
+		assert_int_equal(p->first_part[i], first[i]);
+		assert_int_equal(p->part_count[i], count[i]);
+		assert_int_equal(p->tensor_base[i], base[i]);
+	}
+	assert_int_equal(p->parts[3].ntensors, 3);
+	assert_int_equal(p->parts[3].numel, 50017);
+	assert_int_equal(p->parts[9].ntensors, 2);
+	assert_int_equal(p->parts[9].numel, 3020);
+	/* without fusion: one partition per small tensor */
+	assert_int_equal(ps_placement_compute(t, 8, 256 * KIB, 0, 2,
+	                                      PS_PLACE_BALANCED, &off),
+	                 PS_OK);
+	check_invariants(off);
+	assert_int_equal(off->num_parts, 13);
+	assert_int_equal(off->num_fused, 0);
+	ps_placement_free(&off);
+	ps_placement_free(&p);
+
+	/* a run is cut where the next tensor no longer fits: 40000 x 3
+	 * from the back gives (t1, t2) fused and t0 alone */
+	{
+		ps_tensor_desc r[3] = {tensor("a", 40000), tensor("b", 30000),
+		                       tensor("c", 30000)};
+		assert_int_equal(ps_placement_compute(r, 3, 256 * KIB, 1, 1,
+		                                      PS_PLACE_BALANCED, &p),
+		                 PS_OK);
+		check_invariants(p);
+		assert_int_equal(p->num_parts, 2);
+		assert_int_equal(p->parts[0].ntensors, 1);
+		assert_int_equal(p->parts[1].ntensors, 2);
+		assert_int_equal(p->parts[1].numel, 60000);
+		ps_placement_free(&p);
+	}
+}
+
+/* Fusion keeps placement byte-balanced: ResNet-like many small tensors
+ * with a few big ones, 1 MiB partitions on 4 servers. */
+static void test_fusion_balance(void **state)
+{
+	ps_tensor_desc t[200];
+	ps_placement *p = NULL;
+	uint32_t n = 0;
+
+	(void)state;
+	srand(7);
+	for (; n < 200; n++) {
+		char name[16];
+		uint64_t numel = n % 20 == 0 ? 2000000 + rand() % 100000
+		                             : 64 + rand() % 60000;
+		snprintf(name, sizeof(name), "t%u", n);
+		t[n] = tensor(name, numel);
+	}
+	assert_int_equal(
+	    ps_placement_compute(t, n, 1 * MIB, 1, 4, PS_PLACE_BALANCED, &p),
+	    PS_OK);
+	check_invariants(p);
+	check_lpt_bound(p);
+	print_message("200 tensors, 1 MiB partitions, fused: %u partitions "
+	              "(%u fused), imbalance %.4f\n",
+	              p->num_parts, p->num_fused, ps_placement_imbalance(p));
+	assert_true(p->num_fused > 10);
+	assert_true(ps_placement_imbalance(p) <= 1.05);
+	ps_placement_free(&p);
+}
+
+static void test_fused_from_parts(void **state)
+{
+	ps_tensor_desc t[4] = {tensor("a", 100), tensor("b", 30),
+	                       tensor("c", 20), tensor("d", 400)};
+	ps_placement *p = NULL, *q = NULL;
+	ps_partition parts[8];
+	char why[256];
+	uint32_t np;
+
+	(void)state;
+	/* 512 B = 128 elements: d is cut in 4, (b, c) fused, a alone */
+	assert_int_equal(
+	    ps_placement_compute(t, 4, 512, 1, 2, PS_PLACE_BALANCED, &p),
+	    PS_OK);
+	check_invariants(p);
+	np = p->num_parts;
+	assert_int_equal(np, 6);
+	assert_int_equal(p->parts[1].ntensors, 2);
+	memcpy(parts, p->parts, np * sizeof(*parts));
+	assert_int_equal(rebuild(p, parts, np, 2, &q, why, sizeof(why)), PS_OK);
+	check_invariants(q);
+	assert_memory_equal(q->tensor_base, p->tensor_base,
+	                    4 * sizeof(uint64_t));
+	assert_memory_equal(q->part_count, p->part_count, 4 * sizeof(uint32_t));
+	ps_placement_free(&q);
+
+	/* no tensors */
+	parts[1].ntensors = 0;
+	assert_int_equal(rebuild(p, parts, np, 2, &q, why, sizeof(why)),
+	                 PS_EPROTO);
+	assert_non_null(strstr(why, "0 tensors"));
+	/* sizes do not add up */
+	memcpy(parts, p->parts, np * sizeof(*parts));
+	parts[1].numel = 49;
+	assert_int_equal(rebuild(p, parts, np, 2, &q, why, sizeof(why)),
+	                 PS_EPROTO);
+	assert_non_null(strstr(why, "its tensors hold 50"));
+	/* reaching into a tensor that must be cut */
+	memcpy(parts, p->parts, np * sizeof(*parts));
+	parts[1].ntensors = 3;
+	parts[1].numel = 450;
+	assert_int_equal(rebuild(p, parts, np, 2, &q, why, sizeof(why)),
+	                 PS_EPROTO);
+	assert_non_null(strstr(why, "not smaller than a partition"));
+	/* past the last tensor */
+	memcpy(parts, p->parts, np * sizeof(*parts));
+	parts[1].ntensors = 9;
+	assert_int_equal(rebuild(p, parts, np, 2, &q, why, sizeof(why)),
+	                 PS_EPROTO);
+	assert_non_null(strstr(why, "there are only 4"));
+	/* not at the start of a tensor */
+	memcpy(parts, p->parts, np * sizeof(*parts));
+	parts[1].offset = 3;
+	assert_int_equal(rebuild(p, parts, np, 2, &q, why, sizeof(why)),
+	                 PS_EPROTO);
+	assert_non_null(strstr(why, "must start tensor"));
+	/* on a server that does not exist */
+	memcpy(parts, p->parts, np * sizeof(*parts));
+	parts[1].server = 2;
+	assert_int_equal(rebuild(p, parts, np, 2, &q, why, sizeof(why)),
+	                 PS_EPROTO);
+	assert_null(q);
+	ps_placement_free(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -540,6 +730,9 @@ int main(void)
 	    cmocka_unit_test(test_compute_rejects),
 	    cmocka_unit_test(test_from_parts),
 	    cmocka_unit_test(test_print_and_imbalance),
+	    cmocka_unit_test(test_fusion_groups),
+	    cmocka_unit_test(test_fusion_balance),
+	    cmocka_unit_test(test_fused_from_parts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -108,7 +108,8 @@ static void fill_node(ps_node_info *n, uint32_t id, uint32_t role,
 	         5000 + id);
 }
 
-/* A consistent welcome: 1 + S + W nodes, optionally a placement. */
+/* A consistent welcome: 1 + S + W nodes, optionally a placement (2: with
+ * the small tensors fused). */
 static void make_welcome(ps_wire_welcome *w, uint32_t s, uint32_t wk,
                          int with_placement)
 {
@@ -130,7 +131,8 @@ static void make_welcome(ps_wire_welcome *w, uint32_t s, uint32_t wk,
 	for (uint32_t i = 0; i < wk; i++)
 		fill_node(&w->nodes[1 + s + i], 1 + s + i, PS_ROLE_WORKER, i);
 	if (with_placement)
-		assert_int_equal(ps_placement_compute(t, 5, 4096, s,
+		assert_int_equal(ps_placement_compute(t, 5, 4096,
+		                                      with_placement == 2, s,
 		                                      PS_PLACE_BALANCED,
 		                                      &w->placement),
 		                 PS_OK);
@@ -1343,9 +1345,42 @@ static void test_fuzz(void **state)
 		free(seeds[k]);
 }
 
+/* A fused placement survives the trip: which tensors a partition holds and
+ * where each starts in it. */
+static void test_welcome_fused(void **state)
+{
+	ps_wire_welcome w, out;
+	char why[256] = "";
+	void *buf = NULL;
+	size_t len = 0;
+
+	(void)state;
+	make_welcome(&w, 2, 2, 2);
+	/* 4097 is cut; 64 + 900 + 10 + 1 fuse into one partition */
+	assert_int_equal(w.placement->num_fused, 1);
+	assert_int_equal(w.placement->num_parts, 6);
+	assert_int_equal(ps_wire_welcome_encode(&w, &buf, &len), PS_OK);
+	if (ps_wire_welcome_decode(buf, len, &out, why, sizeof(why)) != PS_OK)
+		fail_msg("welcome: %s", why);
+	assert_int_equal(out.placement->num_parts, 6);
+	assert_int_equal(out.placement->num_fused, 1);
+	assert_int_equal(out.placement->parts[5].ntensors, 4);
+	assert_int_equal(out.placement->parts[5].numel, 975);
+	assert_memory_equal(out.placement->part_count,
+	                    w.placement->part_count, 5 * sizeof(uint32_t));
+	assert_memory_equal(out.placement->tensor_base,
+	                    w.placement->tensor_base, 5 * sizeof(uint64_t));
+	assert_memory_equal(out.placement->first_part,
+	                    w.placement->first_part, 6 * sizeof(uint32_t));
+	ps_wire_welcome_clear(&out);
+	free(buf);
+	ps_wire_welcome_clear(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_welcome_fused),
 	    cmocka_unit_test(test_header_roundtrip),
 	    cmocka_unit_test(test_header_truncations),
 	    cmocka_unit_test(test_header_rejects),
