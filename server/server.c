@@ -24,6 +24,7 @@
 #include "common/signals.h"
 #include "common/trace.h"
 #include "scheduler/gate.h"
+#include "scheduler/gate_meter.h"
 #include "scheduler/order.h"
 #include "server/optimizer.h"
 #include "server/server.h"
@@ -66,6 +67,7 @@ typedef struct server {
 	double *acc_arena;
 	size_t arena_numel;
 	ps_gate *gate;    /* parameter sends to the workers */
+	ps_gate_meter meter;
 	uint32_t *number; /* per partition: its gate priority / number */
 	float *scratch; /* aligned copy of a misaligned payload */
 	size_t scratch_cap;
@@ -212,7 +214,7 @@ static int drain_gate(server *s)
 {
 	ps_xfer x;
 
-	while (ps_gate_next(s->gate, &x) == 1) {
+	while (ps_gate_next_metered(s->gate, &s->meter, &x) == 1) {
 		pending *e = (pending *)(uintptr_t)x.handle;
 		shard_part *p = e->p;
 		ps_wire_header h = {
@@ -270,7 +272,7 @@ static int send_params(server *s, shard_part *p, uint32_t wrank)
 		       .version = p->version,
 		       .ready_us = ps_trace_now_us(),
 		       .wrank = wrank};
-	rc = ps_gate_ready(s->gate,
+	rc = ps_gate_ready_metered(s->gate, &s->meter,
 			   &(ps_xfer){.handle = (uintptr_t)e,
 				      .receiver = wrank,
 				      .iteration = p->version,
@@ -292,8 +294,9 @@ static int handle_params_ack(server *s, const ps_wire_header *h, char *why,
 
 	if (s->node.welcome.nodes[h->sender].role != PS_ROLE_WORKER ||
 	    h->partition >= pl->num_parts || s->local[h->partition] < 0 ||
-	    ps_gate_acked(s->gate, pl->parts[h->partition].numel *
-				       sizeof(float)) != PS_OK) {
+	    ps_gate_acked_metered(s->gate, &s->meter,
+				  pl->parts[h->partition].numel *
+					  sizeof(float)) != PS_OK) {
 		snprintf(why, whylen, "PARAMS_ACK from node %u for partition "
 			 "%u, which is not in flight", h->sender,
 			 h->partition);
@@ -603,11 +606,13 @@ int ps_server_run(const ps_config *cfg)
 			goto out;
 	}
 	PS_INFO("shut down: %llu pushes, %llu updates, %.2f MiB in, "
-		"%.2f MiB out, %llu dropped",
+		"%.2f MiB out, %llu dropped; gate: %llu sends, %.0f ns each",
 		(unsigned long long)s.pushes, (unsigned long long)s.updates,
 		(double)s.bytes_in / 1048576.0,
 		(double)s.bytes_out / 1048576.0,
-		(unsigned long long)s.node.dropped);
+		(unsigned long long)s.node.dropped,
+		(unsigned long long)s.meter.released,
+		ps_gate_meter_per_transfer(&s.meter));
 out:
 	ps_node_close(&s.node, status == 0 ? 2000 : 200);
 	free_shard(&s);

@@ -44,6 +44,7 @@
 #include "common/wire.h"
 #include "ordo/ordo.h"
 #include "scheduler/gate.h"
+#include "scheduler/gate_meter.h"
 #include "scheduler/order.h"
 
 typedef enum {
@@ -124,6 +125,7 @@ struct ps_client {
 
 	/* the sender gate of the pushes (communication thread only) */
 	ps_gate *gate;
+	ps_gate_meter meter;
 	uint32_t *number; /* per partition: its gate priority / number */
 	/* fusion (communication thread only) */
 	struct stage **stages; /* per partition: the one being filled */
@@ -277,7 +279,7 @@ static int drain_gate(ps_client *c)
 {
 	ps_xfer x;
 
-	while (ps_gate_next(c->gate, &x) == 1) {
+	while (ps_gate_next_metered(c->gate, &c->meter, &x) == 1) {
 		pending *e = (pending *)(uintptr_t)x.handle;
 		int rc = send_part(c, &c->tensors[e->tensor], e->stage, e->part,
 				   PS_MSG_PUSH, e->base, e->iteration,
@@ -306,7 +308,7 @@ static int gate_push(ps_client *c, uint32_t part, uint32_t tensor_id,
 		       .stage = st,
 		       .iteration = iteration,
 		       .ready_us = ps_trace_now_us()};
-	rc = ps_gate_ready(c->gate,
+	rc = ps_gate_ready_metered(c->gate, &c->meter,
 			   &(ps_xfer){.handle = (uintptr_t)e,
 				      .receiver = p->server,
 				      .iteration = iteration,
@@ -546,10 +548,11 @@ static int handle(ps_client *c, ps_msg *msg, const ps_wire_header *h)
 	case PS_MSG_PUSH_ACK:
 		trace_ack(c, h);
 		if (h->partition >= c->node.welcome.placement->num_parts ||
-		    ps_gate_acked(c->gate,
-				  c->node.welcome.placement->parts[h->partition]
-					  .numel *
-				      sizeof(float)) != PS_OK) {
+		    ps_gate_acked_metered(
+			    c->gate, &c->meter,
+			    c->node.welcome.placement->parts[h->partition]
+					    .numel *
+				    sizeof(float)) != PS_OK) {
 			rc = PS_EPROTO;
 			snprintf(why, sizeof(why), "PUSH_ACK for nothing in "
 				 "flight (partition %u)", h->partition);
@@ -742,6 +745,10 @@ static void *comm_main(void *arg)
 	c->comm_alive = 0;
 	pthread_cond_broadcast(&c->cv);
 	pthread_mutex_unlock(&c->mu);
+	if (c->meter.released)
+		PS_INFO("gate: %llu pushes, %.0f ns each",
+			(unsigned long long)c->meter.released,
+			ps_gate_meter_per_transfer(&c->meter));
 	ps_node_close(&c->node, c->state == ST_SHUTDOWN ? 2000 : 200);
 	return NULL;
 }
