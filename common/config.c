@@ -68,7 +68,7 @@ typedef struct option {
 
 static const char *const sections[] = {
     "cluster", "transport",  "model", "worker",  "train",
-    "scheduling", "log", "output", "metrics", NULL};
+    "scheduling", "log", "output", "metrics", "link", "sim", NULL};
 
 static const char *const transport_names[] = {
     [PS_TRANSPORT_TCP] = "tcp", [PS_TRANSPORT_RDMA] = "rdma", NULL};
@@ -297,6 +297,37 @@ static const option options[] = {
            "Link bandwidth (Gbit/s) of the time oracle for transfers in "
            "TicTac's metrics (ordering efficiency E, speedup bound S): "
            "a transfer of b bytes counts b / bandwidth."),
+
+    /* [link] (ps-sim, docs/sim.md) */
+    DOUBLE(link, bandwidth_gbps, "0", 0, 10000, false,
+           "ps-sim: bandwidth (Gbit/s) of every host's uplink and of its "
+           "downlink (full duplex): a message of m bytes costs a + b*m "
+           "with b = 1 / bandwidth. 0 = metrics.bandwidth_gbps."),
+    DOUBLE(link, latency_us, "20", 0, 1e6, false,
+           "ps-sim: a, the fixed cost (microseconds) of every message on "
+           "a link (ASC-WFBP's startup time)."),
+    DOUBLE(link, gamma, "1", 0.01, 100, false,
+           "ps-sim: contention factor (ASC-WFBP's gamma): a message "
+           "handed to a link that is already busy costs a + gamma*b*m "
+           "instead of a + b*m. Above 1: sharing a link slows every "
+           "transfer down; below 1: concurrent streams fill the link "
+           "better than one; 1 = neither."),
+    STRING(link, fit_file, "",
+           "ps-sim: a link sweep (CSV written by bench/link_sweep) from "
+           "which a, b and gamma are fitted by least squares at start-up; "
+           "it overrides link.latency_us, link.bandwidth_gbps and "
+           "link.gamma. Empty = use those keys."),
+
+    /* [sim] (ps-sim, docs/sim.md) */
+    DOUBLE(sim, aggregate_ns_per_byte, "0.1", 0, 1e6, false,
+           "ps-sim: server time (ns per byte) to add one worker's pushed "
+           "gradient into the partition's sum."),
+    DOUBLE(sim, update_ns_per_byte, "0.2", 0, 1e6, false,
+           "ps-sim: server time (ns per byte) to apply the optimizer to "
+           "a partition once all workers pushed it."),
+    INT(sim, trace_workers, "8", 0, 4096,
+        "ps-sim: with output.dir, how many workers (ranks 0..N-1) the "
+        "simulated timeline shows; servers are always shown."),
 };
 
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))

@@ -103,6 +103,17 @@ struct ps_config {
 	struct {
 		double bandwidth_gbps; /* time oracle of transfers */
 	} metrics;
+	struct {
+		double bandwidth_gbps; /* per host, per direction; 0 = metrics' */
+		double latency_us;     /* a: fixed cost of a message */
+		double gamma;          /* per-byte slowdown when links are shared */
+		char fit_file[PS_CFG_STR]; /* link sweep CSV fitted at start-up */
+	} link; /* ps-sim's link model (sim/link.h) */
+	struct {
+		double aggregate_ns_per_byte; /* server: summing one push */
+		double update_ns_per_byte;    /* server: the optimizer step */
+		int trace_workers;            /* workers in the timeline */
+	} sim; /* ps-sim (sim/cluster.h) */
 	/* which options were set by a file, the environment or --set (not
 	 * defaults): a preset fills in only the others */
 	uint8_t user_set[128];

@@ -15,13 +15,7 @@
 
 #define MAX_EVENTS (4u << 20) /* then new events are dropped, counted */
 
-typedef struct event {
-	char ph; /* 'X' span, 'i' instant */
-	uint8_t lane;
-	char name[46];
-	uint64_t ts_us, dur_us;
-	ps_trace_args args;
-} event;
+typedef ps_trace_event event;
 
 static struct {
 	pthread_mutex_t mu;
@@ -155,6 +149,36 @@ static void put_args(FILE *f, const ps_trace_args *a)
 	fputc('}', f);
 }
 
+void ps_trace_write_process(FILE *f, uint32_t pid, const char *process_name,
+			    const ps_trace_event *events, size_t n, int first)
+{
+	fprintf(f, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,"
+		"\"tid\":0,\"args\":{\"name\":",
+		first ? "" : ",\n", pid);
+	put_string(f, process_name);
+	fputs("}}", f);
+	for (size_t l = 1; l < sizeof(lane_names) / sizeof(lane_names[0]);
+	     l++)
+		fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\","
+			"\"pid\":%u,\"tid\":%zu,\"args\":{\"name\":\"%s\"}}",
+			pid, l, lane_names[l]);
+	for (size_t i = 0; i < n; i++) {
+		const event *e = &events[i];
+		fprintf(f, ",\n{\"ph\":\"%c\",\"pid\":%u,\"tid\":%u,"
+			"\"ts\":%llu,", e->ph, pid, e->lane,
+			(unsigned long long)e->ts_us);
+		if (e->ph == 'X')
+			fprintf(f, "\"dur\":%llu,",
+				(unsigned long long)e->dur_us);
+		else
+			fputs("\"s\":\"t\",", f);
+		fputs("\"name\":", f);
+		put_string(f, e->name);
+		put_args(f, &e->args);
+		fputc('}', f);
+	}
+}
+
 int ps_trace_close(void)
 {
 	FILE *f;
@@ -173,31 +197,8 @@ int ps_trace_close(void)
 		rc = PS_EIO;
 		goto out;
 	}
-	fprintf(f, "[{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,"
-		"\"tid\":0,\"args\":{\"name\":",
-		T.pid);
-	put_string(f, T.process_name);
-	fputs("}}", f);
-	for (size_t l = 1; l < sizeof(lane_names) / sizeof(lane_names[0]);
-	     l++)
-		fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\","
-			"\"pid\":%u,\"tid\":%zu,\"args\":{\"name\":\"%s\"}}",
-			T.pid, l, lane_names[l]);
-	for (size_t i = 0; i < T.n; i++) {
-		const event *e = &T.events[i];
-		fprintf(f, ",\n{\"ph\":\"%c\",\"pid\":%u,\"tid\":%u,"
-			"\"ts\":%llu,", e->ph, T.pid, e->lane,
-			(unsigned long long)e->ts_us);
-		if (e->ph == 'X')
-			fprintf(f, "\"dur\":%llu,",
-				(unsigned long long)e->dur_us);
-		else
-			fputs("\"s\":\"t\",", f);
-		fputs("\"name\":", f);
-		put_string(f, e->name);
-		put_args(f, &e->args);
-		fputc('}', f);
-	}
+	fputc('[', f);
+	ps_trace_write_process(f, T.pid, T.process_name, T.events, T.n, 1);
 	fputs("]\n", f);
 	if (fclose(f) != 0) {
 		PS_ERROR("cannot write the timeline %s", T.path);

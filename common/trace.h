@@ -22,7 +22,9 @@
 #ifndef ORDO_COMMON_TRACE_H
 #define ORDO_COMMON_TRACE_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 typedef enum {
 	PS_LANE_COMPUTE = 1,
@@ -64,6 +66,23 @@ void ps_trace_instant(ps_trace_lane lane, const char *name, uint64_t ts_us,
 
 /* Writes DIR/STEM.json and stops recording. PS_EIO if it cannot. */
 int ps_trace_close(void);
+
+/* One recorded event, as timeline writers hold it. */
+typedef struct ps_trace_event {
+	char ph; /* 'X' span, 'i' instant */
+	uint8_t lane;
+	char name[46];
+	uint64_t ts_us, dur_us;
+	ps_trace_args args;
+} ps_trace_event;
+
+/* Writes one process of a timeline into an open JSON array: its name, its
+ * lanes' names and its n events, in the trace-event format. first: nothing
+ * was written into the array yet (no separator before). Used by
+ * ps_trace_close and by writers that hold several processes (ps-sim). */
+void ps_trace_write_process(FILE *f, uint32_t pid, const char *process_name,
+			    const ps_trace_event *events, size_t n,
+			    int first);
 
 /* Merges the JSON arrays in paths[] into out (one array). */
 int ps_trace_merge(const char *const *paths, int n, const char *out);

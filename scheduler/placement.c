@@ -367,7 +367,7 @@ reject(char *why, size_t whylen, const char *fmt, ...)
 static int check_fused(const ps_tensor_desc *tensors, uint32_t n,
                        const ps_partition *q, uint32_t i, uint32_t t,
                        uint64_t covered, uint64_t partition_size,
-                       uint32_t servers, char *why, size_t whylen)
+                       char *why, size_t whylen)
 {
 	uint64_t per_part = partition_size / PS_ELEM_SIZE, sum = 0;
 
@@ -399,11 +399,6 @@ static int check_fused(const ps_tensor_desc *tensors, uint32_t n,
 		              i, (unsigned long long)q->numel,
 		              (unsigned long long)sum,
 		              (unsigned long long)per_part);
-	if (q->server >= servers)
-		return reject(why, whylen,
-		              "placement: part %u is on server %u, but there "
-		              "are %u servers",
-		              i, q->server, servers);
 	return PS_OK;
 }
 
@@ -467,10 +462,14 @@ int ps_placement_from_parts(const ps_tensor_desc *tensors, uint32_t n,
 		if (q->ntensors == 0)
 			return reject(why, whylen,
 			              "placement: part %u holds 0 tensors", i);
+		if (q->server >= servers)
+			return reject(why, whylen,
+			              "placement: part %u is on server %u, "
+			              "but there are %u servers",
+			              i, q->server, servers);
 		if (q->ntensors > 1) {
 			int rc = check_fused(tensors, n, q, i, t, covered,
-			                     partition_size, servers, why,
-			                     whylen);
+			                     partition_size, why, whylen);
 			if (rc != PS_OK)
 				return rc;
 			t += q->ntensors;
@@ -519,11 +518,6 @@ int ps_placement_from_parts(const ps_tensor_desc *tensors, uint32_t n,
 			              "of %llu bytes holds",
 			              i, t, (unsigned long long)q->numel,
 			              (unsigned long long)partition_size);
-		if (q->server >= servers)
-			return reject(why, whylen,
-			              "placement: part %u is on server %u, "
-			              "but there are %u servers",
-			              i, q->server, servers);
 		covered += q->numel;
 		idx++;
 		if (covered == tensors[t].numel) {

@@ -16,7 +16,7 @@
 /* The config sections, as error messages list them. */
 #define SECTIONS                                                               \
 	"cluster, transport, model, worker, train, scheduling, log, output, "   \
-	"metrics"
+	"metrics, link, sim"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -829,7 +829,14 @@ static void test_reference(void **state)
 	                                   "order",
 	                                   "gate",
 	                                   "placement",
-	                                   "level"};
+	                                   "level",
+	                                   "bandwidth_gbps", /* [link] */
+	                                   "latency_us",
+	                                   "gamma",
+	                                   "fit_file",
+	                                   "aggregate_ns_per_byte",
+	                                   "update_ns_per_byte",
+	                                   "trace_workers"};
 	char *ref = config_to_string(NULL, 1), *again;
 	char *ini = NULL;
 	ps_config cfg;

@@ -1,0 +1,802 @@
+/*
+ * sim/cluster.c - the simulation of a job (cluster.h).
+ *
+ * DESIGN. One event loop over a (time, sequence) heap. Hosts are numbered
+ * workers 0..W-1, then servers W..W+S-1; each has an uplink and a
+ * downlink (sim/link.h). The scheduling core is called exactly where the
+ * real binaries call it: ps_gate_ready when a partition becomes ready,
+ * ps_gate_next until it says none (drain) after every batch of readies and
+ * after every acknowledgement, ps_gate_acked when credit returns. A gate's
+ * handle is the partition index (the iteration travels in the transfer).
+ *
+ * Versions: per worker and tensor, `ver` is the newest version complete
+ * (0 at the start) and `got` counts the partitions of the next version
+ * that arrived. All partitions of version v + 1 of a tensor arrive before
+ * any of v + 2: v + 2 needs this worker's push of iteration v + 1, whose
+ * forward pass read the whole tensor at version v + 1.
+ *
+ * Memory is O(W * (ops + tensors + partitions)) plus the messages in
+ * flight (recycled through a free list): a 1024-worker ResNet-50 is a few
+ * tens of MiB.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scheduler/gate.h"
+#include "scheduler/order.h"
+#include "scheduler/placement.h"
+#include "sim/cluster.h"
+#include "sim/events.h"
+#include "sim/timeline.h"
+#include "worker/replay.h"
+
+enum {
+	EV_OP_DONE,     /* node: worker */
+	EV_UP_START,    /* arg: message */
+	EV_ARRIVE,      /* arg: message */
+	EV_PUSH_ACK,    /* node: worker, arg: partition */
+	EV_PARAMS_ACK,  /* node: server, arg: partition */
+	EV_UPDATE_DONE, /* node: server, arg: partition */
+};
+
+typedef struct msg {
+	uint32_t part, worker;
+	uint64_t iteration;
+	int push;
+	double up_end;
+	uint32_t next_free;
+} msg;
+
+typedef struct worker {
+	ps_gate *gate;
+	uint32_t *pending, *ready, nready, done;
+	uint32_t *ver, *got; /* per tensor */
+	uint16_t *staged;    /* per partition: fused members pushed */
+	uint64_t it;
+	int busy, waiting;
+	uint32_t running;
+	double op_start, wait_since, wait_us, last_end, e_sum;
+	unsigned e_n;
+} worker;
+
+typedef struct sim {
+	const ps_config *cfg;
+	const ps_dag *dag;
+	ps_link_model lm;
+	ps_placement *pl;
+	uint32_t W, S, K;
+	uint32_t *number;     /* per partition: gate number */
+	uint64_t *part_bytes; /* per partition */
+	uint32_t *tparts, *tparts_first; /* per tensor: its partitions */
+	worker *w;
+	ps_gate **sgate;
+	double *cpu_free;
+	uint32_t *count; /* per partition: pushes of the current version */
+	uint64_t *version;
+	ps_link *up, *down; /* per host */
+	msg *msgs;
+	uint32_t nmsgs, capmsgs, free_msg;
+	ps_sim_heap heap;
+	double compute_us, comm_oracle_us;
+	double *iter_end; /* per iteration: the job's end (max) */
+	uint64_t cycle_left; /* (worker, tensor) pairs without version 1 */
+	double makespan;
+	uint64_t messages;
+	/* timeline (NULL: off) */
+	ps_sim_timeline *tl;
+	uint32_t trace_workers;
+	double *push_ready, *push_sent, *param_ready; /* [w * P + p] */
+	int rc;
+} sim;
+
+#define NOMSG UINT32_MAX
+
+static void fail(sim *s, int rc)
+{
+	if (s->rc == PS_OK)
+		s->rc = rc;
+}
+
+static void schedule(sim *s, double t, uint32_t kind, uint32_t node,
+		     uint64_t arg)
+{
+	if (ps_sim_heap_push(&s->heap, t, kind, node, arg) != PS_OK)
+		fail(s, PS_ENOMEM);
+}
+
+static int traced_worker(const sim *s, uint32_t w)
+{
+	return s->tl && w < s->trace_workers;
+}
+
+static uint32_t worker_node(const sim *s, uint32_t w)
+{
+	return 1 + s->S + w;
+}
+
+/* ---- messages and links ------------------------------------------------ */
+
+static uint32_t msg_new(sim *s)
+{
+	uint32_t i;
+
+	if (s->free_msg != NOMSG) {
+		i = s->free_msg;
+		s->free_msg = s->msgs[i].next_free;
+		return i;
+	}
+	if (s->nmsgs == s->capmsgs) {
+		uint32_t cap = s->capmsgs ? 2 * s->capmsgs : 1024;
+		msg *v = realloc(s->msgs, (size_t)cap * sizeof(*v));
+		if (!v) {
+			fail(s, PS_ENOMEM);
+			return NOMSG;
+		}
+		s->msgs = v;
+		s->capmsgs = cap;
+	}
+	return s->nmsgs++;
+}
+
+static void msg_free(sim *s, uint32_t i)
+{
+	s->msgs[i].next_free = s->free_msg;
+	s->free_msg = i;
+}
+
+static uint32_t msg_src(const sim *s, const msg *m)
+{
+	return m->push ? m->worker : s->W + s->pl->parts[m->part].server;
+}
+
+static uint32_t msg_dst(const sim *s, const msg *m)
+{
+	return m->push ? s->W + s->pl->parts[m->part].server : m->worker;
+}
+
+/* The message starts on its sender's uplink: it queues on the receiver's
+ * downlink, and arrives once both carried it. */
+static void up_start(sim *s, uint32_t i, double t)
+{
+	msg *m = &s->msgs[i];
+	double end_d;
+
+	ps_link_reserve(&s->down[msg_dst(s, m)], &s->lm, t,
+			s->part_bytes[m->part], &end_d);
+	schedule(s, end_d > m->up_end ? end_d : m->up_end, EV_ARRIVE, 0, i);
+}
+
+/* A sender hands a message to the transport at t. */
+static void hand_over(sim *s, int push, uint32_t part, uint32_t wrank,
+		      uint64_t iteration, double t)
+{
+	uint32_t i = msg_new(s);
+	double start, end;
+	msg *m;
+
+	if (i == NOMSG)
+		return;
+	m = &s->msgs[i];
+	*m = (msg){.part = part, .worker = wrank, .iteration = iteration,
+		   .push = push, .next_free = NOMSG};
+	start = ps_link_reserve(&s->up[msg_src(s, m)], &s->lm, t,
+				s->part_bytes[part], &end);
+	m->up_end = end;
+	s->messages++;
+	if (start <= t)
+		up_start(s, i, t);
+	else
+		schedule(s, start, EV_UP_START, 0, i);
+}
+
+/* ---- workers ----------------------------------------------------------- */
+
+static void drain_worker(sim *s, uint32_t w, double t)
+{
+	ps_xfer x;
+
+	while (ps_gate_next(s->w[w].gate, &x) == 1) {
+		if (traced_worker(s, w))
+			s->push_sent[(size_t)w * s->pl->num_parts + x.handle] =
+				t;
+		hand_over(s, 1, (uint32_t)x.handle, w, x.iteration, t);
+	}
+}
+
+static void push_ready(sim *s, uint32_t w, uint32_t part, double t)
+{
+	const ps_partition *p = &s->pl->parts[part];
+	ps_xfer x = {.handle = part,
+		     .receiver = p->server,
+		     .iteration = s->w[w].it,
+		     .priority = s->number[part],
+		     .bytes = s->part_bytes[part]};
+
+	if (traced_worker(s, w))
+		s->push_ready[(size_t)w * s->pl->num_parts + part] = t;
+	if (ps_gate_ready(s->w[w].gate, &x) != PS_OK)
+		fail(s, PS_EINVAL);
+}
+
+static int can_run(const sim *s, const worker *k, uint32_t op)
+{
+	const ps_dag_op *o = &s->dag->ops[op];
+
+	if (o->kind != PS_OP_FORWARD)
+		return 1;
+	for (uint32_t j = 0; j < o->ntensors; j++)
+		if (k->ver[o->tensors[j]] < k->it)
+			return 0;
+	return 1;
+}
+
+/* The engine picks the lowest-indexed ready op that can run. */
+static void try_run(sim *s, uint32_t w, double t)
+{
+	worker *k = &s->w[w];
+	uint32_t pos = 0, op;
+	int found = 0;
+
+	if (k->busy || k->it >= s->K)
+		return;
+	for (uint32_t i = 0; i < k->nready; i++) {
+		if (found && k->ready[i] > k->ready[pos])
+			continue;
+		if (can_run(s, k, k->ready[i])) {
+			pos = i;
+			found = 1;
+		}
+	}
+	if (!found) {
+		if (!k->waiting) {
+			k->waiting = 1;
+			k->wait_since = t;
+		}
+		return;
+	}
+	if (k->waiting) {
+		k->waiting = 0;
+		k->wait_us += t - k->wait_since;
+		if (traced_worker(s, w))
+			ps_sim_timeline_span(s->tl, worker_node(s, w),
+					     PS_LANE_WAIT,
+					     "wait for parameters",
+					     k->wait_since, t - k->wait_since,
+					     NULL);
+	}
+	op = k->ready[pos];
+	k->ready[pos] = k->ready[--k->nready];
+	k->busy = 1;
+	k->running = op;
+	k->op_start = t;
+	schedule(s, t + s->dag->ops[op].time_us, EV_OP_DONE, w, 0);
+}
+
+static void start_iteration(sim *s, worker *k)
+{
+	const ps_dag *d = s->dag;
+
+	k->nready = 0;
+	k->done = 0;
+	for (uint32_t op = 0; op < d->nops; op++) {
+		k->pending[op] = d->ops[op].ndeps;
+		if (!d->ops[op].ndeps)
+			k->ready[k->nready++] = op;
+	}
+}
+
+static void end_iteration(sim *s, uint32_t w, double t)
+{
+	worker *k = &s->w[w];
+	double it_us = t - k->last_end;
+	double eff = ps_ordering_efficiency(s->compute_us, s->comm_oracle_us,
+					    it_us);
+
+	/* as worker/replay.c: iteration 0 starts with the parameters there */
+	if (k->it > 0 && isfinite(eff)) {
+		k->e_sum += eff;
+		k->e_n++;
+	}
+	if (t > s->iter_end[k->it])
+		s->iter_end[k->it] = t;
+	k->last_end = t;
+	k->it++;
+	if (k->it < s->K)
+		start_iteration(s, k);
+}
+
+static void op_done(sim *s, uint32_t w, double t)
+{
+	worker *k = &s->w[w];
+	const ps_dag_op *o = &s->dag->ops[k->running];
+
+	k->busy = 0;
+	if (traced_worker(s, w)) {
+		ps_trace_args a = PS_TRACE_NO_ARGS;
+		a.iteration = (int64_t)k->it;
+		ps_sim_timeline_span(s->tl, worker_node(s, w), PS_LANE_COMPUTE,
+				     o->name, k->op_start, t - k->op_start, &a);
+	}
+	if (o->kind == PS_OP_BACKWARD) {
+		for (uint32_t j = 0; j < o->ntensors; j++) {
+			uint32_t tn = o->tensors[j];
+			for (uint32_t q = s->tparts_first[tn];
+			     q < s->tparts_first[tn + 1]; q++) {
+				uint32_t part = s->tparts[q];
+				uint32_t nt = s->pl->parts[part].ntensors;
+				if (nt > 1 && ++k->staged[part] < nt)
+					continue;
+				k->staged[part] = 0;
+				push_ready(s, w, part, t);
+			}
+		}
+		drain_worker(s, w, t);
+	}
+	for (uint32_t j = 0; j < o->nsuccs; j++)
+		if (--k->pending[o->succs[j]] == 0)
+			k->ready[k->nready++] = o->succs[j];
+	if (++k->done == s->dag->nops)
+		end_iteration(s, w, t);
+	try_run(s, w, t);
+}
+
+static void params_arrive(sim *s, const msg *m, double t)
+{
+	worker *k = &s->w[m->worker];
+	const ps_partition *p = &s->pl->parts[m->part];
+	uint32_t nt = p->ntensors;
+
+	if (traced_worker(s, m->worker)) {
+		ps_trace_args a = {.iteration = (int64_t)m->iteration,
+				   .tensor = p->tensor,
+				   .partition = m->part,
+				   .bytes = (int64_t)s->part_bytes[m->part]};
+		ps_sim_timeline_instant(s->tl, worker_node(s, m->worker),
+					PS_LANE_RECEIVE,
+					s->dag->tensors[p->tensor].name, t, &a);
+	}
+	if (s->cfg->scheduling.credit_size)
+		schedule(s, t + s->lm.a_us, EV_PARAMS_ACK, p->server, m->part);
+	for (uint32_t j = 0; j < nt; j++) {
+		uint32_t tn = p->tensor + j;
+		if (++k->got[tn] < s->pl->part_count[tn])
+			continue;
+		k->got[tn] = 0;
+		if (++k->ver[tn] == 1 && --s->cycle_left == 0)
+			s->makespan = t;
+	}
+	try_run(s, m->worker, t);
+}
+
+static void push_acked(sim *s, uint32_t w, uint32_t part, double t)
+{
+	if (traced_worker(s, w)) {
+		size_t i = (size_t)w * s->pl->num_parts + part;
+		const ps_partition *p = &s->pl->parts[part];
+		ps_trace_args a = {
+			.iteration = -1,
+			.tensor = p->tensor,
+			.partition = part,
+			.bytes = (int64_t)s->part_bytes[part],
+			.ready_us = (uint64_t)llround(s->push_ready[i]),
+			.sent_us = (uint64_t)llround(s->push_sent[i]),
+			.acked_us = (uint64_t)llround(t),
+		};
+		ps_sim_timeline_span(s->tl, worker_node(s, w), PS_LANE_PUSH,
+				     s->dag->tensors[p->tensor].name,
+				     s->push_ready[i], t - s->push_ready[i],
+				     &a);
+	}
+	if (ps_gate_acked(s->w[w].gate, s->part_bytes[part]) != PS_OK)
+		fail(s, PS_EINVAL);
+	drain_worker(s, w, t);
+}
+
+/* ---- servers ----------------------------------------------------------- */
+
+static void drain_server(sim *s, uint32_t srv, double t)
+{
+	ps_xfer x;
+
+	while (ps_gate_next(s->sgate[srv], &x) == 1) {
+		uint32_t part = (uint32_t)x.handle;
+		if (s->tl && x.receiver < s->trace_workers) {
+			double r = s->param_ready[(size_t)x.receiver *
+						  s->pl->num_parts + part];
+			ps_trace_args a = {
+				.iteration = (int64_t)x.iteration,
+				.tensor = s->pl->parts[part].tensor,
+				.partition = part,
+				.bytes = (int64_t)x.bytes,
+				.ready_us = (uint64_t)llround(r),
+				.sent_us = (uint64_t)llround(t),
+			};
+			char what[40];
+			snprintf(what, sizeof(what), "params to worker %u",
+				 x.receiver);
+			ps_sim_timeline_span(s->tl, 1 + srv, PS_LANE_SEND, what,
+					     r, t - r, &a);
+		}
+		hand_over(s, 0, part, x.receiver, x.iteration, t);
+	}
+}
+
+static void push_arrive(sim *s, const msg *m, double t)
+{
+	uint32_t part = m->part, srv = s->pl->parts[part].server;
+	double bytes = (double)s->part_bytes[part];
+	double start = s->cpu_free[srv] > t ? s->cpu_free[srv] : t;
+	double agg_end = start + bytes * s->cfg->sim.aggregate_ns_per_byte *
+					 1e-3;
+
+	if (s->tl && (m->worker < s->trace_workers || s->W <= 64)) {
+		ps_trace_args a = {.iteration = (int64_t)m->iteration,
+				   .tensor = s->pl->parts[part].tensor,
+				   .partition = part,
+				   .bytes = (int64_t)bytes};
+		char what[32];
+		snprintf(what, sizeof(what), "push from worker %u", m->worker);
+		ps_sim_timeline_instant(s->tl, 1 + srv, PS_LANE_RECEIVE, what,
+					t, &a);
+	}
+	s->cpu_free[srv] = agg_end;
+	schedule(s, agg_end + s->lm.a_us, EV_PUSH_ACK, m->worker, part);
+	if (++s->count[part] < s->W)
+		return;
+	s->count[part] = 0;
+	s->cpu_free[srv] = agg_end + bytes * s->cfg->sim.update_ns_per_byte *
+					     1e-3;
+	if (s->tl) {
+		ps_trace_args a = {.iteration = (int64_t)s->version[part] + 1,
+				   .tensor = s->pl->parts[part].tensor,
+				   .partition = part,
+				   .bytes = (int64_t)bytes};
+		ps_sim_timeline_span(s->tl, 1 + srv, PS_LANE_UPDATE, "update",
+				     agg_end, s->cpu_free[srv] - agg_end, &a);
+	}
+	schedule(s, s->cpu_free[srv], EV_UPDATE_DONE, srv, part);
+}
+
+/* As server.c's broadcast_params: ready, then drain, worker by worker. */
+static void update_done(sim *s, uint32_t srv, uint32_t part, double t)
+{
+	uint64_t v = ++s->version[part];
+
+	for (uint32_t w = 0; w < s->W; w++) {
+		ps_xfer x = {.handle = part,
+			     .receiver = w,
+			     .iteration = v,
+			     .priority = s->number[part],
+			     .bytes = s->part_bytes[part]};
+		if (s->tl && w < s->trace_workers)
+			s->param_ready[(size_t)w * s->pl->num_parts + part] = t;
+		if (ps_gate_ready(s->sgate[srv], &x) != PS_OK)
+			fail(s, PS_EINVAL);
+		drain_server(s, srv, t);
+	}
+}
+
+/* ---- setup ------------------------------------------------------------- */
+
+static int setup(sim *s, char *err, size_t errlen)
+{
+	const ps_config *cfg = s->cfg;
+	const ps_dag *d = s->dag;
+	ps_tensor_desc *descs;
+	uint32_t *prio = NULL;
+	uint32_t P, T = d->ntensors;
+	uint64_t total_bytes = 0;
+	int rc;
+
+	descs = calloc(T, sizeof(*descs));
+	if (!descs)
+		return PS_ENOMEM;
+	for (uint32_t t = 0; t < T; t++) {
+		snprintf(descs[t].name, sizeof(descs[t].name), "%s",
+			 d->tensors[t].name);
+		descs[t].numel = d->tensors[t].numel;
+		total_bytes += d->tensors[t].bytes;
+	}
+	rc = ps_placement_compute(descs, T, cfg->scheduling.partition_size,
+				  cfg->scheduling.fusion, s->S,
+				  cfg->scheduling.placement, &s->pl);
+	free(descs);
+	if (rc != PS_OK) {
+		snprintf(err, errlen, "cannot place %s's %u tensors on %u "
+			 "servers: %s", d->name, T, s->S, ps_strerror(rc));
+		return rc;
+	}
+	/* the coordinator's order: metrics.bandwidth_gbps oracle, no a */
+	if (cfg->scheduling.order != PS_ORDER_FIFO) {
+		ps_time_oracle oracle = {
+			.latency_us = 0.0,
+			.bandwidth_bytes_per_us =
+				cfg->metrics.bandwidth_gbps * 1e3 / 8.0};
+		prio = calloc(T, sizeof(*prio));
+		if (!prio)
+			return PS_ENOMEM;
+		rc = ps_order_compute(d, (ps_order_kind)cfg->scheduling.order,
+				      &oracle, prio);
+		if (rc != PS_OK) {
+			free(prio);
+			snprintf(err, errlen, "cannot compute order %s: %s",
+				 ps_order_name((ps_order_kind)
+						       cfg->scheduling.order),
+				 ps_strerror(rc));
+			return rc;
+		}
+	}
+	rc = ps_order_partition_numbers(s->pl, prio,
+					cfg->scheduling.gate == PS_GATE_COUNTER,
+					&s->number);
+	free(prio);
+	if (rc != PS_OK) {
+		snprintf(err, errlen, "cannot number the partitions: %s",
+			 ps_strerror(rc));
+		return rc;
+	}
+	P = s->pl->num_parts;
+	s->part_bytes = calloc(P, sizeof(*s->part_bytes));
+	s->tparts_first = calloc((size_t)T + 1, sizeof(uint32_t));
+	s->count = calloc(P, sizeof(*s->count));
+	s->version = calloc(P, sizeof(*s->version));
+	s->iter_end = calloc(s->K, sizeof(*s->iter_end));
+	if (!s->part_bytes || !s->tparts_first || !s->count || !s->version ||
+	    !s->iter_end)
+		return PS_ENOMEM;
+	for (uint32_t p = 0; p < P; p++)
+		s->part_bytes[p] = s->pl->parts[p].numel * PS_ELEM_SIZE;
+	for (uint32_t t = 0; t < T; t++)
+		s->tparts_first[t + 1] = s->tparts_first[t] +
+					 s->pl->part_count[t];
+	s->tparts = calloc(s->tparts_first[T] ? s->tparts_first[T] : 1,
+			   sizeof(uint32_t));
+	if (!s->tparts)
+		return PS_ENOMEM;
+	for (uint32_t t = 0; t < T; t++)
+		for (uint32_t k = 0; k < s->pl->part_count[t]; k++)
+			s->tparts[s->tparts_first[t] + k] =
+				ps_placement_segment(s->pl, t, k).part;
+
+	s->compute_us = 0.0;
+	for (uint32_t op = 0; op < d->nops; op++)
+		s->compute_us += d->ops[op].time_us;
+	s->comm_oracle_us = (double)total_bytes * 8.0 /
+			    (cfg->metrics.bandwidth_gbps * 1e9) * 1e6;
+
+	s->w = calloc(s->W, sizeof(*s->w));
+	s->sgate = calloc(s->S, sizeof(*s->sgate));
+	s->cpu_free = calloc(s->S, sizeof(*s->cpu_free));
+	s->up = calloc((size_t)s->W + s->S, sizeof(*s->up));
+	s->down = calloc((size_t)s->W + s->S, sizeof(*s->down));
+	if (!s->w || !s->sgate || !s->cpu_free || !s->up || !s->down)
+		return PS_ENOMEM;
+	for (uint32_t w = 0; w < s->W; w++) {
+		worker *k = &s->w[w];
+		k->pending = calloc(2 * (size_t)d->nops, sizeof(uint32_t));
+		k->ver = calloc(2 * (size_t)T, sizeof(uint32_t));
+		k->staged = calloc(P, sizeof(uint16_t));
+		if (!k->pending || !k->ver || !k->staged)
+			return PS_ENOMEM;
+		k->ready = k->pending + d->nops;
+		k->got = k->ver + T;
+		rc = ps_gate_create((ps_gate_kind)cfg->scheduling.gate,
+				    cfg->scheduling.credit_size, s->S,
+				    &k->gate);
+		if (rc != PS_OK)
+			return rc;
+		start_iteration(s, k);
+	}
+	for (uint32_t srv = 0; srv < s->S; srv++) {
+		rc = ps_gate_create((ps_gate_kind)cfg->scheduling.gate,
+				    cfg->scheduling.credit_size, s->W,
+				    &s->sgate[srv]);
+		if (rc != PS_OK)
+			return rc;
+	}
+	s->cycle_left = (uint64_t)s->W * T;
+	s->free_msg = NOMSG;
+	if (cfg->output.dir[0]) {
+		size_t n = (size_t)s->trace_workers * P;
+		rc = ps_sim_timeline_create(s->S, s->W, &s->tl);
+		if (rc != PS_OK)
+			return rc;
+		s->push_ready = calloc(n ? n : 1, sizeof(double));
+		s->push_sent = calloc(n ? n : 1, sizeof(double));
+		s->param_ready = calloc(n ? n : 1, sizeof(double));
+		if (!s->push_ready || !s->push_sent || !s->param_ready)
+			return PS_ENOMEM;
+	}
+	return PS_OK;
+}
+
+static void teardown(sim *s)
+{
+	if (s->w)
+		for (uint32_t w = 0; w < s->W; w++) {
+			free(s->w[w].pending);
+			free(s->w[w].ver);
+			free(s->w[w].staged);
+			ps_gate_destroy(&s->w[w].gate);
+		}
+	if (s->sgate)
+		for (uint32_t srv = 0; srv < s->S; srv++)
+			ps_gate_destroy(&s->sgate[srv]);
+	free(s->w);
+	free(s->sgate);
+	free(s->cpu_free);
+	free(s->up);
+	free(s->down);
+	free(s->count);
+	free(s->version);
+	free(s->iter_end);
+	free(s->part_bytes);
+	free(s->tparts);
+	free(s->tparts_first);
+	free(s->number);
+	free(s->msgs);
+	free(s->push_ready);
+	free(s->push_sent);
+	free(s->param_ready);
+	ps_sim_heap_free(&s->heap);
+	ps_sim_timeline_free(&s->tl);
+	ps_placement_free(&s->pl);
+}
+
+static void run_events(sim *s, ps_sim_result *r)
+{
+	ps_sim_event e;
+
+	for (uint32_t w = 0; w < s->W; w++)
+		try_run(s, w, 0.0);
+	while (s->rc == PS_OK && ps_sim_heap_pop(&s->heap, &e)) {
+		r->events++;
+		r->total_us = e.t;
+		switch (e.kind) {
+		case EV_OP_DONE:
+			op_done(s, e.node, e.t);
+			break;
+		case EV_UP_START:
+			up_start(s, (uint32_t)e.arg, e.t);
+			break;
+		case EV_ARRIVE: {
+			msg m = s->msgs[e.arg];
+			msg_free(s, (uint32_t)e.arg);
+			if (m.push)
+				push_arrive(s, &m, e.t);
+			else
+				params_arrive(s, &m, e.t);
+			break;
+		}
+		case EV_PUSH_ACK:
+			push_acked(s, e.node, (uint32_t)e.arg, e.t);
+			break;
+		case EV_PARAMS_ACK:
+			if (ps_gate_acked(s->sgate[e.node],
+					  s->part_bytes[e.arg]) != PS_OK)
+				fail(s, PS_EINVAL);
+			drain_server(s, e.node, e.t);
+			break;
+		case EV_UPDATE_DONE:
+			update_done(s, e.node, (uint32_t)e.arg, e.t);
+			break;
+		}
+	}
+}
+
+static void results(sim *s, ps_sim_result *r)
+{
+	double e_sum = 0.0, prev = 0.0;
+	unsigned e_workers = 0;
+
+	r->workers = s->W;
+	r->servers = s->S;
+	r->iterations = s->K;
+	r->partitions = s->pl->num_parts;
+	r->fused = s->pl->num_fused;
+	r->link = s->lm;
+	r->messages = s->messages;
+	/* every op of the cycle: the parameters back and the compute done
+	 * (the last backward ops may produce no gradient) */
+	r->makespan_us = s->makespan > s->iter_end[0] ? s->makespan
+						       : s->iter_end[0];
+	for (uint32_t i = 0; i < s->K; i++) {
+		r->iter_us[i] = s->iter_end[i] - prev;
+		prev = s->iter_end[i];
+	}
+	if (s->K == 1) {
+		r->iteration_us = r->iter_us[0];
+	} else {
+		double sum = 0.0;
+		for (uint32_t i = 1; i < s->K; i++)
+			sum += r->iter_us[i];
+		r->iteration_us = sum / (double)(s->K - 1);
+	}
+	for (uint32_t w = 0; w < s->W; w++) {
+		const worker *k = &s->w[w];
+		if (k->last_end > 0) {
+			r->samples_per_second += (double)s->K * s->dag->batch /
+						 (k->last_end / 1e6);
+			if (k->wait_us / k->last_end > r->straggler)
+				r->straggler = k->wait_us / k->last_end;
+		}
+		/* the coordinator's mean: NAN from any worker stays NAN */
+		e_sum += k->e_n ? k->e_sum / k->e_n : NAN;
+		e_workers++;
+	}
+	r->efficiency = e_workers ? e_sum / e_workers : NAN;
+	r->speedup_bound = ps_speedup_bound(s->compute_us, s->comm_oracle_us);
+	ps_sim_bounds_compute(s->dag, s->pl, s->W, &s->lm,
+			      s->cfg->sim.aggregate_ns_per_byte,
+			      s->cfg->sim.update_ns_per_byte,
+			      s->cfg->scheduling.credit_size != 0, &r->bounds);
+}
+
+int ps_sim_run(const ps_config *cfg, const ps_dag *dag,
+	       const ps_link_model *lm, ps_sim_result *res_p, char *err,
+	       size_t errlen)
+{
+	sim s = {.cfg = cfg,
+		 .dag = dag,
+		 .lm = *lm,
+		 .W = (uint32_t)cfg->cluster.workers,
+		 .S = (uint32_t)cfg->cluster.servers,
+		 .K = (uint32_t)cfg->train.iterations,
+		 .trace_workers = (uint32_t)cfg->sim.trace_workers,
+		 .heap = PS_SIM_HEAP_INIT,
+		 .free_msg = NOMSG};
+	ps_sim_result r = {0};
+	int rc;
+
+	err[0] = '\0';
+	if (s.K == 0) {
+		snprintf(err, errlen, "train.iterations must be at least 1 "
+			 "to simulate");
+		return PS_EINVAL;
+	}
+	if (s.trace_workers > s.W)
+		s.trace_workers = s.W;
+	r.iter_us = calloc(s.K, sizeof(double));
+	rc = r.iter_us ? setup(&s, err, errlen) : PS_ENOMEM;
+	if (rc == PS_OK) {
+		run_events(&s, &r);
+		rc = s.rc;
+	}
+	if (rc == PS_OK) {
+		for (uint32_t w = 0; w < s.W; w++)
+			if (s.w[w].it < s.K) {
+				snprintf(err, errlen, "worker %u stopped in "
+					 "iteration %llu of %u: the model "
+					 "cannot make progress", w,
+					 (unsigned long long)s.w[w].it, s.K);
+				rc = PS_EINVAL;
+				break;
+			}
+	}
+	if (rc == PS_OK) {
+		results(&s, &r);
+		if (s.tl) {
+			char path[PS_CFG_STR + 32];
+			snprintf(path, sizeof(path), "%s/timeline.json",
+				 cfg->output.dir);
+			rc = ps_sim_timeline_write(s.tl, path, err, errlen);
+		}
+	}
+	if (rc != PS_OK && !err[0])
+		snprintf(err, errlen, "simulation failed: %s", ps_strerror(rc));
+	teardown(&s);
+	if (rc != PS_OK) {
+		free(r.iter_us);
+		return rc;
+	}
+	*res_p = r;
+	return PS_OK;
+}
+
+void ps_sim_result_free(ps_sim_result *r)
+{
+	free(r->iter_us);
+	r->iter_us = NULL;
+}

@@ -1,0 +1,82 @@
+/*
+ * sim/cluster.h - the discrete-event simulation of a whole job.
+ *
+ * W workers and S servers run K synchronous iterations of a model file with
+ * exactly the semantics of the real binaries, and the real scheduling core
+ * (scheduler/order.h, placement.h, gate.h) makes every release decision:
+ *
+ *  - worker (worker/replay.c): one compute engine runs one op at a time for
+ *    its (scaled) time; among the ops whose dependencies are done it runs
+ *    the lowest-indexed one that can run; a forward op of iteration i needs
+ *    version i of every tensor it reads (version 0 is there at the start).
+ *    A backward op's gradients enter the worker's gate when it finishes
+ *    (one transfer per partition; a fused partition once all its tensors'
+ *    gradients are in). No barrier between iterations.
+ *  - worker gate (worker/client.c): one ps_gate per worker, receivers =
+ *    servers, credit = scheduling.credit_size, numbers from
+ *    ps_order_partition_numbers; drained after each op's pushes entered
+ *    and after every PUSH_ACK, which returns the push's bytes.
+ *  - server (server/server.c): one thread: each arriving push is summed
+ *    (sim.aggregate_ns_per_byte) in arrival order, then acknowledged
+ *    (PUSH_ACK); the W-th push of a partition is followed by the optimizer
+ *    (sim.update_ns_per_byte), then the partition's new version becomes
+ *    ready to go to every worker, in rank order, through the server's gate
+ *    (receivers = workers). With a credit window the worker answers each
+ *    parameter partition with PARAMS_ACK, which returns its bytes.
+ *  - links: sim/link.h. Acknowledgements are control messages: they take
+ *    the fixed cost a to arrive and occupy no link (a few dozen bytes).
+ *
+ * Metrics, as the real job reports them: per-iteration time (the job's
+ * iteration ends when its last worker ends it; iteration 0 starts at 0 with
+ * every parameter present), samples/s (sum over workers of iterations *
+ * model batch / the worker's time), TicTac's E and S exactly as
+ * worker/replay.c computes them (metrics.bandwidth_gbps oracle), straggler
+ * effect (largest share of its time any worker waited). Bounds: sim/bounds.h.
+ *
+ * Deterministic: events are ordered by (time, sequence) (sim/events.h) and
+ * nothing depends on the wall clock, addresses or threads.
+ *
+ * Threads: single-threaded; a run owns everything it allocates.
+ */
+#ifndef ORDO_SIM_CLUSTER_H
+#define ORDO_SIM_CLUSTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/config.h"
+#include "model/dag.h"
+#include "sim/bounds.h"
+#include "sim/link.h"
+
+typedef struct ps_sim_result {
+	uint32_t workers, servers, iterations;
+	uint32_t partitions, fused;
+	double *iter_us;        /* per iteration: the job's iteration time */
+	double iteration_us;    /* mean over iterations after the first */
+	double samples_per_second;
+	double efficiency;      /* mean TicTac E (NAN when undefined) */
+	double speedup_bound;   /* TicTac S as the workers compute it */
+	double straggler;       /* max over workers of wait / time */
+	double makespan_us;     /* one full cycle: iteration 0's compute,
+				   pushes, updates, parameters back */
+	double total_us;        /* when the last event happened */
+	ps_sim_bounds bounds;
+	ps_link_model link;
+	uint64_t events, messages;
+} ps_sim_result;
+
+/*
+ * Simulates cfg's job over dag (loaded with model.compute_scale) and link
+ * model lm. With cfg->output.dir set, writes DIR/timeline.json (Chrome
+ * trace events, the format of real runs: common/trace.h). On success
+ * *res_p is filled and owns iter_us (ps_sim_result_free). Errors: PS_EINVAL
+ * / PS_ENOMEM / PS_EIO with a message in err.
+ */
+int ps_sim_run(const ps_config *cfg, const ps_dag *dag,
+	       const ps_link_model *lm, ps_sim_result *res_p, char *err,
+	       size_t errlen);
+
+void ps_sim_result_free(ps_sim_result *r);
+
+#endif /* ORDO_SIM_CLUSTER_H */

@@ -1,0 +1,70 @@
+/*
+ * sim/link.h - the alpha-beta-gamma link model (ASC-WFBP §III).
+ *
+ * Every host (worker or server) has an uplink and a downlink, full duplex,
+ * of the same bandwidth. A message of m bytes costs a + b*m on a link: a is
+ * its fixed cost (startup, headers, a system call, a wake-up), b the time
+ * per byte (1 / bandwidth). A message handed to a link that is still busy
+ * with earlier messages costs a + gamma*b*m instead: gamma > 1 models the
+ * slowdown of streams that share a link (ASC-WFBP measured 1 < gamma <= 2),
+ * gamma < 1 the better use that several streams make of a link one stream
+ * cannot fill.
+ *
+ * DESIGN (sharing). A link serves its messages one at a time, first come
+ * first served (FIFO), each for its whole cost. That is how one ZeroMQ
+ * connection behaves (one TCP stream per peer pair; a message goes out
+ * whole, in order), and it is also what the gates assume: they release
+ * transfers in the order they want them to arrive, and processor sharing
+ * would undo that order on the link. Different peers' streams interleave
+ * on a real NIC; the FIFO link gives the same busy period (the same bytes
+ * through the same bandwidth) and lets gamma carry the cost of sharing.
+ * A message occupies its sender's uplink and its receiver's downlink at
+ * once (cut-through, so a + b*m is paid once, not twice): it is queued on
+ * the uplink when the sender hands it over, queued on the downlink when it
+ * starts on the uplink, and arrives when both have carried it. Serving in
+ * order needs only each link's "free at" time: O(1) per message, which is
+ * what lets ps-sim run thousands of hosts.
+ *
+ * Threads: plain data.
+ */
+#ifndef ORDO_SIM_LINK_H
+#define ORDO_SIM_LINK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/config.h"
+
+typedef struct ps_link_model {
+	double a_us;          /* fixed cost per message */
+	double b_us_per_byte; /* 1 / bandwidth */
+	double gamma;         /* per-byte factor on a busy link */
+} ps_link_model;
+
+typedef struct ps_link {
+	double free_at; /* simulated us when its last message is through */
+	double busy_us; /* total time spent carrying messages */
+	uint64_t bytes, messages;
+} ps_link;
+
+/* b for a bandwidth in Gbit/s. */
+double ps_link_b_from_gbps(double gbps);
+/* The bandwidth in Gbit/s of b. */
+double ps_link_gbps_from_b(double b_us_per_byte);
+
+/* Cost of a message of `bytes` on a link that is busy (1) or idle (0). */
+double ps_link_cost(const ps_link_model *m, uint64_t bytes, int busy);
+
+/* A message handed to link l at time t: it is served after everything
+ * queued before it. Returns its start; *end_p is when it is through. */
+double ps_link_reserve(ps_link *l, const ps_link_model *m, double t,
+		       uint64_t bytes, double *end_p);
+
+/* The model of a config: link.* with link.bandwidth_gbps = 0 meaning
+ * metrics.bandwidth_gbps; with link.fit_file set, a, b and gamma fitted
+ * from that sweep (sim/fit.h). PS_EINVAL/PS_ENOENT with a message in err
+ * naming the problem. */
+int ps_link_model_from_config(const ps_config *cfg, ps_link_model *m_p,
+			      char *err, size_t errlen);
+
+#endif /* ORDO_SIM_LINK_H */

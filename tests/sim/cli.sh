@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# tests/sim/cli.sh - ps-sim's command line: JSON output (one object, the
+# keys ps-bench reads), determinism (same config -> identical JSON), the
+# timeline, --fit, and every bad input failing with a clear message and a
+# non-zero status, never a crash.
+# Usage: cli.sh BUILD_DIR SOURCE_DIR
+set -u
+build=$1
+src=$2
+sim=$build/ps-sim
+tmp=$(mktemp -d /tmp/ordo-sim-cli-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# expect STATUS PATTERN -- ARGS: the run exits STATUS and stderr matches
+expect() {
+	local want=$1 pat=$2
+	shift 3
+	"$sim" "$@" >"$tmp/out" 2>"$tmp/err"
+	local rc=$?
+	if [ "$rc" -ne "$want" ]; then
+		fail "ps-sim $*: exit $rc, want $want; stderr: $(cat "$tmp/err")"
+	elif ! grep -q -- "$pat" "$tmp/err"; then
+		fail "ps-sim $*: stderr does not match '$pat': $(cat "$tmp/err")"
+	fi
+}
+
+model=$src/conf/models/resnet50.json
+common=(--set model.file="$model" --set cluster.workers=4
+	--set cluster.servers=2 --set train.iterations=3)
+
+# --- JSON: one object with the keys the benchmark reads -----------------
+for p in baseline p3 tictac-tio tictac-tao bytescheduler ordo; do
+	if ! "$sim" "${common[@]}" --set scheduling.preset=$p --json \
+		>"$tmp/$p.json" 2>"$tmp/err"; then
+		fail "preset $p: $(cat "$tmp/err")"
+		continue
+	fi
+	python3 - "$tmp/$p.json" "$p" <<'PY' || fail "preset $p: bad JSON"
+import json, sys
+text = open(sys.argv[1]).read()
+obj = json.loads(text)               # exactly one JSON value
+assert isinstance(obj, dict), "not an object"
+for k in ["iteration_ms", "samples_per_second", "efficiency", "straggler",
+          "worst_ms", "lower_ms", "speedup_bound", "physical_lower_ms",
+          "iterations", "workers", "servers", "preset"]:
+    assert k in obj, "missing key " + k
+assert obj["preset"] == sys.argv[2], obj["preset"]
+assert obj["workers"] == 4 and obj["servers"] == 2 and obj["iterations"] == 3
+assert obj["iteration_ms"] > 0 and obj["samples_per_second"] > 0
+assert obj["lower_ms"] <= obj["makespan_ms"] <= obj["worst_ms"]
+PY
+done
+
+# --- determinism: the same config twice gives the same bytes ------------
+"$sim" "${common[@]}" --set scheduling.preset=ordo --json >"$tmp/again.json" \
+	2>/dev/null
+cmp -s "$tmp/ordo.json" "$tmp/again.json" ||
+	fail "two runs of the same config differ"
+
+# --- text output and the timeline ----------------------------------------
+mkdir -p "$tmp/out-dir"
+if "$sim" "${common[@]}" --set output.dir="$tmp/out-dir" >"$tmp/text" \
+	2>"$tmp/err"; then
+	grep -q '^summary: iteration .* ms, throughput .* samples/s' \
+		"$tmp/text" || fail "no summary line"
+	grep -q '^iter 3/3 time' "$tmp/text" || fail "no per-iteration lines"
+	python3 - "$tmp/out-dir/timeline.json" <<'PY' || fail "bad timeline"
+import json, sys
+ev = json.load(open(sys.argv[1]))
+names = {e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "process_name"}
+assert "worker 0" in names and "server 1" in names, names
+lanes = {(e["pid"], e["tid"]) for e in ev if e["ph"] in "Xi"}
+assert any(e["ph"] == "X" and e["tid"] == 1 for e in ev)   # compute
+assert any(e["ph"] == "X" and e["tid"] == 3 for e in ev)   # push
+assert any(e["ph"] == "X" and e["tid"] == 6 for e in ev)   # send
+assert any(e["ph"] == "i" and e["tid"] == 4 for e in ev)   # receive
+PY
+else
+	fail "timeline run: $(cat "$tmp/err")"
+fi
+
+# --- fit mode ----------------------------------------------------------------
+printf 'bytes,concurrency,us\n1000,1,30\n2000,1,50\n4000,1,90\n2000,2,120\n' \
+	>"$tmp/sweep.csv"
+"$sim" --fit "$tmp/sweep.csv" >"$tmp/fit" 2>"$tmp/err" ||
+	fail "--fit: $(cat "$tmp/err")"
+grep -q '^latency_us = 10$' "$tmp/fit" || fail "--fit a: $(cat "$tmp/fit")"
+grep -q '^bandwidth_gbps = 0.4$' "$tmp/fit" || fail "--fit b: $(cat "$tmp/fit")"
+grep -q '^gamma = 1.5$' "$tmp/fit" || fail "--fit gamma: $(cat "$tmp/fit")"
+# link.fit_file: the fitted model is used (0.4 Gbit/s)
+"$sim" "${common[@]}" --set link.fit_file="$tmp/sweep.csv" --json \
+	>"$tmp/fitted.json" 2>"$tmp/err" || fail "fit_file: $(cat "$tmp/err")"
+grep -q '"bandwidth_gbps":0.4' "$tmp/fitted.json" ||
+	fail "fit_file not applied: $(cat "$tmp/fitted.json")"
+
+# --- bad inputs: a clear message and a non-zero status -----------------------
+expect 1 "cannot load model.file: .*nope.json" -- --set model.file="$tmp/nope.json"
+expect 2 "model.file is not set" --
+expect 2 "unknown key 'link.bogus'" -- "${common[@]}" --set link.bogus=1
+expect 2 "link.latency_us" -- "${common[@]}" --set link.latency_us=-5
+expect 2 "link.gamma" -- "${common[@]}" --set link.gamma=abc
+expect 1 "cannot open the link sweep '$tmp/missing.csv'" -- "${common[@]}" \
+	--set link.fit_file="$tmp/missing.csv"
+printf 'bytes,concurrency,us\n1000,1,30\n2000,one,50\n' >"$tmp/garbled.csv"
+expect 1 "garbled.csv:3: column 'concurrency'" -- --fit "$tmp/garbled.csv"
+expect 1 "garbled.csv:3: column 'concurrency'" -- "${common[@]}" \
+	--set link.fit_file="$tmp/garbled.csv"
+head -c 3000 /dev/urandom >"$tmp/binary.csv"
+expect 1 "binary.csv" -- --fit "$tmp/binary.csv"
+chmod 000 "$tmp/sweep.csv"
+if [ "$(id -u)" -ne 0 ]; then
+	expect 1 "cannot open the link sweep" -- --fit "$tmp/sweep.csv"
+fi
+printf '{"format":"ordo-model","version":1,' >"$tmp/cut.json"
+expect 1 "cannot load model.file: .*cut.json" -- --set model.file="$tmp/cut.json"
+expect 1 "train.iterations must be at least 1" -- "${common[@]}" \
+	--set train.iterations=0
+
+if [ "$fails" -ne 0 ]; then
+	echo "$fails check(s) failed"
+	exit 1
+fi
+echo "ok"

@@ -1,0 +1,628 @@
+/*
+ * tests/sim/test_sim.c - ps-sim's model, checked against hand-computed
+ * numbers, TicTac's examples, its bounds on random DAGs, and itself.
+ *
+ * Models are written as JSON into a scratch directory (docs/model-format.md)
+ * and loaded with ps_dag_load, exactly as ps-sim loads model.file.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common/config.h"
+#include "model/dag.h"
+#include "sim/cluster.h"
+#include "sim/events.h"
+#include "sim/fit.h"
+#include "sim/link.h"
+#include "unit/tmpdir.h"
+
+static char dir[256];
+
+/* |a - b| <= eps, with both values in the failure message */
+#define assert_double_equal(a, b, eps)                                         \
+	do {                                                                   \
+		double a_ = (a), b_ = (b);                                     \
+		if (!(fabs(a_ - b_) <= (eps)))                                 \
+			fail_msg("%s = %.9f, want %.9f", #a, a_, b_);          \
+	} while (0)
+
+static int group_setup(void **state)
+{
+	(void)state;
+	return test_tmpdir_create(dir, sizeof(dir), "sim");
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	return test_tmpdir_remove(dir);
+}
+
+/* ---- helpers ----------------------------------------------------------- */
+
+typedef struct sb {
+	char *p;
+	size_t len, cap;
+} sb;
+
+static void add(sb *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+		va_end(ap);
+		if ((size_t)n < b->cap - b->len)
+			break;
+		b->cap = 2 * b->cap + (size_t)n + 64;
+		b->p = realloc(b->p, b->cap);
+		assert_non_null(b->p);
+	}
+	b->len += (size_t)n;
+}
+
+static void set(ps_config *cfg, const char *key, const char *value)
+{
+	char err[512];
+	int rc = ps_config_set_kv(cfg, key, value, "--set", err, sizeof(err));
+	if (rc != PS_OK)
+		fail_msg("%s=%s: %s", key, value, err);
+}
+
+static ps_dag *load(const char *name, const char *json)
+{
+	const char *path = test_write_file(dir, name, json);
+	char err[1024];
+	ps_dag *d = NULL;
+
+	assert_non_null(path);
+	if (ps_dag_load(path, 1.0, &d, err, sizeof(err)) != PS_OK)
+		fail_msg("%s", err);
+	return d;
+}
+
+/* Simulates; returns the result (caller frees). */
+static ps_sim_result simulate(const ps_config *cfg, const ps_dag *d)
+{
+	ps_sim_result r;
+	ps_link_model lm;
+	char err[1024];
+
+	assert_int_equal(ps_link_model_from_config(cfg, &lm, err, sizeof(err)),
+			 PS_OK);
+	if (ps_sim_run(cfg, d, &lm, &r, err, sizeof(err)) != PS_OK)
+		fail_msg("ps_sim_run: %s", err);
+	return r;
+}
+
+static void base_config(ps_config *cfg)
+{
+	ps_config_defaults(cfg);
+	set(cfg, "link.latency_us", "10");
+	set(cfg, "link.bandwidth_gbps", "1"); /* b = 0.008 us per byte */
+	set(cfg, "link.gamma", "1");
+	set(cfg, "sim.aggregate_ns_per_byte", "0");
+	set(cfg, "sim.update_ns_per_byte", "0");
+	set(cfg, "train.iterations", "3");
+}
+
+#define HEAD                                                                   \
+	"{\"format\":\"ordo-model\",\"version\":1,\"name\":\"%s\","            \
+	"\"batch\":8,\"times\":{\"source\":\"measured\"},"
+
+/* ---- the event heap ---------------------------------------------------- */
+
+static void test_heap_order(void **state)
+{
+	ps_sim_heap h = PS_SIM_HEAP_INIT;
+	ps_sim_event e;
+	double last = -1.0;
+	uint64_t last_seq = 0;
+	(void)state;
+
+	/* equal times come out in insertion order */
+	for (uint32_t i = 0; i < 5000; i++)
+		assert_int_equal(ps_sim_heap_push(&h, (double)((i * 7919u) % 50),
+						  0, i, i), PS_OK);
+	for (uint32_t i = 0; i < 5000; i++) {
+		assert_int_equal(ps_sim_heap_pop(&h, &e), 1);
+		assert_true(e.t >= last);
+		if (e.t == last)
+			assert_true(e.seq > last_seq);
+		assert_int_equal(e.seq, e.arg);
+		last = e.t;
+		last_seq = e.seq;
+	}
+	assert_int_equal(ps_sim_heap_pop(&h, &e), 0);
+	ps_sim_heap_free(&h);
+}
+
+/* ---- hand-checked: one tensor, one link --------------------------------- */
+
+static const char one_tensor[] = HEAD
+	"\"tensors\":[{\"name\":\"w\",\"shape\":[250000]}],"
+	"\"ops\":["
+	"{\"name\":\"f\",\"kind\":\"forward\",\"time_us\":1000,"
+	"\"reads\":[\"w\"],\"deps\":[]},"
+	"{\"name\":\"b\",\"kind\":\"backward\",\"time_us\":2000,"
+	"\"grads\":[\"w\"],\"deps\":[\"f\"]}]}";
+
+static void test_one_tensor_by_hand(void **state)
+{
+	char json[sizeof(one_tensor) + 16];
+	ps_config cfg;
+	ps_dag *d;
+	ps_sim_result r;
+	(void)state;
+
+	snprintf(json, sizeof(json), one_tensor, "one");
+	d = load("one.json", json);
+	base_config(&cfg);
+	set(&cfg, "sim.aggregate_ns_per_byte", "0.5");
+	set(&cfg, "sim.update_ns_per_byte", "1");
+	r = simulate(&cfg, d);
+	/* 1,000,000 bytes: a + b*m = 10 + 8000 us each way; aggregation
+	 * 500 us, update 1000 us; compute 3000 us */
+	assert_double_equal(r.iter_us[0], 3000.0, 1e-9);
+	assert_double_equal(r.iter_us[1], 3000.0 + 2 * 8010.0 + 1500.0, 1e-9);
+	assert_double_equal(r.iter_us[2], 20520.0, 1e-9);
+	assert_double_equal(r.iteration_us, 20520.0, 1e-9);
+	/* the cycle: compute, push, aggregate + update, parameters back */
+	assert_double_equal(r.makespan_us, 20520.0, 1e-9);
+	assert_double_equal(r.samples_per_second,
+			    3 * 8 / ((3000.0 + 2 * 20520.0) / 1e6), 1e-6);
+	/* waited for parameters: 2 iterations x 17520 us */
+	assert_double_equal(r.straggler, 2 * 17520.0 / (3000.0 + 2 * 20520.0),
+			    1e-12);
+	/* bounds: lower = busiest resource = one message per link 8010;
+	 * worst = 3000 + 2 * 8010 + 1500 + one push ack (10) */
+	assert_double_equal(r.bounds.lower_us, 8010.0, 1e-9);
+	assert_double_equal(r.bounds.worst_us, 3000 + 16020 + 1500 + 10,
+			    1e-9);
+	assert_double_equal(r.bounds.physical_lower_us, 8000.0, 1e-9);
+	assert_int_equal(r.messages, 6);
+	ps_sim_result_free(&r);
+
+	/* two workers, one server: the pushes queue on the server's
+	 * downlink, the parameters on its uplink */
+	set(&cfg, "cluster.workers", "2");
+	r = simulate(&cfg, d);
+	assert_double_equal(r.iter_us[1], 3000 + 4 * 8010.0 + 500 + 1000,
+			    1e-9);
+	ps_sim_result_free(&r);
+
+	/* gamma: the second push finds the downlink busy */
+	set(&cfg, "link.gamma", "1.5");
+	r = simulate(&cfg, d);
+	assert_double_equal(r.iter_us[1],
+			    3000 + 8010 + (10 + 12000) + 500 + 1000 + 8010 +
+				    (10 + 12000),
+			    1e-9);
+	ps_sim_result_free(&r);
+
+	/* a fixed cost paid by every partition: 4 partitions of 250000 B */
+	set(&cfg, "cluster.workers", "1");
+	set(&cfg, "link.gamma", "1");
+	set(&cfg, "sim.aggregate_ns_per_byte", "0");
+	set(&cfg, "sim.update_ns_per_byte", "0");
+	set(&cfg, "scheduling.partition_size", "250000");
+	r = simulate(&cfg, d);
+	/* pushes leave back to back; each partition is updated and sent
+	 * on as it arrives: the last one is back 5 messages after the
+	 * first left */
+	assert_double_equal(r.iter_us[1], 3000 + 5 * (10 + 2000.0), 1e-9);
+	ps_sim_result_free(&r);
+	ps_dag_free(&d);
+}
+
+/* ---- TicTac Figure 2: recv1 before recv2 is the good order -------------- */
+
+static const char fig2[] = HEAD
+	"\"tensors\":[{\"name\":\"r1\",\"shape\":[250000]},"
+	"{\"name\":\"r2\",\"shape\":[250000]}],"
+	"\"ops\":["
+	"{\"name\":\"op1\",\"kind\":\"forward\",\"time_us\":4000,"
+	"\"reads\":[\"r1\"],\"deps\":[]},"
+	"{\"name\":\"op2\",\"kind\":\"forward\",\"time_us\":4000,"
+	"\"reads\":[\"r2\"],\"deps\":[\"op1\"]},"
+	"{\"name\":\"bwd\",\"kind\":\"backward\",\"time_us\":1000,"
+	"\"grads\":[\"r2\",\"r1\"],\"deps\":[\"op2\"]}]}";
+
+static void test_tictac_figure2(void **state)
+{
+	/* order, gate, whether r1 goes first */
+	static const struct {
+		const char *order, *gate;
+		int good;
+	} cases[] = {
+		{"fifo", "fifo", 0},
+		{"layer", "priority", 1},
+		{"tao", "counter", 1},
+		{"tail", "priority", 1},
+		/* TIO gives r1 and r2 equal numbers (equal M+, TicTac §4.1):
+		 * the counter lets both go in the order they became ready */
+		{"tio", "counter", 0},
+		/* a fifo gate ignores the order */
+		{"layer", "fifo", 0},
+	};
+	char json[sizeof(fig2) + 16];
+	ps_config cfg;
+	ps_sim_result r;
+	ps_dag *d;
+	const double c = 8010.0;
+	(void)state;
+
+	snprintf(json, sizeof(json), fig2, "fig2");
+	d = load("fig2.json", json);
+	/* Both gradients are ready at once (one backward op). r2 first
+	 * (listed first): op1 waits for the second transfer: 3c + 2 * op +
+	 * bwd. r1 first: op1 overlaps with r2's transfer: 3c + op + bwd. */
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		base_config(&cfg);
+		set(&cfg, "scheduling.order", cases[i].order);
+		set(&cfg, "scheduling.gate", cases[i].gate);
+		r = simulate(&cfg, d);
+		double want = cases[i].good ? 3 * c + 4000 + 1000
+					    : 3 * c + 2 * 4000 + 1000;
+		if (fabs(r.iter_us[1] - want) > 1e-9)
+			fail_msg("order %s gate %s: %.3f us, want %.3f",
+				 cases[i].order, cases[i].gate, r.iter_us[1],
+				 want);
+		ps_sim_result_free(&r);
+	}
+	ps_dag_free(&d);
+}
+
+/* ---- Seq-32 and Par-32: every order ties --------------------------------- */
+
+/* Seq-32: f0 -> ... -> f31 -> b31 -> ... -> b0; Par-32: f_i independent,
+ * one add, then b_i each after the add's backward. */
+static char *toy32(int par, int elems, int fwd_us, int bwd_us)
+{
+	sb b = {0};
+
+	add(&b, HEAD, par ? "par32" : "seq32");
+	add(&b, "\"tensors\":[");
+	for (int i = 0; i < 32; i++)
+		add(&b, "%s{\"name\":\"t%d\",\"shape\":[%d]}", i ? "," : "", i,
+		    elems);
+	add(&b, "],\"ops\":[");
+	for (int i = 0; i < 32; i++) {
+		add(&b, "{\"name\":\"f%d\",\"kind\":\"forward\",\"time_us\":%d,"
+		    "\"reads\":[\"t%d\"],\"deps\":[", i, fwd_us, i);
+		if (!par && i > 0)
+			add(&b, "\"f%d\"", i - 1);
+		add(&b, "]},");
+	}
+	if (par) {
+		add(&b, "{\"name\":\"add\",\"kind\":\"forward\",\"time_us\":%d,"
+		    "\"deps\":[", fwd_us);
+		for (int i = 0; i < 32; i++)
+			add(&b, "%s\"f%d\"", i ? "," : "", i);
+		add(&b, "]},{\"name\":\"add.bwd\",\"kind\":\"backward\","
+		    "\"time_us\":%d,\"deps\":[\"add\"]},", bwd_us);
+	}
+	for (int i = 31; i >= 0; i--) {
+		add(&b, "{\"name\":\"b%d\",\"kind\":\"backward\",\"time_us\":%d,"
+		    "\"grads\":[\"t%d\"],\"deps\":[", i, bwd_us, i);
+		if (par)
+			add(&b, "\"add.bwd\"");
+		else if (i == 31)
+			add(&b, "\"f31\"");
+		else
+			add(&b, "\"b%d\"", i + 1);
+		add(&b, "]}%s", i ? "," : "");
+	}
+	add(&b, "]}");
+	return b.p;
+}
+
+static void all_orders_tie(const ps_dag *d, int with_counter)
+{
+	static const char *const orders[] = {"fifo", "layer", "tio", "tao",
+					     "tail"};
+	static const char *const gates[] = {"fifo", "priority", "counter"};
+	double first = -1.0;
+	ps_config cfg;
+
+	for (size_t g = 0; g < (with_counter ? 3u : 2u); g++)
+		for (size_t o = 0; o < 5; o++) {
+			ps_sim_result r;
+			base_config(&cfg);
+			set(&cfg, "scheduling.order", orders[o]);
+			set(&cfg, "scheduling.gate", gates[g]);
+			r = simulate(&cfg, d);
+			if (first < 0)
+				first = r.iteration_us;
+			if (r.iteration_us != first)
+				fail_msg("%s: order %s gate %s: %.6f us, "
+					 "fifo/fifo %.6f us", d->name,
+					 orders[o], gates[g], r.iteration_us,
+					 first);
+			ps_sim_result_free(&r);
+		}
+	assert_true(first > 0);
+}
+
+static void test_seq32_orders_tie(void **state)
+{
+	/* each transfer (10 + 32 us) is shorter than a backward op and a
+	 * forward op: nothing queues, t0 is ready last in every order */
+	char *json = toy32(0, 1000, 50, 100);
+	ps_dag *d = load("seq32.json", json);
+	(void)state;
+
+	all_orders_tie(d, 1);
+	ps_dag_free(&d);
+	free(json);
+}
+
+static void test_par32_orders_tie(void **state)
+{
+	/* equal tensors and ops: whichever tensor a work-conserving gate
+	 * sends, the link schedule and the compute that follows are the
+	 * same (a strict counter would idle: it is not work-conserving) */
+	char *json = toy32(1, 100000, 50, 100);
+	ps_dag *d = load("par32.json", json);
+	(void)state;
+
+	all_orders_tie(d, 0);
+	ps_dag_free(&d);
+	free(json);
+}
+
+/* ---- property: lower <= simulated cycle <= worst ------------------------ */
+
+static uint64_t rng_state;
+
+static uint32_t rnd(uint32_t n)
+{
+	rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+	return (uint32_t)(rng_state >> 33) % n;
+}
+
+static char *random_dag(uint32_t *ntensors_p)
+{
+	uint32_t F = 2 + rnd(5), B = 1 + rnd(F), T = 1 + rnd(6);
+	uint32_t reader[8], grad[8];
+	sb b = {0};
+
+	add(&b, HEAD, "random");
+	add(&b, "\"tensors\":[");
+	for (uint32_t t = 0; t < T; t++) {
+		reader[t] = rnd(F);
+		grad[t] = rnd(B);
+		add(&b, "%s{\"name\":\"t%u\",\"shape\":[%u]}", t ? "," : "", t,
+		    1 + rnd(400000));
+	}
+	add(&b, "],\"ops\":[");
+	for (uint32_t i = 0; i < F; i++) {
+		int first = 1;
+		add(&b, "{\"name\":\"f%u\",\"kind\":\"forward\",\"time_us\":%u,"
+		    "\"reads\":[", i, rnd(3000));
+		for (uint32_t t = 0; t < T; t++)
+			if (reader[t] == i || rnd(5) == 0) {
+				add(&b, "%s\"t%u\"", first ? "" : ",", t);
+				first = 0;
+			}
+		add(&b, "],\"deps\":[");
+		first = 1;
+		for (uint32_t j = 0; j < i; j++)
+			if (rnd(3) == 0) {
+				add(&b, "%s\"f%u\"", first ? "" : ",", j);
+				first = 0;
+			}
+		add(&b, "]},");
+	}
+	for (uint32_t i = 0; i < B; i++) {
+		int first = 1;
+		add(&b, "{\"name\":\"b%u\",\"kind\":\"backward\",\"time_us\":%u,"
+		    "\"grads\":[", i, rnd(3000));
+		for (uint32_t t = 0; t < T; t++)
+			if (grad[t] == i) {
+				add(&b, "%s\"t%u\"", first ? "" : ",", t);
+				first = 0;
+			}
+		add(&b, "],\"deps\":[");
+		first = 1;
+		if (i == 0)
+			for (uint32_t j = 0; j < F; j++) {
+				add(&b, "%s\"f%u\"", first ? "" : ",", j);
+				first = 0;
+			}
+		else
+			for (uint32_t j = 0; j < i; j++)
+				if (j == i - 1 || rnd(3) == 0) {
+					add(&b, "%s\"b%u\"", first ? "" : ",",
+					    j);
+					first = 0;
+				}
+		add(&b, "]}%s", i + 1 < B ? "," : "");
+	}
+	add(&b, "]}");
+	*ntensors_p = T;
+	return b.p;
+}
+
+static void test_bounds_hold_on_random_dags(void **state)
+{
+	static const char *const presets[] = {"baseline", "p3", "tictac-tio",
+					      "tictac-tao", "bytescheduler",
+					      "ordo"};
+	unsigned cases = 0;
+	(void)state;
+
+	for (uint64_t seed = 1; seed <= 120; seed++) {
+		uint32_t T;
+		char name[32], v[32], *json;
+		ps_dag *d;
+
+		rng_state = seed;
+		json = random_dag(&T);
+		snprintf(name, sizeof(name), "random%llu.json",
+			 (unsigned long long)seed);
+		d = load(name, json);
+		for (size_t p = 0; p < 6; p++) {
+			ps_config cfg;
+			ps_sim_result r;
+			base_config(&cfg);
+			set(&cfg, "scheduling.preset", presets[p]);
+			snprintf(v, sizeof(v), "%u", 1 + rnd(3));
+			set(&cfg, "cluster.workers", v);
+			snprintf(v, sizeof(v), "%u", 1 + rnd(3));
+			set(&cfg, "cluster.servers", v);
+			snprintf(v, sizeof(v), "%u", rnd(60));
+			set(&cfg, "link.latency_us", v);
+			snprintf(v, sizeof(v), "%.2f", 0.5 + rnd(200) / 10.0);
+			set(&cfg, "link.bandwidth_gbps", v);
+			snprintf(v, sizeof(v), "%.2f", 0.5 + rnd(16) / 10.0);
+			set(&cfg, "link.gamma", v);
+			snprintf(v, sizeof(v), "%.2f", rnd(100) / 100.0);
+			set(&cfg, "sim.aggregate_ns_per_byte", v);
+			snprintf(v, sizeof(v), "%.2f", rnd(100) / 100.0);
+			set(&cfg, "sim.update_ns_per_byte", v);
+			r = simulate(&cfg, d);
+			double tol = 1e-9 * r.bounds.worst_us;
+			if (!(r.makespan_us >= r.bounds.lower_us - tol &&
+			      r.makespan_us <= r.bounds.worst_us + tol &&
+			      r.iteration_us <= r.bounds.worst_us + tol &&
+			      /* gamma < 1 carries bytes faster than b */
+			      (r.link.gamma < 1.0 ||
+			       r.bounds.physical_lower_us <=
+				       r.bounds.lower_us + tol)))
+				fail_msg("seed %llu preset %s: cycle %.3f, "
+					 "iteration %.3f, bounds [%.3f, %.3f], "
+					 "physical %.3f",
+					 (unsigned long long)seed, presets[p],
+					 r.makespan_us, r.iteration_us,
+					 r.bounds.lower_us, r.bounds.worst_us,
+					 r.bounds.physical_lower_us);
+			ps_sim_result_free(&r);
+			cases++;
+		}
+		ps_dag_free(&d);
+		free(json);
+	}
+	assert_true(cases >= 100);
+}
+
+/* ---- determinism -------------------------------------------------------- */
+
+static void test_deterministic(void **state)
+{
+	char *json = toy32(1, 70000, 30, 80);
+	ps_dag *d = load("det.json", json);
+	ps_config cfg;
+	ps_sim_result a, b;
+	(void)state;
+
+	base_config(&cfg);
+	set(&cfg, "scheduling.preset", "ordo");
+	set(&cfg, "cluster.workers", "5");
+	set(&cfg, "cluster.servers", "3");
+	set(&cfg, "link.gamma", "1.3");
+	set(&cfg, "train.iterations", "4");
+	a = simulate(&cfg, d);
+	b = simulate(&cfg, d);
+	assert_memory_equal(a.iter_us, b.iter_us, 4 * sizeof(double));
+	assert_memory_equal(&a.iteration_us, &b.iteration_us, sizeof(double));
+	assert_memory_equal(&a.bounds, &b.bounds, sizeof(a.bounds));
+	assert_memory_equal(&a.makespan_us, &b.makespan_us, sizeof(double));
+	assert_int_equal(a.events, b.events);
+	ps_sim_result_free(&a);
+	ps_sim_result_free(&b);
+	ps_dag_free(&d);
+	free(json);
+}
+
+/* ---- the fit ------------------------------------------------------------- */
+
+static void test_fit_recovers_parameters(void **state)
+{
+	const double a = 35.0, bb = 0.0016, g = 1.4;
+	double m[40], c[40], us[40];
+	ps_link_fit f;
+	char err[256];
+	size_t n = 0;
+	(void)state;
+
+	for (int k = 0; k < 8; k++)
+		for (int conc = 1; conc <= 4; conc++) {
+			m[n] = 1024.0 * (1 << k);
+			c[n] = conc;
+			us[n] = conc * a + bb * m[n] * (1 + (conc - 1) * g);
+			n++;
+		}
+	assert_int_equal(ps_link_fit_rows(m, c, us, n, &f, err, sizeof(err)),
+			 PS_OK);
+	assert_double_equal(f.a_us, a, 1e-6);
+	assert_double_equal(f.b_us_per_byte, bb, 1e-12);
+	assert_double_equal(f.gamma, g, 1e-9);
+	assert_double_equal(f.r2, 1.0, 1e-12);
+
+	/* one size only at concurrency 1: a and b are not determined */
+	assert_int_equal(ps_link_fit_rows(m, c, us, 4, &f, err, sizeof(err)),
+			 PS_EINVAL);
+	assert_non_null(strstr(err, "two or more message sizes"));
+}
+
+static void test_fit_file_errors(void **state)
+{
+	ps_link_fit f;
+	char err[512];
+	const char *p;
+	(void)state;
+
+	assert_int_equal(ps_link_fit_file("/nonexistent/sweep.csv", &f, err,
+					  sizeof(err)), PS_ENOENT);
+	assert_non_null(strstr(err, "/nonexistent/sweep.csv"));
+	p = test_write_file(dir, "nohdr.csv", "1,2,3\n");
+	assert_int_equal(ps_link_fit_file(p, &f, err, sizeof(err)), PS_EINVAL);
+	assert_non_null(strstr(err, ":1: the header"));
+	p = test_write_file(dir, "garbled.csv",
+			    "bytes,concurrency,us\n1024,1,20\n2048,x,30\n");
+	assert_int_equal(ps_link_fit_file(p, &f, err, sizeof(err)), PS_EINVAL);
+	assert_non_null(strstr(err, ":3: column 'concurrency'"));
+	p = test_write_file(dir, "short.csv",
+			    "bytes,concurrency,us\n1024,1\n");
+	assert_int_equal(ps_link_fit_file(p, &f, err, sizeof(err)), PS_EINVAL);
+	assert_non_null(strstr(err, ":2: no value in column 'us'"));
+	p = test_write_file(dir, "flat.csv",
+			    "bytes,concurrency,us\n1024,1,50\n4096,1,40\n");
+	assert_int_equal(ps_link_fit_file(p, &f, err, sizeof(err)), PS_EINVAL);
+	assert_non_null(strstr(err, "does not grow"));
+	p = test_write_file(dir, "ok.csv",
+			    "# a comment\nus,bytes,concurrency,reps\n"
+			    "30,1000,1,5\n50,2000,1,5\n100,2000,2,5\n");
+	assert_int_equal(ps_link_fit_file(p, &f, err, sizeof(err)), PS_OK);
+	assert_double_equal(f.a_us, 10.0, 1e-9);
+	assert_double_equal(f.b_us_per_byte, 0.02, 1e-12);
+	/* 100 = 2*10 + 40*(1 + gamma) */
+	assert_double_equal(f.gamma, 1.0, 1e-9);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_heap_order),
+		cmocka_unit_test(test_one_tensor_by_hand),
+		cmocka_unit_test(test_tictac_figure2),
+		cmocka_unit_test(test_seq32_orders_tie),
+		cmocka_unit_test(test_par32_orders_tie),
+		cmocka_unit_test(test_bounds_hold_on_random_dags),
+		cmocka_unit_test(test_deterministic),
+		cmocka_unit_test(test_fit_recovers_parameters),
+		cmocka_unit_test(test_fit_file_errors),
+	};
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
