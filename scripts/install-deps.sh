@@ -8,6 +8,7 @@ packages=(
 	libzmq3-dev libmsgpack-dev libinih-dev libgsl-dev libcmocka-dev
 	libjansson-dev libibverbs-dev librdmacm-dev
 	iproute2 procps python3
+	gnuplot-nox
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,1617 @@
+#!/usr/bin/env python3
+"""ps-bench: the ordo benchmark driver on an emulated cluster (docs/bench.md).
+
+Builds one network namespace per node (scheduler, each server, each worker)
+on this machine, joined by veth pairs to a bridge in a namespace of its own,
+shapes every host's link in both directions with tc (tbf), and runs every
+model x bandwidth x transport x preset of a scenario: warm-up iterations
+then measured ones, repeated, presets interleaved. Reports a Markdown table
+(stdout), CSV files, a gnuplot PNG and one Chrome-trace timeline per run.
+
+Only the Python 3 standard library is used. Exit status: 0 when every run
+completed, 1 when a run failed (or the report could not be written),
+2 on bad input, 130 after Ctrl-C (everything is cleaned up in all cases).
+"""
+
+import argparse
+import configparser
+import csv
+import datetime
+import json
+import math
+import os
+import platform
+import random
+import re
+import select
+import shlex
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+PRESETS = ["baseline", "p3", "tictac-tio", "tictac-tao", "bytescheduler",
+           "ordo"]
+TRANSPORTS = ["tcp", "rdma"]
+NS_PREFIX = "ordo-bench-"
+SUBNET = "10.77.0"
+SCHED_PORT = 9200
+CFG_STR_MAX = 160  # longest string value ordo's config accepts
+
+# The source directory: CMake writes it here when it copies this file into
+# the build directory as ps-bench; run from the tree, it is bench/..
+_CONFIGURED_SOURCE_DIR = "@CMAKE_SOURCE_DIR@"
+if _CONFIGURED_SOURCE_DIR.startswith("@"):
+    SOURCE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+else:
+    SOURCE_DIR = _CONFIGURED_SOURCE_DIR
+
+SCENARIO_KEYS = {
+    "models": "models replayed: names under conf/models/ or .json paths",
+    "bandwidths_gbps": "link bandwidths in Gbit/s, per direction",
+    "transports": "tcp and/or rdma",
+    "presets": "scheduling presets (docs/presets.md)",
+    "workers": "worker processes (one namespace each)",
+    "servers": "server processes (one namespace each)",
+    "warmup": "iterations run before the measured ones, per run",
+    "iterations": "measured iterations per run",
+    "repetitions": "runs per configuration (presets interleaved)",
+    "run_timeout_s": "a run still going after this many seconds failed",
+    "mtu": "MTU of the emulated links (netns mode)",
+    "tbf_latency_ms": "tbf queue limit, as time at the shaped rate",
+}
+
+
+class UsageError(Exception):
+    """Bad input: exit status 2."""
+
+
+class Interrupted(Exception):
+    """SIGINT/SIGTERM/SIGHUP."""
+
+
+def log(msg):
+    print("ps-bench: " + msg, file=sys.stderr, flush=True)
+
+
+def fmt_dur(s):
+    s = max(0, int(round(s)))
+    return "%d:%02d" % (s // 60, s % 60) if s < 3600 else \
+        "%d:%02d:%02d" % (s // 3600, s % 3600 // 60, s % 60)
+
+
+def fnum(v, digits=1):
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "n/a"
+    return "%.*f" % (digits, v)
+
+
+def words(s):
+    return [w for w in re.split(r"[\s,]+", s.strip()) if w]
+
+
+# --------------------------------------------------------------------------
+# Scenario
+
+
+def parse_positive_int(name, v, lo=0):
+    try:
+        n = int(v)
+    except ValueError:
+        raise UsageError("%s: '%s' is not an integer" % (name, v))
+    if n < lo:
+        raise UsageError("%s: %d is below %d" % (name, n, lo))
+    return n
+
+
+def parse_bandwidth(v):
+    try:
+        b = float(v)
+    except ValueError:
+        raise UsageError("bad bandwidth '%s': expected a number of Gbit/s "
+                         "such as 1, 10 or 25" % v)
+    if not math.isfinite(b) or b < 0.001 or b > 400:
+        raise UsageError("bad bandwidth '%s': Gbit/s must lie in "
+                         "[0.001, 400]" % v)
+    return b
+
+
+def bw_label(b):
+    return ("%g" % b)
+
+
+def resolve_model(name):
+    if name.endswith(".json") or "/" in name:
+        path = os.path.abspath(name)
+        label = os.path.splitext(os.path.basename(name))[0]
+    else:
+        path = os.path.join(SOURCE_DIR, "conf", "models", name + ".json")
+        label = name
+    if not os.path.isfile(path):
+        avail = sorted(f[:-5] for f in os.listdir(
+            os.path.join(SOURCE_DIR, "conf", "models"))
+            if f.endswith(".json")) if os.path.isdir(
+            os.path.join(SOURCE_DIR, "conf", "models")) else []
+        raise UsageError("model '%s' not found (%s); shipped models: %s" %
+                         (name, path, ", ".join(avail) or "none found"))
+    if len(path) > CFG_STR_MAX:
+        raise UsageError("model path longer than %d characters: %s" %
+                         (CFG_STR_MAX, path))
+    return label, path
+
+
+def scenario_path(name):
+    if os.path.sep in name or name.endswith(".ini"):
+        return name
+    return os.path.join(SOURCE_DIR, "conf", "bench", name + ".ini")
+
+
+def load_scenario(path):
+    if not os.path.isfile(path):
+        raise UsageError("scenario file not found: %s" % path)
+    cp = configparser.ConfigParser(inline_comment_prefixes=(";", "#"),
+                                   comment_prefixes=(";", "#"))
+    cp.optionxform = str
+    try:
+        cp.read(path)
+    except configparser.Error as e:
+        raise UsageError("%s: %s" % (path, e))
+    sc = {"warmup": "1", "iterations": "3", "repetitions": "2",
+          "workers": "2", "servers": "2", "transports": "tcp rdma",
+          "presets": " ".join(PRESETS), "run_timeout_s": "180",
+          "mtu": "9000", "tbf_latency_ms": "25"}
+    for sec in cp.sections():
+        if sec not in ("bench", "job") and not sec.startswith("model:"):
+            raise UsageError("%s: unknown section [%s] (allowed: [bench], "
+                             "[job], [model:NAME])" % (path, sec))
+    if cp.has_section("bench"):
+        for k, v in cp.items("bench"):
+            if k not in SCENARIO_KEYS:
+                raise UsageError("%s: unknown key '%s' in [bench] (allowed:"
+                                 " %s)" % (path, k, ", ".join(SCENARIO_KEYS)))
+            sc[k] = v
+    sc["job"] = []
+    if cp.has_section("job"):
+        for k, v in cp.items("job"):
+            if "." not in k:
+                raise UsageError("%s: [job] key '%s' must be section.key" %
+                                 (path, k))
+            sc["job"].append("%s=%s" % (k, v))
+    sc["per_model"] = {}
+    for sec in cp.sections():
+        if sec.startswith("model:"):
+            over = {}
+            for k, v in cp.items(sec):
+                if k not in ("warmup", "iterations", "repetitions",
+                             "run_timeout_s"):
+                    raise UsageError("%s: [%s] may set warmup, iterations, "
+                                     "repetitions, run_timeout_s; not '%s'" %
+                                     (path, sec, k))
+                over[k] = v
+            sc["per_model"][sec[6:]] = over
+    return sc
+
+
+def build_plan(sc, args):
+    """Validates the scenario plus command-line overrides."""
+    for k in ("models", "bandwidths_gbps", "transports", "presets",
+              "workers", "servers", "warmup", "iterations", "repetitions",
+              "run_timeout_s"):
+        v = getattr(args, k, None)
+        if v is not None:
+            sc[k] = str(v)
+    if "models" not in sc or "bandwidths_gbps" not in sc:
+        raise UsageError("the scenario names no models or no bandwidths")
+    plan = {}
+    plan["models"] = [resolve_model(m) for m in words(sc["models"])]
+    plan["bandwidths"] = [parse_bandwidth(b)
+                          for b in words(sc["bandwidths_gbps"])]
+    plan["transports"] = words(sc["transports"])
+    for t in plan["transports"]:
+        if t not in TRANSPORTS:
+            raise UsageError("unknown transport '%s' (allowed: %s)" %
+                             (t, ", ".join(TRANSPORTS)))
+    plan["presets"] = words(sc["presets"])
+    for p in plan["presets"]:
+        if p not in PRESETS:
+            raise UsageError("unknown preset '%s' (allowed: %s)" %
+                             (p, ", ".join(PRESETS)))
+    if not plan["models"] or not plan["bandwidths"] or \
+            not plan["presets"] or not plan["transports"]:
+        raise UsageError("empty axis: every one of models, bandwidths, "
+                         "transports and presets needs a value")
+    for axis in ("models", "bandwidths", "transports", "presets"):
+        if len(set(map(str, plan[axis]))) != len(plan[axis]):
+            raise UsageError("%s: a value is repeated" % axis)
+    plan["workers"] = parse_positive_int("workers", sc["workers"], 1)
+    plan["servers"] = parse_positive_int("servers", sc["servers"], 1)
+    if plan["workers"] + plan["servers"] > 64:
+        raise UsageError("at most 64 nodes (workers + servers) on one "
+                         "machine")
+    plan["mtu"] = parse_positive_int("mtu", sc["mtu"], 576)
+    plan["tbf_latency_ms"] = parse_positive_int("tbf_latency_ms",
+                                                sc["tbf_latency_ms"], 1)
+    base = {}
+    for k in ("warmup", "iterations", "repetitions", "run_timeout_s"):
+        base[k] = parse_positive_int(k, sc[k], 1)
+    plan["counts"] = {}
+    for label, _ in plan["models"]:
+        c = dict(base)
+        for k, v in sc["per_model"].get(label, {}).items():
+            if getattr(args, k, None) is None:  # the command line wins
+                c[k] = parse_positive_int("[model:%s] %s" % (label, k), v, 1)
+        plan["counts"][label] = c
+    plan["job"] = list(sc["job"]) + list(args.set or [])
+    owned = ("cluster.servers", "cluster.workers", "cluster.bind_host",
+             "cluster.advertise_host", "cluster.scheduler_host",
+             "cluster.scheduler_port", "transport.type", "model.file",
+             "worker.mode", "train.iterations", "scheduling.preset",
+             "output.dir", "metrics.bandwidth_gbps", "link.bandwidth_gbps")
+    for kv in plan["job"]:
+        if not re.match(r"^[a-z_]+\.[a-z_]+=", kv):
+            raise UsageError("bad --set '%s': expected section.key=value" %
+                             kv)
+        if kv.split("=", 1)[0] in owned:
+            raise UsageError("'%s' is set by ps-bench per run (use its own "
+                             "options: --models, --bandwidths, --presets, "
+                             "--workers, --servers, --iterations...)" % kv)
+    return plan
+
+
+# --------------------------------------------------------------------------
+# Emulated cluster
+
+
+def run_cmd(argv, check=True, timeout=30):
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, timeout=timeout)
+    if check and p.returncode != 0:
+        raise RuntimeError("%s: %s" % (" ".join(argv),
+                                       (p.stderr or p.stdout).strip()))
+    return p
+
+
+def pid_is_bench(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            cmd = f.read().replace(b"\0", b" ").decode("utf-8", "replace")
+    except OSError:
+        return False
+    return "ps-bench" in cmd or "ps_bench" in cmd
+
+
+def list_netns():
+    p = run_cmd(["ip", "netns", "list"], check=False)
+    return [line.split()[0] for line in p.stdout.splitlines() if line.strip()]
+
+
+def kill_netns_processes(ns):
+    p = run_cmd(["ip", "netns", "pids", ns], check=False)
+    for tok in p.stdout.split():
+        try:
+            os.kill(int(tok), signal.SIGKILL)
+        except (ValueError, OSError):
+            pass
+
+
+def remove_stale_namespaces():
+    """Removes namespaces left by a ps-bench that is no longer running."""
+    removed = []
+    for ns in list_netns():
+        m = re.match(r"^%s(\d+)-" % re.escape(NS_PREFIX), ns)
+        if not m:
+            continue
+        pid = int(m.group(1))
+        if pid != os.getpid() and pid_is_bench(pid):
+            continue  # a ps-bench running beside us
+        kill_netns_processes(ns)
+        run_cmd(["ip", "netns", "del", ns], check=False)
+        removed.append(ns)
+    if removed:
+        log("removed %d namespace(s) left by an earlier run: %s" %
+            (len(removed), " ".join(removed)))
+    return removed
+
+
+def netns_available():
+    """(True, '') when this process can build namespaces, else (False, why)."""
+    if os.geteuid() != 0:
+        return False, "not root (namespaces, veth and tc need root)"
+    for tool in ("ip", "tc"):
+        if not shutil.which(tool):
+            return False, "'%s' not found (Debian package iproute2)" % tool
+    probe = "%s%d-probe" % (NS_PREFIX, os.getpid())
+    p = run_cmd(["ip", "netns", "add", probe], check=False)
+    if p.returncode != 0:
+        return False, "'ip netns add' failed: %s" % p.stderr.strip()
+    ok, why = True, ""
+    p = run_cmd(["ip", "-n", probe, "link", "add", "v0", "type", "veth",
+                 "peer", "name", "v1"], check=False)
+    if p.returncode != 0:
+        ok, why = False, "cannot create veth pairs: %s" % p.stderr.strip()
+    else:
+        p = run_cmd(["tc", "-n", probe, "qdisc", "add", "dev", "v0", "root",
+                     "tbf", "rate", "1gbit", "burst", "256k", "latency",
+                     "25ms"], check=False)
+        if p.returncode != 0:
+            ok, why = False, "tc tbf unavailable: %s" % p.stderr.strip()
+    run_cmd(["ip", "netns", "del", probe], check=False)
+    return ok, why
+
+
+class Cluster:
+    """Node namespaces on a bridge (netns mode) or plain loopback."""
+
+    def __init__(self, mode, workers, servers, mtu=9000, tbf_latency_ms=25):
+        self.mode = mode
+        self.prefix = "%s%d-" % (NS_PREFIX, os.getpid())
+        self.mtu = mtu
+        self.tbf_latency_ms = tbf_latency_ms
+        self.nodes = [("sched", "scheduler", 0)]
+        self.nodes += [("s%d" % i, "server", i) for i in range(servers)]
+        self.nodes += [("w%d" % i, "worker", i) for i in range(workers)]
+        self.addr = {}
+        self.created = []
+        self.bridge_ns = self.prefix + "br"
+        self.bandwidth = None
+
+    def ns(self, name):
+        return self.prefix + name
+
+    def setup(self):
+        if self.mode == "loopback":
+            for name, _, _ in self.nodes:
+                self.addr[name] = "127.0.0.1"
+            return
+        br = self.bridge_ns
+        run_cmd(["ip", "netns", "add", br])
+        self.created.append(br)
+        run_cmd(["ip", "-n", br, "link", "set", "lo", "up"])
+        run_cmd(["ip", "-n", br, "link", "add", "br0", "type", "bridge"])
+        run_cmd(["ip", "-n", br, "link", "set", "br0", "mtu", str(self.mtu),
+                 "up"])
+        for i, (name, _, _) in enumerate(self.nodes):
+            ns = self.ns(name)
+            addr = "%s.%d" % (SUBNET, i + 1)
+            run_cmd(["ip", "netns", "add", ns])
+            self.created.append(ns)
+            run_cmd(["ip", "-n", br, "link", "add", "v" + name, "mtu",
+                     str(self.mtu), "type", "veth", "peer", "name", "eth0",
+                     "mtu", str(self.mtu), "netns", ns])
+            run_cmd(["ip", "-n", br, "link", "set", "v" + name, "master",
+                     "br0", "up"])
+            run_cmd(["ip", "-n", ns, "addr", "add", addr + "/24", "dev",
+                     "eth0"])
+            run_cmd(["ip", "-n", ns, "link", "set", "eth0", "up"])
+            run_cmd(["ip", "-n", ns, "link", "set", "lo", "up"])
+            self.addr[name] = addr
+
+    def shape(self, gbps):
+        """tbf at gbps on both directions of every host's link."""
+        self.bandwidth = gbps
+        if self.mode == "loopback":
+            return
+        rate_bps = gbps * 1e9
+        # burst: 1 ms at the rate, at least 64 KiB + one MTU (a GSO packet
+        # must fit); queue limit: tbf_latency_ms at the rate
+        burst = max(65536 + self.mtu, int(rate_bps / 8 * 0.001))
+        rate = "%dkbit" % max(8, int(round(rate_bps / 1000)))
+        for name, _, _ in self.nodes:
+            for ns, dev in ((self.ns(name), "eth0"),
+                            (self.bridge_ns, "v" + name)):
+                run_cmd(["tc", "-n", ns, "qdisc", "replace", "dev", dev,
+                         "root", "tbf", "rate", rate, "burst", str(burst),
+                         "latency", "%dms" % self.tbf_latency_ms])
+
+    def counters(self):
+        """{node: (tx_bytes, rx_bytes)} seen from the node, or None."""
+        if self.mode == "loopback":
+            return None
+        p = run_cmd(["ip", "-n", self.bridge_ns, "-s", "-j", "link", "show"],
+                    check=False)
+        if p.returncode != 0:
+            return None
+        out = {}
+        try:
+            for link in json.loads(p.stdout):
+                ifn = link.get("ifname", "").split("@")[0]
+                st = link.get("stats64") or link.get("stats") or {}
+                if ifn.startswith("v") and ifn[1:] in self.addr:
+                    # the bridge side's rx is the node's tx and vice versa
+                    out[ifn[1:]] = (st["rx"]["bytes"], st["tx"]["bytes"])
+        except (ValueError, KeyError):
+            return None
+        return out
+
+    def prefix_cmd(self, name):
+        if self.mode == "loopback":
+            return []
+        return ["ip", "netns", "exec", self.ns(name)]
+
+    def teardown(self):
+        for ns in reversed(self.created):
+            kill_netns_processes(ns)
+        for ns in reversed(self.created):
+            run_cmd(["ip", "netns", "del", ns], check=False)
+        left = [ns for ns in list_netns() if ns.startswith(self.prefix)]
+        for ns in left:
+            run_cmd(["ip", "netns", "del", ns], check=False)
+        self.created = []
+
+
+# --------------------------------------------------------------------------
+# One run
+
+
+class Proc:
+    def __init__(self, name, popen, log_path):
+        self.name = name
+        self.p = popen
+        self.log_path = log_path
+
+
+class Run:
+    """Starts every node of one job, waits, reads the results."""
+
+    LIVE = []  # every Popen still possibly running, for the cleanup
+
+    def __init__(self, bench, cfg, run_dir, extra_sets=()):
+        self.b = bench
+        self.cfg = cfg
+        self.extra_sets = list(extra_sets)
+        self.dir = run_dir
+        self.procs = []
+        self.iter_seen = {}
+        self.events = {}
+        self.lock = threading.Lock()
+
+    def _sets(self, name):
+        c = self.b.cluster
+        addr = c.addr[name]
+        return ["--set", "cluster.bind_host=" + addr,
+                "--set", "cluster.advertise_host=" + addr,
+                "--set", "cluster.scheduler_host=" + c.addr["sched"],
+                "--set", "cluster.scheduler_port=%d" % self.port] + \
+            self.extra_sets
+
+    def _spawn(self, name, binary, extra=(), pass_fds=(), stdout_pipe=False):
+        argv = self.b.cluster.prefix_cmd(name) + [
+            os.path.join(self.b.bin_dir, binary), "--config",
+            self.cfg["ini"]] + self._sets(name) + list(extra)
+        logf = os.path.join(self.dir, name + ".log")
+        lf = open(logf, "w")
+        lf.write("$ " + " ".join(shlex.quote(a) for a in argv) + "\n")
+        lf.flush()
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE if stdout_pipe
+                             else lf, stderr=lf, stdin=subprocess.DEVNULL,
+                             pass_fds=pass_fds, start_new_session=True)
+        lf.close()
+        Run.LIVE.append(p)
+        pr = Proc(name, p, logf)
+        self.procs.append(pr)
+        if stdout_pipe:
+            t = threading.Thread(target=self._reader, args=(pr,), daemon=True)
+            t.start()
+            pr.thread = t
+        return pr
+
+    def _reader(self, pr):
+        """Copies a worker's stdout to its log; notes when iterations end."""
+        pat = re.compile(r"^worker (\d+) iter (\d+)/(\d+) ")
+        warm, total = self.cfg["warmup"], self.cfg["total_iters"]
+        with open(pr.log_path, "a") as lf:
+            for line in pr.p.stdout:
+                line = line.decode("utf-8", "replace")
+                lf.write(line)
+                lf.flush()  # the log shows a run's progress as it goes
+                m = pat.match(line)
+                if not m:
+                    continue
+                it = int(m.group(2))
+                with self.lock:
+                    self.iter_seen[pr.name] = it
+                    done = list(self.iter_seen.values())
+                    nw = self.b.plan["workers"]
+                    # measured window: from every worker past its warm-up
+                    # to every worker at its last iteration
+                    if len(done) == nw and min(done) >= warm and \
+                            "start" not in self.events:
+                        self.events["start"] = (time.monotonic(),
+                                                self.b.cluster.counters(),
+                                                cpu_times())
+                    if len(done) == nw and min(done) >= total and \
+                            "end" not in self.events:
+                        self.events["end"] = (time.monotonic(),
+                                              self.b.cluster.counters(),
+                                              cpu_times())
+
+    def execute(self):
+        """Returns None on success, else the reason the run failed."""
+        c = self.b.cluster
+        timeout = self.cfg["timeout"]
+        deadline = time.monotonic() + timeout
+        rfd, wfd = os.pipe()
+        try:
+            self.port = 0 if c.mode == "loopback" else SCHED_PORT
+            sched = self._spawn("sched", "ps-scheduler",
+                                ["--ready-fd", str(wfd)], pass_fds=(wfd,))
+            os.close(wfd)
+            wfd = -1
+            buf = b""
+            while b"\n" not in buf:
+                left = min(deadline, time.monotonic() + 30) - time.monotonic()
+                r, _, _ = select.select([rfd], [], [], max(0, left))
+                if not r:
+                    return "the scheduler did not start listening"
+                chunk = os.read(rfd, 64)
+                if not chunk:
+                    return "the scheduler exited before listening (status " \
+                        "%s)" % sched.p.poll()
+                buf += chunk
+            self.port = int(buf.split(b"\n")[0])
+        finally:
+            os.close(rfd)
+            if wfd >= 0:
+                os.close(wfd)
+        for name, role, _ in c.nodes:
+            if role == "server":
+                self._spawn(name, "ps-server")
+        for name, role, _ in c.nodes:
+            if role == "worker":
+                self._spawn(name, "ps-worker", stdout_pipe=True)
+        failure = None
+        while True:
+            states = [pr.p.poll() for pr in self.procs]
+            bad = [(pr.name, s) for pr, s in zip(self.procs, states)
+                   if s not in (None, 0)]
+            if bad and failure is None:
+                failure = ", ".join("%s exited %d" % b for b in bad)
+                # the scheduler aborts the job by itself; do not wait for it
+                deadline = min(deadline, time.monotonic() + 5)
+            if all(s is not None for s in states):
+                break
+            if time.monotonic() > deadline:
+                if failure is None:
+                    failure = "timed out after %d s" % timeout
+                self.kill()
+                break
+            time.sleep(0.05)
+        for pr in self.procs:
+            if hasattr(pr, "thread"):
+                pr.thread.join(timeout=5)
+        return failure
+
+    def kill(self):
+        for pr in self.procs:
+            if pr.p.poll() is None:
+                try:
+                    os.killpg(pr.p.pid, signal.SIGTERM)
+                except OSError:
+                    pass
+        t = time.monotonic() + 3
+        while time.monotonic() < t and any(pr.p.poll() is None
+                                           for pr in self.procs):
+            time.sleep(0.05)
+        for pr in self.procs:
+            if pr.p.poll() is None:
+                try:
+                    os.killpg(pr.p.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                pr.p.wait()
+
+
+def cpu_times():
+    """(busy, total) jiffies of the whole machine, from /proc/stat."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    return sum(v) - v[3] - v[4], sum(v)
+
+
+def merge_timeline(run_dir, servers, workers):
+    """DIR/timeline.json: the parts concatenated, as ps-launch does
+    (common/trace.c ps_trace_merge: one JSON array of every event)."""
+    events, n = [], 0
+    parts = ["server-%d.json" % i for i in range(servers)] + \
+        ["worker-%d.json" % i for i in range(workers)]
+    for part in parts:
+        path = os.path.join(run_dir, part)
+        if not os.path.isfile(path):
+            continue
+        try:
+            with open(path) as f:
+                data = json.load(f)
+        except (OSError, ValueError) as e:
+            log("timeline part %s: %s" % (path, e))
+            continue
+        if isinstance(data, list):
+            events.extend(data)
+            n += 1
+    if n:
+        with open(os.path.join(run_dir, "timeline.json"), "w") as f:
+            json.dump(events, f, separators=(",", ":"))
+    return n
+
+
+def read_metrics(run_dir, workers, warmup):
+    """Per-worker rows of the measured iterations of metrics-worker-N.csv."""
+    per = []
+    for r in range(workers):
+        path = os.path.join(run_dir, "metrics-worker-%d.csv" % r)
+        with open(path) as f:
+            rows = [row for row in csv.DictReader(f)
+                    if int(row["iteration"]) > warmup]
+        per.append(rows)
+    return per
+
+
+def summarize_run(per):
+    n = min(len(rows) for rows in per)
+    if n == 0:
+        raise ValueError("no measured iteration in the metrics")
+    # synchronous training: an iteration lasts as long as its slowest worker
+    iters = [max(float(per[w][i]["time_ms"]) for w in range(len(per)))
+             for i in range(n)]
+    samples = 0.0
+    for rows in per:
+        t = sum(float(r["time_ms"]) for r in rows) / 1000.0
+        batch = statistics.median(float(r["samples_per_s"]) *
+                                  float(r["time_ms"]) / 1000.0 for r in rows)
+        samples += round(batch) * len(rows) / t if t > 0 else 0.0
+    effs = [float(r["efficiency"]) for rows in per for r in rows
+            if r["efficiency"] not in ("nan", "-nan", "inf", "-inf")]
+    straggler = max(sum(float(r["wait_ms"]) for r in rows) /
+                    max(1e-9, sum(float(r["time_ms"]) for r in rows))
+                    for rows in per)
+    return {"iter_ms": statistics.mean(iters), "iters_ms": iters,
+            "samples_per_s": samples,
+            "efficiency": statistics.mean(effs) if effs else float("nan"),
+            "straggler": straggler}
+
+
+# --------------------------------------------------------------------------
+# Reading a run's timeline (--explain)
+
+
+def _union_us(iv):
+    iv.sort()
+    tot, cur = 0, None
+    for a, b in iv:
+        if cur is None or a > cur[1]:
+            if cur:
+                tot += cur[1] - cur[0]
+            cur = [a, b]
+        else:
+            cur[1] = max(cur[1], b)
+    if cur:
+        tot += cur[1] - cur[0]
+    return tot
+
+
+def explain(run_dir, warmup):
+    """Per process, over the measured part of a run's timeline.json (from
+    the first op of iteration `warmup`, 0-based, to the last event): share
+    of time computing and waiting for parameters; per sender lane (push:
+    worker gradients, send: server parameters) the messages, MB, mean time
+    a transfer waited at the gate (ready -> handed to the transport), mean
+    time in flight (handed -> acknowledged, where the timeline has the
+    acknowledgement) and the share of the window with at least one
+    transfer in flight."""
+    with open(os.path.join(run_dir, "timeline.json")) as f:
+        ev = json.load(f)
+    lanes = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev
+             if e.get("ph") == "M" and e["name"] == "thread_name"}
+    procs = {e["pid"]: e["args"]["name"] for e in ev
+             if e.get("ph") == "M" and e["name"] == "process_name"}
+    starts = [e["ts"] for e in ev if e.get("ph") == "X" and
+              lanes.get((e["pid"], e["tid"])) == "compute" and
+              e.get("args", {}).get("iteration") == warmup]
+    if not starts:
+        raise ValueError("no iteration %d in %s" % (warmup, run_dir))
+    t0 = min(starts)
+    t1 = max(e["ts"] + e.get("dur", 0) for e in ev if e.get("ph") in
+             ("X", "i"))
+    win = max(1, t1 - t0)
+    rows = []
+    for pid in sorted(procs):
+        by = {}
+        for e in ev:
+            if e["pid"] == pid and e.get("ph") == "X" and e["ts"] >= t0:
+                by.setdefault(lanes.get((pid, e["tid"])), []).append(e)
+        row = {"process": procs[pid],
+               "compute_pct": 100.0 * sum(e["dur"] for e in
+                                          by.get("compute", [])) / win,
+               "wait_pct": 100.0 * sum(e["dur"] for e in
+                                       by.get("wait", [])) / win}
+        for ln in ("push", "send"):
+            es = by.get(ln, [])
+            if not es:
+                continue
+            a = [e["args"] for e in es]
+            row[ln + "_msgs"] = len(a)
+            row[ln + "_mb"] = sum(x["bytes"] for x in a) / 1e6
+            row[ln + "_gate_ms"] = sum(x["sent_us"] - x["ready_us"]
+                                       for x in a) / len(a) / 1000.0
+            acked = [x for x in a if "acked_us" in x]
+            if acked:
+                row[ln + "_flight_ms"] = sum(
+                    x["acked_us"] - x["sent_us"] for x in acked) / \
+                    len(acked) / 1000.0
+                row[ln + "_inflight_pct"] = 100.0 * _union_us(
+                    [(x["sent_us"], x["acked_us"]) for x in acked]) / win
+        rows.append(row)
+    return win / 1000.0, rows
+
+
+def print_explain(run_dir, warmup):
+    win, rows = explain(run_dir, warmup)
+    print("%s: measured window %.0f ms (from iteration %d, 0-based)" %
+          (run_dir, win, warmup))
+    cols = ["process", "compute_pct", "wait_pct", "push_msgs", "push_mb",
+            "push_gate_ms", "push_flight_ms", "push_inflight_pct",
+            "send_msgs", "send_mb", "send_gate_ms"]
+    print("| " + " | ".join(cols) + " |")
+    print("|---" + "|---:" * (len(cols) - 1) + "|")
+    for r in rows:
+        print("| " + " | ".join(
+            r[c] if c == "process" else
+            ("%d" % r[c] if c.endswith("msgs") else "%.1f" % r[c])
+            if c in r else "-" for c in cols) + " |")
+
+
+# --------------------------------------------------------------------------
+# Statistics
+
+
+def bootstrap_ratio(base, other, rng, n=2000):
+    """95% percentile-bootstrap interval of mean(base)/mean(other)."""
+    if len(base) < 2 and len(other) < 2:
+        return None
+    vals = []
+    for _ in range(n):
+        b = [rng.choice(base) for _ in base]
+        o = [rng.choice(other) for _ in other]
+        vals.append(statistics.mean(b) / statistics.mean(o))
+    vals.sort()
+    return vals[int(0.025 * n)], vals[int(0.975 * n) - 1]
+
+
+# --------------------------------------------------------------------------
+# The benchmark
+
+
+class Bench:
+    def __init__(self, args, plan, mode, mode_note):
+        self.args = args
+        self.plan = plan
+        self.mode = mode
+        self.mode_note = mode_note
+        self.bin_dir = args.bin_dir
+        self.out = args.out
+        self.cluster = None
+        self.results = []  # one dict per run
+        self.sim = {}      # (model, bw, preset) -> dict or str
+        self.rng = random.Random(1)
+        self.sim_bin = os.path.join(self.bin_dir, "ps-sim")
+
+    # -- plan ---------------------------------------------------------------
+    def runs(self):
+        """Every run in execution order: presets interleaved per repetition
+        (rotated, so no preset always runs first after a change)."""
+        out = []
+        for model, path in self.plan["models"]:
+            cnt = self.plan["counts"][model]
+            for bw in self.plan["bandwidths"]:
+                for tr in self.plan["transports"]:
+                    if tr != "tcp":
+                        continue
+                    presets = self.plan["presets"]
+                    for rep in range(cnt["repetitions"]):
+                        k = rep % len(presets)
+                        for p in presets[k:] + presets[:k]:
+                            out.append({"model": model, "model_file": path,
+                                        "bw": bw, "transport": tr,
+                                        "preset": p, "rep": rep + 1,
+                                        "warmup": cnt["warmup"],
+                                        "measured": cnt["iterations"],
+                                        "total_iters": cnt["warmup"] +
+                                        cnt["iterations"],
+                                        "timeout": cnt["run_timeout_s"]})
+        return out
+
+    def job_ini(self, run, run_dir):
+        lines = [
+            "; written by ps-bench for one run",
+            "[cluster]", "servers = %d" % self.plan["servers"],
+            "workers = %d" % self.plan["workers"],
+            "[transport]", "type = %s" % run["transport"],
+            "[model]", "file = %s" % run["model_file"],
+            "[worker]", "mode = replay",
+            "[train]", "iterations = %d" % run["total_iters"],
+            "[scheduling]", "preset = %s" % run["preset"],
+            "[metrics]", "bandwidth_gbps = %g" % run["bw"],
+        ]
+        if run_dir:
+            lines += ["[output]", "dir = %s" % run_dir]
+        return "\n".join(lines) + "\n"
+
+    # -- simulator -------------------------------------------------------------
+    def simulate(self, run):
+        key = (run["model"], run["bw"], run["preset"])
+        if key in self.sim:
+            return self.sim[key]
+        if not os.access(self.sim_bin, os.X_OK):
+            self.sim[key] = "n/a (ps-sim not built)"
+            return self.sim[key]
+        ini = os.path.join(self.out, "sim-job.ini")
+        with open(ini, "w") as f:
+            f.write(self.job_ini(run, None))
+        argv = [self.sim_bin, "--config", ini]
+        for kv in self.plan["job"]:
+            argv += ["--set", kv]
+        argv += ["--set", "link.bandwidth_gbps=%g" % run["bw"], "--json"]
+        try:
+            p = run_cmd(argv, check=False, timeout=120)
+            if p.returncode != 0:
+                msg = (p.stderr.strip().splitlines() or ["?"])[-1]
+                res = "n/a (ps-sim failed: %s)" % msg[:100]
+            else:
+                res = json.loads(p.stdout.strip().splitlines()[-1])
+        except (subprocess.TimeoutExpired, ValueError, IndexError) as e:
+            res = "n/a (ps-sim failed: %s)" % str(e)[:100]
+        self.sim[key] = res
+        return res
+
+    # -- running --------------------------------------------------------------
+    def check_job_config(self, runs):
+        """Every node would refuse a bad key with status 2: try the job's
+        config on a scheduler first (loopback, ephemeral port, 100 ms)."""
+        ini = os.path.join(self.out, "check-job.ini")
+        with open(ini, "w") as f:
+            f.write(self.job_ini(runs[0], None))
+        argv = [os.path.join(self.bin_dir, "ps-scheduler"), "--config", ini]
+        for kv in self.plan["job"]:
+            argv += ["--set", kv]
+        argv += ["--set", "cluster.scheduler_host=127.0.0.1",
+                 "--set", "cluster.scheduler_port=0",
+                 "--set", "cluster.connect_timeout_ms=100",
+                 "--set", "log.level=error"]
+        try:
+            p = run_cmd(argv, check=False, timeout=10)
+        except subprocess.TimeoutExpired:
+            return
+        if p.returncode == 2:
+            raise UsageError("the job configuration is refused: %s" %
+                             p.stderr.strip())
+
+    def execute(self):
+        runs = self.runs()
+        self.total = len(runs)
+        os.makedirs(os.path.join(self.out, "runs"), exist_ok=True)
+        if runs:
+            self.check_job_config(runs)
+        for r in runs:  # the simulator's predictions (also a time estimate)
+            self.simulate(r)
+        self.cluster = Cluster(self.mode, self.plan["workers"],
+                               self.plan["servers"], self.plan["mtu"],
+                               self.plan["tbf_latency_ms"])
+        log("building the emulated cluster (%s): 1 scheduler, %d server(s),"
+            " %d worker(s)" % (self.mode, self.plan["servers"],
+                               self.plan["workers"]))
+        self.cluster.setup()
+        t0 = time.monotonic()
+        for i, run in enumerate(runs):
+            if self.cluster.bandwidth != run["bw"]:
+                self.cluster.shape(run["bw"])
+                if self.mode == "netns":
+                    log("links shaped to %g Gbit/s per direction (tbf)" %
+                        run["bw"])
+            elapsed = time.monotonic() - t0
+            left = self.estimate_left(runs[i:])
+            log("[%d/%d] %s %s Gbit/s %s %s rep %d/%d -- elapsed %s, about "
+                "%s left" % (i + 1, len(runs), run["model"],
+                             bw_label(run["bw"]), run["transport"],
+                             run["preset"], run["rep"],
+                             self.plan["counts"][run["model"]]["repetitions"],
+                             fmt_dur(elapsed), fmt_dur(left)))
+            self.results.append(self.one(i + 1, run))
+        self.wall = time.monotonic() - t0
+
+    def estimate_left(self, runs):
+        done = {}
+        for r in self.results:
+            done.setdefault((r["model"], r["bw"]), []).append(r["wall_s"])
+        every = [r["wall_s"] for r in self.results]
+        left = 0.0
+        for run in runs:
+            same = done.get((run["model"], run["bw"]))
+            if same:
+                left += statistics.mean(same)
+                continue
+            sim = self.sim.get((run["model"], run["bw"], run["preset"]))
+            if isinstance(sim, dict) and sim.get("iteration_ms"):
+                est = 3.0 + run["total_iters"] * sim["iteration_ms"] / 1000.0
+                if every:  # scale by how the machine did on earlier runs
+                    est *= 1.5
+                left += est
+            elif every:
+                left += statistics.mean(every)
+            else:
+                left += 5.0 + 2.0 * run["total_iters"]
+        return left
+
+    def one(self, idx, run):
+        run_dir = os.path.join(self.out, "runs", "%03d" % idx)
+        if len(run_dir) > CFG_STR_MAX:
+            raise UsageError("--out path too long: output.dir must fit in "
+                             "%d characters" % CFG_STR_MAX)
+        os.makedirs(run_dir, exist_ok=True)
+        ini = os.path.join(run_dir, "job.ini")
+        with open(ini, "w") as f:
+            f.write(self.job_ini(run, run_dir))
+            # [job] keys go on the command line (below) so that a key the
+            # file also sets is overridden, as the scenario says
+        cfg = dict(run)
+        cfg["ini"] = ini
+        rec = dict(run)
+        rec.update({"run": idx, "dir": run_dir, "status": "ok",
+                    "reason": ""})
+        t = time.monotonic()
+        extra = []
+        for kv in self.plan["job"]:
+            extra += ["--set", kv]
+        r = Run(self, cfg, run_dir, extra)
+        failure = None
+        try:
+            failure = r.execute()
+        finally:
+            r.kill()
+        rec["wall_s"] = time.monotonic() - t
+        if not failure:
+            try:
+                per = read_metrics(run_dir, self.plan["workers"],
+                                   run["warmup"])
+                rec.update(summarize_run(per))
+                if len(rec["iters_ms"]) < run["measured"]:
+                    failure = "only %d of %d measured iterations in the " \
+                        "metrics" % (len(rec["iters_ms"]), run["measured"])
+            except (OSError, ValueError, KeyError) as e:
+                failure = "cannot read the metrics: %s" % e
+        ntl = merge_timeline(run_dir, self.plan["servers"],
+                             self.plan["workers"])
+        rec["timeline"] = os.path.join(run_dir, "timeline.json") if ntl \
+            else ""
+        # NIC throughput per host over the measured window
+        nic = {}
+        ev = r.events
+        if "start" in ev and "end" in ev and ev["start"][1] and \
+                ev["end"][1] and ev["end"][0] > ev["start"][0]:
+            dt = ev["end"][0] - ev["start"][0]
+            for host, (tx1, rx1) in ev["end"][1].items():
+                tx0, rx0 = ev["start"][1].get(host, (tx1, rx1))
+                nic[host] = ((tx1 - tx0) * 8 / dt / 1e9,
+                             (rx1 - rx0) * 8 / dt / 1e9)
+        rec["nic"] = nic
+        rec["cpu_pct"] = None
+        if "start" in ev and "end" in ev and ev["start"][2] and ev["end"][2]:
+            (b0, t0), (b1, t1) = ev["start"][2], ev["end"][2]
+            if t1 > t0:
+                rec["cpu_pct"] = 100.0 * (b1 - b0) / (t1 - t0)
+        if failure:
+            rec["status"] = "failed"
+            rec["reason"] = failure
+            log("    run %d FAILED: %s (logs in %s)" % (idx, failure,
+                                                      run_dir))
+        else:
+            busiest = max(nic.items(), key=lambda kv: max(kv[1]))[0] \
+                if nic else None
+            log("    %.1f ms/iteration, %.1f samples/s, E %.3f, straggler "
+                "%.3f%s (%.1f s)" % (rec["iter_ms"], rec["samples_per_s"],
+                                     rec["efficiency"], rec["straggler"],
+                                     ", busiest NIC %s %.2f/%.2f Gbit/s "
+                                     "tx/rx" % ((busiest,) + nic[busiest])
+                                     if busiest else "", rec["wall_s"]))
+        return rec
+
+    def cleanup(self):
+        for p in Run.LIVE:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                try:
+                    p.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    pass
+        if self.cluster:
+            self.cluster.teardown()
+
+    # -- report ---------------------------------------------------------------
+    def aggregate(self):
+        rows = []
+        keys = []
+        for r in self.results:
+            k = (r["model"], r["bw"], r["transport"], r["preset"])
+            if k not in keys:
+                keys.append(k)
+        order = {p: i for i, p in enumerate(self.plan["presets"])}
+        keys.sort(key=lambda k: ([m for m, _ in self.plan["models"]].index(
+            k[0]), self.plan["bandwidths"].index(k[1]), order[k[3]]))
+        by = {}
+        for r in self.results:
+            by.setdefault((r["model"], r["bw"], r["transport"], r["preset"]),
+                          []).append(r)
+        for k in keys:
+            runs = by[k]
+            ok = [r for r in runs if r["status"] == "ok"]
+            a = {"model": k[0], "bw": k[1], "transport": k[2],
+                 "preset": k[3], "runs": len(runs), "ok": len(ok),
+                 "failed_reasons": "; ".join(r["reason"] for r in runs
+                                             if r["status"] != "ok")}
+            if ok:
+                its = [r["iter_ms"] for r in ok]
+                a["iter_ms"] = statistics.median(its)
+                a["iter_min"], a["iter_max"] = min(its), max(its)
+                a["spread_pct"] = 100.0 * (max(its) - min(its)) / \
+                    a["iter_ms"] if a["iter_ms"] else 0.0
+                a["samples_per_s"] = statistics.median(
+                    r["samples_per_s"] for r in ok)
+                effs = [r["efficiency"] for r in ok
+                        if math.isfinite(r["efficiency"])]
+                a["efficiency"] = statistics.mean(effs) if effs else None
+                a["straggler"] = statistics.median(r["straggler"] for r in ok)
+                a["rep_ms"] = its
+                a["all_iters"] = [x for r in ok for x in r["iters_ms"]]
+                hosts = {}
+                for r in ok:
+                    for h, v in r["nic"].items():
+                        hosts.setdefault(h, []).append(v)
+                a["nic"] = {h: (statistics.median(v[0] for v in vs),
+                                statistics.median(v[1] for v in vs))
+                            for h, vs in hosts.items()}
+                a["nic_max"] = max((max(v) for v in a["nic"].values()),
+                                   default=None)
+                cpus = [r["cpu_pct"] for r in ok if r["cpu_pct"] is not None]
+                a["cpu_pct"] = statistics.median(cpus) if cpus else None
+            sim = self.sim.get((k[0], k[1], k[3]))
+            a["sim"] = sim
+            rows.append(a)
+        # speedups over baseline
+        for a in rows:
+            base = [b for b in rows if b["preset"] == "baseline" and
+                    (b["model"], b["bw"], b["transport"]) ==
+                    (a["model"], a["bw"], a["transport"])]
+            a["speedup"] = a["ci"] = None
+            a["ci_over"] = ""
+            if base and "iter_ms" in base[0] and "iter_ms" in a:
+                b = base[0]
+                a["speedup"] = b["iter_ms"] / a["iter_ms"]
+                if len(b["rep_ms"]) >= 2 and len(a["rep_ms"]) >= 2:
+                    a["ci"] = bootstrap_ratio(b["rep_ms"], a["rep_ms"],
+                                              self.rng)
+                    a["ci_over"] = "repetitions"
+                else:
+                    a["ci"] = bootstrap_ratio(b["all_iters"], a["all_iters"],
+                                              self.rng)
+                    a["ci_over"] = "iterations"
+        return rows
+
+    def machine(self):
+        cpu = "?"
+        try:
+            with open("/proc/cpuinfo") as f:
+                for line in f:
+                    if line.startswith("model name"):
+                        cpu = line.split(":", 1)[1].strip()
+                        break
+        except OSError:
+            pass
+        return "%d CPU(s) (nproc), %s, Linux %s" % (
+            len(os.sched_getaffinity(0)), cpu, platform.release())
+
+    def report(self, argv):
+        rows = self.aggregate()
+        self.rows = rows
+        out = []
+        w = out.append
+        w("# ps-bench report")
+        w("")
+        w("- command: `%s`" % " ".join(shlex.quote(a) for a in argv))
+        w("- machine: %s" % self.machine())
+        w("- date: %s" % datetime.datetime.now().strftime("%Y-%m-%d %H:%M"))
+        w("- cluster: 1 scheduler, %d server(s), %d worker(s), each in its "
+          "own network namespace" % (self.plan["servers"],
+                                     self.plan["workers"])
+          if self.mode == "netns" else
+          "- cluster: 1 scheduler, %d server(s), %d worker(s) on loopback" %
+          (self.plan["servers"], self.plan["workers"]))
+        if self.mode == "netns":
+            w("- links: veth pairs to a bridge, tbf in both directions of "
+              "every host at the bandwidth of the row, MTU %d" %
+              self.plan["mtu"])
+        else:
+            w("- **WARNING: loopback mode, links NOT shaped** (%s): the "
+              "bandwidth column only sets the E oracle and ps-sim; iteration"
+              " times are those of loopback" % self.mode_note)
+        w("- runs: %d, %d completed, %d failed; wall time %s; results in %s"
+          % (len(self.results),
+             sum(r["status"] == "ok" for r in self.results),
+             sum(r["status"] != "ok" for r in self.results),
+             fmt_dur(self.wall), self.out))
+        counts = sorted({(m, c["warmup"], c["iterations"], c["repetitions"])
+                         for m, c in self.plan["counts"].items()})
+        w("- per run: " + "; ".join(
+            "%s %d warm-up + %d measured iterations, %d repetition(s)" % c
+            for c in counts))
+        w("")
+        hdr = ["model", "Gbit/s", "transport", "preset", "runs ok",
+               "iteration ms (median)", "spread min-max", "samples/s",
+               "speedup vs baseline [95% CI]", "E", "straggler",
+               "busiest NIC Gbit/s (% of link)", "CPU busy %", "sim ms",
+               "physical lower ms", "measured / lower"]
+        w("| " + " | ".join(hdr) + " |")
+        w("|" + "|".join(["---"] * 4 + ["---:"] * (len(hdr) - 4)) + "|")
+        done_rdma = set()
+        for a in rows:
+            cells = [a["model"], bw_label(a["bw"]), a["transport"],
+                     a["preset"], "%d/%d" % (a["ok"], a["runs"])]
+            if "iter_ms" in a:
+                cells += [fnum(a["iter_ms"]),
+                          "%s-%s (%.0f%%)" % (fnum(a["iter_min"]),
+                                              fnum(a["iter_max"]),
+                                              a["spread_pct"]),
+                          fnum(a["samples_per_s"])]
+                if a["speedup"] is None:
+                    cells.append("n/a (no baseline)")
+                elif a["ci"]:
+                    cells.append("%.3f [%.3f, %.3f]%s" % (
+                        a["speedup"], a["ci"][0], a["ci"][1],
+                        "" if a["ci_over"] == "repetitions" else " (iter.)"))
+                else:
+                    cells.append("%.3f" % a["speedup"])
+                cells += [fnum(a["efficiency"], 3), fnum(a["straggler"], 3)]
+                if a.get("nic_max") is not None:
+                    cells.append("%.2f (%.0f%%)" % (
+                        a["nic_max"], 100 * a["nic_max"] / a["bw"]))
+                else:
+                    cells.append("n/a (loopback)" if self.mode != "netns"
+                                 else "n/a")
+                cells.append(fnum(a.get("cpu_pct"), 0))
+            else:
+                cells += ["FAILED: " + a["failed_reasons"][:80]] + \
+                    ["-"] * 7
+            sim = a["sim"]
+            if isinstance(sim, dict):
+                low = sim.get("physical_lower_ms")
+                cells += [fnum(sim.get("iteration_ms")), fnum(low),
+                          "%.2f" % (a["iter_ms"] / low)
+                          if low and "iter_ms" in a else "n/a"]
+            else:
+                cells += [sim or "n/a", sim or "n/a", "n/a"]
+            w("| " + " | ".join(cells) + " |")
+        if "rdma" in self.plan["transports"]:
+            why = rdma_absent_reason()
+            for m, _ in self.plan["models"]:
+                for bw in self.plan["bandwidths"]:
+                    if (m, bw) in done_rdma:
+                        continue
+                    done_rdma.add((m, bw))
+                    w("| %s | %s | rdma | all | - | %s |%s" % (
+                        m, bw_label(bw), why, " - |" * 10))
+        w("")
+        w("Iteration ms: per run, the mean over the measured iterations of "
+          "the slowest worker's iteration time; median and min-max over "
+          "the repetitions. Speedup: baseline's median iteration time over "
+          "this preset's, 95% percentile-bootstrap interval over the "
+          "repetitions ((iter.): over iterations, when a configuration has "
+          "one repetition). E: TicTac's ordering efficiency (mean over "
+          "workers and measured iterations, transfers timed at the row's "
+          "bandwidth). Straggler: the largest share of the measured time "
+          "any worker waited for parameters. Busiest NIC: the host whose "
+          "tx or rx rate over the measured window was highest (per-host "
+          "table below). CPU busy: the whole machine's CPU use over that "
+          "window (/proc/stat; near 100% the emulation itself, not the "
+          "links, may be the bottleneck). sim / physical lower: ps-sim's predicted iteration "
+          "time and its physical lower bound for the same job.")
+        nic_rows = [a for a in rows if a.get("nic")]
+        if nic_rows:
+            w("")
+            w("NIC throughput per host over the measured window, Gbit/s "
+              "tx/rx (median over repetitions; read from the bridge-side "
+              "veth byte counters):")
+            w("")
+            hosts = [n for n, _, _ in self.cluster.nodes]
+            w("| model | Gbit/s | preset | " + " | ".join(hosts) + " |")
+            w("|---|---:|---|" + "---:|" * len(hosts))
+            for a in nic_rows:
+                w("| %s | %s | %s | " % (a["model"], bw_label(a["bw"]),
+                                        a["preset"]) +
+                  " | ".join("%.2f/%.2f" % a["nic"][h] if h in a["nic"]
+                             else "n/a" for h in hosts) + " |")
+        failed = [r for r in self.results if r["status"] != "ok"]
+        if failed:
+            w("")
+            w("Failed runs:")
+            w("")
+            for r in failed:
+                w("- run %d (%s %s Gbit/s %s rep %d): %s; logs in %s" % (
+                    r["run"], r["model"], bw_label(r["bw"]), r["preset"],
+                    r["rep"], r["reason"], r["dir"]))
+        text = "\n".join(out) + "\n"
+        with open(os.path.join(self.out, "report.md"), "w") as f:
+            f.write(text)
+        self.write_csv(rows)
+        png = self.plot(rows)
+        files = "\nFiles: %s/report.md, results.csv (one row per " \
+            "configuration), runs.csv (one row per run), nic.csv, " % self.out
+        files += ("plot.png" if png else "no plot (%s)" % self.plot_note)
+        files += ", runs/NNN/ (job.ini, logs, metrics, timeline.json)\n"
+        sys.stdout.write(text + files)
+        sys.stdout.flush()
+
+    def write_csv(self, rows):
+        cols = ["model", "bandwidth_gbps", "transport", "preset", "mode",
+                "runs", "runs_ok", "iteration_ms_median", "iteration_ms_min",
+                "iteration_ms_max", "samples_per_s", "speedup",
+                "speedup_ci_low", "speedup_ci_high", "ci_over", "efficiency",
+                "straggler", "nic_busiest_gbps", "cpu_busy_pct",
+                "sim_iteration_ms",
+                "sim_physical_lower_ms", "measured_over_lower", "sim_note"]
+        with open(os.path.join(self.out, "results.csv"), "w", newline="") \
+                as f:
+            cw = csv.writer(f)
+            cw.writerow(cols)
+            for a in rows:
+                sim = a["sim"] if isinstance(a["sim"], dict) else {}
+                low = sim.get("physical_lower_ms")
+
+                def g(k, d=None):
+                    v = a.get(k, d)
+                    return "" if v is None else (
+                        "%.6g" % v if isinstance(v, float) else v)
+                cw.writerow([
+                    a["model"], "%g" % a["bw"], a["transport"], a["preset"],
+                    self.mode, a["runs"], a["ok"], g("iter_ms"),
+                    g("iter_min"), g("iter_max"), g("samples_per_s"),
+                    g("speedup"), "%.6g" % a["ci"][0] if a.get("ci") else "",
+                    "%.6g" % a["ci"][1] if a.get("ci") else "",
+                    a.get("ci_over", ""), g("efficiency"), g("straggler"),
+                    g("nic_max"), g("cpu_pct"),
+                    "%.6g" % sim["iteration_ms"] if sim.get("iteration_ms")
+                    else "", "%.6g" % low if low else "",
+                    "%.6g" % (a["iter_ms"] / low) if low and "iter_ms" in a
+                    else "", "" if sim else (a["sim"] or "")])
+            if "rdma" in self.plan["transports"]:
+                why = rdma_absent_reason()
+                for m, _ in self.plan["models"]:
+                    for bw in self.plan["bandwidths"]:
+                        cw.writerow([m, "%g" % bw, "rdma", "all", self.mode,
+                                     0, 0] + [""] * 15 + [why])
+        with open(os.path.join(self.out, "runs.csv"), "w", newline="") as f:
+            cw = csv.writer(f)
+            cw.writerow(["run", "model", "bandwidth_gbps", "transport",
+                         "preset", "repetition", "status", "reason",
+                         "warmup", "measured", "iteration_ms",
+                         "iterations_ms", "samples_per_s", "efficiency",
+                         "straggler", "cpu_busy_pct", "wall_s",
+                         "timeline"])
+            for r in self.results:
+                ok = r["status"] == "ok"
+                cw.writerow([r["run"], r["model"], "%g" % r["bw"],
+                             r["transport"], r["preset"], r["rep"],
+                             r["status"], r["reason"], r["warmup"],
+                             r["measured"],
+                             "%.3f" % r["iter_ms"] if ok else "",
+                             " ".join("%.3f" % x for x in r["iters_ms"])
+                             if ok else "",
+                             "%.3f" % r["samples_per_s"] if ok else "",
+                             "%.4f" % r["efficiency"] if ok else "",
+                             "%.4f" % r["straggler"] if ok else "",
+                             "%.1f" % r["cpu_pct"]
+                             if r.get("cpu_pct") is not None else "",
+                             "%.3f" % r["wall_s"], r["timeline"]])
+        with open(os.path.join(self.out, "nic.csv"), "w", newline="") as f:
+            cw = csv.writer(f)
+            cw.writerow(["run", "model", "bandwidth_gbps", "preset",
+                         "repetition", "host", "tx_gbps", "rx_gbps"])
+            for r in self.results:
+                for h, (tx, rx) in sorted(r["nic"].items()):
+                    cw.writerow([r["run"], r["model"], "%g" % r["bw"],
+                                 r["preset"], r["rep"], h, "%.4f" % tx,
+                                 "%.4f" % rx])
+
+    def plot(self, rows):
+        """plot.png: speedup over baseline with its 95% CI, one cluster per
+        model x bandwidth, one bar per preset."""
+        self.plot_note = ""
+        if self.args.no_plot:
+            self.plot_note = "--no-plot"
+            return None
+        gp = shutil.which("gnuplot")
+        if not gp:
+            self.plot_note = "gnuplot not installed: Debian package " \
+                "gnuplot-nox"
+            log("no plot: " + self.plot_note)
+            return None
+        presets = self.plan["presets"]
+        groups = []
+        for a in rows:
+            g = (a["model"], a["bw"])
+            if g not in groups:
+                groups.append(g)
+        dat = os.path.join(self.out, "plot.dat")
+        with open(dat, "w") as f:
+            f.write("# group " + " ".join("%s %s_lo %s_hi" % (p, p, p)
+                                          for p in presets) + "\n")
+            for g in groups:
+                cells = []
+                for p in presets:
+                    a = [x for x in rows if (x["model"], x["bw"]) == g and
+                         x["preset"] == p]
+                    if a and a[0].get("speedup"):
+                        s = a[0]["speedup"]
+                        lo, hi = a[0]["ci"] if a[0].get("ci") else (s, s)
+                        cells += ["%.4f" % s, "%.4f" % lo, "%.4f" % hi]
+                    else:
+                        cells += ["NaN", "NaN", "NaN"]
+                f.write('"%s %s Gbit/s" %s\n' % (g[0], bw_label(g[1]),
+                                           " ".join(cells)))
+        png = os.path.join(self.out, "plot.png")
+        title = "ordo presets: speedup over baseline (95%% CI)%s" % (
+            "" if self.mode == "netns" else " - LOOPBACK, links not shaped")
+        script = [
+            "set terminal png size %d,520" % max(720, 60 * len(groups) *
+                                                 (1 + len(presets))),
+            "set output '%s'" % png,
+            "set title '%s'" % title,
+            "set ylabel 'speedup over baseline'",
+            "set style data histogram",
+            "set style histogram errorbars gap 1 lw 1",
+            "set style fill solid 0.8 border -1",
+            "set key outside bottom center horizontal",
+            "set xtics noenhanced",
+            "set key noenhanced",
+            "set yrange [0:*]",
+            "set grid ytics",
+            "set arrow from graph 0, first 1 to graph 1, first 1 nohead "
+            "dt 2",
+            "plot " + ", ".join(
+                "'%s' using %d:%d:%d%s title '%s'" % (
+                    dat, 2 + 3 * i, 3 + 3 * i, 4 + 3 * i,
+                    ":xtic(1)" if i == 0 else "", p)
+                for i, p in enumerate(presets)),
+        ]
+        p = subprocess.run([gp], input="\n".join(script) + "\n", text=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if p.returncode != 0 or not os.path.isfile(png):
+            self.plot_note = "gnuplot failed: %s" % p.stderr.strip()[:200]
+            log(self.plot_note)
+            return None
+        return png
+
+
+def rdma_absent_reason():
+    d = "/sys/class/infiniband"
+    devs = sorted(os.listdir(d)) if os.path.isdir(d) else []
+    if not devs:
+        return "not run: no RDMA device found (/sys/class/infiniband " \
+            "empty or absent); the RDMA transport is not written yet either"
+    return "not run: RDMA device(s) %s present, but the RDMA transport is " \
+        "not written yet (transport.type = rdma is reserved)" % \
+        ", ".join(devs)
+
+
+# --------------------------------------------------------------------------
+# Command line
+
+EPILOG = """\
+scenario files (conf/bench/*.ini):
+  [bench]  %s
+  [job]    any ordo config key as section.key = value, given to every
+           node (and to ps-sim) with --set; keys ps-bench sets per run
+           (cluster size and addresses, model.file, worker.mode,
+           train.iterations, scheduling.preset, transport.type,
+           output.dir, metrics/link.bandwidth_gbps) are refused
+  [model:NAME]  warmup, iterations, repetitions, run_timeout_s for one model
+
+modes:
+  netns     one network namespace per node, veth pairs to a bridge (in a
+            namespace of its own), tbf on both directions of every host's
+            link; needs root, ip and tc (iproute2)
+  loopback  every node on 127.0.0.1, links NOT shaped (the report warns)
+  auto      netns when possible, else loopback with a warning (default)
+
+exit status: 0 every run completed; 1 a run failed; 2 bad input (unknown
+preset, bad bandwidth, missing model or scenario, netns requested but not
+possible); 130 interrupted (everything is cleaned up).
+""" % "\n           ".join("%-16s %s" % kv for kv in SCENARIO_KEYS.items())
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(
+        prog="ps-bench",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Benchmarks ordo's scheduling presets on an emulated "
+        "cluster on this machine: one network namespace per node, every "
+        "host's link shaped with tc to a given bandwidth. Prints a Markdown "
+        "table and writes CSVs, a PNG plot and one timeline per run.",
+        epilog=EPILOG)
+    g = ap.add_mutually_exclusive_group()
+    g.add_argument("--quick", action="store_true",
+                   help="the CI scenario conf/bench/quick.ini (~90 s): "
+                   "ResNet-50, 1 Gbit/s, every preset")
+    g.add_argument("--scenario", metavar="NAME",
+                   help="a named scenario: conf/bench/NAME.ini (see "
+                   "--list-scenarios); default: 'default'")
+    g.add_argument("--config", metavar="FILE",
+                   help="a scenario file (format below)")
+    ap.add_argument("--list-scenarios", action="store_true",
+                    help="list the named scenarios and exit")
+    ap.add_argument("--models", metavar="LIST",
+                    help="override the scenario's models (comma-separated "
+                    "names under conf/models/, or .json paths)")
+    ap.add_argument("--bandwidths", dest="bandwidths_gbps", metavar="LIST",
+                    help="override the bandwidths, Gbit/s per direction "
+                    "(e.g. 1,10,25)")
+    ap.add_argument("--transports", metavar="LIST",
+                    help="override the transports: tcp, rdma")
+    ap.add_argument("--presets", metavar="LIST",
+                    help="override the presets: " + ", ".join(PRESETS))
+    ap.add_argument("--workers", type=int, metavar="N",
+                    help="worker processes")
+    ap.add_argument("--servers", type=int, metavar="N",
+                    help="server processes")
+    ap.add_argument("--warmup", type=int, metavar="N",
+                    help="warm-up iterations per run (not measured)")
+    ap.add_argument("--iterations", type=int, metavar="N",
+                    help="measured iterations per run")
+    ap.add_argument("--repetitions", type=int, metavar="N",
+                    help="runs per configuration")
+    ap.add_argument("--run-timeout", dest="run_timeout_s", type=int,
+                    metavar="S", help="seconds before a run counts as "
+                    "failed and is killed")
+    ap.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE",
+                    help="an ordo config key for every node and ps-sim "
+                    "(repeatable; after the scenario's [job])")
+    ap.add_argument("--mode", choices=["auto", "netns", "loopback"],
+                    default="auto", help="how nodes are connected "
+                    "(default auto)")
+    ap.add_argument("--out", metavar="DIR",
+                    help="results directory (default ps-bench-out/"
+                    "DATE-TIME under the current directory)")
+    ap.add_argument("--bin-dir", metavar="DIR",
+                    help="where ps-scheduler, ps-server, ps-worker and "
+                    "ps-sim are (default: beside ps-bench, else build/)")
+    ap.add_argument("--no-plot", action="store_true",
+                    help="do not run gnuplot")
+    ap.add_argument("--dry-run", action="store_true",
+                    help="print the runs that would be made and exit")
+    ap.add_argument("--explain", metavar="RUN_DIR",
+                    help="print where the time of one finished run went, "
+                    "read from its timeline.json (per process: compute, "
+                    "wait, gate queueing, transfers in flight), counting "
+                    "from iteration --warmup (default 2) and exit")
+    ap.add_argument("--cleanup", action="store_true",
+                    help="remove namespaces and processes left by a "
+                    "crashed ps-bench and exit")
+    return ap.parse_args(argv)
+
+
+def find_bin_dir(arg):
+    cands = [arg] if arg else [
+        os.path.dirname(os.path.abspath(sys.argv[0])),
+        os.path.join(SOURCE_DIR, "build"),
+        os.path.join(SOURCE_DIR, "build-release")]
+    for d in cands:
+        if d and all(os.access(os.path.join(d, b), os.X_OK)
+                     for b in ("ps-scheduler", "ps-server", "ps-worker")):
+            return os.path.abspath(d)
+    raise UsageError("ps-scheduler, ps-server and ps-worker not found in %s "
+                     "(build them, or give --bin-dir)" % " or ".join(
+                         c for c in cands if c))
+
+
+def main(argv):
+    args = parse_args(argv)
+    if args.list_scenarios:
+        d = os.path.join(SOURCE_DIR, "conf", "bench")
+        for f in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+            if f.endswith(".ini"):
+                text = []
+                with open(os.path.join(d, f)) as fh:
+                    for line in fh:  # the first comment paragraph
+                        line = line.strip().lstrip(";").strip()
+                        if not line:
+                            break
+                        text.append(line)
+                summary = " ".join(text).split(" - ", 1)[-1]
+                print("%-10s %s" % (f[:-4], summary))
+        return 0
+    if args.explain:
+        try:
+            print_explain(args.explain, 2 if args.warmup is None
+                          else args.warmup)
+        except (OSError, ValueError, KeyError) as e:
+            raise UsageError("--explain %s: %s" % (args.explain, e))
+        return 0
+    if args.cleanup:
+        if os.geteuid() != 0:
+            raise UsageError("--cleanup needs root")
+        remove_stale_namespaces()
+        return 0
+    if args.quick:
+        path = scenario_path("quick")
+    elif args.config:
+        path = args.config
+    else:
+        path = scenario_path(args.scenario or "default")
+    plan = build_plan(load_scenario(path), args)
+    args.bin_dir = find_bin_dir(args.bin_dir)
+    if not args.out:
+        args.out = os.path.join(os.getcwd(), "ps-bench-out",
+                                datetime.datetime.now().strftime(
+                                    "%Y%m%d-%H%M%S"))
+    args.out = os.path.abspath(args.out)
+
+    if args.dry_run:
+        for i, r in enumerate(Bench(args, plan, "?", "").runs()):
+            print("%3d %s %s Gbit/s %s %s rep %d (%d+%d iterations)" % (
+                i + 1, r["model"], bw_label(r["bw"]), r["transport"],
+                r["preset"], r["rep"], r["warmup"], r["measured"]))
+        return 0
+    mode, note = args.mode, ""
+    if mode in ("auto", "netns"):
+        ok, why = netns_available()
+        if ok:
+            mode = "netns"
+        elif args.mode == "netns":
+            raise UsageError("--mode netns is not possible here: %s" % why)
+        else:
+            mode, note = "loopback", why
+            log("WARNING: cannot build network namespaces (%s): running in "
+                "loopback mode, links NOT shaped; use --mode loopback to "
+                "choose this explicitly" % why)
+    else:
+        note = "chosen with --mode loopback"
+    if mode == "netns":
+        remove_stale_namespaces()
+
+    bench = Bench(args, plan, mode, note)
+    os.makedirs(args.out, exist_ok=True)
+
+    def on_signal(sig, frame):
+        raise Interrupted("signal %d" % sig)
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, on_signal)
+    status = 0
+    try:
+        bench.execute()
+    except Interrupted as e:
+        log("%s: stopping; cleaning up" % e)
+        status = 130
+    finally:
+        # no second signal may cut the cleanup short
+        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(s, signal.SIG_IGN)
+        bench.cleanup()
+    if status == 130:
+        return status
+    bench.report(argv)
+    if any(r["status"] != "ok" for r in bench.results):
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except UsageError as e:
+        print("ps-bench: error: %s" % e, file=sys.stderr)
+        sys.exit(2)

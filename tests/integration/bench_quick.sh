@@ -1,0 +1,128 @@
+# ps-bench --quick on an emulated cluster (one network namespace per node,
+# links shaped with tc): every run completes, the report names every
+# preset, the CSVs have their columns, every run left a timeline, and no
+# namespace or process is left behind. Then bad input exits 2, a second
+# run right after works, and Ctrl-C mid-run cleans everything up. Skipped
+# (77) where network namespaces cannot be made (not root, no iproute2).
+source "$(dirname "$0")/lib.sh" "$@"
+BENCH=$BUILD/ps-bench
+PRESETS="baseline p3 tictac-tio tictac-tao bytescheduler ordo"
+[ -x "$BENCH" ] || fail "$BENCH not built"
+
+# the same probe ps-bench makes
+if [ "$(id -u)" -ne 0 ]; then
+	echo "skip: not root: network namespaces, veth and tc need root"
+	exit 77
+fi
+for t in ip tc; do
+	command -v $t >/dev/null || { echo "skip: '$t' not found (iproute2)"; exit 77; }
+done
+probe=ordo-bench-test-probe-$$
+if ! ip netns add "$probe" 2>"$WORK/probe.log"; then
+	echo "skip: cannot create a network namespace: $(cat "$WORK/probe.log")"
+	exit 77
+fi
+ip netns del "$probe"
+
+ours() { ip netns list | grep -c '^ordo-bench-' || true; }
+before=$(ours)
+
+# 1. bad input: exit 2 and a clear message, nothing built
+for bad in "--quick --presets baseline,nosuch" "--quick --bandwidths 0" \
+	"--quick --bandwidths fast" "--quick --models nosuch" \
+	"--config $WORK/none.ini" "--scenario nosuch"; do
+	# shellcheck disable=SC2086
+	"$BENCH" $bad --out "$WORK/bad" >"$WORK/bad.out.log" 2>"$WORK/bad.err.log"
+	rc=$?
+	[ $rc -eq 2 ] || fail "ps-bench $bad exited $rc, expected 2"
+	grep -q "^ps-bench: error: " "$WORK/bad.err.log" || fail "ps-bench $bad: no error message"
+	[ ! -e "$WORK/bad" ] || fail "ps-bench $bad: wrote results"
+done
+pass "bad input exits 2 with a message"
+
+# 2. the quick scenario, for real
+start=$(date +%s)
+timeout --kill-after=10 180 "$BENCH" --quick --mode netns --out "$WORK/q" \
+	>"$WORK/quick.out.log" 2>"$WORK/quick.err.log"
+rc=$?
+took=$(($(date +%s) - start))
+[ $rc -eq 0 ] || { tail -n 30 "$WORK/quick.err.log"; fail "ps-bench --quick exited $rc"; }
+[ $took -lt 180 ] || fail "ps-bench --quick took $took s (limit 180)"
+out=$WORK/quick.out.log
+for p in $PRESETS; do
+	grep -q "^| resnet50 | 1 | tcp | $p | 1/1 | [0-9]" "$out" ||
+		fail "report: no completed row for preset $p"
+done
+grep -q "^| resnet50 | 1 | rdma | all | - | not run: " "$out" || fail "report: no rdma row"
+grep -q "^- runs: 6, 6 completed, 0 failed" "$out" || fail "report: not every run completed"
+grep -q "each in its own network namespace" "$out" || fail "report: not in netns mode"
+grep -q "LOOPBACK\|loopback mode" "$out" && fail "report warns of loopback in netns mode"
+python3 - "$WORK/q" "$PRESETS" <<'PY' || fail "CSV or timeline structure"
+import csv, json, os, sys
+out, presets = sys.argv[1], sys.argv[2].split()
+res = list(csv.DictReader(open(os.path.join(out, "results.csv"))))
+need = ["model", "bandwidth_gbps", "transport", "preset", "mode", "runs",
+        "runs_ok", "iteration_ms_median", "iteration_ms_min",
+        "iteration_ms_max", "samples_per_s", "speedup", "speedup_ci_low",
+        "speedup_ci_high", "ci_over", "efficiency", "straggler",
+        "nic_busiest_gbps", "cpu_busy_pct", "sim_iteration_ms",
+        "sim_physical_lower_ms",
+        "measured_over_lower", "sim_note"]
+assert list(res[0].keys()) == need, res[0].keys()
+tcp = [r for r in res if r["transport"] == "tcp"]
+assert sorted(r["preset"] for r in tcp) == sorted(presets), tcp
+for r in tcp:
+    assert r["mode"] == "netns" and r["runs"] == r["runs_ok"] == "1", r
+    assert float(r["iteration_ms_median"]) > 0, r
+    assert 0 < float(r["nic_busiest_gbps"]) <= 1.2, r  # shaped at 1 Gbit/s
+    if r["sim_note"]:
+        assert r["sim_note"].startswith("n/a"), r
+    else:
+        assert float(r["sim_iteration_ms"]) > 0, r
+runs = list(csv.DictReader(open(os.path.join(out, "runs.csv"))))
+assert len(runs) == 6 and all(r["status"] == "ok" for r in runs), runs
+for r in runs:
+    ev = json.load(open(r["timeline"]))
+    assert isinstance(ev, list) and len(ev) > 100, r["timeline"]
+    pids = {e.get("pid") for e in ev}
+    assert len(pids) >= 4, pids  # 2 servers + 2 workers
+nic = list(csv.DictReader(open(os.path.join(out, "nic.csv"))))
+assert {r["host"] for r in nic} == {"sched", "s0", "s1", "w0", "w1"}, nic
+print("results.csv: %d rows; runs.csv: %d runs with timelines" %
+      (len(res), len(runs)))
+PY
+if command -v gnuplot >/dev/null && [ ! -s "$WORK/q/plot.png" ]; then
+	fail "gnuplot installed but no plot.png"
+fi
+pass "ps-bench --quick: every preset, every run completed ($took s)"
+
+leftovers() {
+	[ "$(ours)" -eq "$before" ] || { ip netns list >&2; fail "$1: namespaces left behind"; }
+	sleep 0.2
+	if pgrep -f "$WORK/" >/dev/null; then
+		pgrep -af "$WORK/" >&2
+		fail "$1: processes left running"
+	fi
+}
+leftovers "after --quick"
+pass "no namespace or process left behind"
+
+# 3. a second run right after the first; Ctrl-C during its second run
+"$BENCH" --quick --mode netns --presets baseline,ordo --warmup 1 \
+	--iterations 1 --no-plot --out "$WORK/q2" >"$WORK/q2.out.log" \
+	2>"$WORK/q2.err.log" || fail "second ps-bench exited $?"
+grep -q "^- runs: 2, 2 completed, 0 failed" "$WORK/q2.out.log" || fail "second run incomplete"
+leftovers "after the second run"
+pass "a second run right after the first works"
+
+"$BENCH" --quick --mode netns --out "$WORK/q3" >"$WORK/q3.out.log" \
+	2>"$WORK/q3.err.log" &
+bench=$!
+wait_for "$WORK/q3.err.log" '\[2/6\]'
+sleep 1
+kill -INT $bench
+wait $bench
+rc=$?
+[ $rc -eq 130 ] || fail "interrupted ps-bench exited $rc, expected 130"
+leftovers "after Ctrl-C"
+pass "Ctrl-C: exit 130, namespaces and processes cleaned up"
