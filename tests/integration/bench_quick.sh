@@ -22,6 +22,15 @@ if ! ip netns add "$probe" 2>"$WORK/probe.log"; then
 	echo "skip: cannot create a network namespace: $(cat "$WORK/probe.log")"
 	exit 77
 fi
+# a veth pair and a tbf qdisc inside it: what every emulated host needs
+if ! { ip -n "$probe" link add pa type veth peer name pb &&
+	ip -n "$probe" link set pa up &&
+	tc -n "$probe" qdisc add dev pa root tbf rate 1gbit burst 128kb latency 25ms; } \
+	2>"$WORK/probe.log"; then
+	ip netns del "$probe"
+	echo "skip: namespaces work but veth or tc tbf do not: $(cat "$WORK/probe.log")"
+	exit 77
+fi
 ip netns del "$probe"
 
 ours() { ip netns list | grep -c '^ordo-bench-' || true; }
