@@ -94,6 +94,8 @@ static const char *const order_names[] = {"fifo", "layer", "tio", "tao",
 static const char *const gate_names[] = {"fifo", "priority", "counter",
                                          NULL};
 static const char *const switch_names[] = {"off", "on", NULL};
+static const char *const sharing_names[] = {
+    [PS_SHARING_FIFO] = "fifo", [PS_SHARING_FAIR] = "fair", NULL};
 
 /* What each preset sets, in the syntax of the keys (see docs/presets.md
  * for why). A preset fills in only the keys not set explicitly. */
@@ -317,6 +319,23 @@ static const option options[] = {
            "which a, b and gamma are fitted by least squares at start-up; "
            "it overrides link.latency_us, link.bandwidth_gbps and "
            "link.gamma. Empty = use those keys."),
+    ENUM(link, sharing, "fifo", sharing_names,
+         "ps-sim: how messages share the links. fifo: every uplink and "
+         "downlink carries one message at a time, first come first "
+         "served (O(1) per message; gamma prices sharing). fair: one "
+         "in-order stream per sender-receiver pair (as one ZeroMQ "
+         "connection), streams share every uplink and downlink max-min "
+         "fairly, acknowledgements travel in order behind the data of "
+         "their stream (gamma unused; O(streams) per message)."),
+    INT(link, burst_bytes, "0", 0, 1073741824,
+        "ps-sim, link.sharing = fair: every uplink and downlink is a token "
+        "bucket of this many bytes filled at the link's rate, as tc's tbf "
+        "shapes ps-bench's links: while it holds tokens the link carries "
+        "up to link.burst_gbps. 0 = no bucket (a NIC that never exceeds "
+        "its rate)."),
+    DOUBLE(link, burst_gbps, "0", 0, 1e6, false,
+           "ps-sim: a link's rate while its bucket (link.burst_bytes) holds "
+           "tokens. 0 = ten times link.bandwidth_gbps."),
 
     /* [sim] (ps-sim, docs/sim.md) */
     DOUBLE(sim, aggregate_ns_per_byte, "0.1", 0, 1e6, false,
@@ -328,6 +347,16 @@ static const option options[] = {
     INT(sim, trace_workers, "8", 0, 4096,
         "ps-sim: with output.dir, how many workers (ranks 0..N-1) the "
         "simulated timeline shows; servers are always shown."),
+    DOUBLE(sim, machine_gbps, "0", 0, 1e6, false,
+           "ps-sim, link.sharing = fair: every host runs on one machine "
+           "whose CPU moves at most this many Gbit/s of payload over all "
+           "links together (ps-bench's emulated cluster, which calibrates "
+           "it); a stream crosses its two links and the machine. 0 = the "
+           "hosts are separate machines."),
+    DOUBLE(sim, op_overhead_us, "0", 0, 1e6, false,
+           "ps-sim: time (microseconds) a worker spends on every op "
+           "beyond its model time (a framework's launch cost per op, a "
+           "host that cannot keep its device busy)."),
 };
 
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))

@@ -39,6 +39,7 @@ typedef enum {
 } ps_preset;
 typedef enum { PS_WORKER_TRAIN = 0, PS_WORKER_REPLAY = 1 } ps_worker_mode;
 typedef enum { PS_COMPUTE_SLEEP = 0, PS_COMPUTE_SPIN = 1 } ps_compute_wait;
+typedef enum { PS_SHARING_FIFO = 0, PS_SHARING_FAIR = 1 } ps_link_sharing;
 typedef enum {
 	PS_LOG_ERROR = 0,
 	PS_LOG_WARN = 1,
@@ -108,11 +109,16 @@ struct ps_config {
 		double latency_us;     /* a: fixed cost of a message */
 		double gamma;          /* per-byte slowdown when links are shared */
 		char fit_file[PS_CFG_STR]; /* link sweep CSV fitted at start-up */
+		int sharing; /* PS_SHARING_FIFO / PS_SHARING_FAIR */
+		int burst_bytes;   /* fair: token bucket per link, 0 = none */
+		double burst_gbps; /* fair: a link's rate while it has tokens */
 	} link; /* ps-sim's link model (sim/link.h) */
 	struct {
 		double aggregate_ns_per_byte; /* server: summing one push */
 		double update_ns_per_byte;    /* server: the optimizer step */
 		int trace_workers;            /* workers in the timeline */
+		double op_overhead_us;        /* worker: added to every op */
+		double machine_gbps; /* fair: all hosts together, 0 = none */
 	} sim; /* ps-sim (sim/cluster.h) */
 	/* which options were set by a file, the environment or --set (not
 	 * defaults): a preset fills in only the others */

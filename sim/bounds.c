@@ -12,20 +12,30 @@ static double max2(double a, double b)
 
 void ps_sim_bounds_compute(const ps_dag *dag, const ps_placement *pl,
 			   uint32_t workers, const ps_link_model *lm,
-			   double aggregate_ns_per_byte,
-			   double update_ns_per_byte, int credit,
-			   ps_sim_bounds *b_p)
+			   const ps_sim_costs *c, ps_sim_bounds *b_p)
 {
+	double aggregate_ns_per_byte = c->aggregate_ns_per_byte;
+	double update_ns_per_byte = c->update_ns_per_byte;
+	/* link time a full bucket saves, at most, per link and cycle */
+	double burst = c->fair ? c->burst_bytes * lm->b_us_per_byte : 0.0;
 	ps_link_model lo = *lm, hi = *lm;
 	double compute = 0.0, worker_link = 0.0, worst, lower, msgs = 0.0;
+	double machine;
 	uint64_t worker_bytes = 0, server_bytes_max = 0;
 	double server_link_max = 0.0, cpu_max = 0.0, cpu_sum = 0.0;
 	double W = (double)workers;
 
 	lo.gamma = lm->gamma < 1.0 ? lm->gamma : 1.0;
 	hi.gamma = lm->gamma > 1.0 ? lm->gamma : 1.0;
+	if (c->fair) { /* a is latency; no gamma */
+		lo.a_us = 0.0;
+		lo.gamma = hi.gamma = 1.0;
+		/* a message alone goes at the slower of link and machine */
+		hi.b_us_per_byte = max2(hi.b_us_per_byte,
+					c->machine_us_per_byte);
+	}
 	for (uint32_t i = 0; i < dag->nops; i++)
-		compute += dag->ops[i].time_us;
+		compute += dag->ops[i].time_us + c->op_overhead_us;
 	/* per server: its partitions' link time and thread time */
 	for (uint32_t s = 0; s < pl->num_servers; s++) {
 		double link = 0.0, cpu = 0.0;
@@ -40,7 +50,7 @@ void ps_sim_bounds_compute(const ps_dag *dag, const ps_placement *pl,
 			       (double)m * 1e-3;
 			bytes += (uint64_t)workers * m;
 		}
-		server_link_max = max2(server_link_max, link);
+		server_link_max = max2(server_link_max, link - burst);
 		cpu_max = max2(cpu_max, cpu);
 		cpu_sum += cpu;
 		if (bytes > server_bytes_max)
@@ -52,17 +62,24 @@ void ps_sim_bounds_compute(const ps_dag *dag, const ps_placement *pl,
 		msgs += ps_link_cost(&hi, m, 1);
 		worker_bytes += m;
 	}
-	lower = max2(max2(compute, worker_link), max2(server_link_max,
-						      cpu_max));
+	/* every byte crosses the machine twice: pushed and sent back */
+	machine = c->fair ? 2.0 * W * (double)worker_bytes *
+				    c->machine_us_per_byte
+			  : 0.0;
+	lower = max2(max2(max2(compute, worker_link - burst),
+			  max2(server_link_max, cpu_max)),
+		     machine);
 	worst = W * compute + 2.0 * W * msgs + cpu_sum +
-		W * (double)pl->num_parts * lm->a_us * (credit ? 2.0 : 1.0);
+		W * (double)pl->num_parts * lm->a_us * (c->credit ? 2.0 : 1.0);
 	b_p->compute_us = compute;
 	b_p->worst_us = worst;
 	b_p->lower_us = lower;
 	b_p->speedup = lower > 0 ? (worst - lower) / lower : 0.0;
 	b_p->physical_lower_us = max2(
-		compute, (double)(worker_bytes > server_bytes_max
-					  ? worker_bytes
-					  : server_bytes_max) *
-				 lm->b_us_per_byte);
+		max2(compute, (double)(worker_bytes > server_bytes_max
+					       ? worker_bytes
+					       : server_bytes_max) *
+					      lm->b_us_per_byte -
+				      burst),
+		machine);
 }

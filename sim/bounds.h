@@ -18,6 +18,15 @@
  *    through the busiest host's busier direction / bandwidth): no fixed
  *    costs, no servers' work.
  *
+ * With fair sharing (link.sharing = fair) a is latency, not link time: a
+ * link's total in lower counts b*m per message only, and gamma is 1.
+ * Every op's compute counts its time plus op_overhead_us. A token bucket
+ * of B bytes (link.burst_bytes) lets a link carry X bytes in (X - B) * b
+ * at best, so each link's total in lower and physical_lower is that.
+ * With a machine (sim.machine_gbps) every byte of a cycle over the
+ * machine's rate is one more resource's total, and a message alone is
+ * priced at the slower of link and machine in worst.
+ *
  * A simulated cycle (sim/cluster.h, makespan) always lies in [lower,
  * worst]; tests/sim checks it over random DAGs and configs.
  *
@@ -37,12 +46,20 @@ typedef struct ps_sim_bounds {
 	double compute_us; /* one worker's compute per iteration */
 } ps_sim_bounds;
 
+/* What the bounds take besides the DAG, the placement and the links. */
+typedef struct ps_sim_costs {
+	double aggregate_ns_per_byte, update_ns_per_byte; /* server thread */
+	double op_overhead_us; /* added to every op */
+	double burst_bytes;    /* fair: every link's token bucket, 0 = none */
+	double machine_us_per_byte; /* fair: all streams together, 0 = none */
+	int credit;            /* parameter partitions are acknowledged */
+	int fair;              /* link sharing is fair (a as latency) */
+} ps_sim_costs;
+
 /* The bounds of one iteration cycle of `workers` workers over placement
- * pl. credit: whether parameter partitions are acknowledged. */
+ * pl. */
 void ps_sim_bounds_compute(const ps_dag *dag, const ps_placement *pl,
 			   uint32_t workers, const ps_link_model *lm,
-			   double aggregate_ns_per_byte,
-			   double update_ns_per_byte, int credit,
-			   ps_sim_bounds *b_p);
+			   const ps_sim_costs *c, ps_sim_bounds *b_p);
 
 #endif /* ORDO_SIM_BOUNDS_H */

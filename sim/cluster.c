@@ -39,15 +39,29 @@ enum {
 	EV_PUSH_ACK,    /* node: worker, arg: partition */
 	EV_PARAMS_ACK,  /* node: server, arg: partition */
 	EV_UPDATE_DONE, /* node: server, arg: partition */
+	EV_NET,         /* fair sharing: arg: generation */
+	EV_ACK_SEND,    /* fair sharing: node: worker, arg: partition */
 };
+
+/* What a message carries (fair sharing sends acknowledgements as
+ * messages too). */
+enum { MSG_PARAMS = 0, MSG_PUSH = 1, MSG_PUSH_ACK, MSG_PARAMS_ACK };
 
 typedef struct msg {
 	uint32_t part, worker;
 	uint64_t iteration;
-	int push;
+	int push; /* MSG_* */
 	double up_end;
-	uint32_t next_free;
+	uint64_t bytes;
+	uint32_t next_free; /* also: next in its stream (fair sharing) */
 } msg;
+
+/* Fair sharing: one in-order stream per (sender, receiver) pair. */
+typedef struct stream {
+	uint32_t head, tail; /* messages queued, head in transfer */
+	double left, rate;   /* bytes of the head still to go; bytes/us */
+	uint32_t active;     /* position in net.act + 1, 0 = idle */
+} stream;
 
 typedef struct worker {
 	ps_gate *gate;
@@ -76,6 +90,17 @@ typedef struct sim {
 	uint32_t *count; /* per partition: pushes of the current version */
 	uint64_t *version;
 	ps_link *up, *down; /* per host */
+	/* fair sharing (link.sharing = fair) */
+	int fair;
+	stream *st;     /* W*S worker->server, then S*W server->worker */
+	uint32_t *act, nact; /* streams with a head in transfer */
+	double net_t, *cap;  /* last advance; per link scratch */
+	double rate;         /* bytes/us of a link */
+	double *use, *tok;   /* per link: bytes/us carried, tokens (bytes) */
+	double burst, burst_rate; /* bucket size (bytes), rate with tokens */
+	double machine_cap; /* bytes/us of all streams together, 0 = none */
+	uint32_t *nfl, *fz;  /* per link scratch; per active: frozen */
+	uint64_t net_gen;
 	msg *msgs;
 	uint32_t nmsgs, capmsgs, free_msg;
 	ps_sim_heap heap;
@@ -88,6 +113,7 @@ typedef struct sim {
 	ps_sim_timeline *tl;
 	uint32_t trace_workers;
 	double *push_ready, *push_sent, *param_ready; /* [w * P + p] */
+	uint64_t *push_iter;                          /* [w * P + p] */
 	int rc;
 } sim;
 
@@ -146,14 +172,246 @@ static void msg_free(sim *s, uint32_t i)
 	s->free_msg = i;
 }
 
+static int msg_up(const msg *m) /* worker -> server */
+{
+	return m->push == MSG_PUSH || m->push == MSG_PARAMS_ACK;
+}
+
 static uint32_t msg_src(const sim *s, const msg *m)
 {
-	return m->push ? m->worker : s->W + s->pl->parts[m->part].server;
+	return msg_up(m) ? m->worker : s->W + s->pl->parts[m->part].server;
 }
 
 static uint32_t msg_dst(const sim *s, const msg *m)
 {
-	return m->push ? s->W + s->pl->parts[m->part].server : m->worker;
+	return msg_up(m) ? s->W + s->pl->parts[m->part].server : m->worker;
+}
+
+/* ---- fair sharing -------------------------------------------------------
+ *
+ * Every (sender, receiver) pair has one stream that carries its messages
+ * whole and in order (one ZeroMQ DEALER connection, one TCP stream, per
+ * peer). The streams whose head message is in transfer share the links
+ * max-min fairly (progressive filling over every uplink and downlink of
+ * capacity 1/b), as TCP streams through a shaped NIC do; rates are
+ * recomputed whenever a stream starts or finishes a message. A message
+ * arrives a after its last byte went (the fixed cost as latency); the
+ * stream goes on with its next message at once. Acknowledgements are
+ * messages without payload in the stream of their direction: a PUSH_ACK
+ * queues behind the parameters the server already handed to that
+ * worker's connection, as in the real server. */
+
+static uint32_t stream_of(const sim *s, const msg *m)
+{
+	uint32_t srv = s->pl->parts[m->part].server;
+
+	return msg_up(m) ? m->worker * s->S + srv
+			 : s->W * s->S + srv * s->W + m->worker;
+}
+
+/* Token buckets (link.burst_bytes, as tbf shapes ps-bench's links): a
+ * link's bucket fills at the link's rate up to the burst and empties by
+ * what the link carries; while it holds tokens the link carries up to
+ * link.burst_gbps instead of its rate. */
+static int bucketed(const sim *s)
+{
+	return s->burst > 0;
+}
+
+static void net_advance(sim *s, double t)
+{
+	double dt = t - s->net_t;
+	uint32_t L = 2 * (s->W + s->S);
+
+	if (dt > 0) {
+		for (uint32_t i = 0; i < s->nact; i++) {
+			stream *q = &s->st[s->act[i]];
+			q->left -= q->rate * dt;
+		}
+		if (bucketed(s))
+			for (uint32_t l = 0; l < L; l++) {
+				double k = s->tok[l] +
+					   (s->rate - s->use[l]) * dt;
+				s->tok[l] = k < 0 ? 0 : k > s->burst ? s->burst
+								   : k;
+			}
+	}
+	s->net_t = t;
+}
+
+/* Links: uplink of host h = h, downlink = H + h. */
+static void stream_links(const sim *s, uint32_t c, uint32_t *up, uint32_t *dn)
+{
+	uint32_t H = s->W + s->S;
+
+	if (c < s->W * s->S) {
+		*up = c / s->S;
+		*dn = H + s->W + c % s->S;
+	} else {
+		c -= s->W * s->S;
+		*up = s->W + c / s->W;
+		*dn = H + c % s->W;
+	}
+}
+
+/* The resources a stream crosses: its sender's uplink, its receiver's
+ * downlink and, with sim.machine_gbps, the machine (2H). Returns how
+ * many. */
+static uint32_t stream_resources(const sim *s, uint32_t c, uint32_t *r)
+{
+	stream_links(s, c, &r[0], &r[1]);
+	if (s->machine_cap > 0) {
+		r[2] = 2 * (s->W + s->S);
+		return 3;
+	}
+	return 2;
+}
+
+/* Progressive filling: the resource with the smallest fair share fixes
+ * the rate of every stream through it; repeat with what is left. */
+static void net_rates(sim *s)
+{
+	uint32_t H = s->W + s->S, left = s->nact, nres = 2 * H + 1;
+
+	for (uint32_t l = 0; l < nres; l++) {
+		if (l < 2 * H) /* a byte's worth of tokens counts as empty */
+			s->cap[l] = bucketed(s) && s->tok[l] >= 1.0
+					    ? s->burst_rate
+					    : s->rate;
+		else
+			s->cap[l] = s->machine_cap;
+		s->nfl[l] = 0;
+		if (l < 2 * H)
+			s->use[l] = 0.0;
+	}
+	for (uint32_t i = 0; i < s->nact; i++) {
+		uint32_t r[3], n = stream_resources(s, s->act[i], r);
+		for (uint32_t j = 0; j < n; j++)
+			s->nfl[r[j]]++;
+		s->fz[i] = 0;
+	}
+	while (left > 0) {
+		uint32_t best = UINT32_MAX;
+		double share = 0.0;
+		for (uint32_t l = 0; l < nres; l++)
+			if (s->nfl[l] &&
+			    (best == UINT32_MAX ||
+			     s->cap[l] / s->nfl[l] < share)) {
+				best = l;
+				share = s->cap[l] / s->nfl[l];
+			}
+		if (share < 0)
+			share = 0;
+		for (uint32_t i = 0; i < s->nact; i++) {
+			uint32_t r[3], n, j;
+			if (s->fz[i])
+				continue;
+			n = stream_resources(s, s->act[i], r);
+			for (j = 0; j < n && r[j] != best; j++)
+				;
+			if (j == n)
+				continue;
+			s->fz[i] = 1;
+			left--;
+			s->st[s->act[i]].rate = share;
+			s->use[r[0]] += share;
+			s->use[r[1]] += share;
+			for (j = 0; j < n; j++) {
+				s->cap[r[j]] -= share;
+				s->nfl[r[j]]--;
+			}
+		}
+	}
+}
+
+static void net_reschedule(sim *s, double t)
+{
+	double next = INFINITY;
+
+	net_rates(s);
+	for (uint32_t i = 0; i < s->nact; i++) {
+		const stream *q = &s->st[s->act[i]];
+		double left = q->left > 0 ? q->left : 0;
+		if (q->rate > 0 && t + left / q->rate < next)
+			next = t + left / q->rate;
+	}
+	if (bucketed(s)) /* a bucket running dry changes the rates */
+		for (uint32_t l = 0; l < 2 * (s->W + s->S); l++)
+			if (s->tok[l] >= 1.0 && s->use[l] > s->rate &&
+			    t + s->tok[l] / (s->use[l] - s->rate) < next)
+				next = t + s->tok[l] / (s->use[l] - s->rate);
+	s->net_gen++;
+	if (isfinite(next))
+		schedule(s, next, EV_NET, 0, s->net_gen);
+}
+
+/* The stream's head message starts (payload) or goes through at once (an
+ * acknowledgement), until one is in transfer or the stream is empty. */
+static void stream_start(sim *s, uint32_t c, double t)
+{
+	stream *q = &s->st[c];
+
+	while (q->head != NOMSG) {
+		msg *m = &s->msgs[q->head];
+		if (m->bytes > 0) {
+			q->left = (double)m->bytes;
+			q->rate = 0.0;
+			s->act[s->nact++] = c;
+			q->active = s->nact;
+			return;
+		}
+		uint32_t i = q->head;
+		q->head = m->next_free;
+		if (q->head == NOMSG)
+			q->tail = NOMSG;
+		schedule(s, t + s->lm.a_us, EV_ARRIVE, 0, i);
+	}
+}
+
+static void net_send(sim *s, uint32_t i, double t)
+{
+	uint32_t c = stream_of(s, &s->msgs[i]);
+	stream *q = &s->st[c];
+
+	net_advance(s, t);
+	s->msgs[i].next_free = NOMSG;
+	if (q->head == NOMSG) {
+		q->head = q->tail = i;
+		stream_start(s, c, t);
+		net_reschedule(s, t);
+	} else {
+		s->msgs[q->tail].next_free = i;
+		q->tail = i;
+	}
+}
+
+static void net_event(sim *s, uint64_t gen, double t)
+{
+	uint32_t i = 0;
+
+	if (gen != s->net_gen)
+		return;
+	net_advance(s, t);
+	while (i < s->nact) {
+		uint32_t c = s->act[i];
+		stream *q = &s->st[c];
+		/* done: no byte left, to rounding (a ns at the rate) */
+		if (q->left > q->rate * 1e-3 && q->left > 1e-6) {
+			i++;
+			continue;
+		}
+		uint32_t last = s->act[--s->nact];
+		s->act[i] = last;
+		s->st[last].active = i + 1;
+		q->active = 0;
+		uint32_t done = q->head;
+		q->head = s->msgs[done].next_free;
+		if (q->head == NOMSG)
+			q->tail = NOMSG;
+		schedule(s, t + s->lm.a_us, EV_ARRIVE, 0, done);
+		stream_start(s, c, t); /* appends to act: seen later */
+	}
+	net_reschedule(s, t);
 }
 
 /* The message starts on its sender's uplink: it queues on the receiver's
@@ -168,6 +426,19 @@ static void up_start(sim *s, uint32_t i, double t)
 	schedule(s, end_d > m->up_end ? end_d : m->up_end, EV_ARRIVE, 0, i);
 }
 
+/* Fair sharing: an acknowledgement (no payload) enters its stream. */
+static void send_ack(sim *s, int kind, uint32_t part, uint32_t wrank,
+		     double t)
+{
+	uint32_t i = msg_new(s);
+
+	if (i == NOMSG)
+		return;
+	s->msgs[i] = (msg){.part = part, .worker = wrank, .push = kind,
+			   .next_free = NOMSG};
+	net_send(s, i, t);
+}
+
 /* A sender hands a message to the transport at t. */
 static void hand_over(sim *s, int push, uint32_t part, uint32_t wrank,
 		      uint64_t iteration, double t)
@@ -180,7 +451,13 @@ static void hand_over(sim *s, int push, uint32_t part, uint32_t wrank,
 		return;
 	m = &s->msgs[i];
 	*m = (msg){.part = part, .worker = wrank, .iteration = iteration,
-		   .push = push, .next_free = NOMSG};
+		   .push = push, .bytes = s->part_bytes[part],
+		   .next_free = NOMSG};
+	if (s->fair) {
+		s->messages++;
+		net_send(s, i, t);
+		return;
+	}
 	start = ps_link_reserve(&s->up[msg_src(s, m)], &s->lm, t,
 				s->part_bytes[part], &end);
 	m->up_end = end;
@@ -214,8 +491,10 @@ static void push_ready(sim *s, uint32_t w, uint32_t part, double t)
 		     .priority = s->number[part],
 		     .bytes = s->part_bytes[part]};
 
-	if (traced_worker(s, w))
+	if (traced_worker(s, w)) {
 		s->push_ready[(size_t)w * s->pl->num_parts + part] = t;
+		s->push_iter[(size_t)w * s->pl->num_parts + part] = s->w[w].it;
+	}
 	if (ps_gate_ready(s->w[w].gate, &x) != PS_OK)
 		fail(s, PS_EINVAL);
 }
@@ -271,7 +550,8 @@ static void try_run(sim *s, uint32_t w, double t)
 	k->busy = 1;
 	k->running = op;
 	k->op_start = t;
-	schedule(s, t + s->dag->ops[op].time_us, EV_OP_DONE, w, 0);
+	schedule(s, t + s->dag->ops[op].time_us + s->cfg->sim.op_overhead_us,
+		 EV_OP_DONE, w, 0);
 }
 
 static void start_iteration(sim *s, worker *k)
@@ -291,8 +571,10 @@ static void end_iteration(sim *s, uint32_t w, double t)
 {
 	worker *k = &s->w[w];
 	double it_us = t - k->last_end;
-	double eff = ps_ordering_efficiency(s->compute_us, s->comm_oracle_us,
-					    it_us);
+	/* as replay.c: the compute this iteration really took */
+	double eff = ps_ordering_efficiency(
+		s->compute_us + s->dag->nops * s->cfg->sim.op_overhead_us,
+		s->comm_oracle_us, it_us);
 
 	/* as worker/replay.c: iteration 0 starts with the parameters there */
 	if (k->it > 0 && isfinite(eff)) {
@@ -357,7 +639,9 @@ static void params_arrive(sim *s, const msg *m, double t)
 					PS_LANE_RECEIVE,
 					s->dag->tensors[p->tensor].name, t, &a);
 	}
-	if (s->cfg->scheduling.credit_size)
+	if (s->cfg->scheduling.credit_size && s->fair)
+		send_ack(s, MSG_PARAMS_ACK, m->part, m->worker, t);
+	else if (s->cfg->scheduling.credit_size)
 		schedule(s, t + s->lm.a_us, EV_PARAMS_ACK, p->server, m->part);
 	for (uint32_t j = 0; j < nt; j++) {
 		uint32_t tn = p->tensor + j;
@@ -376,7 +660,7 @@ static void push_acked(sim *s, uint32_t w, uint32_t part, double t)
 		size_t i = (size_t)w * s->pl->num_parts + part;
 		const ps_partition *p = &s->pl->parts[part];
 		ps_trace_args a = {
-			.iteration = -1,
+			.iteration = (int64_t)s->push_iter[i],
 			.tensor = p->tensor,
 			.partition = part,
 			.bytes = (int64_t)s->part_bytes[part],
@@ -442,7 +726,10 @@ static void push_arrive(sim *s, const msg *m, double t)
 					t, &a);
 	}
 	s->cpu_free[srv] = agg_end;
-	schedule(s, agg_end + s->lm.a_us, EV_PUSH_ACK, m->worker, part);
+	if (s->fair) /* sent when the sum is done, in the stream back */
+		schedule(s, agg_end, EV_ACK_SEND, m->worker, part);
+	else
+		schedule(s, agg_end + s->lm.a_us, EV_PUSH_ACK, m->worker, part);
 	if (++s->count[part] < s->W)
 		return;
 	s->count[part] = 0;
@@ -457,6 +744,14 @@ static void push_arrive(sim *s, const msg *m, double t)
 				     agg_end, s->cpu_free[srv] - agg_end, &a);
 	}
 	schedule(s, s->cpu_free[srv], EV_UPDATE_DONE, srv, part);
+}
+
+/* A worker's PARAMS_ACK reached server srv: its credit returns. */
+static void params_acked(sim *s, uint32_t srv, uint32_t part, double t)
+{
+	if (ps_gate_acked(s->sgate[srv], s->part_bytes[part]) != PS_OK)
+		fail(s, PS_EINVAL);
+	drain_server(s, srv, t);
 }
 
 /* As server.c's broadcast_params: ready, then drain, worker by worker. */
@@ -596,6 +891,46 @@ static int setup(sim *s, char *err, size_t errlen)
 		if (rc != PS_OK)
 			return rc;
 	}
+	s->fair = cfg->link.sharing == PS_SHARING_FAIR;
+	if (!s->fair && cfg->link.burst_bytes > 0) {
+		snprintf(err, errlen, "link.burst_bytes = %d needs link.sharing "
+			 "= fair (fifo links carry one message at one rate)",
+			 cfg->link.burst_bytes);
+		return PS_EINVAL;
+	}
+	if (!s->fair && cfg->sim.machine_gbps > 0) {
+		snprintf(err, errlen, "sim.machine_gbps = %g needs link.sharing "
+			 "= fair (fifo links do not share a machine)",
+			 cfg->sim.machine_gbps);
+		return PS_EINVAL;
+	}
+	if (s->fair) {
+		size_t nst = 2 * (size_t)s->W * s->S, H = (size_t)s->W + s->S;
+		s->st = calloc(nst, sizeof(*s->st));
+		s->act = calloc(nst, sizeof(*s->act));
+		s->fz = calloc(nst, sizeof(*s->fz));
+		s->cap = calloc(2 * H + 1, sizeof(*s->cap));
+		s->nfl = calloc(2 * H + 1, sizeof(*s->nfl));
+		/* Gbit/s -> bytes/us */
+		s->machine_cap = cfg->sim.machine_gbps * 1e3 / 8.0;
+		s->use = calloc(2 * H, sizeof(*s->use));
+		s->tok = calloc(2 * H, sizeof(*s->tok));
+		if (!s->st || !s->act || !s->fz || !s->cap || !s->nfl ||
+		    !s->use || !s->tok)
+			return PS_ENOMEM;
+		s->rate = 1.0 / s->lm.b_us_per_byte;
+		s->burst = (double)cfg->link.burst_bytes;
+		/* Gbit/s -> bytes/us; 0: ten times the link's rate */
+		s->burst_rate = cfg->link.burst_gbps > 0
+					? cfg->link.burst_gbps * 1e3 / 8.0
+					: 10.0 * s->rate;
+		if (s->burst_rate < s->rate)
+			s->burst_rate = s->rate;
+		for (size_t l = 0; l < 2 * H; l++)
+			s->tok[l] = s->burst; /* idle links: full buckets */
+		for (size_t c = 0; c < nst; c++)
+			s->st[c].head = s->st[c].tail = NOMSG;
+	}
 	s->cycle_left = (uint64_t)s->W * T;
 	s->free_msg = NOMSG;
 	if (cfg->output.dir[0]) {
@@ -606,7 +941,9 @@ static int setup(sim *s, char *err, size_t errlen)
 		s->push_ready = calloc(n ? n : 1, sizeof(double));
 		s->push_sent = calloc(n ? n : 1, sizeof(double));
 		s->param_ready = calloc(n ? n : 1, sizeof(double));
-		if (!s->push_ready || !s->push_sent || !s->param_ready)
+		s->push_iter = calloc(n ? n : 1, sizeof(uint64_t));
+		if (!s->push_ready || !s->push_sent || !s->param_ready ||
+		    !s->push_iter)
 			return PS_ENOMEM;
 	}
 	return PS_OK;
@@ -640,6 +977,14 @@ static void teardown(sim *s)
 	free(s->push_ready);
 	free(s->push_sent);
 	free(s->param_ready);
+	free(s->push_iter);
+	free(s->st);
+	free(s->act);
+	free(s->fz);
+	free(s->cap);
+	free(s->use);
+	free(s->tok);
+	free(s->nfl);
 	ps_sim_heap_free(&s->heap);
 	ps_sim_timeline_free(&s->tl);
 	ps_placement_free(&s->pl);
@@ -664,20 +1009,28 @@ static void run_events(sim *s, ps_sim_result *r)
 		case EV_ARRIVE: {
 			msg m = s->msgs[e.arg];
 			msg_free(s, (uint32_t)e.arg);
-			if (m.push)
+			if (m.push == MSG_PUSH)
 				push_arrive(s, &m, e.t);
-			else
+			else if (m.push == MSG_PARAMS)
 				params_arrive(s, &m, e.t);
+			else if (m.push == MSG_PUSH_ACK)
+				push_acked(s, m.worker, m.part, e.t);
+			else
+				params_acked(s, s->pl->parts[m.part].server,
+					     m.part, e.t);
 			break;
 		}
+		case EV_NET:
+			net_event(s, e.arg, e.t);
+			break;
+		case EV_ACK_SEND:
+			send_ack(s, MSG_PUSH_ACK, (uint32_t)e.arg, e.node, e.t);
+			break;
 		case EV_PUSH_ACK:
 			push_acked(s, e.node, (uint32_t)e.arg, e.t);
 			break;
 		case EV_PARAMS_ACK:
-			if (ps_gate_acked(s->sgate[e.node],
-					  s->part_bytes[e.arg]) != PS_OK)
-				fail(s, PS_EINVAL);
-			drain_server(s, e.node, e.t);
+			params_acked(s, e.node, (uint32_t)e.arg, e.t);
 			break;
 		case EV_UPDATE_DONE:
 			update_done(s, e.node, (uint32_t)e.arg, e.t);
@@ -728,10 +1081,17 @@ static void results(sim *s, ps_sim_result *r)
 	}
 	r->efficiency = e_workers ? e_sum / e_workers : NAN;
 	r->speedup_bound = ps_speedup_bound(s->compute_us, s->comm_oracle_us);
-	ps_sim_bounds_compute(s->dag, s->pl, s->W, &s->lm,
-			      s->cfg->sim.aggregate_ns_per_byte,
-			      s->cfg->sim.update_ns_per_byte,
-			      s->cfg->scheduling.credit_size != 0, &r->bounds);
+	ps_sim_costs c = {
+		.aggregate_ns_per_byte = s->cfg->sim.aggregate_ns_per_byte,
+		.update_ns_per_byte = s->cfg->sim.update_ns_per_byte,
+		.op_overhead_us = s->cfg->sim.op_overhead_us,
+		.burst_bytes = (double)s->cfg->link.burst_bytes,
+		.machine_us_per_byte = s->machine_cap > 0 ? 1.0 / s->machine_cap
+							  : 0.0,
+		.credit = s->cfg->scheduling.credit_size != 0,
+		.fair = s->fair,
+	};
+	ps_sim_bounds_compute(s->dag, s->pl, s->W, &s->lm, &c, &r->bounds);
 }
 
 int ps_sim_run(const ps_config *cfg, const ps_dag *dag,

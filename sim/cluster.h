@@ -23,8 +23,14 @@
  *    ready to go to every worker, in rank order, through the server's gate
  *    (receivers = workers). With a credit window the worker answers each
  *    parameter partition with PARAMS_ACK, which returns its bytes.
- *  - links: sim/link.h. Acknowledgements are control messages: they take
- *    the fixed cost a to arrive and occupy no link (a few dozen bytes).
+ *  - links: link.sharing. fifo: sim/link.h; acknowledgements are control
+ *    messages: they take the fixed cost a to arrive and occupy no link.
+ *    fair: one in-order stream per (sender, receiver) pair (one ZeroMQ
+ *    connection per peer), the streams in transfer share every uplink and
+ *    downlink max-min fairly, a message arrives a after its last byte,
+ *    and acknowledgements travel in their direction's stream behind the
+ *    data already in it (cluster.c, "fair sharing").
+ *  - sim.op_overhead_us is added to every op's time.
  *
  * Metrics, as the real job reports them: per-iteration time (the job's
  * iteration ends when its last worker ends it; iteration 0 starts at 0 with

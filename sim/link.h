@@ -23,7 +23,11 @@
  * the uplink when the sender hands it over, queued on the downlink when it
  * starts on the uplink, and arrives when both have carried it. Serving in
  * order needs only each link's "free at" time: O(1) per message, which is
- * what lets ps-sim run thousands of hosts.
+ * what lets ps-sim run thousands of hosts. It misleads where a sender's
+ * streams to different receivers meet different bottlenecks (a counter
+ * gate releasing one server's transfers, then the other's, serves them
+ * one server after the other); link.sharing = fair (sim/cluster.c) shares
+ * the links between per-pair streams instead (docs/sim.md).
  *
  * Threads: plain data.
  */

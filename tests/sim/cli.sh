@@ -102,6 +102,11 @@ expect 2 "model.file is not set" --
 expect 2 "unknown key 'link.bogus'" -- "${common[@]}" --set link.bogus=1
 expect 2 "link.latency_us" -- "${common[@]}" --set link.latency_us=-5
 expect 2 "link.gamma" -- "${common[@]}" --set link.gamma=abc
+expect 1 "link.burst_bytes = 65536 needs link.sharing = fair" -- "${common[@]}" \
+	--set link.burst_bytes=65536
+expect 2 "link.burst_bytes" -- "${common[@]}" --set link.burst_bytes=-1
+expect 1 "sim.machine_gbps = 4 needs link.sharing = fair" -- "${common[@]}" \
+	--set sim.machine_gbps=4
 expect 1 "cannot open the link sweep '$tmp/missing.csv'" -- "${common[@]}" \
 	--set link.fit_file="$tmp/missing.csv"
 printf 'bytes,concurrency,us\n1000,1,30\n2000,one,50\n' >"$tmp/garbled.csv"

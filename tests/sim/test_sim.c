@@ -225,6 +225,116 @@ static void test_one_tensor_by_hand(void **state)
 	ps_dag_free(&d);
 }
 
+/* ---- hand-checked: fair sharing ---------------------------------------- */
+
+static const char two_tensors[] = HEAD
+	"\"tensors\":[{\"name\":\"x\",\"shape\":[250000]},"
+	"{\"name\":\"y\",\"shape\":[250000]}],"
+	"\"ops\":["
+	"{\"name\":\"f\",\"kind\":\"forward\",\"time_us\":1000,"
+	"\"reads\":[\"x\",\"y\"],\"deps\":[]},"
+	"{\"name\":\"b\",\"kind\":\"backward\",\"time_us\":2000,"
+	"\"grads\":[\"x\",\"y\"],\"deps\":[\"f\"]}]}";
+
+static void test_fair_sharing_by_hand(void **state)
+{
+	char json[sizeof(two_tensors) + 16];
+	ps_config cfg;
+	ps_dag *d;
+	ps_sim_result r;
+	(void)state;
+
+	/* one stream each way: the same as the FIFO link (8000 us of bytes,
+	 * a = 10 us as latency), see test_one_tensor_by_hand */
+	snprintf(json, sizeof(json), one_tensor, "one");
+	d = load("one.json", json);
+	base_config(&cfg);
+	set(&cfg, "link.sharing", "fair");
+	set(&cfg, "sim.aggregate_ns_per_byte", "0.5");
+	set(&cfg, "sim.update_ns_per_byte", "1");
+	r = simulate(&cfg, d);
+	assert_double_equal(r.iter_us[1], 3000.0 + 2 * 8010.0 + 1500.0, 1e-6);
+	assert_int_equal(r.messages, 6);
+	ps_sim_result_free(&r);
+
+	/* op_overhead_us: every op takes 100 us longer */
+	set(&cfg, "sim.op_overhead_us", "100");
+	r = simulate(&cfg, d);
+	assert_double_equal(r.iter_us[0], 3200.0, 1e-6);
+	assert_double_equal(r.iter_us[1], 3200.0 + 2 * 8010.0 + 1500.0, 1e-6);
+	ps_sim_result_free(&r);
+
+	/* token buckets of 250000 B at 4 Gbit/s (500 B/us): a message on
+	 * links with full buckets goes at 500 B/us while the tokens last,
+	 * 250000 / (500 - 125) = 666.67 us, carrying 333333.3 B; the other
+	 * 666666.7 B at 125 B/us take 5333.33 us: 6000 us, + a. The buckets
+	 * are full again after each idle gap (>= 2000 us of refill). */
+	set(&cfg, "sim.op_overhead_us", "0");
+	set(&cfg, "sim.aggregate_ns_per_byte", "0");
+	set(&cfg, "sim.update_ns_per_byte", "0");
+	set(&cfg, "link.burst_bytes", "250000");
+	set(&cfg, "link.burst_gbps", "4");
+	r = simulate(&cfg, d);
+	assert_double_equal(r.iter_us[1], 3000.0 + 2 * 6010.0, 1e-6);
+	assert_double_equal(r.iter_us[2], 3000.0 + 2 * 6010.0, 1e-6);
+	/* a link carries X bytes in (X - 250000) * b at best */
+	assert_double_equal(r.bounds.lower_us, 6000.0, 1e-6);
+	assert_double_equal(r.bounds.physical_lower_us, 6000.0, 1e-6);
+	ps_sim_result_free(&r);
+	/* a bucket at the link's own rate changes nothing */
+	set(&cfg, "link.burst_gbps", "1");
+	r = simulate(&cfg, d);
+	assert_double_equal(r.iter_us[1], 3000.0 + 2 * 8010.0, 1e-6);
+	ps_sim_result_free(&r);
+
+	/* a machine moving 0.5 Gbit/s (62.5 B/us) over all links: the
+	 * message alone goes at the machine's rate, 16000 us; bounds count
+	 * every byte over the machine (pushed and sent back) */
+	set(&cfg, "link.burst_bytes", "0");
+	set(&cfg, "sim.machine_gbps", "0.5");
+	r = simulate(&cfg, d);
+	assert_double_equal(r.iter_us[1], 3000.0 + 2 * 16010.0, 1e-6);
+	assert_double_equal(r.bounds.lower_us, 32000.0, 1e-6);
+	assert_double_equal(r.bounds.physical_lower_us, 32000.0, 1e-6);
+	ps_sim_result_free(&r);
+	/* two workers share it: 31.25 B/us each */
+	set(&cfg, "cluster.workers", "2");
+	r = simulate(&cfg, d);
+	assert_double_equal(r.iter_us[1], 3000.0 + 2 * 32010.0, 1e-6);
+	ps_sim_result_free(&r);
+	ps_dag_free(&d);
+
+	/* 2 workers x 2 servers, x and y on different servers: the four
+	 * pushes share every link (half the rate each: 16000 us), so do the
+	 * four parameter sends. The FIFO link serves one server's pushes
+	 * after the other's instead. */
+	snprintf(json, sizeof(json), two_tensors, "two");
+	d = load("two.json", json);
+	base_config(&cfg);
+	set(&cfg, "cluster.workers", "2");
+	set(&cfg, "cluster.servers", "2");
+	set(&cfg, "link.sharing", "fair");
+	r = simulate(&cfg, d);
+	assert_double_equal(r.iter_us[1], 3000.0 + 2 * 16010.0, 1e-6);
+	assert_double_equal(r.iter_us[2], 3000.0 + 2 * 16010.0, 1e-6);
+	ps_sim_result_free(&r);
+
+	/* one server: a PUSH_ACK travels behind the parameters already on
+	 * its stream. Credit 1 MB (one tensor at a time) on one worker: x's
+	 * push (8010), then x's parameters are handed over at once, y's
+	 * push goes when x's ack arrives: with the ack first in the stream
+	 * (sent before the update's parameters) that is 8010 + 10. */
+	set(&cfg, "cluster.workers", "1");
+	set(&cfg, "cluster.servers", "1");
+	set(&cfg, "scheduling.credit_size", "1000000");
+	r = simulate(&cfg, d);
+	/* y's push 8020..16020 (+10), its parameters behind x's (8010 ..
+	 * 16010) on the server's uplink: 16030 .. 24030, +10 */
+	assert_double_equal(r.iter_us[1], 3000.0 + 24040.0, 1e-6);
+	ps_sim_result_free(&r);
+	ps_dag_free(&d);
+}
+
 /* ---- TicTac Figure 2: recv1 before recv2 is the good order -------------- */
 
 static const char fig2[] = HEAD
@@ -491,6 +601,21 @@ static void test_bounds_hold_on_random_dags(void **state)
 			set(&cfg, "sim.aggregate_ns_per_byte", v);
 			snprintf(v, sizeof(v), "%.2f", rnd(100) / 100.0);
 			set(&cfg, "sim.update_ns_per_byte", v);
+			/* every other case with fair sharing */
+			set(&cfg, "link.sharing", (seed + p) % 2 ? "fair" : "fifo");
+			/* and every other fair case with token buckets */
+			if ((seed + p) % 4 == 1) {
+				snprintf(v, sizeof(v), "%u", rnd(400000));
+				set(&cfg, "link.burst_bytes", v);
+				snprintf(v, sizeof(v), "%u", rnd(100));
+				set(&cfg, "link.burst_gbps", v);
+			}
+			/* and some with the machine as a shared resource */
+			if ((seed + p) % 6 == 3) {
+				snprintf(v, sizeof(v), "%.2f",
+					 0.2 + rnd(100) / 10.0);
+				set(&cfg, "sim.machine_gbps", v);
+			}
 			r = simulate(&cfg, d);
 			double tol = 1e-9 * r.bounds.worst_us;
 			if (!(r.makespan_us >= r.bounds.lower_us - tol &&
@@ -616,6 +741,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_heap_order),
 		cmocka_unit_test(test_one_tensor_by_hand),
+		cmocka_unit_test(test_fair_sharing_by_hand),
 		cmocka_unit_test(test_tictac_figure2),
 		cmocka_unit_test(test_seq32_orders_tie),
 		cmocka_unit_test(test_par32_orders_tie),

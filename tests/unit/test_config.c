@@ -834,9 +834,14 @@ static void test_reference(void **state)
 	                                   "latency_us",
 	                                   "gamma",
 	                                   "fit_file",
+	                                   "sharing",
+	                                   "burst_bytes",
+	                                   "burst_gbps",
 	                                   "aggregate_ns_per_byte",
 	                                   "update_ns_per_byte",
-	                                   "trace_workers"};
+	                                   "trace_workers",
+	                                   "op_overhead_us",
+	                                   "machine_gbps"};
 	char *ref = config_to_string(NULL, 1), *again;
 	char *ini = NULL;
 	ps_config cfg;
