@@ -342,6 +342,71 @@ def netns_available():
     return ok, why
 
 
+# Bulk TCP streams from every worker to every server at once over the
+# shaped links (the pattern of the pushes: each worker's uplink and each
+# server's downlink carry several streams): the rate a host's link really
+# delivers when it is busy (ps-sim's link rate, docs/sim.md).
+LINK_PROBE_RECV = r"""
+import socket, sys, threading, time
+n_conn = int(sys.argv[3])
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], int(sys.argv[2])))
+s.listen(n_conn)
+s.settimeout(20)
+print("ready", flush=True)
+res = []
+def take(c):
+    c.settimeout(20)
+    buf = bytearray(1 << 20)
+    n, t0, t1 = 0, None, None
+    while True:
+        k = c.recv_into(buf)
+        if not k:
+            break
+        now = time.monotonic()
+        if t0 is None:
+            t0 = now  # the bytes of the first read came before t0
+        else:
+            n += k
+        t1 = now
+    if t0 is not None:
+        res.append((n, t0, t1))
+th = []
+for _ in range(n_conn):
+    c, _ = s.accept()
+    th.append(threading.Thread(target=take, args=(c,)))
+    th[-1].start()
+for t in th:
+    t.join()
+print(sum(r[0] for r in res), min(r[1] for r in res),
+      max(r[2] for r in res), flush=True)
+"""
+LINK_PROBE_SEND = r"""
+import socket, sys, threading, time
+seconds = float(sys.argv[2])
+def go(host, port):
+    c = socket.create_connection((host, int(port)), timeout=20)
+    buf = bytes(1 << 20)
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        c.sendall(buf)
+    c.close()
+th = [threading.Thread(target=go, args=a.split(":")) for a in sys.argv[3:]]
+for t in th:
+    t.start()
+for t in th:
+    t.join()
+"""
+LINK_PROBE_PORT = 47911
+
+# The model ps-bench calibrates ps-sim's link rate on (Bench.calibrate):
+# TicTac's Seq-32, 32 parameters of 2 MiB in a chain with almost no
+# compute, i.e. bulk transfers through the real binaries; not a model of
+# the tables.
+CAL_MODEL = "seq32"
+
+
 class Cluster:
     """Node namespaces on a bridge (netns mode) or plain loopback."""
 
@@ -389,15 +454,19 @@ class Cluster:
             run_cmd(["ip", "-n", ns, "link", "set", "lo", "up"])
             self.addr[name] = addr
 
+    def burst_bytes(self, gbps):
+        """tbf's bucket at gbps: 1 ms at the rate, at least 64 KiB + one
+        MTU (a GSO packet must fit). The queue limit is tbf_latency_ms at
+        the rate."""
+        return max(65536 + self.mtu, int(gbps * 1e9 / 8 * 0.001))
+
     def shape(self, gbps):
         """tbf at gbps on both directions of every host's link."""
         self.bandwidth = gbps
         if self.mode == "loopback":
             return
         rate_bps = gbps * 1e9
-        # burst: 1 ms at the rate, at least 64 KiB + one MTU (a GSO packet
-        # must fit); queue limit: tbf_latency_ms at the rate
-        burst = max(65536 + self.mtu, int(rate_bps / 8 * 0.001))
+        burst = self.burst_bytes(gbps)
         rate = "%dkbit" % max(8, int(round(rate_bps / 1000)))
         for name, _, _ in self.nodes:
             for ns, dev in ((self.ns(name), "eth0"),
@@ -405,6 +474,58 @@ class Cluster:
                 run_cmd(["tc", "-n", ns, "qdisc", "replace", "dev", dev,
                          "root", "tbf", "rate", rate, "burst", str(burst),
                          "latency", "%dms" % self.tbf_latency_ms])
+
+    def probe_rate(self, seconds=1.5):
+        """Gbit/s of payload per busy host link: bulk TCP streams from
+        every worker to every server at once (one per pair, as the job's
+        connections), total payload over the window in which all ran
+        (after each stream's first read) / the number of workers, capped
+        by the servers' side the same way; None where it cannot be
+        measured."""
+        servers = [n for n, role, _ in self.nodes if role == "server"]
+        workers = [n for n, role, _ in self.nodes if role == "worker"]
+        if self.mode == "loopback" or not servers or not workers:
+            return None
+        recvs, sends = [], []
+        try:
+            for sv in servers:
+                recvs.append(subprocess.Popen(
+                    self.prefix_cmd(sv) +
+                    [sys.executable, "-c", LINK_PROBE_RECV, self.addr[sv],
+                     str(LINK_PROBE_PORT), str(len(workers))],
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                    text=True))
+            for r in recvs:
+                if r.stdout.readline().strip() != "ready":
+                    return None
+            dests = ["%s:%d" % (self.addr[sv], LINK_PROBE_PORT)
+                     for sv in servers]
+            for wk in workers:
+                sends.append(subprocess.Popen(
+                    self.prefix_cmd(wk) +
+                    [sys.executable, "-c", LINK_PROBE_SEND, wk,
+                     str(seconds)] + dests,
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+            for p in sends:
+                p.wait(timeout=seconds + 30)
+            total, t0, t1 = 0.0, None, None
+            for r in recvs:
+                out, _ = r.communicate(timeout=30)
+                n, a, b = out.split()
+                total += float(n)
+                t0 = float(a) if t0 is None else min(t0, float(a))
+                t1 = float(b) if t1 is None else max(t1, float(b))
+            if t1 - t0 < 0.1 * seconds:
+                return None
+            per_host = total / max(len(workers), len(servers))
+            return per_host * 8.0 / (t1 - t0) / 1e9
+        except (subprocess.TimeoutExpired, ValueError, OSError):
+            return None
+        finally:
+            for p in recvs + sends:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
 
     def counters(self):
         """{node: (tx_bytes, rx_bytes)} seen from the node, or None."""
@@ -675,6 +796,30 @@ def summarize_run(per):
             "straggler": straggler}
 
 
+def bisect(f, target, lo, hi, geometric, falling, steps=24):
+    """x in [lo, hi] where f(x) crosses target (f monotonic: falling or
+    rising in x), halving the interval `steps` times (geometrically:
+    lo > 0); None where f fails or target is outside [f(lo), f(hi)]."""
+    flo, fhi = f(lo), f(hi)
+    if flo is None or fhi is None:
+        return None
+    if falling:
+        flo, fhi = -flo, -fhi
+        target = -target
+    if not flo <= target <= fhi:
+        return None
+    for _ in range(steps):
+        mid = math.sqrt(lo * hi) if geometric else (lo + hi) / 2.0
+        at = f(mid)
+        if at is None:
+            return None
+        if (-at if falling else at) < target:
+            lo = mid
+        else:
+            hi = mid
+    return math.sqrt(lo * hi) if geometric else (lo + hi) / 2.0
+
+
 # --------------------------------------------------------------------------
 # Reading a run's timeline (--explain)
 
@@ -797,6 +942,11 @@ class Bench:
         self.cluster = None
         self.results = []  # one dict per run
         self.sim = {}      # (model, bw, preset) -> dict or str
+        self.link_rate = {}  # bw -> Gbit/s bulk TCP streams measured
+        self.calibrated = {}  # bw -> sim.machine_gbps fitted on CAL_MODEL
+        self.calibration = {}  # "%g" % bw -> {preset: its run record}
+        self.latency = {}  # bw -> link.latency_us fitted on CAL_MODEL, p3
+        self.machine_probe = None  # bulk TCP streams without shaping
         self.rng = random.Random(1)
         self.sim_bin = os.path.join(self.bin_dir, "ps-sim")
 
@@ -844,29 +994,57 @@ class Bench:
     # -- simulator -------------------------------------------------------------
     def simulate(self, run):
         key = (run["model"], run["bw"], run["preset"])
-        if key in self.sim:
-            return self.sim[key]
+        if key not in self.sim:
+            self.sim[key] = self.sim_once(run, self.sim_link(run["bw"]))
+        return self.sim[key]
+
+    def sim_link(self, bw, machine=None, latency=None):
+        """ps-sim's links at bw (docs/bench.md, "ps-sim's links"): the
+        rate bulk TCP streams got through them (else the nominal rate);
+        in netns mode tbf's bucket, emptied at the rate bulk streams got
+        without shaping; the machine's rate (or `machine`; 0 = no limit)
+        and the per-message latency (or `latency`; None = ps-sim's
+        default) calibrated on CAL_MODEL."""
+        if machine is None:
+            machine = self.calibrated.get(bw, 0.0)
+        if latency is None:
+            latency = self.latency.get(bw)
+        link = {"rate": self.link_rate.get(bw, bw), "burst": 0,
+                "burst_rate": 0.0, "machine": machine, "latency": latency}
+        if self.mode == "netns" and self.machine_probe and \
+                self.machine_probe > link["rate"]:
+            link["burst"] = self.cluster.burst_bytes(bw)
+            link["burst_rate"] = self.machine_probe
+        return link
+
+    def sim_once(self, run, link):
+        """ps-sim's prediction for run on `link` (sim_link): its JSON as a
+        dict, or a string saying why there is none."""
         if not os.access(self.sim_bin, os.X_OK):
-            self.sim[key] = "n/a (ps-sim not built)"
-            return self.sim[key]
+            return "n/a (ps-sim not built)"
         ini = os.path.join(self.out, "sim-job.ini")
         with open(ini, "w") as f:
             f.write(self.job_ini(run, None))
-        argv = [self.sim_bin, "--config", ini]
+        # one in-order stream per peer pair sharing the links fairly; the
+        # job's keys may override the sharing
+        argv = [self.sim_bin, "--config", ini, "--set", "link.sharing=fair"]
         for kv in self.plan["job"]:
             argv += ["--set", kv]
-        argv += ["--set", "link.bandwidth_gbps=%g" % run["bw"], "--json"]
+        argv += ["--set", "link.bandwidth_gbps=%.6g" % link["rate"],
+                 "--set", "link.burst_bytes=%d" % link["burst"],
+                 "--set", "link.burst_gbps=%.6g" % link["burst_rate"],
+                 "--set", "sim.machine_gbps=%.6g" % link["machine"],
+                 "--json"]
+        if link["latency"] is not None:
+            argv[-1:-1] = ["--set", "link.latency_us=%.6g" % link["latency"]]
         try:
             p = run_cmd(argv, check=False, timeout=120)
             if p.returncode != 0:
                 msg = (p.stderr.strip().splitlines() or ["?"])[-1]
-                res = "n/a (ps-sim failed: %s)" % msg[:100]
-            else:
-                res = json.loads(p.stdout.strip().splitlines()[-1])
+                return "n/a (ps-sim failed: %s)" % msg[:100]
+            return json.loads(p.stdout.strip().splitlines()[-1])
         except (subprocess.TimeoutExpired, ValueError, IndexError) as e:
-            res = "n/a (ps-sim failed: %s)" % str(e)[:100]
-        self.sim[key] = res
-        return res
+            return "n/a (ps-sim failed: %s)" % str(e)[:100]
 
     # -- running --------------------------------------------------------------
     def check_job_config(self, runs):
@@ -906,12 +1084,15 @@ class Bench:
                                self.plan["workers"]))
         self.cluster.setup()
         t0 = time.monotonic()
+        if self.mode == "netns" and runs:
+            self.measure_machine()
         for i, run in enumerate(runs):
             if self.cluster.bandwidth != run["bw"]:
                 self.cluster.shape(run["bw"])
                 if self.mode == "netns":
                     log("links shaped to %g Gbit/s per direction (tbf)" %
                         run["bw"])
+                    self.measure_link(run["bw"], runs)
             elapsed = time.monotonic() - t0
             left = self.estimate_left(runs[i:])
             log("[%d/%d] %s %s Gbit/s %s %s rep %d/%d -- elapsed %s, about "
@@ -922,6 +1103,125 @@ class Bench:
                              fmt_dur(elapsed), fmt_dur(left)))
             self.results.append(self.one(i + 1, run))
         self.wall = time.monotonic() - t0
+
+    def measure_machine(self):
+        """Before any shaping: what bulk TCP streams get between the
+        namespaces: the rate at which a link with tokens in its bucket
+        empties it, in ps-sim."""
+        self.machine_probe = self.cluster.probe_rate()
+        if self.machine_probe is not None:
+            log("bulk TCP streams worker -> server get %.3f Gbit/s per host "
+                "link without shaping" % self.machine_probe)
+
+    def measure_link(self, bw, runs):
+        """Once per bandwidth: measures what bulk TCP streams get through
+        the shaped links, calibrates ps-sim's machine on CAL_MODEL and
+        simulates bw's rows again."""
+        if bw in self.link_rate or "%g" % bw in self.calibration:
+            return
+        rate = self.cluster.probe_rate()
+        if rate is None:
+            log("could not measure the links' rate at %g Gbit/s with bulk "
+                "TCP streams" % bw)
+        else:
+            self.link_rate[bw] = rate
+            log("bulk TCP streams worker -> server get %.3f Gbit/s per "
+                "host link at %g Gbit/s" % (rate, bw))
+        if not self.args.no_calibration:
+            self.calibrate(bw)
+        log("ps-sim at %g Gbit/s: links of %.3f Gbit/s, %s, %s" %
+            (bw, self.sim_link(bw)["rate"], self.machine_label(bw),
+             self.latency_label(bw)))
+        for k in [k for k in self.sim if k[1] == bw]:
+            del self.sim[k]
+        for r in runs:
+            if r["bw"] == bw:
+                self.simulate(r)
+
+    def machine_label(self, bw):
+        if bw not in self.calibrated:
+            return "machine not calibrated (no limit)"
+        if not self.calibrated[bw]:
+            return "the links alone explain %s (no machine limit)" % \
+                CAL_MODEL
+        return "machine moving %.3f Gbit/s over all links (calibrated " \
+            "on %s, baseline)" % (self.calibrated[bw], CAL_MODEL)
+
+    def latency_label(self, bw):
+        if bw not in self.latency:
+            return "latency not calibrated (ps-sim's default)"
+        return "%.0f us per message (calibrated on %s, p3)" % (
+            self.latency[bw], CAL_MODEL)
+
+    def calibrate(self, bw):
+        """Runs the real job on CAL_MODEL (a model the tables do not hold)
+        on links shaped to bw, twice, and fits the two numbers of ps-sim's
+        links that cannot be measured directly (docs/bench.md), each by
+        bisection on ps-sim's prediction of one run's measured iteration
+        time; nothing is fitted to the runs it predicts:
+        - with the baseline preset (whole tensors, bandwidth-bound):
+          sim.machine_gbps, the rate at which the one emulating machine
+          moves bytes over all links together (its two cores copy every
+          byte: ZeroMQ, the kernel, veth, the bridge, tbf); 0 when ps-sim
+          is as slow as the measurement without a limit;
+        - with p3 (small slices, stop-and-wait: latency-bound):
+          link.latency_us, what a message waits beyond its bytes on this
+          machine (waking the receiving process on busy cores).
+        Leaves either uncalibrated where its run or ps-sim fails."""
+        base = self.calibration_run(bw, "baseline")
+        if base is None:
+            return
+
+        def at_machine(machine):
+            return self.predict(base, self.sim_link(bw, machine))
+        unlimited = at_machine(0)
+        if unlimited is None:
+            return
+        if unlimited >= base["measured_ms"]:
+            self.calibrated[bw] = 0.0
+        else:
+            # never binding above every host's two directions at full rate
+            hi = 2.0 * (self.plan["workers"] + self.plan["servers"]) * \
+                max(self.sim_link(bw)["rate"], self.machine_probe or 0)
+            machine = bisect(at_machine, base["measured_ms"], hi / 1000.0, hi,
+                             geometric=True, falling=True)
+            if machine is None:
+                return
+            self.calibrated[bw] = machine
+        p3 = self.calibration_run(bw, "p3")
+        if p3 is None:
+            return
+        def at_latency(latency):
+            return self.predict(p3, self.sim_link(bw, None, latency))
+        at_zero = at_latency(0.0)
+        if at_zero is not None and at_zero >= p3["measured_ms"]:
+            self.latency[bw] = 0.0
+            return
+        latency = bisect(at_latency, p3["measured_ms"], 0.0, 5000.0,
+                         geometric=False, falling=False)
+        if latency is not None:
+            self.latency[bw] = latency
+
+    def calibration_run(self, bw, preset):
+        """One real run of CAL_MODEL at bw (runs/cal-BW[-PRESET]): the run
+        dict with measured_ms added, None where it failed."""
+        run = {"model": CAL_MODEL, "model_file": resolve_model(CAL_MODEL)[1],
+               "bw": bw, "transport": "tcp", "preset": preset,
+               "rep": 1, "warmup": 2, "measured": 16, "total_iters": 18,
+               "timeout": 120}
+        log("calibrating ps-sim at %g Gbit/s: %s, %s, %d iterations"
+            % (bw, CAL_MODEL, preset, run["total_iters"]))
+        name = "cal-%g" % bw + ("" if preset == "baseline" else "-" + preset)
+        rec = self.one(name, run)
+        self.calibration.setdefault("%g" % bw, {})[preset] = rec
+        if rec["status"] != "ok":
+            return None
+        run["measured_ms"] = rec["iter_ms"]
+        return run
+
+    def predict(self, run, link):
+        res = self.sim_once(run, link)
+        return res.get("iteration_ms") if isinstance(res, dict) else None
 
     def estimate_left(self, runs):
         done = {}
@@ -947,7 +1247,9 @@ class Bench:
         return left
 
     def one(self, idx, run):
-        run_dir = os.path.join(self.out, "runs", "%03d" % idx)
+        """Runs one job; idx: its number in the plan, or a name."""
+        run_dir = os.path.join(self.out, "runs", "%03d" % idx
+                               if isinstance(idx, int) else idx)
         if len(run_dir) > CFG_STR_MAX:
             raise UsageError("--out path too long: output.dir must fit in "
                              "%d characters" % CFG_STR_MAX)
@@ -1006,7 +1308,7 @@ class Bench:
         if failure:
             rec["status"] = "failed"
             rec["reason"] = failure
-            log("    run %d FAILED: %s (logs in %s)" % (idx, failure,
+            log("    run %s FAILED: %s (logs in %s)" % (idx, failure,
                                                       run_dir))
         else:
             busiest = max(nic.items(), key=lambda kv: max(kv[1]))[0] \
@@ -1116,6 +1418,24 @@ class Bench:
         return "%d CPU(s) (nproc), %s, Linux %s" % (
             len(os.sched_getaffinity(0)), cpu, platform.release())
 
+    def calibration_notes(self):
+        notes = []
+        for bw in self.plan["bandwidths"]:
+            recs = self.calibration.get("%g" % bw)
+            if recs is None:
+                continue
+            link = self.sim_link(bw)
+            how = ", ".join(
+                "%s %.1f ms per iteration measured" % (p, r["iter_ms"])
+                if r["status"] == "ok" else "%s failed: %s" % (p, r["reason"])
+                for p, r in recs.items())
+            notes.append("%g Gbit/s: links of %.3f Gbit/s%s, %s, %s (%s)" % (
+                bw, link["rate"], ", tbf bucket %d B emptied at %.3f Gbit/s"
+                % (link["burst"], link["burst_rate"]) if link["burst"]
+                else "", self.machine_label(bw), self.latency_label(bw),
+                how))
+        return notes or ["none (no calibration run)"]
+
     def report(self, argv):
         rows = self.aggregate()
         self.rows = rows
@@ -1136,6 +1456,20 @@ class Bench:
             w("- links: veth pairs to a bridge, tbf in both directions of "
               "every host at the bandwidth of the row, MTU %d" %
               self.plan["mtu"])
+            if self.link_rate or self.machine_probe:
+                w("- bulk TCP streams from every worker to every server at "
+                  "once got %s per host link" % ", ".join(
+                      (["%.3f Gbit/s unshaped" % self.machine_probe]
+                       if self.machine_probe else []) +
+                      ["%.3f Gbit/s on %g" % (v, k)
+                       for k, v in sorted(self.link_rate.items())]))
+            if self.args.no_calibration:
+                w("- ps-sim's links: the bulk streams' rate with tbf's "
+                  "bucket; machine not calibrated (--no-calibration)")
+            else:
+                w("- ps-sim's links (docs/bench.md), calibrated on the real "
+                  "job with %s (runs/cal-*): %s" % (
+                      CAL_MODEL, "; ".join(self.calibration_notes())))
         else:
             w("- **WARNING: loopback mode, links NOT shaped** (%s): the "
               "bandwidth column only sets the E oracle and ps-sim; iteration"
@@ -1491,6 +1825,11 @@ def parse_args(argv):
                     "ps-sim are (default: beside ps-bench, else build/)")
     ap.add_argument("--no-plot", action="store_true",
                     help="do not run gnuplot")
+    ap.add_argument("--no-calibration", action="store_true",
+                    help="do not calibrate ps-sim on %s (saves two short "
+                    "runs per bandwidth; ps-sim then sets no limit on what "
+                    "the machine moves and uses its default latency)" %
+                    CAL_MODEL)
     ap.add_argument("--dry-run", action="store_true",
                     help="print the runs that would be made and exit")
     ap.add_argument("--explain", metavar="RUN_DIR",

@@ -33,8 +33,13 @@ if ! { ip -n "$probe" link add pa type veth peer name pb &&
 fi
 ip netns del "$probe"
 
-ours() { ip netns list | grep -c '^ordo-bench-' || true; }
-before=$(ours)
+# ps-bench names its namespaces ordo-bench-PID-HOST; one whose PID is gone
+# was left behind (by us, or by an earlier run elsewhere on this machine,
+# which our next run must remove)
+stale() {
+	ip netns list | sed -n 's/^\(ordo-bench-\([0-9][0-9]*\)-[^ ]*\).*/\2 \1/p' |
+		while read -r pid ns; do [ -d "/proc/$pid" ] || echo "$ns"; done
+}
 
 # 1. bad input: exit 2 and a clear message, nothing built
 for bad in "--quick --presets baseline,nosuch" "--quick --bandwidths 0" \
@@ -66,6 +71,11 @@ grep -q "^| resnet50 | 1 | rdma | all | - | not run: " "$out" || fail "report: n
 grep -q "^- runs: 6, 6 completed, 0 failed" "$out" || fail "report: not every run completed"
 grep -q "each in its own network namespace" "$out" || fail "report: not in netns mode"
 grep -q "LOOPBACK\|loopback mode" "$out" && fail "report warns of loopback in netns mode"
+grep -q "^- ps-sim.s links .*: 1 Gbit/s: links of [0-9.]* Gbit/s.*, machine moving [0-9.]* Gbit/s .*, [0-9]* us per message" "$out" ||
+	fail "report: no calibration of ps-sim's links (rate, machine, latency)"
+for c in cal-1 cal-1-p3; do
+	[ -s "$WORK/q/runs/$c/metrics-worker-0.csv" ] || fail "no calibration run $c"
+done
 python3 - "$WORK/q" "$PRESETS" <<'PY' || fail "CSV or timeline structure"
 import csv, json, os, sys
 out, presets = sys.argv[1], sys.argv[2].split()
@@ -106,7 +116,8 @@ fi
 pass "ps-bench --quick: every preset, every run completed ($took s)"
 
 leftovers() {
-	[ "$(ours)" -eq "$before" ] || { ip netns list >&2; fail "$1: namespaces left behind"; }
+	left=$(stale)
+	[ -z "$left" ] || { echo "$left" >&2; fail "$1: namespaces left behind"; }
 	sleep 0.2
 	if pgrep -f "$WORK/" >/dev/null; then
 		pgrep -af "$WORK/" >&2
@@ -118,13 +129,13 @@ pass "no namespace or process left behind"
 
 # 3. a second run right after the first; Ctrl-C during its second run
 "$BENCH" --quick --mode netns --presets baseline,ordo --warmup 1 \
-	--iterations 1 --no-plot --out "$WORK/q2" >"$WORK/q2.out.log" \
+	--iterations 1 --no-plot --no-calibration --out "$WORK/q2" >"$WORK/q2.out.log" \
 	2>"$WORK/q2.err.log" || fail "second ps-bench exited $?"
 grep -q "^- runs: 2, 2 completed, 0 failed" "$WORK/q2.out.log" || fail "second run incomplete"
 leftovers "after the second run"
 pass "a second run right after the first works"
 
-"$BENCH" --quick --mode netns --out "$WORK/q3" >"$WORK/q3.out.log" \
+"$BENCH" --quick --mode netns --no-calibration --out "$WORK/q3" >"$WORK/q3.out.log" \
 	2>"$WORK/q3.err.log" &
 bench=$!
 wait_for "$WORK/q3.err.log" '\[2/6\]'
