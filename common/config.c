@@ -353,6 +353,14 @@ static const option options[] = {
            "links together (ps-bench's emulated cluster, which calibrates "
            "it); a stream crosses its two links and the machine. 0 = the "
            "hosts are separate machines."),
+    INT(sim, machine_small_bytes, "0", 0, 1073741824,
+        "ps-sim, sim.machine_gbps: messages of at most this many bytes "
+        "cross the machine at sim.machine_small_gbps instead (copies that "
+        "fit a core's cache are cheaper; ps-bench sets the L2 cache's "
+        "size). 0 = every message at sim.machine_gbps."),
+    DOUBLE(sim, machine_small_gbps, "0", 0, 1e6, false,
+           "ps-sim: the machine's rate for messages of at most "
+           "sim.machine_small_bytes. 0 = sim.machine_gbps."),
     DOUBLE(sim, op_overhead_us, "0", 0, 1e6, false,
            "ps-sim: time (microseconds) a worker spends on every op "
            "beyond its model time (a framework's launch cost per op, a "

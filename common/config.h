@@ -119,6 +119,8 @@ struct ps_config {
 		int trace_workers;            /* workers in the timeline */
 		double op_overhead_us;        /* worker: added to every op */
 		double machine_gbps; /* fair: all hosts together, 0 = none */
+		int machine_small_bytes;   /* messages up to this size... */
+		double machine_small_gbps; /* ...cross the machine at this */
 	} sim; /* ps-sim (sim/cluster.h) */
 	/* which options were set by a file, the environment or --set (not
 	 * defaults): a preset fills in only the others */

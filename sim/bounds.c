@@ -20,7 +20,7 @@ void ps_sim_bounds_compute(const ps_dag *dag, const ps_placement *pl,
 	double burst = c->fair ? c->burst_bytes * lm->b_us_per_byte : 0.0;
 	ps_link_model lo = *lm, hi = *lm;
 	double compute = 0.0, worker_link = 0.0, worst, lower, msgs = 0.0;
-	double machine;
+	double machine = 0.0;
 	uint64_t worker_bytes = 0, server_bytes_max = 0;
 	double server_link_max = 0.0, cpu_max = 0.0, cpu_sum = 0.0;
 	double W = (double)workers;
@@ -31,8 +31,9 @@ void ps_sim_bounds_compute(const ps_dag *dag, const ps_placement *pl,
 		lo.a_us = 0.0;
 		lo.gamma = hi.gamma = 1.0;
 		/* a message alone goes at the slower of link and machine */
-		hi.b_us_per_byte = max2(hi.b_us_per_byte,
-					c->machine_us_per_byte);
+		hi.b_us_per_byte = max2(max2(hi.b_us_per_byte,
+					     c->machine_us_per_byte),
+					c->machine_small_us_per_byte);
 	}
 	for (uint32_t i = 0; i < dag->nops; i++)
 		compute += dag->ops[i].time_us + c->op_overhead_us;
@@ -61,11 +62,14 @@ void ps_sim_bounds_compute(const ps_dag *dag, const ps_placement *pl,
 		worker_link += ps_link_cost(&lo, m, 1);
 		msgs += ps_link_cost(&hi, m, 1);
 		worker_bytes += m;
+		/* every byte crosses the machine twice: pushed and sent
+		 * back */
+		if (c->fair)
+			machine += 2.0 * W * (double)m *
+				   ((double)m <= c->machine_small_bytes
+					    ? c->machine_small_us_per_byte
+					    : c->machine_us_per_byte);
 	}
-	/* every byte crosses the machine twice: pushed and sent back */
-	machine = c->fair ? 2.0 * W * (double)worker_bytes *
-				    c->machine_us_per_byte
-			  : 0.0;
 	lower = max2(max2(max2(compute, worker_link - burst),
 			  max2(server_link_max, cpu_max)),
 		     machine);

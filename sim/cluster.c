@@ -61,6 +61,8 @@ typedef struct stream {
 	uint32_t head, tail; /* messages queued, head in transfer */
 	double left, rate;   /* bytes of the head still to go; bytes/us */
 	uint32_t active;     /* position in net.act + 1, 0 = idle */
+	double mw;           /* the head's cost on the machine per byte,
+			      * relative to sim.machine_gbps */
 } stream;
 
 typedef struct worker {
@@ -99,6 +101,8 @@ typedef struct sim {
 	double *use, *tok;   /* per link: bytes/us carried, tokens (bytes) */
 	double burst, burst_rate; /* bucket size (bytes), rate with tokens */
 	double machine_cap; /* bytes/us of all streams together, 0 = none */
+	uint64_t small_bytes; /* messages up to this size cost small_w */
+	double small_w;       /* machine_cap / their rate */
 	uint32_t *nfl, *fz;  /* per link scratch; per active: frozen */
 	uint64_t net_gen;
 	msg *msgs;
@@ -268,10 +272,14 @@ static uint32_t stream_resources(const sim *s, uint32_t c, uint32_t *r)
 }
 
 /* Progressive filling: the resource with the smallest fair share fixes
- * the rate of every stream through it; repeat with what is left. */
+ * the rate of every stream through it; repeat with what is left. On the
+ * machine a stream at rate r uses r * mw (its head's relative cost), so
+ * its fair share there is what is left over the weights of the streams
+ * not yet fixed. */
 static void net_rates(sim *s)
 {
 	uint32_t H = s->W + s->S, left = s->nact, nres = 2 * H + 1;
+	double mwsum = 0.0;
 
 	for (uint32_t l = 0; l < nres; l++) {
 		if (l < 2 * H) /* a byte's worth of tokens counts as empty */
@@ -288,18 +296,24 @@ static void net_rates(sim *s)
 		uint32_t r[3], n = stream_resources(s, s->act[i], r);
 		for (uint32_t j = 0; j < n; j++)
 			s->nfl[r[j]]++;
+		if (n == 3)
+			mwsum += s->st[s->act[i]].mw;
 		s->fz[i] = 0;
 	}
 	while (left > 0) {
 		uint32_t best = UINT32_MAX;
 		double share = 0.0;
-		for (uint32_t l = 0; l < nres; l++)
-			if (s->nfl[l] &&
-			    (best == UINT32_MAX ||
-			     s->cap[l] / s->nfl[l] < share)) {
+		for (uint32_t l = 0; l < nres; l++) {
+			double sh;
+			if (!s->nfl[l])
+				continue;
+			sh = l == 2 * H ? s->cap[l] / mwsum
+					: s->cap[l] / s->nfl[l];
+			if (best == UINT32_MAX || sh < share) {
 				best = l;
-				share = s->cap[l] / s->nfl[l];
+				share = sh;
 			}
+		}
 		if (share < 0)
 			share = 0;
 		for (uint32_t i = 0; i < s->nact; i++) {
@@ -317,9 +331,12 @@ static void net_rates(sim *s)
 			s->use[r[0]] += share;
 			s->use[r[1]] += share;
 			for (j = 0; j < n; j++) {
-				s->cap[r[j]] -= share;
+				double mw = j == 2 ? s->st[s->act[i]].mw : 1.0;
+				s->cap[r[j]] -= share * mw;
 				s->nfl[r[j]]--;
 			}
+			if (n == 3)
+				mwsum -= s->st[s->act[i]].mw;
 		}
 	}
 }
@@ -356,6 +373,9 @@ static void stream_start(sim *s, uint32_t c, double t)
 		if (m->bytes > 0) {
 			q->left = (double)m->bytes;
 			q->rate = 0.0;
+			q->mw = s->small_bytes && m->bytes <= s->small_bytes
+					? s->small_w
+					: 1.0;
 			s->act[s->nact++] = c;
 			q->active = s->nact;
 			return;
@@ -904,6 +924,12 @@ static int setup(sim *s, char *err, size_t errlen)
 			 cfg->sim.machine_gbps);
 		return PS_EINVAL;
 	}
+	if (cfg->sim.machine_small_gbps > 0 && !(cfg->sim.machine_gbps > 0)) {
+		snprintf(err, errlen, "sim.machine_small_gbps = %g needs "
+			 "sim.machine_gbps (the rate of the other messages)",
+			 cfg->sim.machine_small_gbps);
+		return PS_EINVAL;
+	}
 	if (s->fair) {
 		size_t nst = 2 * (size_t)s->W * s->S, H = (size_t)s->W + s->S;
 		s->st = calloc(nst, sizeof(*s->st));
@@ -913,6 +939,11 @@ static int setup(sim *s, char *err, size_t errlen)
 		s->nfl = calloc(2 * H + 1, sizeof(*s->nfl));
 		/* Gbit/s -> bytes/us */
 		s->machine_cap = cfg->sim.machine_gbps * 1e3 / 8.0;
+		s->small_bytes = (uint64_t)cfg->sim.machine_small_bytes;
+		s->small_w = cfg->sim.machine_small_gbps > 0
+				     ? cfg->sim.machine_gbps /
+					       cfg->sim.machine_small_gbps
+				     : 1.0;
 		s->use = calloc(2 * H, sizeof(*s->use));
 		s->tok = calloc(2 * H, sizeof(*s->tok));
 		if (!s->st || !s->act || !s->fz || !s->cap || !s->nfl ||
@@ -1088,6 +1119,9 @@ static void results(sim *s, ps_sim_result *r)
 		.burst_bytes = (double)s->cfg->link.burst_bytes,
 		.machine_us_per_byte = s->machine_cap > 0 ? 1.0 / s->machine_cap
 							  : 0.0,
+		.machine_small_us_per_byte =
+			s->machine_cap > 0 ? s->small_w / s->machine_cap : 0.0,
+		.machine_small_bytes = (double)s->small_bytes,
 		.credit = s->cfg->scheduling.credit_size != 0,
 		.fair = s->fair,
 	};

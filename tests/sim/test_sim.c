@@ -302,6 +302,23 @@ static void test_fair_sharing_by_hand(void **state)
 	r = simulate(&cfg, d);
 	assert_double_equal(r.iter_us[1], 3000.0 + 2 * 32010.0, 1e-6);
 	ps_sim_result_free(&r);
+	/* messages of at most 1 MB cost half as much on it (1 Gbit/s):
+	 * 62.5 B/us each, the server's downlink's half; the bounds count
+	 * them at that cost */
+	set(&cfg, "sim.machine_small_bytes", "1000000");
+	set(&cfg, "sim.machine_small_gbps", "1");
+	r = simulate(&cfg, d);
+	assert_double_equal(r.iter_us[1], 3000.0 + 2 * 16010.0, 1e-6);
+	assert_double_equal(r.bounds.lower_us, 32000.0, 1e-6);
+	ps_sim_result_free(&r);
+	/* one byte short of the message: the machine's own rate again */
+	set(&cfg, "sim.machine_small_bytes", "999999");
+	r = simulate(&cfg, d);
+	assert_double_equal(r.iter_us[1], 3000.0 + 2 * 32010.0, 1e-6);
+	assert_double_equal(r.bounds.lower_us, 64000.0, 1e-6);
+	ps_sim_result_free(&r);
+	set(&cfg, "sim.machine_small_bytes", "0");
+	set(&cfg, "sim.machine_small_gbps", "0");
 	ps_dag_free(&d);
 
 	/* 2 workers x 2 servers, x and y on different servers: the four
@@ -615,6 +632,16 @@ static void test_bounds_hold_on_random_dags(void **state)
 				snprintf(v, sizeof(v), "%.2f",
 					 0.2 + rnd(100) / 10.0);
 				set(&cfg, "sim.machine_gbps", v);
+				/* half of them cheaper (or dearer) for small
+				 * messages */
+				if ((seed + p) % 12 == 3) {
+					snprintf(v, sizeof(v), "%u",
+						 rnd(4u << 20));
+					set(&cfg, "sim.machine_small_bytes", v);
+					snprintf(v, sizeof(v), "%.2f",
+						 0.2 + rnd(200) / 10.0);
+					set(&cfg, "sim.machine_small_gbps", v);
+				}
 			}
 			r = simulate(&cfg, d);
 			double tol = 1e-9 * r.bounds.worst_us;

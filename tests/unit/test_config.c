@@ -841,7 +841,9 @@ static void test_reference(void **state)
 	                                   "update_ns_per_byte",
 	                                   "trace_workers",
 	                                   "op_overhead_us",
-	                                   "machine_gbps"};
+	                                   "machine_gbps",
+	                                   "machine_small_bytes",
+	                                   "machine_small_gbps"};
 	char *ref = config_to_string(NULL, 1), *again;
 	char *ini = NULL;
 	ps_config cfg;
