@@ -138,6 +138,23 @@ static int accept_welcome(ps_node *n, ps_msg *msg, const ps_wire_header *h)
 	return PS_OK;
 }
 
+/* A peer's message that came before the WELCOME is kept for
+ * ps_node_recv (at most PS_EARLY_MAX; whether it belongs to the job is
+ * checked then). Returns 0 where it cannot be kept. */
+#define PS_EARLY_MAX 4096
+static int keep_early(ps_node *n, ps_msg *msg)
+{
+	if (n->nearly == PS_EARLY_MAX)
+		return 0;
+	if (!n->early) {
+		n->early = calloc(PS_EARLY_MAX, sizeof(*n->early));
+		if (!n->early)
+			return 0;
+	}
+	n->early[n->nearly++] = msg;
+	return 1;
+}
+
 /* Waits for the WELCOME (or an ABORT) after REGISTER. */
 static int await_welcome(ps_node *n)
 {
@@ -168,6 +185,8 @@ static int await_welcome(ps_node *n)
 			return rc == PS_EAGAIN ? PS_EINTR : rc;
 		rc = ps_wire_header_decode(msg->hdr, msg->hdr_len, &h, why,
 					   sizeof(why));
+		if (rc == PS_OK && h.sender != 0 && keep_early(n, msg))
+			continue;
 		if (rc != PS_OK || h.sender != 0 ||
 		    h.payload_len != msg->payload_len ||
 		    (h.type != PS_MSG_WELCOME && h.type != PS_MSG_ABORT)) {
@@ -388,7 +407,13 @@ int ps_node_recv(ps_node *n, int timeout_ms, ps_msg **msg_p,
 			if (left < wait)
 				wait = left;
 		}
-		rc = ps_transport_recv(n->transport, (int)wait, &msg);
+		if (n->early_next < n->nearly) { /* kept before the WELCOME */
+			msg = n->early[n->early_next];
+			n->early[n->early_next++] = NULL;
+			rc = PS_OK;
+		} else {
+			rc = ps_transport_recv(n->transport, (int)wait, &msg);
+		}
 		if (rc == PS_ETIMEDOUT) {
 			if (scheduler_silent(n))
 				return PS_EABORTED;
@@ -443,4 +468,9 @@ void ps_node_close(ps_node *n, int linger_ms)
 	free(n->connected);
 	n->peers = NULL;
 	n->connected = NULL;
+	for (uint32_t i = n->early_next; i < n->nearly; i++)
+		ps_msg_free(&n->early[i]);
+	free(n->early);
+	n->early = NULL;
+	n->nearly = n->early_next = 0;
 }

@@ -43,6 +43,11 @@ typedef struct ps_node {
 	int64_t last_heard_ms;   /* last message from the scheduler */
 	int64_t last_beat_ms;    /* last heartbeat sent */
 	uint64_t dropped;        /* malformed or unexpected messages */
+	/* messages from peers that came before the WELCOME (a peer that got
+	 * its WELCOME first may send at once): kept, checked and delivered
+	 * by ps_node_recv once this node knows the job */
+	ps_msg **early;
+	uint32_t nearly, early_next;
 	char abort_reason[PS_REASON_MAX];
 } ps_node;
 

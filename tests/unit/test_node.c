@@ -1,0 +1,207 @@
+/*
+ * tests/unit/test_node.c - joining a job (common/node.c) against a
+ * scheduler played by the test over real ZeroMQ sockets on loopback.
+ *
+ * The race it pins down: the scheduler sends its WELCOMEs one after the
+ * other, so a peer that got its WELCOME first can send to a node that has
+ * not got its own yet (ps-bench saw a server's first parameters reach a
+ * worker before that worker's WELCOME; dropped, the worker waited for
+ * them forever). Such a message must be kept and delivered once the node
+ * knows the job, and still be checked then.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/node.h"
+#include "scheduler/placement.h"
+
+#define SCHED_ID 0x5c4ed00000000001ull
+#define PEER_ID 0x9ee4000000000002ull
+#define JOB_ID 0x0123456789abcdefull
+
+typedef struct joiner {
+	ps_config cfg;
+	ps_node node;
+	int rc;
+} joiner;
+
+static void *join_main(void *arg)
+{
+	joiner *j = arg;
+
+	j->rc = ps_node_join(&j->node, &j->cfg, PS_ROLE_SERVER, NULL, 0);
+	return NULL;
+}
+
+static void set(ps_config *cfg, const char *key, const char *value)
+{
+	char err[512];
+
+	if (ps_config_set_kv(cfg, key, value, "--set", err, sizeof(err)) !=
+	    PS_OK)
+		fail_msg("%s=%s: %s", key, value, err);
+}
+
+static ps_transport *transport(uint64_t id)
+{
+	ps_transport_opts o = {.id = id,
+			       .send_timeout_ms = 2000,
+			       .connect_timeout_ms = 2000,
+			       .io_threads = 1};
+	ps_transport *t = NULL;
+
+	assert_int_equal(ps_transport_create("tcp", &o, &t), PS_OK);
+	return t;
+}
+
+static void send_msg(ps_transport *t, ps_peer to, uint32_t type,
+		     uint64_t job, uint32_t sender, void *body, size_t len)
+{
+	ps_wire_header h = {.type = type, .job_id = job, .sender = sender,
+			    .payload_len = len};
+	unsigned char buf[PS_WIRE_HEADER_MAX];
+	size_t hlen;
+
+	assert_int_equal(ps_wire_header_encode(&h, buf, sizeof(buf), &hlen),
+			 PS_OK);
+	assert_int_equal(ps_transport_send(t, to, buf, hlen, body, len,
+					   body ? ps_wire_free : NULL, NULL),
+			 PS_OK);
+}
+
+/* The node under test: server 0 (node 1) of a job with one server and
+ * one worker (node 2, the peer). Before sending the WELCOME, the peer
+ * sends the node `early` messages: PULLs from node 2 in this job, then
+ * one claiming a job that is not this one. */
+static void run_join(int early)
+{
+	ps_transport *sched = transport(SCHED_ID), *peer = transport(PEER_ID);
+	char ep[PS_ENDPOINT_MAX], port[16], why[256];
+	ps_wire_register reg;
+	ps_wire_welcome w;
+	ps_tensor_desc t;
+	ps_peer to_node, peer_to_node;
+	ps_msg *msg = NULL;
+	ps_wire_header h;
+	joiner j;
+	pthread_t th;
+	void *body;
+	size_t len;
+
+	assert_int_equal(ps_transport_listen(sched, "127.0.0.1", 0, NULL, ep,
+					     sizeof(ep)),
+			 PS_OK);
+	snprintf(port, sizeof(port), "%s", strrchr(ep, ':') + 1);
+	memset(&j, 0, sizeof(j));
+	ps_config_defaults(&j.cfg);
+	set(&j.cfg, "cluster.scheduler_host", "127.0.0.1");
+	set(&j.cfg, "cluster.scheduler_port", port);
+	set(&j.cfg, "cluster.bind_host", "127.0.0.1");
+	set(&j.cfg, "cluster.connect_timeout_ms", "2000");
+	set(&j.cfg, "log.level", "error");
+	assert_int_equal(pthread_create(&th, NULL, join_main, &j), 0);
+
+	/* REGISTER: who the node is and where it listens */
+	assert_int_equal(ps_transport_recv(sched, 5000, &msg), PS_OK);
+	assert_int_equal(ps_wire_header_decode(msg->hdr, msg->hdr_len, &h,
+					       why, sizeof(why)),
+			 PS_OK);
+	assert_int_equal(h.type, PS_MSG_REGISTER);
+	assert_int_equal(ps_wire_register_decode(msg->payload,
+						 msg->payload_len, &reg, why,
+						 sizeof(why)),
+			 PS_OK);
+
+	/* the peer, WELCOMEd first, sends before the node's WELCOME */
+	assert_int_equal(ps_transport_connect(peer, reg.self.endpoint,
+					      &peer_to_node),
+			 PS_OK);
+	for (int i = 0; i < early; i++)
+		send_msg(peer, peer_to_node, PS_MSG_PULL, JOB_ID, 2, NULL, 0);
+	if (early)
+		send_msg(peer, peer_to_node, PS_MSG_PULL, JOB_ID + 1, 2, NULL,
+			 0);
+	usleep(300 * 1000); /* let them arrive first */
+
+	memset(&w, 0, sizeof(w));
+	w.your_id = 1;
+	w.num_servers = 1;
+	w.num_workers = 1;
+	w.num_nodes = 3;
+	w.nodes = calloc(3, sizeof(*w.nodes));
+	assert_non_null(w.nodes);
+	w.nodes[0] = (ps_node_info){.id = 0, .role = PS_ROLE_SCHEDULER,
+				    .transport_id = SCHED_ID};
+	snprintf(w.nodes[0].endpoint, sizeof(w.nodes[0].endpoint), "%s", ep);
+	w.nodes[1] = reg.self;
+	w.nodes[1].id = 1;
+	w.nodes[1].rank = 0;
+	w.nodes[2] = (ps_node_info){.id = 2, .role = PS_ROLE_WORKER,
+				    .transport_id = PEER_ID};
+	memset(&t, 0, sizeof(t));
+	snprintf(t.name, sizeof(t.name), "w");
+	t.numel = 1024;
+	assert_int_equal(ps_placement_compute(&t, 1, 4096, 0, 1,
+					      PS_PLACE_BALANCED, &w.placement),
+			 PS_OK);
+	assert_int_equal(ps_wire_welcome_encode(&w, &body, &len), PS_OK);
+	assert_int_equal(ps_transport_connect(sched, reg.self.endpoint,
+					      &to_node),
+			 PS_OK);
+	send_msg(sched, to_node, PS_MSG_WELCOME, JOB_ID, 0, body, len);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(j.rc, PS_OK);
+	assert_int_equal(j.node.id, 1);
+
+	/* every early message of this job arrives, in order, and nothing
+	 * else: the one of another job is checked and dropped */
+	for (int i = 0; i < early; i++) {
+		ps_msg *m = NULL;
+		assert_int_equal(ps_node_recv(&j.node, 2000, &m, &h), PS_OK);
+		assert_int_equal(h.type, PS_MSG_PULL);
+		assert_int_equal(h.sender, 2);
+		ps_msg_free(&m);
+	}
+	{
+		ps_msg *m = NULL;
+		assert_int_equal(ps_node_recv(&j.node, 300, &m, &h),
+				 PS_ETIMEDOUT);
+	}
+	assert_int_equal(j.node.dropped, early ? 1 : 0);
+
+	ps_msg_free(&msg);
+	ps_wire_register_clear(&reg);
+	ps_wire_welcome_clear(&w);
+	ps_node_close(&j.node, 0);
+	ps_transport_destroy(&peer, 0);
+	ps_transport_destroy(&sched, 0);
+}
+
+static void test_join(void **state)
+{
+	(void)state;
+	run_join(0);
+}
+
+static void test_messages_before_welcome_are_kept(void **state)
+{
+	(void)state;
+	run_join(3);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_join),
+		cmocka_unit_test(test_messages_before_welcome_are_kept),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
