@@ -157,19 +157,27 @@ static const char one_tensor[] = HEAD
 	"{\"name\":\"b\",\"kind\":\"backward\",\"time_us\":2000,"
 	"\"grads\":[\"w\"],\"deps\":[\"f\"]}]}";
 
-static void test_one_tensor_by_hand(void **state)
+/* one_tensor's DAG, and cfg with `sharing` links, 0.5 ns per byte to sum
+ * a push and 1 to update */
+static ps_dag *one_tensor_job(ps_config *cfg, const char *sharing)
 {
 	char json[sizeof(one_tensor) + 16];
+
+	snprintf(json, sizeof(json), one_tensor, "one");
+	base_config(cfg);
+	set(cfg, "link.sharing", sharing);
+	set(cfg, "sim.aggregate_ns_per_byte", "0.5");
+	set(cfg, "sim.update_ns_per_byte", "1");
+	return load("one.json", json);
+}
+
+static void test_one_tensor_by_hand(void **state)
+{
 	ps_config cfg;
-	ps_dag *d;
+	ps_dag *d = one_tensor_job(&cfg, "fifo");
 	ps_sim_result r;
 	(void)state;
 
-	snprintf(json, sizeof(json), one_tensor, "one");
-	d = load("one.json", json);
-	base_config(&cfg);
-	set(&cfg, "sim.aggregate_ns_per_byte", "0.5");
-	set(&cfg, "sim.update_ns_per_byte", "1");
 	r = simulate(&cfg, d);
 	/* 1,000,000 bytes: a + b*m = 10 + 8000 us each way; aggregation
 	 * 500 us, update 1000 us; compute 3000 us */
@@ -246,12 +254,7 @@ static void test_fair_sharing_by_hand(void **state)
 
 	/* one stream each way: the same as the FIFO link (8000 us of bytes,
 	 * a = 10 us as latency), see test_one_tensor_by_hand */
-	snprintf(json, sizeof(json), one_tensor, "one");
-	d = load("one.json", json);
-	base_config(&cfg);
-	set(&cfg, "link.sharing", "fair");
-	set(&cfg, "sim.aggregate_ns_per_byte", "0.5");
-	set(&cfg, "sim.update_ns_per_byte", "1");
+	d = one_tensor_job(&cfg, "fair");
 	r = simulate(&cfg, d);
 	assert_double_equal(r.iter_us[1], 3000.0 + 2 * 8010.0 + 1500.0, 1e-6);
 	assert_int_equal(r.messages, 6);
