@@ -1192,10 +1192,10 @@ class Bench:
 
     def calibrate(self, bw):
         """Runs the real job on CAL_MODEL (a model the tables do not hold)
-        on links shaped to bw, twice, and fits the two numbers of ps-sim's
-        links that cannot be measured directly (docs/bench.md), each by
-        bisection on ps-sim's prediction of one run's measured iteration
-        time; nothing is fitted to the runs it predicts:
+        on links shaped to bw, three times, and fits the three numbers of
+        ps-sim's links that cannot be measured directly (docs/bench.md),
+        each by bisection on ps-sim's prediction of one run's measured
+        iteration time; nothing is fitted to the runs it predicts:
         - with the baseline preset (whole tensors, bandwidth-bound):
           sim.machine_gbps, the rate at which the one emulating machine
           moves bytes over all links together (its two cores copy every

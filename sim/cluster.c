@@ -50,7 +50,7 @@ enum { MSG_PARAMS = 0, MSG_PUSH = 1, MSG_PUSH_ACK, MSG_PARAMS_ACK };
 typedef struct msg {
 	uint32_t part, worker;
 	uint64_t iteration;
-	int push; /* MSG_* */
+	int kind; /* MSG_* */
 	double up_end;
 	uint64_t bytes;
 	uint32_t next_free; /* also: next in its stream (fair sharing) */
@@ -178,7 +178,7 @@ static void msg_free(sim *s, uint32_t i)
 
 static int msg_up(const msg *m) /* worker -> server */
 {
-	return m->push == MSG_PUSH || m->push == MSG_PARAMS_ACK;
+	return m->kind == MSG_PUSH || m->kind == MSG_PARAMS_ACK;
 }
 
 static uint32_t msg_src(const sim *s, const msg *m)
@@ -454,7 +454,7 @@ static void send_ack(sim *s, int kind, uint32_t part, uint32_t wrank,
 
 	if (i == NOMSG)
 		return;
-	s->msgs[i] = (msg){.part = part, .worker = wrank, .push = kind,
+	s->msgs[i] = (msg){.part = part, .worker = wrank, .kind = kind,
 			   .next_free = NOMSG};
 	net_send(s, i, t);
 }
@@ -471,7 +471,7 @@ static void hand_over(sim *s, int push, uint32_t part, uint32_t wrank,
 		return;
 	m = &s->msgs[i];
 	*m = (msg){.part = part, .worker = wrank, .iteration = iteration,
-		   .push = push, .bytes = s->part_bytes[part],
+		   .kind = push, .bytes = s->part_bytes[part],
 		   .next_free = NOMSG};
 	if (s->fair) {
 		s->messages++;
@@ -1040,11 +1040,11 @@ static void run_events(sim *s, ps_sim_result *r)
 		case EV_ARRIVE: {
 			msg m = s->msgs[e.arg];
 			msg_free(s, (uint32_t)e.arg);
-			if (m.push == MSG_PUSH)
+			if (m.kind == MSG_PUSH)
 				push_arrive(s, &m, e.t);
-			else if (m.push == MSG_PARAMS)
+			else if (m.kind == MSG_PARAMS)
 				params_arrive(s, &m, e.t);
-			else if (m.push == MSG_PUSH_ACK)
+			else if (m.kind == MSG_PUSH_ACK)
 				push_acked(s, m.worker, m.part, e.t);
 			else
 				params_acked(s, s->pl->parts[m.part].server,
