@@ -68,7 +68,8 @@ typedef struct option {
 
 static const char *const sections[] = {
     "cluster", "transport",  "model", "worker",  "train",
-    "scheduling", "log", "output", "metrics", "link", "sim", NULL};
+    "scheduling", "log", "output", "checkpoint", "fault", "metrics", "link",
+    "sim", NULL};
 
 static const char *const transport_names[] = {
     [PS_TRANSPORT_TCP] = "tcp", [PS_TRANSPORT_RDMA] = "rdma", NULL};
@@ -293,6 +294,32 @@ static const option options[] = {
            "their per-iteration metrics (metrics-worker-RANK.csv); "
            "ps-launch merges the timelines into timeline.json. Empty = "
            "none."),
+
+    /* [checkpoint] */
+    STRING(checkpoint, dir, "",
+           "Directory under which checkpoints are written, one "
+           "ckpt-ITERATION directory each (docs/checkpoint-format.md). "
+           "Every server and the scheduler must see it (a shared file "
+           "system across machines). Empty = no checkpoints."),
+    INT(checkpoint, every, "0", 0, 1000000000,
+        "Write a checkpoint every this many iterations (needs "
+        "checkpoint.dir); 0 = only on demand (SIGUSR1 to ps-scheduler or "
+        "ps-launch)."),
+    INT(checkpoint, keep, "3", 1, 1000000,
+        "Complete checkpoints kept under checkpoint.dir; older ones are "
+        "removed once a newer one is complete."),
+    STRING(checkpoint, resume, "",
+           "Start from this checkpoint: a ckpt-ITERATION directory, or "
+           "'latest' for the newest complete one under checkpoint.dir. "
+           "Training continues at its iteration with its parameters and "
+           "momentum, under any number of workers, servers, partition "
+           "size or preset. Empty = start afresh."),
+
+    /* [fault] */
+    INT(fault, restarts, "0", 0, 1000,
+        "ps-launch only: when a process of the job dies, stop the others "
+        "and restart the whole job from the newest complete checkpoint, "
+        "at most this many times (needs checkpoint.dir)."),
 
     /* [metrics] */
     DOUBLE(metrics, bandwidth_gbps, "10", 0.001, 10000, false,
@@ -1167,6 +1194,21 @@ int ps_config_validate(const ps_config *cfg, char *err, size_t errlen)
 	    cfg->train.mode != PS_MODE_SYNC)
 		return errf(err, errlen,
 		            "worker.mode = replay needs train.mode = sync");
+	if (cfg->checkpoint.every > 0 && !cfg->checkpoint.dir[0])
+		return errf(err, errlen,
+		            "checkpoint.every = %d needs checkpoint.dir (where "
+		            "to write them)",
+		            cfg->checkpoint.every);
+	if (strcmp(cfg->checkpoint.resume, "latest") == 0 &&
+	    !cfg->checkpoint.dir[0])
+		return errf(err, errlen,
+		            "checkpoint.resume = latest needs checkpoint.dir "
+		            "(where to look for the latest checkpoint)");
+	if (cfg->fault.restarts > 0 && !cfg->checkpoint.dir[0])
+		return errf(err, errlen,
+		            "fault.restarts = %d needs checkpoint.dir (a "
+		            "restart resumes from the latest checkpoint there)",
+		            cfg->fault.restarts);
 	if (cfg->train.batch > cfg->model.samples_per_worker)
 		return errf(err, errlen,
 		            "train.batch (%d) must be at most "

@@ -102,6 +102,15 @@ struct ps_config {
 		char dir[PS_CFG_STR]; /* timeline parts, metrics; "" = none */
 	} output;
 	struct {
+		char dir[PS_CFG_STR];    /* root of ckpt-* directories */
+		int every;               /* iterations; 0 = only on demand */
+		int keep;                /* newest complete ones kept */
+		char resume[PS_CFG_STR]; /* a checkpoint dir, "latest" or "" */
+	} checkpoint;
+	struct {
+		int restarts; /* ps-launch: restarts from the latest checkpoint */
+	} fault;
+	struct {
 		double bandwidth_gbps; /* time oracle of transfers */
 	} metrics;
 	struct {

@@ -326,7 +326,8 @@ uint32_t ps_node_worker_id(const ps_node *n, uint32_t rank)
 
 void ps_node_tick(ps_node *n)
 {
-	ps_wire_header h = {.type = PS_MSG_HEARTBEAT};
+	ps_wire_header h = {.type = PS_MSG_HEARTBEAT,
+			    .iteration = n->progress};
 	int64_t now = ps_now_ms();
 	int rc;
 

@@ -43,6 +43,8 @@ typedef struct ps_node {
 	int64_t last_heard_ms;   /* last message from the scheduler */
 	int64_t last_beat_ms;    /* last heartbeat sent */
 	uint64_t dropped;        /* malformed or unexpected messages */
+	uint64_t progress;       /* sent in heartbeats' iteration field: a
+				  * server's highest parameter version */
 	/* messages from peers that came before the WELCOME (a peer that got
 	 * its WELCOME first may send at once): kept, checked and delivered
 	 * by ps_node_recv once this node knows the job */

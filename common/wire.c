@@ -13,10 +13,12 @@
  *   part      [tensor, index, offset, numel, server]   (uints)
  *   REGISTER  [node, [tensor...]]
  *   WELCOME   [your_id, num_servers, num_workers, [node...], placement,
- *              priorities?]
+ *              priorities?, start_iteration?]
  *              placement: nil, or [partition_size, [tensor...], [part...]]
  *              priorities (optional, with a placement only): one uint32
- *              per tensor, the transfer order
+ *              per tensor, the transfer order, or nil
+ *              start_iteration (optional, uint64, absent = 0): the
+ *              iteration of the checkpoint the job resumes from
  *              on num_servers servers; rebuilt and checked with
  *              ps_placement_from_parts. nodes are indexed by id: node i has
  *              id i, role scheduler (i == 0), server (1..S, rank i - 1) or
@@ -69,6 +71,11 @@ static const char *const type_names[PS_MSG_TYPE_END] = {
     [PS_MSG_PARAMS] = "PARAMS",
     [PS_MSG_PULL] = "PULL",
     [PS_MSG_PARAMS_ACK] = "PARAMS_ACK",
+    [PS_MSG_CKPT] = "CKPT",
+    [PS_MSG_CKPT_DONE] = "CKPT_DONE",
+    [PS_MSG_CKPT_LATE] = "CKPT_LATE",
+    [PS_MSG_FLUSH] = "FLUSH",
+    [PS_MSG_FLUSHED] = "FLUSHED",
 };
 
 const char *ps_msg_type_name(uint32_t type)
@@ -899,8 +906,9 @@ int ps_wire_welcome_encode(const ps_wire_welcome *w, void **buf_p,
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
 	int with_prio = w->priority && w->placement;
+	int with_start = w->start_iteration > 0;
 
-	failed |= msgpack_pack_array(&pk, with_prio ? 6 : 5);
+	failed |= msgpack_pack_array(&pk, with_start ? 7 : with_prio ? 6 : 5);
 	failed |= msgpack_pack_uint32(&pk, w->your_id);
 	failed |= msgpack_pack_uint32(&pk, w->num_servers);
 	failed |= msgpack_pack_uint32(&pk, w->num_workers);
@@ -913,7 +921,11 @@ int ps_wire_welcome_encode(const ps_wire_welcome *w, void **buf_p,
 		failed |= msgpack_pack_array(&pk, w->placement->num_tensors);
 		for (uint32_t i = 0; i < w->placement->num_tensors; i++)
 			failed |= msgpack_pack_uint32(&pk, w->priority[i]);
+	} else if (!failed && with_start) {
+		failed |= msgpack_pack_nil(&pk);
 	}
+	if (!failed && with_start)
+		failed |= msgpack_pack_uint64(&pk, w->start_iteration);
 	return sbuf_finish(&sb, failed, buf_p, len_p);
 }
 
@@ -1070,9 +1082,13 @@ int ps_wire_welcome_decode(const void *buf, size_t len, ps_wire_welcome *w_p,
 	if (rc == PS_OK && a->ptr[4].type != MSGPACK_OBJECT_NIL)
 		rc =
 		    placement_walk(&d, &a->ptr[4], w.num_servers, &w.placement);
-	if (rc == PS_OK && a->size >= 6 && w.placement)
+	if (rc == PS_OK && a->size >= 6 && w.placement &&
+	    a->ptr[5].type != MSGPACK_OBJECT_NIL)
 		rc = priorities_walk(&d, &a->ptr[5], w.placement->num_tensors,
 		                     &w.priority);
+	if (rc == PS_OK && a->size >= 7)
+		rc = get_uint(&d, &a->ptr[6], "start_iteration", UINT64_MAX,
+		              &w.start_iteration);
 out:
 	msgpack_unpacked_destroy(&u);
 	if (rc != PS_OK) {

@@ -49,6 +49,15 @@ typedef enum ps_msg_type {
 	PS_MSG_PARAMS,       /* server -> worker: parameter partition */
 	PS_MSG_PULL,         /* worker -> server (async): send me PARAMS */
 	PS_MSG_PARAMS_ACK,   /* worker -> server: PARAMS received (credit) */
+	/* checkpoints (checkpoint/checkpoint.h, docs/design-notes.md) */
+	PS_MSG_CKPT,         /* scheduler -> servers: snapshot at iteration */
+	PS_MSG_CKPT_DONE,    /* server -> scheduler: its shard of iteration is
+			      * durable; key 1 = failed, body the reason */
+	PS_MSG_CKPT_LATE,    /* server -> scheduler: a partition is already
+			      * past the iteration asked; iteration = its
+			      * highest version */
+	PS_MSG_FLUSH,        /* scheduler -> servers: finish checkpoints */
+	PS_MSG_FLUSHED,      /* server -> scheduler: nothing left to write */
 	PS_MSG_TYPE_END
 } ps_msg_type;
 
@@ -96,6 +105,8 @@ typedef struct ps_wire_welcome {
 	/* transfer priority per tensor of the placement (scheduling.order);
 	 * NULL when not sent: every tensor 0 */
 	uint32_t *priority;
+	/* iteration the job starts at: 0, or the checkpoint's it resumes */
+	uint64_t start_iteration;
 } ps_wire_welcome;
 
 typedef struct ps_wire_done {
