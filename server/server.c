@@ -28,51 +28,8 @@
 #include "scheduler/order.h"
 #include "server/optimizer.h"
 #include "server/server.h"
-
-/* Parameter values as sent: reference-counted. The first buffer of every
- * partition lives in the shard's arena; copies made by copy-on-write carry
- * their memory in mem[]. */
-/* Elements processed between two heartbeat checks (16 MiB of float32). */
-#define SLICE ((size_t)4 << 20)
-
-typedef struct pbuf {
-	atomic_int refs;
-	size_t numel;
-	float *data;
-	float mem[];
-} pbuf;
-
-typedef struct shard_part {
-	const ps_partition *desc;
-	uint32_t index; /* global partition index */
-	pbuf *values;
-	float *momentum;
-	double *acc;
-	uint8_t *pushed; /* per worker rank, this version */
-	uint32_t count;
-	uint64_t version;
-	int initialized;
-} shard_part;
-
-typedef struct server {
-	const ps_config *cfg;
-	ps_node node;
-	uint32_t workers;
-	uint32_t nparts;
-	shard_part *parts;
-	int32_t *local; /* global partition -> index in parts, or -1 */
-	/* one huge-page arena each for the shard's values, momentum and
-	 * accumulators (see common/memory.h); partitions point into them */
-	float *values_arena, *momentum_arena;
-	double *acc_arena;
-	size_t arena_numel;
-	ps_gate *gate;    /* parameter sends to the workers */
-	ps_gate_meter meter;
-	uint32_t *number; /* per partition: its gate priority / number */
-	float *scratch; /* aligned copy of a misaligned payload */
-	size_t scratch_cap;
-	uint64_t pushes, updates, bytes_in, bytes_out;
-} server;
+#include "server/shard.h"
+#include "server/snapshot.h"
 
 /* A buffer of numel values: at `data` (in the arena) or, if NULL, its
  * own. */
@@ -87,7 +44,7 @@ static pbuf *pbuf_new(size_t numel, float *data)
 	return b;
 }
 
-static void pbuf_unref(void *data, void *hint)
+void pbuf_unref(void *data, void *hint)
 {
 	pbuf *b = hint;
 	(void)data;
@@ -151,7 +108,10 @@ static int setup_shard(server *s)
 		p->momentum = s->momentum_arena + bytes / sizeof(float);
 		p->acc = s->acc_arena + bytes / sizeof(float);
 		p->pushed = calloc(s->workers, 1);
-		if (!p->values || !p->pushed)
+		if (s->cfg->train.mode == PS_MODE_ASYNC)
+			p->next_it = calloc(s->workers, sizeof(*p->next_it));
+		if (!p->values || !p->pushed ||
+		    (s->cfg->train.mode == PS_MODE_ASYNC && !p->next_it))
 			return PS_ENOMEM;
 		bytes += n * sizeof(float);
 	}
@@ -173,6 +133,7 @@ static void drop_pending(uint64_t handle, void *ud);
 
 static void free_shard(server *s)
 {
+	ps_snapshot_free(s); /* joins a writer reading the arenas */
 	if (s->gate) /* sends never released: the job ended or failed */
 		ps_gate_foreach_pending(s->gate, drop_pending, NULL);
 	ps_gate_destroy(&s->gate);
@@ -182,6 +143,10 @@ static void free_shard(server *s)
 		if (p->values)
 			pbuf_unref(NULL, p->values);
 		free(p->pushed);
+		free(p->next_it);
+		for (uint32_t i = 0; i < p->nheld; i++)
+			ps_msg_free(&p->held[i].msg);
+		free(p->held);
 	}
 	/* the transport is closed: no send holds arena memory any more */
 	ps_free_big(s->values_arena, s->arena_numel * sizeof(float));
@@ -428,7 +393,7 @@ static int apply_update(server *s, shard_part *p, unsigned count)
 		ps_trace_span(PS_LANE_UPDATE, "update", start,
 			      ps_trace_now_us() - start, &a);
 	}
-	return PS_OK;
+	return ps_snapshot_on_update(s, p);
 }
 
 /* The initialised partition a worker's PUSH or PULL names; NULL with a
@@ -453,35 +418,15 @@ static shard_part *worker_request(server *s, const ps_wire_header *h,
 	return p;
 }
 
-static int handle_push(server *s, const ps_msg *msg, const ps_wire_header *h,
-		       char *why, size_t whylen)
+/* Sums a checked push into its partition and, when it completes the
+ * iteration (sync) or at once (async), applies the update. */
+static int apply_push(server *s, shard_part *p, const ps_msg *msg,
+		      const ps_wire_header *h, int acked)
 {
 	const ps_node_info *from = &s->node.welcome.nodes[h->sender];
-	const float *g;
-	shard_part *p;
+	const float *g = payload_floats(s, msg);
 	int rc;
 
-	p = worker_request(s, h, msg->payload_len, why, whylen);
-	if (!p)
-		return PS_EPROTO;
-	if (s->cfg->train.mode == PS_MODE_SYNC) {
-		if (h->iteration != p->version) {
-			snprintf(why, whylen, "PUSH of iteration %llu for "
-				 "partition %u, which is at version %llu",
-				 (unsigned long long)h->iteration,
-				 h->partition,
-				 (unsigned long long)p->version);
-			return PS_EPROTO;
-		}
-		if (p->pushed[from->rank]) {
-			snprintf(why, whylen, "second PUSH from worker %u for "
-				 "partition %u iteration %llu", from->rank,
-				 h->partition,
-				 (unsigned long long)h->iteration);
-			return PS_EPROTO;
-		}
-	}
-	g = payload_floats(s, msg);
 	if (!g)
 		return PS_ENOMEM;
 	for (size_t off = 0; off < p->desc->numel; off += SLICE) {
@@ -507,8 +452,11 @@ static int handle_push(server *s, const ps_msg *msg, const ps_wire_header *h,
 		ps_trace_instant(PS_LANE_RECEIVE, what, ps_trace_now_us(), &a);
 	}
 	s->bytes_in += msg->payload_len;
-	send_ack(s, h->sender, h);
+	if (!acked)
+		send_ack(s, h->sender, h);
 	if (s->cfg->train.mode == PS_MODE_ASYNC) {
+		if (h->iteration + 1 > p->next_it[from->rank])
+			p->next_it[from->rank] = h->iteration + 1;
 		return apply_update(s, p, 1);
 	}
 	if (p->count < s->workers)
@@ -517,6 +465,93 @@ static int handle_push(server *s, const ps_msg *msg, const ps_wire_header *h,
 	if (rc == PS_OK)
 		rc = broadcast_params(s, p);
 	return rc;
+}
+
+/* Async: a push a checkpoint makes wait (snapshot.h) is acknowledged now
+ * (the sender's credit returns) and applied later. Takes the message. */
+static int hold_push(server *s, shard_part *p, ps_msg **msg_p,
+		     const ps_wire_header *h)
+{
+	if (p->nheld == p->held_cap) {
+		uint32_t cap = p->held_cap ? 2 * p->held_cap : 8;
+		held *n = realloc(p->held, cap * sizeof(*n));
+		if (!n)
+			return PS_ENOMEM;
+		p->held = n;
+		p->held_cap = cap;
+	}
+	p->held[p->nheld++] = (held){.msg = *msg_p, .h = *h};
+	*msg_p = NULL;
+	s->nheld++;
+	send_ack(s, h->sender, h);
+	return PS_OK;
+}
+
+/* Applies held pushes that no checkpoint holds back any more, in order. */
+static int release_held(server *s)
+{
+	int rc = PS_OK;
+
+	for (uint32_t k = 0; k < s->nparts && s->nheld > 0 && rc == PS_OK;
+	     k++) {
+		shard_part *p = &s->parts[k];
+		uint32_t done = 0;
+
+		while (done < p->nheld && rc == PS_OK &&
+		       !ps_snapshot_holds(s, p, p->held[done].h.iteration)) {
+			held *e = &p->held[done++];
+			rc = ps_snapshot_on_push(s, p, e->h.iteration);
+			if (rc == PS_OK &&
+			    !ps_snapshot_holds(s, p, e->h.iteration))
+				rc = apply_push(s, p, e->msg, &e->h, 1);
+			else if (rc == PS_OK) {
+				done--; /* a new checkpoint holds it */
+				break;
+			}
+			ps_msg_free(&e->msg);
+		}
+		memmove(p->held, p->held + done,
+			(p->nheld - done) * sizeof(*p->held));
+		p->nheld -= done;
+		s->nheld -= done;
+	}
+	return rc;
+}
+
+static int handle_push(server *s, ps_msg **msg_p, const ps_wire_header *h,
+		       char *why, size_t whylen)
+{
+	const ps_node_info *from = &s->node.welcome.nodes[h->sender];
+	const ps_msg *msg = *msg_p;
+	shard_part *p;
+	int rc;
+
+	p = worker_request(s, h, msg->payload_len, why, whylen);
+	if (!p)
+		return PS_EPROTO;
+	if (s->cfg->train.mode == PS_MODE_SYNC) {
+		if (h->iteration != p->version) {
+			snprintf(why, whylen, "PUSH of iteration %llu for "
+				 "partition %u, which is at version %llu",
+				 (unsigned long long)h->iteration,
+				 h->partition,
+				 (unsigned long long)p->version);
+			return PS_EPROTO;
+		}
+		if (p->pushed[from->rank]) {
+			snprintf(why, whylen, "second PUSH from worker %u for "
+				 "partition %u iteration %llu", from->rank,
+				 h->partition,
+				 (unsigned long long)h->iteration);
+			return PS_EPROTO;
+		}
+		return apply_push(s, p, msg, h, 0);
+	}
+	rc = ps_snapshot_on_push(s, p, h->iteration);
+	if (rc == PS_OK && (p->nheld > 0 ||
+			    ps_snapshot_holds(s, p, h->iteration)))
+		return hold_push(s, p, msg_p, h); /* keeps the order */
+	return rc == PS_OK ? apply_push(s, p, msg, h, 0) : rc;
 }
 
 static int handle_pull(server *s, const ps_wire_header *h, char *why,
@@ -531,8 +566,9 @@ static int handle_pull(server *s, const ps_wire_header *h, char *why,
 
 /* Handles one message: PS_OK, PS_ECLOSED on SHUTDOWN, PS_EPROTO (dropped,
  * reason logged), or a fatal error. */
-static int handle(server *s, const ps_msg *msg, const ps_wire_header *h)
+static int handle(server *s, ps_msg **msg_p, const ps_wire_header *h)
 {
+	const ps_msg *msg = *msg_p;
 	char why[256] = "";
 	int rc;
 
@@ -541,7 +577,7 @@ static int handle(server *s, const ps_msg *msg, const ps_wire_header *h)
 		rc = handle_init(s, msg, h, why, sizeof(why));
 		break;
 	case PS_MSG_PUSH:
-		rc = handle_push(s, msg, h, why, sizeof(why));
+		rc = handle_push(s, msg_p, h, why, sizeof(why));
 		break;
 	case PS_MSG_PULL:
 		rc = handle_pull(s, h, why, sizeof(why));
@@ -551,6 +587,19 @@ static int handle(server *s, const ps_msg *msg, const ps_wire_header *h)
 		break;
 	case PS_MSG_SHUTDOWN:
 		return h->sender == 0 ? PS_ECLOSED : PS_EPROTO;
+	case PS_MSG_CKPT:
+	case PS_MSG_FLUSH:
+		if (h->sender != 0 || !s->cfg->checkpoint.dir[0]) {
+			snprintf(why, sizeof(why), "%s from node %u%s",
+				 ps_msg_type_name(h->type), h->sender,
+				 h->sender ? "" : " without checkpoint.dir");
+			rc = PS_EPROTO;
+		} else if (h->type == PS_MSG_CKPT) {
+			rc = ps_snapshot_request(s, h->iteration);
+		} else {
+			rc = ps_snapshot_flush(s);
+		}
+		break;
 	default:
 		snprintf(why, sizeof(why), "unexpected %s from node %u",
 			 ps_msg_type_name(h->type), h->sender);
@@ -558,7 +607,9 @@ static int handle(server *s, const ps_msg *msg, const ps_wire_header *h)
 	}
 	if (rc == PS_EPROTO)
 		psi_note_drop(++s->node.dropped, "message", why);
-	return rc == PS_EPROTO ? PS_OK : rc;
+	if (rc == PS_EPROTO || rc == PS_OK)
+		rc = release_held(s);
+	return rc;
 }
 
 int ps_server_run(const ps_config *cfg)
@@ -576,7 +627,19 @@ int ps_server_run(const ps_config *cfg)
 		PS_ERROR("cannot set up the shard: %s", ps_strerror(rc));
 		goto out;
 	}
+	if (s.node.welcome.start_iteration > 0) {
+		rc = ps_snapshot_load(&s);
+		if (rc != PS_OK)
+			goto out;
+	}
 	rc = ps_node_connect_role(&s.node, PS_ROLE_WORKER);
+	if (rc != PS_OK)
+		goto out;
+	/* resumed: the checkpoint's values go out as INIT's would */
+	for (uint32_t k = 0; k < s.nparts && rc == PS_OK &&
+			     s.node.welcome.start_iteration > 0;
+	     k++)
+		rc = broadcast_params(&s, &s.parts[k]);
 	if (rc != PS_OK)
 		goto out;
 	for (;;) {
@@ -588,6 +651,7 @@ int ps_server_run(const ps_config *cfg)
 			status = ps_signal_exit_status(ps_signal_pending());
 			goto out;
 		}
+		ps_snapshot_poll(&s);
 		rc = ps_node_recv(&s.node, -1, &msg, &h);
 		if (rc == PS_EAGAIN)
 			continue;
@@ -596,7 +660,7 @@ int ps_server_run(const ps_config *cfg)
 				PS_ERROR("receive failed: %s", ps_strerror(rc));
 			goto out;
 		}
-		rc = handle(&s, msg, &h);
+		rc = handle(&s, &msg, &h);
 		ps_msg_free(&msg);
 		if (rc == PS_ECLOSED) {
 			status = 0;
@@ -604,6 +668,20 @@ int ps_server_run(const ps_config *cfg)
 		}
 		if (rc != PS_OK)
 			goto out;
+	}
+	{
+		uint64_t lo = UINT64_MAX, hi = 0;
+		for (uint32_t k = 0; k < s.nparts; k++) {
+			if (s.parts[k].version < lo)
+				lo = s.parts[k].version;
+			if (s.parts[k].version > hi)
+				hi = s.parts[k].version;
+		}
+		/* with every worker's pushes applied once: iterations (sync)
+		 * or workers x iterations (async), across restarts too */
+		PS_INFO("partitions at versions %llu..%llu",
+			(unsigned long long)(s.nparts ? lo : 0),
+			(unsigned long long)hi);
 	}
 	PS_INFO("shut down: %llu pushes, %llu updates, %.2f MiB in, "
 		"%.2f MiB out, %llu dropped; gate: %llu sends, %.0f ns each",

@@ -1,0 +1,108 @@
+/*
+ * server/shard.h - a server's state, shared by its event loop (server.c)
+ * and its side of checkpoints (snapshot.c). Internal to ps-server.
+ *
+ * Threads: everything here belongs to the server's one thread, except
+ * pbuf reference counts (dropped by the transport's I/O thread and by the
+ * checkpoint writer thread) and the snapshot's writer fields named in
+ * snapshot.h.
+ */
+#ifndef ORDO_SERVER_SHARD_H
+#define ORDO_SERVER_SHARD_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "checkpoint/checkpoint.h"
+#include "common/config.h"
+#include "common/node.h"
+#include "scheduler/gate.h"
+#include "scheduler/gate_meter.h"
+
+/* Elements processed between two heartbeat checks (16 MiB of float32). */
+#define SLICE ((size_t)4 << 20)
+
+/* Parameter values as sent: reference-counted. The first buffer of every
+ * partition lives in the shard's arena; copies made by copy-on-write carry
+ * their memory in mem[]. */
+typedef struct pbuf {
+	atomic_int refs;
+	size_t numel;
+	float *data;
+	float mem[];
+} pbuf;
+
+typedef struct shard_part {
+	const ps_partition *desc;
+	uint32_t index; /* global partition index */
+	pbuf *values;
+	float *momentum;
+	double *acc;
+	uint8_t *pushed; /* per worker rank, this version */
+	uint32_t count;
+	uint64_t version;
+	int initialized;
+	/* asynchronous mode: per worker rank, 1 + the iteration of the last
+	 * push applied; and pushes held back while a checkpoint waits for
+	 * the other workers' earlier ones (snapshot.h) */
+	uint64_t *next_it;
+	struct held *held;
+	uint32_t nheld, held_cap;
+} shard_part;
+
+/* A push held back, with its checked header. */
+typedef struct held {
+	ps_msg *msg;
+	ps_wire_header h;
+} held;
+
+/* A checkpoint on its way to disk (snapshot.c). */
+typedef struct snapshot {
+	/* collecting: partitions are taken as they reach `iteration` */
+	int collecting;
+	int requested;     /* by the scheduler: it waits for an answer */
+	uint64_t iteration;
+	uint32_t missing;  /* partitions not taken yet */
+	uint8_t *taken;    /* per local partition */
+	pbuf **values;     /* per local partition: a reference */
+	uint64_t *version; /* per local partition */
+	float *momentum;   /* a copy, laid out as the momentum arena */
+	/* writing: a thread writes the taken state; it sets `finished`
+	 * (release) and wakes the loop, which joins it */
+	int writing;
+	pthread_t writer;
+	atomic_int finished;
+	ps_ckpt_segment *segs;
+	uint32_t nsegs;
+	char dir[PS_CKPT_PATH_MAX];
+	int write_rc;
+	char why[PS_CKPT_PATH_MAX + 512];
+	uint64_t last; /* highest iteration collected or skipped */
+} snapshot;
+
+typedef struct server {
+	const ps_config *cfg;
+	ps_node node;
+	uint32_t workers;
+	uint32_t nparts;
+	shard_part *parts;
+	int32_t *local; /* global partition -> index in parts, or -1 */
+	/* one huge-page arena each for the shard's values, momentum and
+	 * accumulators (see common/memory.h); partitions point into them */
+	float *values_arena, *momentum_arena;
+	double *acc_arena;
+	size_t arena_numel;
+	ps_gate *gate;    /* parameter sends to the workers */
+	ps_gate_meter meter;
+	uint32_t *number; /* per partition: its gate priority / number */
+	float *scratch; /* aligned copy of a misaligned payload */
+	size_t scratch_cap;
+	uint64_t pushes, updates, bytes_in, bytes_out;
+	uint64_t nheld; /* pushes held back, all partitions */
+	snapshot snap;
+} server;
+
+void pbuf_unref(void *data, void *hint);
+
+#endif /* ORDO_SERVER_SHARD_H */

@@ -1,0 +1,498 @@
+/*
+ * server/snapshot.c - a server's side of checkpoints (snapshot.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/memory.h"
+#include "server/snapshot.h"
+
+static int async(const server *s)
+{
+	return s->cfg->train.mode == PS_MODE_ASYNC;
+}
+
+/* Whether partition p holds exactly iteration `it`: sync, its version;
+ * async, every worker's pushes of the iterations before `it` applied and
+ * none after. */
+static int is_at(const server *s, const shard_part *p, uint64_t it)
+{
+	if (!async(s))
+		return p->version == it;
+	for (uint32_t w = 0; w < s->workers; w++)
+		if (p->next_it[w] != it)
+			return 0;
+	return 1;
+}
+
+/* The furthest iteration any part of p has reached. */
+static uint64_t highest(const server *s, const shard_part *p)
+{
+	uint64_t h = async(s) ? 0 : p->version;
+
+	for (uint32_t w = 0; async(s) && w < s->workers; w++)
+		if (p->next_it[w] > h)
+			h = p->next_it[w];
+	return h;
+}
+
+/* The directory of the checkpoint the job resumes from. */
+static int resume_dir(const server *s, uint64_t iteration, char *buf,
+		      size_t cap)
+{
+	const ps_config *cfg = s->cfg;
+
+	if (strcmp(cfg->checkpoint.resume, "latest") == 0)
+		return ps_ckpt_path(cfg->checkpoint.dir, iteration, buf, cap);
+	if ((size_t)snprintf(buf, cap, "%s", cfg->checkpoint.resume) >= cap)
+		return PS_EINVAL;
+	return PS_OK;
+}
+
+/* The pieces of tensors a partition holds: one, or one per fused tensor.
+ * Calls fn(ud, tensor, offset in the tensor, offset in the partition,
+ * numel) for each. */
+typedef int piece_fn(void *ud, uint32_t tensor, uint64_t tensor_offset,
+		     uint64_t part_offset, uint64_t numel);
+
+static int for_each_piece(const ps_placement *pl, const ps_partition *d,
+			  piece_fn *fn, void *ud)
+{
+	int rc = PS_OK;
+
+	if (d->ntensors <= 1)
+		return fn(ud, d->tensor, d->offset, 0, d->numel);
+	for (uint32_t t = d->tensor; t < d->tensor + d->ntensors && rc == PS_OK;
+	     t++)
+		rc = fn(ud, t, 0, pl->tensor_base[t], pl->tensors[t].numel);
+	return rc;
+}
+
+typedef struct load_ctx {
+	ps_ckpt_range *ranges;
+	size_t n;
+	float *values, *momentum; /* the partition's */
+} load_ctx;
+
+static int add_range(void *ud, uint32_t tensor, uint64_t tensor_offset,
+		     uint64_t part_offset, uint64_t numel)
+{
+	load_ctx *l = ud;
+
+	l->ranges[l->n++] = (ps_ckpt_range){
+		.tensor = tensor,
+		.offset = tensor_offset,
+		.numel = numel,
+		.values = l->values + part_offset,
+		.momentum = l->momentum + part_offset,
+	};
+	return PS_OK;
+}
+
+static size_t count_pieces(const server *s)
+{
+	size_t n = 0;
+
+	for (uint32_t k = 0; k < s->nparts; k++)
+		n += s->parts[k].desc->ntensors > 1 ? s->parts[k].desc->ntensors
+						    : 1;
+	return n;
+}
+
+int ps_snapshot_load(server *s)
+{
+	const ps_placement *pl = s->node.welcome.placement;
+	uint64_t it = s->node.welcome.start_iteration;
+	char dir[PS_CKPT_PATH_MAX], why[PS_CKPT_PATH_MAX + 512];
+	load_ctx l = {0};
+	ps_ckpt *ck = NULL;
+	int rc;
+
+	rc = resume_dir(s, it, dir, sizeof(dir));
+	if (rc != PS_OK) {
+		PS_ERROR("checkpoint.resume: path too long");
+		return rc;
+	}
+	rc = ps_ckpt_open(dir, &ck, why, sizeof(why));
+	if (rc == PS_OK && ps_ckpt_info(ck)->iteration != it) {
+		snprintf(why, sizeof(why), "%s holds iteration %llu, the "
+			 "scheduler resumes at %llu", dir,
+			 (unsigned long long)ps_ckpt_info(ck)->iteration,
+			 (unsigned long long)it);
+		rc = PS_EINVAL;
+	}
+	if (rc == PS_OK)
+		rc = ps_ckpt_check_model(ck, pl->tensors, pl->num_tensors, why,
+					 sizeof(why));
+	if (rc == PS_OK) {
+		l.ranges = calloc(count_pieces(s) + 1, sizeof(*l.ranges));
+		rc = l.ranges ? PS_OK : PS_ENOMEM;
+		snprintf(why, sizeof(why), "out of memory");
+	}
+	for (uint32_t k = 0; k < s->nparts && rc == PS_OK; k++) {
+		shard_part *p = &s->parts[k];
+		l.values = p->values->data;
+		l.momentum = p->momentum;
+		rc = for_each_piece(pl, p->desc, add_range, &l);
+	}
+	if (rc == PS_OK)
+		rc = ps_ckpt_read_ranges(ck, l.ranges, l.n, why, sizeof(why));
+	for (size_t i = 0; i < l.n && rc == PS_OK && !async(s); i++)
+		if (l.ranges[i].version != it) {
+			snprintf(why, sizeof(why), "%s: tensor %u elements "
+				 "%llu.. are at version %llu, not %llu", dir,
+				 l.ranges[i].tensor,
+				 (unsigned long long)l.ranges[i].offset,
+				 (unsigned long long)l.ranges[i].version,
+				 (unsigned long long)it);
+			rc = PS_EPROTO;
+		}
+	if (rc == PS_OK) {
+		/* ranges are in partition order: a partition's version is the
+		 * smallest of its pieces' (async: updates applied) */
+		size_t i = 0;
+		for (uint32_t k = 0; k < s->nparts; k++) {
+			shard_part *p = &s->parts[k];
+			uint32_t n = p->desc->ntensors > 1 ? p->desc->ntensors
+							   : 1;
+			p->version = UINT64_MAX;
+			for (uint32_t j = 0; j < n; j++, i++)
+				if (l.ranges[i].version < p->version)
+					p->version = l.ranges[i].version;
+			if (!async(s))
+				p->version = it;
+			for (uint32_t w = 0; p->next_it && w < s->workers; w++)
+				p->next_it[w] = it;
+			p->initialized = 1;
+		}
+	}
+	free(l.ranges);
+	ps_ckpt_close(&ck);
+	if (rc != PS_OK) {
+		PS_ERROR("cannot resume from checkpoint: %s", why);
+		return rc;
+	}
+	s->node.progress = it;
+	PS_INFO("resumed %u partitions at iteration %llu from %s", s->nparts,
+		(unsigned long long)it, dir);
+	return PS_OK;
+}
+
+/* ---- collecting --------------------------------------------------------- */
+
+static void send_done(server *s, uint64_t iteration, int rc, const char *why)
+{
+	ps_wire_header h = {.type = PS_MSG_CKPT_DONE,
+			    .key = rc == PS_OK ? 0 : 1,
+			    .iteration = iteration};
+	void *body = NULL;
+	size_t len = 0;
+
+	if (rc != PS_OK && ps_wire_reason_encode(why, &body, &len) != PS_OK)
+		body = NULL, len = 0;
+	rc = ps_node_send(&s->node, 0, &h, body, len,
+			  body ? ps_wire_free : NULL, NULL);
+	if (rc != PS_OK)
+		PS_WARN("cannot report checkpoint %llu to the scheduler: %s",
+			(unsigned long long)iteration, ps_strerror(rc));
+}
+
+/* Drops the references and the momentum copy of the snapshot. */
+static void release(server *s)
+{
+	snapshot *sn = &s->snap;
+
+	for (uint32_t k = 0; k < s->nparts && sn->values; k++)
+		if (sn->values[k]) {
+			pbuf_unref(NULL, sn->values[k]);
+			sn->values[k] = NULL;
+		}
+	if (sn->momentum)
+		ps_free_big(sn->momentum, s->arena_numel * sizeof(float));
+	sn->momentum = NULL;
+	free(sn->segs);
+	sn->segs = NULL;
+	sn->nsegs = 0;
+	sn->collecting = sn->requested = 0;
+}
+
+static int start_collecting(server *s, uint64_t iteration, int requested)
+{
+	snapshot *sn = &s->snap;
+
+	if (!sn->taken) {
+		sn->taken = calloc(s->nparts + 1, 1);
+		sn->values = calloc(s->nparts + 1, sizeof(*sn->values));
+		sn->version = calloc(s->nparts + 1, sizeof(*sn->version));
+		if (!sn->taken || !sn->values || !sn->version)
+			return PS_ENOMEM;
+	}
+	sn->momentum = ps_alloc_big(s->arena_numel * sizeof(float));
+	if (!sn->momentum && s->arena_numel > 0)
+		return PS_ENOMEM;
+	memset(sn->taken, 0, s->nparts);
+	sn->collecting = 1;
+	sn->requested = requested;
+	sn->iteration = iteration;
+	sn->missing = s->nparts;
+	return PS_OK;
+}
+
+typedef struct seg_ctx {
+	snapshot *sn;
+	uint64_t version;
+	const float *values, *momentum;
+} seg_ctx;
+
+static int add_segment(void *ud, uint32_t tensor, uint64_t tensor_offset,
+		       uint64_t part_offset, uint64_t numel)
+{
+	seg_ctx *g = ud;
+
+	g->sn->segs[g->sn->nsegs++] = (ps_ckpt_segment){
+		.tensor = tensor,
+		.offset = tensor_offset,
+		.numel = numel,
+		.version = g->version,
+		.values = g->values + part_offset,
+		.momentum = g->momentum + part_offset,
+	};
+	return PS_OK;
+}
+
+static void *writer_main(void *arg)
+{
+	server *s = arg;
+	snapshot *sn = &s->snap;
+
+	sn->write_rc = ps_ckpt_write_shard(sn->dir, s->node.rank,
+					   sn->iteration, sn->segs, sn->nsegs,
+					   sn->why, sizeof(sn->why));
+	atomic_store_explicit(&sn->finished, 1, memory_order_release);
+	ps_node_wake(&s->node);
+	return NULL;
+}
+
+/* Every partition is taken: hands the snapshot to a writer thread. */
+static int start_writing(server *s)
+{
+	const ps_placement *pl = s->node.welcome.placement;
+	snapshot *sn = &s->snap;
+	int rc;
+
+	sn->segs = calloc(count_pieces(s) + 1, sizeof(*sn->segs));
+	if (!sn->segs)
+		return PS_ENOMEM;
+	sn->nsegs = 0;
+	for (uint32_t k = 0; k < s->nparts; k++) {
+		size_t at = (size_t)(s->parts[k].momentum - s->momentum_arena);
+		seg_ctx g = {.sn = sn,
+			     .version = sn->version[k],
+			     .values = sn->values[k]->data,
+			     .momentum = sn->momentum + at};
+		for_each_piece(pl, s->parts[k].desc, add_segment, &g);
+	}
+	rc = ps_ckpt_path(s->cfg->checkpoint.dir, sn->iteration, sn->dir,
+			  sizeof(sn->dir));
+	if (rc != PS_OK)
+		return rc;
+	sn->collecting = 0;
+	atomic_store(&sn->finished, 0);
+	if (pthread_create(&sn->writer, NULL, writer_main, s) != 0)
+		return PS_ENOMEM;
+	sn->writing = 1;
+	return PS_OK;
+}
+
+/* Takes partition k at its current version. */
+static int take(server *s, uint32_t k)
+{
+	snapshot *sn = &s->snap;
+	shard_part *p = &s->parts[k];
+	size_t at = (size_t)(p->momentum - s->momentum_arena);
+
+	atomic_fetch_add(&p->values->refs, 1);
+	sn->values[k] = p->values;
+	sn->version[k] = p->version;
+	memcpy(sn->momentum + at, p->momentum, p->desc->numel * sizeof(float));
+	sn->taken[k] = 1;
+	if (--sn->missing > 0)
+		return PS_OK;
+	return start_writing(s);
+}
+
+static int fail_collecting(server *s, int rc)
+{
+	char why[128];
+
+	snprintf(why, sizeof(why), "server %u: %s", s->node.rank,
+		 ps_strerror(rc));
+	PS_ERROR("checkpoint %llu: %s", (unsigned long long)s->snap.iteration,
+		 why);
+	if (s->snap.requested)
+		send_done(s, s->snap.iteration, rc, why);
+	release(s);
+	return PS_OK; /* training goes on without this checkpoint */
+}
+
+/* A periodic checkpoint comes due at iteration `it`. */
+static int maybe_periodic(server *s, uint64_t it)
+{
+	snapshot *sn = &s->snap;
+	int every = s->cfg->checkpoint.every, rc;
+
+	if (every <= 0 || it % (uint64_t)every != 0 || it <= sn->last ||
+	    sn->collecting)
+		return PS_OK;
+	sn->last = it;
+	if (sn->writing) {
+		PS_WARN("checkpoint %llu skipped: checkpoint %llu is still "
+			"being written (checkpoint.every = %d is shorter than "
+			"a write)", (unsigned long long)it,
+			(unsigned long long)sn->iteration, every);
+		return PS_OK;
+	}
+	rc = start_collecting(s, it, 0);
+	return rc == PS_OK ? PS_OK : fail_collecting(s, rc);
+}
+
+/* Takes p if a checkpoint is collecting and p is at its iteration. */
+static int take_if_at(server *s, shard_part *p)
+{
+	snapshot *sn = &s->snap;
+	uint32_t k = (uint32_t)(p - s->parts);
+	int rc;
+
+	if (!sn->collecting || sn->taken[k] || !is_at(s, p, sn->iteration))
+		return PS_OK;
+	rc = take(s, k);
+	return rc == PS_OK ? PS_OK : fail_collecting(s, rc);
+}
+
+int ps_snapshot_on_update(server *s, shard_part *p)
+{
+	uint64_t h = highest(s, p);
+	int rc = PS_OK;
+
+	if (h > s->node.progress)
+		s->node.progress = h;
+	/* async: due once a first worker has pushed iteration V - 1 */
+	rc = maybe_periodic(s, async(s) ? h : p->version);
+	return rc == PS_OK ? take_if_at(s, p) : rc;
+}
+
+int ps_snapshot_on_push(server *s, shard_part *p, uint64_t iteration)
+{
+	int rc = maybe_periodic(s, iteration);
+
+	return rc == PS_OK ? take_if_at(s, p) : rc;
+}
+
+int ps_snapshot_holds(const server *s, const shard_part *p,
+		      uint64_t iteration)
+{
+	const snapshot *sn = &s->snap;
+
+	return sn->collecting && !sn->taken[p - s->parts] &&
+	       iteration >= sn->iteration;
+}
+
+int ps_snapshot_request(server *s, uint64_t iteration)
+{
+	snapshot *sn = &s->snap;
+	uint64_t top = 0;
+	char why[160];
+	int rc;
+
+	for (uint32_t k = 0; k < s->nparts; k++)
+		if (highest(s, &s->parts[k]) > top)
+			top = highest(s, &s->parts[k]);
+	if (sn->collecting && sn->iteration == iteration) {
+		sn->requested = 1;
+		return PS_OK;
+	}
+	if (top > iteration) {
+		ps_wire_header h = {.type = PS_MSG_CKPT_LATE,
+				    .iteration = top};
+		/* the scheduler asks again further ahead */
+		if (ps_node_send(&s->node, 0, &h, NULL, 0, NULL, NULL) != PS_OK)
+			PS_WARN("cannot answer a checkpoint request");
+		return PS_OK;
+	}
+	if (sn->writing) {
+		snprintf(why, sizeof(why), "server %u is still writing "
+			 "checkpoint %llu", s->node.rank,
+			 (unsigned long long)sn->iteration);
+		send_done(s, iteration, PS_ESTATE, why);
+		return PS_OK;
+	}
+	if (sn->collecting) /* a periodic one, or an older request */
+		release(s);
+	rc = start_collecting(s, iteration, 1);
+	if (rc != PS_OK)
+		return fail_collecting(s, rc);
+	if (iteration > sn->last)
+		sn->last = iteration;
+	for (uint32_t k = 0; k < s->nparts && sn->collecting && rc == PS_OK;
+	     k++)
+		rc = take_if_at(s, &s->parts[k]);
+	return rc;
+}
+
+/* Joins a finished writer and reports it. */
+static void reap(server *s)
+{
+	snapshot *sn = &s->snap;
+
+	pthread_join(sn->writer, NULL);
+	sn->writing = 0;
+	if (sn->write_rc == PS_OK)
+		PS_INFO("checkpoint %llu: shard %u written",
+			(unsigned long long)sn->iteration, s->node.rank);
+	else
+		PS_ERROR("checkpoint %llu: %s",
+			 (unsigned long long)sn->iteration, sn->why);
+	send_done(s, sn->iteration, sn->write_rc, sn->why);
+	release(s);
+}
+
+void ps_snapshot_poll(server *s)
+{
+	if (s->snap.writing &&
+	    atomic_load_explicit(&s->snap.finished, memory_order_acquire))
+		reap(s);
+}
+
+int ps_snapshot_flush(server *s)
+{
+	ps_wire_header h = {.type = PS_MSG_FLUSHED};
+
+	if (s->snap.writing)
+		reap(s); /* joins: the last checkpoint is worth the wait */
+	if (s->snap.collecting) {
+		char why[160];
+		snprintf(why, sizeof(why), "the job ended before every "
+			 "partition of server %u reached iteration %llu",
+			 s->node.rank, (unsigned long long)s->snap.iteration);
+		if (s->snap.requested)
+			send_done(s, s->snap.iteration, PS_ESTATE, why);
+		release(s);
+	}
+	return ps_node_send(&s->node, 0, &h, NULL, 0, NULL, NULL);
+}
+
+void ps_snapshot_free(server *s)
+{
+	if (s->snap.writing) {
+		pthread_join(s->snap.writer, NULL);
+		s->snap.writing = 0;
+	}
+	release(s);
+	free(s->snap.taken);
+	free(s->snap.values);
+	free(s->snap.version);
+	s->snap.taken = NULL;
+	s->snap.values = NULL;
+	s->snap.version = NULL;
+}
