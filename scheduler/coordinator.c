@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "checkpoint/checkpoint.h"
 #include "common/log.h"
 #include "common/node.h"
 #include "common/output.h"
@@ -31,8 +32,18 @@ typedef struct member {
 	int unreachable; /* a send failed: no more heartbeats to it */
 	int done;
 	int in_barrier;
+	int flushed;       /* server: answered FLUSH */
+	uint64_t progress; /* server: highest version, from its heartbeats */
 	ps_wire_done stats;
 } member;
+
+/* A checkpoint whose shards are being written (docs/design-notes.md). */
+#define CKPT_SLOTS 4
+typedef struct ckpt_slot {
+	uint64_t iteration; /* 0: free */
+	uint32_t answers, written;
+	int failed;
+} ckpt_slot;
 
 typedef struct coord {
 	const ps_config *cfg;
@@ -49,6 +60,12 @@ typedef struct coord {
 	uint32_t barrier_count, done_count;
 	uint64_t dropped;
 	int64_t last_beat_ms, started_ms;
+	uint64_t start_iteration; /* of the checkpoint resumed, or 0 */
+	ckpt_slot ckpt[CKPT_SLOTS];
+	uint64_t asked;   /* on-demand checkpoint requested, 0: none */
+	uint64_t margin;  /* how far ahead of the servers it was asked */
+	int flushing;     /* every worker is done: servers finish writing */
+	uint32_t flushed;
 } coord;
 
 static void describe(const member *m, char *buf, size_t cap)
@@ -254,6 +271,7 @@ static int send_welcomes(coord *c)
 			.nodes = nodes,
 			.placement = c->placement,
 			.priority = c->priority,
+			.start_iteration = c->start_iteration,
 		};
 		void *body;
 		size_t len;
@@ -537,6 +555,240 @@ static void print_summary(coord *c)
 	write_summary_csv(c);
 }
 
+/* ---- checkpoints ---------------------------------------------------------- */
+
+/* The checkpoint.resume the job starts from, checked before anyone is
+ * WELCOMEd: the tensors the workers declared must be the checkpoint's. */
+static int open_resume(coord *c)
+{
+	const ps_config *cfg = c->cfg;
+	char dir[PS_CKPT_PATH_MAX], why[PS_CKPT_PATH_MAX + 512];
+	char reason[sizeof(why) + 64];
+	const ps_ckpt_meta *m;
+	ps_ckpt *ck = NULL;
+	const char *mode = ps_config_enum_name("train.mode", cfg->train.mode);
+	int rc;
+
+	if (!cfg->checkpoint.resume[0])
+		return PS_OK;
+	if (strcmp(cfg->checkpoint.resume, "latest") == 0) {
+		rc = ps_ckpt_latest(cfg->checkpoint.dir, dir, sizeof(dir),
+				    NULL);
+		if (rc != PS_OK) {
+			snprintf(reason, sizeof(reason), "checkpoint.resume = "
+				 "latest: no complete checkpoint under %s",
+				 cfg->checkpoint.dir);
+			abort_job(c, reason);
+			return PS_EABORTED;
+		}
+	} else {
+		snprintf(dir, sizeof(dir), "%s", cfg->checkpoint.resume);
+	}
+	rc = ps_ckpt_open(dir, &ck, why, sizeof(why));
+	if (rc == PS_OK)
+		rc = ps_ckpt_check_model(ck, c->tensors, c->ntensors, why,
+					 sizeof(why));
+	if (rc == PS_OK && strcmp(ps_ckpt_info(ck)->mode, mode) != 0) {
+		snprintf(why, sizeof(why), "%s was written in train.mode = %s, "
+			 "the job runs %s", dir, ps_ckpt_info(ck)->mode, mode);
+		rc = PS_EINVAL;
+	}
+	if (rc == PS_OK && ps_ckpt_info(ck)->iteration == 0) {
+		snprintf(why, sizeof(why), "%s holds iteration 0", dir);
+		rc = PS_EINVAL;
+	}
+	if (rc != PS_OK) {
+		ps_ckpt_close(&ck);
+		snprintf(reason, sizeof(reason), "cannot resume: %s", why);
+		abort_job(c, reason);
+		return PS_EABORTED;
+	}
+	m = ps_ckpt_info(ck);
+	c->start_iteration = m->iteration;
+	printf("checkpoint: resuming at iteration %llu from %s (written by "
+	       "%u worker(s) x %u server(s), partition %llu B, preset %s)\n",
+	       (unsigned long long)m->iteration, dir, m->workers, m->servers,
+	       (unsigned long long)m->partition_size, m->preset);
+	fflush(stdout);
+	ps_ckpt_close(&ck);
+	return PS_OK;
+}
+
+static void send_servers(coord *c, uint32_t type, uint64_t iteration)
+{
+	for (uint32_t r = 0; r < c->servers; r++) {
+		member *m = &c->members[1 + r];
+		ps_wire_header h = {
+			.version = PS_WIRE_VERSION,
+			.type = type,
+			.job_id = c->job_id,
+			.iteration = iteration,
+		};
+		uint8_t buf[PS_WIRE_HEADER_MAX];
+		size_t hlen;
+
+		if (ps_wire_header_encode(&h, buf, sizeof(buf), &hlen) == PS_OK)
+			ps_transport_send(c->t, m->peer, buf, hlen, NULL, 0,
+					  NULL, NULL);
+	}
+}
+
+/* SIGUSR1: a checkpoint a little ahead of the fastest server. */
+static void request_checkpoint(coord *c, uint64_t late)
+{
+	uint64_t highest = late;
+
+	for (uint32_t r = 0; r < c->servers; r++)
+		if (c->members[1 + r].progress > highest)
+			highest = c->members[1 + r].progress;
+	c->margin = late ? c->margin * 2 : 2;
+	if (c->margin > 1024) {
+		PS_ERROR("checkpoint: the servers keep passing the iteration "
+			 "asked for (last %llu); giving up this request",
+			 (unsigned long long)c->asked);
+		c->asked = 0;
+		return;
+	}
+	c->asked = highest + c->margin;
+	PS_INFO("checkpoint requested at iteration %llu",
+		(unsigned long long)c->asked);
+	send_servers(c, PS_MSG_CKPT, c->asked);
+}
+
+static void write_manifest(coord *c, uint64_t iteration)
+{
+	const ps_config *cfg = c->cfg;
+	char dir[PS_CKPT_PATH_MAX], why[PS_CKPT_PATH_MAX + 512];
+	char *ini = NULL;
+	size_t inilen = 0;
+	FILE *f = open_memstream(&ini, &inilen);
+	ps_ckpt_meta meta = {
+		.iteration = iteration,
+		.mode = ps_config_enum_name("train.mode", cfg->train.mode),
+		.workers = c->workers,
+		.servers = c->servers,
+		.partition_size = cfg->scheduling.partition_size,
+		.preset = ps_config_enum_name("scheduling.preset",
+					      cfg->scheduling.preset),
+		.seed = cfg->train.seed,
+	};
+	int rc;
+
+	if (f) {
+		ps_config_write_ini(cfg, f);
+		fclose(f);
+	}
+	meta.config_ini = ini ? ini : "";
+	rc = ps_ckpt_path(cfg->checkpoint.dir, iteration, dir, sizeof(dir));
+	if (rc == PS_OK)
+		rc = ps_ckpt_write_manifest(dir, &meta, c->tensors, c->ntensors,
+					    c->servers, why, sizeof(why));
+	free(ini);
+	if (rc != PS_OK) {
+		PS_ERROR("checkpoint %llu is not complete: %s",
+			 (unsigned long long)iteration, why);
+		return;
+	}
+	printf("checkpoint: iteration %llu complete in %s\n",
+	       (unsigned long long)iteration, dir);
+	fflush(stdout);
+	if (ps_ckpt_prune(cfg->checkpoint.dir, (uint32_t)cfg->checkpoint.keep,
+			  why, sizeof(why)) != PS_OK)
+		PS_WARN("checkpoint.keep: %s", why);
+}
+
+static ckpt_slot *slot_for(coord *c, uint64_t iteration)
+{
+	ckpt_slot *free_slot = NULL, *oldest = &c->ckpt[0];
+
+	for (int i = 0; i < CKPT_SLOTS; i++) {
+		ckpt_slot *k = &c->ckpt[i];
+		if (k->iteration == iteration)
+			return k;
+		if (!k->iteration && !free_slot)
+			free_slot = k;
+		if (k->iteration < oldest->iteration)
+			oldest = k;
+	}
+	if (!free_slot) {
+		PS_WARN("checkpoint %llu abandoned: too many checkpoints in "
+			"progress", (unsigned long long)oldest->iteration);
+		free_slot = oldest;
+	}
+	*free_slot = (ckpt_slot){.iteration = iteration};
+	return free_slot;
+}
+
+/* CKPT_DONE: a server's shard is durable (or failed). */
+static void shard_written(coord *c, const member *m, const ps_msg *msg,
+			  const ps_wire_header *h)
+{
+	ckpt_slot *k;
+
+	if (h->iteration == 0)
+		return;
+	k = slot_for(c, h->iteration);
+	k->answers++;
+	if (h->key == 0) {
+		k->written++;
+	} else {
+		char reason[PS_REASON_MAX], why[256];
+		if (ps_wire_reason_decode(msg->payload, msg->payload_len,
+					  reason, sizeof(reason), why,
+					  sizeof(why)) != PS_OK)
+			snprintf(reason, sizeof(reason), "(no reason)");
+		PS_ERROR("checkpoint %llu failed on server %u: %s",
+			 (unsigned long long)h->iteration, m->info.rank,
+			 reason);
+		k->failed = 1;
+	}
+	if (h->iteration == c->asked && (k->failed || k->written))
+		c->asked = 0; /* the request was taken up */
+	if (k->answers < c->servers)
+		return;
+	if (!k->failed)
+		write_manifest(c, k->iteration);
+	k->iteration = 0;
+}
+
+/* Checkpoint messages from servers: PS_ECLOSED once every server has
+ * flushed after the last worker finished. */
+static int handle_checkpoint(coord *c, member *m, const ps_msg *msg,
+			     const ps_wire_header *h)
+{
+	if (m->info.role != PS_ROLE_SERVER || !c->cfg->checkpoint.dir[0]) {
+		psi_note_drop(++c->dropped, ps_msg_type_name(h->type),
+			      "not a server, or no checkpoint.dir");
+		return PS_OK;
+	}
+	switch (h->type) {
+	case PS_MSG_CKPT_DONE:
+		shard_written(c, m, msg, h);
+		return PS_OK;
+	case PS_MSG_CKPT_LATE:
+		if (c->asked && h->iteration >= c->asked && !c->flushing)
+			request_checkpoint(c, h->iteration);
+		return PS_OK;
+	default: /* FLUSHED */
+		if (!c->flushing || m->flushed) {
+			psi_note_drop(++c->dropped, "FLUSHED", "not asked for");
+			return PS_OK;
+		}
+		m->flushed = 1;
+		return ++c->flushed == c->servers ? PS_ECLOSED : PS_OK;
+	}
+}
+
+/* Every worker is done: with checkpoints, servers finish writing first. */
+static int job_done(coord *c)
+{
+	if (!c->cfg->checkpoint.dir[0])
+		return PS_ECLOSED;
+	c->flushing = 1;
+	send_servers(c, PS_MSG_FLUSH, 0);
+	return PS_OK;
+}
+
 /* Message from a welcomed node: PS_OK, PS_ECLOSED when the job is done. */
 static int handle_running(coord *c, const ps_msg *msg,
 			  const ps_wire_header *h)
@@ -556,7 +808,13 @@ static int handle_running(coord *c, const ps_msg *msg,
 	m->last_heard_ms = ps_now_ms();
 	switch (h->type) {
 	case PS_MSG_HEARTBEAT:
+		if (m->info.role == PS_ROLE_SERVER)
+			m->progress = h->iteration;
 		return PS_OK;
+	case PS_MSG_CKPT_DONE:
+	case PS_MSG_CKPT_LATE:
+	case PS_MSG_FLUSHED:
+		return handle_checkpoint(c, m, msg, h);
 	case PS_MSG_BARRIER:
 		if (m->info.role != PS_ROLE_WORKER || h->key != c->barrier ||
 		    m->in_barrier) {
@@ -587,12 +845,32 @@ static int handle_running(coord *c, const ps_msg *msg,
 		m->done = 1;
 		PS_INFO("worker %u done: %llu iterations", m->info.rank,
 			(unsigned long long)m->stats.iterations);
-		return ++c->done_count == c->workers ? PS_ECLOSED : PS_OK;
+		return ++c->done_count == c->workers ? job_done(c) : PS_OK;
 	default:
 		psi_note_drop(++c->dropped, ps_msg_type_name(h->type),
 			      "not expected by the scheduler");
 		return PS_OK;
 	}
+}
+
+/* A failed job: where a supervisor (Slurm's --requeue, systemd...) can
+ * restart it from. */
+static void say_resume_from(const coord *c)
+{
+	char dir[PS_CKPT_PATH_MAX];
+	uint64_t it;
+
+	if (!c->cfg->checkpoint.dir[0])
+		return;
+	if (ps_ckpt_latest(c->cfg->checkpoint.dir, dir, sizeof(dir), &it) ==
+	    PS_OK)
+		PS_ERROR("to resume, start the job again with --set "
+			 "checkpoint.resume=%s (iteration %llu) or "
+			 "checkpoint.resume=latest", dir,
+			 (unsigned long long)it);
+	else
+		PS_ERROR("no complete checkpoint under %s yet: a restart "
+			 "starts from the beginning", c->cfg->checkpoint.dir);
 }
 
 /* Heartbeats out, silence detection in. PS_EABORTED when a node died. */
@@ -618,6 +896,7 @@ static int tick(coord *c)
 			 who, (long long)longest,
 			 c->cfg->cluster.heartbeat_timeout_ms);
 		abort_job(c, why);
+		say_resume_from(c);
 		return PS_EABORTED;
 	}
 	if (now - c->last_beat_ms >= c->cfg->cluster.heartbeat_interval_ms) {
@@ -643,6 +922,16 @@ static int running(coord *c)
 
 		if (interrupted(c))
 			return PS_EINTR;
+		if (ps_signal_take_usr1()) {
+			if (!c->cfg->checkpoint.dir[0])
+				PS_WARN("SIGUSR1: no checkpoint.dir, no "
+					"checkpoint");
+			else if (c->asked)
+				PS_INFO("SIGUSR1: checkpoint %llu is already "
+					"requested", (unsigned long long)c->asked);
+			else if (!c->flushing)
+				request_checkpoint(c, 0);
+		}
 		rc = tick(c);
 		if (rc != PS_OK)
 			return rc;
@@ -722,6 +1011,8 @@ int ps_coordinator_run(const ps_config *cfg, int ready_fd)
 	rc = registration(&c);
 	if (rc == PS_OK)
 		rc = assign_ids(&c);
+	if (rc == PS_OK)
+		rc = open_resume(&c);
 	if (rc == PS_OK)
 		rc = place(&c);
 	if (rc == PS_OK)
