@@ -130,6 +130,12 @@ struct ps_client {
 	/* fusion (communication thread only) */
 	struct stage **stages; /* per partition: the one being filled */
 	uint64_t stage_seq;
+	/* DONE, encoded, held until every push is acknowledged (applied,
+	 * in asynchronous mode: nothing of this worker's is lost at the
+	 * end, and a checkpoint at the last iteration sees all of it);
+	 * communication thread only */
+	void *done_body;
+	size_t done_len;
 };
 
 /* A fused partition's gradients (or initial values) being gathered, then
@@ -408,6 +414,23 @@ static int send_pulls(ps_client *c, tensor *t)
 	return PS_OK;
 }
 
+/* Sends the held DONE once no push is waiting or unacknowledged. */
+static int send_done_when_acked(ps_client *c)
+{
+	ps_wire_header h = {.type = PS_MSG_DONE};
+	int rc;
+
+	if (!c->done_body || ps_gate_in_flight(c->gate) > 0 ||
+	    ps_gate_pending(c->gate) > 0)
+		return PS_OK;
+	rc = ps_node_send(&c->node, 0, &h, c->done_body, c->done_len,
+			  ps_wire_free, NULL);
+	if (rc != PS_OK)
+		free(c->done_body);
+	c->done_body = NULL;
+	return rc;
+}
+
 static int run_command(ps_client *c, cmd *k)
 {
 	ps_wire_header h = {.key = (uint32_t)k->iteration};
@@ -427,12 +450,9 @@ static int run_command(ps_client *c, cmd *k)
 		rc = ps_wire_done_encode(&k->done, &body, &len);
 		if (rc != PS_OK)
 			return rc;
-		h.type = PS_MSG_DONE;
-		rc = ps_node_send(&c->node, 0, &h, body, len, ps_wire_free,
-				  NULL);
-		if (rc != PS_OK)
-			free(body);
-		return rc;
+		c->done_body = body;
+		c->done_len = len;
+		return send_done_when_acked(c);
 	}
 	return PS_EINVAL;
 }
@@ -559,6 +579,8 @@ static int handle(ps_client *c, ps_msg *msg, const ps_wire_header *h)
 			break;
 		}
 		rc = drain_gate(c);
+		if (rc == PS_OK)
+			rc = send_done_when_acked(c);
 		if (rc != PS_OK) {
 			ps_msg_free(&msg);
 			return rc;
@@ -699,7 +721,8 @@ static void *comm_main(void *arg)
 		c->comm_alive = 1;
 		pthread_cond_broadcast(&c->cv);
 		pthread_mutex_unlock(&c->mu);
-		rc = send_initial_values(c);
+		if (c->node.welcome.start_iteration == 0)
+			rc = send_initial_values(c);
 	}
 	while (rc == PS_OK) {
 		ps_wire_header h;
@@ -749,6 +772,8 @@ static void *comm_main(void *arg)
 		PS_INFO("gate: %llu pushes, %.0f ns each",
 			(unsigned long long)c->meter.released,
 			ps_gate_meter_per_transfer(&c->meter));
+	free(c->done_body); /* never sent: the job failed */
+	c->done_body = NULL;
 	ps_node_close(&c->node, c->state == ST_SHUTDOWN ? 2000 : 200);
 	return NULL;
 }
@@ -945,9 +970,17 @@ int ps_client_start(ps_client *c)
 	while (c->state == ST_JOINING)
 		pthread_cond_wait(&c->cv, &c->mu);
 	for (uint32_t i = 0; i < c->ntensors && rc == PS_OK; i++)
-		rc = wait_tensor(c, &c->tensors[i], 0, -1);
+		rc = wait_tensor(c, &c->tensors[i],
+				 c->node.welcome.start_iteration, -1);
 	pthread_mutex_unlock(&c->mu);
 	return rc;
+}
+
+uint64_t ps_client_start_iteration(const ps_client *c)
+{
+	return c && c->state != ST_CREATED && c->state != ST_JOINING
+		       ? c->node.welcome.start_iteration
+		       : 0;
 }
 
 int ps_client_rank(const ps_client *c)

@@ -277,7 +277,7 @@ static int replay(engine *e, ps_client_result *res)
 {
 	const ps_config *cfg = e->cfg;
 	ps_dag_stats ds;
-	uint64_t prev, start;
+	uint64_t prev, start, first = ps_client_start_iteration(e->client);
 	double e_sum = 0.0;
 	unsigned e_n = 0;
 	int rc = PS_OK;
@@ -287,7 +287,8 @@ static int replay(engine *e, ps_client_result *res)
 					      e->comm_us);
 	e->csv = open_csv(cfg, e->rank);
 	start = prev = ps_now_ns();
-	for (uint64_t it = 0; it < (uint64_t)cfg->train.iterations; it++) {
+	res->iterations = first;
+	for (uint64_t it = first; it < (uint64_t)cfg->train.iterations; it++) {
 		iter_stats st = {0};
 		ps_client_stats cs;
 		double t_us, eff;
@@ -306,8 +307,8 @@ static int replay(engine *e, ps_client_result *res)
 		prev = now;
 		eff = ps_ordering_efficiency((double)st.compute_ns / 1000.0,
 					     e->comm_us, t_us);
-		if (it > 0 && isfinite(eff)) {
-			/* iteration 0 starts with every parameter present */
+		if (it > first && isfinite(eff)) {
+			/* the first starts with every parameter present */
 			e_sum += eff;
 			e_n++;
 		}
@@ -333,8 +334,8 @@ static int replay(engine *e, ps_client_result *res)
 	res->seconds = (double)(ps_now_ns() - start) / 1e9;
 	res->efficiency = e_n ? e_sum / e_n : NAN;
 	res->samples_per_second =
-		res->seconds > 0 ? (double)res->iterations * e->dag->batch /
-					   res->seconds
+		res->seconds > 0 ? (double)(res->iterations - first) *
+					   e->dag->batch / res->seconds
 				 : 0.0;
 	/* The servers answer the last pushes with the final parameters:
 	 * take them before leaving (a worker gone before its servers' last

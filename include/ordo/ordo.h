@@ -7,8 +7,8 @@
  *     ps_config *cfg;  ps_config_new(&cfg);  ps_config_load(cfg, path, ...);
  *     ps_client *c;    ps_client_create(cfg, &c);
  *     ps_client_declare(c, "fc1.weight", n, w1, &t1);   // for each tensor
- *     ps_client_start(c);        // joins the job; values now hold version 0
- *     for (it = 0; it < iterations; it++) {
+ *     ps_client_start(c);        // joins the job; values hold version 0
+ *     for (it = ps_client_start_iteration(c); it < iterations; it++) {
  *         ... forward/backward with the values, into gradient buffers ...
  *         ps_client_push(c, t1, g1, it, priority);     // for each tensor
  *         ps_client_wait(c, t1, it + 1, -1);           // params for it + 1
@@ -85,8 +85,16 @@ int ps_client_declare(ps_client *c, const char *name, uint64_t numel,
 		      float *values, uint32_t *tensor_p);
 
 /* Registers with the scheduler, receives rank and placement; worker 0
- * sends the initial values; returns when every tensor holds version 0. */
+ * sends the initial values; returns when every tensor holds version 0.
+ * When the job resumes from a checkpoint (checkpoint.resume), nobody sends
+ * initial values: the servers send the checkpoint's, and ps_client_start
+ * returns when every tensor holds version ps_client_start_iteration(). */
 int ps_client_start(ps_client *c);
+
+/* The iteration training starts at: 0, or the iteration of the checkpoint
+ * the job resumes from. A training loop runs from there:
+ *     for (it = ps_client_start_iteration(c); it < iterations; it++) */
+uint64_t ps_client_start_iteration(const ps_client *c);
 
 int ps_client_rank(const ps_client *c);
 int ps_client_num_workers(const ps_client *c);
