@@ -11,9 +11,16 @@
  * Failure handling: when a process fails, the others normally stop by
  * themselves (the scheduler aborts the job within the heartbeat timeout);
  * those still running after that grace period get SIGTERM, then SIGKILL.
- * SIGINT/SIGTERM to ps-launch are forwarded to every process. Nothing is
- * left running when ps-launch exits. Exit status: 0 if every process
- * exited 0, else the first failure's status (128 + signal for a signal).
+ * SIGINT/SIGTERM to ps-launch are forwarded to every process, SIGUSR1 (a
+ * checkpoint, now) to the scheduler. Nothing is left running when
+ * ps-launch exits. Exit status: 0 if every process exited 0, else the
+ * first failure's status (128 + signal for a signal).
+ *
+ * Recovery (fault.restarts = N): when a process of the job fails, the
+ * others are stopped at once and the whole job starts again from the
+ * newest complete checkpoint under checkpoint.dir (--set
+ * checkpoint.resume=DIR appended to the arguments), at most N times; one
+ * line says what died and what the job resumed from.
  *
  * Across machines, start the same binaries with any launcher (ssh, srun,
  * mpirun) instead: see the README.
@@ -30,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "checkpoint/checkpoint.h"
 #include "common/cli.h"
 #include "common/log.h"
 #include "common/signals.h"
@@ -51,6 +59,8 @@ typedef struct launch {
 	const char *worker; /* --worker PROGRAM, NULL: ps-worker */
 	int failed_status;  /* first failure's status, 0 if none */
 	int64_t failed_at_ms;
+	child failed;       /* the first process that failed */
+	int stop_at_once;   /* on a failure, stop the others now (recovery) */
 } launch;
 
 static int bin_dir(char *dir, size_t cap)
@@ -166,6 +176,7 @@ static void reap(launch *l)
 				if (!l->failed_status) {
 					l->failed_status = ch->status;
 					l->failed_at_ms = ps_now_ms();
+					l->failed = *ch;
 				}
 			}
 		}
@@ -181,6 +192,17 @@ static void supervise(launch *l, const ps_config *cfg)
 
 	while (running_count(l) > 0) {
 		reap(l);
+		if (ps_signal_take_usr1() && l->nchildren > 0 &&
+		    !l->children[0].exited) {
+			fprintf(stderr, "ps-launch: SIGUSR1: asking the "
+				"scheduler for a checkpoint\n");
+			kill(l->children[0].pid, SIGUSR1);
+		}
+		if (l->failed_status && l->stop_at_once && !termed) {
+			signal_all(l, SIGTERM);
+			termed = 1;
+			grace = 0;
+		}
 		if (ps_signal_pending() && !forwarded) {
 			fprintf(stderr, "ps-launch: signal %d: stopping the "
 				"job\n", ps_signal_pending());
@@ -231,16 +253,16 @@ static int read_port(int fd, int timeout_ms, char *port, size_t cap)
 }
 
 static int start_scheduler(launch *l, const ps_config *cfg, char *port,
-			   size_t cap)
+			   size_t cap, const char *resume)
 {
 	char fdarg[16];
-	const char *extra[2] = {"--ready-fd", fdarg};
+	const char *extra[4] = {"--ready-fd", fdarg, "--set", resume};
 	int fds[2], rc;
 
 	if (pipe(fds) != 0)
 		return PS_EIO;
 	snprintf(fdarg, sizeof(fdarg), "%d", fds[1]);
-	rc = spawn(l, "ps-scheduler", "scheduler", extra, 2);
+	rc = spawn(l, "ps-scheduler", "scheduler", extra, resume ? 4 : 2);
 	close(fds[1]);
 	if (rc == PS_OK) {
 		rc = read_port(fds[0], cfg->cluster.connect_timeout_ms, port,
@@ -313,6 +335,77 @@ static void merge_timeline(const ps_config *cfg)
 	free(paths);
 }
 
+/* Starts the scheduler, the servers and the workers, and waits for them
+ * all. resume: an extra "checkpoint.resume=DIR" for --set, or NULL. */
+static void run_job(launch *l, const ps_config *cfg, const char *resume)
+{
+	char port[32], portarg[64];
+	const char *extra[4] = {"--set", portarg, "--set", resume};
+	int nextra = resume ? 4 : 2, rc;
+
+	l->nchildren = 0;
+	l->failed_status = 0;
+	fprintf(stderr, "ps-launch: starting 1 scheduler, %d server(s), %d "
+		"worker(s)\n", cfg->cluster.servers, cfg->cluster.workers);
+	rc = start_scheduler(l, cfg, port, sizeof(port), resume);
+	snprintf(portarg, sizeof(portarg), "cluster.scheduler_port=%s", port);
+	for (int i = 0; rc == PS_OK && i < cfg->cluster.servers; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "server #%d", i);
+		rc = spawn(l, "ps-server", name, extra, nextra);
+	}
+	for (int i = 0; rc == PS_OK && i < cfg->cluster.workers; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "worker #%d", i);
+		rc = spawn(l, l->worker ? l->worker : "ps-worker", name, extra,
+			   nextra);
+	}
+	if (rc != PS_OK && !l->failed_status) {
+		l->failed_status = 1;
+		l->failed_at_ms = ps_now_ms();
+		snprintf(l->failed.name, sizeof(l->failed.name), "ps-launch");
+	}
+	supervise(l, cfg);
+}
+
+/* What killed the job, in words: "exited with status 3", "killed by
+ * signal 9". */
+static void describe_status(int status, char *buf, size_t cap)
+{
+	if (status > 128)
+		snprintf(buf, cap, "killed by signal %d", status - 128);
+	else
+		snprintf(buf, cap, "exited with status %d", status);
+}
+
+/* After a failure: the newest complete checkpoint to restart from (none:
+ * from the start), said in one line. */
+static int prepare_restart(launch *l, const ps_config *cfg, int restart,
+			   char *resume, size_t cap)
+{
+	char dir[PS_CKPT_PATH_MAX], how[48];
+	uint64_t it = 0;
+
+	describe_status(l->failed.status, how, sizeof(how));
+	if (ps_ckpt_latest(cfg->checkpoint.dir, dir, sizeof(dir), &it) ==
+	    PS_OK) {
+		fprintf(stderr, "ps-launch: %s (pid %d) %s; restart %d of %d "
+			"from checkpoint %s (iteration %llu)\n",
+			l->failed.name, (int)l->failed.pid, how, restart,
+			cfg->fault.restarts, dir, (unsigned long long)it);
+		if ((size_t)snprintf(resume, cap, "checkpoint.resume=%s",
+				     dir) >= cap)
+			return PS_EINVAL;
+	} else {
+		fprintf(stderr, "ps-launch: %s (pid %d) %s; restart %d of %d "
+			"from the start (no complete checkpoint under %s "
+			"yet)\n", l->failed.name, (int)l->failed.pid, how,
+			restart, cfg->fault.restarts, cfg->checkpoint.dir);
+		resume[0] = '\0';
+	}
+	return PS_OK;
+}
+
 int main(int argc, char **argv)
 {
 	static const ps_cli_opt opts[] = {
@@ -332,11 +425,9 @@ int main(int argc, char **argv)
 		.on_opt = on_opt,
 		.ud = &l,
 	};
-	char port[32], portarg[64];
-	const char *extra[2] = {"--set", portarg};
+	char resume[PS_CKPT_PATH_MAX + 32] = "";
 	ps_cli_status st;
 	ps_config cfg;
-	int rc;
 
 	ps_signals_install();
 	st = ps_cli_parse(argc, argv, &info, &cfg);
@@ -347,6 +438,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ps-launch: cannot find its own directory\n");
 		return 1;
 	}
+	l.stop_at_once = cfg.fault.restarts > 0;
 	l.children = calloc((size_t)(1 + cfg.cluster.servers +
 				     cfg.cluster.workers),
 			    sizeof(*l.children));
@@ -357,26 +449,15 @@ int main(int argc, char **argv)
 			cfg.output.dir, strerror(errno));
 		return 1;
 	}
-	fprintf(stderr, "ps-launch: starting 1 scheduler, %d server(s), %d "
-		"worker(s)\n", cfg.cluster.servers, cfg.cluster.workers);
-	rc = start_scheduler(&l, &cfg, port, sizeof(port));
-	snprintf(portarg, sizeof(portarg), "cluster.scheduler_port=%s", port);
-	for (int i = 0; rc == PS_OK && i < cfg.cluster.servers; i++) {
-		char name[32];
-		snprintf(name, sizeof(name), "server #%d", i);
-		rc = spawn(&l, "ps-server", name, extra, 2);
+	for (int attempt = 0;; attempt++) {
+		run_job(&l, &cfg, resume[0] ? resume : NULL);
+		if (!l.failed_status || ps_signal_pending() ||
+		    attempt >= cfg.fault.restarts || l.failed_status == 2)
+			break;
+		if (prepare_restart(&l, &cfg, attempt + 1, resume,
+				    sizeof(resume)) != PS_OK)
+			break;
 	}
-	for (int i = 0; rc == PS_OK && i < cfg.cluster.workers; i++) {
-		char name[32];
-		snprintf(name, sizeof(name), "worker #%d", i);
-		rc = spawn(&l, l.worker ? l.worker : "ps-worker", name,
-			   extra, 2);
-	}
-	if (rc != PS_OK && !l.failed_status) {
-		l.failed_status = 1;
-		l.failed_at_ms = ps_now_ms();
-	}
-	supervise(&l, &cfg);
 	free(l.children);
 	if (cfg.output.dir[0])
 		merge_timeline(&cfg);
