@@ -25,6 +25,11 @@
  * Errors: every failing call returns a ps_err and writes into why a message
  * that names the file and the problem ("ckpt-000000000010/shard-1.bin:
  * checksum mismatch in segment 3 (tensor 'fc1.weight' elements 0..4095)").
+ * Codes: PS_ENOENT a file or checkpoint that is not there, PS_ENOTSUP a
+ * format version newer than PS_CKPT_FORMAT, PS_EPROTO a damaged or
+ * inconsistent file (checksum, size, layout, gap or overlap), PS_EINVAL a
+ * bad argument, and errno's mapping (ps_err_from_errno) for system errors
+ * (a full disk: PS_EIO, why saying "No space left on device").
  * Nothing is half-written: files are written under a temporary name,
  * fsync'd and renamed, then their directory is fsync'd; on failure the
  * temporary file is removed and every older file is left as it was.
@@ -68,7 +73,8 @@ typedef struct ps_ckpt_meta {
 	const char *config_ini; /* the effective configuration, INI text */
 } ps_ckpt_meta;
 
-/* ROOT/ckpt-%012llu into buf. PS_EINVAL if it does not fit. */
+/* ROOT/ckpt-%012llu into buf. PS_EINVAL if it does not fit, or if
+ * iteration >= 10^12 (the name would not have 12 digits). */
 int ps_ckpt_path(const char *root, uint64_t iteration, char *buf,
 		 size_t cap);
 
@@ -141,7 +147,7 @@ typedef struct ps_ckpt_range {
 	uint32_t tensor;
 	uint64_t offset;
 	uint64_t numel;
-	float *values;    /* receives numel values */
+	float *values;    /* receives numel values; NULL: not wanted */
 	float *momentum;  /* receives numel values; NULL: not wanted */
 	uint64_t version; /* out: the smallest version of the pieces read */
 } ps_ckpt_range;
@@ -150,9 +156,12 @@ typedef struct ps_ckpt_range {
  * Fills every range from the shards. Each segment that overlaps any range
  * is read once and its checksums verified before anything is copied out of
  * it, so the cost is linear in the bytes of the overlapping segments
- * whatever the number of ranges. A range outside its tensor, a checksum
- * mismatch or a short read is an error naming the file; the destination
- * buffers may then be partly written and must not be used.
+ * whatever the number of ranges. (A segment wholly inside the only range
+ * that wants it is read straight into that range's buffers and checked
+ * there.) Ranges have numel > 0 and may be in any order. A range outside
+ * its tensor, a checksum mismatch or a short read is an error naming the
+ * file; the destination buffers may then be partly written and must not
+ * be used.
  */
 int ps_ckpt_read_ranges(const ps_ckpt *ck, ps_ckpt_range *ranges, size_t n,
 			char *why, size_t whylen);

@@ -1,0 +1,1131 @@
+/*
+ * tests/unit/test_checkpoint.c - the checkpoint library
+ * (checkpoint/checkpoint.h, docs/checkpoint-format.md): round trips read
+ * back under another cut, every refusal of write_manifest and open with
+ * its message, a full disk, latest and prune, the .npy export, and random
+ * single-byte corruption that must never crash nor return wrong data.
+ *
+ * Every checkpoint lives under one mkdtemp() directory, removed (whole
+ * tree) at the end.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "tmpdir.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <zlib.h>
+
+#include "checkpoint/checkpoint.h"
+
+static char tmpdir[64];
+static char why[1024];
+
+/* ---- the model and the checkpoints written of it ---------------------- */
+
+static const ps_tensor_desc MODEL[] = {
+	{"conv.w", 1000}, {"conv.b", 7}, {"fc.w", 4099}, {"fc.b", 13},
+	{"out.w", 257},
+};
+#define NT ((uint32_t)(sizeof(MODEL) / sizeof(MODEL[0])))
+
+/* Exact in float32: every value below 2^24 quarters. */
+static float value_of(uint32_t t, uint64_t i)
+{
+	return (float)(t * 100000u + i) * 0.25f;
+}
+
+/* conv.b is written without momentum: it reads back as zeros. */
+static float momentum_of(uint32_t t, uint64_t i)
+{
+	return t == 1 ? 0.0f : -(float)i - (float)t * 0.5f;
+}
+
+static uint64_t version_of(uint32_t t, uint64_t offset)
+{
+	return 100 + t * 10 + offset % 7;
+}
+
+typedef struct spec {
+	uint32_t shard, tensor;
+	uint64_t offset, numel;
+} spec;
+
+/* Segments cut at odd offsets; shard 1 holds whole small tensors side by
+ * side, as a fused partition gives them. */
+static const spec CUT[] = {
+	{0, 0, 0, 333},   {0, 2, 0, 2047},  {0, 4, 100, 157},
+	{1, 0, 333, 667}, {1, 1, 0, 7},     {1, 3, 0, 13},
+	{1, 2, 2047, 2052}, {1, 4, 0, 100},
+};
+#define NCUT (sizeof(CUT) / sizeof(CUT[0]))
+
+static const ps_ckpt_meta META = {
+	.iteration = 0, /* set per checkpoint */
+	.mode = "sync",
+	.workers = 4,
+	.servers = 2,
+	.partition_size = 8192,
+	.preset = "ordo",
+	.seed = -42,
+	.config_ini = "[train]\nseed = -42\n[cluster]\nservers = 2\n",
+};
+
+/* Writes shard `shard` of the checkpoint in dir: the specs of that shard
+ * (scale multiplies the element counts: a bigger file, same layout). */
+static int write_shard_of(const char *dir, uint32_t shard, uint64_t iteration,
+			  const spec *sp, size_t nsp)
+{
+	ps_ckpt_segment segs[16];
+	uint32_t n = 0;
+	int rc;
+
+	for (size_t k = 0; k < nsp; k++) {
+		const spec *s = &sp[k];
+		float *v, *m;
+
+		if (s->shard != shard)
+			continue;
+		v = malloc(s->numel * sizeof(float));
+		m = malloc(s->numel * sizeof(float));
+		assert_non_null(v);
+		assert_non_null(m);
+		for (uint64_t i = 0; i < s->numel; i++) {
+			v[i] = value_of(s->tensor, s->offset + i);
+			m[i] = momentum_of(s->tensor, s->offset + i);
+		}
+		segs[n++] = (ps_ckpt_segment){
+			.tensor = s->tensor,
+			.offset = s->offset,
+			.numel = s->numel,
+			.version = version_of(s->tensor, s->offset),
+			.values = v,
+			.momentum = s->tensor == 1 ? NULL : m,
+		};
+		if (s->tensor == 1)
+			free(m);
+	}
+	rc = ps_ckpt_write_shard(dir, shard, iteration, segs, n, why,
+				 sizeof(why));
+	for (uint32_t i = 0; i < n; i++) {
+		free((void *)segs[i].values);
+		free((void *)segs[i].momentum);
+	}
+	return rc;
+}
+
+/* ROOT/ckpt-ITER with both shards and (with manifest) the manifest. */
+static const char *write_ckpt(const char *root, uint64_t iteration,
+			      int manifest)
+{
+	static char dir[PS_CKPT_PATH_MAX];
+	ps_ckpt_meta meta = META;
+
+	assert_int_equal(ps_ckpt_path(root, iteration, dir, sizeof(dir)),
+			 PS_OK);
+	for (uint32_t r = 0; r < 2; r++)
+		assert_int_equal(write_shard_of(dir, r, iteration, CUT, NCUT),
+				 PS_OK);
+	meta.iteration = iteration;
+	if (manifest)
+		assert_int_equal(ps_ckpt_write_manifest(dir, &meta, MODEL, NT,
+							2, why, sizeof(why)),
+				 PS_OK);
+	return dir;
+}
+
+/* A path under tmpdir (static, 8 in rotation). */
+static const char *at(const char *fmt, ...)
+{
+	static char bufs[8][PS_CKPT_PATH_MAX];
+	static int next;
+	char *b = bufs[next++ % 8], rel[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(rel, sizeof(rel), fmt, ap);
+	va_end(ap);
+	snprintf(b, PS_CKPT_PATH_MAX, "%s/%s", tmpdir, rel);
+	return b;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag,
+		    struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static void rm_tree(const char *path)
+{
+	nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static int exists(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0;
+}
+
+static void assert_why(const char *needle)
+{
+	if (!strstr(why, needle))
+		fail_msg("message '%s' does not contain '%s'", why, needle);
+}
+
+/* ---- reading back ------------------------------------------------------ */
+
+/* Fills and checks ranges of chunk elements over every tensor (shuffled
+ * with seed), values and momentum; versions: the smallest of the written
+ * segments each range overlaps. */
+static int read_cut(const ps_ckpt *ck, uint64_t chunk, unsigned seed)
+{
+	size_t n = 0, cap = 0;
+	ps_ckpt_range *r = NULL;
+	int rc;
+
+	for (uint32_t t = 0; t < NT; t++)
+		cap += (MODEL[t].numel + chunk - 1) / chunk;
+	r = calloc(cap, sizeof(*r));
+	assert_non_null(r);
+	for (uint32_t t = 0; t < NT; t++)
+		for (uint64_t o = 0; o < MODEL[t].numel; o += chunk) {
+			uint64_t len = MODEL[t].numel - o < chunk
+					       ? MODEL[t].numel - o
+					       : chunk;
+
+			r[n++] = (ps_ckpt_range){
+				.tensor = t,
+				.offset = o,
+				.numel = len,
+				.values = malloc(len * sizeof(float)),
+				.momentum = malloc(len * sizeof(float)),
+			};
+		}
+	srand(seed);
+	for (size_t i = n; i > 1; i--) {
+		size_t j = (size_t)rand() % i;
+		ps_ckpt_range x = r[i - 1];
+
+		r[i - 1] = r[j];
+		r[j] = x;
+	}
+	rc = ps_ckpt_read_ranges(ck, r, n, why, sizeof(why));
+	for (size_t i = 0; i < n && rc == PS_OK; i++) {
+		uint64_t want_version = UINT64_MAX;
+
+		for (uint64_t e = 0; e < r[i].numel; e++) {
+			uint64_t el = r[i].offset + e;
+
+			assert_true(r[i].values[e] == value_of(r[i].tensor, el));
+			assert_true(r[i].momentum[e] ==
+				    momentum_of(r[i].tensor, el));
+		}
+		for (size_t k = 0; k < NCUT; k++)
+			if (CUT[k].tensor == r[i].tensor &&
+			    CUT[k].offset < r[i].offset + r[i].numel &&
+			    CUT[k].offset + CUT[k].numel > r[i].offset &&
+			    version_of(CUT[k].tensor, CUT[k].offset) <
+				    want_version)
+				want_version =
+					version_of(CUT[k].tensor, CUT[k].offset);
+		assert_int_equal(r[i].version, want_version);
+	}
+	for (size_t i = 0; i < n; i++) {
+		free(r[i].values);
+		free(r[i].momentum);
+	}
+	free(r);
+	return rc;
+}
+
+static void test_round_trip(void **state)
+{
+	const char *dir = write_ckpt(at("rt"), 10, 1);
+	const ps_ckpt_meta *m;
+	ps_ckpt *ck;
+
+	(void)state;
+	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_OK);
+	m = ps_ckpt_info(ck);
+	assert_int_equal(m->iteration, 10);
+	assert_string_equal(m->mode, "sync");
+	assert_int_equal(m->workers, 4);
+	assert_int_equal(m->servers, 2);
+	assert_int_equal(m->partition_size, 8192);
+	assert_string_equal(m->preset, "ordo");
+	assert_int_equal(m->seed, -42);
+	assert_string_equal(m->config_ini, META.config_ini);
+	assert_int_equal(ps_ckpt_num_tensors(ck), NT);
+	assert_int_equal(ps_ckpt_num_shards(ck), 2);
+	assert_string_equal(ps_ckpt_dir(ck), dir);
+	for (uint32_t t = 0; t < NT; t++) {
+		assert_string_equal(ps_ckpt_tensors(ck)[t].name, MODEL[t].name);
+		assert_int_equal(ps_ckpt_tensors(ck)[t].numel, MODEL[t].numel);
+	}
+	assert_int_equal(ps_ckpt_check_model(ck, MODEL, NT, why, sizeof(why)),
+			 PS_OK);
+	assert_int_equal(ps_ckpt_verify(ck, why, sizeof(why)), PS_OK);
+
+	/* exactly the written segments: the versions as written */
+	for (size_t k = 0; k < NCUT; k++) {
+		float *v = malloc(CUT[k].numel * sizeof(float));
+		float *mo = malloc(CUT[k].numel * sizeof(float));
+		ps_ckpt_range r = {.tensor = CUT[k].tensor,
+				   .offset = CUT[k].offset,
+				   .numel = CUT[k].numel,
+				   .values = v,
+				   .momentum = mo};
+
+		assert_int_equal(ps_ckpt_read_ranges(ck, &r, 1, why,
+						     sizeof(why)),
+				 PS_OK);
+		assert_int_equal(r.version,
+				 version_of(CUT[k].tensor, CUT[k].offset));
+		for (uint64_t e = 0; e < r.numel; e++) {
+			assert_true(v[e] == value_of(r.tensor, r.offset + e));
+			assert_true(mo[e] ==
+				    momentum_of(r.tensor, r.offset + e));
+		}
+		free(v);
+		free(mo);
+	}
+	/* other cuts: many small ranges, crossing segments and shards */
+	assert_int_equal(read_cut(ck, 37, 1), PS_OK);
+	assert_int_equal(read_cut(ck, 1, 2), PS_OK);
+	assert_int_equal(read_cut(ck, 1000, 3), PS_OK);
+	assert_int_equal(read_cut(ck, 5000, 4), PS_OK);
+
+	/* values only, momentum only, overlapping ranges */
+	{
+		float a[200], b[300], c[2];
+		ps_ckpt_range r[3] = {
+			{.tensor = 2, .offset = 1950, .numel = 200, .values = a},
+			{.tensor = 2, .offset = 1900, .numel = 300,
+			 .momentum = b},
+			{.tensor = 2, .offset = 2046, .numel = 2, .values = c},
+		};
+
+		assert_int_equal(ps_ckpt_read_ranges(ck, r, 3, why,
+						     sizeof(why)),
+				 PS_OK);
+		for (int e = 0; e < 200; e++)
+			assert_true(a[e] == value_of(2, 1950 + (uint64_t)e));
+		for (int e = 0; e < 300; e++)
+			assert_true(b[e] == momentum_of(2, 1900 + (uint64_t)e));
+		assert_true(c[0] == value_of(2, 2046));
+		assert_true(c[1] == value_of(2, 2047));
+		assert_int_equal(r[0].version, version_of(2, 0));
+	}
+	/* ranges outside a tensor */
+	{
+		float a[8];
+		ps_ckpt_range r = {.tensor = 1, .offset = 3, .numel = 5,
+				   .values = a};
+
+		assert_int_equal(ps_ckpt_read_ranges(ck, &r, 1, why,
+						     sizeof(why)),
+				 PS_EINVAL);
+		assert_why("not within tensor 'conv.b' (7 elements)");
+		r.tensor = NT;
+		assert_int_equal(ps_ckpt_read_ranges(ck, &r, 1, why,
+						     sizeof(why)),
+				 PS_EINVAL);
+	}
+	ps_ckpt_close(&ck);
+	assert_null(ck);
+}
+
+/* Many segments and many tiny ranges: linear, and still exact. */
+static void test_many_ranges(void **state)
+{
+	enum { NUMEL = 300000, SEGS = 1000, RANGE = 3 };
+	ps_tensor_desc model[1] = {{"big", NUMEL}};
+	const char *dir = at("many");
+	ps_ckpt_segment *segs = calloc(SEGS, sizeof(*segs));
+	float *v = malloc(NUMEL * sizeof(float)), *out;
+	size_t nr = (NUMEL + RANGE - 1) / RANGE;
+	ps_ckpt_range *r = calloc(nr, sizeof(*r));
+	ps_ckpt_meta meta = META;
+	ps_ckpt *ck;
+
+	(void)state;
+	assert_non_null(segs);
+	assert_non_null(v);
+	assert_non_null(r);
+	for (uint64_t i = 0; i < NUMEL; i++)
+		v[i] = (float)i;
+	/* segments of 300 elements, round robin over 3 shards */
+	for (uint32_t s = 0; s < 3; s++) {
+		uint32_t n = 0;
+
+		for (uint32_t k = s; k < SEGS; k += 3)
+			segs[n++] = (ps_ckpt_segment){
+				.tensor = 0,
+				.offset = (uint64_t)k * (NUMEL / SEGS),
+				.numel = NUMEL / SEGS,
+				.version = k,
+				.values = v + (uint64_t)k * (NUMEL / SEGS),
+			};
+		assert_int_equal(ps_ckpt_write_shard(dir, s, 7, segs, n, why,
+						     sizeof(why)),
+				 PS_OK);
+	}
+	meta.iteration = 7;
+	assert_int_equal(ps_ckpt_write_manifest(dir, &meta, model, 1, 3, why,
+						sizeof(why)),
+			 PS_OK);
+	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_OK);
+	out = malloc(NUMEL * sizeof(float));
+	for (size_t i = 0; i < nr; i++) {
+		size_t j = nr - 1 - i; /* reverse order */
+		uint64_t off = (uint64_t)j * RANGE;
+
+		r[i] = (ps_ckpt_range){
+			.tensor = 0,
+			.offset = off,
+			.numel = NUMEL - off < RANGE ? NUMEL - off : RANGE,
+			.values = out + off,
+		};
+	}
+	assert_int_equal(ps_ckpt_read_ranges(ck, r, nr, why, sizeof(why)),
+			 PS_OK);
+	assert_memory_equal(out, v, NUMEL * sizeof(float));
+	for (size_t i = 0; i < nr; i++)
+		assert_int_equal(r[i].version,
+				 r[i].offset / (NUMEL / SEGS));
+	ps_ckpt_close(&ck);
+	free(out);
+	free(r);
+	free(v);
+	free(segs);
+}
+
+/* ---- write_manifest's checks ---------------------------------------------- */
+
+static int manifest_of(const char *dir, uint64_t iteration, uint32_t nshards)
+{
+	ps_ckpt_meta meta = META;
+
+	meta.iteration = iteration;
+	return ps_ckpt_write_manifest(dir, &meta, MODEL, NT, nshards, why,
+				      sizeof(why));
+}
+
+static void test_manifest_refuses(void **state)
+{
+	spec cut[NCUT + 1];
+	const char *dir;
+
+	(void)state;
+	/* a gap: fc.w elements 2047..4098 missing (shard 1 lacks them) */
+	dir = at("gap");
+	memcpy(cut, CUT, sizeof(CUT));
+	cut[6].numel = 2000;
+	assert_int_equal(write_shard_of(dir, 0, 5, cut, NCUT), PS_OK);
+	assert_int_equal(write_shard_of(dir, 1, 5, cut, NCUT), PS_OK);
+	assert_int_equal(manifest_of(dir, 5, 2), PS_EPROTO);
+	assert_why("tensor 2 'fc.w': elements 4047..4098 are in no shard");
+	assert_false(exists(at("gap/manifest.json")));
+
+	/* an overlap: one more segment of conv.w in shard 1 */
+	dir = at("overlap");
+	memcpy(cut, CUT, sizeof(CUT));
+	cut[NCUT] = (spec){1, 0, 300, 40};
+	assert_int_equal(write_shard_of(dir, 0, 5, cut, NCUT + 1), PS_OK);
+	assert_int_equal(write_shard_of(dir, 1, 5, cut, NCUT + 1), PS_OK);
+	assert_int_equal(manifest_of(dir, 5, 2), PS_EPROTO);
+	assert_why("tensor 0 'conv.w': element 300 is in two segments "
+		   "(shard-0.bin segment 0 and shard-1.bin segment 5)");
+
+	/* a tensor missing entirely, segments outside a tensor */
+	dir = at("missing-tensor");
+	memcpy(cut, CUT, sizeof(CUT));
+	cut[5].tensor = 4; /* fc.b's segment becomes out.w 0..12 */
+	assert_int_equal(write_shard_of(dir, 0, 5, cut, NCUT), PS_OK);
+	assert_int_equal(write_shard_of(dir, 1, 5, cut, NCUT), PS_OK);
+	assert_int_equal(manifest_of(dir, 5, 2), PS_EPROTO);
+	assert_why("tensor 3 'fc.b': elements 0..12 are in no shard");
+	cut[5] = (spec){1, 3, 5, 13};
+	assert_int_equal(write_shard_of(dir, 1, 5, cut, NCUT), PS_OK);
+	assert_int_equal(manifest_of(dir, 5, 2), PS_EPROTO);
+	assert_why("shard-1.bin: segment 2: elements 5..17 are outside "
+		   "tensor 'fc.b' (13 elements)");
+
+	/* a missing shard, a shard of another iteration */
+	dir = write_ckpt(at("shards"), 5, 0);
+	assert_int_equal(manifest_of(dir, 5, 3), PS_ENOENT);
+	assert_why("shard-2.bin: missing");
+	assert_int_equal(manifest_of(dir, 6, 2), PS_EPROTO);
+	assert_why("shard-0.bin: written for iteration 5, not 6");
+	assert_int_equal(write_shard_of(dir, 1, 4, CUT, NCUT), PS_OK);
+	assert_int_equal(manifest_of(dir, 5, 2), PS_EPROTO);
+	assert_why("shard-1.bin: written for iteration 4, not 5");
+	assert_int_equal(write_shard_of(dir, 1, 5, CUT, NCUT), PS_OK);
+	assert_int_equal(manifest_of(dir, 5, 2), PS_OK);
+	assert_false(exists(at("shards/ckpt-000000000005/manifest.json.tmp")));
+}
+
+/* ---- open's checks --------------------------------------------------------- */
+
+static uint8_t *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *b;
+	long n;
+
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	b = malloc((size_t)n + 1);
+	assert_non_null(b);
+	assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	b[n] = 0;
+	*len = (size_t)n;
+	return b;
+}
+
+static void spit(const char *path, const void *b, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+
+	assert_non_null(f);
+	assert_int_equal(fwrite(b, 1, len, f), len);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* Opens dir, verifies it and reads everything back. PS_OK only if all of
+ * that succeeds with the data exact; an error otherwise (never wrong data
+ * without one). */
+static int open_and_read(const char *dir)
+{
+	ps_ckpt *ck;
+	int rc = ps_ckpt_open(dir, &ck, why, sizeof(why));
+
+	if (rc)
+		return rc;
+	rc = read_cut(ck, 37, 9);
+	if (!rc)
+		rc = ps_ckpt_verify(ck, why, sizeof(why));
+	ps_ckpt_close(&ck);
+	return rc;
+}
+
+static void test_open_truncated(void **state)
+{
+	const char *dir = write_ckpt(at("trunc"), 3, 1);
+	char shard[PS_CKPT_PATH_MAX];
+	uint8_t *orig;
+	size_t len;
+
+	(void)state;
+	snprintf(shard, sizeof(shard), "%s/shard-1.bin", dir);
+	orig = slurp(shard, &len);
+	const size_t cuts[] = {0, 10, 64, 100, 700, len / 2, len - 33,
+			       len - 32, len - 1};
+	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
+		spit(shard, orig, cuts[i]);
+		assert_int_not_equal(open_and_read(dir), PS_OK);
+		assert_why("shard-1.bin");
+	}
+	spit(shard, orig, len - 32);
+	assert_int_equal(open_and_read(dir), PS_EPROTO);
+	assert_why("shard-1.bin: the file has");
+	spit(shard, orig, len);
+	assert_int_equal(open_and_read(dir), PS_OK);
+	free(orig);
+}
+
+/* Flips byte off of dir/name, expects open or read to fail with a message
+ * containing needle, restores the byte. */
+static void flip(const char *dir, const char *name, size_t off,
+		 const char *needle)
+{
+	char path[PS_CKPT_PATH_MAX];
+	uint8_t *b;
+	size_t len;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	b = slurp(path, &len);
+	assert_true(off < len);
+	b[off] ^= 0x10;
+	spit(path, b, len);
+	assert_int_not_equal(open_and_read(dir), PS_OK);
+	assert_why(needle);
+	b[off] ^= 0x10;
+	spit(path, b, len);
+	assert_int_equal(open_and_read(dir), PS_OK);
+	free(b);
+}
+
+static void test_open_flipped(void **state)
+{
+	const char *dir = write_ckpt(at("flip"), 3, 1);
+	ps_ckpt *ck;
+	float v[7];
+	ps_ckpt_range r = {.tensor = 1, .numel = 7, .values = v};
+
+	(void)state;
+	/* shard 1: 5 segments; data at 64 + 5 * 64 = 384 */
+	flip(dir, "shard-1.bin", 20, "shard-1.bin: header checksum mismatch");
+	flip(dir, "shard-1.bin", 64 + 64 + 9,
+	     "shard-1.bin: segment table checksum mismatch");
+	/* segment 0 of shard 1: conv.w 333..999, values then momentum */
+	flip(dir, "shard-1.bin", 384 + 100,
+	     "shard-1.bin: checksum mismatch in segment 0 (tensor 'conv.w' "
+	     "elements 333..999, values)");
+	flip(dir, "shard-1.bin", 384 + 2688 + 5,
+	     "shard-1.bin: checksum mismatch in segment 0 (tensor 'conv.w' "
+	     "elements 333..999, momentum)");
+	/* padding after the values of conv.w (667 * 4 = 2668 bytes) */
+	flip(dir, "shard-1.bin", 384 + 2670, "should be padding");
+	flip(dir, "manifest.json", 30, "manifest.json");
+
+	/* a flipped value: open succeeds, the read fails, nothing wrong is
+	 * ever handed out as good */
+	{
+		char path[PS_CKPT_PATH_MAX];
+		uint8_t *b;
+		size_t len;
+
+		snprintf(path, sizeof(path), "%s/shard-1.bin", dir);
+		b = slurp(path, &len);
+		b[384 + 2 * 2688] ^= 1;
+		spit(path, b, len);
+		assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)),
+				 PS_OK);
+		assert_int_equal(ps_ckpt_read_ranges(ck, &r, 1, why,
+						     sizeof(why)),
+				 PS_EPROTO);
+		assert_why("checksum mismatch in segment 1 (tensor 'conv.b' "
+			   "elements 0..6, values)");
+		assert_int_equal(ps_ckpt_verify(ck, why, sizeof(why)),
+				 PS_EPROTO);
+		ps_ckpt_close(&ck);
+		b[384 + 2 * 2688] ^= 1;
+		spit(path, b, len);
+		free(b);
+	}
+}
+
+static void test_open_missing(void **state)
+{
+	const char *dir = write_ckpt(at("miss"), 3, 1);
+	char path[PS_CKPT_PATH_MAX];
+	ps_ckpt *ck = NULL;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/shard-0.bin", dir);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_ENOENT);
+	assert_why("shard-0.bin: missing");
+	assert_null(ck);
+
+	snprintf(path, sizeof(path), "%s/manifest.json", dir);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_ENOENT);
+	assert_why("not a checkpoint (no manifest.json)");
+	assert_int_equal(ps_ckpt_open(at("nowhere"), &ck, why, sizeof(why)),
+			 PS_ENOENT);
+}
+
+static void test_check_model(void **state)
+{
+	const char *dir = write_ckpt(at("model"), 3, 1);
+	ps_tensor_desc other[NT + 1];
+	ps_ckpt *ck;
+
+	(void)state;
+	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_OK);
+	memcpy(other, MODEL, sizeof(MODEL));
+	strcpy(other[2].name, "fc.x");
+	assert_int_equal(ps_ckpt_check_model(ck, other, NT, why, sizeof(why)),
+			 PS_EINVAL);
+	assert_string_equal(why, "tensor 2: the checkpoint has 'fc.w' (4099 "
+				 "elements), the job 'fc.x' (4099)");
+	memcpy(other, MODEL, sizeof(MODEL));
+	other[3].numel = 14;
+	assert_int_equal(ps_ckpt_check_model(ck, other, NT, why, sizeof(why)),
+			 PS_EINVAL);
+	assert_why("tensor 3: the checkpoint has 'fc.b' (13 elements), the "
+		   "job 'fc.b' (14)");
+	assert_int_equal(ps_ckpt_check_model(ck, MODEL, NT - 1, why,
+					     sizeof(why)),
+			 PS_EINVAL);
+	assert_why("tensor 4: the checkpoint has 'out.w'");
+	memcpy(other, MODEL, sizeof(MODEL));
+	other[NT] = (ps_tensor_desc){"extra", 3};
+	assert_int_equal(ps_ckpt_check_model(ck, other, NT + 1, why,
+					     sizeof(why)),
+			 PS_EINVAL);
+	assert_why("tensor 5: the job has 'extra'");
+	ps_ckpt_close(&ck);
+}
+
+/* Rewrites dir's manifest after edit() with a correct checksum. */
+static void edit_manifest(const char *dir, void (*edit)(json_t *), int fix)
+{
+	char path[PS_CKPT_PATH_MAX], *text;
+	json_error_t je;
+	json_t *root;
+
+	snprintf(path, sizeof(path), "%s/manifest.json", dir);
+	root = json_load_file(path, 0, &je);
+	assert_non_null(root);
+	edit(root);
+	if (fix) {
+		json_object_del(root, "crc32");
+		text = json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS);
+		json_object_set_new(
+			root, "crc32",
+			json_integer((json_int_t)crc32(0, (void *)text,
+						       (uInt)strlen(text))));
+		free(text);
+	}
+	assert_int_equal(json_dump_file(root, path, JSON_INDENT(2)), 0);
+	json_decref(root);
+}
+
+static void newer(json_t *m)
+{
+	json_object_set_new(m, "format_version", json_integer(2));
+}
+
+static void no_seed(json_t *m)
+{
+	json_object_del(m, "seed");
+}
+
+static void servers_string(json_t *m)
+{
+	json_object_set_new(json_object_get(m, "layout"), "servers",
+			    json_string("2"));
+}
+
+static void other_iteration(json_t *m)
+{
+	json_object_set_new(m, "iteration", json_integer(99));
+}
+
+static void path_escape(json_t *m)
+{
+	json_t *s = json_array_get(json_object_get(m, "shards"), 0);
+
+	json_object_set_new(s, "file", json_string("../shard-0.bin"));
+}
+
+static void no_change(json_t *m)
+{
+	(void)m;
+}
+
+static void test_manifest_edits(void **state)
+{
+	const char *dir = write_ckpt(at("edit"), 3, 1);
+	ps_ckpt *ck;
+
+	(void)state;
+	edit_manifest(dir, newer, 1);
+	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_ENOTSUP);
+	assert_why("manifest.json: format version 2 is newer than this ordo "
+		   "reads (1)");
+	edit_manifest(dir, newer, 0); /* still refused: newer, not damaged */
+	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_ENOTSUP);
+
+	dir = write_ckpt(at("edit"), 4, 1);
+	edit_manifest(dir, other_iteration, 0);
+	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_EPROTO);
+	assert_why("manifest.json: checksum mismatch");
+	edit_manifest(dir, other_iteration, 1);
+	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_EPROTO);
+	assert_why("shard-0.bin: written for iteration 4, the manifest is of "
+		   "99");
+
+	dir = write_ckpt(at("edit"), 5, 1);
+	edit_manifest(dir, no_seed, 1);
+	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_EPROTO);
+	assert_why("manifest.json: 'seed' is missing");
+
+	dir = write_ckpt(at("edit"), 6, 1);
+	edit_manifest(dir, servers_string, 1);
+	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_EPROTO);
+	assert_why("manifest.json: 'layout.servers' is not an integer");
+
+	dir = write_ckpt(at("edit"), 7, 1);
+	edit_manifest(dir, path_escape, 1);
+	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_EPROTO);
+	assert_why("'shards[0]' names a file other than its rank's");
+
+	/* re-indented, same content: still good */
+	dir = write_ckpt(at("edit"), 8, 1);
+	edit_manifest(dir, no_change, 0);
+	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_OK);
+	ps_ckpt_close(&ck);
+
+	/* garbage */
+	dir = write_ckpt(at("edit"), 9, 1);
+	assert_non_null(test_write_file(dir, "manifest.json", "{\"format\": "));
+	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_EPROTO);
+	assert_why("manifest.json: not valid JSON");
+	assert_non_null(test_write_file(dir, "manifest.json", "[1, 2]"));
+	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_EPROTO);
+	assert_why("manifest.json: not a JSON object");
+	assert_non_null(test_write_file(dir, "manifest.json",
+					"{\"format\": \"ordo-model\"}"));
+	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_EPROTO);
+	assert_why("not an ordo checkpoint manifest (format 'ordo-model')");
+}
+
+/* ---- writing failures ------------------------------------------------------ */
+
+static void test_unwritable(void **state)
+{
+	const char *file = test_write_file(tmpdir, "plain-file", "x");
+	char dir[PS_CKPT_PATH_MAX];
+	float v[4] = {1, 2, 3, 4};
+	ps_ckpt_segment s = {.tensor = 0, .numel = 4, .values = v};
+
+	(void)state;
+	assert_non_null(file);
+	snprintf(dir, sizeof(dir), "%s/sub/ckpt", file);
+	assert_int_not_equal(ps_ckpt_write_shard(dir, 0, 1, &s, 1, why,
+						 sizeof(why)),
+			     PS_OK);
+	assert_why(file);
+	assert_why("Not a directory");
+
+	if (geteuid() != 0) {
+		const char *ro = at("readonly");
+
+		assert_int_equal(mkdir(ro, 0555), 0);
+		assert_int_equal(ps_ckpt_write_shard(ro, 0, 1, &s, 1, why,
+						     sizeof(why)),
+				 PS_EIO);
+		assert_why("Permission denied");
+		chmod(ro, 0755);
+	} else {
+		print_message("running as root: the chmod 0555 case is "
+			      "skipped (root writes anyway)\n");
+	}
+
+	/* bad segments */
+	s.numel = 0;
+	assert_int_equal(ps_ckpt_write_shard(at("bad"), 0, 1, &s, 1, why,
+					     sizeof(why)),
+			 PS_EINVAL);
+	s.numel = 4;
+	s.values = NULL;
+	assert_int_equal(ps_ckpt_write_shard(at("bad"), 0, 1, &s, 1, why,
+					     sizeof(why)),
+			 PS_EINVAL);
+	assert_int_equal(ps_ckpt_path(tmpdir, 1000000000000ull, dir,
+				      sizeof(dir)),
+			 PS_EINVAL);
+	assert_int_equal(ps_ckpt_path(tmpdir, 1, dir, 10), PS_EINVAL);
+	assert_int_equal(ps_ckpt_prune(tmpdir, 0, why, sizeof(why)),
+			 PS_EINVAL);
+}
+
+static void test_disk_full(void **state)
+{
+	char mnt[PS_CKPT_PATH_MAX], dir[PS_CKPT_PATH_MAX];
+	float *big;
+	ps_tensor_desc model[1] = {{"w", 100000}};
+	ps_ckpt_segment s = {.tensor = 0, .numel = 100000, .version = 1};
+	ps_ckpt_meta meta = META;
+	ps_ckpt *ck;
+
+	(void)state;
+	snprintf(mnt, sizeof(mnt), "%s", at("small-fs"));
+	assert_int_equal(mkdir(mnt, 0755), 0);
+	if (mount("ordo-test", mnt, "tmpfs", 0, "size=1m") != 0) {
+		print_message("cannot mount a tmpfs (%s): the disk-full case "
+			      "is skipped\n",
+			      strerror(errno));
+		return;
+	}
+	big = calloc(400000, sizeof(float));
+	assert_non_null(big);
+	s.values = big;
+	s.momentum = big;
+	/* 100000 elements, values and momentum: 800 KB, fits */
+	assert_int_equal(ps_ckpt_path(mnt, 1, dir, sizeof(dir)), PS_OK);
+	assert_int_equal(ps_ckpt_write_shard(dir, 0, 1, &s, 1, why,
+					     sizeof(why)),
+			 PS_OK);
+	meta.iteration = 1;
+	assert_int_equal(ps_ckpt_write_manifest(dir, &meta, model, 1, 1, why,
+						sizeof(why)),
+			 PS_OK);
+	/* the second does not fit */
+	assert_int_equal(ps_ckpt_path(mnt, 2, dir, sizeof(dir)), PS_OK);
+	assert_int_equal(ps_ckpt_write_shard(dir, 0, 2, &s, 1, why,
+					     sizeof(why)),
+			 PS_EIO);
+	assert_why("shard-0.bin.tmp");
+	assert_why("No space left on device");
+	assert_false(exists(at("small-fs/ckpt-000000000002/shard-0.bin.tmp")));
+	assert_false(exists(at("small-fs/ckpt-000000000002/shard-0.bin")));
+	/* the first is intact */
+	assert_int_equal(ps_ckpt_path(mnt, 1, dir, sizeof(dir)), PS_OK);
+	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_OK);
+	assert_int_equal(ps_ckpt_verify(ck, why, sizeof(why)), PS_OK);
+	ps_ckpt_close(&ck);
+	{
+		char root[PS_CKPT_PATH_MAX];
+		uint64_t it;
+
+		assert_int_equal(ps_ckpt_latest(mnt, root, sizeof(root), &it),
+				 PS_OK);
+		assert_int_equal(it, 1);
+	}
+	free(big);
+	assert_int_equal(umount2(mnt, MNT_DETACH), 0);
+}
+
+/* ---- latest and prune ------------------------------------------------------ */
+
+static void test_latest(void **state)
+{
+	char root[PS_CKPT_PATH_MAX], path[PS_CKPT_PATH_MAX];
+	uint64_t it = 0;
+
+	(void)state;
+	snprintf(root, sizeof(root), "%s", at("latest"));
+	assert_int_equal(ps_ckpt_latest(root, path, sizeof(path), &it),
+			 PS_ENOENT);
+	write_ckpt(root, 10, 1);
+	write_ckpt(root, 20, 1);
+	write_ckpt(root, 30, 0); /* shards, no manifest */
+	/* a damaged manifest, a symlink and a longer name: all ignored */
+	write_ckpt(root, 40, 1);
+	assert_non_null(test_write_file(at("latest/ckpt-000000000040"),
+					"manifest.json", "{"));
+	assert_int_equal(symlink("ckpt-000000000020",
+				 at("latest/ckpt-000000000050")),
+			 0);
+	assert_int_equal(mkdir(at("latest/ckpt-0000000000060"), 0755), 0);
+	assert_int_equal(ps_ckpt_latest(root, path, sizeof(path), &it), PS_OK);
+	assert_int_equal(it, 20);
+	assert_string_equal(path, at("latest/ckpt-000000000020"));
+	assert_int_equal(ps_ckpt_latest(root, path, 8, NULL), PS_EINVAL);
+	assert_int_equal(ps_ckpt_latest(at("nowhere"), path, sizeof(path),
+					NULL),
+			 PS_ENOENT);
+}
+
+static void test_prune(void **state)
+{
+	char root[PS_CKPT_PATH_MAX], outside[PS_CKPT_PATH_MAX];
+
+	(void)state;
+	snprintf(root, sizeof(root), "%s", at("prune"));
+	snprintf(outside, sizeof(outside), "%s", at("prune-outside"));
+	write_ckpt(root, 10, 1);
+	write_ckpt(root, 15, 0); /* incomplete, older than the newest */
+	write_ckpt(root, 20, 1);
+	write_ckpt(root, 30, 1);
+	write_ckpt(root, 40, 1);
+	write_ckpt(root, 50, 0); /* incomplete, newer: maybe in progress */
+	assert_non_null(test_write_file(root, "notes.txt", "keep me"));
+	assert_int_equal(mkdir(at("prune/ckpt-abc"), 0755), 0);
+	assert_int_equal(mkdir(at("prune/ckpt-0000000000001"), 0755), 0);
+	assert_int_equal(mkdir(outside, 0755), 0);
+	assert_non_null(test_write_file(outside, "precious", "x"));
+	assert_int_equal(symlink(outside, at("prune/ckpt-000000000005")), 0);
+
+	assert_int_equal(ps_ckpt_prune(root, 2, why, sizeof(why)), PS_OK);
+	assert_false(exists(at("prune/ckpt-000000000010")));
+	assert_false(exists(at("prune/ckpt-000000000015")));
+	assert_false(exists(at("prune/ckpt-000000000020")));
+	assert_true(exists(at("prune/ckpt-000000000030/manifest.json")));
+	assert_true(exists(at("prune/ckpt-000000000040/manifest.json")));
+	assert_true(exists(at("prune/ckpt-000000000050/shard-0.bin")));
+	assert_true(exists(at("prune/notes.txt")));
+	assert_true(exists(at("prune/ckpt-abc")));
+	assert_true(exists(at("prune/ckpt-0000000000001")));
+	assert_true(exists(at("prune/ckpt-000000000005")));
+	assert_true(exists(at("prune-outside/precious")));
+
+	assert_int_equal(ps_ckpt_prune(root, 1, why, sizeof(why)), PS_OK);
+	assert_false(exists(at("prune/ckpt-000000000030")));
+	assert_true(exists(at("prune/ckpt-000000000040/manifest.json")));
+	assert_true(exists(at("prune/ckpt-000000000050/shard-0.bin")));
+	assert_true(exists(at("prune-outside/precious")));
+	/* nothing complete: nothing removed */
+	write_ckpt(at("prune-none"), 1, 0);
+	assert_int_equal(ps_ckpt_prune(at("prune-none"), 1, why, sizeof(why)),
+			 PS_OK);
+	assert_true(exists(at("prune-none/ckpt-000000000001/shard-1.bin")));
+}
+
+/* ---- .npy ------------------------------------------------------------------ */
+
+static void check_npy(const char *path, uint32_t t, int momentum)
+{
+	char want[128];
+	uint8_t *b;
+	size_t len, hlen;
+	uint64_t n = MODEL[t].numel;
+
+	b = slurp(path, &len);
+	assert_memory_equal(b, "\x93NUMPY\x01\x00", 8);
+	hlen = b[8] | (size_t)b[9] << 8;
+	assert_int_equal((10 + hlen) % 64, 0);
+	assert_int_equal(len, 10 + hlen + n * 4);
+	snprintf(want, sizeof(want),
+		 "{'descr': '<f4', 'fortran_order': False, 'shape': (%" PRIu64
+		 ",), }",
+		 n);
+	assert_memory_equal(b + 10, want, strlen(want));
+	for (size_t i = 10 + strlen(want); i < 10 + hlen - 1; i++)
+		assert_int_equal(b[i], ' ');
+	assert_int_equal(b[10 + hlen - 1], '\n');
+	for (uint64_t i = 0; i < n; i++) {
+		float f;
+
+		memcpy(&f, b + 10 + hlen + i * 4, 4);
+		assert_true(f == (momentum ? momentum_of(t, i)
+					   : value_of(t, i)));
+	}
+	free(b);
+}
+
+static void test_export_npy(void **state)
+{
+	const char *dir = write_ckpt(at("npy"), 3, 1);
+	ps_ckpt *ck;
+
+	(void)state;
+	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_OK);
+	assert_int_equal(ps_ckpt_export_npy(ck, 2, 0, at("fc.w.npy"), why,
+					    sizeof(why)),
+			 PS_OK);
+	check_npy(at("fc.w.npy"), 2, 0);
+	assert_int_equal(ps_ckpt_export_npy(ck, 0, 1, at("conv.w.m.npy"), why,
+					    sizeof(why)),
+			 PS_OK);
+	check_npy(at("conv.w.m.npy"), 0, 1);
+	assert_int_equal(ps_ckpt_export_npy(ck, 1, 1, at("conv.b.m.npy"), why,
+					    sizeof(why)),
+			 PS_OK);
+	check_npy(at("conv.b.m.npy"), 1, 1); /* zeros */
+	assert_false(exists(at("fc.w.npy.tmp")));
+	assert_int_equal(ps_ckpt_export_npy(ck, NT, 0, at("x.npy"), why,
+					    sizeof(why)),
+			 PS_EINVAL);
+	assert_int_not_equal(ps_ckpt_export_npy(ck, 0, 0,
+						at("plain-npy/x/y.npy"), why,
+						sizeof(why)),
+			     PS_OK);
+	ps_ckpt_close(&ck);
+}
+
+/* ---- random corruption ------------------------------------------------------ */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rng(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+static void test_random_corruption(void **state)
+{
+	static const char *const files[] = {"shard-0.bin", "shard-1.bin",
+					    "manifest.json"};
+	const char *dir = write_ckpt(at("random"), 11, 1);
+	uint8_t *orig[3];
+	size_t len[3];
+	char path[3][PS_CKPT_PATH_MAX];
+	int caught = 0, harmless = 0;
+
+	(void)state;
+	for (int f = 0; f < 3; f++) {
+		snprintf(path[f], sizeof(path[f]), "%s/%s", dir, files[f]);
+		orig[f] = slurp(path[f], &len[f]);
+	}
+	for (int i = 0; i < 500; i++) {
+		int f = (int)(rng() % 3);
+		size_t off = (size_t)(rng() % len[f]);
+		uint8_t mask = (uint8_t)(1 + rng() % 255);
+		int rc;
+
+		orig[f][off] ^= mask;
+		spit(path[f], orig[f], len[f]);
+		rc = open_and_read(dir); /* exact data, or an error */
+		if (rc == PS_OK)
+			harmless++;
+		else
+			caught++;
+		orig[f][off] ^= mask;
+		spit(path[f], orig[f], len[f]);
+	}
+	print_message("random corruption: %d caught, %d harmless (JSON "
+		      "layout)\n",
+		      caught, harmless);
+	assert_true(caught > 400);
+	assert_int_equal(open_and_read(dir), PS_OK);
+	for (int f = 0; f < 3; f++)
+		free(orig[f]);
+}
+
+/* ---- setup ------------------------------------------------------------------ */
+
+static int group_setup(void **state)
+{
+	(void)state;
+	return test_tmpdir_create(tmpdir, sizeof(tmpdir), "ckpt");
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	umount2(at("small-fs"), MNT_DETACH); /* if a failed test left it */
+	rm_tree(tmpdir);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_many_ranges),
+		cmocka_unit_test(test_manifest_refuses),
+		cmocka_unit_test(test_open_truncated),
+		cmocka_unit_test(test_open_flipped),
+		cmocka_unit_test(test_open_missing),
+		cmocka_unit_test(test_check_model),
+		cmocka_unit_test(test_manifest_edits),
+		cmocka_unit_test(test_unwritable),
+		cmocka_unit_test(test_disk_full),
+		cmocka_unit_test(test_latest),
+		cmocka_unit_test(test_prune),
+		cmocka_unit_test(test_export_npy),
+		cmocka_unit_test(test_random_corruption),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
