@@ -127,7 +127,7 @@ static int spawn(launch *l, const char *prog, const char *name,
 		_exit(127);
 	}
 	free(argv);
-	ch->pid = pid;
+	*ch = (child){.pid = pid};
 	snprintf(ch->name, sizeof(ch->name), "%s", name);
 	l->nchildren++;
 	return PS_OK;
@@ -451,8 +451,11 @@ int main(int argc, char **argv)
 	}
 	for (int attempt = 0;; attempt++) {
 		run_job(&l, &cfg, resume[0] ? resume : NULL);
+		/* 2: a bad command line or config, 127: a program that
+		 * cannot run; a restart would fail the same way */
 		if (!l.failed_status || ps_signal_pending() ||
-		    attempt >= cfg.fault.restarts || l.failed_status == 2)
+		    attempt >= cfg.fault.restarts || l.failed_status == 2 ||
+		    l.failed_status == 127)
 			break;
 		if (prepare_restart(&l, &cfg, attempt + 1, resume,
 				    sizeof(resume)) != PS_OK)

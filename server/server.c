@@ -487,6 +487,15 @@ static int hold_push(server *s, shard_part *p, ps_msg **msg_p,
 	return PS_OK;
 }
 
+/* Whether a push of this sender waits in p: its later ones wait too. */
+static int holds_from(const shard_part *p, uint32_t sender)
+{
+	for (uint32_t i = 0; i < p->nheld; i++)
+		if (p->held[i].h.sender == sender)
+			return 1;
+	return 0;
+}
+
 /* Applies held pushes that no checkpoint holds back any more, in order. */
 static int release_held(server *s)
 {
@@ -510,6 +519,8 @@ static int release_held(server *s)
 			}
 			ps_msg_free(&e->msg);
 		}
+		if (done == 0)
+			continue;
 		memmove(p->held, p->held + done,
 			(p->nheld - done) * sizeof(*p->held));
 		p->nheld -= done;
@@ -548,9 +559,9 @@ static int handle_push(server *s, ps_msg **msg_p, const ps_wire_header *h,
 		return apply_push(s, p, msg, h, 0);
 	}
 	rc = ps_snapshot_on_push(s, p, h->iteration);
-	if (rc == PS_OK && (p->nheld > 0 ||
-			    ps_snapshot_holds(s, p, h->iteration)))
-		return hold_push(s, p, msg_p, h); /* keeps the order */
+	if (rc == PS_OK && (ps_snapshot_holds(s, p, h->iteration) ||
+			    holds_from(p, h->sender)))
+		return hold_push(s, p, msg_p, h); /* keeps its order */
 	return rc == PS_OK ? apply_push(s, p, msg, h, 0) : rc;
 }
 

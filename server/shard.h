@@ -57,27 +57,33 @@ typedef struct held {
 	ps_wire_header h;
 } held;
 
-/* A checkpoint on its way to disk (snapshot.c). */
-typedef struct snapshot {
-	/* collecting: partitions are taken as they reach `iteration` */
-	int collecting;
-	int requested;     /* by the scheduler: it waits for an answer */
+/* One checkpoint's state, taken from the shard partition by partition
+ * (snapshot.c). */
+typedef struct snap {
 	uint64_t iteration;
+	int requested;     /* by the scheduler: it waits for an answer */
 	uint32_t missing;  /* partitions not taken yet */
 	uint8_t *taken;    /* per local partition */
 	pbuf **values;     /* per local partition: a reference */
 	uint64_t *version; /* per local partition */
 	float *momentum;   /* a copy, laid out as the momentum arena */
-	/* writing: a thread writes the taken state; it sets `finished`
-	 * (release) and wakes the loop, which joins it */
-	int writing;
-	pthread_t writer;
-	atomic_int finished;
 	ps_ckpt_segment *segs;
 	uint32_t nsegs;
 	char dir[PS_CKPT_PATH_MAX];
-	int write_rc;
+	int rc;
 	char why[PS_CKPT_PATH_MAX + 512];
+} snap;
+
+/* Checkpoints on their way to disk: one collected while the one before is
+ * written by a thread, which sets `finished` (release) and wakes the
+ * loop; the loop joins it. */
+typedef struct snapshot {
+	snap slot[2];
+	snap *collect; /* being collected, or complete (ready); or NULL */
+	int ready;
+	snap *write;   /* being written; or NULL */
+	pthread_t writer;
+	atomic_int finished;
 	uint64_t last; /* highest iteration collected or skipped */
 } snapshot;
 

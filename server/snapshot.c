@@ -174,6 +174,7 @@ int ps_snapshot_load(server *s)
 		return rc;
 	}
 	s->node.progress = it;
+	s->snap.last = it; /* the checkpoint resumed is not written again */
 	PS_INFO("resumed %u partitions at iteration %llu from %s", s->nparts,
 		(unsigned long long)it, dir);
 	return PS_OK;
@@ -198,49 +199,61 @@ static void send_done(server *s, uint64_t iteration, int rc, const char *why)
 			(unsigned long long)iteration, ps_strerror(rc));
 }
 
-/* Drops the references and the momentum copy of the snapshot. */
-static void release(server *s)
+/* Drops a snap's references and momentum copy; keeps its arrays. */
+static void clear(server *s, snap *c)
 {
-	snapshot *sn = &s->snap;
-
-	for (uint32_t k = 0; k < s->nparts && sn->values; k++)
-		if (sn->values[k]) {
-			pbuf_unref(NULL, sn->values[k]);
-			sn->values[k] = NULL;
+	for (uint32_t k = 0; k < s->nparts && c->values; k++)
+		if (c->values[k]) {
+			pbuf_unref(NULL, c->values[k]);
+			c->values[k] = NULL;
 		}
-	if (sn->momentum)
-		ps_free_big(sn->momentum, s->arena_numel * sizeof(float));
-	sn->momentum = NULL;
-	free(sn->segs);
-	sn->segs = NULL;
-	sn->nsegs = 0;
-	sn->collecting = sn->requested = 0;
+	if (c->momentum)
+		ps_free_big(c->momentum, s->arena_numel * sizeof(float));
+	c->momentum = NULL;
+	free(c->segs);
+	c->segs = NULL;
+	c->nsegs = 0;
+	c->requested = 0;
+}
+
+/* Abandons the checkpoint being collected. */
+static void drop_collect(server *s)
+{
+	if (!s->snap.collect)
+		return;
+	clear(s, s->snap.collect);
+	s->snap.collect = NULL;
+	s->snap.ready = 0;
 }
 
 static int start_collecting(server *s, uint64_t iteration, int requested)
 {
 	snapshot *sn = &s->snap;
+	snap *c = sn->write == &sn->slot[0] ? &sn->slot[1] : &sn->slot[0];
 
-	if (!sn->taken) {
-		sn->taken = calloc(s->nparts + 1, 1);
-		sn->values = calloc(s->nparts + 1, sizeof(*sn->values));
-		sn->version = calloc(s->nparts + 1, sizeof(*sn->version));
-		if (!sn->taken || !sn->values || !sn->version)
+	if (!c->taken) {
+		c->taken = calloc(s->nparts + 1, 1);
+		c->values = calloc(s->nparts + 1, sizeof(*c->values));
+		c->version = calloc(s->nparts + 1, sizeof(*c->version));
+		if (!c->taken || !c->values || !c->version)
 			return PS_ENOMEM;
 	}
-	sn->momentum = ps_alloc_big(s->arena_numel * sizeof(float));
-	if (!sn->momentum && s->arena_numel > 0)
+	c->momentum = ps_alloc_big(s->arena_numel * sizeof(float));
+	if (!c->momentum && s->arena_numel > 0)
 		return PS_ENOMEM;
-	memset(sn->taken, 0, s->nparts);
-	sn->collecting = 1;
-	sn->requested = requested;
-	sn->iteration = iteration;
-	sn->missing = s->nparts;
+	memset(c->taken, 0, s->nparts);
+	c->requested = requested;
+	c->iteration = iteration;
+	c->missing = s->nparts;
+	sn->collect = c;
+	sn->ready = 0;
+	if (iteration > sn->last)
+		sn->last = iteration;
 	return PS_OK;
 }
 
 typedef struct seg_ctx {
-	snapshot *sn;
+	snap *c;
 	uint64_t version;
 	const float *values, *momentum;
 } seg_ctx;
@@ -250,7 +263,7 @@ static int add_segment(void *ud, uint32_t tensor, uint64_t tensor_offset,
 {
 	seg_ctx *g = ud;
 
-	g->sn->segs[g->sn->nsegs++] = (ps_ckpt_segment){
+	g->c->segs[g->c->nsegs++] = (ps_ckpt_segment){
 		.tensor = tensor,
 		.offset = tensor_offset,
 		.numel = numel,
@@ -264,94 +277,136 @@ static int add_segment(void *ud, uint32_t tensor, uint64_t tensor_offset,
 static void *writer_main(void *arg)
 {
 	server *s = arg;
-	snapshot *sn = &s->snap;
+	snap *w = s->snap.write;
 
-	sn->write_rc = ps_ckpt_write_shard(sn->dir, s->node.rank,
-					   sn->iteration, sn->segs, sn->nsegs,
-					   sn->why, sizeof(sn->why));
-	atomic_store_explicit(&sn->finished, 1, memory_order_release);
+	w->rc = ps_ckpt_write_shard(w->dir, s->node.rank, w->iteration,
+				    w->segs, w->nsegs, w->why, sizeof(w->why));
+	atomic_store_explicit(&s->snap.finished, 1, memory_order_release);
 	ps_node_wake(&s->node);
 	return NULL;
 }
 
-/* Every partition is taken: hands the snapshot to a writer thread. */
+/* The collected checkpoint goes to a writer thread (none is running). */
 static int start_writing(server *s)
 {
 	const ps_placement *pl = s->node.welcome.placement;
 	snapshot *sn = &s->snap;
+	snap *c = sn->collect;
 	int rc;
 
-	sn->segs = calloc(count_pieces(s) + 1, sizeof(*sn->segs));
-	if (!sn->segs)
+	c->segs = calloc(count_pieces(s) + 1, sizeof(*c->segs));
+	if (!c->segs)
 		return PS_ENOMEM;
-	sn->nsegs = 0;
+	c->nsegs = 0;
 	for (uint32_t k = 0; k < s->nparts; k++) {
 		size_t at = (size_t)(s->parts[k].momentum - s->momentum_arena);
-		seg_ctx g = {.sn = sn,
-			     .version = sn->version[k],
-			     .values = sn->values[k]->data,
-			     .momentum = sn->momentum + at};
+		seg_ctx g = {.c = c,
+			     .version = c->version[k],
+			     .values = c->values[k]->data,
+			     .momentum = c->momentum + at};
 		for_each_piece(pl, s->parts[k].desc, add_segment, &g);
 	}
-	rc = ps_ckpt_path(s->cfg->checkpoint.dir, sn->iteration, sn->dir,
-			  sizeof(sn->dir));
+	rc = ps_ckpt_path(s->cfg->checkpoint.dir, c->iteration, c->dir,
+			  sizeof(c->dir));
 	if (rc != PS_OK)
 		return rc;
-	sn->collecting = 0;
 	atomic_store(&sn->finished, 0);
-	if (pthread_create(&sn->writer, NULL, writer_main, s) != 0)
+	sn->write = c;
+	sn->collect = NULL;
+	sn->ready = 0;
+	if (pthread_create(&sn->writer, NULL, writer_main, s) != 0) {
+		sn->write = NULL;
+		sn->collect = c;
 		return PS_ENOMEM;
-	sn->writing = 1;
+	}
 	return PS_OK;
+}
+
+static int fail_collecting(server *s, int rc)
+{
+	snap *c = s->snap.collect;
+	char why[128];
+
+	snprintf(why, sizeof(why), "server %u: %s", s->node.rank,
+		 ps_strerror(rc));
+	PS_ERROR("checkpoint %llu: %s", (unsigned long long)c->iteration, why);
+	if (c->requested)
+		send_done(s, c->iteration, rc, why);
+	drop_collect(s);
+	return PS_OK; /* training goes on without this checkpoint */
+}
+
+/* Joins the writer and reports its checkpoint; a collected one that
+ * waited for it starts being written. */
+static void reap(server *s)
+{
+	snapshot *sn = &s->snap;
+	snap *w = sn->write;
+
+	pthread_join(sn->writer, NULL);
+	if (w->rc == PS_OK)
+		PS_INFO("checkpoint %llu: shard %u written",
+			(unsigned long long)w->iteration, s->node.rank);
+	else
+		PS_ERROR("checkpoint %llu: %s",
+			 (unsigned long long)w->iteration, w->why);
+	send_done(s, w->iteration, w->rc, w->why);
+	clear(s, w);
+	sn->write = NULL;
+	if (sn->collect && sn->ready) {
+		int rc = start_writing(s);
+		if (rc != PS_OK)
+			fail_collecting(s, rc);
+	}
 }
 
 /* Takes partition k at its current version. */
 static int take(server *s, uint32_t k)
 {
-	snapshot *sn = &s->snap;
+	snap *c = s->snap.collect;
 	shard_part *p = &s->parts[k];
 	size_t at = (size_t)(p->momentum - s->momentum_arena);
 
 	atomic_fetch_add(&p->values->refs, 1);
-	sn->values[k] = p->values;
-	sn->version[k] = p->version;
-	memcpy(sn->momentum + at, p->momentum, p->desc->numel * sizeof(float));
-	sn->taken[k] = 1;
-	if (--sn->missing > 0)
+	c->values[k] = p->values;
+	c->version[k] = p->version;
+	memcpy(c->momentum + at, p->momentum, p->desc->numel * sizeof(float));
+	c->taken[k] = 1;
+	if (--c->missing > 0)
 		return PS_OK;
-	return start_writing(s);
+	s->snap.ready = 1;
+	return s->snap.write ? PS_OK : start_writing(s);
 }
 
-static int fail_collecting(server *s, int rc)
-{
-	char why[128];
-
-	snprintf(why, sizeof(why), "server %u: %s", s->node.rank,
-		 ps_strerror(rc));
-	PS_ERROR("checkpoint %llu: %s", (unsigned long long)s->snap.iteration,
-		 why);
-	if (s->snap.requested)
-		send_done(s, s->snap.iteration, rc, why);
-	release(s);
-	return PS_OK; /* training goes on without this checkpoint */
-}
-
-/* A periodic checkpoint comes due at iteration `it`. */
+/* A periodic checkpoint comes due at iteration `it`. With one checkpoint
+ * being written and the one after it collected already, the disk is
+ * slower than checkpoint.every: the loop waits for the write (and says
+ * so) rather than skip a checkpoint. */
 static int maybe_periodic(server *s, uint64_t it)
 {
 	snapshot *sn = &s->snap;
 	int every = s->cfg->checkpoint.every, rc;
 
-	if (every <= 0 || it % (uint64_t)every != 0 || it <= sn->last ||
-	    sn->collecting)
+	if (every <= 0 || it % (uint64_t)every != 0 || it <= sn->last)
 		return PS_OK;
-	sn->last = it;
-	if (sn->writing) {
+	if (sn->collect && !sn->ready) {
+		/* one asked for on demand, or (async) workers further apart
+		 * than checkpoint.every: one at a time */
+		sn->last = it;
 		PS_WARN("checkpoint %llu skipped: checkpoint %llu is still "
-			"being written (checkpoint.every = %d is shorter than "
-			"a write)", (unsigned long long)it,
-			(unsigned long long)sn->iteration, every);
+			"being taken%s", (unsigned long long)it,
+			(unsigned long long)sn->collect->iteration,
+			async(s) ? " (workers more than checkpoint.every "
+				   "iterations apart)"
+				 : "");
 		return PS_OK;
+	}
+	if (sn->collect) {
+		PS_WARN("checkpoint %llu waits for checkpoint %llu to reach "
+			"the disk (checkpoint.every = %d is shorter than two "
+			"writes)", (unsigned long long)it,
+			(unsigned long long)sn->write->iteration, every);
+		reap(s);
 	}
 	rc = start_collecting(s, it, 0);
 	return rc == PS_OK ? PS_OK : fail_collecting(s, rc);
@@ -364,7 +419,8 @@ static int take_if_at(server *s, shard_part *p)
 	uint32_t k = (uint32_t)(p - s->parts);
 	int rc;
 
-	if (!sn->collecting || sn->taken[k] || !is_at(s, p, sn->iteration))
+	if (!sn->collect || sn->ready || sn->collect->taken[k] ||
+	    !is_at(s, p, sn->collect->iteration))
 		return PS_OK;
 	rc = take(s, k);
 	return rc == PS_OK ? PS_OK : fail_collecting(s, rc);
@@ -373,7 +429,7 @@ static int take_if_at(server *s, shard_part *p)
 int ps_snapshot_on_update(server *s, shard_part *p)
 {
 	uint64_t h = highest(s, p);
-	int rc = PS_OK;
+	int rc;
 
 	if (h > s->node.progress)
 		s->node.progress = h;
@@ -394,8 +450,8 @@ int ps_snapshot_holds(const server *s, const shard_part *p,
 {
 	const snapshot *sn = &s->snap;
 
-	return sn->collecting && !sn->taken[p - s->parts] &&
-	       iteration >= sn->iteration;
+	return sn->collect && !sn->ready && !sn->collect->taken[p - s->parts] &&
+	       iteration >= sn->collect->iteration;
 }
 
 int ps_snapshot_request(server *s, uint64_t iteration)
@@ -403,13 +459,13 @@ int ps_snapshot_request(server *s, uint64_t iteration)
 	snapshot *sn = &s->snap;
 	uint64_t top = 0;
 	char why[160];
-	int rc;
+	int rc = PS_OK;
 
 	for (uint32_t k = 0; k < s->nparts; k++)
 		if (highest(s, &s->parts[k]) > top)
 			top = highest(s, &s->parts[k]);
-	if (sn->collecting && sn->iteration == iteration) {
-		sn->requested = 1;
+	if (sn->collect && sn->collect->iteration == iteration) {
+		sn->collect->requested = 1;
 		return PS_OK;
 	}
 	if (top > iteration) {
@@ -420,46 +476,29 @@ int ps_snapshot_request(server *s, uint64_t iteration)
 			PS_WARN("cannot answer a checkpoint request");
 		return PS_OK;
 	}
-	if (sn->writing) {
+	if (sn->collect && sn->ready) {
 		snprintf(why, sizeof(why), "server %u is still writing "
-			 "checkpoint %llu", s->node.rank,
-			 (unsigned long long)sn->iteration);
+			 "checkpoint %llu and has %llu to write next",
+			 s->node.rank,
+			 (unsigned long long)sn->write->iteration,
+			 (unsigned long long)sn->collect->iteration);
 		send_done(s, iteration, PS_ESTATE, why);
 		return PS_OK;
 	}
-	if (sn->collecting) /* a periodic one, or an older request */
-		release(s);
+	drop_collect(s); /* a periodic one, or an older request */
 	rc = start_collecting(s, iteration, 1);
 	if (rc != PS_OK)
 		return fail_collecting(s, rc);
-	if (iteration > sn->last)
-		sn->last = iteration;
-	for (uint32_t k = 0; k < s->nparts && sn->collecting && rc == PS_OK;
+	for (uint32_t k = 0; k < s->nparts && sn->collect && !sn->ready &&
+			     rc == PS_OK;
 	     k++)
 		rc = take_if_at(s, &s->parts[k]);
 	return rc;
 }
 
-/* Joins a finished writer and reports it. */
-static void reap(server *s)
-{
-	snapshot *sn = &s->snap;
-
-	pthread_join(sn->writer, NULL);
-	sn->writing = 0;
-	if (sn->write_rc == PS_OK)
-		PS_INFO("checkpoint %llu: shard %u written",
-			(unsigned long long)sn->iteration, s->node.rank);
-	else
-		PS_ERROR("checkpoint %llu: %s",
-			 (unsigned long long)sn->iteration, sn->why);
-	send_done(s, sn->iteration, sn->write_rc, sn->why);
-	release(s);
-}
-
 void ps_snapshot_poll(server *s)
 {
-	if (s->snap.writing &&
+	if (s->snap.write &&
 	    atomic_load_explicit(&s->snap.finished, memory_order_acquire))
 		reap(s);
 }
@@ -467,32 +506,41 @@ void ps_snapshot_poll(server *s)
 int ps_snapshot_flush(server *s)
 {
 	ps_wire_header h = {.type = PS_MSG_FLUSHED};
+	snapshot *sn = &s->snap;
 
-	if (s->snap.writing)
-		reap(s); /* joins: the last checkpoint is worth the wait */
-	if (s->snap.collecting) {
+	/* the last checkpoints are worth the wait: a write in progress and
+	 * a complete one behind it */
+	while (sn->write)
+		reap(s);
+	if (sn->collect) {
 		char why[160];
 		snprintf(why, sizeof(why), "the job ended before every "
 			 "partition of server %u reached iteration %llu",
-			 s->node.rank, (unsigned long long)s->snap.iteration);
-		if (s->snap.requested)
-			send_done(s, s->snap.iteration, PS_ESTATE, why);
-		release(s);
+			 s->node.rank,
+			 (unsigned long long)sn->collect->iteration);
+		if (sn->collect->requested)
+			send_done(s, sn->collect->iteration, PS_ESTATE, why);
+		drop_collect(s);
 	}
 	return ps_node_send(&s->node, 0, &h, NULL, 0, NULL, NULL);
 }
 
 void ps_snapshot_free(server *s)
 {
-	if (s->snap.writing) {
-		pthread_join(s->snap.writer, NULL);
-		s->snap.writing = 0;
+	snapshot *sn = &s->snap;
+
+	if (sn->write) {
+		pthread_join(sn->writer, NULL);
+		clear(s, sn->write);
+		sn->write = NULL;
 	}
-	release(s);
-	free(s->snap.taken);
-	free(s->snap.values);
-	free(s->snap.version);
-	s->snap.taken = NULL;
-	s->snap.values = NULL;
-	s->snap.version = NULL;
+	drop_collect(s);
+	for (int i = 0; i < 2; i++) {
+		free(sn->slot[i].taken);
+		free(sn->slot[i].values);
+		free(sn->slot[i].version);
+		sn->slot[i].taken = NULL;
+		sn->slot[i].values = NULL;
+		sn->slot[i].version = NULL;
+	}
 }

@@ -19,10 +19,13 @@
  * partition has already passed is answered CKPT_LATE with the highest
  * version, and the scheduler asks again further ahead.
  *
- * One checkpoint is collected and one written at a time: a periodic one
- * that comes due while the previous one is still being written is skipped
- * with a warning (training never waits for the disk); a request is
- * answered with a failure that says why.
+ * One checkpoint is written while the next is collected: training does
+ * not wait for the disk as long as a write takes less than
+ * checkpoint.every iterations' time. When a third comes due with one
+ * being written and the next complete behind it, the server waits for the
+ * write (with a warning) rather than skip a checkpoint or hold more copies
+ * in memory. A request in that state is answered with a failure saying
+ * why.
  *
  * Asynchronous mode: see ps_snapshot_on_push.
  *
