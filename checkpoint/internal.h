@@ -150,11 +150,9 @@ int psi_ckpt_read_at(int fd, void *p, uint64_t n, uint64_t off,
 /* Creates dir and its parents (0755). */
 int psi_ckpt_mkdirs(const char *dir, char *why, size_t whylen);
 
-/* Opens tmp for writing (created, truncated, 0644) and, with size > 0,
- * reserves size bytes (fallocate; filesystems without it are fine).
- * The fd, or -1 with why set and *err_p the error. */
-int psi_ckpt_create_tmp(const char *tmp, uint64_t size, int *err_p, char *why,
-			size_t whylen);
+/* Opens tmp for writing (created, truncated, 0644): the fd, or -1 with
+ * why set and *err_p the error. */
+int psi_ckpt_create_tmp(const char *tmp, int *err_p, char *why, size_t whylen);
 /* Makes a written tmp file durable as path: fsync, close, rename, fsync
  * of path's directory. On failure removes tmp. Always closes fd. */
 int psi_ckpt_commit(int fd, const char *tmp, const char *path, char *why,

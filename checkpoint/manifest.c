@@ -154,7 +154,7 @@ int psi_ckpt_manifest_write(const char *dir, const ps_ckpt_meta *meta,
 		free(text);
 		return psi_ckpt_fail(why, whylen, rc, "%s: out of memory", path);
 	}
-	fd = psi_ckpt_create_tmp(tmp, 0, &rc, why, whylen);
+	fd = psi_ckpt_create_tmp(tmp, &rc, why, whylen);
 	if (fd >= 0) {
 		size_t len = strlen(text);
 

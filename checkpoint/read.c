@@ -458,7 +458,7 @@ int ps_ckpt_export_npy(const ps_ckpt *ck, uint32_t tensor, int momentum,
 	if (rc)
 		goto out;
 	hlen = npy_header(header, r.numel);
-	fd = psi_ckpt_create_tmp(tmp, hlen + bytes, &rc, why, whylen);
+	fd = psi_ckpt_create_tmp(tmp, &rc, why, whylen);
 	if (fd < 0)
 		goto out;
 	if (psi_ckpt_pwrite_all(fd, header, hlen, 0) != 0 ||
