@@ -14,6 +14,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "ckpt_fixture.h"
 #include "tmpdir.h"
 
 #include <errno.h>
@@ -35,97 +36,22 @@
 static char tmpdir[64];
 static char why[1024];
 
-/* ---- the model and the checkpoints written of it ---------------------- */
+/* ---- the checkpoints of ckpt_fixture.h ----------------------------------- */
 
-static const ps_tensor_desc MODEL[] = {
-	{"conv.w", 1000}, {"conv.b", 7}, {"fc.w", 4099}, {"fc.b", 13},
-	{"out.w", 257},
-};
-#define NT ((uint32_t)(sizeof(MODEL) / sizeof(MODEL[0])))
+#define MODEL CKPT_FIX_MODEL
+#define NT    CKPT_FIX_NT
+#define CUT   CKPT_FIX_CUT
+#define NCUT  CKPT_FIX_NCUT
+#define PATH_CAP (PS_CKPT_PATH_MAX + 64) /* a checkpoint dir + a name */
+/* Elements whose bytes pass the writer's threshold (16 MiB) for computing
+ * the checksums on a helper thread. */
+#define BIG_NUMEL 5000000u
 
-/* Exact in float32: every value below 2^24 quarters. */
-static float value_of(uint32_t t, uint64_t i)
-{
-	return (float)(t * 100000u + i) * 0.25f;
-}
-
-/* conv.b is written without momentum: it reads back as zeros. */
-static float momentum_of(uint32_t t, uint64_t i)
-{
-	return t == 1 ? 0.0f : -(float)i - (float)t * 0.5f;
-}
-
-static uint64_t version_of(uint32_t t, uint64_t offset)
-{
-	return 100 + t * 10 + offset % 7;
-}
-
-typedef struct spec {
-	uint32_t shard, tensor;
-	uint64_t offset, numel;
-} spec;
-
-/* Segments cut at odd offsets; shard 1 holds whole small tensors side by
- * side, as a fused partition gives them. */
-static const spec CUT[] = {
-	{0, 0, 0, 333},   {0, 2, 0, 2047},  {0, 4, 100, 157},
-	{1, 0, 333, 667}, {1, 1, 0, 7},     {1, 3, 0, 13},
-	{1, 2, 2047, 2052}, {1, 4, 0, 100},
-};
-#define NCUT (sizeof(CUT) / sizeof(CUT[0]))
-
-static const ps_ckpt_meta META = {
-	.iteration = 0, /* set per checkpoint */
-	.mode = "sync",
-	.workers = 4,
-	.servers = 2,
-	.partition_size = 8192,
-	.preset = "ordo",
-	.seed = -42,
-	.config_ini = "[train]\nseed = -42\n[cluster]\nservers = 2\n",
-};
-
-/* Writes shard `shard` of the checkpoint in dir: the specs of that shard
- * (scale multiplies the element counts: a bigger file, same layout). */
 static int write_shard_of(const char *dir, uint32_t shard, uint64_t iteration,
-			  const spec *sp, size_t nsp)
+			  const ckpt_fix_spec *sp, size_t nsp)
 {
-	ps_ckpt_segment segs[16];
-	uint32_t n = 0;
-	int rc;
-
-	for (size_t k = 0; k < nsp; k++) {
-		const spec *s = &sp[k];
-		float *v, *m;
-
-		if (s->shard != shard)
-			continue;
-		v = malloc(s->numel * sizeof(float));
-		m = malloc(s->numel * sizeof(float));
-		assert_non_null(v);
-		assert_non_null(m);
-		for (uint64_t i = 0; i < s->numel; i++) {
-			v[i] = value_of(s->tensor, s->offset + i);
-			m[i] = momentum_of(s->tensor, s->offset + i);
-		}
-		segs[n++] = (ps_ckpt_segment){
-			.tensor = s->tensor,
-			.offset = s->offset,
-			.numel = s->numel,
-			.version = version_of(s->tensor, s->offset),
-			.values = v,
-			.momentum = s->tensor == 1 ? NULL : m,
-		};
-		if (s->tensor == 1)
-			free(m);
-	}
-	rc = ps_ckpt_write_shard(dir, shard, iteration, segs, n, why,
-				 sizeof(why));
-	for (uint32_t i = 0; i < n; i++) {
-		free((void *)segs[i].values);
-		free((void *)segs[i].momentum);
-	}
-	return rc;
+	return ckpt_fix_write_shard(dir, shard, iteration, sp, nsp, why,
+				    sizeof(why));
 }
 
 /* ROOT/ckpt-ITER with both shards and (with manifest) the manifest. */
@@ -133,18 +59,10 @@ static const char *write_ckpt(const char *root, uint64_t iteration,
 			      int manifest)
 {
 	static char dir[PS_CKPT_PATH_MAX];
-	ps_ckpt_meta meta = META;
 
-	assert_int_equal(ps_ckpt_path(root, iteration, dir, sizeof(dir)),
-			 PS_OK);
-	for (uint32_t r = 0; r < 2; r++)
-		assert_int_equal(write_shard_of(dir, r, iteration, CUT, NCUT),
-				 PS_OK);
-	meta.iteration = iteration;
-	if (manifest)
-		assert_int_equal(ps_ckpt_write_manifest(dir, &meta, MODEL, NT,
-							2, why, sizeof(why)),
-				 PS_OK);
+	if (ckpt_fix_write(root, iteration, manifest, dir, sizeof(dir), why,
+			   sizeof(why)) != PS_OK)
+		fail_msg("writing %s: %s", dir, why);
 	return dir;
 }
 
@@ -234,18 +152,18 @@ static int read_cut(const ps_ckpt *ck, uint64_t chunk, unsigned seed)
 		for (uint64_t e = 0; e < r[i].numel; e++) {
 			uint64_t el = r[i].offset + e;
 
-			assert_true(r[i].values[e] == value_of(r[i].tensor, el));
+			assert_true(r[i].values[e] == ckpt_fix_value(r[i].tensor, el));
 			assert_true(r[i].momentum[e] ==
-				    momentum_of(r[i].tensor, el));
+				    ckpt_fix_momentum(r[i].tensor, el));
 		}
 		for (size_t k = 0; k < NCUT; k++)
 			if (CUT[k].tensor == r[i].tensor &&
 			    CUT[k].offset < r[i].offset + r[i].numel &&
 			    CUT[k].offset + CUT[k].numel > r[i].offset &&
-			    version_of(CUT[k].tensor, CUT[k].offset) <
+			    ckpt_fix_version(CUT[k].tensor, CUT[k].offset) <
 				    want_version)
 				want_version =
-					version_of(CUT[k].tensor, CUT[k].offset);
+					ckpt_fix_version(CUT[k].tensor, CUT[k].offset);
 		assert_int_equal(r[i].version, want_version);
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -272,7 +190,7 @@ static void test_round_trip(void **state)
 	assert_int_equal(m->partition_size, 8192);
 	assert_string_equal(m->preset, "ordo");
 	assert_int_equal(m->seed, -42);
-	assert_string_equal(m->config_ini, META.config_ini);
+	assert_string_equal(m->config_ini, CKPT_FIX_META.config_ini);
 	assert_int_equal(ps_ckpt_num_tensors(ck), NT);
 	assert_int_equal(ps_ckpt_num_shards(ck), 2);
 	assert_string_equal(ps_ckpt_dir(ck), dir);
@@ -298,11 +216,11 @@ static void test_round_trip(void **state)
 						     sizeof(why)),
 				 PS_OK);
 		assert_int_equal(r.version,
-				 version_of(CUT[k].tensor, CUT[k].offset));
+				 ckpt_fix_version(CUT[k].tensor, CUT[k].offset));
 		for (uint64_t e = 0; e < r.numel; e++) {
-			assert_true(v[e] == value_of(r.tensor, r.offset + e));
+			assert_true(v[e] == ckpt_fix_value(r.tensor, r.offset + e));
 			assert_true(mo[e] ==
-				    momentum_of(r.tensor, r.offset + e));
+				    ckpt_fix_momentum(r.tensor, r.offset + e));
 		}
 		free(v);
 		free(mo);
@@ -327,12 +245,12 @@ static void test_round_trip(void **state)
 						     sizeof(why)),
 				 PS_OK);
 		for (int e = 0; e < 200; e++)
-			assert_true(a[e] == value_of(2, 1950 + (uint64_t)e));
+			assert_true(a[e] == ckpt_fix_value(2, 1950 + (uint64_t)e));
 		for (int e = 0; e < 300; e++)
-			assert_true(b[e] == momentum_of(2, 1900 + (uint64_t)e));
-		assert_true(c[0] == value_of(2, 2046));
-		assert_true(c[1] == value_of(2, 2047));
-		assert_int_equal(r[0].version, version_of(2, 0));
+			assert_true(b[e] == ckpt_fix_momentum(2, 1900 + (uint64_t)e));
+		assert_true(c[0] == ckpt_fix_value(2, 2046));
+		assert_true(c[1] == ckpt_fix_value(2, 2047));
+		assert_int_equal(r[0].version, ckpt_fix_version(2, 0));
 	}
 	/* ranges outside a tensor */
 	{
@@ -363,7 +281,7 @@ static void test_many_ranges(void **state)
 	float *v = malloc(NUMEL * sizeof(float)), *out;
 	size_t nr = (NUMEL + RANGE - 1) / RANGE;
 	ps_ckpt_range *r = calloc(nr, sizeof(*r));
-	ps_ckpt_meta meta = META;
+	ps_ckpt_meta meta = CKPT_FIX_META;
 	ps_ckpt *ck;
 
 	(void)state;
@@ -418,11 +336,88 @@ static void test_many_ranges(void **state)
 	free(segs);
 }
 
+/* A shard of 42 MB: checksums on the writer's helper thread, arrays read
+ * straight into the caller's buffers, and through the bounce buffer. */
+static void test_big_shard(void **state)
+{
+	enum { TAIL = 500000 };
+	ps_tensor_desc model[2] = {{"huge", BIG_NUMEL + TAIL}, {"tiny", 3}};
+	const char *dir = at("big");
+	float *v = malloc((BIG_NUMEL + TAIL) * sizeof(float));
+	float *m = malloc(BIG_NUMEL * sizeof(float));
+	float *out = malloc((BIG_NUMEL + TAIL) * sizeof(float));
+	float *mout = malloc((BIG_NUMEL + TAIL) * sizeof(float));
+	float tiny[3] = {1.5f, 2.5f, 3.5f};
+	ps_ckpt_meta meta = CKPT_FIX_META;
+	ps_ckpt_range r[6];
+	ps_ckpt *ck;
+
+	(void)state;
+	assert_non_null(v);
+	assert_non_null(m);
+	assert_non_null(out);
+	assert_non_null(mout);
+	for (uint32_t i = 0; i < BIG_NUMEL + TAIL; i++)
+		v[i] = (float)i;
+	for (uint32_t i = 0; i < BIG_NUMEL; i++)
+		m[i] = -(float)i;
+	{
+		ps_ckpt_segment segs[3] = {
+			{.tensor = 0, .offset = 0, .numel = BIG_NUMEL,
+			 .version = 5, .values = v, .momentum = m},
+			{.tensor = 1, .offset = 0, .numel = 3, .version = 6,
+			 .values = tiny},
+			{.tensor = 0, .offset = BIG_NUMEL, .numel = TAIL,
+			 .version = 4, .values = v + BIG_NUMEL},
+		};
+
+		assert_int_equal(ps_ckpt_write_shard(dir, 0, 9, segs, 3, why,
+						     sizeof(why)),
+				 PS_OK);
+	}
+	meta.iteration = 9;
+	meta.servers = 1;
+	assert_int_equal(ps_ckpt_write_manifest(dir, &meta, model, 2, 1, why,
+						sizeof(why)),
+			 PS_OK);
+	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_OK);
+	assert_int_equal(ps_ckpt_verify(ck, why, sizeof(why)), PS_OK);
+	/* one range: both segments wholly inside it, read in place */
+	r[0] = (ps_ckpt_range){.tensor = 0, .numel = BIG_NUMEL + TAIL,
+			       .values = out, .momentum = mout};
+	assert_int_equal(ps_ckpt_read_ranges(ck, r, 1, why, sizeof(why)),
+			 PS_OK);
+	assert_memory_equal(out, v, (BIG_NUMEL + TAIL) * sizeof(float));
+	assert_memory_equal(mout, m, BIG_NUMEL * sizeof(float));
+	for (uint32_t i = 0; i < TAIL; i++)
+		assert_true(mout[BIG_NUMEL + i] == 0.0f);
+	assert_int_equal(r[0].version, 4);
+	/* five ranges across the segment border: through the buffer */
+	memset(out, 0, (BIG_NUMEL + TAIL) * sizeof(float));
+	for (int k = 0; k < 5; k++)
+		r[k] = (ps_ckpt_range){
+			.tensor = 0,
+			.offset = (uint64_t)k * (BIG_NUMEL + TAIL) / 5,
+			.numel = (BIG_NUMEL + TAIL) / 5,
+			.values = out + (uint64_t)k * (BIG_NUMEL + TAIL) / 5,
+		};
+	assert_int_equal(ps_ckpt_read_ranges(ck, r, 5, why, sizeof(why)),
+			 PS_OK);
+	assert_memory_equal(out, v, (BIG_NUMEL + TAIL) * sizeof(float));
+	assert_int_equal(r[0].version, 5);
+	assert_int_equal(r[4].version, 4);
+	ps_ckpt_close(&ck);
+	free(v);
+	free(m);
+	free(out);
+	free(mout);
+}
+
 /* ---- write_manifest's checks ---------------------------------------------- */
 
 static int manifest_of(const char *dir, uint64_t iteration, uint32_t nshards)
 {
-	ps_ckpt_meta meta = META;
+	ps_ckpt_meta meta = CKPT_FIX_META;
 
 	meta.iteration = iteration;
 	return ps_ckpt_write_manifest(dir, &meta, MODEL, NT, nshards, why,
@@ -431,13 +426,13 @@ static int manifest_of(const char *dir, uint64_t iteration, uint32_t nshards)
 
 static void test_manifest_refuses(void **state)
 {
-	spec cut[NCUT + 1];
+	ckpt_fix_spec cut[16];
 	const char *dir;
 
 	(void)state;
 	/* a gap: fc.w elements 2047..4098 missing (shard 1 lacks them) */
 	dir = at("gap");
-	memcpy(cut, CUT, sizeof(CUT));
+	memcpy(cut, CUT, NCUT * sizeof(*cut));
 	cut[6].numel = 2000;
 	assert_int_equal(write_shard_of(dir, 0, 5, cut, NCUT), PS_OK);
 	assert_int_equal(write_shard_of(dir, 1, 5, cut, NCUT), PS_OK);
@@ -447,8 +442,8 @@ static void test_manifest_refuses(void **state)
 
 	/* an overlap: one more segment of conv.w in shard 1 */
 	dir = at("overlap");
-	memcpy(cut, CUT, sizeof(CUT));
-	cut[NCUT] = (spec){1, 0, 300, 40};
+	memcpy(cut, CUT, NCUT * sizeof(*cut));
+	cut[NCUT] = (ckpt_fix_spec){1, 0, 300, 40};
 	assert_int_equal(write_shard_of(dir, 0, 5, cut, NCUT + 1), PS_OK);
 	assert_int_equal(write_shard_of(dir, 1, 5, cut, NCUT + 1), PS_OK);
 	assert_int_equal(manifest_of(dir, 5, 2), PS_EPROTO);
@@ -457,13 +452,13 @@ static void test_manifest_refuses(void **state)
 
 	/* a tensor missing entirely, segments outside a tensor */
 	dir = at("missing-tensor");
-	memcpy(cut, CUT, sizeof(CUT));
+	memcpy(cut, CUT, NCUT * sizeof(*cut));
 	cut[5].tensor = 4; /* fc.b's segment becomes out.w 0..12 */
 	assert_int_equal(write_shard_of(dir, 0, 5, cut, NCUT), PS_OK);
 	assert_int_equal(write_shard_of(dir, 1, 5, cut, NCUT), PS_OK);
 	assert_int_equal(manifest_of(dir, 5, 2), PS_EPROTO);
 	assert_why("tensor 3 'fc.b': elements 0..12 are in no shard");
-	cut[5] = (spec){1, 3, 5, 13};
+	cut[5] = (ckpt_fix_spec){1, 3, 5, 13};
 	assert_int_equal(write_shard_of(dir, 1, 5, cut, NCUT), PS_OK);
 	assert_int_equal(manifest_of(dir, 5, 2), PS_EPROTO);
 	assert_why("shard-1.bin: segment 2: elements 5..17 are outside "
@@ -533,7 +528,7 @@ static int open_and_read(const char *dir)
 static void test_open_truncated(void **state)
 {
 	const char *dir = write_ckpt(at("trunc"), 3, 1);
-	char shard[PS_CKPT_PATH_MAX];
+	char shard[PATH_CAP];
 	uint8_t *orig;
 	size_t len;
 
@@ -560,7 +555,7 @@ static void test_open_truncated(void **state)
 static void flip(const char *dir, const char *name, size_t off,
 		 const char *needle)
 {
-	char path[PS_CKPT_PATH_MAX];
+	char path[PATH_CAP];
 	uint8_t *b;
 	size_t len;
 
@@ -603,7 +598,7 @@ static void test_open_flipped(void **state)
 	/* a flipped value: open succeeds, the read fails, nothing wrong is
 	 * ever handed out as good */
 	{
-		char path[PS_CKPT_PATH_MAX];
+		char path[PATH_CAP];
 		uint8_t *b;
 		size_t len;
 
@@ -630,7 +625,7 @@ static void test_open_flipped(void **state)
 static void test_open_missing(void **state)
 {
 	const char *dir = write_ckpt(at("miss"), 3, 1);
-	char path[PS_CKPT_PATH_MAX];
+	char path[PATH_CAP];
 	ps_ckpt *ck = NULL;
 
 	(void)state;
@@ -656,13 +651,13 @@ static void test_check_model(void **state)
 
 	(void)state;
 	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_OK);
-	memcpy(other, MODEL, sizeof(MODEL));
+	memcpy(other, MODEL, NT * sizeof(*other));
 	strcpy(other[2].name, "fc.x");
 	assert_int_equal(ps_ckpt_check_model(ck, other, NT, why, sizeof(why)),
 			 PS_EINVAL);
 	assert_string_equal(why, "tensor 2: the checkpoint has 'fc.w' (4099 "
 				 "elements), the job 'fc.x' (4099)");
-	memcpy(other, MODEL, sizeof(MODEL));
+	memcpy(other, MODEL, NT * sizeof(*other));
 	other[3].numel = 14;
 	assert_int_equal(ps_ckpt_check_model(ck, other, NT, why, sizeof(why)),
 			 PS_EINVAL);
@@ -672,7 +667,7 @@ static void test_check_model(void **state)
 					     sizeof(why)),
 			 PS_EINVAL);
 	assert_why("tensor 4: the checkpoint has 'out.w'");
-	memcpy(other, MODEL, sizeof(MODEL));
+	memcpy(other, MODEL, NT * sizeof(*other));
 	other[NT] = (ps_tensor_desc){"extra", 3};
 	assert_int_equal(ps_ckpt_check_model(ck, other, NT + 1, why,
 					     sizeof(why)),
@@ -684,7 +679,7 @@ static void test_check_model(void **state)
 /* Rewrites dir's manifest after edit() with a correct checksum. */
 static void edit_manifest(const char *dir, void (*edit)(json_t *), int fix)
 {
-	char path[PS_CKPT_PATH_MAX], *text;
+	char path[PATH_CAP], *text;
 	json_error_t je;
 	json_t *root;
 
@@ -851,7 +846,7 @@ static void test_disk_full(void **state)
 	float *big;
 	ps_tensor_desc model[1] = {{"w", 100000}};
 	ps_ckpt_segment s = {.tensor = 0, .numel = 100000, .version = 1};
-	ps_ckpt_meta meta = META;
+	ps_ckpt_meta meta = CKPT_FIX_META;
 	ps_ckpt *ck;
 
 	(void)state;
@@ -863,7 +858,7 @@ static void test_disk_full(void **state)
 			      strerror(errno));
 		return;
 	}
-	big = calloc(400000, sizeof(float));
+	big = calloc(BIG_NUMEL, sizeof(float));
 	assert_non_null(big);
 	s.values = big;
 	s.momentum = big;
@@ -885,6 +880,13 @@ static void test_disk_full(void **state)
 	assert_why("No space left on device");
 	assert_false(exists(at("small-fs/ckpt-000000000002/shard-0.bin.tmp")));
 	assert_false(exists(at("small-fs/ckpt-000000000002/shard-0.bin")));
+	/* nor does a big one, its checksums computed on a thread */
+	s.numel = BIG_NUMEL;
+	assert_int_equal(ps_ckpt_write_shard(dir, 0, 2, &s, 1, why,
+					     sizeof(why)),
+			 PS_EIO);
+	assert_why("shard-0.bin.tmp: write: No space left on device");
+	assert_false(exists(at("small-fs/ckpt-000000000002/shard-0.bin.tmp")));
 	/* the first is intact */
 	assert_int_equal(ps_ckpt_path(mnt, 1, dir, sizeof(dir)), PS_OK);
 	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_OK);
@@ -1004,8 +1006,8 @@ static void check_npy(const char *path, uint32_t t, int momentum)
 		float f;
 
 		memcpy(&f, b + 10 + hlen + i * 4, 4);
-		assert_true(f == (momentum ? momentum_of(t, i)
-					   : value_of(t, i)));
+		assert_true(f == (momentum ? ckpt_fix_momentum(t, i)
+					   : ckpt_fix_value(t, i)));
 	}
 	free(b);
 }
@@ -1059,7 +1061,7 @@ static void test_random_corruption(void **state)
 	const char *dir = write_ckpt(at("random"), 11, 1);
 	uint8_t *orig[3];
 	size_t len[3];
-	char path[3][PS_CKPT_PATH_MAX];
+	char path[3][PATH_CAP];
 	int caught = 0, harmless = 0;
 
 	(void)state;
@@ -1113,6 +1115,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_many_ranges),
+		cmocka_unit_test(test_big_shard),
 		cmocka_unit_test(test_manifest_refuses),
 		cmocka_unit_test(test_open_truncated),
 		cmocka_unit_test(test_open_flipped),
