@@ -2,13 +2,14 @@
 # tests/checkpoint/cli.sh - ps-ckpt's command line over checkpoints written
 # by make_ckpt (the contents of tests/unit/ckpt_fixture.h): list, show,
 # verify and export outputs; the .npy bytes (Python's struct; numpy too
-# when it is installed); the shard and manifest layout read from Python as
-# docs/checkpoint-format.md shows; and every bad input failing with a
+# when it is installed); the shard and manifest layout read by the Python
+# code of docs/checkpoint-format.md itself; and every bad input failing with a
 # message that names the problem and the right exit status (1 a bad
 # checkpoint, 2 a usage error), never a crash.
 # Usage: cli.sh BUILD_DIR SOURCE_DIR
 set -u
 build=$1
+src=$2
 ckpt=$build/ps-ckpt
 make=$build/tests/make_ckpt
 tmp=$(mktemp -d /tmp/ordo-ckpt-cli-XXXXXX)
@@ -122,50 +123,42 @@ assert a.dtype == numpy.float32 and a.shape == (4099,)
 assert (a == (2 * 100000 + numpy.arange(4099)) * 0.25).all()
 PY
 
-# --- the format, read from Python as docs/checkpoint-format.md shows ------
-python3 - "$c20" <<'PY' || fail "the documented layout"
-import json, struct, sys, zlib
-ck = sys.argv[1]
-
-def read_shard(path):
-    data = open(path, "rb").read()
-    (magic, version, header_size, iteration, rank, nsegs, table_at, data_at,
-     trailer_at, table_crc, header_crc) = struct.unpack_from("<8sIIQIIQQQII", data, 0)
-    assert magic == b"ORDOCKPT" and version == 1
-    assert zlib.crc32(data[:60]) == header_crc
-    table = data[64:64 + 64 * nsegs]
-    assert zlib.crc32(table) == table_crc
-    tail = struct.unpack_from("<8sQIIII", data, trailer_at)
-    assert tail[0] == b"ORDOTAIL" and tail[1] == iteration and tail[2] == nsegs
-    assert tail[3] == zlib.crc32(data[:64 + 64 * nsegs])   # header + table
-    assert tail[4] == zlib.crc32(data[:trailer_at])        # everything before
-    assert tail[5] == zlib.crc32(data[trailer_at:trailer_at + 28])
-    segs = []
-    for i in range(nsegs):
-        (tensor, flags, offset, numel, ver, values_at, momentum_at,
-         values_crc, momentum_crc) = struct.unpack_from("<IIQQQQQII", table, 64 * i)
-        values = data[values_at:values_at + 4 * numel]
-        assert zlib.crc32(values) == values_crc
-        assert values_at % 64 == 0
-        segs.append((tensor, offset, struct.unpack(f"<{numel}f", values)))
-    return iteration, rank, segs
-
-man = json.load(open(f"{ck}/manifest.json"))
-body = {k: v for k, v in man.items() if k != "crc32"}
-canon = json.dumps(body, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
-assert zlib.crc32(canon.encode()) == man["crc32"], "manifest checksum"
+# --- the format, read from Python with the code of docs/checkpoint-format.md
+python3 - "$c20" "$src/docs/checkpoint-format.md" <<'PY' || fail "the documented layout"
+import os, re, struct, sys, zlib
+ck, doc = sys.argv[1], open(sys.argv[2]).read()
+blocks = re.findall(r"```python\n(.*?)```", doc, re.S)
+reader = [b for b in blocks if "def read_shard" in b]
+check = [b for b in blocks if "zlib.crc32(canon.encode())" in b]
+assert len(reader) == 1 and len(check) == 1, "the doc's Python blocks"
+os.chdir(ck)
+env = {}
+exec(check[0], env)        # the manifest's checksum, as documented
+exec(reader[0], env)       # defines read_shard
+man = env["m"]
 assert man["format"] == "ordo-checkpoint" and man["format_version"] == 1
 assert [t["name"] for t in man["tensors"]] == ["conv.w", "conv.b", "fc.w", "fc.b", "out.w"]
 seen = 0
 for s in man["shards"]:
-    data = open(f"{ck}/{s['file']}", "rb").read()
+    data = open(s["file"], "rb").read()
     assert len(data) == s["bytes"]
-    assert struct.unpack_from("<I", data, len(data) - 8)[0] == s["crc32"]
-    it, rank, segs = read_shard(f"{ck}/{s['file']}")
-    assert it == man["iteration"] == 20 and rank == s["rank"]
-    assert len(segs) == s["segments"]
-    for t, off, vals in segs:
+    trailer_at = len(data) - 32
+    tail = struct.unpack_from("<8sQIIII", data, trailer_at)
+    n = tail[2]
+    assert tail[0] == b"ORDOTAIL" and tail[1] == man["iteration"] == 20
+    assert tail[3] == zlib.crc32(data[:64 + 64 * n])        # header + table
+    assert tail[4] == zlib.crc32(data[:trailer_at]) == s["crc32"]
+    assert tail[5] == zlib.crc32(data[trailer_at:trailer_at + 28])
+    it, rank, segs = env["read_shard"](s["file"])
+    assert it == 20 and rank == s["rank"] and len(segs) == s["segments"] == n
+    for t, off, values, momentum in segs:
+        vals = struct.unpack(f"<{len(values) // 4}f", values)
         assert all(x == (t * 100000 + off + i) * 0.25 for i, x in enumerate(vals))
+        if t == 1:
+            assert momentum is None
+        else:
+            mom = struct.unpack(f"<{len(momentum) // 4}f", momentum)
+            assert all(x == -(off + i) - t * 0.5 for i, x in enumerate(mom))
         seen += len(vals)
 assert seen == sum(t["numel"] for t in man["tensors"]), seen
 PY
