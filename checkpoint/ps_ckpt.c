@@ -26,16 +26,16 @@
 #include "checkpoint/internal.h"
 #include "ordo/ordo.h"
 
-#define PROG "ps-ckpt"
+#define PROG    "ps-ckpt"
 #define MAX_POS 3 /* positional arguments after the command */
 
 typedef struct command {
 	const char *name;
-	const char *args;  /* synopsis after the name */
-	int npos;          /* positional arguments */
-	const char *flag;  /* its one option, or NULL */
+	const char *args;    /* synopsis after the name */
+	int npos;            /* positional arguments */
+	const char *flag;    /* its one option, or NULL */
 	const char *summary; /* one line for --help */
-	const char *help;  /* what it does (several lines) */
+	const char *help;    /* what it does (several lines) */
 	int (*run)(char **pos, bool flag);
 } command;
 
@@ -45,37 +45,36 @@ static int cmd_verify(char **pos, bool flag);
 static int cmd_export(char **pos, bool flag);
 
 static const command commands[] = {
-	{"list", "ROOT", 1, NULL,
-	 "the ckpt-* directories in ROOT: complete or why not",
-	 "Every ckpt-<12 digits> directory under ROOT, oldest first: the\n"
-	 "iteration, 'complete' or 'incomplete' and why (one line), the\n"
-	 "bytes of its files and the time it was written (UTC).\n",
-	 cmd_list},
-	{"show", "DIR [--config]", 1, "config",
-	 "the record: iteration, layout, seed, tensors, shards",
-	 "The checkpoint's record: iteration, mode, layout, seed, tensors\n"
-	 "(index, name, elements) and shards (file, bytes, segments).\n"
-	 "--config prints only the configuration (INI) it was written with.\n",
-	 cmd_show},
-	{"verify", "DIR", 1, NULL,
-	 "read every byte and check every checksum",
-	 "Reads every byte of every shard and checks every checksum, the\n"
-	 "manifest's included. Prints 'ok: ...' or the first problem (exit "
-	 "1).\n",
-	 cmd_verify},
-	{"export", "DIR TENSOR FILE.npy [--momentum]", 3, "momentum",
-	 "a tensor's values (or momentum) as NumPy .npy",
-	 "Writes a tensor (by name, or by index) as NumPy .npy (format 1.0,\n"
-	 "'<f4', shape (numel,)); --momentum: its optimizer momentum.\n",
-	 cmd_export},
-	{NULL, NULL, 0, NULL, NULL, NULL, NULL},
+    {"list", "ROOT", 1, NULL,
+     "the ckpt-* directories in ROOT: complete or why not",
+     "Every ckpt-<12 digits> directory under ROOT, oldest first: the\n"
+     "iteration, 'complete' or 'incomplete' and why (one line), the\n"
+     "bytes of its files and the time it was written (UTC).\n",
+     cmd_list},
+    {"show", "DIR [--config]", 1, "config",
+     "the record: iteration, layout, seed, tensors, shards",
+     "The checkpoint's record: iteration, mode, layout, seed, tensors\n"
+     "(index, name, elements) and shards (file, bytes, segments).\n"
+     "--config prints only the configuration (INI) it was written with.\n",
+     cmd_show},
+    {"verify", "DIR", 1, NULL, "read every byte and check every checksum",
+     "Reads every byte of every shard and checks every checksum, the\n"
+     "manifest's included. Prints 'ok: ...' or the first problem (exit "
+     "1).\n",
+     cmd_verify},
+    {"export", "DIR TENSOR FILE.npy [--momentum]", 3, "momentum",
+     "a tensor's values (or momentum) as NumPy .npy",
+     "Writes a tensor (by name, or by index) as NumPy .npy (format 1.0,\n"
+     "'<f4', shape (numel,)); --momentum: its optimizer momentum.\n",
+     cmd_export},
+    {NULL, NULL, 0, NULL, NULL, NULL, NULL},
 };
 
 static void usage(FILE *out)
 {
 	fprintf(out, "Usage: " PROG " COMMAND ARGS... [OPTIONS]\n"
-		     "Lists, shows, verifies and exports ordo checkpoints "
-		     "(docs/checkpoint-format.md).\n\nCommands:\n");
+	             "Lists, shows, verifies and exports ordo checkpoints "
+	             "(docs/checkpoint-format.md).\n\nCommands:\n");
 	for (const command *c = commands; c->name; c++) {
 		int n = fprintf(out, "  %s %s", c->name, c->args);
 
@@ -85,15 +84,15 @@ static void usage(FILE *out)
 			fprintf(out, "%*s%s\n", 28 - n, "", c->summary);
 	}
 	fprintf(out,
-		"\nDIR is a checkpoint directory (ROOT/ckpt-<12 digits>) or "
-		"a ROOT holding\nsuch directories: then the newest complete "
-		"checkpoint in it.\n"
-		"\nOptions:\n"
-		"  --help      this text; after a command, that command's "
-		"help\n"
-		"  --version   \"" PROG " (ordo X.Y.Z)\", then exit\n"
-		"\nExit status: 0 done, 1 a bad or missing checkpoint (or a "
-		"failed export),\n2 a usage error.\n");
+	        "\nDIR is a checkpoint directory (ROOT/ckpt-<12 digits>) or "
+	        "a ROOT holding\nsuch directories: then the newest complete "
+	        "checkpoint in it.\n"
+	        "\nOptions:\n"
+	        "  --help      this text; after a command, that command's "
+	        "help\n"
+	        "  --version   \"" PROG " (ordo X.Y.Z)\", then exit\n"
+	        "\nExit status: 0 done, 1 a bad or missing checkpoint (or a "
+	        "failed export),\n2 a usage error.\n");
 }
 
 static void command_usage(const command *c)
@@ -104,35 +103,41 @@ static void command_usage(const command *c)
 		       "the newest complete\none is used.\n");
 }
 
-static int usage_error(const char *fmt, ...)
-	__attribute__((format(printf, 1, 2)));
+/* "ps-ckpt: error: MESSAGE" (and, for a usage error, a hint). */
+static int report(int status, const char *fmt, va_list ap)
+{
+	fprintf(stderr, PROG ": error: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, status == 2 ? "\nTry '" PROG " --help'.\n" : "\n");
+	return status;
+}
 
-/* "ps-ckpt: error: MESSAGE" and a hint; returns the exit status 2. */
+static int usage_error(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+static int failure(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A usage error: returns the exit status 2. */
 static int usage_error(const char *fmt, ...)
 {
 	va_list ap;
+	int st;
 
-	fprintf(stderr, PROG ": error: ");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	st = report(2, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nTry '" PROG " --help'.\n");
-	return 2;
+	return st;
 }
 
-/* "ps-ckpt: error: MESSAGE"; returns the exit status 1. */
-static int failure(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
+/* A bad checkpoint or a failed command: returns the exit status 1. */
 static int failure(const char *fmt, ...)
 {
 	va_list ap;
+	int st;
 
-	fprintf(stderr, PROG ": error: ");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	st = report(1, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
-	return 1;
+	return st;
 }
 
 static const char *human(uint64_t bytes, char *buf, size_t cap)
@@ -169,7 +174,8 @@ static int resolve(const char *dir, char *buf, size_t cap)
 	snprintf(path, sizeof(path), "%s/%s", dir, PS_CKPT_MANIFEST);
 	if (stat(path, &st) == 0 || psi_ckpt_parse_name(base, &it) == 0 ||
 	    stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		snprintf(buf, cap, "%s", dir); /* opening it says what is wrong */
+		snprintf(buf, cap, "%s",
+		         dir); /* opening it says what is wrong */
 		return 0;
 	}
 	rc = psi_ckpt_scan(dir, &iters, &n, why, sizeof(why));
@@ -178,13 +184,13 @@ static int resolve(const char *dir, char *buf, size_t cap)
 	free(iters);
 	if (n == 0)
 		return failure("%s: not a checkpoint (no %s) and no ckpt-* "
-			       "directory in it",
-			       dir, PS_CKPT_MANIFEST);
+		               "directory in it",
+		               dir, PS_CKPT_MANIFEST);
 	if (ps_ckpt_latest(dir, buf, cap, NULL) != PS_OK)
 		return failure("%s: none of its %zu ckpt-* directories is a "
-			       "complete checkpoint ('" PROG " list %s' says "
-			       "why)",
-			       dir, n, dir);
+		               "complete checkpoint ('" PROG " list %s' says "
+		               "why)",
+		               dir, n, dir);
 	return 0;
 }
 
@@ -216,7 +222,7 @@ static uint64_t dir_size(const char *dir, time_t *mtime)
 		return 0;
 	while ((de = readdir(d)) != NULL) {
 		if (snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >=
-			    (int)sizeof(path) ||
+		        (int)sizeof(path) ||
 		    lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
 			continue;
 		total += (uint64_t)st.st_size;
@@ -265,8 +271,8 @@ static int cmd_list(char **pos, bool flag)
 			strftime(date, sizeof(date), "%Y-%m-%d %H:%M:%S", &tm);
 		printf("%-14" PRIu64 " %-10s %10s  %s%s%s\n", iters[i],
 		       rc ? "incomplete" : "complete",
-		       human(bytes, size, sizeof(size)), date,
-		       rc ? "  " : "", problem);
+		       human(bytes, size, sizeof(size)), date, rc ? "  " : "",
+		       problem);
 	}
 	free(iters);
 	return 0;
@@ -376,18 +382,17 @@ static int cmd_export(char **pos, bool momentum)
 		uint32_t shown = ck->ntensors < 8 ? ck->ntensors : 8;
 
 		for (uint32_t i = 0; i < shown && len < sizeof(names); i++)
-			len += (size_t)snprintf(names + len,
-						sizeof(names) - len, "%s'%s'",
-						i ? ", " : "",
-						ck->tensors[i].name);
+			len += (size_t)snprintf(
+			    names + len, sizeof(names) - len, "%s'%s'",
+			    i ? ", " : "", ck->tensors[i].name);
 		st = failure("%s has no tensor '%s' (its %u tensors: %s%s)",
-			     ps_ckpt_dir(ck), pos[1], ck->ntensors, names,
-			     ck->ntensors > shown ? ", ..." : "");
+		             ps_ckpt_dir(ck), pos[1], ck->ntensors, names,
+		             ck->ntensors > shown ? ", ..." : "");
 		ps_ckpt_close(&ck);
 		return st;
 	}
 	if (ps_ckpt_export_npy(ck, (uint32_t)t, momentum, pos[2], why,
-			       sizeof(why)) != PS_OK) {
+	                       sizeof(why)) != PS_OK) {
 		ps_ckpt_close(&ck);
 		return failure("%s", why);
 	}
@@ -398,7 +403,8 @@ static int cmd_export(char **pos, bool momentum)
 	return 0;
 }
 
-/* ---- main ----------------------------------------------------------------- */
+/* ---- main -----------------------------------------------------------------
+ */
 
 int main(int argc, char **argv)
 {
@@ -418,26 +424,26 @@ int main(int argc, char **argv)
 			printf(PROG " (ordo " ORDO_VERSION_STRING ")\n");
 			return 0;
 		} else if (options && a[0] == '-' && a[1] == '-' && cmd &&
-			   cmd->flag && strcmp(a + 2, cmd->flag) == 0) {
+		           cmd->flag && strcmp(a + 2, cmd->flag) == 0) {
 			flag = true;
 		} else if (options && a[0] == '-' && a[1] != '\0') {
 			return usage_error("unknown option '%s'%s%s", a,
-					   cmd ? " for " : "",
-					   cmd ? cmd->name : "");
+			                   cmd ? " for " : "",
+			                   cmd ? cmd->name : "");
 		} else if (!cmd) {
 			for (const command *c = commands; c->name; c++)
 				if (strcmp(a, c->name) == 0)
 					cmd = c;
 			if (!cmd)
 				return usage_error("unknown command '%s' "
-						   "(list, show, verify or "
-						   "export)",
-						   a);
+				                   "(list, show, verify or "
+				                   "export)",
+				                   a);
 		} else if (npos < cmd->npos) {
 			pos[npos++] = argv[i];
 		} else {
 			return usage_error("%s: unexpected argument '%s'",
-					   cmd->name, a);
+			                   cmd->name, a);
 		}
 	}
 	if (help) {
@@ -449,14 +455,14 @@ int main(int argc, char **argv)
 	}
 	if (!cmd)
 		return usage_error("no command given (list, show, verify or "
-				   "export)");
+		                   "export)");
 	if (npos < cmd->npos)
 		return usage_error("%s needs %s", cmd->name, cmd->args);
 	pos[npos] = NULL;
 	st = cmd->run(pos, flag);
 	if (fflush(stdout) != 0) {
 		fprintf(stderr, PROG ": error: writing the output: %s\n",
-			strerror(errno));
+		        strerror(errno));
 		return 1;
 	}
 	return st;

@@ -32,9 +32,10 @@ static int bench(const char *mib_arg, const char *dir, int times)
 	double s;
 
 	if (*mib_arg == '\0' || *end != '\0' || mib == 0 || mib > (1u << 20)) {
-		fprintf(stderr, "make_ckpt: --bench: '%s' is not a size in "
-				"MiB\n",
-			mib_arg);
+		fprintf(stderr,
+		        "make_ckpt: --bench: '%s' is not a size in "
+		        "MiB\n",
+		        mib_arg);
 		return 2;
 	}
 	bytes = mib << 20;
@@ -49,16 +50,16 @@ static int bench(const char *mib_arg, const char *dir, int times)
 	seg.values = v;
 	for (int i = 0; i < times; i++) {
 		t0 = ps_now_ns();
-		if (ps_ckpt_write_shard(dir, 0, 1, &seg, 1, why,
-					sizeof(why)) != PS_OK) {
+		if (ps_ckpt_write_shard(dir, 0, 1, &seg, 1, why, sizeof(why)) !=
+		    PS_OK) {
 			fprintf(stderr, "make_ckpt: %s\n", why);
 			ps_free_big(v, (size_t)bytes);
 			return 1;
 		}
 		t1 = ps_now_ns();
 		s = (double)(t1 - t0) / 1e9;
-		printf("bytes %" PRIu64 " seconds %.3f MiB/s %.1f\n", bytes,
-		       s, (double)mib / s);
+		printf("bytes %" PRIu64 " seconds %.3f MiB/s %.1f\n", bytes, s,
+		       (double)mib / s);
 		fflush(stdout);
 	}
 	ps_free_big(v, (size_t)bytes);
@@ -76,18 +77,20 @@ int main(int argc, char **argv)
 	if (argc == 4 && strcmp(argv[3], "--no-manifest") == 0)
 		manifest = 0;
 	else if (argc != 3) {
-		fprintf(stderr, "usage: make_ckpt ROOT ITERATION "
-				"[--no-manifest] | make_ckpt --bench MIB DIR [TIMES]\n");
+		fprintf(
+		    stderr,
+		    "usage: make_ckpt ROOT ITERATION "
+		    "[--no-manifest] | make_ckpt --bench MIB DIR [TIMES]\n");
 		return 2;
 	}
 	iteration = strtoull(argv[2], &end, 10);
 	if (argv[2][0] == '\0' || *end != '\0') {
 		fprintf(stderr, "make_ckpt: '%s' is not an iteration\n",
-			argv[2]);
+		        argv[2]);
 		return 2;
 	}
 	if (ckpt_fix_write(argv[1], iteration, manifest, dir, sizeof(dir), why,
-			   sizeof(why)) != PS_OK) {
+	                   sizeof(why)) != PS_OK) {
 		fprintf(stderr, "make_ckpt: %s\n", why);
 		return 1;
 	}

@@ -36,12 +36,12 @@ uint64_t ckpt_fix_version(uint32_t t, uint64_t offset);
 
 /* Writes shard `shard` of iteration into dir: the specs of that shard. */
 int ckpt_fix_write_shard(const char *dir, uint32_t shard, uint64_t iteration,
-			 const ckpt_fix_spec *sp, size_t nsp, char *why,
-			 size_t whylen);
+                         const ckpt_fix_spec *sp, size_t nsp, char *why,
+                         size_t whylen);
 
 /* ROOT/ckpt-ITER (into dir) with both shards and, if manifest, the
  * manifest. */
 int ckpt_fix_write(const char *root, uint64_t iteration, int manifest,
-		   char *dir, size_t cap, char *why, size_t whylen);
+                   char *dir, size_t cap, char *why, size_t whylen);
 
 #endif /* ORDO_TESTS_CKPT_FIXTURE_H */
