@@ -43,8 +43,7 @@ int ps_ckpt_path(const char *root, uint64_t iteration, char *buf, size_t cap)
 	return n < 0 || (size_t)n >= cap ? PS_EINVAL : PS_OK;
 }
 
-/* ---- tiling ---------------------------------------------------------------
- */
+/* ---- tiling ------------------------------------------------------------- */
 
 static int cmp_seg(const void *a, const void *b)
 {
@@ -141,8 +140,7 @@ int psi_ckpt_coverage(const ps_tensor_desc *tensors, uint32_t ntensors,
 	return PS_OK;
 }
 
-/* ---- writing the manifest ---------------------------------------------------
- */
+/* ---- writing the manifest ----------------------------------------------- */
 
 static int check_tensors(const ps_tensor_desc *tensors, uint32_t n, char *why,
                          size_t whylen)
@@ -218,8 +216,7 @@ int ps_ckpt_write_manifest(const char *dir, const ps_ckpt_meta *meta,
 	return rc;
 }
 
-/* ---- opening ----------------------------------------------------------------
- */
+/* ---- opening ------------------------------------------------------------ */
 
 /* Loads the shard the manifest records in *rec and checks it is that one;
  * *rec is then replaced by the loaded shard. */
@@ -361,8 +358,7 @@ int ps_ckpt_check_model(const ps_ckpt *ck, const ps_tensor_desc *tensors,
 	return PS_OK;
 }
 
-/* ---- the checkpoints under a root -------------------------------------------
- */
+/* ---- the checkpoints under a root --------------------------------------- */
 
 int psi_ckpt_probe(const char *path, uint64_t iteration, char *why,
                    size_t whylen)

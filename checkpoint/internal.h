@@ -18,7 +18,7 @@
     "checkpoint files hold float32 arrays as stored in memory: little-endian hosts only"
 #endif
 
-/* ---- the shard file (docs/checkpoint-format.md) ------------------------ */
+/* ---- the shard file (docs/checkpoint-format.md) ------------------------- */
 
 #define CK_ALIGN        64u /* header, table, every array, trailer */
 #define CK_HEADER_SIZE  64u
@@ -84,8 +84,7 @@ int psi_ckpt_coverage(const ps_tensor_desc *tensors, uint32_t ntensors,
                       const psi_ckpt_shard *shards, uint32_t n,
                       const psi_ckpt_seg ***order_p, char *why, size_t whylen);
 
-/* ---- the manifest ---------------------------------------------------------
- */
+/* ---- the manifest ------------------------------------------------------- */
 
 struct ps_ckpt {
 	char *dir;
@@ -110,8 +109,7 @@ int psi_ckpt_manifest_write(const char *dir, const ps_ckpt_meta *meta,
  * as recorded (the caller loads the files and compares). */
 int psi_ckpt_manifest_load(struct ps_ckpt *ck, char *why, size_t whylen);
 
-/* ---- directories ----------------------------------------------------------
- */
+/* ---- directories -------------------------------------------------------- */
 
 /* The iteration of a ckpt-<12 digits> name, or -1 for any other name. */
 int psi_ckpt_parse_name(const char *name, uint64_t *iteration_p);
@@ -125,8 +123,7 @@ int psi_ckpt_scan(const char *root, uint64_t **iters_p, size_t *n_p, char *why,
 int psi_ckpt_probe(const char *path, uint64_t iteration, char *why,
                    size_t whylen);
 
-/* ---- files ----------------------------------------------------------------
- */
+/* ---- files -------------------------------------------------------------- */
 
 /* Formats why ("%s" of fmt) and returns err. */
 int psi_ckpt_fail(char *why, size_t whylen, int err, const char *fmt, ...)

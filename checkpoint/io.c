@@ -196,8 +196,10 @@ int psi_ckpt_create_tmp(const char *tmp, int *err_p, char *why, size_t whylen)
 {
 	/* No fallocate(2): on ext4, writing into the unwritten extents it
 	 * reserves measured up to 2x slower than plain writes; a full disk
-	 * fails at the write instead, and the file is removed all the same. */
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	 * fails at the write instead, and the file is removed all the same.
+	 * O_NOFOLLOW: never write through a symlink planted at tmp. */
+	int flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW;
+	int fd = open(tmp, flags, 0644);
 
 	if (fd < 0)
 		*err_p =

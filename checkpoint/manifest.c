@@ -46,8 +46,7 @@ static int canonical_crc(const json_t *obj, uint32_t *crc_p)
 	return PS_OK;
 }
 
-/* ---- writing --------------------------------------------------------------
- */
+/* ---- writing ------------------------------------------------------------ */
 
 /* Adds key = val to obj (val may be NULL: then *bad is set). */
 static void set(json_t *obj, const char *key, json_t *val, int *bad)
@@ -173,8 +172,7 @@ int psi_ckpt_manifest_write(const char *dir, const ps_ckpt_meta *meta,
 	return rc;
 }
 
-/* ---- reading --------------------------------------------------------------
- */
+/* ---- reading ------------------------------------------------------------ */
 
 typedef struct reader {
 	const char *path;

@@ -157,7 +157,7 @@ static const char *human(uint64_t bytes, char *buf, size_t cap)
 	return buf;
 }
 
-/* ---- DIR: a checkpoint, or a root of checkpoints ------------------------- */
+/* ---- DIR: a checkpoint, or a root of checkpoints ------------------------ */
 
 /* The checkpoint directory DIR stands for, into buf; 0, or the exit
  * status after a message. */
@@ -207,7 +207,7 @@ static int open_dir(const char *dir, ps_ckpt **ck_p)
 	return 0;
 }
 
-/* ---- list ---------------------------------------------------------------- */
+/* ---- list --------------------------------------------------------------- */
 
 /* Bytes of the regular files in dir, and the newest modification time. */
 static uint64_t dir_size(const char *dir, time_t *mtime)
@@ -403,8 +403,7 @@ static int cmd_export(char **pos, bool momentum)
 	return 0;
 }
 
-/* ---- main -----------------------------------------------------------------
- */
+/* ---- main --------------------------------------------------------------- */
 
 int main(int argc, char **argv)
 {

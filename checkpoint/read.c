@@ -404,8 +404,7 @@ int ps_ckpt_verify(const ps_ckpt *ck, char *why, size_t whylen)
 	return rc;
 }
 
-/* ---- .npy ------------------------------------------------------------------
- */
+/* ---- .npy --------------------------------------------------------------- */
 
 /* NumPy's format 1.0 header for a float32 vector into buf (128 bytes
  * suffice); returns its length, a multiple of 64. */

@@ -44,7 +44,7 @@
 #define PARALLEL_MIN (16u << 20) /* data from this size: crc32 on a thread */
 #define VERIFY_BUF   (8u << 20)
 
-/* ---- little-endian fields ------------------------------------------------ */
+/* ---- little-endian fields ----------------------------------------------- */
 
 static void put32(uint8_t *p, uint32_t v)
 {
@@ -98,8 +98,7 @@ static bool front_size(uint64_t nsegs, uint64_t *r)
 	       align_up(CK_HEADER_SIZE + nsegs * CK_ENTRY_SIZE, r);
 }
 
-/* ---- field offsets (docs/checkpoint-format.md) ----------------------------
- */
+/* ---- field offsets (docs/checkpoint-format.md) -------------------------- */
 
 enum {
 	H_MAGIC = 0,
@@ -147,8 +146,7 @@ static void encode_entry(uint8_t *e, const psi_ckpt_seg *s)
 	put32(e + E_MOMENTUM_CRC, s->momentum_crc);
 }
 
-/* ---- writing --------------------------------------------------------------
- */
+/* ---- writing ------------------------------------------------------------ */
 
 /* Data written front to back from `pos`: small arrays gathered in stage,
  * large ones written straight from the caller's memory. */
@@ -443,8 +441,7 @@ out:
 	return rc;
 }
 
-/* ---- reading --------------------------------------------------------------
- */
+/* ---- reading ------------------------------------------------------------ */
 
 const char *psi_ckpt_describe(char *buf, size_t cap, const psi_ckpt_seg *s,
                               int momentum, const ps_tensor_desc *tensors,
@@ -675,8 +672,7 @@ void psi_ckpt_shard_free(psi_ckpt_shard *sh)
 	memset(sh, 0, sizeof(*sh));
 }
 
-/* ---- verification: one pass over the file ---------------------------------
- */
+/* ---- verification: one pass over the file ------------------------------- */
 
 /* A window of the file, read front to back. */
 typedef struct istream {

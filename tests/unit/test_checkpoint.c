@@ -36,7 +36,7 @@
 static char tmpdir[64];
 static char why[1024];
 
-/* ---- the checkpoints of ckpt_fixture.h ----------------------------------- */
+/* ---- the checkpoints of ckpt_fixture.h ---------------------------------- */
 
 #define MODEL    CKPT_FIX_MODEL
 #define NT       CKPT_FIX_NT
@@ -124,7 +124,7 @@ static void assert_why(const char *needle)
 		fail_msg("message '%s' does not contain '%s'", why, needle);
 }
 
-/* ---- reading back ------------------------------------------------------ */
+/* ---- reading back ------------------------------------------------------- */
 
 /* Fills and checks ranges of chunk elements over every tensor (shuffled
  * with seed), values and momentum; versions: the smallest of the written
@@ -433,8 +433,7 @@ static void test_big_shard(void **state)
 	free(mout);
 }
 
-/* ---- write_manifest's checks ----------------------------------------------
- */
+/* ---- write_manifest's checks -------------------------------------------- */
 
 static int manifest_of(const char *dir, uint64_t iteration, uint32_t nshards)
 {
@@ -499,8 +498,7 @@ static void test_manifest_refuses(void **state)
 	assert_false(exists(at("shards/ckpt-000000000005/manifest.json.tmp")));
 }
 
-/* ---- open's checks ---------------------------------------------------------
- */
+/* ---- open's checks ------------------------------------------------------ */
 
 static uint8_t *slurp(const char *path, size_t *len)
 {
@@ -816,8 +814,7 @@ static void test_manifest_edits(void **state)
 	assert_why("not an ordo checkpoint manifest (format 'ordo-model')");
 }
 
-/* ---- writing failures ------------------------------------------------------
- */
+/* ---- writing failures --------------------------------------------------- */
 
 static void test_unwritable(void **state)
 {
@@ -920,8 +917,7 @@ static void test_disk_full(void **state)
 	assert_int_equal(umount2(mnt, MNT_DETACH), 0);
 }
 
-/* ---- latest and prune ------------------------------------------------------
- */
+/* ---- latest and prune --------------------------------------------------- */
 
 static void test_latest(void **state)
 {
@@ -988,6 +984,21 @@ static void test_prune(void **state)
 	assert_true(exists(at("prune/ckpt-000000000040/manifest.json")));
 	assert_true(exists(at("prune/ckpt-000000000050/shard-0.bin")));
 	assert_true(exists(at("prune-outside/precious")));
+	/* an old directory holding a directory: not recursed into; the
+	 * error names it, and the rest is pruned all the same */
+	write_ckpt(root, 60, 1);
+	write_ckpt(root, 2, 0);
+	assert_int_equal(mkdir(at("prune/ckpt-000000000002/sub"), 0755), 0);
+	assert_non_null(
+	    test_write_file(at("prune/ckpt-000000000002/sub"), "deep", "x"));
+	assert_int_equal(ps_ckpt_prune(root, 1, why, sizeof(why)), PS_EIO);
+	assert_why("ckpt-000000000002: cannot remove 'sub': Is a directory");
+	assert_true(exists(at("prune/ckpt-000000000002/sub/deep")));
+	assert_false(exists(at("prune/ckpt-000000000002/shard-0.bin")));
+	assert_false(exists(at("prune/ckpt-000000000040")));
+	assert_true(exists(at("prune/ckpt-000000000060/manifest.json")));
+	assert_true(exists(at("prune-outside/precious")));
+
 	/* nothing complete: nothing removed */
 	write_ckpt(at("prune-none"), 1, 0);
 	assert_int_equal(ps_ckpt_prune(at("prune-none"), 1, why, sizeof(why)),
@@ -995,8 +1006,7 @@ static void test_prune(void **state)
 	assert_true(exists(at("prune-none/ckpt-000000000001/shard-1.bin")));
 }
 
-/* ---- .npy ------------------------------------------------------------------
- */
+/* ---- .npy --------------------------------------------------------------- */
 
 static void check_npy(const char *path, uint32_t t, int momentum)
 {
@@ -1058,8 +1068,7 @@ static void test_export_npy(void **state)
 	ps_ckpt_close(&ck);
 }
 
-/* ---- random corruption ------------------------------------------------------
- */
+/* ---- random corruption -------------------------------------------------- */
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
@@ -1111,8 +1120,7 @@ static void test_random_corruption(void **state)
 		free(orig[f]);
 }
 
-/* ---- setup ------------------------------------------------------------------
- */
+/* ---- setup -------------------------------------------------------------- */
 
 static int group_setup(void **state)
 {
