@@ -43,7 +43,7 @@ int ps_ckpt_path(const char *root, uint64_t iteration, char *buf, size_t cap)
 	return n < 0 || (size_t)n >= cap ? PS_EINVAL : PS_OK;
 }
 
-/* ---- tiling --------------------------------------------------------------- */
+/* ---- tiling ------------------------------------------------------------- */
 
 static int cmp_seg(const void *a, const void *b)
 {
@@ -67,8 +67,8 @@ static const char *base_name(const char *path)
 }
 
 int psi_ckpt_coverage(const ps_tensor_desc *tensors, uint32_t ntensors,
-		      const psi_ckpt_shard *shards, uint32_t n,
-		      const psi_ckpt_seg ***order_p, char *why, size_t whylen)
+                      const psi_ckpt_shard *shards, uint32_t n,
+                      const psi_ckpt_seg ***order_p, char *why, size_t whylen)
 {
 	const psi_ckpt_seg **order;
 	size_t total = 0, k = 0;
@@ -80,18 +80,18 @@ int psi_ckpt_coverage(const ps_tensor_desc *tensors, uint32_t ntensors,
 
 			if (s->tensor >= ntensors)
 				return BAD("%s: segment %u is of tensor %u; "
-					   "the model has %u tensors",
-					   shards[i].path, j, s->tensor,
-					   ntensors);
+				           "the model has %u tensors",
+				           shards[i].path, j, s->tensor,
+				           ntensors);
 			if (s->offset + s->numel > tensors[s->tensor].numel)
 				return BAD("%s: segment %u: elements "
-					   "%" PRIu64 "..%" PRIu64
-					   " are outside tensor '%s' "
-					   "(%" PRIu64 " elements)",
-					   shards[i].path, j, s->offset,
-					   s->offset + s->numel - 1,
-					   tensors[s->tensor].name,
-					   tensors[s->tensor].numel);
+				           "%" PRIu64 "..%" PRIu64
+				           " are outside tensor '%s' "
+				           "(%" PRIu64 " elements)",
+				           shards[i].path, j, s->offset,
+				           s->offset + s->numel - 1,
+				           tensors[s->tensor].name,
+				           tensors[s->tensor].numel);
 		}
 		total += shards[i].nsegs;
 	}
@@ -114,23 +114,23 @@ int psi_ckpt_coverage(const ps_tensor_desc *tensors, uint32_t ntensors,
 
 			if (s->offset > next)
 				rc = BAD("tensor %u '%s': elements %" PRIu64
-					 "..%" PRIu64 " are in no shard",
-					 t, td->name, next, s->offset - 1);
+				         "..%" PRIu64 " are in no shard",
+				         t, td->name, next, s->offset - 1);
 			else if (s->offset < next)
 				rc = BAD("tensor %u '%s': element %" PRIu64
-					 " is in two segments (%s segment "
-					 "%u and %s segment %u)",
-					 t, td->name, s->offset,
-					 base_name(shards[prev->shard].path),
-					 prev->index,
-					 base_name(shards[s->shard].path),
-					 s->index);
+				         " is in two segments (%s segment "
+				         "%u and %s segment %u)",
+				         t, td->name, s->offset,
+				         base_name(shards[prev->shard].path),
+				         prev->index,
+				         base_name(shards[s->shard].path),
+				         s->index);
 			next = s->offset + s->numel;
 		}
 		if (!rc && next < td->numel)
-			rc = BAD("tensor %u '%s': elements %" PRIu64 "..%" PRIu64
-				 " are in no shard",
-				 t, td->name, next, td->numel - 1);
+			rc = BAD("tensor %u '%s': elements %" PRIu64
+			         "..%" PRIu64 " are in no shard",
+			         t, td->name, next, td->numel - 1);
 	}
 	if (rc) {
 		free(order);
@@ -140,21 +140,21 @@ int psi_ckpt_coverage(const ps_tensor_desc *tensors, uint32_t ntensors,
 	return PS_OK;
 }
 
-/* ---- writing the manifest --------------------------------------------------- */
+/* ---- writing the manifest ----------------------------------------------- */
 
 static int check_tensors(const ps_tensor_desc *tensors, uint32_t n, char *why,
-			 size_t whylen)
+                         size_t whylen)
 {
 	if (!tensors || n == 0 || n > PS_MAX_TENSORS)
 		return psi_ckpt_fail(why, whylen, PS_EINVAL,
-				     "%u tensors (1 to 2^20 expected)", n);
+		                     "%u tensors (1 to 2^20 expected)", n);
 	for (uint32_t i = 0; i < n; i++)
 		if (memchr(tensors[i].name, '\0', PS_NAME_MAX) == NULL ||
 		    tensors[i].name[0] == '\0' || tensors[i].numel == 0 ||
 		    tensors[i].numel > (uint64_t)INT64_MAX)
 			return psi_ckpt_fail(why, whylen, PS_EINVAL,
-					     "tensor %u: invalid name or size",
-					     i);
+			                     "tensor %u: invalid name or size",
+			                     i);
 	return PS_OK;
 }
 
@@ -168,8 +168,8 @@ static void free_shards(psi_ckpt_shard *shards, uint32_t n)
 }
 
 int ps_ckpt_write_manifest(const char *dir, const ps_ckpt_meta *meta,
-			   const ps_tensor_desc *tensors, uint32_t ntensors,
-			   uint32_t nshards, char *why, size_t whylen)
+                           const ps_tensor_desc *tensors, uint32_t ntensors,
+                           uint32_t nshards, char *why, size_t whylen)
 {
 	char path[PS_CKPT_PATH_MAX];
 	const psi_ckpt_seg **order = NULL;
@@ -178,11 +178,11 @@ int ps_ckpt_write_manifest(const char *dir, const ps_ckpt_meta *meta,
 
 	if (!dir || !meta || !meta->mode)
 		return psi_ckpt_fail(why, whylen, PS_EINVAL,
-				     "no directory, meta or mode");
+		                     "no directory, meta or mode");
 	if (nshards == 0 || nshards > PS_MAX_SERVERS)
 		return psi_ckpt_fail(why, whylen, PS_EINVAL,
-				     "%u shards (1 to %u expected)", nshards,
-				     PS_MAX_SERVERS);
+		                     "%u shards (1 to %u expected)", nshards,
+		                     PS_MAX_SERVERS);
 	rc = check_tensors(tensors, ntensors, why, whylen);
 	if (rc)
 		return rc;
@@ -191,32 +191,32 @@ int ps_ckpt_write_manifest(const char *dir, const ps_ckpt_meta *meta,
 		return psi_ckpt_fail(why, whylen, PS_ENOMEM, "out of memory");
 	for (uint32_t r = 0; r < nshards && !rc; r++) {
 		rc = psi_ckpt_join(path, sizeof(path), why, whylen,
-				   "%s/shard-%u.bin", dir, r);
+		                   "%s/shard-%u.bin", dir, r);
 		if (!rc)
 			rc = psi_ckpt_shard_load(path, r, &shards[r], why,
-						 whylen);
+			                         whylen);
 		if (rc)
 			break;
 		if (shards[r].rank != r)
-			rc = BAD("%s: written by rank %u", path,
-				 shards[r].rank);
+			rc =
+			    BAD("%s: written by rank %u", path, shards[r].rank);
 		else if (shards[r].iteration != meta->iteration)
 			rc = BAD("%s: written for iteration %" PRIu64
-				 ", not %" PRIu64,
-				 path, shards[r].iteration, meta->iteration);
+			         ", not %" PRIu64,
+			         path, shards[r].iteration, meta->iteration);
 	}
 	if (!rc)
 		rc = psi_ckpt_coverage(tensors, ntensors, shards, nshards,
-				       &order, why, whylen);
+		                       &order, why, whylen);
 	if (!rc)
 		rc = psi_ckpt_manifest_write(dir, meta, tensors, ntensors,
-					     shards, nshards, why, whylen);
+		                             shards, nshards, why, whylen);
 	free(order);
 	free_shards(shards, nshards);
 	return rc;
 }
 
-/* ---- opening ---------------------------------------------------------------- */
+/* ---- opening ------------------------------------------------------------ */
 
 /* Loads the shard the manifest records in *rec and checks it is that one;
  * *rec is then replaced by the loaded shard. */
@@ -229,20 +229,20 @@ static int open_shard(ps_ckpt *ck, uint32_t i, char *why, size_t whylen)
 		return rc;
 	if (sh.bytes != rec->bytes)
 		rc = BAD("%s: %" PRIu64 " bytes, the manifest says %" PRIu64,
-			 sh.path, sh.bytes, rec->bytes);
+		         sh.path, sh.bytes, rec->bytes);
 	else if (sh.rank != i)
 		rc = BAD("%s: written by rank %u", sh.path, sh.rank);
 	else if (sh.iteration != ck->meta.iteration)
 		rc = BAD("%s: written for iteration %" PRIu64
-			 ", the manifest is of %" PRIu64,
-			 sh.path, sh.iteration, ck->meta.iteration);
+		         ", the manifest is of %" PRIu64,
+		         sh.path, sh.iteration, ck->meta.iteration);
 	else if (sh.nsegs != rec->nsegs)
 		rc = BAD("%s: %u segments, the manifest says %u", sh.path,
-			 sh.nsegs, rec->nsegs);
+		         sh.nsegs, rec->nsegs);
 	else if (sh.file_crc != rec->file_crc)
 		rc = BAD("%s: not the file the manifest names (checksum "
-			 "%08x, the manifest says %08x)",
-			 sh.path, sh.file_crc, rec->file_crc);
+		         "%08x, the manifest says %08x)",
+		         sh.path, sh.file_crc, rec->file_crc);
 	if (rc) {
 		psi_ckpt_shard_free(&sh);
 		return rc;
@@ -269,7 +269,7 @@ int ps_ckpt_open(const char *dir, ps_ckpt **ck_p, char *why, size_t whylen)
 		rc = open_shard(ck, i, why, whylen);
 	if (!rc)
 		rc = psi_ckpt_coverage(ck->tensors, ck->ntensors, ck->shards,
-				       ck->nshards, &ck->order, why, whylen);
+		                       ck->nshards, &ck->order, why, whylen);
 	if (rc) {
 		ps_ckpt_close(&ck);
 		return rc;
@@ -323,7 +323,7 @@ const char *ps_ckpt_dir(const ps_ckpt *ck)
 }
 
 int ps_ckpt_check_model(const ps_ckpt *ck, const ps_tensor_desc *tensors,
-			uint32_t n, char *why, size_t whylen)
+                        uint32_t n, char *why, size_t whylen)
 {
 	uint32_t common = n < ck->ntensors ? n : ck->ntensors;
 
@@ -332,38 +332,36 @@ int ps_ckpt_check_model(const ps_ckpt *ck, const ps_tensor_desc *tensors,
 
 		if (strncmp(a->name, b->name, PS_NAME_MAX) != 0 ||
 		    a->numel != b->numel)
-			return psi_ckpt_fail(why, whylen, PS_EINVAL,
-					     "tensor %u: the checkpoint has "
-					     "'%s' (%" PRIu64
-					     " elements), the job '%.*s' "
-					     "(%" PRIu64 ")",
-					     i, a->name, a->numel,
-					     PS_NAME_MAX - 1, b->name,
-					     b->numel);
+			return psi_ckpt_fail(
+			    why, whylen, PS_EINVAL,
+			    "tensor %u: the checkpoint has "
+			    "'%s' (%" PRIu64 " elements), the job '%.*s' "
+			    "(%" PRIu64 ")",
+			    i, a->name, a->numel, PS_NAME_MAX - 1, b->name,
+			    b->numel);
 	}
 	if (n < ck->ntensors)
 		return psi_ckpt_fail(why, whylen, PS_EINVAL,
-				     "tensor %u: the checkpoint has '%s' "
-				     "(%" PRIu64 " elements), the job has "
-				     "only %u tensors",
-				     n, ck->tensors[n].name,
-				     ck->tensors[n].numel, n);
+		                     "tensor %u: the checkpoint has '%s' "
+		                     "(%" PRIu64 " elements), the job has "
+		                     "only %u tensors",
+		                     n, ck->tensors[n].name,
+		                     ck->tensors[n].numel, n);
 	if (n > ck->ntensors)
 		return psi_ckpt_fail(why, whylen, PS_EINVAL,
-				     "tensor %u: the job has '%.*s' "
-				     "(%" PRIu64 " elements), the checkpoint "
-				     "only %u tensors",
-				     ck->ntensors, PS_NAME_MAX - 1,
-				     tensors[ck->ntensors].name,
-				     tensors[ck->ntensors].numel,
-				     ck->ntensors);
+		                     "tensor %u: the job has '%.*s' "
+		                     "(%" PRIu64 " elements), the checkpoint "
+		                     "only %u tensors",
+		                     ck->ntensors, PS_NAME_MAX - 1,
+		                     tensors[ck->ntensors].name,
+		                     tensors[ck->ntensors].numel, ck->ntensors);
 	return PS_OK;
 }
 
-/* ---- the checkpoints under a root ------------------------------------------- */
+/* ---- the checkpoints under a root --------------------------------------- */
 
 int psi_ckpt_probe(const char *path, uint64_t iteration, char *why,
-		   size_t whylen)
+                   size_t whylen)
 {
 	ps_ckpt *ck;
 	int rc = ps_ckpt_open(path, &ck, why, whylen);
@@ -372,14 +370,14 @@ int psi_ckpt_probe(const char *path, uint64_t iteration, char *why,
 		return rc;
 	if (ck->meta.iteration != iteration)
 		rc = BAD("%s: holds iteration %" PRIu64 ", its name says "
-			 "%" PRIu64,
-			 path, ck->meta.iteration, iteration);
+		         "%" PRIu64,
+		         path, ck->meta.iteration, iteration);
 	ps_ckpt_close(&ck);
 	return rc;
 }
 
 int ps_ckpt_latest(const char *root, char *buf, size_t cap,
-		   uint64_t *iteration_p)
+                   uint64_t *iteration_p)
 {
 	char path[PS_CKPT_PATH_MAX], why[16];
 	uint64_t *iters;
@@ -435,7 +433,7 @@ static int remove_dir(const char *path, char *why, size_t whylen)
 			char what[300];
 
 			snprintf(what, sizeof(what), "cannot remove '%s'",
-				 de->d_name);
+			         de->d_name);
 			rc = psi_ckpt_sys_fail(why, whylen, errno, path, what);
 		}
 	}
@@ -455,7 +453,7 @@ int ps_ckpt_prune(const char *root, uint32_t keep, char *why, size_t whylen)
 
 	if (!root || keep == 0)
 		return psi_ckpt_fail(why, whylen, PS_EINVAL,
-				     "prune: no root, or keep = 0");
+		                     "prune: no root, or keep = 0");
 	rc = psi_ckpt_scan(root, &iters, &n, why, whylen);
 	if (rc)
 		return rc;
@@ -466,10 +464,8 @@ int ps_ckpt_prune(const char *root, uint32_t keep, char *why, size_t whylen)
 	}
 	for (size_t i = 0; i < n; i++) {
 		complete[i] =
-			ps_ckpt_path(root, iters[i], path, sizeof(path)) ==
-				PS_OK &&
-			psi_ckpt_probe(path, iters[i], skip, sizeof(skip)) ==
-				PS_OK;
+		    ps_ckpt_path(root, iters[i], path, sizeof(path)) == PS_OK &&
+		    psi_ckpt_probe(path, iters[i], skip, sizeof(skip)) == PS_OK;
 		if (complete[i])
 			newest = i;
 	}
@@ -485,7 +481,7 @@ int ps_ckpt_prune(const char *root, uint32_t keep, char *why, size_t whylen)
 		if (ps_ckpt_path(root, iters[i], path, sizeof(path)) != PS_OK)
 			continue;
 		rc = remove_dir(path, first ? skip : why,
-				first ? sizeof(skip) : whylen);
+		                first ? sizeof(skip) : whylen);
 		if (rc && !first)
 			first = rc;
 	}

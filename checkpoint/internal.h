@@ -14,10 +14,11 @@
 #include "checkpoint/checkpoint.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "checkpoint files hold float32 arrays as stored in memory: little-endian hosts only"
+#error                                                                         \
+    "checkpoint files hold float32 arrays as stored in memory: little-endian hosts only"
 #endif
 
-/* ---- the shard file (docs/checkpoint-format.md) ------------------------ */
+/* ---- the shard file (docs/checkpoint-format.md) ------------------------- */
 
 #define CK_ALIGN        64u /* header, table, every array, trailer */
 #define CK_HEADER_SIZE  64u
@@ -62,17 +63,17 @@ typedef struct psi_ckpt_shard {
  * into every segment's .shard. PS_ENOENT if the file does not exist,
  * PS_EPROTO if it is damaged, PS_ENOTSUP for a newer format version. */
 int psi_ckpt_shard_load(const char *path, uint32_t shard_index,
-			psi_ckpt_shard *sh, char *why, size_t whylen);
+                        psi_ckpt_shard *sh, char *why, size_t whylen);
 /* Reads every byte of the shard: every crc32, zero padding, and the
  * header, table and trailer still those that were loaded. */
 int psi_ckpt_shard_verify(const psi_ckpt_shard *sh,
-			  const ps_tensor_desc *tensors, uint32_t ntensors,
-			  char *why, size_t whylen);
+                          const ps_tensor_desc *tensors, uint32_t ntensors,
+                          char *why, size_t whylen);
 /* "segment 3 (tensor 'fc1.weight' elements 0..4095, values)" into buf
  * (tensors may be NULL: the index instead of the name); returns buf. */
 const char *psi_ckpt_describe(char *buf, size_t cap, const psi_ckpt_seg *s,
-			      int momentum, const ps_tensor_desc *tensors,
-			      uint32_t ntensors);
+                              int momentum, const ps_tensor_desc *tensors,
+                              uint32_t ntensors);
 void psi_ckpt_shard_free(psi_ckpt_shard *sh);
 
 /* Checks every segment of shards[0..n) against the tensors (index and
@@ -80,10 +81,10 @@ void psi_ckpt_shard_free(psi_ckpt_shard *sh);
  * exactly once. On success *order_p (free()) lists the segments sorted by
  * (tensor, offset). PS_EPROTO naming the first problem otherwise. */
 int psi_ckpt_coverage(const ps_tensor_desc *tensors, uint32_t ntensors,
-		      const psi_ckpt_shard *shards, uint32_t n,
-		      const psi_ckpt_seg ***order_p, char *why, size_t whylen);
+                      const psi_ckpt_shard *shards, uint32_t n,
+                      const psi_ckpt_seg ***order_p, char *why, size_t whylen);
 
-/* ---- the manifest --------------------------------------------------------- */
+/* ---- the manifest ------------------------------------------------------- */
 
 struct ps_ckpt {
 	char *dir;
@@ -100,36 +101,36 @@ struct ps_ckpt {
 
 /* Writes DIR/manifest.json for shards[0..nshards) (already checked). */
 int psi_ckpt_manifest_write(const char *dir, const ps_ckpt_meta *meta,
-			    const ps_tensor_desc *tensors, uint32_t ntensors,
-			    const psi_ckpt_shard *shards, uint32_t nshards,
-			    char *why, size_t whylen);
+                            const ps_tensor_desc *tensors, uint32_t ntensors,
+                            const psi_ckpt_shard *shards, uint32_t nshards,
+                            char *why, size_t whylen);
 /* Reads DIR/manifest.json into ck (dir set by the caller): meta, tensors,
  * manifest_crc, and ck->shards with path, rank, bytes, nsegs and file_crc
  * as recorded (the caller loads the files and compares). */
 int psi_ckpt_manifest_load(struct ps_ckpt *ck, char *why, size_t whylen);
 
-/* ---- directories ---------------------------------------------------------- */
+/* ---- directories -------------------------------------------------------- */
 
 /* The iteration of a ckpt-<12 digits> name, or -1 for any other name. */
 int psi_ckpt_parse_name(const char *name, uint64_t *iteration_p);
 /* The iterations of root's ckpt-<12 digits> entries that are directories
  * (not symlinks), ascending, into *iters_p (free()). */
-int psi_ckpt_scan(const char *root, uint64_t **iters_p, size_t *n_p,
-		  char *why, size_t whylen);
+int psi_ckpt_scan(const char *root, uint64_t **iters_p, size_t *n_p, char *why,
+                  size_t whylen);
 
 /* Opens the checkpoint in path and checks that it holds iteration (the
  * one its name says): PS_OK if it is complete. */
 int psi_ckpt_probe(const char *path, uint64_t iteration, char *why,
-		   size_t whylen);
+                   size_t whylen);
 
-/* ---- files ---------------------------------------------------------------- */
+/* ---- files -------------------------------------------------------------- */
 
 /* Formats why ("%s" of fmt) and returns err. */
 int psi_ckpt_fail(char *why, size_t whylen, int err, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 /* "PATH: WHAT: strerror(errnum)" into why; returns errnum's ps_err. */
-int psi_ckpt_sys_fail(char *why, size_t whylen, int errnum,
-		      const char *path, const char *what);
+int psi_ckpt_sys_fail(char *why, size_t whylen, int errnum, const char *path,
+                      const char *what);
 
 /* zlib's crc32 over n bytes, in pieces that fit its uInt lengths. */
 uint32_t psi_ckpt_crc(uint32_t crc, const void *p, uint64_t n);
@@ -140,25 +141,23 @@ uint32_t psi_ckpt_crc(uint32_t crc, const void *p, uint64_t n);
  * with the bytes it did read in *got (may be NULL). */
 int psi_ckpt_pwrite_all(int fd, const void *p, uint64_t n, uint64_t off);
 int psi_ckpt_pread_all(int fd, void *p, uint64_t n, uint64_t off,
-		       uint64_t *got);
+                       uint64_t *got);
 
 /* Reads n bytes at off: PS_OK, or the error naming path (a short read:
  * PS_EPROTO, truncated). */
 int psi_ckpt_read_at(int fd, void *p, uint64_t n, uint64_t off,
-		     const char *path, char *why, size_t whylen);
+                     const char *path, char *why, size_t whylen);
 
 /* Creates dir and its parents (0755). */
 int psi_ckpt_mkdirs(const char *dir, char *why, size_t whylen);
 
-/* Opens tmp for writing (created, truncated, 0644) and, with size > 0,
- * reserves size bytes (fallocate; filesystems without it are fine).
- * The fd, or -1 with why set and *err_p the error. */
-int psi_ckpt_create_tmp(const char *tmp, uint64_t size, int *err_p, char *why,
-			size_t whylen);
+/* Opens tmp for writing (created, truncated, 0644): the fd, or -1 with
+ * why set and *err_p the error. */
+int psi_ckpt_create_tmp(const char *tmp, int *err_p, char *why, size_t whylen);
 /* Makes a written tmp file durable as path: fsync, close, rename, fsync
  * of path's directory. On failure removes tmp. Always closes fd. */
 int psi_ckpt_commit(int fd, const char *tmp, const char *path, char *why,
-		    size_t whylen);
+                    size_t whylen);
 /* Closes fd and removes tmp after a failed write; returns err. */
 int psi_ckpt_abandon(int fd, const char *tmp, int err);
 
@@ -167,6 +166,6 @@ int psi_ckpt_fsync_dir(const char *dir);
 
 /* snprintf into buf that fails (PS_EINVAL, why set) when it truncates. */
 int psi_ckpt_join(char *buf, size_t cap, char *why, size_t whylen,
-		  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+                  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 #endif /* ORDO_CHECKPOINT_INTERNAL_H */

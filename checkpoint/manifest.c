@@ -29,10 +29,10 @@
 
 #include "checkpoint/internal.h"
 
-#define FORMAT_NAME   "ordo-checkpoint"
-#define CANONICAL     (JSON_COMPACT | JSON_SORT_KEYS)
-#define MANIFEST_MAX  (1ull << 30) /* bytes: far above any real manifest */
-#define SHARD_NAME    "shard-%u.bin"
+#define FORMAT_NAME  "ordo-checkpoint"
+#define CANONICAL    (JSON_COMPACT | JSON_SORT_KEYS)
+#define MANIFEST_MAX (1ull << 30) /* bytes: far above any real manifest */
+#define SHARD_NAME   "shard-%u.bin"
 
 /* crc32 of the canonical serialisation of obj. */
 static int canonical_crc(const json_t *obj, uint32_t *crc_p)
@@ -46,7 +46,7 @@ static int canonical_crc(const json_t *obj, uint32_t *crc_p)
 	return PS_OK;
 }
 
-/* ---- writing -------------------------------------------------------------- */
+/* ---- writing ------------------------------------------------------------ */
 
 /* Adds key = val to obj (val may be NULL: then *bad is set). */
 static void set(json_t *obj, const char *key, json_t *val, int *bad)
@@ -68,8 +68,8 @@ static json_t *uint_json(uint64_t v)
 }
 
 static json_t *build(const ps_ckpt_meta *meta, const ps_tensor_desc *tensors,
-		     uint32_t ntensors, const psi_ckpt_shard *shards,
-		     uint32_t nshards)
+                     uint32_t ntensors, const psi_ckpt_shard *shards,
+                     uint32_t nshards)
 {
 	json_t *root = json_object(), *layout = json_object();
 	json_t *tl = json_array(), *sl = json_array();
@@ -118,9 +118,9 @@ static json_t *build(const ps_ckpt_meta *meta, const ps_tensor_desc *tensors,
 }
 
 int psi_ckpt_manifest_write(const char *dir, const ps_ckpt_meta *meta,
-			    const ps_tensor_desc *tensors, uint32_t ntensors,
-			    const psi_ckpt_shard *shards, uint32_t nshards,
-			    char *why, size_t whylen)
+                            const ps_tensor_desc *tensors, uint32_t ntensors,
+                            const psi_ckpt_shard *shards, uint32_t nshards,
+                            char *why, size_t whylen)
 {
 	char path[PS_CKPT_PATH_MAX], tmp[PS_CKPT_PATH_MAX];
 	json_t *root;
@@ -129,19 +129,19 @@ int psi_ckpt_manifest_write(const char *dir, const ps_ckpt_meta *meta,
 	int rc, fd;
 
 	rc = psi_ckpt_join(path, sizeof(path), why, whylen, "%s/%s", dir,
-			   PS_CKPT_MANIFEST);
+	                   PS_CKPT_MANIFEST);
 	if (!rc)
 		rc = psi_ckpt_join(tmp, sizeof(tmp), why, whylen, "%s.tmp",
-				   path);
+		                   path);
 	if (rc)
 		return rc;
 	root = build(meta, tensors, ntensors, shards, nshards);
 	if (!root)
 		return psi_ckpt_fail(why, whylen, PS_EINVAL,
-				     "%s: cannot represent the checkpoint's "
-				     "record (out of memory, a string that "
-				     "is not UTF-8, or a number above 2^63)",
-				     path);
+		                     "%s: cannot represent the checkpoint's "
+		                     "record (out of memory, a string that "
+		                     "is not UTF-8, or a number above 2^63)",
+		                     path);
 	rc = canonical_crc(root, &crc);
 	if (!rc && json_object_set_new(root, "crc32", json_integer(crc)) != 0)
 		rc = PS_ENOMEM;
@@ -152,18 +152,19 @@ int psi_ckpt_manifest_write(const char *dir, const ps_ckpt_meta *meta,
 	json_decref(root);
 	if (rc) {
 		free(text);
-		return psi_ckpt_fail(why, whylen, rc, "%s: out of memory", path);
+		return psi_ckpt_fail(why, whylen, rc, "%s: out of memory",
+		                     path);
 	}
-	fd = psi_ckpt_create_tmp(tmp, 0, &rc, why, whylen);
+	fd = psi_ckpt_create_tmp(tmp, &rc, why, whylen);
 	if (fd >= 0) {
 		size_t len = strlen(text);
 
 		text[len] = '\n'; /* json_dumps ends without one */
 		if (psi_ckpt_pwrite_all(fd, text, len + 1, 0) != 0)
 			rc = psi_ckpt_abandon(fd, tmp,
-					      psi_ckpt_sys_fail(why, whylen,
-								errno, tmp,
-								"write"));
+			                      psi_ckpt_sys_fail(why, whylen,
+			                                        errno, tmp,
+			                                        "write"));
 		else
 			rc = psi_ckpt_commit(fd, tmp, path, why, whylen);
 	}
@@ -171,7 +172,7 @@ int psi_ckpt_manifest_write(const char *dir, const ps_ckpt_meta *meta,
 	return rc;
 }
 
-/* ---- reading -------------------------------------------------------------- */
+/* ---- reading ------------------------------------------------------------ */
 
 typedef struct reader {
 	const char *path;
@@ -183,16 +184,18 @@ typedef struct reader {
 static int bad_member(const reader *r, const char *where, const char *problem)
 {
 	return psi_ckpt_fail(r->why, r->whylen, PS_EPROTO, "%s: '%s' %s",
-			     r->path, where, problem);
+	                     r->path, where, problem);
 }
 
 /* obj[key], as path prefix.key in messages, of the given type. */
 static int member(const reader *r, const json_t *obj, const char *prefix,
-		  const char *key, json_type type, json_t **v_p)
+                  const char *key, json_type type, json_t **v_p)
 {
 	static const char *const names[] = {
-		[JSON_OBJECT] = "an object", [JSON_ARRAY] = "an array",
-		[JSON_STRING] = "a string",  [JSON_INTEGER] = "an integer",
+	    [JSON_OBJECT] = "an object",
+	    [JSON_ARRAY] = "an array",
+	    [JSON_STRING] = "a string",
+	    [JSON_INTEGER] = "an integer",
 	};
 	char where[96];
 	json_t *v = json_object_get(obj, key);
@@ -211,7 +214,7 @@ static int member(const reader *r, const json_t *obj, const char *prefix,
 }
 
 static int get_int(const reader *r, const json_t *obj, const char *prefix,
-		   const char *key, int64_t min, int64_t max, int64_t *out)
+                   const char *key, int64_t min, int64_t max, int64_t *out)
 {
 	json_t *v;
 	int rc = member(r, obj, prefix, key, JSON_INTEGER, &v);
@@ -223,9 +226,9 @@ static int get_int(const reader *r, const json_t *obj, const char *prefix,
 
 		snprintf(where, sizeof(where), "%s%s", prefix, key);
 		snprintf(problem, sizeof(problem),
-			 "is out of range (%" PRId64 "; %" PRId64 "..%" PRId64
-			 ")",
-			 (int64_t)json_integer_value(v), min, max);
+		         "is out of range (%" PRId64 "; %" PRId64 "..%" PRId64
+		         ")",
+		         (int64_t)json_integer_value(v), min, max);
 		return bad_member(r, where, problem);
 	}
 	*out = json_integer_value(v);
@@ -234,7 +237,7 @@ static int get_int(const reader *r, const json_t *obj, const char *prefix,
 
 /* A copy of obj[key] (a string) into *out (free()). */
 static int get_str(const reader *r, const json_t *obj, const char *prefix,
-		   const char *key, char **out)
+                   const char *key, char **out)
 {
 	json_t *v;
 	int rc = member(r, obj, prefix, key, JSON_STRING, &v);
@@ -243,47 +246,81 @@ static int get_str(const reader *r, const json_t *obj, const char *prefix,
 		return rc;
 	*out = strdup(json_string_value(v));
 	return *out ? PS_OK
-		    : psi_ckpt_fail(r->why, r->whylen, PS_ENOMEM,
-				    "out of memory");
+	            : psi_ckpt_fail(r->why, r->whylen, PS_ENOMEM,
+	                            "out of memory");
+}
+
+/* root[key]: an array of 1 to max entries into *arr_p; *items_p: as many
+ * zeroed items of size bytes (free()), their count in *n_p. */
+static int get_list(const reader *r, const json_t *root, const char *key,
+                    size_t max, size_t size, json_t **arr_p, void **items_p,
+                    size_t *n_p)
+{
+	char problem[64];
+	size_t n;
+	int rc = member(r, root, "", key, JSON_ARRAY, arr_p);
+
+	if (rc)
+		return rc;
+	n = json_array_size(*arr_p);
+	if (n == 0 || n > max) {
+		snprintf(problem, sizeof(problem), "must hold 1 to %zu entries",
+		         max);
+		return bad_member(r, key, problem);
+	}
+	*items_p = calloc(n, size);
+	if (!*items_p)
+		return psi_ckpt_fail(r->why, r->whylen, PS_ENOMEM,
+		                     "out of memory");
+	*n_p = n;
+	return PS_OK;
+}
+
+/* arr[i] (of list key): an object into *obj_p; its members' prefix
+ * ("key[i].") into prefix. */
+static int get_item(const reader *r, const json_t *arr, const char *key,
+                    size_t i, char *prefix, size_t cap, json_t **obj_p)
+{
+	snprintf(prefix, cap, "%s[%zu]", key, i);
+	*obj_p = json_array_get(arr, i);
+	if (!json_is_object(*obj_p))
+		return bad_member(r, prefix, "is not an object");
+	strncat(prefix, ".", cap - strlen(prefix) - 1);
+	return PS_OK;
 }
 
 static int load_tensors(const reader *r, const json_t *root, struct ps_ckpt *ck)
 {
 	json_t *arr, *t;
+	void *items;
 	size_t n;
-	int rc = member(r, root, "", "tensors", JSON_ARRAY, &arr);
+	int rc = get_list(r, root, "tensors", PS_MAX_TENSORS,
+	                  sizeof(*ck->tensors), &arr, &items, &n);
 
 	if (rc)
 		return rc;
-	n = json_array_size(arr);
-	if (n == 0 || n > PS_MAX_TENSORS)
-		return bad_member(r, "tensors", "must hold 1 to 2^20 tensors");
-	ck->tensors = calloc(n, sizeof(*ck->tensors));
-	if (!ck->tensors)
-		return psi_ckpt_fail(r->why, r->whylen, PS_ENOMEM,
-				     "out of memory");
+	ck->tensors = items;
 	ck->ntensors = (uint32_t)n;
 	for (size_t i = 0; i < n; i++) {
 		char prefix[48];
 		json_t *name;
 		int64_t numel;
 
-		snprintf(prefix, sizeof(prefix), "tensors[%zu]", i);
-		t = json_array_get(arr, i);
-		if (!json_is_object(t))
-			return bad_member(r, prefix, "is not an object");
-		strcat(prefix, ".");
-		rc = member(r, t, prefix, "name", JSON_STRING, &name);
+		rc = get_item(r, arr, "tensors", i, prefix, sizeof(prefix), &t);
+		if (!rc)
+			rc = member(r, t, prefix, "name", JSON_STRING, &name);
 		if (!rc)
 			rc = get_int(r, t, prefix, "numel", 1, INT64_MAX,
-				     &numel);
+			             &numel);
 		if (rc)
 			return rc;
 		if (json_string_length(name) == 0 ||
-		    json_string_length(name) >= PS_NAME_MAX)
+		    json_string_length(name) >= PS_NAME_MAX) {
+			strncat(prefix, "name",
+			        sizeof(prefix) - strlen(prefix) - 1);
 			return bad_member(r, prefix,
-					  "has a name that is empty or longer "
-					  "than 63 bytes");
+			                  "is empty or longer than 63 bytes");
+		}
 		strcpy(ck->tensors[i].name, json_string_value(name));
 		ck->tensors[i].numel = (uint64_t)numel;
 	}
@@ -293,43 +330,36 @@ static int load_tensors(const reader *r, const json_t *root, struct ps_ckpt *ck)
 static int load_shards(const reader *r, const json_t *root, struct ps_ckpt *ck)
 {
 	json_t *arr, *s, *file;
+	void *items;
 	size_t n;
-	int rc = member(r, root, "", "shards", JSON_ARRAY, &arr);
+	int rc = get_list(r, root, "shards", PS_MAX_SERVERS,
+	                  sizeof(*ck->shards), &arr, &items, &n);
 
 	if (rc)
 		return rc;
-	n = json_array_size(arr);
-	if (n == 0 || n > PS_MAX_SERVERS)
-		return bad_member(r, "shards", "must hold 1 to 4096 shards");
-	ck->shards = calloc(n, sizeof(*ck->shards));
-	if (!ck->shards)
-		return psi_ckpt_fail(r->why, r->whylen, PS_ENOMEM,
-				     "out of memory");
+	ck->shards = items;
 	ck->nshards = (uint32_t)n;
 	for (size_t i = 0; i < n; i++) {
 		psi_ckpt_shard *sh = &ck->shards[i];
 		char prefix[48], name[32], path[PS_CKPT_PATH_MAX];
 		int64_t rank, bytes, segs, crc;
 
-		snprintf(prefix, sizeof(prefix), "shards[%zu]", i);
-		s = json_array_get(arr, i);
-		if (!json_is_object(s))
-			return bad_member(r, prefix, "is not an object");
-		strcat(prefix, ".");
-		rc = member(r, s, prefix, "file", JSON_STRING, &file);
+		rc = get_item(r, arr, "shards", i, prefix, sizeof(prefix), &s);
+		if (!rc)
+			rc = member(r, s, prefix, "file", JSON_STRING, &file);
 		if (!rc)
 			rc = get_int(r, s, prefix, "rank", (int64_t)i,
-				     (int64_t)i, &rank);
+			             (int64_t)i, &rank);
 		if (!rc)
 			rc = get_int(r, s, prefix, "bytes",
-				     CK_HEADER_SIZE + CK_TRAILER_SIZE,
-				     INT64_MAX, &bytes);
+			             CK_HEADER_SIZE + CK_TRAILER_SIZE,
+			             INT64_MAX, &bytes);
 		if (!rc)
 			rc = get_int(r, s, prefix, "segments", 0, UINT32_MAX,
-				     &segs);
+			             &segs);
 		if (!rc)
-			rc = get_int(r, s, prefix, "crc32", 0, UINT32_MAX,
-				     &crc);
+			rc =
+			    get_int(r, s, prefix, "crc32", 0, UINT32_MAX, &crc);
 		if (rc)
 			return rc;
 		/* the name is fixed by the rank: nothing outside dir */
@@ -337,16 +367,16 @@ static int load_shards(const reader *r, const json_t *root, struct ps_ckpt *ck)
 		if (strcmp(json_string_value(file), name) != 0) {
 			prefix[strlen(prefix) - 1] = '\0';
 			return bad_member(r, prefix,
-					  "names a file other than its rank's");
+			                  "names a file other than its rank's");
 		}
 		rc = psi_ckpt_join(path, sizeof(path), r->why, r->whylen,
-				   "%s/%s", ck->dir, name);
+		                   "%s/%s", ck->dir, name);
 		if (rc)
 			return rc;
 		sh->path = strdup(path);
 		if (!sh->path)
 			return psi_ckpt_fail(r->why, r->whylen, PS_ENOMEM,
-					     "out of memory");
+			                     "out of memory");
 		sh->rank = (uint32_t)rank;
 		sh->bytes = (uint64_t)bytes;
 		sh->nsegs = (uint32_t)segs;
@@ -368,13 +398,13 @@ static int load_meta(const reader *r, const json_t *root, struct ps_ckpt *ck)
 		rc = member(r, root, "", "layout", JSON_OBJECT, &layout);
 	if (!rc)
 		rc = get_int(r, layout, "layout.", "workers", 0, UINT32_MAX,
-			     &workers);
+		             &workers);
 	if (!rc)
 		rc = get_int(r, layout, "layout.", "servers", 0, UINT32_MAX,
-			     &servers);
+		             &servers);
 	if (!rc)
 		rc = get_int(r, layout, "layout.", "partition_size", 0,
-			     INT64_MAX, &psize);
+		             INT64_MAX, &psize);
 	if (!rc)
 		rc = get_str(r, layout, "layout.", "preset", &ck->preset);
 	if (!rc)
@@ -384,14 +414,14 @@ static int load_meta(const reader *r, const json_t *root, struct ps_ckpt *ck)
 	if (rc)
 		return rc;
 	ck->meta = (ps_ckpt_meta){
-		.iteration = (uint64_t)iteration,
-		.mode = ck->mode,
-		.workers = (uint32_t)workers,
-		.servers = (uint32_t)servers,
-		.partition_size = (uint64_t)psize,
-		.preset = ck->preset,
-		.seed = seed,
-		.config_ini = ck->config_ini,
+	    .iteration = (uint64_t)iteration,
+	    .mode = ck->mode,
+	    .workers = (uint32_t)workers,
+	    .servers = (uint32_t)servers,
+	    .partition_size = (uint64_t)psize,
+	    .preset = ck->preset,
+	    .seed = seed,
+	    .config_ini = ck->config_ini,
 	};
 	return PS_OK;
 }
@@ -409,29 +439,29 @@ static int check_envelope(const reader *r, json_t *root, uint32_t *crc_p)
 		return rc;
 	if (strcmp(json_string_value(format), FORMAT_NAME) != 0)
 		return psi_ckpt_fail(r->why, r->whylen, PS_EPROTO,
-				     "%s: not an ordo checkpoint manifest "
-				     "(format '%.64s')",
-				     r->path, json_string_value(format));
+		                     "%s: not an ordo checkpoint manifest "
+		                     "(format '%.64s')",
+		                     r->path, json_string_value(format));
 	rc = get_int(r, root, "", "format_version", 1, INT64_MAX, &version);
 	if (rc)
 		return rc;
 	if (version > PS_CKPT_FORMAT)
 		return psi_ckpt_fail(r->why, r->whylen, PS_ENOTSUP,
-				     "%s: format version %" PRId64
-				     " is newer than this ordo reads (%d)",
-				     r->path, version, PS_CKPT_FORMAT);
+		                     "%s: format version %" PRId64
+		                     " is newer than this ordo reads (%d)",
+		                     r->path, version, PS_CKPT_FORMAT);
 	rc = get_int(r, root, "", "crc32", 0, UINT32_MAX, &crc);
 	if (rc)
 		return rc;
 	json_object_del(root, "crc32");
 	if (canonical_crc(root, &actual) != PS_OK)
 		return psi_ckpt_fail(r->why, r->whylen, PS_ENOMEM,
-				     "out of memory");
+		                     "out of memory");
 	if (actual != (uint32_t)crc)
 		return psi_ckpt_fail(r->why, r->whylen, PS_EPROTO,
-				     "%s: checksum mismatch (damaged or "
-				     "edited)",
-				     r->path);
+		                     "%s: checksum mismatch (damaged or "
+		                     "edited)",
+		                     r->path);
 	*crc_p = actual;
 	return PS_OK;
 }
@@ -447,34 +477,34 @@ int psi_ckpt_manifest_load(struct ps_ckpt *ck, char *why, size_t whylen)
 	int rc;
 
 	rc = psi_ckpt_join(path, sizeof(path), why, whylen, "%s/%s", ck->dir,
-			   PS_CKPT_MANIFEST);
+	                   PS_CKPT_MANIFEST);
 	if (rc)
 		return rc;
 	f = fopen(path, "re");
 	if (!f) {
 		if (errno == ENOENT)
 			return psi_ckpt_fail(why, whylen, PS_ENOENT,
-					     "%s: not a checkpoint (no %s)",
-					     ck->dir, PS_CKPT_MANIFEST);
+			                     "%s: not a checkpoint (no %s)",
+			                     ck->dir, PS_CKPT_MANIFEST);
 		return psi_ckpt_sys_fail(why, whylen, errno, path, "open");
 	}
 	if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode) ||
 	    (uint64_t)st.st_size > MANIFEST_MAX) {
 		fclose(f);
 		return psi_ckpt_fail(why, whylen, PS_EPROTO,
-				     "%s: not a regular file of at most 1 GiB",
-				     path);
+		                     "%s: not a regular file of at most 1 GiB",
+		                     path);
 	}
 	root = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
 	fclose(f);
 	if (!root)
 		return psi_ckpt_fail(why, whylen, PS_EPROTO,
-				     "%s: not valid JSON: line %d column %d: "
-				     "%s",
-				     path, je.line, je.column, je.text);
+		                     "%s: not valid JSON: line %d column %d: "
+		                     "%s",
+		                     path, je.line, je.column, je.text);
 	if (!json_is_object(root))
 		rc = psi_ckpt_fail(why, whylen, PS_EPROTO,
-				   "%s: not a JSON object", path);
+		                   "%s: not a JSON object", path);
 	if (!rc)
 		rc = check_envelope(&r, root, &ck->manifest_crc);
 	if (!rc)

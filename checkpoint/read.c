@@ -59,7 +59,8 @@ static int cmp_rkey(const void *a, const void *b)
 
 static int cmp_job(const void *a, const void *b)
 {
-	const psi_ckpt_seg *x = ((const job *)a)->seg, *y = ((const job *)b)->seg;
+	const psi_ckpt_seg *x = ((const job *)a)->seg,
+	                   *y = ((const job *)b)->seg;
 
 	if (x->shard != y->shard)
 		return x->shard < y->shard ? -1 : 1;
@@ -68,7 +69,7 @@ static int cmp_job(const void *a, const void *b)
 
 /* The first key that can overlap a segment starting at (tensor, off). */
 static size_t first_key(const rkey *keys, size_t n, uint32_t tensor,
-			uint64_t off)
+                        uint64_t off)
 {
 	size_t lo = 0, hi = n;
 
@@ -86,8 +87,7 @@ static size_t first_key(const rkey *keys, size_t n, uint32_t tensor,
 
 /* Whether keys[k] (k < n) starts within s's tensor before s ends: the
  * scan from first_key() goes on while this holds. */
-static bool reaches(const rkey *keys, size_t n, size_t k,
-		    const psi_ckpt_seg *s)
+static bool reaches(const rkey *keys, size_t n, size_t k, const psi_ckpt_seg *s)
 {
 	return k < n && keys[k].tensor == s->tensor &&
 	       keys[k].off < s->offset + s->numel;
@@ -101,34 +101,34 @@ typedef struct reader {
 	uint64_t *filled; /* per range */
 	int fd;
 	uint32_t fd_shard;
-	float *vbuf, *mbuf;
-	size_t vcap, mcap; /* bytes */
+	float *buf[2]; /* a segment's values [0] and momentum [1] */
+	size_t cap[2]; /* bytes */
 	char *why;
 	size_t whylen;
 } reader;
 
 static int check_ranges(const ps_ckpt *ck, const ps_ckpt_range *ranges,
-			size_t n, char *why, size_t whylen)
+                        size_t n, char *why, size_t whylen)
 {
 	for (size_t i = 0; i < n; i++) {
 		const ps_ckpt_range *r = &ranges[i];
 
 		if (r->tensor >= ck->ntensors)
 			return psi_ckpt_fail(why, whylen, PS_EINVAL,
-					     "%s: range %zu: tensor %u; the "
-					     "checkpoint has %u tensors",
-					     ck->dir, i, r->tensor,
-					     ck->ntensors);
+			                     "%s: range %zu: tensor %u; the "
+			                     "checkpoint has %u tensors",
+			                     ck->dir, i, r->tensor,
+			                     ck->ntensors);
 		if (r->numel == 0 || r->offset > ck->tensors[r->tensor].numel ||
 		    r->numel > ck->tensors[r->tensor].numel - r->offset)
 			return psi_ckpt_fail(
-				why, whylen, PS_EINVAL,
-				"%s: range %zu: %" PRIu64 " elements from "
-				"%" PRIu64 " are not within tensor '%s' "
-				"(%" PRIu64 " elements)",
-				ck->dir, i, r->numel, r->offset,
-				ck->tensors[r->tensor].name,
-				ck->tensors[r->tensor].numel);
+			    why, whylen, PS_EINVAL,
+			    "%s: range %zu: %" PRIu64 " elements from "
+			    "%" PRIu64 " are not within tensor '%s' "
+			    "(%" PRIu64 " elements)",
+			    ck->dir, i, r->numel, r->offset,
+			    ck->tensors[r->tensor].name,
+			    ck->tensors[r->tensor].numel);
 	}
 	return PS_OK;
 }
@@ -153,7 +153,7 @@ static int reserve(float **buf, size_t *cap, uint64_t bytes)
 
 /* Reads one array of s into dst and checks its crc32. */
 static int read_array(reader *rd, const psi_ckpt_seg *s, bool momentum,
-		      float *dst)
+                      float *dst)
 {
 	const psi_ckpt_shard *sh = &rd->ck->shards[s->shard];
 	uint64_t bytes = s->numel * PS_ELEM_SIZE;
@@ -167,22 +167,39 @@ static int read_array(reader *rd, const psi_ckpt_seg *s, bool momentum,
 		rd->fd_shard = s->shard;
 		if (rd->fd < 0)
 			return psi_ckpt_sys_fail(rd->why, rd->whylen, errno,
-						 sh->path, "open");
+			                         sh->path, "open");
 	}
 	rc = psi_ckpt_read_at(rd->fd, dst, bytes,
-			      momentum ? s->momentum_at : s->values_at,
-			      sh->path, rd->why, rd->whylen);
+	                      momentum ? s->momentum_at : s->values_at,
+	                      sh->path, rd->why, rd->whylen);
 	if (rc)
 		return rc;
 	if (psi_ckpt_crc(0, dst, bytes) !=
 	    (momentum ? s->momentum_crc : s->values_crc))
-		return psi_ckpt_fail(rd->why, rd->whylen, PS_EPROTO,
-				     "%s: checksum mismatch in %s", sh->path,
-				     psi_ckpt_describe(what, sizeof(what), s,
-						       momentum,
-						       rd->ck->tensors,
-						       rd->ck->ntensors));
+		return psi_ckpt_fail(
+		    rd->why, rd->whylen, PS_EPROTO,
+		    "%s: checksum mismatch in %s", sh->path,
+		    psi_ckpt_describe(what, sizeof(what), s, momentum,
+		                      rd->ck->tensors, rd->ck->ntensors));
 	return PS_OK;
+}
+
+/* Reads one array of s into the reader's buffer for it: *out. */
+static int load(reader *rd, const psi_ckpt_seg *s, bool momentum,
+                const float **out)
+{
+	uint64_t bytes = s->numel * PS_ELEM_SIZE;
+	int rc;
+
+	if (reserve(&rd->buf[momentum], &rd->cap[momentum], bytes) != 0)
+		return psi_ckpt_fail(rd->why, rd->whylen, PS_ENOMEM,
+		                     "%s: out of memory for a segment of "
+		                     "%" PRIu64 " bytes",
+		                     rd->ck->shards[s->shard].path, bytes);
+	rc = read_array(rd, s, momentum, rd->buf[momentum]);
+	if (rc == PS_OK)
+		*out = rd->buf[momentum];
+	return rc;
 }
 
 /* Reads what job j wants and copies it into every range it overlaps. */
@@ -216,27 +233,21 @@ static int do_job(reader *rd, const job *j)
 		return PS_OK;
 	}
 	if (j->want & WANT_VALUES) {
-		if (reserve(&rd->vbuf, &rd->vcap, bytes) != 0)
-			goto nomem;
-		rc = read_array(rd, s, false, rd->vbuf);
+		rc = load(rd, s, false, &v);
 		if (rc)
 			return rc;
-		v = rd->vbuf;
 	}
 	if ((j->want & WANT_MOMENTUM) && stored_m) {
-		if (reserve(&rd->mbuf, &rd->mcap, bytes) != 0)
-			goto nomem;
-		rc = read_array(rd, s, true, rd->mbuf);
+		rc = load(rd, s, true, &m);
 		if (rc)
 			return rc;
-		m = rd->mbuf;
 	}
 	for (size_t k = j->first; reaches(rd->keys, rd->nkeys, k, s); k++) {
 		ps_ckpt_range *r = &rd->ranges[rd->keys[k].idx];
 		uint64_t lo = r->offset > s->offset ? r->offset : s->offset;
 		uint64_t hi = rd->keys[k].end < s->offset + s->numel
-				      ? rd->keys[k].end
-				      : s->offset + s->numel;
+		                  ? rd->keys[k].end
+		                  : s->offset + s->numel;
 		size_t len;
 
 		if (rd->keys[k].end <= s->offset)
@@ -256,11 +267,6 @@ static int do_job(reader *rd, const job *j)
 			r->version = s->version;
 	}
 	return PS_OK;
-nomem:
-	return psi_ckpt_fail(rd->why, rd->whylen, PS_ENOMEM,
-			     "%s: out of memory for a segment of %" PRIu64
-			     " bytes",
-			     rd->ck->shards[s->shard].path, bytes);
 }
 
 /* The segments some range wants, in file order, into *jobs_p. */
@@ -274,8 +280,8 @@ static int plan(reader *rd, job **jobs_p, size_t *njobs_p)
 		return PS_ENOMEM;
 	for (size_t i = 0; i < ck->nsegs; i++) {
 		const psi_ckpt_seg *s = ck->order[i];
-		size_t first = first_key(rd->keys, rd->nkeys, s->tensor,
-					 s->offset);
+		size_t first =
+		    first_key(rd->keys, rd->nkeys, s->tensor, s->offset);
 		job j = {.seg = s, .first = first};
 		size_t hits = 0;
 
@@ -286,12 +292,12 @@ static int plan(reader *rd, job **jobs_p, size_t *njobs_p)
 			if (rd->keys[k].end <= s->offset)
 				continue;
 			j.want |= (r->values ? WANT_VALUES : 0) |
-				  (r->momentum ? WANT_MOMENTUM : 0);
-			j.direct = r->offset <= s->offset &&
-						   rd->keys[k].end >=
-							   s->offset + s->numel
-					   ? r
-					   : NULL;
+			          (r->momentum ? WANT_MOMENTUM : 0);
+			j.direct =
+			    r->offset <= s->offset &&
+			            rd->keys[k].end >= s->offset + s->numel
+			        ? r
+			        : NULL;
 			hits++;
 		}
 		if (hits == 0)
@@ -307,17 +313,18 @@ static int plan(reader *rd, job **jobs_p, size_t *njobs_p)
 }
 
 int ps_ckpt_read_ranges(const ps_ckpt *ck, ps_ckpt_range *ranges, size_t n,
-			char *why, size_t whylen)
+                        char *why, size_t whylen)
 {
-	reader rd = {.ck = ck, .ranges = ranges, .fd = -1, .why = why,
-		     .whylen = whylen};
+	reader rd = {
+	    .ck = ck, .ranges = ranges, .fd = -1, .why = why, .whylen = whylen};
 	job *jobs = NULL;
 	size_t njobs = 0;
 	int rc;
 
 	if (!ck || (n && !ranges))
-		return psi_ckpt_fail(why, whylen, PS_EINVAL, "no checkpoint "
-				     "or ranges");
+		return psi_ckpt_fail(why, whylen, PS_EINVAL,
+		                     "no checkpoint "
+		                     "or ranges");
 	rc = check_ranges(ck, ranges, n, why, whylen);
 	if (rc)
 		return rc;
@@ -331,9 +338,9 @@ int ps_ckpt_read_ranges(const ps_ckpt *ck, ps_ckpt_range *ranges, size_t n,
 	for (size_t i = 0; i < n; i++) {
 		ranges[i].version = UINT64_MAX;
 		rd.keys[i] = (rkey){.tensor = ranges[i].tensor,
-				    .off = ranges[i].offset,
-				    .end = ranges[i].offset + ranges[i].numel,
-				    .idx = i};
+		                    .off = ranges[i].offset,
+		                    .end = ranges[i].offset + ranges[i].numel,
+		                    .idx = i};
 	}
 	qsort(rd.keys, n, sizeof(*rd.keys), cmp_rkey);
 	for (size_t i = 0; i < n; i++) {
@@ -352,22 +359,21 @@ int ps_ckpt_read_ranges(const ps_ckpt *ck, ps_ckpt_range *ranges, size_t n,
 		rc = do_job(&rd, &jobs[i]);
 	for (size_t i = 0; i < n && !rc; i++)
 		if (rd.filled[i] != ranges[i].numel)
-			rc = psi_ckpt_fail(why, whylen, PS_EPROTO,
-					   "%s: range %zu (tensor '%s' "
-					   "elements %" PRIu64 "..%" PRIu64
-					   "): %" PRIu64 " elements found, "
-					   "not %" PRIu64,
-					   ck->dir, i,
-					   ck->tensors[ranges[i].tensor].name,
-					   ranges[i].offset,
-					   ranges[i].offset + ranges[i].numel -
-						   1,
-					   rd.filled[i], ranges[i].numel);
+			rc = psi_ckpt_fail(
+			    why, whylen, PS_EPROTO,
+			    "%s: range %zu (tensor '%s' "
+			    "elements %" PRIu64 "..%" PRIu64 "): %" PRIu64
+			    " elements found, "
+			    "not %" PRIu64,
+			    ck->dir, i, ck->tensors[ranges[i].tensor].name,
+			    ranges[i].offset,
+			    ranges[i].offset + ranges[i].numel - 1,
+			    rd.filled[i], ranges[i].numel);
 out:
 	if (rd.fd >= 0)
 		close(rd.fd);
-	free(rd.vbuf);
-	free(rd.mbuf);
+	free(rd.buf[0]);
+	free(rd.buf[1]);
 	free(jobs);
 	free(rd.keys);
 	free(rd.filled);
@@ -388,17 +394,17 @@ int ps_ckpt_verify(const ps_ckpt *ck, char *why, size_t whylen)
 		return rc;
 	if (again->manifest_crc != ck->manifest_crc)
 		rc = psi_ckpt_fail(why, whylen, PS_EPROTO,
-				   "%s/%s: changed since the checkpoint was "
-				   "opened",
-				   ck->dir, PS_CKPT_MANIFEST);
+		                   "%s/%s: changed since the checkpoint was "
+		                   "opened",
+		                   ck->dir, PS_CKPT_MANIFEST);
 	ps_ckpt_close(&again);
 	for (uint32_t i = 0; !rc && i < ck->nshards; i++)
 		rc = psi_ckpt_shard_verify(&ck->shards[i], ck->tensors,
-					   ck->ntensors, why, whylen);
+		                           ck->ntensors, why, whylen);
 	return rc;
 }
 
-/* ---- .npy ------------------------------------------------------------------ */
+/* ---- .npy --------------------------------------------------------------- */
 
 /* NumPy's format 1.0 header for a float32 vector into buf (128 bytes
  * suffice); returns its length, a multiple of 64. */
@@ -406,9 +412,9 @@ static size_t npy_header(char *buf, uint64_t numel)
 {
 	char dict[96];
 	int dlen = snprintf(dict, sizeof(dict),
-			    "{'descr': '<f4', 'fortran_order': False, "
-			    "'shape': (%" PRIu64 ",), }",
-			    numel);
+	                    "{'descr': '<f4', 'fortran_order': False, "
+	                    "'shape': (%" PRIu64 ",), }",
+	                    numel);
 	size_t total = 10 + (size_t)dlen + 1, hlen;
 
 	total = (total + 63) / 64 * 64;
@@ -423,7 +429,7 @@ static size_t npy_header(char *buf, uint64_t numel)
 }
 
 int ps_ckpt_export_npy(const ps_ckpt *ck, uint32_t tensor, int momentum,
-		       const char *path, char *why, size_t whylen)
+                       const char *path, char *why, size_t whylen)
 {
 	char tmp[PS_CKPT_PATH_MAX], header[128];
 	ps_ckpt_range r = {.tensor = tensor, .offset = 0};
@@ -434,11 +440,11 @@ int ps_ckpt_export_npy(const ps_ckpt *ck, uint32_t tensor, int momentum,
 
 	if (!ck || !path)
 		return psi_ckpt_fail(why, whylen, PS_EINVAL,
-				     "no checkpoint or path");
+		                     "no checkpoint or path");
 	if (tensor >= ck->ntensors)
 		return psi_ckpt_fail(why, whylen, PS_EINVAL,
-				     "%s: tensor %u; the checkpoint has %u",
-				     ck->dir, tensor, ck->ntensors);
+		                     "%s: tensor %u; the checkpoint has %u",
+		                     ck->dir, tensor, ck->ntensors);
 	rc = psi_ckpt_join(tmp, sizeof(tmp), why, whylen, "%s.tmp", path);
 	if (rc)
 		return rc;
@@ -447,9 +453,9 @@ int ps_ckpt_export_npy(const ps_ckpt *ck, uint32_t tensor, int momentum,
 	buf = bytes <= SIZE_MAX ? ps_alloc_big((size_t)bytes) : NULL;
 	if (!buf)
 		return psi_ckpt_fail(why, whylen, PS_ENOMEM,
-				     "out of memory for tensor '%s' "
-				     "(%" PRIu64 " bytes)",
-				     ck->tensors[tensor].name, bytes);
+		                     "out of memory for tensor '%s' "
+		                     "(%" PRIu64 " bytes)",
+		                     ck->tensors[tensor].name, bytes);
 	if (momentum)
 		r.momentum = buf;
 	else
@@ -458,14 +464,14 @@ int ps_ckpt_export_npy(const ps_ckpt *ck, uint32_t tensor, int momentum,
 	if (rc)
 		goto out;
 	hlen = npy_header(header, r.numel);
-	fd = psi_ckpt_create_tmp(tmp, hlen + bytes, &rc, why, whylen);
+	fd = psi_ckpt_create_tmp(tmp, &rc, why, whylen);
 	if (fd < 0)
 		goto out;
 	if (psi_ckpt_pwrite_all(fd, header, hlen, 0) != 0 ||
 	    psi_ckpt_pwrite_all(fd, buf, bytes, hlen) != 0)
-		rc = psi_ckpt_abandon(fd, tmp,
-				      psi_ckpt_sys_fail(why, whylen, errno,
-							tmp, "write"));
+		rc = psi_ckpt_abandon(
+		    fd, tmp,
+		    psi_ckpt_sys_fail(why, whylen, errno, tmp, "write"));
 	else
 		rc = psi_ckpt_commit(fd, tmp, path, why, whylen);
 out:

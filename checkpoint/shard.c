@@ -4,14 +4,17 @@
  *
  * DESIGN: the writer lays the file out before writing a byte (header and
  * table, then every segment's values and momentum, each at a 64-byte
- * boundary, then the trailer), reserves the whole size with fallocate (a
- * full disk fails at once), and then writes the data front to back. Small
- * arrays are gathered in a staging buffer; large ones go straight from the
- * caller's memory in CHUNK-sized pwrite calls, each chunk's crc32 computed
- * just before it is written, while it is still in the cache. The header
- * and table, which hold the data's checksums, are written last, at offset
- * 0. The checksum of the whole file before the trailer is put together
- * from the pieces' checksums (crc32_combine), so no byte is read twice.
+ * boundary, then the trailer) and then writes the data front to back
+ * (the header's place left as a hole, filled last). Small arrays are
+ * gathered in a staging buffer; large ones go straight from the caller's
+ * memory in pwrite calls of up to CHUNK bytes. Meanwhile a helper thread
+ * computes every array's crc32 from the same memory: zlib's crc32 costs
+ * about twice the copy into the page cache, and computed between the
+ * writes it halved the writer's speed (measured against dd conv=fsync).
+ * The header and table, which hold those checksums, are written last, at
+ * offset 0. The checksum of the whole file before the trailer is put
+ * together from the arrays' checksums (crc32_combine) and the zeros of
+ * the padding, so no byte is read twice.
  *
  * The layout is canonical: the table's offsets must be exactly those the
  * writer computes, so a reader checks every offset by recomputing it, and
@@ -22,6 +25,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,12 +38,13 @@
 
 #include "checkpoint/internal.h"
 
-#define CHUNK      (8u << 20) /* large arrays: crc32 + pwrite per chunk */
-#define STAGE_SIZE (4u << 20) /* small arrays are gathered up to this */
-#define DIRECT_MIN (1u << 20) /* arrays from this size are not staged */
-#define VERIFY_BUF (8u << 20)
+#define CHUNK        (64u << 20) /* large arrays: one pwrite (crc32) each */
+#define STAGE_SIZE   (4u << 20)  /* small arrays are gathered up to this */
+#define DIRECT_MIN   (1u << 20)  /* arrays from this size are not staged */
+#define PARALLEL_MIN (16u << 20) /* data from this size: crc32 on a thread */
+#define VERIFY_BUF   (8u << 20)
 
-/* ---- little-endian fields ------------------------------------------------ */
+/* ---- little-endian fields ----------------------------------------------- */
 
 static void put32(uint8_t *p, uint32_t v)
 {
@@ -92,7 +98,7 @@ static bool front_size(uint64_t nsegs, uint64_t *r)
 	       align_up(CK_HEADER_SIZE + nsegs * CK_ENTRY_SIZE, r);
 }
 
-/* ---- field offsets (docs/checkpoint-format.md) ---------------------------- */
+/* ---- field offsets (docs/checkpoint-format.md) -------------------------- */
 
 enum {
 	H_MAGIC = 0,
@@ -140,17 +146,16 @@ static void encode_entry(uint8_t *e, const psi_ckpt_seg *s)
 	put32(e + E_MOMENTUM_CRC, s->momentum_crc);
 }
 
-/* ---- writing -------------------------------------------------------------- */
+/* ---- writing ------------------------------------------------------------ */
 
-/* Data written front to back from `pos`; crc is that of every byte of the
- * stream so far (the file from data_at on). */
+/* Data written front to back from `pos`: small arrays gathered in stage,
+ * large ones written straight from the caller's memory. */
 typedef struct ostream {
 	int fd;
 	uint64_t pos; /* file offset of stage[0] */
 	uint8_t *stage;
 	size_t len;
-	uint32_t crc;
-	int err; /* errno of the first failure */
+	int err; /* errno of the failure */
 } ostream;
 
 static int os_flush(ostream *os)
@@ -161,73 +166,122 @@ static int os_flush(ostream *os)
 		os->err = errno;
 		return -1;
 	}
-	os->crc = psi_ckpt_crc(os->crc, os->stage, os->len);
 	os->pos += os->len;
 	os->len = 0;
 	return 0;
 }
 
-/* Appends n bytes (p NULL: zeros); returns their crc32 in *crc_p. */
-static int os_put(ostream *os, const void *p, uint64_t n, uint32_t *crc_p)
+/* Appends an array of n bytes and the zeros up to the next boundary. */
+static int os_put_array(ostream *os, const void *p, uint64_t n)
 {
-	static const uint8_t zeros[CK_ALIGN]; /* padding: < CK_ALIGN bytes */
-	const uint8_t *b = p ? p : zeros;
-	uint32_t crc = 0;
+	uint64_t pad = (CK_ALIGN - n % CK_ALIGN) % CK_ALIGN;
 
-	if (n < DIRECT_MIN) {
-		if (os->len + n > STAGE_SIZE && os_flush(os) != 0)
-			return -1;
-		memcpy(os->stage + os->len, b, (size_t)n);
-		os->len += (size_t)n;
-		crc = psi_ckpt_crc(0, b, n);
-	} else {
+	if (n >= DIRECT_MIN) {
 		if (os_flush(os) != 0)
 			return -1;
 		for (uint64_t done = 0; done < n;) {
 			uint64_t piece = n - done > CHUNK ? CHUNK : n - done;
 
-			crc = psi_ckpt_crc(crc, b + done, piece);
-			if (psi_ckpt_pwrite_all(os->fd, b + done, piece,
-						os->pos) != 0) {
+			if (psi_ckpt_pwrite_all(os->fd,
+			                        (const uint8_t *)p + done,
+			                        piece, os->pos) != 0) {
 				os->err = errno;
 				return -1;
 			}
 			os->pos += piece;
 			done += piece;
 		}
-		os->crc = (uint32_t)crc32_combine(os->crc, crc, (z_off_t)n);
+	} else {
+		if (os->len + n > STAGE_SIZE && os_flush(os) != 0)
+			return -1;
+		memcpy(os->stage + os->len, p, (size_t)n);
+		os->len += (size_t)n;
 	}
-	if (crc_p)
-		*crc_p = crc;
+	/* the padding goes into the stage buffer (zeroed when allocated and
+	 * only ever overwritten by arrays; zero it here to be sure) */
+	if (os->len + pad > STAGE_SIZE && os_flush(os) != 0)
+		return -1;
+	memset(os->stage + os->len, 0, (size_t)pad);
+	os->len += (size_t)pad;
 	return 0;
 }
 
-/* Appends an array and the zeros up to the next boundary. */
-static int os_put_array(ostream *os, const float *a, uint64_t bytes,
-			uint32_t *crc_p)
-{
-	uint64_t pad = (CK_ALIGN - bytes % CK_ALIGN) % CK_ALIGN;
+/* The checksums of every array, computed on a helper thread while the
+ * main thread writes them (crc32 costs about twice the copy into the page
+ * cache: interleaved, it would halve the writer's speed). */
+typedef struct crc_job {
+	const ps_ckpt_segment *segs;
+	psi_ckpt_seg *t; /* values_crc and momentum_crc are written */
+	uint32_t nsegs;
+	atomic_int stop; /* set when the write failed: give up */
+} crc_job;
 
-	if (os_put(os, a, bytes, crc_p) != 0)
-		return -1;
-	return pad ? os_put(os, NULL, pad, NULL) : 0;
+static uint32_t crc_array(crc_job *job, const void *p, uint64_t n)
+{
+	uint32_t crc = 0;
+
+	for (uint64_t done = 0; done < n && !atomic_load(&job->stop);) {
+		uint64_t piece = n - done > CHUNK ? CHUNK : n - done;
+
+		crc = psi_ckpt_crc(crc, (const uint8_t *)p + done, piece);
+		done += piece;
+	}
+	return crc;
+}
+
+static void *crc_all(void *arg)
+{
+	crc_job *job = arg;
+
+	for (uint32_t i = 0; i < job->nsegs; i++) {
+		uint64_t bytes = job->segs[i].numel * PS_ELEM_SIZE;
+
+		job->t[i].values_crc =
+		    crc_array(job, job->segs[i].values, bytes);
+		if (job->segs[i].momentum)
+			job->t[i].momentum_crc =
+			    crc_array(job, job->segs[i].momentum, bytes);
+	}
+	return NULL;
+}
+
+/* crc32 of bytes [0, trailer_at) from the front's and the arrays' (the
+ * padding is zeros). */
+static uint32_t file_crc(const uint8_t *front, uint64_t data_at,
+                         const psi_ckpt_seg *t, uint32_t nsegs)
+{
+	static const uint8_t zeros[CK_ALIGN];
+	uint32_t crc = psi_ckpt_crc(0, front, data_at);
+
+	for (uint32_t i = 0; i < nsegs; i++) {
+		uint64_t bytes = t[i].numel * PS_ELEM_SIZE;
+		uint64_t pad = (CK_ALIGN - bytes % CK_ALIGN) % CK_ALIGN;
+
+		for (int m = 0; m < 1 + !!(t[i].flags & CK_SEG_MOMENTUM); m++) {
+			crc = (uint32_t)crc32_combine(
+			    crc, m ? t[i].momentum_crc : t[i].values_crc,
+			    (z_off_t)bytes);
+			crc = psi_ckpt_crc(crc, zeros, pad);
+		}
+	}
+	return crc;
 }
 
 /* Checks the caller's segments and lays the file out: offsets into t[],
  * the data's start and the trailer's offset. */
-static int layout(const ps_ckpt_segment *segs, uint32_t nsegs,
-		  psi_ckpt_seg *t, uint64_t *data_at_p, uint64_t *trailer_at_p,
-		  const char *path, char *why, size_t whylen)
+static int layout(const ps_ckpt_segment *segs, uint32_t nsegs, psi_ckpt_seg *t,
+                  uint64_t *data_at_p, uint64_t *trailer_at_p, const char *path,
+                  char *why, size_t whylen)
 {
 	uint64_t pos;
 
 	if (nsegs && !segs)
 		return psi_ckpt_fail(why, whylen, PS_EINVAL,
-				     "%s: %u segments but no array", path,
-				     nsegs);
+		                     "%s: %u segments but no array", path,
+		                     nsegs);
 	if (!front_size(nsegs, &pos))
 		return psi_ckpt_fail(why, whylen, PS_EINVAL,
-				     "%s: too many segments", path);
+		                     "%s: too many segments", path);
 	*data_at_p = pos;
 	for (uint32_t i = 0; i < nsegs; i++) {
 		const ps_ckpt_segment *s = &segs[i];
@@ -237,19 +291,19 @@ static int layout(const ps_ckpt_segment *segs, uint32_t nsegs,
 		    s->numel > UINT64_MAX / PS_ELEM_SIZE ||
 		    s->offset > UINT64_MAX - s->numel)
 			return psi_ckpt_fail(why, whylen, PS_EINVAL,
-					     "%s: segment %u (tensor %u, "
-					     "offset %" PRIu64 ", %" PRIu64
-					     " elements) is invalid",
-					     path, i, s->tensor, s->offset,
-					     s->numel);
+			                     "%s: segment %u (tensor %u, "
+			                     "offset %" PRIu64 ", %" PRIu64
+			                     " elements) is invalid",
+			                     path, i, s->tensor, s->offset,
+			                     s->numel);
 		t[i] = (psi_ckpt_seg){
-			.tensor = s->tensor,
-			.flags = s->momentum ? CK_SEG_MOMENTUM : 0,
-			.offset = s->offset,
-			.numel = s->numel,
-			.version = s->version,
-			.values_at = pos,
-			.index = i,
+		    .tensor = s->tensor,
+		    .flags = s->momentum ? CK_SEG_MOMENTUM : 0,
+		    .offset = s->offset,
+		    .numel = s->numel,
+		    .version = s->version,
+		    .values_at = pos,
+		    .index = i,
 		};
 		if (!advance(&pos, bytes))
 			goto too_big;
@@ -265,74 +319,87 @@ static int layout(const ps_ckpt_segment *segs, uint32_t nsegs,
 	return PS_OK;
 too_big:
 	return psi_ckpt_fail(why, whylen, PS_EINVAL,
-			     "%s: the segments add up to more bytes than a "
-			     "file can hold",
-			     path);
+	                     "%s: the segments add up to more bytes than a "
+	                     "file can hold",
+	                     path);
 }
 
 int ps_ckpt_write_shard(const char *dir, uint32_t rank, uint64_t iteration,
-			const ps_ckpt_segment *segs, uint32_t nsegs,
-			char *why, size_t whylen)
+                        const ps_ckpt_segment *segs, uint32_t nsegs, char *why,
+                        size_t whylen)
 {
 	char path[PS_CKPT_PATH_MAX], tmp[PS_CKPT_PATH_MAX];
 	uint8_t *front = NULL, trailer[CK_TRAILER_SIZE] = {0};
 	psi_ckpt_seg *t = NULL;
-	uint64_t data_at, trailer_at;
+	uint64_t data_at = 0, trailer_at = 0;
 	ostream os = {.fd = -1};
-	uint32_t front_crc, meta_crc;
+	crc_job job = {.segs = segs, .nsegs = nsegs};
+	pthread_t helper;
+	bool threaded = false;
 	int rc, fd = -1;
 
 	if (!dir)
 		return psi_ckpt_fail(why, whylen, PS_EINVAL, "no directory");
 	rc = psi_ckpt_join(path, sizeof(path), why, whylen, "%s/shard-%u.bin",
-			   dir, rank);
+	                   dir, rank);
 	if (!rc)
 		rc = psi_ckpt_join(tmp, sizeof(tmp), why, whylen, "%s.tmp",
-				   path);
+		                   path);
 	if (rc)
 		return rc;
 	t = calloc(nsegs ? nsegs : 1, sizeof(*t));
 	if (!t)
 		return psi_ckpt_fail(why, whylen, PS_ENOMEM,
-				     "%s: out of memory", path);
+		                     "%s: out of memory", path);
 	rc = layout(segs, nsegs, t, &data_at, &trailer_at, path, why, whylen);
 	if (rc)
 		goto out;
 	front = calloc(1, (size_t)data_at);
-	os.stage = malloc(STAGE_SIZE);
+	os.stage = calloc(1, STAGE_SIZE);
 	if (!front || !os.stage) {
 		rc = psi_ckpt_fail(why, whylen, PS_ENOMEM, "%s: out of memory",
-				   path);
+		                   path);
 		goto out;
 	}
 	rc = psi_ckpt_mkdirs(dir, why, whylen);
 	if (rc)
 		goto out;
-	fd = psi_ckpt_create_tmp(tmp, trailer_at + CK_TRAILER_SIZE, &rc, why,
-				 whylen);
+	fd = psi_ckpt_create_tmp(tmp, &rc, why, whylen);
 	if (fd < 0)
 		goto out;
 
-	/* the data, front to back */
+	/* the checksums on the side (inline for small shards, or if no
+	 * thread can be had), the data front to back */
+	job.t = t;
+	atomic_init(&job.stop, 0);
+	threaded = trailer_at - data_at >= PARALLEL_MIN &&
+	           pthread_create(&helper, NULL, crc_all, &job) == 0;
+	if (!threaded)
+		crc_all(&job);
 	os.fd = fd;
 	os.pos = data_at;
 	for (uint32_t i = 0; i < nsegs; i++) {
 		uint64_t bytes = segs[i].numel * PS_ELEM_SIZE;
 
-		if (os_put_array(&os, segs[i].values, bytes,
-				 &t[i].values_crc) != 0 ||
+		if (os_put_array(&os, segs[i].values, bytes) != 0 ||
 		    (segs[i].momentum &&
-		     os_put_array(&os, segs[i].momentum, bytes,
-				  &t[i].momentum_crc) != 0))
-			goto write_failed;
+		     os_put_array(&os, segs[i].momentum, bytes) != 0))
+			break;
 	}
-	if (os_flush(&os) != 0)
+	if (!os.err)
+		os_flush(&os);
+	if (threaded) {
+		if (os.err)
+			atomic_store(&job.stop, 1);
+		pthread_join(helper, NULL);
+	}
+	if (os.err)
 		goto write_failed;
 
 	/* header and table (they hold the data's checksums), then trailer */
 	for (uint32_t i = 0; i < nsegs; i++)
 		encode_entry(front + CK_HEADER_SIZE + (size_t)i * CK_ENTRY_SIZE,
-			     &t[i]);
+		             &t[i]);
 	memcpy(front + H_MAGIC, CK_MAGIC, 8);
 	put32(front + H_VERSION, PS_CKPT_FORMAT);
 	put32(front + H_HEADER_SIZE, CK_HEADER_SIZE);
@@ -344,22 +411,20 @@ int ps_ckpt_write_shard(const char *dir, uint32_t rank, uint64_t iteration,
 	put64(front + H_TRAILER_AT, trailer_at);
 	put32(front + H_TABLE_CRC,
 	      psi_ckpt_crc(0, front + CK_HEADER_SIZE,
-			   (uint64_t)nsegs * CK_ENTRY_SIZE));
+	                   (uint64_t)nsegs * CK_ENTRY_SIZE));
 	put32(front + H_HEADER_CRC, psi_ckpt_crc(0, front, H_HEADER_CRC));
-	meta_crc = psi_ckpt_crc(0, front,
-				CK_HEADER_SIZE + (uint64_t)nsegs * CK_ENTRY_SIZE);
-	front_crc = psi_ckpt_crc(0, front, data_at);
 
 	memcpy(trailer + T_MAGIC, CK_TAIL_MAGIC, 8);
 	put64(trailer + T_ITERATION, iteration);
 	put32(trailer + T_NSEGS, nsegs);
-	put32(trailer + T_META_CRC, meta_crc);
-	put32(trailer + T_FILE_CRC,
-	      (uint32_t)crc32_combine(front_crc, os.crc,
-				      (z_off_t)(trailer_at - data_at)));
+	put32(trailer + T_META_CRC,
+	      psi_ckpt_crc(0, front,
+	                   CK_HEADER_SIZE + (uint64_t)nsegs * CK_ENTRY_SIZE));
+	put32(trailer + T_FILE_CRC, file_crc(front, data_at, t, nsegs));
 	put32(trailer + T_TRAILER_CRC, psi_ckpt_crc(0, trailer, T_TRAILER_CRC));
 	if (psi_ckpt_pwrite_all(fd, front, data_at, 0) != 0 ||
-	    psi_ckpt_pwrite_all(fd, trailer, CK_TRAILER_SIZE, trailer_at) != 0) {
+	    psi_ckpt_pwrite_all(fd, trailer, CK_TRAILER_SIZE, trailer_at) !=
+	        0) {
 		os.err = errno;
 		goto write_failed;
 	}
@@ -367,9 +432,8 @@ int ps_ckpt_write_shard(const char *dir, uint32_t rank, uint64_t iteration,
 	goto out;
 
 write_failed:
-	rc = psi_ckpt_abandon(fd, tmp,
-			      psi_ckpt_sys_fail(why, whylen, os.err, tmp,
-						"write"));
+	rc = psi_ckpt_abandon(
+	    fd, tmp, psi_ckpt_sys_fail(why, whylen, os.err, tmp, "write"));
 out:
 	free(os.stage);
 	free(front);
@@ -377,48 +441,49 @@ out:
 	return rc;
 }
 
-/* ---- reading -------------------------------------------------------------- */
+/* ---- reading ------------------------------------------------------------ */
 
 const char *psi_ckpt_describe(char *buf, size_t cap, const psi_ckpt_seg *s,
-			      int momentum, const ps_tensor_desc *tensors,
-			      uint32_t ntensors)
+                              int momentum, const ps_tensor_desc *tensors,
+                              uint32_t ntensors)
 {
 	const char *arr = momentum ? "momentum" : "values";
 
 	if (tensors && s->tensor < ntensors)
 		snprintf(buf, cap,
-			 "segment %u (tensor '%s' elements %" PRIu64
-			 "..%" PRIu64 ", %s)",
-			 s->index, tensors[s->tensor].name, s->offset,
-			 s->offset + s->numel - 1, arr);
+		         "segment %u (tensor '%s' elements %" PRIu64
+		         "..%" PRIu64 ", %s)",
+		         s->index, tensors[s->tensor].name, s->offset,
+		         s->offset + s->numel - 1, arr);
 	else
 		snprintf(buf, cap,
-			 "segment %u (tensor %u elements %" PRIu64 "..%" PRIu64
-			 ", %s)",
-			 s->index, s->tensor, s->offset,
-			 s->offset + s->numel - 1, arr);
+		         "segment %u (tensor %u elements %" PRIu64 "..%" PRIu64
+		         ", %s)",
+		         s->index, s->tensor, s->offset,
+		         s->offset + s->numel - 1, arr);
 	return buf;
 }
 
 /* A damaged file: "PATH: MESSAGE", PS_EPROTO. */
 #define BAD(...) psi_ckpt_fail(why, whylen, PS_EPROTO, __VA_ARGS__)
 
-static int decode_header(const uint8_t *h, const char *path,
-			 uint64_t size, psi_ckpt_shard *sh, uint32_t *table_crc_p,
-			 char *why, size_t whylen)
+static int decode_header(const uint8_t *h, const char *path, uint64_t size,
+                         psi_ckpt_shard *sh, uint32_t *table_crc_p, char *why,
+                         size_t whylen)
 {
 	uint32_t version = get32(h + H_VERSION);
 	uint64_t front;
 
 	if (memcmp(h + H_MAGIC, CK_MAGIC, 8) != 0)
-		return BAD("%s: not an ordo checkpoint shard (bad magic)", path);
+		return BAD("%s: not an ordo checkpoint shard (bad magic)",
+		           path);
 	if (get32(h + H_HEADER_CRC) != psi_ckpt_crc(0, h, H_HEADER_CRC))
 		return BAD("%s: header checksum mismatch", path);
 	if (version > PS_CKPT_FORMAT)
 		return psi_ckpt_fail(why, whylen, PS_ENOTSUP,
-				     "%s: format version %u is newer than "
-				     "this ordo reads (%d)",
-				     path, version, PS_CKPT_FORMAT);
+		                     "%s: format version %u is newer than "
+		                     "this ordo reads (%d)",
+		                     path, version, PS_CKPT_FORMAT);
 	if (version == 0)
 		return BAD("%s: format version 0 is invalid", path);
 	sh->iteration = get64(h + H_ITERATION);
@@ -432,36 +497,37 @@ static int decode_header(const uint8_t *h, const char *path,
 	    !front_size(sh->nsegs, &front) || sh->data_at != front ||
 	    sh->trailer_at < sh->data_at || sh->trailer_at % CK_ALIGN)
 		return BAD("%s: inconsistent header (%u segments, data at "
-			   "%" PRIu64 ", trailer at %" PRIu64 ")",
-			   path, sh->nsegs, sh->data_at, sh->trailer_at);
+		           "%" PRIu64 ", trailer at %" PRIu64 ")",
+		           path, sh->nsegs, sh->data_at, sh->trailer_at);
 	if (sh->trailer_at > UINT64_MAX - CK_TRAILER_SIZE ||
 	    sh->trailer_at + CK_TRAILER_SIZE != size)
 		return BAD("%s: the file has %" PRIu64 " bytes, its header "
-			   "says %" PRIu64 " (truncated or extended)",
-			   path, size,
-			   sh->trailer_at <= UINT64_MAX - CK_TRAILER_SIZE
-				   ? sh->trailer_at + CK_TRAILER_SIZE
-				   : UINT64_MAX);
+		           "says %" PRIu64 " (truncated or extended)",
+		           path, size,
+		           sh->trailer_at <= UINT64_MAX - CK_TRAILER_SIZE
+		               ? sh->trailer_at + CK_TRAILER_SIZE
+		               : UINT64_MAX);
 	return PS_OK;
 }
 
 static int decode_trailer(const uint8_t *t, const psi_ckpt_shard *sh,
-			  uint32_t meta_crc, uint32_t *file_crc_p, char *why,
-			  size_t whylen)
+                          uint32_t meta_crc, uint32_t *file_crc_p, char *why,
+                          size_t whylen)
 {
 	if (memcmp(t + T_MAGIC, CK_TAIL_MAGIC, 8) != 0)
-		return BAD("%s: bad trailer magic (incomplete file?)", sh->path);
+		return BAD("%s: bad trailer magic (incomplete file?)",
+		           sh->path);
 	if (get32(t + T_TRAILER_CRC) != psi_ckpt_crc(0, t, T_TRAILER_CRC))
 		return BAD("%s: trailer checksum mismatch", sh->path);
 	if (get64(t + T_ITERATION) != sh->iteration ||
 	    get32(t + T_NSEGS) != sh->nsegs)
 		return BAD("%s: the trailer does not match the header "
-			   "(iteration %" PRIu64 " vs %" PRIu64 ")",
-			   sh->path, get64(t + T_ITERATION), sh->iteration);
+		           "(iteration %" PRIu64 " vs %" PRIu64 ")",
+		           sh->path, get64(t + T_ITERATION), sh->iteration);
 	if (get32(t + T_META_CRC) != meta_crc)
 		return BAD("%s: header and table do not match the trailer's "
-			   "checksum",
-			   sh->path);
+		           "checksum",
+		           sh->path);
 	*file_crc_p = get32(t + T_FILE_CRC);
 	return PS_OK;
 }
@@ -469,7 +535,7 @@ static int decode_trailer(const uint8_t *t, const psi_ckpt_shard *sh,
 /* Decodes entry i and checks it against the canonical layout (pos: where
  * its values must start; advanced past it). */
 static int decode_entry(const uint8_t *e, psi_ckpt_shard *sh, uint32_t i,
-			uint64_t *pos, char *why, size_t whylen)
+                        uint64_t *pos, char *why, size_t whylen)
 {
 	psi_ckpt_seg *s = &sh->segs[i];
 	uint64_t bytes, reserved = get64(e + E_RESERVED);
@@ -489,8 +555,8 @@ static int decode_entry(const uint8_t *e, psi_ckpt_shard *sh, uint32_t i,
 	    s->numel > UINT64_MAX / PS_ELEM_SIZE ||
 	    s->offset > UINT64_MAX - s->numel)
 		return BAD("%s: segment %u is invalid (flags %#x, %" PRIu64
-			   " elements)",
-			   sh->path, i, s->flags, s->numel);
+		           " elements)",
+		           sh->path, i, s->flags, s->numel);
 	if (s->values_at != *pos || !advance(pos, bytes) ||
 	    *pos > sh->trailer_at)
 		goto misplaced;
@@ -504,17 +570,17 @@ static int decode_entry(const uint8_t *e, psi_ckpt_shard *sh, uint32_t i,
 	return PS_OK;
 misplaced:
 	return BAD("%s: segment %u: its data lies outside the file or out of "
-		   "place (truncated?)",
-		   sh->path, i);
+	           "place (truncated?)",
+	           sh->path, i);
 }
 
 int psi_ckpt_shard_load(const char *path, uint32_t shard_index,
-			psi_ckpt_shard *sh, char *why, size_t whylen)
+                        psi_ckpt_shard *sh, char *why, size_t whylen)
 {
 	uint8_t header[CK_HEADER_SIZE], trailer[CK_TRAILER_SIZE];
 	uint8_t *front = NULL; /* header and table */
 	uint64_t table_bytes, pos;
-	uint32_t table_crc;
+	uint32_t table_crc = 0;
 	struct stat st;
 	int rc, fd;
 
@@ -524,10 +590,10 @@ int psi_ckpt_shard_load(const char *path, uint32_t shard_index,
 		return psi_ckpt_fail(why, whylen, PS_ENOMEM, "out of memory");
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		rc = errno == ENOENT ? psi_ckpt_fail(why, whylen, PS_ENOENT,
-						     "%s: missing", path)
-				     : psi_ckpt_sys_fail(why, whylen, errno,
-							 path, "open");
+		rc = errno == ENOENT
+		         ? psi_ckpt_fail(why, whylen, PS_ENOENT, "%s: missing",
+		                         path)
+		         : psi_ckpt_sys_fail(why, whylen, errno, path, "open");
 		goto fail;
 	}
 	if (fstat(fd, &st) != 0) {
@@ -541,14 +607,14 @@ int psi_ckpt_shard_load(const char *path, uint32_t shard_index,
 	}
 	if (sh->bytes < CK_HEADER_SIZE + CK_TRAILER_SIZE) {
 		rc = BAD("%s: truncated (%" PRIu64 " bytes; a shard has at "
-			 "least %u)",
-			 path, sh->bytes, CK_HEADER_SIZE + CK_TRAILER_SIZE);
+		         "least %u)",
+		         path, sh->bytes, CK_HEADER_SIZE + CK_TRAILER_SIZE);
 		goto fail;
 	}
 	rc = psi_ckpt_read_at(fd, header, CK_HEADER_SIZE, 0, path, why, whylen);
 	if (!rc)
 		rc = decode_header(header, path, sh->bytes, sh, &table_crc, why,
-				   whylen);
+		                   whylen);
 	if (rc)
 		goto fail;
 	/* the header's sizes are now known to fit in the file */
@@ -557,15 +623,15 @@ int psi_ckpt_shard_load(const char *path, uint32_t shard_index,
 	sh->segs = calloc(sh->nsegs ? sh->nsegs : 1, sizeof(*sh->segs));
 	if (!front || !sh->segs) {
 		rc = psi_ckpt_fail(why, whylen, PS_ENOMEM, "%s: out of memory",
-				   path);
+		                   path);
 		goto fail;
 	}
 	memcpy(front, header, CK_HEADER_SIZE);
-	rc = psi_ckpt_read_at(fd, front + CK_HEADER_SIZE, table_bytes, CK_HEADER_SIZE,
-		     path, why, whylen);
+	rc = psi_ckpt_read_at(fd, front + CK_HEADER_SIZE, table_bytes,
+	                      CK_HEADER_SIZE, path, why, whylen);
 	if (!rc)
-		rc = psi_ckpt_read_at(fd, trailer, CK_TRAILER_SIZE, sh->trailer_at, path,
-			     why, whylen);
+		rc = psi_ckpt_read_at(fd, trailer, CK_TRAILER_SIZE,
+		                      sh->trailer_at, path, why, whylen);
 	if (rc)
 		goto fail;
 	if (psi_ckpt_crc(0, front + CK_HEADER_SIZE, table_bytes) != table_crc) {
@@ -574,18 +640,18 @@ int psi_ckpt_shard_load(const char *path, uint32_t shard_index,
 	}
 	sh->meta_crc = psi_ckpt_crc(0, front, CK_HEADER_SIZE + table_bytes);
 	rc = decode_trailer(trailer, sh, sh->meta_crc, &sh->file_crc, why,
-			    whylen);
+	                    whylen);
 	pos = sh->data_at;
 	for (uint32_t i = 0; !rc && i < sh->nsegs; i++) {
 		rc = decode_entry(front + CK_HEADER_SIZE +
-					  (size_t)i * CK_ENTRY_SIZE,
-				  sh, i, &pos, why, whylen);
+		                      (size_t)i * CK_ENTRY_SIZE,
+		                  sh, i, &pos, why, whylen);
 		sh->segs[i].shard = shard_index;
 	}
 	if (!rc && pos != sh->trailer_at)
 		rc = BAD("%s: %" PRIu64 " bytes between the data and the "
-			 "trailer",
-			 path, sh->trailer_at - pos);
+		         "trailer",
+		         path, sh->trailer_at - pos);
 	if (rc)
 		goto fail;
 	free(front);
@@ -606,7 +672,7 @@ void psi_ckpt_shard_free(psi_ckpt_shard *sh)
 	memset(sh, 0, sizeof(*sh));
 }
 
-/* ---- verification: one pass over the file --------------------------------- */
+/* ---- verification: one pass over the file ------------------------------- */
 
 /* A window of the file, read front to back. */
 typedef struct istream {
@@ -621,21 +687,21 @@ typedef struct istream {
 
 /* Hands out the next piece of [off, off + n): *p and its length. */
 static int is_next(istream *is, uint64_t off, uint64_t n, const uint8_t **p,
-		   uint64_t *len, char *why, size_t whylen)
+                   uint64_t *len, char *why, size_t whylen)
 {
 	uint64_t got;
 
 	if (off < is->at || off >= is->at + is->len) {
-		int r = psi_ckpt_pread_all(is->fd, is->buf, VERIFY_BUF, off,
-					   &got);
+		int r =
+		    psi_ckpt_pread_all(is->fd, is->buf, VERIFY_BUF, off, &got);
 
 		if (r < 0)
 			return psi_ckpt_sys_fail(why, whylen, errno, is->path,
-						 "read");
+			                         "read");
 		if (got == 0)
 			return BAD("%s: truncated (short read at byte "
-				   "%" PRIu64 ")",
-				   is->path, off);
+			           "%" PRIu64 ")",
+			           is->path, off);
 		is->at = off;
 		is->len = got;
 	}
@@ -650,13 +716,13 @@ static int is_next(istream *is, uint64_t off, uint64_t n, const uint8_t **p,
 /* The crc32 of [off, off + n) into *crc_p; with zero set, the bytes must
  * all be zero. */
 static int is_span(istream *is, uint64_t off, uint64_t n, bool zero,
-		   uint32_t *crc_p, char *why, size_t whylen)
+                   uint32_t *crc_p, char *why, size_t whylen)
 {
 	uint32_t crc = 0;
 
 	while (n > 0) {
-		const uint8_t *p;
-		uint64_t len;
+		const uint8_t *p = NULL;
+		uint64_t len = 0;
 		int rc = is_next(is, off, n, &p, &len, why, whylen);
 
 		if (rc)
@@ -665,8 +731,8 @@ static int is_span(istream *is, uint64_t off, uint64_t n, bool zero,
 			for (uint64_t i = 0; i < len; i++)
 				if (p[i])
 					return BAD("%s: byte %" PRIu64
-						   " should be padding (zero)",
-						   is->path, off + i);
+					           " should be padding (zero)",
+					           is->path, off + i);
 		} else {
 			crc = psi_ckpt_crc(crc, p, len);
 		}
@@ -681,7 +747,7 @@ static int is_span(istream *is, uint64_t off, uint64_t n, bool zero,
 /* Checks one array (values or momentum) of segment s and the padding that
  * follows it; *pos moves past both. */
 static int verify_array(istream *is, const psi_ckpt_seg *s, bool momentum,
-			uint64_t *pos, char *why, size_t whylen)
+                        uint64_t *pos, char *why, size_t whylen)
 {
 	uint64_t bytes = s->numel * PS_ELEM_SIZE, end = *pos;
 	char what[PS_NAME_MAX + 128];
@@ -692,26 +758,25 @@ static int verify_array(istream *is, const psi_ckpt_seg *s, bool momentum,
 	if (rc)
 		return rc;
 	if (crc != (momentum ? s->momentum_crc : s->values_crc))
-		return BAD("%s: checksum mismatch in %s",
-			   is->path,
-			   psi_ckpt_describe(what, sizeof(what), s, momentum,
-					     is->tensors, is->ntensors));
+		return BAD("%s: checksum mismatch in %s", is->path,
+		           psi_ckpt_describe(what, sizeof(what), s, momentum,
+		                             is->tensors, is->ntensors));
 	advance(&end, bytes);
 	rc = is_span(is, *pos + bytes, end - *pos - bytes, true, NULL, why,
-		     whylen);
+	             whylen);
 	*pos = end;
 	return rc;
 }
 
 int psi_ckpt_shard_verify(const psi_ckpt_shard *sh,
-			  const ps_tensor_desc *tensors, uint32_t ntensors,
-			  char *why, size_t whylen)
+                          const ps_tensor_desc *tensors, uint32_t ntensors,
+                          char *why, size_t whylen)
 {
 	psi_ckpt_shard again;
 	istream is = {.fd = -1,
-		      .path = sh->path,
-		      .tensors = tensors,
-		      .ntensors = ntensors};
+	              .path = sh->path,
+	              .tensors = tensors,
+	              .ntensors = ntensors};
 	uint64_t pos = sh->data_at;
 	int rc;
 
@@ -722,7 +787,7 @@ int psi_ckpt_shard_verify(const psi_ckpt_shard *sh,
 		return rc;
 	if (again.meta_crc != sh->meta_crc || again.file_crc != sh->file_crc)
 		rc = BAD("%s: changed since the checkpoint was opened",
-			 sh->path);
+		         sh->path);
 	psi_ckpt_shard_free(&again);
 	if (rc)
 		return rc;
@@ -739,15 +804,14 @@ int psi_ckpt_shard_verify(const psi_ckpt_shard *sh,
 	rc = is_span(&is, 0, CK_HEADER_SIZE, false, NULL, why, whylen);
 	if (!rc)
 		rc = is_span(&is, CK_HEADER_SIZE,
-			     (uint64_t)sh->nsegs * CK_ENTRY_SIZE, false, NULL,
-			     why, whylen);
+		             (uint64_t)sh->nsegs * CK_ENTRY_SIZE, false, NULL,
+		             why, whylen);
 	if (!rc)
-		rc = is_span(&is,
-			     CK_HEADER_SIZE +
-				     (uint64_t)sh->nsegs * CK_ENTRY_SIZE,
-			     sh->data_at - CK_HEADER_SIZE -
-				     (uint64_t)sh->nsegs * CK_ENTRY_SIZE,
-			     true, NULL, why, whylen);
+		rc = is_span(
+		    &is, CK_HEADER_SIZE + (uint64_t)sh->nsegs * CK_ENTRY_SIZE,
+		    sh->data_at - CK_HEADER_SIZE -
+		        (uint64_t)sh->nsegs * CK_ENTRY_SIZE,
+		    true, NULL, why, whylen);
 	for (uint32_t i = 0; !rc && i < sh->nsegs; i++) {
 		const psi_ckpt_seg *s = &sh->segs[i];
 

@@ -14,6 +14,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "ckpt_fixture.h"
 #include "tmpdir.h"
 
 #include <errno.h>
@@ -35,117 +36,50 @@
 static char tmpdir[64];
 static char why[1024];
 
-/* ---- the model and the checkpoints written of it ---------------------- */
+/* ---- the checkpoints of ckpt_fixture.h ---------------------------------- */
 
-static const ps_tensor_desc MODEL[] = {
-	{"conv.w", 1000}, {"conv.b", 7}, {"fc.w", 4099}, {"fc.b", 13},
-	{"out.w", 257},
-};
-#define NT ((uint32_t)(sizeof(MODEL) / sizeof(MODEL[0])))
+#define MODEL    CKPT_FIX_MODEL
+#define NT       CKPT_FIX_NT
+#define CUT      CKPT_FIX_CUT
+#define NCUT     CKPT_FIX_NCUT
+#define PATH_CAP (PS_CKPT_PATH_MAX + 64) /* a checkpoint dir + a name */
+/* Elements whose bytes pass the writer's threshold (16 MiB) for computing
+ * the checksums on a helper thread. */
+#define BIG_NUMEL 5000000u
 
-/* Exact in float32: every value below 2^24 quarters. */
-static float value_of(uint32_t t, uint64_t i)
-{
-	return (float)(t * 100000u + i) * 0.25f;
-}
-
-/* conv.b is written without momentum: it reads back as zeros. */
-static float momentum_of(uint32_t t, uint64_t i)
-{
-	return t == 1 ? 0.0f : -(float)i - (float)t * 0.5f;
-}
-
-static uint64_t version_of(uint32_t t, uint64_t offset)
-{
-	return 100 + t * 10 + offset % 7;
-}
-
-typedef struct spec {
-	uint32_t shard, tensor;
-	uint64_t offset, numel;
-} spec;
-
-/* Segments cut at odd offsets; shard 1 holds whole small tensors side by
- * side, as a fused partition gives them. */
-static const spec CUT[] = {
-	{0, 0, 0, 333},   {0, 2, 0, 2047},  {0, 4, 100, 157},
-	{1, 0, 333, 667}, {1, 1, 0, 7},     {1, 3, 0, 13},
-	{1, 2, 2047, 2052}, {1, 4, 0, 100},
-};
-#define NCUT (sizeof(CUT) / sizeof(CUT[0]))
-
-static const ps_ckpt_meta META = {
-	.iteration = 0, /* set per checkpoint */
-	.mode = "sync",
-	.workers = 4,
-	.servers = 2,
-	.partition_size = 8192,
-	.preset = "ordo",
-	.seed = -42,
-	.config_ini = "[train]\nseed = -42\n[cluster]\nservers = 2\n",
-};
-
-/* Writes shard `shard` of the checkpoint in dir: the specs of that shard
- * (scale multiplies the element counts: a bigger file, same layout). */
 static int write_shard_of(const char *dir, uint32_t shard, uint64_t iteration,
-			  const spec *sp, size_t nsp)
+                          const ckpt_fix_spec *sp, size_t nsp)
 {
-	ps_ckpt_segment segs[16];
-	uint32_t n = 0;
-	int rc;
-
-	for (size_t k = 0; k < nsp; k++) {
-		const spec *s = &sp[k];
-		float *v, *m;
-
-		if (s->shard != shard)
-			continue;
-		v = malloc(s->numel * sizeof(float));
-		m = malloc(s->numel * sizeof(float));
-		assert_non_null(v);
-		assert_non_null(m);
-		for (uint64_t i = 0; i < s->numel; i++) {
-			v[i] = value_of(s->tensor, s->offset + i);
-			m[i] = momentum_of(s->tensor, s->offset + i);
-		}
-		segs[n++] = (ps_ckpt_segment){
-			.tensor = s->tensor,
-			.offset = s->offset,
-			.numel = s->numel,
-			.version = version_of(s->tensor, s->offset),
-			.values = v,
-			.momentum = s->tensor == 1 ? NULL : m,
-		};
-		if (s->tensor == 1)
-			free(m);
-	}
-	rc = ps_ckpt_write_shard(dir, shard, iteration, segs, n, why,
-				 sizeof(why));
-	for (uint32_t i = 0; i < n; i++) {
-		free((void *)segs[i].values);
-		free((void *)segs[i].momentum);
-	}
-	return rc;
+	return ckpt_fix_write_shard(dir, shard, iteration, sp, nsp, why,
+	                            sizeof(why));
 }
 
 /* ROOT/ckpt-ITER with both shards and (with manifest) the manifest. */
 static const char *write_ckpt(const char *root, uint64_t iteration,
-			      int manifest)
+                              int manifest)
 {
 	static char dir[PS_CKPT_PATH_MAX];
-	ps_ckpt_meta meta = META;
 
-	assert_int_equal(ps_ckpt_path(root, iteration, dir, sizeof(dir)),
-			 PS_OK);
-	for (uint32_t r = 0; r < 2; r++)
-		assert_int_equal(write_shard_of(dir, r, iteration, CUT, NCUT),
-				 PS_OK);
-	meta.iteration = iteration;
-	if (manifest)
-		assert_int_equal(ps_ckpt_write_manifest(dir, &meta, MODEL, NT,
-							2, why, sizeof(why)),
-				 PS_OK);
+	if (ckpt_fix_write(root, iteration, manifest, dir, sizeof(dir), why,
+	                   sizeof(why)) != PS_OK)
+		fail_msg("writing %s: %s", dir, why);
 	return dir;
+}
+
+/* A checkpoint of one shard in dir: segs of model, as iteration. */
+static void write_single(const char *dir, uint64_t iteration,
+                         const ps_ckpt_segment *segs, uint32_t nsegs,
+                         const ps_tensor_desc *model, uint32_t nt)
+{
+	ps_ckpt_meta meta = CKPT_FIX_META;
+
+	meta.iteration = iteration;
+	meta.servers = 1;
+	if (ps_ckpt_write_shard(dir, 0, iteration, segs, nsegs, why,
+	                        sizeof(why)) != PS_OK ||
+	    ps_ckpt_write_manifest(dir, &meta, model, nt, 1, why,
+	                           sizeof(why)) != PS_OK)
+		fail_msg("writing %s: %s", dir, why);
 }
 
 /* A path under tmpdir (static, 8 in rotation). */
@@ -164,7 +98,7 @@ static const char *at(const char *fmt, ...)
 }
 
 static int rm_entry(const char *path, const struct stat *st, int flag,
-		    struct FTW *ftw)
+                    struct FTW *ftw)
 {
 	(void)st;
 	(void)flag;
@@ -190,7 +124,7 @@ static void assert_why(const char *needle)
 		fail_msg("message '%s' does not contain '%s'", why, needle);
 }
 
-/* ---- reading back ------------------------------------------------------ */
+/* ---- reading back ------------------------------------------------------- */
 
 /* Fills and checks ranges of chunk elements over every tensor (shuffled
  * with seed), values and momentum; versions: the smallest of the written
@@ -208,15 +142,15 @@ static int read_cut(const ps_ckpt *ck, uint64_t chunk, unsigned seed)
 	for (uint32_t t = 0; t < NT; t++)
 		for (uint64_t o = 0; o < MODEL[t].numel; o += chunk) {
 			uint64_t len = MODEL[t].numel - o < chunk
-					       ? MODEL[t].numel - o
-					       : chunk;
+			                   ? MODEL[t].numel - o
+			                   : chunk;
 
 			r[n++] = (ps_ckpt_range){
-				.tensor = t,
-				.offset = o,
-				.numel = len,
-				.values = malloc(len * sizeof(float)),
-				.momentum = malloc(len * sizeof(float)),
+			    .tensor = t,
+			    .offset = o,
+			    .numel = len,
+			    .values = malloc(len * sizeof(float)),
+			    .momentum = malloc(len * sizeof(float)),
 			};
 		}
 	srand(seed);
@@ -234,18 +168,19 @@ static int read_cut(const ps_ckpt *ck, uint64_t chunk, unsigned seed)
 		for (uint64_t e = 0; e < r[i].numel; e++) {
 			uint64_t el = r[i].offset + e;
 
-			assert_true(r[i].values[e] == value_of(r[i].tensor, el));
+			assert_true(r[i].values[e] ==
+			            ckpt_fix_value(r[i].tensor, el));
 			assert_true(r[i].momentum[e] ==
-				    momentum_of(r[i].tensor, el));
+			            ckpt_fix_momentum(r[i].tensor, el));
 		}
 		for (size_t k = 0; k < NCUT; k++)
 			if (CUT[k].tensor == r[i].tensor &&
 			    CUT[k].offset < r[i].offset + r[i].numel &&
 			    CUT[k].offset + CUT[k].numel > r[i].offset &&
-			    version_of(CUT[k].tensor, CUT[k].offset) <
-				    want_version)
-				want_version =
-					version_of(CUT[k].tensor, CUT[k].offset);
+			    ckpt_fix_version(CUT[k].tensor, CUT[k].offset) <
+			        want_version)
+				want_version = ckpt_fix_version(CUT[k].tensor,
+				                                CUT[k].offset);
 		assert_int_equal(r[i].version, want_version);
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -272,7 +207,7 @@ static void test_round_trip(void **state)
 	assert_int_equal(m->partition_size, 8192);
 	assert_string_equal(m->preset, "ordo");
 	assert_int_equal(m->seed, -42);
-	assert_string_equal(m->config_ini, META.config_ini);
+	assert_string_equal(m->config_ini, CKPT_FIX_META.config_ini);
 	assert_int_equal(ps_ckpt_num_tensors(ck), NT);
 	assert_int_equal(ps_ckpt_num_shards(ck), 2);
 	assert_string_equal(ps_ckpt_dir(ck), dir);
@@ -281,7 +216,7 @@ static void test_round_trip(void **state)
 		assert_int_equal(ps_ckpt_tensors(ck)[t].numel, MODEL[t].numel);
 	}
 	assert_int_equal(ps_ckpt_check_model(ck, MODEL, NT, why, sizeof(why)),
-			 PS_OK);
+	                 PS_OK);
 	assert_int_equal(ps_ckpt_verify(ck, why, sizeof(why)), PS_OK);
 
 	/* exactly the written segments: the versions as written */
@@ -289,20 +224,20 @@ static void test_round_trip(void **state)
 		float *v = malloc(CUT[k].numel * sizeof(float));
 		float *mo = malloc(CUT[k].numel * sizeof(float));
 		ps_ckpt_range r = {.tensor = CUT[k].tensor,
-				   .offset = CUT[k].offset,
-				   .numel = CUT[k].numel,
-				   .values = v,
-				   .momentum = mo};
+		                   .offset = CUT[k].offset,
+		                   .numel = CUT[k].numel,
+		                   .values = v,
+		                   .momentum = mo};
 
-		assert_int_equal(ps_ckpt_read_ranges(ck, &r, 1, why,
-						     sizeof(why)),
-				 PS_OK);
-		assert_int_equal(r.version,
-				 version_of(CUT[k].tensor, CUT[k].offset));
+		assert_int_equal(
+		    ps_ckpt_read_ranges(ck, &r, 1, why, sizeof(why)), PS_OK);
+		assert_int_equal(
+		    r.version, ckpt_fix_version(CUT[k].tensor, CUT[k].offset));
 		for (uint64_t e = 0; e < r.numel; e++) {
-			assert_true(v[e] == value_of(r.tensor, r.offset + e));
+			assert_true(v[e] ==
+			            ckpt_fix_value(r.tensor, r.offset + e));
 			assert_true(mo[e] ==
-				    momentum_of(r.tensor, r.offset + e));
+			            ckpt_fix_momentum(r.tensor, r.offset + e));
 		}
 		free(v);
 		free(mo);
@@ -317,37 +252,37 @@ static void test_round_trip(void **state)
 	{
 		float a[200], b[300], c[2];
 		ps_ckpt_range r[3] = {
-			{.tensor = 2, .offset = 1950, .numel = 200, .values = a},
-			{.tensor = 2, .offset = 1900, .numel = 300,
-			 .momentum = b},
-			{.tensor = 2, .offset = 2046, .numel = 2, .values = c},
+		    {.tensor = 2, .offset = 1950, .numel = 200, .values = a},
+		    {.tensor = 2, .offset = 1900, .numel = 300, .momentum = b},
+		    {.tensor = 2, .offset = 2046, .numel = 2, .values = c},
 		};
 
-		assert_int_equal(ps_ckpt_read_ranges(ck, r, 3, why,
-						     sizeof(why)),
-				 PS_OK);
+		assert_int_equal(
+		    ps_ckpt_read_ranges(ck, r, 3, why, sizeof(why)), PS_OK);
 		for (int e = 0; e < 200; e++)
-			assert_true(a[e] == value_of(2, 1950 + (uint64_t)e));
+			assert_true(a[e] ==
+			            ckpt_fix_value(2, 1950 + (uint64_t)e));
 		for (int e = 0; e < 300; e++)
-			assert_true(b[e] == momentum_of(2, 1900 + (uint64_t)e));
-		assert_true(c[0] == value_of(2, 2046));
-		assert_true(c[1] == value_of(2, 2047));
-		assert_int_equal(r[0].version, version_of(2, 0));
+			assert_true(b[e] ==
+			            ckpt_fix_momentum(2, 1900 + (uint64_t)e));
+		assert_true(c[0] == ckpt_fix_value(2, 2046));
+		assert_true(c[1] == ckpt_fix_value(2, 2047));
+		assert_int_equal(r[0].version, ckpt_fix_version(2, 0));
 	}
 	/* ranges outside a tensor */
 	{
 		float a[8];
-		ps_ckpt_range r = {.tensor = 1, .offset = 3, .numel = 5,
-				   .values = a};
+		ps_ckpt_range r = {
+		    .tensor = 1, .offset = 3, .numel = 5, .values = a};
 
-		assert_int_equal(ps_ckpt_read_ranges(ck, &r, 1, why,
-						     sizeof(why)),
-				 PS_EINVAL);
+		assert_int_equal(
+		    ps_ckpt_read_ranges(ck, &r, 1, why, sizeof(why)),
+		    PS_EINVAL);
 		assert_why("not within tensor 'conv.b' (7 elements)");
 		r.tensor = NT;
-		assert_int_equal(ps_ckpt_read_ranges(ck, &r, 1, why,
-						     sizeof(why)),
-				 PS_EINVAL);
+		assert_int_equal(
+		    ps_ckpt_read_ranges(ck, &r, 1, why, sizeof(why)),
+		    PS_EINVAL);
 	}
 	ps_ckpt_close(&ck);
 	assert_null(ck);
@@ -363,7 +298,7 @@ static void test_many_ranges(void **state)
 	float *v = malloc(NUMEL * sizeof(float)), *out;
 	size_t nr = (NUMEL + RANGE - 1) / RANGE;
 	ps_ckpt_range *r = calloc(nr, sizeof(*r));
-	ps_ckpt_meta meta = META;
+	ps_ckpt_meta meta = CKPT_FIX_META;
 	ps_ckpt *ck;
 
 	(void)state;
@@ -378,20 +313,20 @@ static void test_many_ranges(void **state)
 
 		for (uint32_t k = s; k < SEGS; k += 3)
 			segs[n++] = (ps_ckpt_segment){
-				.tensor = 0,
-				.offset = (uint64_t)k * (NUMEL / SEGS),
-				.numel = NUMEL / SEGS,
-				.version = k,
-				.values = v + (uint64_t)k * (NUMEL / SEGS),
+			    .tensor = 0,
+			    .offset = (uint64_t)k * (NUMEL / SEGS),
+			    .numel = NUMEL / SEGS,
+			    .version = k,
+			    .values = v + (uint64_t)k * (NUMEL / SEGS),
 			};
-		assert_int_equal(ps_ckpt_write_shard(dir, s, 7, segs, n, why,
-						     sizeof(why)),
-				 PS_OK);
+		assert_int_equal(
+		    ps_ckpt_write_shard(dir, s, 7, segs, n, why, sizeof(why)),
+		    PS_OK);
 	}
 	meta.iteration = 7;
-	assert_int_equal(ps_ckpt_write_manifest(dir, &meta, model, 1, 3, why,
-						sizeof(why)),
-			 PS_OK);
+	assert_int_equal(
+	    ps_ckpt_write_manifest(dir, &meta, model, 1, 3, why, sizeof(why)),
+	    PS_OK);
 	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_OK);
 	out = malloc(NUMEL * sizeof(float));
 	for (size_t i = 0; i < nr; i++) {
@@ -399,18 +334,17 @@ static void test_many_ranges(void **state)
 		uint64_t off = (uint64_t)j * RANGE;
 
 		r[i] = (ps_ckpt_range){
-			.tensor = 0,
-			.offset = off,
-			.numel = NUMEL - off < RANGE ? NUMEL - off : RANGE,
-			.values = out + off,
+		    .tensor = 0,
+		    .offset = off,
+		    .numel = NUMEL - off < RANGE ? NUMEL - off : RANGE,
+		    .values = out + off,
 		};
 	}
 	assert_int_equal(ps_ckpt_read_ranges(ck, r, nr, why, sizeof(why)),
-			 PS_OK);
+	                 PS_OK);
 	assert_memory_equal(out, v, NUMEL * sizeof(float));
 	for (size_t i = 0; i < nr; i++)
-		assert_int_equal(r[i].version,
-				 r[i].offset / (NUMEL / SEGS));
+		assert_int_equal(r[i].version, r[i].offset / (NUMEL / SEGS));
 	ps_ckpt_close(&ck);
 	free(out);
 	free(r);
@@ -418,26 +352,107 @@ static void test_many_ranges(void **state)
 	free(segs);
 }
 
-/* ---- write_manifest's checks ---------------------------------------------- */
+/* A shard of 42 MB: checksums on the writer's helper thread, arrays read
+ * straight into the caller's buffers, and through the bounce buffer. */
+static void test_big_shard(void **state)
+{
+	enum { TAIL = 500000 };
+	ps_tensor_desc model[2] = {{"huge", BIG_NUMEL + TAIL}, {"tiny", 3}};
+	const char *dir = at("big");
+	float *v = malloc((BIG_NUMEL + TAIL) * sizeof(float));
+	float *m = malloc(BIG_NUMEL * sizeof(float));
+	float *out = malloc((BIG_NUMEL + TAIL) * sizeof(float));
+	float *mout = malloc((BIG_NUMEL + TAIL) * sizeof(float));
+	float tiny[3] = {1.5f, 2.5f, 3.5f};
+	ps_ckpt_range r[6];
+	ps_ckpt *ck;
+
+	(void)state;
+	assert_non_null(v);
+	assert_non_null(m);
+	assert_non_null(out);
+	assert_non_null(mout);
+	for (uint32_t i = 0; i < BIG_NUMEL + TAIL; i++)
+		v[i] = (float)i;
+	for (uint32_t i = 0; i < BIG_NUMEL; i++)
+		m[i] = -(float)i;
+	{
+		ps_ckpt_segment segs[3] = {
+		    {.tensor = 0,
+		     .offset = 0,
+		     .numel = BIG_NUMEL,
+		     .version = 5,
+		     .values = v,
+		     .momentum = m},
+		    {.tensor = 1,
+		     .offset = 0,
+		     .numel = 3,
+		     .version = 6,
+		     .values = tiny},
+		    {.tensor = 0,
+		     .offset = BIG_NUMEL,
+		     .numel = TAIL,
+		     .version = 4,
+		     .values = v + BIG_NUMEL},
+		};
+
+		write_single(dir, 9, segs, 3, model, 2);
+	}
+	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_OK);
+	assert_int_equal(ps_ckpt_verify(ck, why, sizeof(why)), PS_OK);
+	/* one range: both segments wholly inside it, read in place */
+	r[0] = (ps_ckpt_range){.tensor = 0,
+	                       .numel = BIG_NUMEL + TAIL,
+	                       .values = out,
+	                       .momentum = mout};
+	assert_int_equal(ps_ckpt_read_ranges(ck, r, 1, why, sizeof(why)),
+	                 PS_OK);
+	assert_memory_equal(out, v, (BIG_NUMEL + TAIL) * sizeof(float));
+	assert_memory_equal(mout, m, BIG_NUMEL * sizeof(float));
+	for (uint32_t i = 0; i < TAIL; i++)
+		assert_true(mout[BIG_NUMEL + i] == 0.0f);
+	assert_int_equal(r[0].version, 4);
+	/* five ranges across the segment border: through the buffer */
+	memset(out, 0, (BIG_NUMEL + TAIL) * sizeof(float));
+	for (int k = 0; k < 5; k++)
+		r[k] = (ps_ckpt_range){
+		    .tensor = 0,
+		    .offset = (uint64_t)k * (BIG_NUMEL + TAIL) / 5,
+		    .numel = (BIG_NUMEL + TAIL) / 5,
+		    .values = out + (uint64_t)k * (BIG_NUMEL + TAIL) / 5,
+		};
+	assert_int_equal(ps_ckpt_read_ranges(ck, r, 5, why, sizeof(why)),
+	                 PS_OK);
+	assert_memory_equal(out, v, (BIG_NUMEL + TAIL) * sizeof(float));
+	assert_int_equal(r[0].version, 5);
+	assert_int_equal(r[4].version, 4);
+	ps_ckpt_close(&ck);
+	free(v);
+	free(m);
+	free(out);
+	free(mout);
+}
+
+/* ---- write_manifest's checks -------------------------------------------- */
 
 static int manifest_of(const char *dir, uint64_t iteration, uint32_t nshards)
 {
-	ps_ckpt_meta meta = META;
+	ps_ckpt_meta meta = CKPT_FIX_META;
 
 	meta.iteration = iteration;
 	return ps_ckpt_write_manifest(dir, &meta, MODEL, NT, nshards, why,
-				      sizeof(why));
+	                              sizeof(why));
 }
 
 static void test_manifest_refuses(void **state)
 {
-	spec cut[NCUT + 1];
+	ckpt_fix_spec cut[16];
 	const char *dir;
 
 	(void)state;
 	/* a gap: fc.w elements 2047..4098 missing (shard 1 lacks them) */
 	dir = at("gap");
-	memcpy(cut, CUT, sizeof(CUT));
+	memcpy(cut, CUT, NCUT * sizeof(*cut));
 	cut[6].numel = 2000;
 	assert_int_equal(write_shard_of(dir, 0, 5, cut, NCUT), PS_OK);
 	assert_int_equal(write_shard_of(dir, 1, 5, cut, NCUT), PS_OK);
@@ -447,27 +462,27 @@ static void test_manifest_refuses(void **state)
 
 	/* an overlap: one more segment of conv.w in shard 1 */
 	dir = at("overlap");
-	memcpy(cut, CUT, sizeof(CUT));
-	cut[NCUT] = (spec){1, 0, 300, 40};
+	memcpy(cut, CUT, NCUT * sizeof(*cut));
+	cut[NCUT] = (ckpt_fix_spec){1, 0, 300, 40};
 	assert_int_equal(write_shard_of(dir, 0, 5, cut, NCUT + 1), PS_OK);
 	assert_int_equal(write_shard_of(dir, 1, 5, cut, NCUT + 1), PS_OK);
 	assert_int_equal(manifest_of(dir, 5, 2), PS_EPROTO);
 	assert_why("tensor 0 'conv.w': element 300 is in two segments "
-		   "(shard-0.bin segment 0 and shard-1.bin segment 5)");
+	           "(shard-0.bin segment 0 and shard-1.bin segment 5)");
 
 	/* a tensor missing entirely, segments outside a tensor */
 	dir = at("missing-tensor");
-	memcpy(cut, CUT, sizeof(CUT));
+	memcpy(cut, CUT, NCUT * sizeof(*cut));
 	cut[5].tensor = 4; /* fc.b's segment becomes out.w 0..12 */
 	assert_int_equal(write_shard_of(dir, 0, 5, cut, NCUT), PS_OK);
 	assert_int_equal(write_shard_of(dir, 1, 5, cut, NCUT), PS_OK);
 	assert_int_equal(manifest_of(dir, 5, 2), PS_EPROTO);
 	assert_why("tensor 3 'fc.b': elements 0..12 are in no shard");
-	cut[5] = (spec){1, 3, 5, 13};
+	cut[5] = (ckpt_fix_spec){1, 3, 5, 13};
 	assert_int_equal(write_shard_of(dir, 1, 5, cut, NCUT), PS_OK);
 	assert_int_equal(manifest_of(dir, 5, 2), PS_EPROTO);
 	assert_why("shard-1.bin: segment 2: elements 5..17 are outside "
-		   "tensor 'fc.b' (13 elements)");
+	           "tensor 'fc.b' (13 elements)");
 
 	/* a missing shard, a shard of another iteration */
 	dir = write_ckpt(at("shards"), 5, 0);
@@ -483,24 +498,13 @@ static void test_manifest_refuses(void **state)
 	assert_false(exists(at("shards/ckpt-000000000005/manifest.json.tmp")));
 }
 
-/* ---- open's checks --------------------------------------------------------- */
+/* ---- open's checks ------------------------------------------------------ */
 
 static uint8_t *slurp(const char *path, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
-	uint8_t *b;
-	long n;
+	uint8_t *b = test_read_file(path, len);
 
-	assert_non_null(f);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	b = malloc((size_t)n + 1);
 	assert_non_null(b);
-	assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	b[n] = 0;
-	*len = (size_t)n;
 	return b;
 }
 
@@ -533,15 +537,15 @@ static int open_and_read(const char *dir)
 static void test_open_truncated(void **state)
 {
 	const char *dir = write_ckpt(at("trunc"), 3, 1);
-	char shard[PS_CKPT_PATH_MAX];
+	char shard[PATH_CAP];
 	uint8_t *orig;
 	size_t len;
 
 	(void)state;
 	snprintf(shard, sizeof(shard), "%s/shard-1.bin", dir);
 	orig = slurp(shard, &len);
-	const size_t cuts[] = {0, 10, 64, 100, 700, len / 2, len - 33,
-			       len - 32, len - 1};
+	const size_t cuts[] = {0,       10,       64,       100,    700,
+	                       len / 2, len - 33, len - 32, len - 1};
 	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
 		spit(shard, orig, cuts[i]);
 		assert_int_not_equal(open_and_read(dir), PS_OK);
@@ -558,9 +562,9 @@ static void test_open_truncated(void **state)
 /* Flips byte off of dir/name, expects open or read to fail with a message
  * containing needle, restores the byte. */
 static void flip(const char *dir, const char *name, size_t off,
-		 const char *needle)
+                 const char *needle)
 {
-	char path[PS_CKPT_PATH_MAX];
+	char path[PATH_CAP];
 	uint8_t *b;
 	size_t len;
 
@@ -603,7 +607,7 @@ static void test_open_flipped(void **state)
 	/* a flipped value: open succeeds, the read fails, nothing wrong is
 	 * ever handed out as good */
 	{
-		char path[PS_CKPT_PATH_MAX];
+		char path[PATH_CAP];
 		uint8_t *b;
 		size_t len;
 
@@ -612,14 +616,14 @@ static void test_open_flipped(void **state)
 		b[384 + 2 * 2688] ^= 1;
 		spit(path, b, len);
 		assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)),
-				 PS_OK);
-		assert_int_equal(ps_ckpt_read_ranges(ck, &r, 1, why,
-						     sizeof(why)),
-				 PS_EPROTO);
+		                 PS_OK);
+		assert_int_equal(
+		    ps_ckpt_read_ranges(ck, &r, 1, why, sizeof(why)),
+		    PS_EPROTO);
 		assert_why("checksum mismatch in segment 1 (tensor 'conv.b' "
-			   "elements 0..6, values)");
+		           "elements 0..6, values)");
 		assert_int_equal(ps_ckpt_verify(ck, why, sizeof(why)),
-				 PS_EPROTO);
+		                 PS_EPROTO);
 		ps_ckpt_close(&ck);
 		b[384 + 2 * 2688] ^= 1;
 		spit(path, b, len);
@@ -630,7 +634,7 @@ static void test_open_flipped(void **state)
 static void test_open_missing(void **state)
 {
 	const char *dir = write_ckpt(at("miss"), 3, 1);
-	char path[PS_CKPT_PATH_MAX];
+	char path[PATH_CAP];
 	ps_ckpt *ck = NULL;
 
 	(void)state;
@@ -645,7 +649,7 @@ static void test_open_missing(void **state)
 	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_ENOENT);
 	assert_why("not a checkpoint (no manifest.json)");
 	assert_int_equal(ps_ckpt_open(at("nowhere"), &ck, why, sizeof(why)),
-			 PS_ENOENT);
+	                 PS_ENOENT);
 }
 
 static void test_check_model(void **state)
@@ -656,27 +660,27 @@ static void test_check_model(void **state)
 
 	(void)state;
 	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_OK);
-	memcpy(other, MODEL, sizeof(MODEL));
+	memcpy(other, MODEL, NT * sizeof(*other));
 	strcpy(other[2].name, "fc.x");
 	assert_int_equal(ps_ckpt_check_model(ck, other, NT, why, sizeof(why)),
-			 PS_EINVAL);
+	                 PS_EINVAL);
 	assert_string_equal(why, "tensor 2: the checkpoint has 'fc.w' (4099 "
-				 "elements), the job 'fc.x' (4099)");
-	memcpy(other, MODEL, sizeof(MODEL));
+	                         "elements), the job 'fc.x' (4099)");
+	memcpy(other, MODEL, NT * sizeof(*other));
 	other[3].numel = 14;
 	assert_int_equal(ps_ckpt_check_model(ck, other, NT, why, sizeof(why)),
-			 PS_EINVAL);
+	                 PS_EINVAL);
 	assert_why("tensor 3: the checkpoint has 'fc.b' (13 elements), the "
-		   "job 'fc.b' (14)");
-	assert_int_equal(ps_ckpt_check_model(ck, MODEL, NT - 1, why,
-					     sizeof(why)),
-			 PS_EINVAL);
+	           "job 'fc.b' (14)");
+	assert_int_equal(
+	    ps_ckpt_check_model(ck, MODEL, NT - 1, why, sizeof(why)),
+	    PS_EINVAL);
 	assert_why("tensor 4: the checkpoint has 'out.w'");
-	memcpy(other, MODEL, sizeof(MODEL));
+	memcpy(other, MODEL, NT * sizeof(*other));
 	other[NT] = (ps_tensor_desc){"extra", 3};
-	assert_int_equal(ps_ckpt_check_model(ck, other, NT + 1, why,
-					     sizeof(why)),
-			 PS_EINVAL);
+	assert_int_equal(
+	    ps_ckpt_check_model(ck, other, NT + 1, why, sizeof(why)),
+	    PS_EINVAL);
 	assert_why("tensor 5: the job has 'extra'");
 	ps_ckpt_close(&ck);
 }
@@ -684,7 +688,7 @@ static void test_check_model(void **state)
 /* Rewrites dir's manifest after edit() with a correct checksum. */
 static void edit_manifest(const char *dir, void (*edit)(json_t *), int fix)
 {
-	char path[PS_CKPT_PATH_MAX], *text;
+	char path[PATH_CAP], *text;
 	json_error_t je;
 	json_t *root;
 
@@ -695,10 +699,9 @@ static void edit_manifest(const char *dir, void (*edit)(json_t *), int fix)
 	if (fix) {
 		json_object_del(root, "crc32");
 		text = json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS);
-		json_object_set_new(
-			root, "crc32",
-			json_integer((json_int_t)crc32(0, (void *)text,
-						       (uInt)strlen(text))));
+		json_object_set_new(root, "crc32",
+		                    json_integer((json_int_t)crc32(
+		                        0, (void *)text, (uInt)strlen(text))));
 		free(text);
 	}
 	assert_int_equal(json_dump_file(root, path, JSON_INDENT(2)), 0);
@@ -718,7 +721,7 @@ static void no_seed(json_t *m)
 static void servers_string(json_t *m)
 {
 	json_object_set_new(json_object_get(m, "layout"), "servers",
-			    json_string("2"));
+	                    json_string("2"));
 }
 
 static void other_iteration(json_t *m)
@@ -733,10 +736,38 @@ static void path_escape(json_t *m)
 	json_object_set_new(s, "file", json_string("../shard-0.bin"));
 }
 
+static void long_name(json_t *m)
+{
+	json_t *t = json_array_get(json_object_get(m, "tensors"), 1);
+	char name[PS_NAME_MAX + 1];
+
+	memset(name, 'x', PS_NAME_MAX); /* one byte too many */
+	name[PS_NAME_MAX] = '\0';
+	json_object_set_new(t, "name", json_string(name));
+}
+
 static void no_change(json_t *m)
 {
 	(void)m;
 }
+
+static const struct edit_case {
+	void (*edit)(json_t *);
+	int fix; /* the checksum */
+	int rc;
+	const char *needle;
+} EDITS[] = {
+    {other_iteration, 0, PS_EPROTO, "manifest.json: checksum mismatch"},
+    {other_iteration, 1, PS_EPROTO,
+     "shard-0.bin: written for iteration 4, the manifest is of 99"},
+    {no_seed, 1, PS_EPROTO, "manifest.json: 'seed' is missing"},
+    {servers_string, 1, PS_EPROTO,
+     "manifest.json: 'layout.servers' is not an integer"},
+    {path_escape, 1, PS_EPROTO,
+     "'shards[0]' names a file other than its rank's"},
+    {long_name, 1, PS_EPROTO,
+     "'tensors[1].name' is empty or longer than 63 bytes"},
+};
 
 static void test_manifest_edits(void **state)
 {
@@ -747,33 +778,21 @@ static void test_manifest_edits(void **state)
 	edit_manifest(dir, newer, 1);
 	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_ENOTSUP);
 	assert_why("manifest.json: format version 2 is newer than this ordo "
-		   "reads (1)");
+	           "reads (1)");
 	edit_manifest(dir, newer, 0); /* still refused: newer, not damaged */
 	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_ENOTSUP);
 
-	dir = write_ckpt(at("edit"), 4, 1);
-	edit_manifest(dir, other_iteration, 0);
-	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_EPROTO);
-	assert_why("manifest.json: checksum mismatch");
-	edit_manifest(dir, other_iteration, 1);
-	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_EPROTO);
-	assert_why("shard-0.bin: written for iteration 4, the manifest is of "
-		   "99");
+	/* each edit on a fresh checkpoint, with or without the checksum
+	 * fixed: the error and the message */
+	for (size_t i = 0; i < sizeof(EDITS) / sizeof(EDITS[0]); i++) {
+		const struct edit_case *e = &EDITS[i];
 
-	dir = write_ckpt(at("edit"), 5, 1);
-	edit_manifest(dir, no_seed, 1);
-	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_EPROTO);
-	assert_why("manifest.json: 'seed' is missing");
-
-	dir = write_ckpt(at("edit"), 6, 1);
-	edit_manifest(dir, servers_string, 1);
-	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_EPROTO);
-	assert_why("manifest.json: 'layout.servers' is not an integer");
-
-	dir = write_ckpt(at("edit"), 7, 1);
-	edit_manifest(dir, path_escape, 1);
-	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_EPROTO);
-	assert_why("'shards[0]' names a file other than its rank's");
+		dir = write_ckpt(at("edit"), 4, 1);
+		edit_manifest(dir, e->edit, e->fix);
+		assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)),
+		                 e->rc);
+		assert_why(e->needle);
+	}
 
 	/* re-indented, same content: still good */
 	dir = write_ckpt(at("edit"), 8, 1);
@@ -790,12 +809,12 @@ static void test_manifest_edits(void **state)
 	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_EPROTO);
 	assert_why("manifest.json: not a JSON object");
 	assert_non_null(test_write_file(dir, "manifest.json",
-					"{\"format\": \"ordo-model\"}"));
+	                                "{\"format\": \"ordo-model\"}"));
 	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_EPROTO);
 	assert_why("not an ordo checkpoint manifest (format 'ordo-model')");
 }
 
-/* ---- writing failures ------------------------------------------------------ */
+/* ---- writing failures --------------------------------------------------- */
 
 static void test_unwritable(void **state)
 {
@@ -807,9 +826,8 @@ static void test_unwritable(void **state)
 	(void)state;
 	assert_non_null(file);
 	snprintf(dir, sizeof(dir), "%s/sub/ckpt", file);
-	assert_int_not_equal(ps_ckpt_write_shard(dir, 0, 1, &s, 1, why,
-						 sizeof(why)),
-			     PS_OK);
+	assert_int_not_equal(
+	    ps_ckpt_write_shard(dir, 0, 1, &s, 1, why, sizeof(why)), PS_OK);
 	assert_why(file);
 	assert_why("Not a directory");
 
@@ -817,32 +835,31 @@ static void test_unwritable(void **state)
 		const char *ro = at("readonly");
 
 		assert_int_equal(mkdir(ro, 0555), 0);
-		assert_int_equal(ps_ckpt_write_shard(ro, 0, 1, &s, 1, why,
-						     sizeof(why)),
-				 PS_EIO);
+		assert_int_equal(
+		    ps_ckpt_write_shard(ro, 0, 1, &s, 1, why, sizeof(why)),
+		    PS_EIO);
 		assert_why("Permission denied");
 		chmod(ro, 0755);
 	} else {
 		print_message("running as root: the chmod 0555 case is "
-			      "skipped (root writes anyway)\n");
+		              "skipped (root writes anyway)\n");
 	}
 
 	/* bad segments */
 	s.numel = 0;
-	assert_int_equal(ps_ckpt_write_shard(at("bad"), 0, 1, &s, 1, why,
-					     sizeof(why)),
-			 PS_EINVAL);
+	assert_int_equal(
+	    ps_ckpt_write_shard(at("bad"), 0, 1, &s, 1, why, sizeof(why)),
+	    PS_EINVAL);
 	s.numel = 4;
 	s.values = NULL;
-	assert_int_equal(ps_ckpt_write_shard(at("bad"), 0, 1, &s, 1, why,
-					     sizeof(why)),
-			 PS_EINVAL);
-	assert_int_equal(ps_ckpt_path(tmpdir, 1000000000000ull, dir,
-				      sizeof(dir)),
-			 PS_EINVAL);
+	assert_int_equal(
+	    ps_ckpt_write_shard(at("bad"), 0, 1, &s, 1, why, sizeof(why)),
+	    PS_EINVAL);
+	assert_int_equal(
+	    ps_ckpt_path(tmpdir, 1000000000000ull, dir, sizeof(dir)),
+	    PS_EINVAL);
 	assert_int_equal(ps_ckpt_path(tmpdir, 1, dir, 10), PS_EINVAL);
-	assert_int_equal(ps_ckpt_prune(tmpdir, 0, why, sizeof(why)),
-			 PS_EINVAL);
+	assert_int_equal(ps_ckpt_prune(tmpdir, 0, why, sizeof(why)), PS_EINVAL);
 }
 
 static void test_disk_full(void **state)
@@ -851,7 +868,6 @@ static void test_disk_full(void **state)
 	float *big;
 	ps_tensor_desc model[1] = {{"w", 100000}};
 	ps_ckpt_segment s = {.tensor = 0, .numel = 100000, .version = 1};
-	ps_ckpt_meta meta = META;
 	ps_ckpt *ck;
 
 	(void)state;
@@ -859,32 +875,31 @@ static void test_disk_full(void **state)
 	assert_int_equal(mkdir(mnt, 0755), 0);
 	if (mount("ordo-test", mnt, "tmpfs", 0, "size=1m") != 0) {
 		print_message("cannot mount a tmpfs (%s): the disk-full case "
-			      "is skipped\n",
-			      strerror(errno));
+		              "is skipped\n",
+		              strerror(errno));
 		return;
 	}
-	big = calloc(400000, sizeof(float));
+	big = calloc(BIG_NUMEL, sizeof(float));
 	assert_non_null(big);
 	s.values = big;
 	s.momentum = big;
 	/* 100000 elements, values and momentum: 800 KB, fits */
 	assert_int_equal(ps_ckpt_path(mnt, 1, dir, sizeof(dir)), PS_OK);
-	assert_int_equal(ps_ckpt_write_shard(dir, 0, 1, &s, 1, why,
-					     sizeof(why)),
-			 PS_OK);
-	meta.iteration = 1;
-	assert_int_equal(ps_ckpt_write_manifest(dir, &meta, model, 1, 1, why,
-						sizeof(why)),
-			 PS_OK);
+	write_single(dir, 1, &s, 1, model, 1);
 	/* the second does not fit */
 	assert_int_equal(ps_ckpt_path(mnt, 2, dir, sizeof(dir)), PS_OK);
-	assert_int_equal(ps_ckpt_write_shard(dir, 0, 2, &s, 1, why,
-					     sizeof(why)),
-			 PS_EIO);
+	assert_int_equal(
+	    ps_ckpt_write_shard(dir, 0, 2, &s, 1, why, sizeof(why)), PS_EIO);
 	assert_why("shard-0.bin.tmp");
 	assert_why("No space left on device");
 	assert_false(exists(at("small-fs/ckpt-000000000002/shard-0.bin.tmp")));
 	assert_false(exists(at("small-fs/ckpt-000000000002/shard-0.bin")));
+	/* nor does a big one, its checksums computed on a thread */
+	s.numel = BIG_NUMEL;
+	assert_int_equal(
+	    ps_ckpt_write_shard(dir, 0, 2, &s, 1, why, sizeof(why)), PS_EIO);
+	assert_why("shard-0.bin.tmp: write: No space left on device");
+	assert_false(exists(at("small-fs/ckpt-000000000002/shard-0.bin.tmp")));
 	/* the first is intact */
 	assert_int_equal(ps_ckpt_path(mnt, 1, dir, sizeof(dir)), PS_OK);
 	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_OK);
@@ -895,14 +910,14 @@ static void test_disk_full(void **state)
 		uint64_t it;
 
 		assert_int_equal(ps_ckpt_latest(mnt, root, sizeof(root), &it),
-				 PS_OK);
+		                 PS_OK);
 		assert_int_equal(it, 1);
 	}
 	free(big);
 	assert_int_equal(umount2(mnt, MNT_DETACH), 0);
 }
 
-/* ---- latest and prune ------------------------------------------------------ */
+/* ---- latest and prune --------------------------------------------------- */
 
 static void test_latest(void **state)
 {
@@ -912,25 +927,23 @@ static void test_latest(void **state)
 	(void)state;
 	snprintf(root, sizeof(root), "%s", at("latest"));
 	assert_int_equal(ps_ckpt_latest(root, path, sizeof(path), &it),
-			 PS_ENOENT);
+	                 PS_ENOENT);
 	write_ckpt(root, 10, 1);
 	write_ckpt(root, 20, 1);
 	write_ckpt(root, 30, 0); /* shards, no manifest */
 	/* a damaged manifest, a symlink and a longer name: all ignored */
 	write_ckpt(root, 40, 1);
 	assert_non_null(test_write_file(at("latest/ckpt-000000000040"),
-					"manifest.json", "{"));
-	assert_int_equal(symlink("ckpt-000000000020",
-				 at("latest/ckpt-000000000050")),
-			 0);
+	                                "manifest.json", "{"));
+	assert_int_equal(
+	    symlink("ckpt-000000000020", at("latest/ckpt-000000000050")), 0);
 	assert_int_equal(mkdir(at("latest/ckpt-0000000000060"), 0755), 0);
 	assert_int_equal(ps_ckpt_latest(root, path, sizeof(path), &it), PS_OK);
 	assert_int_equal(it, 20);
 	assert_string_equal(path, at("latest/ckpt-000000000020"));
 	assert_int_equal(ps_ckpt_latest(root, path, 8, NULL), PS_EINVAL);
-	assert_int_equal(ps_ckpt_latest(at("nowhere"), path, sizeof(path),
-					NULL),
-			 PS_ENOENT);
+	assert_int_equal(
+	    ps_ckpt_latest(at("nowhere"), path, sizeof(path), NULL), PS_ENOENT);
 }
 
 static void test_prune(void **state)
@@ -971,14 +984,29 @@ static void test_prune(void **state)
 	assert_true(exists(at("prune/ckpt-000000000040/manifest.json")));
 	assert_true(exists(at("prune/ckpt-000000000050/shard-0.bin")));
 	assert_true(exists(at("prune-outside/precious")));
+	/* an old directory holding a directory: not recursed into; the
+	 * error names it, and the rest is pruned all the same */
+	write_ckpt(root, 60, 1);
+	write_ckpt(root, 2, 0);
+	assert_int_equal(mkdir(at("prune/ckpt-000000000002/sub"), 0755), 0);
+	assert_non_null(
+	    test_write_file(at("prune/ckpt-000000000002/sub"), "deep", "x"));
+	assert_int_equal(ps_ckpt_prune(root, 1, why, sizeof(why)), PS_EIO);
+	assert_why("ckpt-000000000002: cannot remove 'sub': Is a directory");
+	assert_true(exists(at("prune/ckpt-000000000002/sub/deep")));
+	assert_false(exists(at("prune/ckpt-000000000002/shard-0.bin")));
+	assert_false(exists(at("prune/ckpt-000000000040")));
+	assert_true(exists(at("prune/ckpt-000000000060/manifest.json")));
+	assert_true(exists(at("prune-outside/precious")));
+
 	/* nothing complete: nothing removed */
 	write_ckpt(at("prune-none"), 1, 0);
 	assert_int_equal(ps_ckpt_prune(at("prune-none"), 1, why, sizeof(why)),
-			 PS_OK);
+	                 PS_OK);
 	assert_true(exists(at("prune-none/ckpt-000000000001/shard-1.bin")));
 }
 
-/* ---- .npy ------------------------------------------------------------------ */
+/* ---- .npy --------------------------------------------------------------- */
 
 static void check_npy(const char *path, uint32_t t, int momentum)
 {
@@ -993,9 +1021,9 @@ static void check_npy(const char *path, uint32_t t, int momentum)
 	assert_int_equal((10 + hlen) % 64, 0);
 	assert_int_equal(len, 10 + hlen + n * 4);
 	snprintf(want, sizeof(want),
-		 "{'descr': '<f4', 'fortran_order': False, 'shape': (%" PRIu64
-		 ",), }",
-		 n);
+	         "{'descr': '<f4', 'fortran_order': False, 'shape': (%" PRIu64
+	         ",), }",
+	         n);
 	assert_memory_equal(b + 10, want, strlen(want));
 	for (size_t i = 10 + strlen(want); i < 10 + hlen - 1; i++)
 		assert_int_equal(b[i], ' ');
@@ -1004,8 +1032,8 @@ static void check_npy(const char *path, uint32_t t, int momentum)
 		float f;
 
 		memcpy(&f, b + 10 + hlen + i * 4, 4);
-		assert_true(f == (momentum ? momentum_of(t, i)
-					   : value_of(t, i)));
+		assert_true(f == (momentum ? ckpt_fix_momentum(t, i)
+		                           : ckpt_fix_value(t, i)));
 	}
 	free(b);
 }
@@ -1017,30 +1045,30 @@ static void test_export_npy(void **state)
 
 	(void)state;
 	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_OK);
-	assert_int_equal(ps_ckpt_export_npy(ck, 2, 0, at("fc.w.npy"), why,
-					    sizeof(why)),
-			 PS_OK);
+	assert_int_equal(
+	    ps_ckpt_export_npy(ck, 2, 0, at("fc.w.npy"), why, sizeof(why)),
+	    PS_OK);
 	check_npy(at("fc.w.npy"), 2, 0);
-	assert_int_equal(ps_ckpt_export_npy(ck, 0, 1, at("conv.w.m.npy"), why,
-					    sizeof(why)),
-			 PS_OK);
+	assert_int_equal(
+	    ps_ckpt_export_npy(ck, 0, 1, at("conv.w.m.npy"), why, sizeof(why)),
+	    PS_OK);
 	check_npy(at("conv.w.m.npy"), 0, 1);
-	assert_int_equal(ps_ckpt_export_npy(ck, 1, 1, at("conv.b.m.npy"), why,
-					    sizeof(why)),
-			 PS_OK);
+	assert_int_equal(
+	    ps_ckpt_export_npy(ck, 1, 1, at("conv.b.m.npy"), why, sizeof(why)),
+	    PS_OK);
 	check_npy(at("conv.b.m.npy"), 1, 1); /* zeros */
 	assert_false(exists(at("fc.w.npy.tmp")));
-	assert_int_equal(ps_ckpt_export_npy(ck, NT, 0, at("x.npy"), why,
-					    sizeof(why)),
-			 PS_EINVAL);
+	assert_int_equal(
+	    ps_ckpt_export_npy(ck, NT, 0, at("x.npy"), why, sizeof(why)),
+	    PS_EINVAL);
 	assert_int_not_equal(ps_ckpt_export_npy(ck, 0, 0,
-						at("plain-npy/x/y.npy"), why,
-						sizeof(why)),
-			     PS_OK);
+	                                        at("plain-npy/x/y.npy"), why,
+	                                        sizeof(why)),
+	                     PS_OK);
 	ps_ckpt_close(&ck);
 }
 
-/* ---- random corruption ------------------------------------------------------ */
+/* ---- random corruption -------------------------------------------------- */
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
@@ -1055,11 +1083,11 @@ static uint64_t rng(void)
 static void test_random_corruption(void **state)
 {
 	static const char *const files[] = {"shard-0.bin", "shard-1.bin",
-					    "manifest.json"};
+	                                    "manifest.json"};
 	const char *dir = write_ckpt(at("random"), 11, 1);
 	uint8_t *orig[3];
 	size_t len[3];
-	char path[3][PS_CKPT_PATH_MAX];
+	char path[3][PATH_CAP];
 	int caught = 0, harmless = 0;
 
 	(void)state;
@@ -1084,15 +1112,15 @@ static void test_random_corruption(void **state)
 		spit(path[f], orig[f], len[f]);
 	}
 	print_message("random corruption: %d caught, %d harmless (JSON "
-		      "layout)\n",
-		      caught, harmless);
+	              "layout)\n",
+	              caught, harmless);
 	assert_true(caught > 400);
 	assert_int_equal(open_and_read(dir), PS_OK);
 	for (int f = 0; f < 3; f++)
 		free(orig[f]);
 }
 
-/* ---- setup ------------------------------------------------------------------ */
+/* ---- setup -------------------------------------------------------------- */
 
 static int group_setup(void **state)
 {
@@ -1111,20 +1139,21 @@ static int group_teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_round_trip),
-		cmocka_unit_test(test_many_ranges),
-		cmocka_unit_test(test_manifest_refuses),
-		cmocka_unit_test(test_open_truncated),
-		cmocka_unit_test(test_open_flipped),
-		cmocka_unit_test(test_open_missing),
-		cmocka_unit_test(test_check_model),
-		cmocka_unit_test(test_manifest_edits),
-		cmocka_unit_test(test_unwritable),
-		cmocka_unit_test(test_disk_full),
-		cmocka_unit_test(test_latest),
-		cmocka_unit_test(test_prune),
-		cmocka_unit_test(test_export_npy),
-		cmocka_unit_test(test_random_corruption),
+	    cmocka_unit_test(test_round_trip),
+	    cmocka_unit_test(test_many_ranges),
+	    cmocka_unit_test(test_big_shard),
+	    cmocka_unit_test(test_manifest_refuses),
+	    cmocka_unit_test(test_open_truncated),
+	    cmocka_unit_test(test_open_flipped),
+	    cmocka_unit_test(test_open_missing),
+	    cmocka_unit_test(test_check_model),
+	    cmocka_unit_test(test_manifest_edits),
+	    cmocka_unit_test(test_unwritable),
+	    cmocka_unit_test(test_disk_full),
+	    cmocka_unit_test(test_latest),
+	    cmocka_unit_test(test_prune),
+	    cmocka_unit_test(test_export_npy),
+	    cmocka_unit_test(test_random_corruption),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

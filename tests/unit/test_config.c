@@ -41,22 +41,6 @@ static const char *write_file(const char *name, const char *text)
 	return path;
 }
 
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	char *buf;
-	long n;
-
-	assert_non_null(f);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = calloc(1, (size_t)n + 1);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	return buf;
-}
 
 /* Loads text as a file named name into cfg (over defaults). */
 static int load_text(ps_config *cfg, const char *name, const char *text,
@@ -166,8 +150,10 @@ static cli_run run_cli(const ps_cli_info *info, ps_config *cfg, ...)
 	close(saved_err);
 	close(fo);
 	close(fe);
-	r.out = slurp(out_path);
-	r.err = slurp(err_path);
+	r.out = test_read_file(out_path, NULL);
+	r.err = test_read_file(err_path, NULL);
+	assert_non_null(r.out);
+	assert_non_null(r.err);
 	return r;
 }
 

@@ -49,3 +49,28 @@ const char *test_write_file(const char *dir, const char *name,
 	fputs(text, f);
 	return fclose(f) == 0 ? path : NULL;
 }
+
+void *test_read_file(const char *path, size_t *len_p)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	long n;
+
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 &&
+	    fseek(f, 0, SEEK_SET) == 0) {
+		buf = malloc((size_t)n + 1);
+		if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+			free(buf);
+			buf = NULL;
+		}
+		if (buf) {
+			buf[n] = '\0';
+			if (len_p)
+				*len_p = (size_t)n;
+		}
+	}
+	fclose(f);
+	return buf;
+}

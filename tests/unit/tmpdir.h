@@ -16,4 +16,8 @@ int test_tmpdir_remove(const char *dir);
 const char *test_write_file(const char *dir, const char *name,
 			    const char *text);
 
+/* The whole file at path, with a NUL after it (free()); its length into
+ * *len_p (may be NULL). NULL if it cannot be read. */
+void *test_read_file(const char *path, size_t *len_p);
+
 #endif /* ORDO_TESTS_TMPDIR_H */
