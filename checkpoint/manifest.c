@@ -216,7 +216,7 @@ static int member(const reader *r, const json_t *obj, const char *prefix,
 static int get_int(const reader *r, const json_t *obj, const char *prefix,
                    const char *key, int64_t min, int64_t max, int64_t *out)
 {
-	json_t *v;
+	json_t *v = NULL;
 	int rc = member(r, obj, prefix, key, JSON_INTEGER, &v);
 
 	if (rc)
@@ -239,7 +239,7 @@ static int get_int(const reader *r, const json_t *obj, const char *prefix,
 static int get_str(const reader *r, const json_t *obj, const char *prefix,
                    const char *key, char **out)
 {
-	json_t *v;
+	json_t *v = NULL;
 	int rc = member(r, obj, prefix, key, JSON_STRING, &v);
 
 	if (rc)
@@ -291,9 +291,9 @@ static int get_item(const reader *r, const json_t *arr, const char *key,
 
 static int load_tensors(const reader *r, const json_t *root, struct ps_ckpt *ck)
 {
-	json_t *arr, *t;
-	void *items;
-	size_t n;
+	json_t *arr = NULL, *t;
+	void *items = NULL;
+	size_t n = 0;
 	int rc = get_list(r, root, "tensors", PS_MAX_TENSORS,
 	                  sizeof(*ck->tensors), &arr, &items, &n);
 
@@ -329,9 +329,9 @@ static int load_tensors(const reader *r, const json_t *root, struct ps_ckpt *ck)
 
 static int load_shards(const reader *r, const json_t *root, struct ps_ckpt *ck)
 {
-	json_t *arr, *s, *file;
-	void *items;
-	size_t n;
+	json_t *arr = NULL, *s, *file;
+	void *items = NULL;
+	size_t n = 0;
 	int rc = get_list(r, root, "shards", PS_MAX_SERVERS,
 	                  sizeof(*ck->shards), &arr, &items, &n);
 

@@ -21,7 +21,9 @@
  *
  * A job resumed from a checkpoint starts at ps_client_start_iteration()
  * V: the values received then are checked against the closed form at V
- * too, so a checkpoint that lost or repeated an update fails here.
+ * too, so a checkpoint that lost or repeated an update fails here. The
+ * iterations before V were trained by EXACT_WORKER_HISTORY_WORKERS workers
+ * (default: as many as now).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,7 +92,7 @@ int main(int argc, char **argv)
 	ps_client *c = NULL;
 	ps_cli_status st;
 	ps_config cfg;
-	int rc, status = 1, rank, workers;
+	int rc, status = 1, rank, workers, history;
 	uint64_t t0 = 0, first = 0;
 
 	ps_signals_install();
@@ -136,10 +138,13 @@ int main(int argc, char **argv)
 	rank = ps_client_rank(c);
 	workers = ps_client_num_workers(c);
 	first = ps_client_start_iteration(c);
+	history = getenv("EXACT_WORKER_HISTORY_WORKERS")
+			  ? atoi(getenv("EXACT_WORKER_HISTORY_WORKERS"))
+			  : workers;
 	for (uint32_t k = 0; k < o.n; k++)
 		for (uint64_t j = 0; j < o.sizes[k]; j++) {
 			for (uint64_t i = 0; i < first; i++)
-				expect[k][j] -= mean_grad(k, j, i, workers);
+				expect[k][j] -= mean_grad(k, j, i, history);
 			checked++;
 			if ((double)values[k][j] != expect[k][j] && wrong++ < 10)
 				PS_ERROR("resumed at iteration %llu: tensor %u "
