@@ -489,3 +489,39 @@ int ps_ckpt_prune(const char *root, uint32_t keep, char *why, size_t whylen)
 	free(iters);
 	return first;
 }
+
+int ps_ckpt_prepare_root(const char *root, uint64_t after,
+                         uint64_t *newer_p, uint32_t *removed_p, char *why,
+                         size_t whylen)
+{
+	char path[PS_CKPT_PATH_MAX], skip[16];
+	uint64_t *iters;
+	size_t n;
+	int rc;
+
+	*newer_p = 0;
+	*removed_p = 0;
+	rc = psi_ckpt_mkdirs(root, why, whylen);
+	if (rc)
+		return rc;
+	if (access(root, W_OK | X_OK) != 0)
+		return psi_ckpt_sys_fail(why, whylen, errno, root,
+		                         "cannot write");
+	rc = psi_ckpt_scan(root, &iters, &n, why, whylen);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < n && rc == PS_OK; i++) {
+		if (iters[i] <= after ||
+		    ps_ckpt_path(root, iters[i], path, sizeof(path)) != PS_OK)
+			continue;
+		if (psi_ckpt_probe(path, iters[i], skip, sizeof(skip)) ==
+		    PS_OK) {
+			*newer_p = iters[i];
+			continue;
+		}
+		rc = remove_dir(path, why, whylen);
+		*removed_p += rc == PS_OK;
+	}
+	free(iters);
+	return rc;
+}

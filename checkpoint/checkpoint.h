@@ -114,6 +114,16 @@ int ps_ckpt_latest(const char *root, char *buf, size_t cap,
  * that is not a ckpt-<digits> directory. */
 int ps_ckpt_prune(const char *root, uint32_t keep, char *why, size_t whylen);
 
+/* Before a job writes checkpoints under root, resuming at iteration
+ * `after` (0: from the start): creates root if needed and checks that it
+ * is writable; removes the incomplete ckpt directories above `after`
+ * (left by a run that died while writing; their count in *removed_p);
+ * and reports in *newer_p the newest complete checkpoint above `after`
+ * (0: none) - one of another history, which the caller must not mix with
+ * its own. */
+int ps_ckpt_prepare_root(const char *root, uint64_t after, uint64_t *newer_p,
+			 uint32_t *removed_p, char *why, size_t whylen);
+
 /* ---- reading ------------------------------------------------------------ */
 
 typedef struct ps_ckpt ps_ckpt;

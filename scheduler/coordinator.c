@@ -614,6 +614,43 @@ static int open_resume(coord *c)
 	return PS_OK;
 }
 
+/* checkpoint.dir before anything is written there: writable, no leftovers
+ * of a run that died while writing, and no checkpoint of another history
+ * newer than where this job starts (a crash of this run would otherwise
+ * resume from it). */
+static int prepare_checkpoints(coord *c)
+{
+	const char *root = c->cfg->checkpoint.dir;
+	char why[PS_CKPT_PATH_MAX + 512], reason[sizeof(why) + 400];
+	uint64_t newer;
+	uint32_t removed;
+
+	if (!root[0])
+		return PS_OK;
+	if (ps_ckpt_prepare_root(root, c->start_iteration, &newer, &removed,
+				 why, sizeof(why)) != PS_OK) {
+		snprintf(reason, sizeof(reason), "checkpoint.dir: %s", why);
+		abort_job(c, reason);
+		return PS_EABORTED;
+	}
+	if (removed)
+		PS_WARN("checkpoint.dir: removed %u incomplete checkpoint(s) "
+			"above iteration %llu (a run died while writing them)",
+			removed, (unsigned long long)c->start_iteration);
+	if (newer) {
+		snprintf(reason, sizeof(reason), "checkpoint.dir %s holds "
+			 "checkpoint %llu, newer than the iteration this job "
+			 "starts at (%llu): resume from it "
+			 "(checkpoint.resume=latest), or move it away or use "
+			 "another checkpoint.dir, so that two runs' checkpoints "
+			 "are not mixed", root, (unsigned long long)newer,
+			 (unsigned long long)c->start_iteration);
+		abort_job(c, reason);
+		return PS_EABORTED;
+	}
+	return PS_OK;
+}
+
 static void send_servers(coord *c, uint32_t type, uint64_t iteration)
 {
 	for (uint32_t r = 0; r < c->servers; r++) {
@@ -1013,6 +1050,8 @@ int ps_coordinator_run(const ps_config *cfg, int ready_fd)
 		rc = assign_ids(&c);
 	if (rc == PS_OK)
 		rc = open_resume(&c);
+	if (rc == PS_OK)
+		rc = prepare_checkpoints(&c);
 	if (rc == PS_OK)
 		rc = place(&c);
 	if (rc == PS_OK)

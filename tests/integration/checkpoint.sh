@@ -44,8 +44,11 @@ done
 pass "periodic: checkpoints 3, 6, 9, 12 of 3 shards each, verified"
 
 # 2. Resume under another layout: from iteration 6 (W=2, S=3, 1 KiB, baseline)
-#    with S=2, 64 B partitions, p3's order, gate and credit.
-exact relayout --set cluster.workers=2 --set cluster.servers=2 \
+#    with S=2, 64 B partitions, p3's order, gate and credit (its own
+#    checkpoints in another directory: 9 and 12 of this one are another
+#    history from 6 on).
+exact relayout --set checkpoint.dir="$WORK/relayout" \
+	--set cluster.workers=2 --set cluster.servers=2 \
 	--set scheduling.partition_size=64 --set scheduling.preset=p3 \
 	--set scheduling.credit_size=128 --set train.iterations=12 \
 	--set checkpoint.resume="$(complete 6)" ||
@@ -141,7 +144,7 @@ first=$(cd "$AK" && ls -d ckpt-* | head -1)
 ait=$((10#${first#ckpt-}))
 launch async2 300 --set train.mode=async --set train.lr=0.05 \
 	--set train.iterations=14 --set cluster.servers=3 \
-	--set scheduling.partition_size=1K --set checkpoint.dir="$AK" \
+	--set scheduling.partition_size=1K --set checkpoint.dir="$AK-2" \
 	--set checkpoint.resume="$AK/$first" || fail "resumed async job exited $?"
 versions async2 3 28
 n=$(grep -c "^worker 0 iter " "$WORK/async2.out.log")
@@ -159,8 +162,18 @@ refused() { # NAME PATTERN [args...]
 	pass "refused: $name"
 }
 good=$(complete "$it")
+mkdir -p "$WORK/history/ckpt-000000000002"
+cp -r "$good" "$WORK/history/"
+echo partial >"$WORK/history/ckpt-000000000002/shard-0.bin.tmp"
 refused wrong-model "tensor 0: the checkpoint has" \
 	--set checkpoint.resume="$good" --set model.hidden=32
+refused other-history "holds checkpoint $it, newer than the iteration this job starts at (0)" \
+	--set checkpoint.dir="$WORK/history" --set checkpoint.every=1
+grep -q "removed 1 incomplete checkpoint(s) above iteration 0" "$WORK/other-history.err.log" ||
+	fail "the incomplete leftover was not removed"
+[ ! -e "$WORK/history/ckpt-000000000002" ] || fail "ckpt-000000000002 left"
+[ -s "$good/manifest.json" ] || fail "the other history's checkpoint was touched"
+refused unwritable-dir "checkpoint.dir: " --set checkpoint.dir="$JOB/sub"
 refused no-latest "no complete checkpoint under $WORK/empty" \
 	--set checkpoint.dir="$WORK/empty" --set checkpoint.resume=latest
 refused missing-dir "$WORK/nowhere" --set checkpoint.resume="$WORK/nowhere"
@@ -179,4 +192,28 @@ refused async-mode "written in train.mode = sync, the job runs async" \
 	--set checkpoint.resume="$good" --set train.mode=async
 refused sync-mode "written in train.mode = async, the job runs sync" \
 	--set checkpoint.resume="$good_async"
+
+# 8. The disk fills up while a job runs (a 512 KiB tmpfs; a checkpoint of
+#    this model takes ~350 KiB): the second checkpoint fails with a clear
+#    error, training goes on to the end, the first stays whole.
+full=$WORK/full
+mkdir -p "$full"
+if mount -t tmpfs -o size=512k ordo-test-full "$full" 2>/dev/null; then
+	trap 'umount "$full" 2>/dev/null; on_exit' EXIT
+	launch diskfull 300 --set model.hidden=1024 --set train.iterations=8 \
+		--set checkpoint.dir="$full" --set checkpoint.every=2 ||
+		fail "the job failed when the disk filled up ($?)"
+	grep -q "checkpoint 4: .*No space left on device" "$WORK/diskfull.err.log" ||
+		fail "no clear error for the full disk"
+	grep -q "^checkpoint: iteration 2 complete" "$WORK/diskfull.out.log" ||
+		fail "the first checkpoint did not complete"
+	"$BUILD/ps-ckpt" verify "$full/ckpt-000000000002" >"$WORK/verify.log" 2>&1 ||
+		fail "the first checkpoint is damaged: $(cat "$WORK/verify.log")"
+	ls "$full"/ckpt-*/*.tmp 2>/dev/null && fail "temporary files left"
+	umount "$full"
+	trap on_exit EXIT
+	pass "disk full: checkpoint 4 failed clearly, training finished, checkpoint 2 intact"
+else
+	echo "skipped: disk full (cannot mount a tmpfs here)"
+fi
 assert_no_leftovers
