@@ -16,7 +16,7 @@
 /* The config sections, as error messages list them. */
 #define SECTIONS                                                               \
 	"cluster, transport, model, worker, train, scheduling, log, output, "   \
-	"metrics, link, sim"
+	"checkpoint, fault, metrics, link, sim"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -665,6 +665,23 @@ static void test_validate(void **state)
 	expect_invalid(&cfg, "train.batch (64) must be at most "
 	                     "model.samples_per_worker (32)");
 
+	/* checkpoints need a place */
+	ps_config_defaults(&cfg);
+	cfg.checkpoint.every = 10;
+	expect_invalid(&cfg, "checkpoint.every = 10 needs checkpoint.dir "
+	                     "(where to write them)");
+	ps_config_defaults(&cfg);
+	strcpy(cfg.checkpoint.resume, "latest");
+	expect_invalid(&cfg, "checkpoint.resume = latest needs checkpoint.dir "
+	                     "(where to look for the latest checkpoint)");
+	ps_config_defaults(&cfg);
+	cfg.fault.restarts = 2;
+	expect_invalid(&cfg, "fault.restarts = 2 needs checkpoint.dir (a "
+	                     "restart resumes from the latest checkpoint "
+	                     "there)");
+	strcpy(cfg.checkpoint.dir, "/tmp/ckpt");
+	assert_int_equal(ps_config_validate(&cfg, NULL, 0), PS_OK);
+
 	/* fields set directly are checked against the table too */
 	ps_config_defaults(&cfg);
 	cfg.cluster.workers = 0;
@@ -683,6 +700,11 @@ static void assert_same_config(const ps_config *a, const ps_config *b)
 {
 	SAME_STR(cluster.scheduler_host);
 	SAME(cluster.scheduler_port);
+	SAME_STR(checkpoint.dir);
+	SAME(checkpoint.every);
+	SAME(checkpoint.keep);
+	SAME_STR(checkpoint.resume);
+	SAME(fault.restarts);
 	SAME(cluster.servers);
 	SAME(cluster.workers);
 	SAME_STR(cluster.bind_host);
@@ -816,6 +838,11 @@ static void test_reference(void **state)
 	                                   "gate",
 	                                   "placement",
 	                                   "level",
+	                                   "dir", /* [checkpoint] */
+	                                   "every",
+	                                   "keep",
+	                                   "resume",
+	                                   "restarts", /* [fault] */
 	                                   "bandwidth_gbps", /* [link] */
 	                                   "latency_us",
 	                                   "gamma",
