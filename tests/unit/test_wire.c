@@ -223,6 +223,8 @@ static void test_header_roundtrip(void **state)
 		assert_string_not_equal(ps_msg_type_name(t), "UNKNOWN");
 	}
 	assert_string_equal(ps_msg_type_name(PS_MSG_PUSH_ACK), "PUSH_ACK");
+	assert_string_equal(ps_msg_type_name(PS_MSG_CKPT_LATE), "CKPT_LATE");
+	assert_string_equal(ps_msg_type_name(PS_MSG_FLUSHED), "FLUSHED");
 	assert_string_equal(ps_msg_type_name(0), "UNKNOWN");
 	assert_string_equal(ps_msg_type_name(PS_MSG_TYPE_END), "UNKNOWN");
 	assert_string_equal(ps_role_name(PS_ROLE_WORKER), "worker");
@@ -750,6 +752,30 @@ static void test_welcome_roundtrip(void **state)
 		    ps_wire_welcome_decode(buf, n, &out, why, sizeof(why)),
 		    PS_EPROTO);
 	free(buf);
+	assert_int_equal(out.start_iteration, 0); /* none sent */
+
+	/* resuming from a checkpoint: start_iteration, with and without
+	 * priorities (then nil in their place) */
+	for (int with_prio = 1; with_prio >= 0; with_prio--) {
+		w.priority = with_prio ? prio : NULL;
+		w.start_iteration = 0x123456789ull;
+		assert_int_equal(ps_wire_welcome_encode(&w, &buf, &len), PS_OK);
+		if (ps_wire_welcome_decode(buf, len, &out, why, sizeof(why)) !=
+		    PS_OK)
+			fail_msg("welcome: %s", why);
+		assert_true(out.start_iteration == 0x123456789ull);
+		if (with_prio)
+			assert_memory_equal(out.priority, prio, sizeof(prio));
+		else
+			assert_null(out.priority);
+		ps_wire_welcome_clear(&out);
+		for (size_t n = 0; n < len; n++)
+			assert_int_equal(ps_wire_welcome_decode(buf, n, &out, why,
+			                                        sizeof(why)),
+			                 PS_EPROTO);
+		free(buf);
+	}
+	w.start_iteration = 0;
 	w.priority = NULL;
 	ps_wire_welcome_clear(&w);
 	assert_null(w.nodes);
