@@ -38,7 +38,10 @@ pass() {
 }
 
 # The base job config of the tests: ephemeral scheduler port, quick
-# heartbeats. Extra lines (INI) may be appended by the caller.
+# heartbeats. The timeouts only end a job that is stuck, so they are far
+# above anything a loaded 2-core machine under the sanitizers takes: a node
+# starved for a few seconds must not be taken for dead. Extra lines (INI)
+# may be appended by the caller.
 cat >"$JOB" <<INI
 [cluster]
 scheduler_host = 127.0.0.1
@@ -46,8 +49,8 @@ scheduler_port = 0
 servers = 2
 workers = 2
 heartbeat_interval_ms = 100
-heartbeat_timeout_ms = 3000
-connect_timeout_ms = 15000
+heartbeat_timeout_ms = 10000
+connect_timeout_ms = 60000
 [train]
 iterations = 10
 [log]
@@ -63,32 +66,61 @@ launch() {
 		>"$WORK/$name.out.log" 2>"$WORK/$name.err.log"
 }
 
-# Fails if any process of this test is still running.
+# poll_until SECONDS COMMAND [ARGS...]: runs COMMAND every 0.1 s until it
+# succeeds (returns 0) or SECONDS have passed (returns 1). A wait for a
+# condition: the deadline only ends a hang, so make it generous.
+poll_until() {
+	local deadline=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		[ $SECONDS -lt $deadline ] || return 1
+		sleep 0.1
+	done
+}
+
+# no_process_of PATTERN: true when no process's command line has PATTERN.
+no_process_of() {
+	! pgrep -f "$1" >/dev/null
+}
+
+# Fails if a process of this test is still running 30 s after the job
+# ended (a process may still be exiting when its parent returned).
 assert_no_leftovers() {
-	sleep 0.2
-	if pgrep -f "$WORK" >/dev/null; then
+	if ! poll_until 30 no_process_of "$WORK"; then
 		pgrep -af "$WORK" >&2
 		fail "processes left running"
 	fi
 }
 
 # start_job NAME [ps-launch args...]: like launch, in the background;
-# JOB_PID is ps-launch's pid.
+# JOB_PID is the pid of the timeout(1) around ps-launch (it passes
+# SIGINT/SIGTERM on). Its limit, 300 s, only ends a hang: the status is
+# then 124 (or 137).
 start_job() {
 	local name=$1
 	shift
-	timeout --kill-after=5 120 "$BUILD/ps-launch" --config "$JOB" "$@" \
+	timeout --kill-after=5 300 "$BUILD/ps-launch" --config "$JOB" "$@" \
 		>"$WORK/$name.out.log" 2>"$WORK/$name.err.log" &
 	JOB_PID=$!
 }
 
-# wait_for FILE PATTERN: waits up to 30 s for a line matching PATTERN.
+# assert_job_ended NAME STATUS WHAT: fails unless the job start_job NAME
+# started ended by itself rather than by the hang guard. timeout(1) exits
+# 124 when its limit passed (137 when it then had to kill); ps-launch may
+# exit 137 itself (a child killed by SIGKILL), and then says so.
+assert_job_ended() {
+	local name=$1 status=$2 what=$3
+	[ "$status" -ne 124 ] || fail "$what: the job hung (ended by the hang guard)"
+	[ "$status" -ne 137 ] ||
+		grep -q "^ps-launch: job failed (status 137)$" "$WORK/$name.err.log" ||
+		fail "$what: the job hung (killed by the hang guard)"
+}
+
+# wait_for FILE PATTERN: waits (up to 120 s, a hang guard) for a line
+# matching PATTERN.
 wait_for() {
-	for _ in $(seq 1 300); do
-		grep -q -- "$2" "$1" && return 0
-		sleep 0.1
-	done
-	fail "waited 30 s for '$2' in $(basename "$1")"
+	poll_until 120 grep -qs -- "$2" "$1" ||
+		fail "waited 120 s for '$2' in $(basename "$1")"
 }
 
 # loss_at FILE WORKER ITER: the loss a worker printed for an iteration.
