@@ -13,10 +13,11 @@ for bin in ps-scheduler ps-server ps-worker ps-launch; do
 done
 
 # expect_config_error DESCRIPTION PATTERN [args...]: exit 2, message matches.
+# (timeout: a hang guard, far above the moment a config error takes)
 expect_config_error() {
 	local what=$1 pattern=$2
 	shift 2
-	timeout 20 "$BUILD/ps-server" "$@" >/dev/null 2>"$WORK/err.log"
+	timeout 120 "$BUILD/ps-server" "$@" >/dev/null 2>"$WORK/err.log"
 	local rc=$?
 	[ $rc -eq 2 ] || fail "$what: exit $rc, expected 2"
 	grep -q -- "$pattern" "$WORK/err.log" || {
@@ -42,29 +43,29 @@ expect_config_error "bad --set" "train.iterations" --set train.iterations=abc
 expect_config_error "unknown --set key" "no.such" --set no.such=1
 ORDO_TRAIN_LR=abc expect_config_error "bad environment" "ORDO_TRAIN_LR"
 
-# Scheduler unreachable: the node gives up after connect_timeout_ms.
+# Scheduler unreachable: the node gives up after connect_timeout_ms (the
+# message names the limit it gave up at) instead of hanging (ended by the
+# hang guard of timeout(1): status 124).
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-start=$(date +%s)
-timeout 30 "$BUILD/ps-server" --config "$JOB" --set cluster.scheduler_port="$port" \
+timeout 120 "$BUILD/ps-server" --config "$JOB" --set cluster.scheduler_port="$port" \
 	--set cluster.connect_timeout_ms=500 >/dev/null 2>"$WORK/err.log"
 rc=$?
 [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "unreachable scheduler: exit $rc"
-grep -q "scheduler tcp://127.0.0.1:$port unreachable" "$WORK/err.log" ||
+grep -q "scheduler tcp://127.0.0.1:$port unreachable after 500 ms" "$WORK/err.log" ||
 	fail "unreachable scheduler: no clear message"
-[ $(($(date +%s) - start)) -lt 10 ] || fail "unreachable scheduler: too slow"
 pass "scheduler unreachable"
 
-# Port in use: a second scheduler on the same port fails clearly.
+# Port in use: a second scheduler on the same port fails clearly. The
+# first waits for registrations far longer than the test takes (it is
+# killed once the second has failed), so the port stays taken.
 "$BUILD/ps-scheduler" --config "$JOB" --set cluster.scheduler_port="$port" \
-	--set cluster.connect_timeout_ms=20000 >/dev/null 2>"$WORK/first.log" &
+	--set cluster.connect_timeout_ms=3600000 >/dev/null 2>"$WORK/first.log" &
 first=$!
-for _ in $(seq 1 100); do
-	grep -q "listening on" "$WORK/first.log" && break
-	sleep 0.05
-done
-timeout 30 "$BUILD/ps-scheduler" --config "$JOB" --set cluster.scheduler_port="$port" \
+wait_for "$WORK/first.log" "listening on"
+timeout 120 "$BUILD/ps-scheduler" --config "$JOB" --set cluster.scheduler_port="$port" \
 	>/dev/null 2>"$WORK/err.log"
 rc=$?
+kill -0 $first 2>/dev/null || fail "port in use: the first scheduler is gone"
 kill $first
 wait $first
 [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "port in use: exit $rc"
@@ -72,7 +73,7 @@ grep -q "address already in use" "$WORK/err.log" || fail "port in use: no clear 
 pass "port in use"
 
 # Registration timeout: nobody joins; the scheduler says who is missing.
-timeout 30 "$BUILD/ps-scheduler" --config "$JOB" --set cluster.connect_timeout_ms=500 \
+timeout 120 "$BUILD/ps-scheduler" --config "$JOB" --set cluster.connect_timeout_ms=500 \
 	>/dev/null 2>"$WORK/err.log"
 rc=$?
 [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "registration timeout: exit $rc"
