@@ -12,6 +12,13 @@
  *
  * Exit status 77 (CTest: skipped) when the named backend is not built or
  * reports its hardware absent (PS_ENOTSUP from create or listen).
+ *
+ * Time. No test asserts that something happens within a time: a busy
+ * machine makes everything slower, so only lower bounds are checked (a
+ * recv(100) does not return before ~100 ms). What must happen is waited
+ * for with PATIENCE_MS, and a test that hangs is killed by the watchdog:
+ * both only end a hang. "Does not wait" is checked by a setup in which
+ * waiting would mean waiting forever.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,8 +44,9 @@
 
 #include "transport/transport.h"
 
-#define EP_CAP     256
-#define WATCHDOG_S 50 /* no single test may take longer */
+#define EP_CAP      256
+#define WATCHDOG_S  240   /* a hung test is killed (SIGALRM): a failure */
+#define PATIENCE_MS 60000 /* waits for what must happen: a hang guard */
 
 static const char *backend = "tcp";
 static const char *host = "127.0.0.1";
@@ -83,7 +92,7 @@ static ps_transport *make(uint64_t id, int send_timeout_ms,
 
 static ps_transport *make_listener(uint64_t id, char *ep)
 {
-	ps_transport *t = make(id, 2000, 2000);
+	ps_transport *t = make(id, PATIENCE_MS, PATIENCE_MS);
 	assert_ps(ps_transport_listen(t, host, 0, NULL, ep, EP_CAP), PS_OK);
 	assert_true(strlen(ep) > 0);
 	return t;
@@ -96,10 +105,11 @@ static ps_peer connect_to(ps_transport *t, const char *ep)
 	return p;
 }
 
-static ps_msg *recv_one(ps_transport *t, int timeout_ms)
+/* Receives a message that must come (waiting up to PATIENCE_MS). */
+static ps_msg *recv_one(ps_transport *t)
 {
 	ps_msg *m = NULL;
-	assert_ps(ps_transport_recv(t, timeout_ms, &m), PS_OK);
+	assert_ps(ps_transport_recv(t, PATIENCE_MS, &m), PS_OK);
 	assert_non_null(m);
 	/* transport.h: payload NULL iff empty, and 8-byte aligned. */
 	if (m->payload_len == 0)
@@ -142,10 +152,10 @@ static void count_and_free(void *data, void *hint)
 	atomic_fetch_add(&((counter *)hint)->calls, 1);
 }
 
-/* Waits (bounded) until c reaches want; returns the final count. */
-static int wait_calls(counter *c, int want, int timeout_ms)
+/* Waits (up to PATIENCE_MS) until c reaches want; returns the count. */
+static int wait_calls(counter *c, int want)
 {
-	int64_t end = now_ms() + timeout_ms;
+	int64_t end = now_ms() + PATIENCE_MS;
 	while (atomic_load(&c->calls) < want && now_ms() < end)
 		sleep_ms(1);
 	return atomic_load(&c->calls);
@@ -207,7 +217,7 @@ static void test_exchange(void **state)
 		assert_ps(ps_transport_send(from, peer, hdr, strlen(hdr),
 		                            payload, len, count_and_free, &c),
 		          PS_OK);
-		ps_msg *m = recv_one(to, 5000);
+		ps_msg *m = recv_one(to);
 		assert_true(m->src == (dir ? id_b : id_a));
 		assert_int_equal(m->hdr_len, strlen(hdr));
 		assert_memory_equal(m->hdr, hdr, strlen(hdr));
@@ -216,7 +226,7 @@ static void test_exchange(void **state)
 		ps_msg_free(&m);
 		assert_null(m);
 	}
-	assert_int_equal(wait_calls(&c, 2, 5000), 2);
+	assert_int_equal(wait_calls(&c, 2), 2);
 
 	/* free_fn NULL: the caller keeps the payload (static here). */
 	static unsigned char keep[100];
@@ -224,14 +234,14 @@ static void test_exchange(void **state)
 	assert_ps(ps_transport_send(a, a_to_b, "k", 1, keep, sizeof(keep), NULL,
 	                            NULL),
 	          PS_OK);
-	ps_msg *m = recv_one(b, 5000);
+	ps_msg *m = recv_one(b);
 	assert_int_equal(m->payload_len, sizeof(keep));
 	assert_true(check(m->payload, sizeof(keep), 3));
 	ps_msg_free(&m);
 
 	/* advertise_host replaces the bound host in the endpoint. */
 	char ep_c[EP_CAP];
-	ps_transport *c3 = make(0xC3, 2000, 2000);
+	ps_transport *c3 = make(0xC3, PATIENCE_MS, PATIENCE_MS);
 	assert_ps(ps_transport_listen(c3, host, 0, "localhost", ep_c, EP_CAP),
 	          PS_OK);
 	assert_non_null(strstr(ep_c, "localhost"));
@@ -239,7 +249,7 @@ static void test_exchange(void **state)
 	ps_peer a_to_c = connect_to(a, ep_c);
 	assert_ps(ps_transport_send(a, a_to_c, "adv", 3, NULL, 0, NULL, NULL),
 	          PS_OK);
-	m = recv_one(c3, 5000);
+	m = recv_one(c3);
 	assert_true(m->src == id_a);
 	ps_msg_free(&m);
 
@@ -261,12 +271,12 @@ static void test_header_only(void **state)
 	(void)state;
 
 	ps_transport *r = make_listener(0x20, ep);
-	ps_transport *s = make(0x21, 2000, 2000);
+	ps_transport *s = make(0x21, PATIENCE_MS, PATIENCE_MS);
 	ps_peer p = connect_to(s, ep);
 
 	assert_ps(ps_transport_send(s, p, "H", 1, NULL, 0, count_free, &c),
 	          PS_OK);
-	ps_msg *m = recv_one(r, 5000);
+	ps_msg *m = recv_one(r);
 	assert_true(m->src == 0x21);
 	assert_int_equal(m->hdr_len, 1);
 	assert_memory_equal(m->hdr, "H", 1);
@@ -278,15 +288,15 @@ static void test_header_only(void **state)
 	 * exactly once (transport.h). */
 	assert_ps(ps_transport_send(s, p, "E", 1, dummy, 0, count_free, &c),
 	          PS_OK);
-	m = recv_one(r, 5000);
+	m = recv_one(r);
 	assert_memory_equal(m->hdr, "E", 1);
 	assert_int_equal(m->payload_len, 0);
 	ps_msg_free(&m);
 
-	assert_int_equal(wait_calls(&c, 1, 5000), 1);
-	sleep_ms(50);
-	assert_int_equal(atomic_load(&c.calls), 1); /* NULL payload: none */
-
+	/* "E" handed its payload back at once (transport.h); "H" had none
+	 * and must never call free_fn: destroying the transports runs every
+	 * callback still due, so the count is final after it. */
+	assert_int_equal(atomic_load(&c.calls), 1);
 	ps_transport_destroy(&s, 0);
 	ps_transport_destroy(&r, 0);
 	assert_int_equal(atomic_load(&c.calls), 1);
@@ -308,12 +318,12 @@ static void test_large_payload(void **state)
 		buf[i] = i * 0x9E3779B97F4A7C15ull ^ 0x5555;
 
 	ps_transport *r = make_listener(0x30, ep);
-	ps_transport *s = make(0x31, 10000, 2000);
+	ps_transport *s = make(0x31, PATIENCE_MS, PATIENCE_MS);
 	ps_peer p = connect_to(s, ep);
 	assert_ps(ps_transport_send(s, p, "big", 3, buf, len, count_free, &c),
 	          PS_OK);
 
-	ps_msg *m = recv_one(r, 30000);
+	ps_msg *m = recv_one(r);
 	assert_memory_equal(m->hdr, "big", 3);
 	assert_true(m->payload_len == len);
 	const uint64_t *got = m->payload;
@@ -328,7 +338,7 @@ static void test_large_payload(void **state)
 		fail_msg("payload differs at word %zu", bad);
 	ps_msg_free(&m);
 
-	assert_int_equal(wait_calls(&c, 1, 10000), 1);
+	assert_int_equal(wait_calls(&c, 1), 1);
 	free(buf); /* ours again once free_fn fired */
 	ps_transport_destroy(&s, 0);
 	ps_transport_destroy(&r, 0);
@@ -347,7 +357,7 @@ static void test_many_small(void **state)
 	unsigned char *bufs = malloc((size_t)N * SZ);
 	assert_non_null(bufs);
 	ps_transport *r = make_listener(0x40, ep);
-	ps_transport *s = make(0x41, 5000, 2000);
+	ps_transport *s = make(0x41, PATIENCE_MS, PATIENCE_MS);
 	ps_peer p = connect_to(s, ep);
 
 	for (uint32_t i = 0; i < N; i++) {
@@ -358,7 +368,7 @@ static void test_many_small(void **state)
 		          PS_OK);
 	}
 	for (uint32_t i = 0; i < N; i++) {
-		ps_msg *m = recv_one(r, 10000);
+		ps_msg *m = recv_one(r);
 		uint32_t seq;
 		assert_int_equal(m->hdr_len, sizeof(seq));
 		memcpy(&seq, m->hdr, sizeof(seq));
@@ -372,7 +382,7 @@ static void test_many_small(void **state)
 	ps_msg *extra = NULL;
 	assert_ps(ps_transport_recv(r, 100, &extra), PS_ETIMEDOUT);
 
-	assert_int_equal(wait_calls(&c, N, 10000), N);
+	assert_int_equal(wait_calls(&c, N), N);
 	ps_transport_destroy(&s, 0);
 	ps_transport_destroy(&r, 0);
 	assert_int_equal(atomic_load(&c.calls), N);
@@ -389,7 +399,7 @@ typedef struct attempt {
 
 static void test_peer_gone(void **state)
 {
-	enum { MAX_TRIES = 1000 };
+	enum { MAX_TRIES = 10000 };
 	char ep[EP_CAP];
 	int tries = 0, ok = 0;
 	bool failed = false;
@@ -398,28 +408,24 @@ static void test_peer_gone(void **state)
 	attempt *at = calloc(MAX_TRIES, sizeof(*at));
 	assert_non_null(at);
 	ps_transport *r = make_listener(0x50, ep);
-	ps_transport *s = make(0x51, 200, 2000);
+	ps_transport *s = make(0x51, 200, PATIENCE_MS);
 	ps_peer p = connect_to(s, ep);
 	assert_ps(ps_transport_send(s, p, "hi", 2, NULL, 0, NULL, NULL), PS_OK);
-	ps_msg *m = recv_one(r, 5000);
+	ps_msg *m = recv_one(r);
 	ps_msg_free(&m);
 
 	ps_transport_destroy(&r, 0);
 
 	/* Sends made before the loss is noticed may succeed (and are lost);
-	 * then they must fail, each within a bounded time. */
-	int64_t end = now_ms() + 10000;
+	 * then they must fail (after the 200 ms send timeout: a send that
+	 * blocked for good would be caught by the watchdog). */
+	int64_t end = now_ms() + PATIENCE_MS;
 	while (!failed && tries < MAX_TRIES && now_ms() < end) {
 		attempt *a = &at[tries++];
 		a->buf = malloc(128);
 		assert_non_null(a->buf);
-		int64_t t0 = now_ms();
 		a->rc = ps_transport_send(s, p, "x", 1, a->buf, 128, count_free,
 		                          &a->c);
-		int64_t took = now_ms() - t0;
-		if (took > 2000)
-			fail_msg("send to a dead peer blocked %lld ms",
-			         (long long)took);
 		if (a->rc == PS_OK) {
 			ok++;
 			sleep_ms(10);
@@ -431,13 +437,28 @@ static void test_peer_gone(void **state)
 	}
 	assert_true(failed);
 
-	/* Disconnected peer: PS_ECLOSED at once; disconnect is idempotent. */
+	/* Disconnected peer: PS_ECLOSED; disconnect is idempotent. */
 	assert_ps(ps_transport_disconnect(s, p), PS_OK);
-	int64_t t0 = now_ms();
 	assert_ps(ps_transport_send(s, p, "y", 1, NULL, 0, NULL, NULL),
 	          PS_ECLOSED);
-	assert_true(now_ms() - t0 < 100);
 	assert_ps(ps_transport_disconnect(s, p), PS_OK);
+
+	/* ... at once, without trying the connection: here sends wait
+	 * forever (send timeout -1) and the peer is gone, so a send that
+	 * tried it would succeed into the void (loss not yet noticed) or
+	 * wait for good (the watchdog fails the test); only the
+	 * disconnected check answers PS_ECLOSED. */
+	ps_transport *r2 = make_listener(0x52, ep);
+	ps_transport *f = make(0x53, -1, PATIENCE_MS);
+	ps_peer q = connect_to(f, ep);
+	assert_ps(ps_transport_send(f, q, "hi", 2, NULL, 0, NULL, NULL), PS_OK);
+	m = recv_one(r2);
+	ps_msg_free(&m);
+	ps_transport_destroy(&r2, 0);
+	assert_ps(ps_transport_disconnect(f, q), PS_OK);
+	assert_ps(ps_transport_send(f, q, "y", 1, NULL, 0, NULL, NULL),
+	          PS_ECLOSED);
+	ps_transport_destroy(&f, 0);
 
 	ps_transport_destroy(&s, 0);
 	for (int i = 0; i < tries; i++) {
@@ -475,16 +496,13 @@ static void test_connect_refused(void **state)
 	(void)state;
 
 	ps_transport *r = make_listener(0x60, ep); /* for the endpoint form */
-	ps_transport *s = make(0x61, 200, 300);
+	ps_transport *s = make(0x61, PATIENCE_MS, 300);
 	endpoint_with_port(ep, unused_port(), dead);
 
-	int64_t t0 = now_ms();
+	/* gives up (after its 300 ms connect timeout) rather than hang */
 	int rc = ps_transport_connect(s, dead, &p);
-	int64_t took = now_ms() - t0;
 	if (rc != PS_ECONNREFUSED && rc != PS_ETIMEDOUT)
 		fail_msg("connect to %s: %s", dead, ps_strerror(rc));
-	if (took > 300 + 1500)
-		fail_msg("connect took %lld ms (timeout 300)", (long long)took);
 
 	assert_ps(ps_transport_connect(s, "not an endpoint", &p), PS_EINVAL);
 	assert_ps(ps_transport_connect(s, "", &p), PS_EINVAL);
@@ -492,10 +510,16 @@ static void test_connect_refused(void **state)
 	         ep);
 	assert_ps(ps_transport_connect(s, noport, &p), PS_EINVAL);
 
-	/* The transport still works after the failures. */
-	p = connect_to(s, ep);
+	/* The transport still works after the failures. Its connect timeout
+	 * (300 ms, for the refused port) may be too short for a handshake on
+	 * a busy machine: a connect that times out is tried again. */
+	int64_t end = now_ms() + PATIENCE_MS;
+	while ((rc = ps_transport_connect(s, ep, &p)) == PS_ETIMEDOUT &&
+	       now_ms() < end)
+		;
+	assert_ps(rc, PS_OK);
 	assert_ps(ps_transport_send(s, p, "ok", 2, NULL, 0, NULL, NULL), PS_OK);
-	ps_msg *m = recv_one(r, 5000);
+	ps_msg *m = recv_one(r);
 	ps_msg_free(&m);
 
 	ps_transport_destroy(&s, 0);
@@ -523,46 +547,106 @@ static void test_port_in_use(void **state)
 
 /* ---- 8. wake ------------------------------------------------------------ */
 
-static ps_transport *wake_target;
-static pthread_t wake_main;
+/* The main thread, about to block in recv(-1), and the thread that wakes
+ * it: the waker waits until the main thread has said it calls recv and
+ * is seen asleep (in recv's poll, where it blocks until the wake), then
+ * notes that it wakes and wakes. recv must return PS_EAGAIN, and only
+ * after that note: were it to return without the wake, the note would
+ * not be there. No sleep stands in for an event. */
+typedef struct wake_sync {
+	ps_transport *t;
+	pthread_t main;
+	pid_t main_tid;
+	atomic_int calling; /* the main thread calls recv(-1) now */
+	atomic_int woken;   /* the waker (or the handler) is waking it */
+} wake_sync;
+
+static wake_sync ws;
+
+/* Waits until thread tid is asleep (state S in /proc/self/task/TID/stat:
+ * blocked in a system call), at most PATIENCE_MS. Where /proc cannot be
+ * read it returns at once: the wake then may come before recv blocks,
+ * which recv must honour just the same (the wake is kept). */
+static void wait_asleep(pid_t tid)
+{
+	char path[64], buf[512];
+	int64_t end = now_ms() + PATIENCE_MS;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	while (now_ms() < end) {
+		FILE *f = fopen(path, "r");
+		if (!f)
+			return;
+		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[n] = '\0';
+		const char *st = strrchr(buf, ')'); /* the name may hold ')' */
+		if (!st || (st[1] == ' ' && st[2] == 'S'))
+			return;
+		sleep_ms(1);
+	}
+}
+
+static void wait_main_in_recv(void)
+{
+	while (!atomic_load(&ws.calling))
+		sleep_ms(1);
+	wait_asleep(ws.main_tid);
+}
 
 static void *waker(void *arg)
 {
-	sleep_ms(100);
-	ps_transport_wake(arg);
+	(void)arg;
+	wait_main_in_recv();
+	atomic_store(&ws.woken, 1);
+	ps_transport_wake(ws.t);
 	return NULL;
 }
 
 static void on_usr1(int sig)
 {
 	(void)sig;
-	ps_transport_wake(wake_target); /* async-signal-safe */
+	atomic_store(&ws.woken, 1); /* lock-free: async-signal-safe */
+	ps_transport_wake(ws.t);    /* async-signal-safe */
 }
 
 static void *signaller(void *arg)
 {
 	(void)arg;
-	sleep_ms(100);
-	pthread_kill(wake_main, SIGUSR1);
+	wait_main_in_recv();
+	pthread_kill(ws.main, SIGUSR1);
 	return NULL;
+}
+
+/* Calls recv(-1) with a thread that wakes it: PS_EAGAIN, after the wake. */
+static void recv_until_woken(void *(*wake_fn)(void *))
+{
+	pthread_t th;
+	ps_msg *m = NULL;
+
+	atomic_store(&ws.calling, 0);
+	atomic_store(&ws.woken, 0);
+	ws.main = pthread_self();
+	ws.main_tid = (pid_t)syscall(SYS_gettid);
+	assert_int_equal(pthread_create(&th, NULL, wake_fn, NULL), 0);
+	atomic_store(&ws.calling, 1);
+	assert_ps(ps_transport_recv(ws.t, -1, &m), PS_EAGAIN);
+	assert_true(atomic_load(&ws.woken)); /* returned on the wake */
+	assert_null(m);
+	pthread_join(th, NULL);
 }
 
 static void test_wake(void **state)
 {
 	char ep[EP_CAP];
-	pthread_t th;
 	ps_msg *m = NULL;
 	(void)state;
 
 	ps_transport *t = make_listener(0x80, ep);
+	ws.t = t;
 
 	/* From another thread, while recv(-1) blocks. */
-	assert_int_equal(pthread_create(&th, NULL, waker, t), 0);
-	int64_t t0 = now_ms();
-	assert_ps(ps_transport_recv(t, -1, &m), PS_EAGAIN);
-	assert_true(now_ms() - t0 >= 50);
-	assert_null(m);
-	pthread_join(th, NULL);
+	recv_until_woken(waker);
 
 	/* A wake before recv makes the next recv return; only that one. */
 	ps_transport_wake(t);
@@ -573,11 +657,7 @@ static void test_wake(void **state)
 	struct sigaction sa = {.sa_handler = on_usr1}, old;
 	sigemptyset(&sa.sa_mask);
 	assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
-	wake_target = t;
-	wake_main = pthread_self();
-	assert_int_equal(pthread_create(&th, NULL, signaller, NULL), 0);
-	assert_ps(ps_transport_recv(t, -1, &m), PS_EAGAIN);
-	pthread_join(th, NULL);
+	recv_until_woken(signaller);
 	sigaction(SIGUSR1, &old, NULL);
 
 	ps_transport_destroy(&t, 0);
@@ -591,17 +671,19 @@ static void test_recv_timeout(void **state)
 	ps_msg *m = NULL;
 	(void)state;
 
+	/* Not before its time (later is a busy machine's right). */
 	ps_transport *t = make_listener(0x90, ep);
 	int64_t t0 = now_ms();
 	assert_ps(ps_transport_recv(t, 100, &m), PS_ETIMEDOUT);
 	int64_t took = now_ms() - t0;
-	if (took < 80 || took > 3000)
+	if (took < 80)
 		fail_msg("recv(100) returned after %lld ms", (long long)took);
 	assert_null(m);
 
-	t0 = now_ms();
+	/* recv(0) polls: nothing is ever sent to t and nothing wakes it, so
+	 * a recv(0) that waited would wait forever (the watchdog). */
 	assert_ps(ps_transport_recv(t, 0, &m), PS_ETIMEDOUT);
-	assert_true(now_ms() - t0 < 100);
+	assert_null(m);
 	ps_transport_destroy(&t, 0);
 }
 
@@ -708,7 +790,7 @@ static void test_garbage(void **state)
 		skip();
 	}
 	ps_transport *r = make_listener(0xB0, ep);
-	ps_transport *s = make(0xB1, 2000, 2000);
+	ps_transport *s = make(0xB1, PATIENCE_MS, PATIENCE_MS);
 	ps_peer p = connect_to(s, ep);
 
 	void *ctx = zmq_ctx_new();
@@ -745,7 +827,7 @@ static void test_garbage(void **state)
 	/* Exactly the three good messages arrive; d8's two in order. */
 	int got_d8 = 0, got_final = 0;
 	for (int i = 0; i < 3; i++) {
-		ps_msg *m = recv_one(r, 5000);
+		ps_msg *m = recv_one(r);
 		if (m->src == id8) {
 			if (got_d8 == 0) {
 				assert_int_equal(m->hdr_len, 4);
@@ -778,7 +860,7 @@ static void test_garbage(void **state)
 	/* Still healthy. */
 	assert_ps(ps_transport_send(s, p, "after", 5, NULL, 0, NULL, NULL),
 	          PS_OK);
-	m = recv_one(r, 5000);
+	m = recv_one(r);
 	assert_memory_equal(m->hdr, "after", 5);
 	ps_msg_free(&m);
 
