@@ -152,6 +152,7 @@ static int keep_early(ps_node *n, ps_msg *msg)
 			return 0;
 	}
 	n->early[n->nearly++] = msg;
+	atomic_fetch_add_explicit(&n->early_kept, 1, memory_order_relaxed);
 	return 1;
 }
 

@@ -18,6 +18,7 @@
 #ifndef ORDO_COMMON_NODE_H
 #define ORDO_COMMON_NODE_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "common/config.h"
@@ -50,6 +51,9 @@ typedef struct ps_node {
 	 * by ps_node_recv once this node knows the job */
 	ps_msg **early;
 	uint32_t nearly, early_next;
+	/* how many messages were kept so: atomic, for a test may watch it
+	 * from another thread while ps_node_join waits for the WELCOME */
+	atomic_uint early_kept;
 	char abort_reason[PS_REASON_MAX];
 } ps_node;
 

@@ -8,9 +8,15 @@
  * worker before that worker's WELCOME; dropped, the worker waited for
  * them forever). Such a message must be kept and delivered once the node
  * knows the job, and still be checked then.
+ *
+ * The race is made certain, not hoped for: the scheduler played here sends
+ * the WELCOME only once the node has kept every early message
+ * (ps_node.early_kept), so they provably took the early path. Timeouts
+ * (PATIENCE_MS) only end a hang.
  */
 #include <pthread.h>
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -26,6 +32,7 @@
 #define SCHED_ID 0x5c4ed00000000001ull
 #define PEER_ID 0x9ee4000000000002ull
 #define JOB_ID 0x0123456789abcdefull
+#define PATIENCE_MS 60000 /* waits for what must happen: a hang guard */
 
 typedef struct joiner {
 	ps_config cfg;
@@ -53,8 +60,8 @@ static void set(ps_config *cfg, const char *key, const char *value)
 static ps_transport *transport(uint64_t id)
 {
 	ps_transport_opts o = {.id = id,
-			       .send_timeout_ms = 2000,
-			       .connect_timeout_ms = 2000,
+			       .send_timeout_ms = PATIENCE_MS,
+			       .connect_timeout_ms = PATIENCE_MS,
 			       .io_threads = 1};
 	ps_transport *t = NULL;
 
@@ -77,6 +84,17 @@ static void send_msg(ps_transport *t, ps_peer to, uint32_t type,
 			 PS_OK);
 }
 
+/* Waits until the joining node has kept want early messages. */
+static void wait_kept(ps_node *n, unsigned want)
+{
+	for (int ms = 0; atomic_load(&n->early_kept) < want; ms++) {
+		if (ms == PATIENCE_MS)
+			fail_msg("the node kept %u of %u early messages",
+				 atomic_load(&n->early_kept), want);
+		usleep(1000);
+	}
+}
+
 /* The node under test: server 0 (node 1) of a job with one server and
  * one worker (node 2, the peer). Before sending the WELCOME, the peer
  * sends the node `early` messages: PULLs from node 2 in this job, then
@@ -91,7 +109,7 @@ static void run_join(int early)
 	ps_peer to_node, peer_to_node;
 	ps_msg *msg = NULL;
 	ps_wire_header h;
-	joiner j;
+	static joiner j; /* not on the stack: the thread may outlive a failure */
 	pthread_t th;
 	void *body;
 	size_t len;
@@ -105,12 +123,15 @@ static void run_join(int early)
 	set(&j.cfg, "cluster.scheduler_host", "127.0.0.1");
 	set(&j.cfg, "cluster.scheduler_port", port);
 	set(&j.cfg, "cluster.bind_host", "127.0.0.1");
-	set(&j.cfg, "cluster.connect_timeout_ms", "2000");
+	/* hang guards only: the node waits 2 x this for its WELCOME, and the
+	 * scheduler played here sends no heartbeats */
+	set(&j.cfg, "cluster.connect_timeout_ms", "60000");
+	set(&j.cfg, "cluster.heartbeat_timeout_ms", "3600000");
 	set(&j.cfg, "log.level", "error");
 	assert_int_equal(pthread_create(&th, NULL, join_main, &j), 0);
 
 	/* REGISTER: who the node is and where it listens */
-	assert_int_equal(ps_transport_recv(sched, 5000, &msg), PS_OK);
+	assert_int_equal(ps_transport_recv(sched, PATIENCE_MS, &msg), PS_OK);
 	assert_int_equal(ps_wire_header_decode(msg->hdr, msg->hdr_len, &h,
 					       why, sizeof(why)),
 			 PS_OK);
@@ -129,7 +150,8 @@ static void run_join(int early)
 	if (early)
 		send_msg(peer, peer_to_node, PS_MSG_PULL, JOB_ID + 1, 2, NULL,
 			 0);
-	usleep(300 * 1000); /* let them arrive first */
+	/* the node has them all, kept, before its WELCOME is sent */
+	wait_kept(&j.node, early ? (unsigned)early + 1 : 0);
 
 	memset(&w, 0, sizeof(w));
 	w.your_id = 1;
@@ -160,12 +182,16 @@ static void run_join(int early)
 	assert_int_equal(pthread_join(th, NULL), 0);
 	assert_int_equal(j.rc, PS_OK);
 	assert_int_equal(j.node.id, 1);
+	/* the early path, and only it, took them (none came after) */
+	assert_int_equal(j.node.nearly, early ? early + 1 : 0);
+	assert_int_equal(atomic_load(&j.node.early_kept), j.node.nearly);
 
 	/* every early message of this job arrives, in order, and nothing
 	 * else: the one of another job is checked and dropped */
 	for (int i = 0; i < early; i++) {
 		ps_msg *m = NULL;
-		assert_int_equal(ps_node_recv(&j.node, 2000, &m, &h), PS_OK);
+		assert_int_equal(ps_node_recv(&j.node, PATIENCE_MS, &m, &h),
+				 PS_OK);
 		assert_int_equal(h.type, PS_MSG_PULL);
 		assert_int_equal(h.sender, 2);
 		ps_msg_free(&m);
@@ -175,6 +201,7 @@ static void run_join(int early)
 		assert_int_equal(ps_node_recv(&j.node, 300, &m, &h),
 				 PS_ETIMEDOUT);
 	}
+	assert_int_equal(j.node.early_next, j.node.nearly); /* all handed */
 	assert_int_equal(j.node.dropped, early ? 1 : 0);
 
 	ps_msg_free(&msg);
