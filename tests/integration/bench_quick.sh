@@ -54,14 +54,14 @@ for bad in "--quick --presets baseline,nosuch" "--quick --bandwidths 0" \
 done
 pass "bad input exits 2 with a message"
 
-# 2. the quick scenario, for real
-start=$(date +%s)
-timeout --kill-after=10 180 "$BENCH" --quick --mode netns --out "$WORK/q" \
+# 2. the quick scenario, for real. How long it takes is measured (the
+#    report's header, docs/bench.md), not asserted here: the timeout only
+#    ends a hang (status 124 or 137), far above the minute or two it takes
+#    on a loaded 2-core machine.
+timeout --kill-after=10 900 "$BENCH" --quick --mode netns --out "$WORK/q" \
 	>"$WORK/quick.out.log" 2>"$WORK/quick.err.log"
 rc=$?
-took=$(($(date +%s) - start))
 [ $rc -eq 0 ] || { tail -n 30 "$WORK/quick.err.log"; fail "ps-bench --quick exited $rc"; }
-[ $took -lt 180 ] || fail "ps-bench --quick took $took s (limit 180)"
 out=$WORK/quick.out.log
 for p in $PRESETS; do
 	grep -q "^| resnet50 | 1 | tcp | $p | 1/1 | [0-9]" "$out" ||
@@ -113,13 +113,15 @@ PY
 if command -v gnuplot >/dev/null && [ ! -s "$WORK/q/plot.png" ]; then
 	fail "gnuplot installed but no plot.png"
 fi
-pass "ps-bench --quick: every preset, every run completed ($took s)"
+pass "ps-bench --quick: every preset, every run completed"
 
+# After ps-bench returned: its namespaces are gone (it removes them before
+# exiting) and, within 30 s, every process it started (one may still be
+# exiting).
 leftovers() {
 	left=$(stale)
 	[ -z "$left" ] || { echo "$left" >&2; fail "$1: namespaces left behind"; }
-	sleep 0.2
-	if pgrep -f "$WORK/" >/dev/null; then
+	if ! poll_until 30 no_process_of "$WORK/"; then
 		pgrep -af "$WORK/" >&2
 		fail "$1: processes left running"
 	fi
@@ -128,21 +130,26 @@ leftovers "after --quick"
 pass "no namespace or process left behind"
 
 # 3. a second run right after the first; Ctrl-C during its second run
-"$BENCH" --quick --mode netns --presets baseline,ordo --warmup 1 \
-	--iterations 1 --no-plot --no-calibration --out "$WORK/q2" >"$WORK/q2.out.log" \
-	2>"$WORK/q2.err.log" || fail "second ps-bench exited $?"
+timeout --kill-after=10 600 "$BENCH" --quick --mode netns --presets baseline,ordo \
+	--warmup 1 --iterations 1 --no-plot --no-calibration --out "$WORK/q2" \
+	>"$WORK/q2.out.log" 2>"$WORK/q2.err.log" || fail "second ps-bench exited $?"
 grep -q "^- runs: 2, 2 completed, 0 failed" "$WORK/q2.out.log" || fail "second run incomplete"
 leftovers "after the second run"
 pass "a second run right after the first works"
 
-"$BENCH" --quick --mode netns --no-calibration --out "$WORK/q3" >"$WORK/q3.out.log" \
-	2>"$WORK/q3.err.log" &
+# (timeout passes the SIGINT on to ps-bench alone, as before it was there:
+# --foreground; its limit only ends a hang: status 124 or 137)
+timeout --foreground --kill-after=10 600 "$BENCH" --quick --mode netns --no-calibration \
+	--out "$WORK/q3" >"$WORK/q3.out.log" 2>"$WORK/q3.err.log" &
 bench=$!
+# mid-run: the second run's job is up and a worker is iterating
 wait_for "$WORK/q3.err.log" '\[2/6\]'
-sleep 1
+wait_for "$WORK/q3/runs/002/w0.log" '^worker 0 iter '
 kill -INT $bench
 wait $bench
 rc=$?
 [ $rc -eq 130 ] || fail "interrupted ps-bench exited $rc, expected 130"
+grep -q "signal 2: stopping; cleaning up" "$WORK/q3.err.log" ||
+	fail "interrupted ps-bench did not say it stopped on the signal"
 leftovers "after Ctrl-C"
 pass "Ctrl-C: exit 130, namespaces and processes cleaned up"
