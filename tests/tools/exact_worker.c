@@ -24,10 +24,16 @@
  * too, so a checkpoint that lost or repeated an update fails here. The
  * iterations before V were trained by EXACT_WORKER_HISTORY_WORKERS workers
  * (default: as many as now).
+ *
+ * EXACT_WORKER_HOLD=FILE: the last iteration waits until FILE exists, so a
+ * test can act on the running job (fuzz.sh) before it ends, however fast
+ * the job runs; the communication thread keeps the heartbeats going.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "common/cli.h"
 #include "common/log.h"
@@ -65,6 +71,15 @@ static int on_opt(void *ud, const char *name, const char *arg, char *err,
 	}
 	free(copy);
 	return PS_OK;
+}
+
+/* Waits until path exists (or a signal came); path NULL: no wait. */
+static void hold_until(const char *path)
+{
+	struct timespec tick = {0, 10 * 1000 * 1000};
+
+	while (path && access(path, F_OK) != 0 && !ps_signal_pending())
+		nanosleep(&tick, NULL);
 }
 
 static double mean_grad(uint32_t k, uint64_t j, uint64_t i, int workers)
@@ -156,6 +171,8 @@ int main(int argc, char **argv)
 	t0 = ps_now_ns();
 	for (uint64_t i = first;
 	     rc == PS_OK && i < (uint64_t)cfg.train.iterations; i++) {
+		if (i + 1 == (uint64_t)cfg.train.iterations)
+			hold_until(getenv("EXACT_WORKER_HOLD"));
 		for (uint32_t k = o.n; k-- > 0 && rc == PS_OK;) {
 			for (uint64_t j = 0; j < o.sizes[k]; j++)
 				grads[k][j] = (float)(workers *
