@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "model/dag.h"
@@ -146,14 +145,6 @@ static char *stats_text(const ps_dag *d)
 	ps_dag_print_stats(d, f);
 	assert_int_equal(fclose(f), 0);
 	return buf;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* ---- fixtures --------------------------------------------------------- */
@@ -719,14 +710,12 @@ static void test_large_chain(void **state)
 	char err[512] = "";
 	ps_dag_stats s;
 	ps_dag *d = NULL;
-	double t0, dt;
 	uint32_t i;
 
 	(void)state;
-	t0 = now_s();
+	/* How long loading takes is not asserted (a busy machine); a loader
+	 * that blows up on 5000 ops is ended by CTest's TIMEOUT. */
 	assert_int_equal(ps_dag_load(path, 1.0, &d, err, sizeof(err)), PS_OK);
-	dt = now_s() - t0;
-	assert_true(dt < 2.0); /* generous: sanitizers, loaded machines */
 	assert_int_equal(d->nops, n);
 	assert_int_equal(d->ntensors, half);
 	/* f0 (index n-1) .. f(half-1) (index half), then b(half-1) .. b0 */
