@@ -42,7 +42,7 @@ pass "fused partitions exact under the priority and counter gates"
 for model in vgg16 inception_v3; do
 	for p in $PRESETS; do
 		out=$WORK/$model-$p
-		launch "$model-$p" 600 --set worker.mode=replay \
+		launch "$model-$p" 1200 --set worker.mode=replay \
 			--set model.file="$SRC/conf/models/$model.json" \
 			--set scheduling.preset="$p" --set train.iterations=2 \
 			--set output.dir="$out" || fail "$model $p: replay exited $?"

@@ -3,7 +3,7 @@
 source "$(dirname "$0")/lib.sh" "$@"
 out=$WORK/out
 
-launch vgg 900 --set model.file="$SRC/conf/models/vgg16.json" \
+launch vgg 3000 --set model.file="$SRC/conf/models/vgg16.json" \
 	--set worker.mode=replay --set train.iterations=20 \
 	--set output.dir="$out" || fail "VGG16 replay exited $?"
 for w in 0 1; do
