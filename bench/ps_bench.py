@@ -1257,10 +1257,13 @@ class Bench:
         optionally with its tensors cut into partitions of
         partition_size: the run dict with measured_ms added, None where
         it failed."""
+        # 120 s, or the longest run timeout asked for (--run-timeout)
+        timeout = max([120] + [c["run_timeout_s"]
+                               for c in self.plan["counts"].values()])
         run = {"model": CAL_MODEL, "model_file": resolve_model(CAL_MODEL)[1],
                "bw": bw, "transport": "tcp", "preset": preset,
                "rep": 1, "warmup": 2, "measured": 16, "total_iters": 18,
-               "timeout": 120, "partition_size": partition_size}
+               "timeout": timeout, "partition_size": partition_size}
         what = preset + (", partitions of %d B" % partition_size
                          if partition_size else "")
         log("calibrating ps-sim at %g Gbit/s: %s, %s, %d iterations"
