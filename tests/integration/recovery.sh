@@ -8,20 +8,19 @@ source "$(dirname "$0")/lib.sh" "$@"
 SIZES=1000,4097,10,1
 RANDOM=${ORDO_TEST_SEED:-11} # the kills' timing: reproducible
 
+completed() { grep -c '^checkpoint: iteration .* complete' "$1"; }
+checkpoints_past() { [ "$(completed "$1")" -ge "$2" ]; }
+
 # kill_after NAME CHECKPOINTS ROLE: waits until CHECKPOINTS more
 # checkpoints are complete (training goes on meanwhile: the kill lands
 # mid-iteration, maybe mid-write), then kills a random process of ROLE
 # (server or worker) with SIGKILL. Sets VICTIM.
 kill_after() {
-	local name=$1 want=$2 role=$3 log=$WORK/$1.out.log n pids prog
+	local name=$1 want=$2 role=$3 log=$WORK/$1.out.log pids prog
 	local before
-	before=$(grep -c '^checkpoint: iteration .* complete' "$log")
-	for _ in $(seq 1 1200); do
-		n=$(grep -c '^checkpoint: iteration .* complete' "$log")
-		[ "$n" -ge $((before + want)) ] && break
-		sleep 0.1
-	done
-	[ "$n" -ge $((before + want)) ] || fail "$name: $want checkpoints never completed"
+	before=$(completed "$log")
+	poll_until 300 checkpoints_past "$log" $((before + want)) ||
+		fail "$name: $want checkpoints never completed"
 	prog="ps-server"
 	[ "$role" = worker ] && prog="(ps-worker|exact_worker)"
 	pids=($(pgrep -f "^[^ ]*$prog .*$WORK/" || true))
@@ -99,7 +98,10 @@ kill_after twice 1 worker
 first=$VICTIM
 wait_for "$WORK/twice.err.log" "restart 1 of 1"
 kill_after twice 1 worker
-wait $job && fail "the job exited 0 after its one restart was used up"
+wait $job
+st=$?
+assert_job_ended twice $st "restarts used up"
+[ $st -ne 0 ] || fail "the job exited 0 after its one restart was used up"
 grep -q "(pid $VICTIM) exited with status\|(pid $VICTIM) killed" "$WORK/twice.err.log" ||
 	fail "the second death is not reported"
 grep -q "restart 2 of" "$WORK/twice.err.log" && fail "restarted more than fault.restarts"
@@ -111,7 +113,10 @@ start_job across --set train.iterations=1000000 --set checkpoint.every=5 \
 	--set checkpoint.dir="$WORK/across"
 job=$JOB_PID
 kill_after across 1 worker
-wait $job && fail "the job exited 0 after a worker died"
+wait $job
+st=$?
+assert_job_ended across $st "no restarts"
+[ $st -ne 0 ] || fail "the job exited 0 after a worker died"
 grep -q "scheduler\] error: to resume, start the job again with --set checkpoint.resume=$WORK/across/ckpt-[0-9]* (iteration [0-9]*) or checkpoint.resume=latest" \
 	"$WORK/across.err.log" || fail "the scheduler did not name the checkpoint"
 pass "without restarts: the job fails and names the checkpoint to resume from"
