@@ -64,12 +64,16 @@ typedef struct snap {
 	int requested;     /* by the scheduler: it waits for an answer */
 	uint32_t missing;  /* partitions not taken yet */
 	uint8_t *taken;    /* per local partition */
-	pbuf **values;     /* per local partition: a reference */
 	uint64_t *version; /* per local partition */
-	float *momentum;   /* a copy, laid out as the momentum arena */
+	/* copies of the values and momentum, laid out as the arenas; kept
+	 * (their pages faulted in) from one checkpoint to the next */
+	float *values, *momentum;
 	ps_ckpt_segment *segs;
 	uint32_t nsegs;
 	char dir[PS_CKPT_PATH_MAX];
+	uint64_t take_ns;  /* the loop's time taking partitions */
+	uint64_t write_ns; /* the writer thread's, start to rename */
+	uint64_t bytes;    /* values and momentum written */
 	int rc;
 	char why[PS_CKPT_PATH_MAX + 512];
 } snap;
@@ -106,6 +110,7 @@ typedef struct server {
 	size_t scratch_cap;
 	uint64_t pushes, updates, bytes_in, bytes_out;
 	uint64_t nheld; /* pushes held back, all partitions */
+	uint64_t cow_ns; /* time copying values a send or snapshot held */
 	snapshot snap;
 } server;
 

@@ -6,9 +6,13 @@
  * worker's gradient of iteration V-1 is applied, and nothing of iteration
  * V can be applied before that: so the moment a partition reaches V, its
  * values and momentum are the checkpoint's, whatever the other partitions
- * are doing. The server takes each partition at that moment - a reference
- * to its copy-on-write values (the next update copies them instead of
- * writing in place) and a copy of its momentum - and training goes on.
+ * are doing. The server takes each partition at that moment - a copy of
+ * its values and momentum into buffers kept for checkpoints, their pages
+ * faulted in once (taking a reference to the copy-on-write values instead
+ * made the next update copy them into fresh pages: 1.2 s per checkpoint of
+ * half of VGG16 on this VM, against ~50 ms for the two copies) - and
+ * training goes on. Memory: two copies of the shard per checkpoint slot,
+ * the second slot allocated only when a write and a collection overlap.
  * Once every partition of the shard is taken, a thread writes the shard
  * file while the next iterations run; the loop is woken when it is done
  * and tells the scheduler (CKPT_DONE), which writes the manifest once
@@ -42,6 +46,11 @@
  * marks it initialised. Errors are logged naming the file. */
 int ps_snapshot_load(server *s);
 
+/* With checkpoint.dir: allocates the copy buffers of the first
+ * checkpoint and faults their pages in, at start rather than while the
+ * first checkpoint is taken. */
+int ps_snapshot_prepare(server *s);
+
 /* Partition p reached a new version by an update: takes it if a
  * checkpoint of that version is being collected, or starts a periodic one
  * (checkpoint.every). */
@@ -73,7 +82,7 @@ void ps_snapshot_poll(server *s);
  * collection that cannot complete any more, then answers FLUSHED. */
 int ps_snapshot_flush(server *s);
 
-/* Joins a writer still running and drops every reference. */
+/* Joins a writer still running and frees the checkpoint buffers. */
 void ps_snapshot_free(server *s);
 
 #endif /* ORDO_SERVER_SNAPSHOT_H */
