@@ -148,7 +148,10 @@ timeout --foreground --kill-after=10 900 "$BENCH" --quick --mode netns \
 bench=$!
 # mid-run: the second run's job is up and a worker is iterating
 wait_for "$WORK/q3.err.log" '\[2/6\]'
-wait_for "$WORK/q3/runs/002/w0.log" '^worker 0 iter '
+# (p3's first iteration under ASan can take minutes on a loaded machine:
+# its stop-and-wait moves the initial parameters 160 KiB at a time)
+poll_until 900 grep -qs '^worker 0 iter ' "$WORK/q3/runs/002/w0.log" ||
+	fail "run 2's worker 0 never finished an iteration"
 kill -INT $bench
 wait $bench
 rc=$?
