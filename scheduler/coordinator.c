@@ -32,7 +32,7 @@ typedef struct member {
 	int unreachable; /* a send failed: no more heartbeats to it */
 	int done;
 	int in_barrier;
-	int flushed;       /* server: answered FLUSH */
+	int flush_wait;    /* server: FLUSHes sent and not yet answered */
 	uint64_t progress; /* server: highest version, from its heartbeats */
 	ps_wire_done stats;
 } member;
@@ -65,7 +65,6 @@ typedef struct coord {
 	uint64_t asked;   /* on-demand checkpoint requested, 0: none */
 	uint64_t margin;  /* how far ahead of the servers it was asked */
 	int flushing;     /* every worker is done: servers finish writing */
-	uint32_t flushed;
 } coord;
 
 static void describe(const member *m, char *buf, size_t cap)
@@ -651,23 +650,27 @@ static int prepare_checkpoints(coord *c)
 	return PS_OK;
 }
 
+static void send_server(coord *c, uint32_t rank, uint32_t type,
+			uint64_t iteration)
+{
+	ps_wire_header h = {
+		.version = PS_WIRE_VERSION,
+		.type = type,
+		.job_id = c->job_id,
+		.iteration = iteration,
+	};
+	uint8_t buf[PS_WIRE_HEADER_MAX];
+	size_t hlen;
+
+	if (ps_wire_header_encode(&h, buf, sizeof(buf), &hlen) == PS_OK)
+		ps_transport_send(c->t, c->members[1 + rank].peer, buf, hlen,
+				  NULL, 0, NULL, NULL);
+}
+
 static void send_servers(coord *c, uint32_t type, uint64_t iteration)
 {
-	for (uint32_t r = 0; r < c->servers; r++) {
-		member *m = &c->members[1 + r];
-		ps_wire_header h = {
-			.version = PS_WIRE_VERSION,
-			.type = type,
-			.job_id = c->job_id,
-			.iteration = iteration,
-		};
-		uint8_t buf[PS_WIRE_HEADER_MAX];
-		size_t hlen;
-
-		if (ps_wire_header_encode(&h, buf, sizeof(buf), &hlen) == PS_OK)
-			ps_transport_send(c->t, m->peer, buf, hlen, NULL, 0,
-					  NULL, NULL);
-	}
+	for (uint32_t r = 0; r < c->servers; r++)
+		send_server(c, r, type, iteration);
 }
 
 /* SIGUSR1: a checkpoint a little ahead of the fastest server. */
@@ -753,6 +756,18 @@ static ckpt_slot *slot_for(coord *c, uint64_t iteration)
 		free_slot = oldest;
 	}
 	*free_slot = (ckpt_slot){.iteration = iteration};
+	/* servers that hold no partition take no update, so nothing makes a
+	 * periodic checkpoint come due for them: ask them (an empty shard) */
+	for (uint32_t r = 0; r < c->servers && iteration != c->asked; r++) {
+		member *m = &c->members[1 + r];
+		if (c->placement->server_bytes[r] != 0)
+			continue;
+		send_server(c, r, PS_MSG_CKPT, iteration);
+		if (c->flushing) { /* it may have flushed already: again */
+			m->flush_wait++;
+			send_server(c, r, PS_MSG_FLUSH, 0);
+		}
+	}
 	return free_slot;
 }
 
@@ -807,12 +822,15 @@ static int handle_checkpoint(coord *c, member *m, const ps_msg *msg,
 			request_checkpoint(c, h->iteration);
 		return PS_OK;
 	default: /* FLUSHED */
-		if (!c->flushing || m->flushed) {
+		if (m->flush_wait == 0) {
 			psi_note_drop(++c->dropped, "FLUSHED", "not asked for");
 			return PS_OK;
 		}
-		m->flushed = 1;
-		return ++c->flushed == c->servers ? PS_ECLOSED : PS_OK;
+		m->flush_wait--;
+		for (uint32_t r = 0; r < c->servers; r++)
+			if (c->members[1 + r].flush_wait > 0)
+				return PS_OK;
+		return PS_ECLOSED;
 	}
 }
 
@@ -822,6 +840,8 @@ static int job_done(coord *c)
 	if (!c->cfg->checkpoint.dir[0])
 		return PS_ECLOSED;
 	c->flushing = 1;
+	for (uint32_t r = 0; r < c->servers; r++)
+		c->members[1 + r].flush_wait++;
 	send_servers(c, PS_MSG_FLUSH, 0);
 	return PS_OK;
 }

@@ -219,6 +219,8 @@ static void drop_collect(server *s)
 	s->snap.ready = 0;
 }
 
+static int start_writing(server *s);
+
 /* A slot's arrays and copy buffers, allocated once and touched so that
  * their pages are faulted in here (seconds per GiB on a virtual
  * machine), not while a checkpoint is taken. */
@@ -272,7 +274,12 @@ static int start_collecting(server *s, uint64_t iteration, int requested)
 	sn->ready = 0;
 	if (iteration > sn->last)
 		sn->last = iteration;
-	return PS_OK;
+	if (s->nparts > 0)
+		return PS_OK;
+	/* a server holding nothing writes an empty shard at once (the
+	 * scheduler asks it when another server's shard is written) */
+	sn->ready = 1;
+	return sn->write ? PS_OK : start_writing(s);
 }
 
 typedef struct seg_ctx {

@@ -43,6 +43,17 @@ done
 	fail "ps-ckpt verify: $(cat "$WORK/verify.log")"
 pass "periodic: checkpoints 3, 6, 9, 12 of 3 shards each, verified"
 
+#    Servers holding no partition (one tensor, three servers) still
+#    write their (empty) shard of every checkpoint, also the last one.
+SIZES=4097 exact empty --set cluster.servers=3 --set train.iterations=6 \
+	--set checkpoint.dir="$WORK/empty-servers" --set checkpoint.every=2 ||
+	fail "job with empty servers exited $?"
+for it in 2 4 6; do
+	[ -s "$WORK/empty-servers/ckpt-00000000000$it/manifest.json" ] ||
+		fail "empty servers: no checkpoint at $it"
+done
+pass "servers with no partition: checkpoints 2, 4, 6 complete"
+
 # 2. Resume under another layout: from iteration 6 (W=2, S=3, 1 KiB, baseline)
 #    with S=2, 64 B partitions, p3's order, gate and credit (its own
 #    checkpoints in another directory: 9 and 12 of this one are another
