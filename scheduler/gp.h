@@ -1,0 +1,58 @@
+/*
+ * scheduler/gp.h - Gaussian-process regression and expected improvement,
+ * the optimiser under ps-tune (issue 12; ByteScheduler §4.3).
+ *
+ * Inputs live in the unit cube [0,1]^d (the tuner maps log2 of partition
+ * and credit sizes there); outputs are what is maximised (samples/s).
+ * The model: a constant mean (the sample mean, or a prior mean function
+ * given by the caller), a Matern 5/2 kernel with one length scale per
+ * dimension and a signal variance, plus a noise variance (measurements are
+ * noisy). Hyperparameters maximise the log marginal likelihood, from
+ * several deterministic starts (Sobol points) with GSL's Nelder-Mead
+ * simplex; the linear algebra is GSL's Cholesky. Nothing is random: the
+ * same data give the same model and the same proposals.
+ *
+ * Threads: a ps_gp is immutable after ps_gp_fit; share it freely.
+ */
+#ifndef ORDO_SCHEDULER_GP_H
+#define ORDO_SCHEDULER_GP_H
+
+#include <stddef.h>
+
+#include "ordo/error.h"
+
+#define PS_GP_MAX_DIMS 8
+
+typedef struct ps_gp ps_gp;
+
+/* Prior mean at x (NULL: the data's mean); ud is passed through. */
+typedef double ps_gp_prior_fn(const double *x, void *ud);
+
+/* Fits a GP to n points x (n x d, row-major, in [0,1]^d) with values y.
+ * n >= 1, 1 <= d <= PS_GP_MAX_DIMS. */
+int ps_gp_fit(const double *x, const double *y, size_t n, size_t d,
+	      ps_gp_prior_fn *prior, void *prior_ud, ps_gp **gp_p);
+void ps_gp_free(ps_gp **gp_p);
+
+/* Posterior mean and standard deviation of the latent function at x. */
+void ps_gp_predict(const ps_gp *gp, const double *x, double *mean_p,
+		   double *sd_p);
+
+/* Expected improvement over `best` (maximisation) at x. */
+double ps_gp_ei(const ps_gp *gp, const double *x, double best);
+
+/* The fitted hyperparameters: length scales (d), signal and noise sd. */
+void ps_gp_hyper(const ps_gp *gp, double *lengths, double *signal_sd,
+		 double *noise_sd);
+
+/* The point of [0,1]^d to measure next: the largest expected improvement
+ * over the best posterior mean among the data points, searched over
+ * ncand Sobol points, the best few refined by Nelder-Mead. Writes it
+ * into x_p and returns its EI. */
+double ps_gp_propose(const ps_gp *gp, size_t ncand, double *x_p);
+
+/* Index of the data point with the largest posterior mean: the reported
+ * best (not the luckiest sample). */
+size_t ps_gp_best_index(const ps_gp *gp);
+
+#endif /* ORDO_SCHEDULER_GP_H */
