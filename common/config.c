@@ -69,7 +69,7 @@ typedef struct option {
 static const char *const sections[] = {
     "cluster", "transport",  "model", "worker",  "train",
     "scheduling", "log", "output", "checkpoint", "fault", "metrics", "link",
-    "sim", NULL};
+    "sim", "tune", NULL};
 
 static const char *const transport_names[] = {
     [PS_TRANSPORT_TCP] = "tcp", [PS_TRANSPORT_RDMA] = "rdma", NULL};
@@ -110,6 +110,10 @@ static const struct preset {
     [PS_PRESET_BYTESCHEDULER] = {"layer", "priority", "4M", "16M", "off"},
     [PS_PRESET_ORDO] = {"tail", "priority", "1M", "4M", "on"},
 };
+static const char *const then_names[] = {[PS_TUNE_THEN_TRAIN] = "train",
+                                         [PS_TUNE_THEN_STOP] = "stop", NULL};
+static const char *const prior_names[] = {[PS_TUNE_PRIOR_NONE] = "none",
+                                          [PS_TUNE_PRIOR_SIM] = "sim", NULL};
 static const char *const place_names[] = {[PS_PLACE_BALANCED] = "balanced",
                                           [PS_PLACE_ROUND_ROBIN] =
                                               "round-robin",
@@ -392,6 +396,41 @@ static const option options[] = {
            "ps-sim: time (microseconds) a worker spends on every op "
            "beyond its model time (a framework's launch cost per op, a "
            "host that cannot keep its device busy)."),
+
+    /* [tune] (ps-tune, docs/tune.md) */
+    INT(tune, trials, "10", 1, 1000,
+        "ps-tune: trials, each one (partition, credit) pair measured."),
+    INT(tune, warmup_iterations, "2", 0, 1000000,
+        "ps-tune: iterations run with a trial's pair before it is "
+        "measured (the first after a restart pays page faults)."),
+    INT(tune, measure_iterations, "5", 1, 1000000,
+        "ps-tune: iterations over which a trial's samples/s is "
+        "measured."),
+    SIZE(tune, partition_min, "256K", 4, TIB,
+         "ps-tune: smallest scheduling.partition_size tried."),
+    SIZE(tune, partition_max, "64M", 4, TIB,
+         "ps-tune: largest scheduling.partition_size tried."),
+    SIZE(tune, credit_min, "256K", 4, TIB,
+         "ps-tune: smallest scheduling.credit_size tried (a trial's "
+         "credit is never below its partition size)."),
+    SIZE(tune, credit_max, "64M", 4, TIB,
+         "ps-tune: largest scheduling.credit_size tried; at least "
+         "tune.partition_max."),
+    ENUM(tune, then, "train", then_names,
+         "ps-tune, after the last trial: train (the job trains on to "
+         "train.iterations with the best pair) or stop (at a "
+         "checkpoint)."),
+    ENUM(tune, prior, "none", prior_names,
+         "ps-tune: none, or sim: ps-sim's prediction of every pair (with "
+         "this config's link.* and sim.*, e.g. from ps-bench's "
+         "calibration) is the Gaussian process's prior mean, scaled to "
+         "the measurements."),
+    INT64(tune, seed, "1", 0, INT64_MAX,
+          "ps-tune: seed of the first trials' quasi-random design."),
+    STRING(tune, endpoint, "",
+           "Set by ps-tune, not by hand: the scheduler connects there to "
+           "report progress and take live credit changes and stops. "
+           "Empty = no tuner."),
 };
 
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
@@ -1209,6 +1248,28 @@ int ps_config_validate(const ps_config *cfg, char *err, size_t errlen)
 		            "fault.restarts = %d needs checkpoint.dir (a "
 		            "restart resumes from the latest checkpoint there)",
 		            cfg->fault.restarts);
+	if (cfg->tune.partition_min > cfg->tune.partition_max ||
+	    cfg->tune.credit_min > cfg->tune.credit_max) {
+		bool part = cfg->tune.partition_min > cfg->tune.partition_max;
+		ps_config_format_size(part ? cfg->tune.partition_min
+		                           : cfg->tune.credit_min, a, sizeof(a));
+		ps_config_format_size(part ? cfg->tune.partition_max
+		                           : cfg->tune.credit_max, b, sizeof(b));
+		return errf(err, errlen, "tune.%s_min (%s) is larger than "
+		            "tune.%s_max (%s)", part ? "partition" : "credit",
+		            a, part ? "partition" : "credit", b);
+	}
+	if (cfg->tune.credit_max < cfg->tune.partition_max) {
+		ps_config_format_size(cfg->tune.credit_max, a, sizeof(a));
+		ps_config_format_size(cfg->tune.partition_max, b, sizeof(b));
+		return errf(err, errlen, "tune.credit_max (%s) must be at least "
+		            "tune.partition_max (%s): a credit is never below "
+		            "the partition size", a, b);
+	}
+	if (cfg->tune.partition_min % 4 != 0 ||
+	    cfg->tune.partition_max % 4 != 0)
+		return errf(err, errlen, "tune.partition_min and "
+		            "tune.partition_max must be multiples of 4 bytes");
 	if (cfg->train.batch > cfg->model.samples_per_worker)
 		return errf(err, errlen,
 		            "train.batch (%d) must be at most "

@@ -40,6 +40,8 @@ typedef enum {
 typedef enum { PS_WORKER_TRAIN = 0, PS_WORKER_REPLAY = 1 } ps_worker_mode;
 typedef enum { PS_COMPUTE_SLEEP = 0, PS_COMPUTE_SPIN = 1 } ps_compute_wait;
 typedef enum { PS_SHARING_FIFO = 0, PS_SHARING_FAIR = 1 } ps_link_sharing;
+typedef enum { PS_TUNE_THEN_TRAIN = 0, PS_TUNE_THEN_STOP = 1 } ps_tune_then;
+typedef enum { PS_TUNE_PRIOR_NONE = 0, PS_TUNE_PRIOR_SIM = 1 } ps_tune_prior;
 typedef enum {
 	PS_LOG_ERROR = 0,
 	PS_LOG_WARN = 1,
@@ -131,6 +133,17 @@ struct ps_config {
 		int machine_small_bytes;   /* messages up to this size... */
 		double machine_small_gbps; /* ...cross the machine at this */
 	} sim; /* ps-sim (sim/cluster.h) */
+	struct {
+		int trials;
+		int warmup_iterations;
+		int measure_iterations;
+		uint64_t partition_min, partition_max; /* bytes */
+		uint64_t credit_min, credit_max;       /* bytes */
+		int then;  /* ps_tune_then */
+		int prior; /* ps_tune_prior */
+		int64_t seed;
+		char endpoint[PS_CFG_STR]; /* set by ps-tune for the scheduler */
+	} tune; /* ps-tune (docs/tune.md) */
 	/* which options were set by a file, the environment or --set (not
 	 * defaults): a preset fills in only the others */
 	uint8_t user_set[128];

@@ -76,6 +76,11 @@ static const char *const type_names[PS_MSG_TYPE_END] = {
     [PS_MSG_CKPT_LATE] = "CKPT_LATE",
     [PS_MSG_FLUSH] = "FLUSH",
     [PS_MSG_FLUSHED] = "FLUSHED",
+    [PS_MSG_PROGRESS] = "PROGRESS",
+    [PS_MSG_CREDIT] = "CREDIT",
+    [PS_MSG_STOP] = "STOP",
+    [PS_MSG_STOP_LATE] = "STOP_LATE",
+    [PS_MSG_TUNE_HELLO] = "TUNE_HELLO",
 };
 
 const char *ps_msg_type_name(uint32_t type)
@@ -1178,6 +1183,38 @@ int ps_wire_done_decode(const void *buf, size_t len, ps_wire_done *d_p,
 	msgpack_unpacked_destroy(&u);
 	if (rc == PS_OK)
 		*d_p = dn;
+	return rc;
+}
+
+/* ---- one integer (CREDIT) ----------------------------------------------- */
+
+int ps_wire_u64_encode(uint64_t value, void **buf_p, size_t *len_p)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+
+	if (!buf_p || !len_p)
+		return PS_EINVAL;
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	return sbuf_finish(&sb, msgpack_pack_uint64(&pk, value), buf_p, len_p);
+}
+
+int ps_wire_u64_decode(const void *buf, size_t len, uint64_t *value_p,
+                       char *why, size_t whylen)
+{
+	msgpack_unpacked u;
+	dctx d;
+	int rc;
+
+	if (!value_p)
+		return PS_EINVAL;
+	dctx_init(&d, why, whylen, "integer body");
+	rc = unpack_one(buf, len, &u, &d);
+	if (rc != PS_OK)
+		return rc;
+	rc = get_uint(&d, &u.data, "the value", UINT64_MAX, value_p);
+	msgpack_unpacked_destroy(&u);
 	return rc;
 }
 

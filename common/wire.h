@@ -58,6 +58,22 @@ typedef enum ps_msg_type {
 			      * highest version */
 	PS_MSG_FLUSH,        /* scheduler -> servers: finish checkpoints */
 	PS_MSG_FLUSHED,      /* server -> scheduler: nothing left to write */
+	/* tuning (docs/tune.md): live credit, stop for a restart */
+	PS_MSG_PROGRESS,     /* worker -> scheduler: iterations before
+			      * `iteration` are done; scheduler -> tuner: done
+			      * by every worker */
+	PS_MSG_CREDIT,       /* tuner -> scheduler: body u64 credit (bytes);
+			      * scheduler -> senders: that window from
+			      * `iteration` on; scheduler -> tuner: the same,
+			      * the iteration chosen */
+	PS_MSG_STOP,         /* tuner -> scheduler: checkpoint and stop;
+			      * scheduler -> workers and tuner: the job ends
+			      * before `iteration` (checkpointed there) */
+	PS_MSG_STOP_LATE,    /* worker -> scheduler: already ran the
+			      * iteration asked; iteration = the first it can
+			      * still stop before */
+	PS_MSG_TUNE_HELLO,   /* scheduler -> tuner: body its endpoint (str);
+			      * tuner -> scheduler: attached, no body */
 	PS_MSG_TYPE_END
 } ps_msg_type;
 
@@ -155,6 +171,11 @@ int ps_wire_done_decode(const void *buf, size_t len, ps_wire_done *d_p,
 int ps_wire_reason_encode(const char *reason, void **buf_p, size_t *len_p);
 int ps_wire_reason_decode(const void *buf, size_t len, char *reason,
 			  size_t cap, char *why, size_t whylen);
+
+/* One unsigned integer (CREDIT's window) as a msgpack body. */
+int ps_wire_u64_encode(uint64_t value, void **buf_p, size_t *len_p);
+int ps_wire_u64_decode(const void *buf, size_t len, uint64_t *value_p,
+		       char *why, size_t whylen);
 
 /* ps_free_fn-compatible free() of an encoder's buffer. */
 void ps_wire_free(void *data, void *hint);

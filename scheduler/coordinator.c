@@ -33,7 +33,8 @@ typedef struct member {
 	int done;
 	int in_barrier;
 	int flush_wait;    /* server: FLUSHes sent and not yet answered */
-	uint64_t progress; /* server: highest version, from its heartbeats */
+	uint64_t progress; /* server: highest version, from its heartbeats;
+			    * worker: the iteration it began (PROGRESS) */
 	ps_wire_done stats;
 } member;
 
@@ -65,6 +66,14 @@ typedef struct coord {
 	uint64_t asked;   /* on-demand checkpoint requested, 0: none */
 	uint64_t margin;  /* how far ahead of the servers it was asked */
 	int flushing;     /* every worker is done: servers finish writing */
+	/* a tuner (ps-tune, tune.endpoint; docs/tune.md) */
+	struct {
+		int state;        /* 0 none, 1 HELLO sent, 2 attached */
+		ps_peer peer;
+		uint64_t tid;     /* its transport id, once attached */
+		uint64_t told;    /* last PROGRESS it was sent */
+		int stopping;     /* it asked for a stop at a checkpoint */
+	} tuner;
 } coord;
 
 static void describe(const member *m, char *buf, size_t cap)
@@ -673,14 +682,38 @@ static void send_servers(coord *c, uint32_t type, uint64_t iteration)
 		send_server(c, r, type, iteration);
 }
 
-/* SIGUSR1: a checkpoint a little ahead of the fastest server. */
+static void send_tuner(coord *c, uint32_t type, uint64_t iteration);
+
+/* The workers stop before iteration c->asked (a tuner's stop). */
+static void send_stops(coord *c)
+{
+	ps_wire_header h = {
+		.version = PS_WIRE_VERSION,
+		.type = PS_MSG_STOP,
+		.job_id = c->job_id,
+		.iteration = c->asked,
+	};
+	uint8_t buf[PS_WIRE_HEADER_MAX];
+	size_t hlen;
+
+	if (ps_wire_header_encode(&h, buf, sizeof(buf), &hlen) != PS_OK)
+		return;
+	for (uint32_t r = 0; r < c->workers; r++)
+		ps_transport_send(c->t, c->members[1 + c->servers + r].peer,
+				  buf, hlen, NULL, 0, NULL, NULL);
+	send_tuner(c, PS_MSG_STOP, c->asked);
+}
+
+/* SIGUSR1 or a tuner's stop: a checkpoint a little ahead of the fastest
+ * server and worker (with a stop, the workers stop there). */
 static void request_checkpoint(coord *c, uint64_t late)
 {
 	uint64_t highest = late;
+	uint32_t n = 1 + c->servers + c->workers;
 
-	for (uint32_t r = 0; r < c->servers; r++)
-		if (c->members[1 + r].progress > highest)
-			highest = c->members[1 + r].progress;
+	for (uint32_t i = 1; i < n; i++)
+		if (c->members[i].progress > highest)
+			highest = c->members[i].progress;
 	c->margin = late ? c->margin * 2 : 2;
 	if (c->margin > 1024) {
 		PS_ERROR("checkpoint: the servers keep passing the iteration "
@@ -690,9 +723,12 @@ static void request_checkpoint(coord *c, uint64_t late)
 		return;
 	}
 	c->asked = highest + c->margin;
-	PS_INFO("checkpoint requested at iteration %llu",
-		(unsigned long long)c->asked);
+	PS_INFO("checkpoint requested at iteration %llu%s",
+		(unsigned long long)c->asked,
+		c->tuner.stopping ? "; the job stops there" : "");
 	send_servers(c, PS_MSG_CKPT, c->asked);
+	if (c->tuner.stopping)
+		send_stops(c);
 }
 
 static void write_manifest(coord *c, uint64_t iteration)
@@ -846,6 +882,167 @@ static int job_done(coord *c)
 	return PS_OK;
 }
 
+/* ---- the tuner ---------------------------------------------------------- */
+
+static void send_tuner(coord *c, uint32_t type, uint64_t iteration)
+{
+	ps_wire_header h = {
+		.version = PS_WIRE_VERSION,
+		.type = type,
+		.job_id = c->job_id,
+		.iteration = iteration,
+	};
+	uint8_t buf[PS_WIRE_HEADER_MAX];
+	size_t hlen;
+
+	if (c->tuner.state != 2 ||
+	    ps_wire_header_encode(&h, buf, sizeof(buf), &hlen) != PS_OK)
+		return;
+	if (ps_transport_send(c->t, c->tuner.peer, buf, hlen, NULL, 0, NULL,
+			      NULL) != PS_OK) {
+		PS_WARN("the tuner at %s is gone: the job goes on without it",
+			c->cfg->tune.endpoint);
+		c->tuner.state = 0;
+	}
+}
+
+/* tune.endpoint: connect to the tuner and say where we listen; it
+ * attaches with a TUNE_HELLO of its own. */
+static int tuner_connect(coord *c)
+{
+	const char *ep = c->cfg->tune.endpoint;
+	void *body;
+	size_t len;
+	int rc;
+
+	if (!ep[0])
+		return PS_OK;
+	rc = ps_transport_connect(c->t, ep, &c->tuner.peer);
+	if (rc == PS_OK)
+		rc = ps_wire_reason_encode(c->self.endpoint, &body, &len);
+	if (rc == PS_OK)
+		rc = send_msg(c, c->tuner.peer, PS_MSG_TUNE_HELLO, 0, body,
+			      len);
+	if (rc != PS_OK) {
+		char why[PS_CFG_STR + 128];
+		snprintf(why, sizeof(why), "cannot reach the tuner at "
+			 "tune.endpoint = %s: %s", ep, ps_strerror(rc));
+		abort_job(c, why);
+		return PS_EABORTED;
+	}
+	c->tuner.state = 1;
+	return PS_OK;
+}
+
+/* PROGRESS from a worker: when every worker is past an iteration, the
+ * tuner hears it (its clock times the trials). */
+static void worker_progress(coord *c, member *m, uint64_t iteration)
+{
+	uint64_t floor = UINT64_MAX;
+
+	if (iteration > m->progress)
+		m->progress = iteration;
+	for (uint32_t r = 0; r < c->workers; r++) {
+		uint64_t p = c->members[1 + c->servers + r].progress;
+		if (p < floor)
+			floor = p;
+	}
+	if (floor > c->tuner.told && floor != UINT64_MAX) {
+		c->tuner.told = floor;
+		send_tuner(c, PS_MSG_PROGRESS, floor);
+	}
+}
+
+/* CREDIT from the tuner: every sender takes the new window from the
+ * iteration after the furthest worker's (a boundary none has pushed yet,
+ * or one it is just reaching: the change is never applied mid-way). */
+static void change_credit(coord *c, const ps_msg *msg)
+{
+	uint64_t credit, from = 0;
+	uint32_t n = 1 + c->servers + c->workers;
+	char why[256];
+
+	if (ps_wire_u64_decode(msg->payload, msg->payload_len, &credit, why,
+			       sizeof(why)) != PS_OK) {
+		psi_note_drop(++c->dropped, "CREDIT", why);
+		return;
+	}
+	if (credit == 0 || !c->cfg->scheduling.credit_size ||
+	    credit < c->cfg->scheduling.partition_size) {
+		PS_WARN("tuner: credit %llu refused: a live change needs a "
+			"window before (scheduling.credit_size) and after, at "
+			"least scheduling.partition_size",
+			(unsigned long long)credit);
+		return;
+	}
+	for (uint32_t r = 0; r < c->workers; r++)
+		if (c->members[1 + c->servers + r].progress > from)
+			from = c->members[1 + c->servers + r].progress;
+	from++;
+	for (uint32_t i = 1; i < n; i++) {
+		void *body;
+		size_t len;
+		if (c->members[i].unreachable ||
+		    ps_wire_u64_encode(credit, &body, &len) != PS_OK)
+			continue;
+		ps_wire_header h = {
+			.version = PS_WIRE_VERSION,
+			.type = PS_MSG_CREDIT,
+			.job_id = c->job_id,
+			.iteration = from,
+			.payload_len = len,
+		};
+		uint8_t buf[PS_WIRE_HEADER_MAX];
+		size_t hlen;
+		if (ps_wire_header_encode(&h, buf, sizeof(buf), &hlen) !=
+			    PS_OK ||
+		    ps_transport_send(c->t, c->members[i].peer, buf, hlen,
+				      body, len, ps_wire_free, NULL) != PS_OK)
+			free(body);
+	}
+	PS_INFO("tuner: credit window %llu bytes from iteration %llu",
+		(unsigned long long)credit, (unsigned long long)from);
+	send_tuner(c, PS_MSG_CREDIT, from);
+}
+
+/* A message that is not from a node: the tuner's, or dropped. */
+static void handle_tuner(coord *c, const ps_msg *msg, const ps_wire_header *h)
+{
+	if (c->tuner.state == 1 && h->type == PS_MSG_TUNE_HELLO &&
+	    h->job_id == c->job_id) {
+		c->tuner.tid = msg->src;
+		c->tuner.state = 2;
+		PS_INFO("tuner attached (%s)", c->cfg->tune.endpoint);
+		if (c->tuner.told)
+			send_tuner(c, PS_MSG_PROGRESS, c->tuner.told);
+		return;
+	}
+	if (c->tuner.state != 2 || msg->src != c->tuner.tid ||
+	    h->job_id != c->job_id || h->payload_len != msg->payload_len) {
+		psi_note_drop(++c->dropped, ps_msg_type_name(h->type),
+			      "not from a node of this job or its tuner");
+		return;
+	}
+	switch (h->type) {
+	case PS_MSG_CREDIT:
+		change_credit(c, msg);
+		return;
+	case PS_MSG_STOP:
+		if (!c->cfg->checkpoint.dir[0]) {
+			PS_WARN("tuner: a stop needs checkpoint.dir");
+			return;
+		}
+		if (c->tuner.stopping || c->flushing)
+			return;
+		c->tuner.stopping = 1;
+		request_checkpoint(c, 0);
+		return;
+	default:
+		psi_note_drop(++c->dropped, ps_msg_type_name(h->type),
+			      "not expected from the tuner");
+	}
+}
+
 /* Message from a welcomed node: PS_OK, PS_ECLOSED when the job is done. */
 static int handle_running(coord *c, const ps_msg *msg,
 			  const ps_wire_header *h)
@@ -854,6 +1051,11 @@ static int handle_running(coord *c, const ps_msg *msg,
 	member *m;
 	char why[256];
 
+	if ((c->tuner.state == 2 && msg->src == c->tuner.tid) ||
+	    (c->tuner.state == 1 && h->type == PS_MSG_TUNE_HELLO)) {
+		handle_tuner(c, msg, h);
+		return PS_OK;
+	}
 	if (h->job_id != c->job_id || h->sender == 0 || h->sender >= n ||
 	    c->members[h->sender].info.transport_id != msg->src ||
 	    h->payload_len != msg->payload_len) {
@@ -872,6 +1074,18 @@ static int handle_running(coord *c, const ps_msg *msg,
 	case PS_MSG_CKPT_LATE:
 	case PS_MSG_FLUSHED:
 		return handle_checkpoint(c, m, msg, h);
+	case PS_MSG_PROGRESS:
+	case PS_MSG_STOP_LATE:
+		if (m->info.role != PS_ROLE_WORKER) {
+			psi_note_drop(++c->dropped, ps_msg_type_name(h->type),
+				      "not from a worker");
+			return PS_OK;
+		}
+		if (h->type == PS_MSG_PROGRESS)
+			worker_progress(c, m, h->iteration);
+		else if (c->tuner.stopping && !c->flushing)
+			request_checkpoint(c, h->iteration);
+		return PS_OK;
 	case PS_MSG_BARRIER:
 		if (m->info.role != PS_ROLE_WORKER || h->key != c->barrier ||
 		    m->in_barrier) {
@@ -971,6 +1185,8 @@ static int tick(coord *c)
 
 static int running(coord *c)
 {
+	if (tuner_connect(c) != PS_OK)
+		return PS_EABORTED;
 	for (;;) {
 		ps_wire_header h;
 		ps_msg *msg = NULL;

@@ -633,6 +633,19 @@ int ps_gate_acked(ps_gate *g, uint64_t bytes)
 	return PS_OK;
 }
 
+int ps_gate_set_credit(ps_gate *g, uint64_t credit)
+{
+	if (!g)
+		return PS_EINVAL;
+	g->credit = credit;
+	return PS_OK;
+}
+
+uint64_t ps_gate_credit(const ps_gate *g)
+{
+	return g ? g->credit : 0;
+}
+
 void ps_gate_foreach_pending(const ps_gate *g,
                              void (*fn)(uint64_t handle, void *ud), void *ud)
 {

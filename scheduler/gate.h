@@ -70,6 +70,12 @@ int ps_gate_next(ps_gate *g, ps_xfer *x_p);
  * PS_EINVAL if more than in flight is acknowledged. */
 int ps_gate_acked(ps_gate *g, uint64_t bytes);
 
+/* A new window (a tuner's live change; 0 = unlimited) for the next
+ * decisions. Bytes already in flight stay counted: with a smaller window
+ * nothing more goes until enough of them are acknowledged. */
+int ps_gate_set_credit(ps_gate *g, uint64_t credit);
+uint64_t ps_gate_credit(const ps_gate *g);
+
 /* Calls fn with the handle of every transfer still pending (ready, not
  * released), in no particular order: for a sender's teardown. */
 void ps_gate_foreach_pending(const ps_gate *g,

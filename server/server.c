@@ -235,6 +235,10 @@ static int send_params(server *s, shard_part *p, uint32_t wrank)
 
 	if (!e)
 		return PS_ENOMEM;
+	if (s->credit_pending && p->version >= s->credit_from) {
+		ps_gate_set_credit(s->gate, s->credit_next);
+		s->credit_pending = 0;
+	}
 	atomic_fetch_add(&p->values->refs, 1);
 	*e = (pending){.p = p,
 		       .values = p->values,
@@ -569,6 +573,30 @@ static int handle_push(server *s, ps_msg **msg_p, const ps_wire_header *h,
 	return rc == PS_OK ? apply_push(s, p, msg, h, 0) : rc;
 }
 
+/* CREDIT from the scheduler: a new window for the parameters of an
+ * iteration on (the boundary the scheduler chose, docs/tune.md). */
+static int handle_credit(server *s, const ps_msg *msg,
+			 const ps_wire_header *h, char *why, size_t whylen)
+{
+	uint64_t credit;
+
+	if (h->sender != 0 ||
+	    ps_wire_u64_decode(msg->payload, msg->payload_len, &credit, why,
+			       whylen) != PS_OK)
+		return PS_EPROTO;
+	if (credit == 0 || !s->cfg->scheduling.credit_size) {
+		/* workers acknowledge parameters only with a window */
+		snprintf(why, whylen, "CREDIT %llu: a live change needs a "
+			 "window before and after",
+			 (unsigned long long)credit);
+		return PS_EPROTO;
+	}
+	s->credit_next = credit;
+	s->credit_from = h->iteration;
+	s->credit_pending = 1;
+	return PS_OK;
+}
+
 static int handle_pull(server *s, const ps_wire_header *h, char *why,
 		       size_t whylen)
 {
@@ -599,6 +627,9 @@ static int handle(server *s, ps_msg **msg_p, const ps_wire_header *h)
 		break;
 	case PS_MSG_PARAMS_ACK:
 		rc = handle_params_ack(s, h, why, sizeof(why));
+		break;
+	case PS_MSG_CREDIT:
+		rc = handle_credit(s, msg, h, why, sizeof(why));
 		break;
 	case PS_MSG_SHUTDOWN:
 		return h->sender == 0 ? PS_ECLOSED : PS_EPROTO;

@@ -105,6 +105,10 @@ typedef struct server {
 	size_t arena_numel;
 	ps_gate *gate;    /* parameter sends to the workers */
 	ps_gate_meter meter;
+	/* a live credit change (CREDIT): the window for the sends of
+	 * version credit_from and later */
+	uint64_t credit_next, credit_from;
+	int credit_pending;
 	uint32_t *number; /* per partition: its gate priority / number */
 	float *scratch; /* aligned copy of a misaligned payload */
 	size_t scratch_cap;

@@ -52,6 +52,7 @@ typedef enum {
 	CMD_PULL,
 	CMD_BARRIER,
 	CMD_DONE,
+	CMD_PROGRESS,
 } cmd_kind;
 
 typedef struct cmd {
@@ -118,6 +119,9 @@ struct ps_client {
 	uint32_t fused_inflight; /* staged transfers not yet released */
 	uint64_t barriers_done, barriers_asked;
 	ps_client_stats stats;
+	/* tuning (docs/tune.md): the application began iteration begun - 1
+	 * (0: none yet); the job stops before stop_at (0: no stop asked) */
+	uint64_t begun, stop_at;
 
 	/* owned by the communication thread; read-only for the application
 	 * once state is RUNNING */
@@ -136,6 +140,10 @@ struct ps_client {
 	 * communication thread only */
 	void *done_body;
 	size_t done_len;
+	/* a live credit change (CREDIT), applied to the first push of
+	 * iteration credit_from or later; communication thread only */
+	uint64_t credit_next, credit_from;
+	int credit_pending;
 };
 
 /* A fused partition's gradients (or initial values) being gathered, then
@@ -308,6 +316,12 @@ static int gate_push(ps_client *c, uint32_t part, uint32_t tensor_id,
 
 	if (!e)
 		return PS_ENOMEM;
+	if (c->credit_pending && iteration >= c->credit_from) {
+		/* the iteration boundary the scheduler chose: every push of
+		 * this iteration and later goes under the new window */
+		ps_gate_set_credit(c->gate, c->credit_next);
+		c->credit_pending = 0;
+	}
 	*e = (pending){.part = part,
 		       .tensor = tensor_id,
 		       .base = base,
@@ -453,6 +467,11 @@ static int run_command(ps_client *c, cmd *k)
 		c->done_body = body;
 		c->done_len = len;
 		return send_done_when_acked(c);
+	case CMD_PROGRESS:
+		h.type = PS_MSG_PROGRESS;
+		h.key = 0;
+		h.iteration = k->iteration;
+		return ps_node_send(&c->node, 0, &h, NULL, 0, NULL, NULL);
 	}
 	return PS_EINVAL;
 }
@@ -543,6 +562,57 @@ static void trace_ack(ps_client *c, const ps_wire_header *h)
 		      s->push_ready_us, now - s->push_ready_us, &a);
 }
 
+/* CREDIT from the scheduler: a new window from an iteration on. */
+static int handle_credit(ps_client *c, const ps_msg *msg,
+			 const ps_wire_header *h, char *why, size_t whylen)
+{
+	uint64_t credit;
+
+	if (h->sender != 0 ||
+	    ps_wire_u64_decode(msg->payload, msg->payload_len, &credit, why,
+			       whylen) != PS_OK)
+		return PS_EPROTO;
+	if (credit == 0 || !c->cfg.scheduling.credit_size) {
+		/* without a window from the start, no PARAMS_ACK is sent
+		 * and the servers' windows could not be kept: refused */
+		snprintf(why, whylen, "CREDIT %llu: a live change needs a "
+			 "window before and after",
+			 (unsigned long long)credit);
+		return PS_EPROTO;
+	}
+	c->credit_next = credit;
+	c->credit_from = h->iteration;
+	c->credit_pending = 1;
+	PS_INFO("credit: window %llu bytes from iteration %llu",
+		(unsigned long long)credit,
+		(unsigned long long)h->iteration);
+	return PS_OK;
+}
+
+/* STOP from the scheduler: the job ends before h->iteration, unless the
+ * application has begun it already: then the scheduler hears how far. */
+static int handle_stop(ps_client *c, const ps_wire_header *h, char *why,
+		       size_t whylen)
+{
+	ps_wire_header late = {.type = PS_MSG_STOP_LATE};
+	uint64_t begun;
+
+	if (h->sender != 0 || h->iteration == 0) {
+		snprintf(why, whylen, "STOP before %llu from node %u",
+			 (unsigned long long)h->iteration, h->sender);
+		return PS_EPROTO;
+	}
+	pthread_mutex_lock(&c->mu);
+	begun = c->begun;
+	if (begun <= h->iteration) /* iteration - 1 is the last begun */
+		c->stop_at = h->iteration;
+	pthread_mutex_unlock(&c->mu);
+	if (begun <= h->iteration)
+		return PS_OK;
+	late.iteration = begun; /* began begun - 1: can stop before begun */
+	return ps_node_send(&c->node, 0, &late, NULL, 0, NULL, NULL);
+}
+
 /* Handles one received message. Returns PS_OK, PS_ECLOSED on SHUTDOWN. */
 static int handle(ps_client *c, ps_msg *msg, const ps_wire_header *h)
 {
@@ -597,6 +667,16 @@ static int handle(ps_client *c, ps_msg *msg, const ps_wire_header *h)
 		c->barriers_done++;
 		pthread_cond_broadcast(&c->cv);
 		pthread_mutex_unlock(&c->mu);
+		break;
+	case PS_MSG_CREDIT:
+		rc = handle_credit(c, msg, h, why, sizeof(why));
+		break;
+	case PS_MSG_STOP:
+		rc = handle_stop(c, h, why, sizeof(why));
+		if (rc != PS_OK && rc != PS_EPROTO) {
+			ps_msg_free(&msg);
+			return rc;
+		}
 		break;
 	case PS_MSG_SHUTDOWN:
 		if (h->sender == 0) {
@@ -981,6 +1061,28 @@ uint64_t ps_client_start_iteration(const ps_client *c)
 	return c && c->state != ST_CREATED && c->state != ST_JOINING
 		       ? c->node.welcome.start_iteration
 		       : 0;
+}
+
+int ps_client_next_iteration(ps_client *c, uint64_t it)
+{
+	cmd *k;
+	int run;
+
+	if (!c || c->state == ST_CREATED || c->state == ST_JOINING)
+		return 0;
+	k = calloc(1, sizeof(*k));
+	pthread_mutex_lock(&c->mu);
+	run = it < (uint64_t)c->cfg.train.iterations &&
+	      (c->stop_at == 0 || it < c->stop_at);
+	if (run && it + 1 > c->begun)
+		c->begun = it + 1;
+	if (k) { /* progress is advisory: without memory, none is said */
+		k->kind = CMD_PROGRESS;
+		k->iteration = it;
+		enqueue(c, k); /* frees k when the client stopped */
+	}
+	pthread_mutex_unlock(&c->mu);
+	return run;
 }
 
 int ps_client_rank(const ps_client *c)

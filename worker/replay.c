@@ -288,7 +288,8 @@ static int replay(engine *e, ps_client_result *res)
 	e->csv = open_csv(cfg, e->rank);
 	start = prev = ps_now_ns();
 	res->iterations = first;
-	for (uint64_t it = first; it < (uint64_t)cfg->train.iterations; it++) {
+	for (uint64_t it = first; ps_client_next_iteration(e->client, it);
+	     it++) {
 		iter_stats st = {0};
 		ps_client_stats cs;
 		double t_us, eff;
@@ -341,8 +342,7 @@ static int replay(engine *e, ps_client_result *res)
 	 * take them before leaving (a worker gone before its servers' last
 	 * sends would make them fail). */
 	for (uint32_t t = 0; t < e->dag->ntensors && rc == PS_OK; t++)
-		rc = ps_client_wait(e->client, t,
-				    (uint64_t)cfg->train.iterations, -1);
+		rc = ps_client_wait(e->client, t, res->iterations, -1);
 	return rc;
 }
 

@@ -105,8 +105,9 @@ static int train(ps_client *c, ps_model *m, const ps_config *cfg,
 	if (rc == PS_OK)
 		rc = ps_dataset_create(cfg, (uint64_t)cfg->train.seed, rank, &d);
 	ps_client_get_stats(c, &before);
+	*done_p = ps_client_start_iteration(c);
 	for (uint64_t it = ps_client_start_iteration(c);
-	     rc == PS_OK && it < (uint64_t)cfg->train.iterations; it++) {
+	     rc == PS_OK && ps_client_next_iteration(c, it); it++) {
 		uint64_t t0 = ps_now_ns();
 		char pushed[32], received[32];
 

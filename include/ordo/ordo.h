@@ -8,12 +8,13 @@
  *     ps_client *c;    ps_client_create(cfg, &c);
  *     ps_client_declare(c, "fc1.weight", n, w1, &t1);   // for each tensor
  *     ps_client_start(c);        // joins the job; values hold version 0
- *     for (it = ps_client_start_iteration(c); it < iterations; it++) {
+ *     for (it = ps_client_start_iteration(c);
+ *          ps_client_next_iteration(c, it); it++) {
  *         ... forward/backward with the values, into gradient buffers ...
  *         ps_client_push(c, t1, g1, it, priority);     // for each tensor
  *         ps_client_wait(c, t1, it + 1, -1);           // params for it + 1
  *     }
- *     ps_client_finish(c, &stats);   // tells the scheduler; waits shutdown
+ *     ps_client_finish(c, &stats);   // `it` iterations; waits shutdown
  *     ps_client_destroy(&c);
  *
  * Synchronous mode (train.mode = sync): servers sum the pushes of all
@@ -93,8 +94,17 @@ int ps_client_start(ps_client *c);
 
 /* The iteration training starts at: 0, or the iteration of the checkpoint
  * the job resumes from. A training loop runs from there:
- *     for (it = ps_client_start_iteration(c); it < iterations; it++) */
+ *     for (it = ps_client_start_iteration(c);
+ *          ps_client_next_iteration(c, it); it++) */
 uint64_t ps_client_start_iteration(const ps_client *c);
+
+/* Call before beginning iteration `it` (the ones before it are done): it
+ * tells the scheduler how far this worker is, and returns 1 when `it` is
+ * to run, 0 when the job ends before it: train.iterations is reached, or
+ * the job was asked to stop there (ps-tune stops a job at a checkpoint to
+ * restart it with other settings; the application then finishes as at
+ * the end: ps_client_finish with `it` iterations). */
+int ps_client_next_iteration(ps_client *c, uint64_t it);
 
 int ps_client_rank(const ps_client *c);
 int ps_client_num_workers(const ps_client *c);
@@ -146,7 +156,8 @@ typedef struct ps_client_result {
 
 /* Reports this worker's result to the scheduler and waits until the job
  * shuts down. In synchronous mode, call it after receiving the parameters
- * of the last update (ps_client_wait for version = iterations): servers
+ * of the last update (ps_client_wait for version = the iteration
+ * ps_client_next_iteration stopped before): servers
  * send them to every worker, and a worker gone before they arrive makes
  * its servers fail. */
 int ps_client_finish(ps_client *c, const ps_client_result *result);

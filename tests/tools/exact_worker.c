@@ -108,7 +108,7 @@ int main(int argc, char **argv)
 	ps_cli_status st;
 	ps_config cfg;
 	int rc, status = 1, rank, workers, history;
-	uint64_t t0 = 0, first = 0;
+	uint64_t t0 = 0, first = 0, i = 0;
 
 	ps_signals_install();
 	if (getenv("EXACT_WORKER_SIZES")) {
@@ -158,8 +158,8 @@ int main(int argc, char **argv)
 			  : workers;
 	for (uint32_t k = 0; k < o.n; k++)
 		for (uint64_t j = 0; j < o.sizes[k]; j++) {
-			for (uint64_t i = 0; i < first; i++)
-				expect[k][j] -= mean_grad(k, j, i, history);
+			for (uint64_t h = 0; h < first; h++)
+				expect[k][j] -= mean_grad(k, j, h, history);
 			checked++;
 			if ((double)values[k][j] != expect[k][j] && wrong++ < 10)
 				PS_ERROR("resumed at iteration %llu: tensor %u "
@@ -169,8 +169,7 @@ int main(int argc, char **argv)
 					 (double)values[k][j], expect[k][j]);
 		}
 	t0 = ps_now_ns();
-	for (uint64_t i = first;
-	     rc == PS_OK && i < (uint64_t)cfg.train.iterations; i++) {
+	for (i = first; rc == PS_OK && ps_client_next_iteration(c, i); i++) {
 		if (i + 1 == (uint64_t)cfg.train.iterations)
 			hold_until(getenv("EXACT_WORKER_HOLD"));
 		for (uint32_t k = o.n; k-- > 0 && rc == PS_OK;) {
@@ -205,7 +204,7 @@ int main(int argc, char **argv)
 	}
 	rc = ps_client_finish(
 	    c, &(ps_client_result){
-		   .iterations = (uint64_t)cfg.train.iterations,
+		   .iterations = i,
 		   .seconds = (double)(ps_now_ns() - t0) / 1e9,
 	       });
 	if (rc != PS_OK) {
@@ -215,7 +214,7 @@ int main(int argc, char **argv)
 	printf("exact: worker %d of %d: %llu values checked over iterations "
 	       "%llu..%d, %llu wrong\n",
 	       rank, workers, (unsigned long long)checked,
-	       (unsigned long long)first + 1, cfg.train.iterations,
+	       (unsigned long long)first + 1, (int)i,
 	       (unsigned long long)wrong);
 	status = wrong == 0 && checked > 0 ? 0 : 1;
 out:

@@ -16,7 +16,7 @@
 /* The config sections, as error messages list them. */
 #define SECTIONS                                                               \
 	"cluster, transport, model, worker, train, scheduling, log, output, "   \
-	"checkpoint, fault, metrics, link, sim"
+	"checkpoint, fault, metrics, link, sim, tune"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -648,6 +648,27 @@ static void test_validate(void **state)
 	cfg.scheduling.credit_size = 4 << 20;
 	assert_int_equal(ps_config_validate(&cfg, NULL, 0), PS_OK);
 
+	/* ps-tune's bounds */
+	ps_config_defaults(&cfg);
+	cfg.tune.partition_min = 8 << 20;
+	cfg.tune.partition_max = 1 << 20;
+	expect_invalid(&cfg, "tune.partition_min (8M) is larger than "
+	                     "tune.partition_max (1M)");
+	ps_config_defaults(&cfg);
+	cfg.tune.credit_min = 64 << 20;
+	cfg.tune.credit_max = 32 << 20;
+	expect_invalid(&cfg, "tune.credit_min (64M) is larger than "
+	                     "tune.credit_max (32M)");
+	ps_config_defaults(&cfg);
+	cfg.tune.credit_max = 16 << 20;
+	expect_invalid(&cfg, "tune.credit_max (16M) must be at least "
+	                     "tune.partition_max (64M): a credit is never "
+	                     "below the partition size");
+	ps_config_defaults(&cfg);
+	cfg.tune.partition_min = 1026;
+	expect_invalid(&cfg, "tune.partition_min and tune.partition_max "
+	                     "must be multiples of 4 bytes");
+
 	ps_config_defaults(&cfg);
 	cfg.scheduling.partition_size = 1026;
 	expect_invalid(&cfg, "scheduling.partition_size (1026) must be a "
@@ -856,7 +877,18 @@ static void test_reference(void **state)
 	                                   "op_overhead_us",
 	                                   "machine_gbps",
 	                                   "machine_small_bytes",
-	                                   "machine_small_gbps"};
+	                                   "machine_small_gbps",
+	                                   "trials", /* [tune] */
+	                                   "warmup_iterations",
+	                                   "measure_iterations",
+	                                   "partition_min",
+	                                   "partition_max",
+	                                   "credit_min",
+	                                   "credit_max",
+	                                   "then",
+	                                   "prior",
+	                                   "seed",
+	                                   "endpoint"};
 	char *ref = config_to_string(NULL, 1), *again;
 	char *ini = NULL;
 	ps_config cfg;

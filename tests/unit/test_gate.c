@@ -540,6 +540,38 @@ static void test_credit_unlimited(void **state)
 	ps_gate_destroy(&g);
 }
 
+/* A tuner's live change: a smaller window holds transfers back until the
+ * bytes in flight under the old one are acknowledged; a larger one lets
+ * more go at once. */
+static void test_credit_live_change(void **state)
+{
+	(void)state;
+	for (int k = 0; k < PS_GATE_COUNT; k++) {
+		ps_gate *g = gate_new((ps_gate_kind)k, 10, 1);
+
+		assert_int_equal(ps_gate_credit(g), 10);
+		for (int64_t h = 1; h <= 6; h++)
+			ready(g, h, 0, 0, k == PS_GATE_COUNTER ? 0 :
+				(uint32_t)h, 4);
+		assert_int_equal(next(g), 1);
+		assert_int_equal(next(g), 2);
+		assert_int_equal(next(g), -1); /* 8 + 4 > 10 */
+		assert_int_equal(ps_gate_set_credit(g, 4), PS_OK);
+		assert_int_equal(ps_gate_acked(g, 4), PS_OK);
+		assert_int_equal(next(g), -1); /* 4 in flight: window full */
+		assert_int_equal(ps_gate_acked(g, 4), PS_OK);
+		assert_int_equal(next(g), 3);
+		assert_int_equal(next(g), -1);
+		assert_int_equal(ps_gate_set_credit(g, 12), PS_OK);
+		assert_int_equal(next(g), 4);
+		assert_int_equal(next(g), 5);
+		assert_int_equal(next(g), -1); /* 12 in flight */
+		assert_int_equal(ps_gate_credit(g), 12);
+		assert_int_equal(ps_gate_set_credit(NULL, 1), PS_EINVAL);
+		ps_gate_destroy(&g);
+	}
+}
+
 /* ---- property test: a naive reference model beside the gate ------------- */
 
 enum {
@@ -825,6 +857,7 @@ int main(void)
 	    cmocka_unit_test(test_credit_oversized_goes_alone),
 	    cmocka_unit_test(test_credit_over_ack),
 	    cmocka_unit_test(test_credit_unlimited),
+	    cmocka_unit_test(test_credit_live_change),
 	    cmocka_unit_test(test_property_every_gate_every_window),
 	    cmocka_unit_test(test_large_exactly_once),
 	};

@@ -1058,6 +1058,49 @@ static void test_welcome_rejects(void **state)
 
 /* ---- DONE and ABORT ----------------------------------------------------- */
 
+/* CREDIT's body: one unsigned integer, every other shape refused. */
+static void test_u64_body(void **state)
+{
+	static const uint64_t values[] = {0, 1, 127, 128, 65536,
+	                                  64ull << 20, UINT64_MAX};
+	char why[256];
+	uint64_t out;
+	void *buf;
+	size_t len;
+	mp m;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+		assert_int_equal(ps_wire_u64_encode(values[i], &buf, &len),
+		                 PS_OK);
+		assert_int_equal(ps_wire_u64_decode(buf, len, &out, why,
+		                                    sizeof(why)),
+		                 PS_OK);
+		assert_true(out == values[i]);
+		for (size_t n = 0; n < len; n++)
+			assert_int_equal(ps_wire_u64_decode(buf, n, &out, why,
+			                                    sizeof(why)),
+			                 PS_EPROTO);
+		free(buf);
+	}
+	mp_init(&m);
+	msgpack_pack_int32(&m.pk, -5);
+	assert_int_equal(ps_wire_u64_decode(m.sb.data, m.sb.size, &out, why,
+	                                    sizeof(why)),
+	                 PS_EPROTO);
+	assert_non_null(strstr(why, "not an unsigned integer"));
+	mp_free(&m);
+	mp_init(&m);
+	msgpack_pack_str_with_body(&m.pk, "4M", 2);
+	assert_int_equal(ps_wire_u64_decode(m.sb.data, m.sb.size, &out, why,
+	                                    sizeof(why)),
+	                 PS_EPROTO);
+	mp_free(&m);
+	assert_int_equal(ps_wire_u64_encode(1, NULL, &len), PS_EINVAL);
+	assert_string_equal(ps_msg_type_name(PS_MSG_CREDIT), "CREDIT");
+	assert_string_equal(ps_msg_type_name(PS_MSG_TUNE_HELLO), "TUNE_HELLO");
+}
+
 static void test_done_and_reason(void **state)
 {
 	ps_wire_done d = {.iterations = UINT64_MAX,
@@ -1417,6 +1460,7 @@ int main(void)
 	    cmocka_unit_test(test_welcome_encode_rejects),
 	    cmocka_unit_test(test_welcome_truncations),
 	    cmocka_unit_test(test_welcome_rejects),
+	    cmocka_unit_test(test_u64_body),
 	    cmocka_unit_test(test_done_and_reason),
 	    cmocka_unit_test(test_fuzz),
 	};
