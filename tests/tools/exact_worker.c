@@ -25,9 +25,12 @@
  * iterations before V were trained by EXACT_WORKER_HISTORY_WORKERS workers
  * (default: as many as now).
  *
- * EXACT_WORKER_HOLD=FILE: the last iteration waits until FILE exists, so a
- * test can act on the running job (fuzz.sh) before it ends, however fast
- * the job runs; the communication thread keeps the heartbeats going.
+ * EXACT_WORKER_HOLD=FILE: the last iteration (or iteration
+ * EXACT_WORKER_HOLD_AT, counted from 0) waits until FILE exists, so a test
+ * can act on the running job (fuzz.sh, tune.sh) before it gets past it,
+ * however fast the job runs; the communication thread keeps the
+ * heartbeats going. A job that stops earlier (ps_client_next_iteration)
+ * never waits.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,7 +111,7 @@ int main(int argc, char **argv)
 	ps_cli_status st;
 	ps_config cfg;
 	int rc, status = 1, rank, workers, history;
-	uint64_t t0 = 0, first = 0, i = 0;
+	uint64_t t0 = 0, first = 0, i = 0, hold_at;
 
 	ps_signals_install();
 	if (getenv("EXACT_WORKER_SIZES")) {
@@ -168,9 +171,12 @@ int main(int argc, char **argv)
 					 (unsigned long long)j,
 					 (double)values[k][j], expect[k][j]);
 		}
+	hold_at = getenv("EXACT_WORKER_HOLD_AT")
+			  ? strtoull(getenv("EXACT_WORKER_HOLD_AT"), NULL, 10)
+			  : (uint64_t)cfg.train.iterations - 1;
 	t0 = ps_now_ns();
 	for (i = first; rc == PS_OK && ps_client_next_iteration(c, i); i++) {
-		if (i + 1 == (uint64_t)cfg.train.iterations)
+		if (i == hold_at)
 			hold_until(getenv("EXACT_WORKER_HOLD"));
 		for (uint32_t k = o.n; k-- > 0 && rc == PS_OK;) {
 			for (uint64_t j = 0; j < o.sizes[k]; j++)
