@@ -195,12 +195,13 @@ out:
 	return rc;
 }
 
-int ps_gp_fit(const double *x, const double *y, size_t n, size_t d,
-	      ps_gp_prior_fn *prior, void *prior_ud, ps_gp **gp_p)
+/* Checks the data and builds a model with standardised residuals and no
+ * hyperparameters yet; *gp_p is NULL on failure. */
+static int gp_new(const double *x, const double *y, size_t n, size_t d,
+		  ps_gp_prior_fn *prior, void *prior_ud, ps_gp **gp_p)
 {
 	ps_gp *gp;
 	double var = 0.0;
-	int rc;
 
 	*gp_p = NULL;
 	if (!x || !y || n == 0 || d == 0 || d > PS_GP_MAX_DIMS)
@@ -239,10 +240,58 @@ int ps_gp_fit(const double *x, const double *y, size_t n, size_t d,
 	gp->yscale = var > 0.0 ? sqrt(var) : 1.0;
 	for (size_t i = 0; i < n; i++)
 		gp->z[i] /= gp->yscale;
+	*gp_p = gp;
+	return PS_OK;
+}
+
+int ps_gp_fit(const double *x, const double *y, size_t n, size_t d,
+	      ps_gp_prior_fn *prior, void *prior_ud, ps_gp **gp_p)
+{
+	ps_gp *gp;
+	int rc;
+
+	*gp_p = NULL;
+	rc = gp_new(x, y, n, d, prior, prior_ud, &gp);
+	if (rc != PS_OK)
+		return rc;
 	rc = fit_hyper(gp);
 	if (rc != PS_OK) {
 		ps_gp_free(&gp);
 		return rc;
+	}
+	*gp_p = gp;
+	return PS_OK;
+}
+
+int ps_gp_fit_fixed(const double *x, const double *y, size_t n, size_t d,
+		    const double *lengths, double signal_sd, double noise_sd,
+		    ps_gp_prior_fn *prior, void *prior_ud, ps_gp **gp_p)
+{
+	ps_gp *gp;
+	int rc;
+
+	*gp_p = NULL;
+	if (!lengths || !(signal_sd > 0.0) || !isfinite(signal_sd) ||
+	    !(noise_sd >= 0.0) || !isfinite(noise_sd))
+		return PS_EINVAL;
+	rc = gp_new(x, y, n, d, prior, prior_ud, &gp);
+	if (rc != PS_OK)
+		return rc;
+	for (size_t i = 0; i < d; i++)
+		if (!(lengths[i] > 0.0) || !isfinite(lengths[i])) {
+			ps_gp_free(&gp);
+			return PS_EINVAL;
+		}
+	/* the model works on standardised residuals: scale the given
+	 * variances the same way, so that the model is exactly the one
+	 * asked for in the caller's units */
+	for (size_t i = 0; i < d; i++)
+		gp->ls[i] = lengths[i];
+	gp->sf2 = signal_sd * signal_sd / (gp->yscale * gp->yscale);
+	gp->sn2 = noise_sd * noise_sd / (gp->yscale * gp->yscale);
+	if (factor(gp) <= -BAD) {
+		ps_gp_free(&gp);
+		return PS_EINVAL;
 	}
 	*gp_p = gp;
 	return PS_OK;

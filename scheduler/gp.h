@@ -32,6 +32,15 @@ typedef double ps_gp_prior_fn(const double *x, void *ud);
  * n >= 1, 1 <= d <= PS_GP_MAX_DIMS. */
 int ps_gp_fit(const double *x, const double *y, size_t n, size_t d,
 	      ps_gp_prior_fn *prior, void *prior_ud, ps_gp **gp_p);
+
+/* The same model with given hyperparameters instead of fitted ones:
+ * length scales (d, > 0), signal and noise standard deviations in the
+ * units of y (signal_sd > 0, noise_sd >= 0; with 0 the model interpolates,
+ * with a little jitter if K is numerically singular). For tests and for
+ * callers that know the hyperparameters. */
+int ps_gp_fit_fixed(const double *x, const double *y, size_t n, size_t d,
+		    const double *lengths, double signal_sd, double noise_sd,
+		    ps_gp_prior_fn *prior, void *prior_ud, ps_gp **gp_p);
 void ps_gp_free(ps_gp **gp_p);
 
 /* Posterior mean and standard deviation of the latent function at x. */

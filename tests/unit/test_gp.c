@@ -1,8 +1,8 @@
 /*
  * tests/unit/test_gp.c - the Gaussian process and expected improvement of
- * scheduler/gp.c: interpolation, noise, the reported best, a prior mean,
- * determinism, a Bayesian-optimisation loop finding a known optimum, and
- * bad input.
+ * scheduler/gp.c: the posterior against small examples worked by hand,
+ * interpolation, noise, the reported best, a prior mean, determinism, a
+ * Bayesian-optimisation loop finding a known optimum, and bad input.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -20,6 +20,161 @@ static double wobble(unsigned i)
 	uint32_t h = i * 2654435761u;
 	h ^= h >> 15;
 	return (double)(h % 2001) / 1000.0 - 1.0;
+}
+
+/*
+ * Matern 5/2 as Rasmussen & Williams write it (eq. 4.17), in the form
+ * k(r) = sf^2 (1 + sqrt(5) r / l + 5 r^2 / (3 l^2)) exp(-sqrt(5) r / l),
+ * with the per-dimension scaled distance r / l; written here apart from
+ * gp.c so that a slip in either shows.
+ */
+static double kernel(const double *a, const double *b, size_t d,
+		     const double *ls, double sf)
+{
+	double s = 0.0;
+
+	for (size_t i = 0; i < d; i++)
+		s += (a[i] - b[i]) * (a[i] - b[i]) / (ls[i] * ls[i]);
+	s = sqrt(s);
+	return sf * sf * (1.0 + sqrt(5.0) * s + 5.0 * s * s / 3.0) *
+	       exp(-sqrt(5.0) * s);
+}
+
+static double det3(const double m[3][3])
+{
+	return m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1]) -
+	       m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0]) +
+	       m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]);
+}
+
+/* a^T A^-1 b for a 3 x 3 A, by Cramer's rule: A^-1 b has components
+ * det(A with column i replaced by b) / det(A). */
+static double quad3(const double A[3][3], const double *a, const double *b)
+{
+	double det = det3(A), s = 0.0;
+
+	for (int i = 0; i < 3; i++) {
+		double m[3][3];
+		for (int r = 0; r < 3; r++)
+			for (int c = 0; c < 3; c++)
+				m[r][c] = c == i ? b[r] : A[r][c];
+		s += a[i] * det3(m) / det;
+	}
+	return s;
+}
+
+/*
+ * 1-D, two noiseless points, hyperparameters fixed: x = 0.2, 0.5,
+ * y = 1, 3, l = 0.3, sf = 2, no prior function (so the mean is the data
+ * mean, 2). With rho(t) = (1 + sqrt5 t + 5t^2/3) exp(-sqrt5 t) at
+ * t = distance / l, K = 4 [[1, p], [p, 1]] with p = rho(1) (the points
+ * are one length scale apart) and K^-1 (y - 2) = (-1, 1) / (4 (1 - p)):
+ *   at 0.35 (midway, t = 0.5 from both, k = 4 q, q = rho(0.5)): the mean
+ *     is 2 by symmetry, var = 4 - 2 (4q)^2 / (4 + 4p) = 4 - 8q^2/(1+p);
+ *   at 0.8 (t = 2 and 1, k = 4 (u, p), u = rho(2)):
+ *     mean = 2 + (p - u) / (1 - p),
+ *     var = 4 - 4 (u^2 - 2 p^2 u + p^2) / (1 - p^2);
+ *   at the data points: the data, with no spread.
+ * The numbers (p = 0.52399411, q = 0.82864914, u = 0.13866022) are also
+ * written out, from python3's math module with the formulas above and
+ * again with a generic Gaussian-elimination solve: 0.6288678508 and
+ * 2.8095149595 / 1.6732811594.
+ */
+static void test_posterior_two_points(void **state)
+{
+	const double x[2] = {0.2, 0.5}, y[2] = {1.0, 3.0}, ls = 0.3;
+	double p, q, u, mean, sd;
+	ps_gp *gp = NULL;
+
+	(void)state;
+	p = kernel(&(double){0.0}, &(double){1.0}, 1, &(double){1.0}, 1.0);
+	q = kernel(&(double){0.0}, &(double){0.5}, 1, &(double){1.0}, 1.0);
+	u = kernel(&(double){0.0}, &(double){2.0}, 1, &(double){1.0}, 1.0);
+	assert_true(fabs(p - 0.5239941088) < 1e-9);
+	assert_true(fabs(q - 0.8286491424) < 1e-9);
+	assert_true(fabs(u - 0.1386602191) < 1e-9);
+
+	assert_int_equal(ps_gp_fit_fixed(x, y, 2, 1, &ls, 2.0, 0.0, NULL,
+					 NULL, &gp),
+			 PS_OK);
+	ps_gp_predict(gp, &(double){0.35}, &mean, &sd);
+	assert_true(fabs(mean - 2.0) < 1e-9);
+	assert_true(fabs(sd - sqrt(4.0 - 8.0 * q * q / (1.0 + p))) < 1e-9);
+	assert_true(fabs(sd - 0.6288678508) < 1e-9);
+	ps_gp_predict(gp, &(double){0.8}, &mean, &sd);
+	assert_true(fabs(mean - (2.0 + (p - u) / (1.0 - p))) < 1e-9);
+	assert_true(fabs(mean - 2.8095149595) < 1e-9);
+	assert_true(fabs(sd - sqrt(4.0 - 4.0 * (u * u - 2.0 * p * p * u +
+						  p * p) /
+						 (1.0 - p * p))) < 1e-9);
+	assert_true(fabs(sd - 1.6732811594) < 1e-9);
+	/* noiseless: through the data, with (numerically) no spread; the
+	 * spread is the root of a difference of two numbers near sf^2 = 4,
+	 * so its rounding is about sqrt(4 * 1e-16) = 2e-8 */
+	for (int i = 0; i < 2; i++) {
+		ps_gp_predict(gp, &x[i], &mean, &sd);
+		assert_true(fabs(mean - y[i]) < 1e-9);
+		assert_true(sd < 1e-6);
+	}
+	ps_gp_free(&gp);
+}
+
+/* A prior of 4 + 2 x0 (the slope passed through ud). */
+static double slope_prior(const double *x, void *ud)
+{
+	return 4.0 + *(const double *)ud * x[0];
+}
+
+/*
+ * 2-D, three noisy points, anisotropic length scales and a prior mean,
+ * hyperparameters fixed: the posterior is, with A = K + sn^2 I and k the
+ * kernel between x* and the data (R&W eqs. 2.23-2.24),
+ *   mean(x*) = m(x*) + k^T A^-1 (y - m(X)),  var(x*) = sf^2 - k^T A^-1 k,
+ * computed here with the kernel above and Cramer's rule, and compared at
+ * two new points and at a data point (where, with noise, the mean is
+ * pulled towards the prior and some spread remains).
+ */
+static void test_posterior_three_points(void **state)
+{
+	const double x[6] = {0.1, 0.2, 0.4, 0.9, 0.7, 0.5};
+	const double y[3] = {5.0, 3.0, 6.5}, ls[2] = {0.25, 0.6};
+	const double sf = 1.5, sn = 0.3, at[3][2] = {
+		{0.3, 0.4}, {0.9, 0.1}, {0.4, 0.9}};
+	double slope = 2.0, A[3][3], r[3], len[2], sig, noise;
+	ps_gp *gp = NULL;
+
+	(void)state;
+	for (int i = 0; i < 3; i++) {
+		for (int j = 0; j < 3; j++)
+			A[i][j] = kernel(x + 2 * i, x + 2 * j, 2, ls, sf) +
+				  (i == j ? sn * sn : 0.0);
+		r[i] = y[i] - slope_prior(x + 2 * i, &slope);
+	}
+	assert_int_equal(ps_gp_fit_fixed(x, y, 3, 2, ls, sf, sn, slope_prior,
+					 &slope, &gp),
+			 PS_OK);
+	ps_gp_hyper(gp, len, &sig, &noise);
+	assert_true(fabs(len[0] - ls[0]) < 1e-12 &&
+		    fabs(len[1] - ls[1]) < 1e-12);
+	assert_true(fabs(sig - sf) < 1e-12 && fabs(noise - sn) < 1e-12);
+	for (int p = 0; p < 3; p++) {
+		double k[3], mean, sd, want_mean, want_sd;
+		for (int i = 0; i < 3; i++)
+			k[i] = kernel(at[p], x + 2 * i, 2, ls, sf);
+		want_mean = slope_prior(at[p], &slope) + quad3(A, k, r);
+		want_sd = sqrt(sf * sf - quad3(A, k, k));
+		ps_gp_predict(gp, at[p], &mean, &sd);
+		if (fabs(mean - want_mean) > 1e-9 || fabs(sd - want_sd) > 1e-9)
+			fail_msg("at (%.1f, %.1f): mean %.12f sd %.12f, by "
+				 "hand %.12f %.12f", at[p][0], at[p][1], mean,
+				 sd, want_mean, want_sd);
+	}
+	/* at the data point (0.4, 0.9) a spread remains, below the noise's:
+	 * the measurement there pins the function to about sn */
+	double mean, sd;
+	ps_gp_predict(gp, at[2], &mean, &sd);
+	assert_true(sd > 0.01 && sd < sn);
+	ps_gp_free(&gp);
 }
 
 static void test_interpolates(void **state)
@@ -167,11 +322,28 @@ static void test_bad_input(void **state)
 	ps_gp_free(&gp);
 	assert_int_equal(ps_gp_fit(x, y, 2, 1, NULL, NULL, &gp), PS_OK);
 	ps_gp_free(&gp);
+	/* fixed hyperparameters must be usable ones */
+	const double ls[1] = {0.3}, bad_ls[1] = {0.0};
+	assert_int_equal(ps_gp_fit_fixed(x, y, 2, 1, bad_ls, 1.0, 0.1, NULL,
+					 NULL, &gp),
+			 PS_EINVAL);
+	assert_int_equal(ps_gp_fit_fixed(x, y, 2, 1, ls, 0.0, 0.1, NULL,
+					 NULL, &gp),
+			 PS_EINVAL);
+	assert_int_equal(ps_gp_fit_fixed(x, y, 2, 1, ls, 1.0, -0.1, NULL,
+					 NULL, &gp),
+			 PS_EINVAL);
+	assert_int_equal(ps_gp_fit_fixed(x, y, 2, 1, ls, 1.0, NAN, NULL,
+					 NULL, &gp),
+			 PS_EINVAL);
+	assert_null(gp);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_posterior_two_points),
+		cmocka_unit_test(test_posterior_three_points),
 		cmocka_unit_test(test_interpolates),
 		cmocka_unit_test(test_noise_and_best),
 		cmocka_unit_test(test_prior_mean),
