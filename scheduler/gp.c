@@ -43,6 +43,7 @@ struct ps_gp {
 	void *prior_ud;
 	double ymean, yscale;
 	double ls[PS_GP_MAX_DIMS], sf2, sn2;
+	double lml;        /* log marginal likelihood of z */
 	gsl_matrix *L;     /* Cholesky factor of K + sn2 I */
 	gsl_vector *alpha; /* (K + sn2 I)^-1 z */
 };
@@ -186,7 +187,8 @@ static int fit_hyper(ps_gp *gp)
 			gsl_vector_memcpy(best, t);
 		}
 	}
-	if (best_val >= BAD || !set_theta(gp, best) || factor(gp) <= -BAD)
+	if (best_val >= BAD || !set_theta(gp, best) ||
+	    (gp->lml = factor(gp)) <= -BAD)
 		rc = PS_EINVAL;
 out:
 	gsl_qrng_free(q);
@@ -289,7 +291,8 @@ int ps_gp_fit_fixed(const double *x, const double *y, size_t n, size_t d,
 		gp->ls[i] = lengths[i];
 	gp->sf2 = signal_sd * signal_sd / (gp->yscale * gp->yscale);
 	gp->sn2 = noise_sd * noise_sd / (gp->yscale * gp->yscale);
-	if (factor(gp) <= -BAD) {
+	gp->lml = factor(gp);
+	if (gp->lml <= -BAD) {
 		ps_gp_free(&gp);
 		return PS_EINVAL;
 	}
@@ -353,6 +356,13 @@ void ps_gp_hyper(const ps_gp *gp, double *lengths, double *signal_sd,
 		lengths[i] = gp->ls[i];
 	*signal_sd = gp->yscale * sqrt(gp->sf2);
 	*noise_sd = gp->yscale * sqrt(gp->sn2);
+}
+
+double ps_gp_log_lik(const ps_gp *gp)
+{
+	/* z = (y - m) / yscale: the density of y is that of z over
+	 * yscale^n */
+	return gp->lml - (double)gp->n * log(gp->yscale);
 }
 
 size_t ps_gp_best_index(const ps_gp *gp)

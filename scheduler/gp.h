@@ -54,6 +54,11 @@ double ps_gp_ei(const ps_gp *gp, const double *x, double best);
 void ps_gp_hyper(const ps_gp *gp, double *lengths, double *signal_sd,
 		 double *noise_sd);
 
+/* The log marginal likelihood of the data under the model, log p(y | x,
+ * hyperparameters), the mean taken as given: what ps_gp_fit maximises,
+ * so two models of the same data compare by it. */
+double ps_gp_log_lik(const ps_gp *gp);
+
 /* The point of [0,1]^d to measure next: the largest expected improvement
  * over the best posterior mean among the data points, searched over
  * ncand Sobol points, the best few refined by Nelder-Mead. Writes it
