@@ -254,6 +254,92 @@ static void test_recovers_length_scales(void **state)
 	ps_gp_free(&truth);
 }
 
+/* EI = (mu - best) Phi(z) + sd phi(z), z = (mu - best) / sd (Jones et
+ * al. 1998, for maximisation), with Phi from erfc rather than GSL's
+ * cdf, which gp.c uses. */
+static double ei_by_formula(double mu, double sd, double best)
+{
+	double z = (mu - best) / sd;
+
+	return (mu - best) * 0.5 * erfc(-z / sqrt(2.0)) +
+	       sd * exp(-0.5 * z * z) / sqrt(2.0 * M_PI);
+}
+
+/*
+ * Expected improvement against its closed form, computed here from
+ * ps_gp_predict's mean and spread: at 21 points across [0, 1] and for
+ * bests below, at and above the data, with fixed hyperparameters and
+ * with fitted ones. The tolerance, 1e-12 absolute plus 1e-9 relative, is
+ * rounding: both sides evaluate the same expression from the same mean
+ * and spread, and the two normal cdfs agree to about 1e-15.
+ *
+ * Then its limits:
+ *   - mu = best: z = 0, EI = sd phi(0) = sd / sqrt(2 pi);
+ *   - at a data point of a noiseless model the spread vanishes (to
+ *     about 1e-8, the root of rounding near sf^2) and EI = max(mu -
+ *     best, 0) to within sd phi(0) < 1e-6;
+ *   - a best 10 sd below mu: EI = mu - best, up to rounding (the
+ *     exact remainder, sd (phi(10) - 10 Phi(-10)), is below 1e-24 sd);
+ *     a best 10 sd above: EI = sd (phi(10) - 10 Phi(-10)) < 1e-20 sd;
+ *   - everywhere EI >= max(mu - best, 0) (Jensen: E max(f - best, 0) >=
+ *     max(E f - best, 0)) and EI falls as best rises.
+ */
+static void test_ei_closed_form(void **state)
+{
+	const double x[4] = {0.1, 0.4, 0.55, 0.9}, y[4] = {1.0, 2.5, 2.2, 0.3};
+	const double ls = 0.2, bests[4] = {-1.0, 1.5, 2.5, 3.5};
+	ps_gp *models[2] = {NULL, NULL};
+
+	(void)state;
+	assert_int_equal(ps_gp_fit_fixed(x, y, 4, 1, &ls, 1.0, 0.0, NULL,
+					 NULL, &models[0]),
+			 PS_OK);
+	assert_int_equal(ps_gp_fit(x, y, 4, 1, NULL, NULL, &models[1]), PS_OK);
+	for (int m = 0; m < 2; m++) {
+		const ps_gp *gp = models[m];
+		for (int i = 0; i <= 20; i++) {
+			double at = i / 20.0, mu, sd, last = INFINITY;
+			ps_gp_predict(gp, &at, &mu, &sd);
+			if (sd < 1e-3) /* too near a datum: below */
+				continue;
+			for (int b = 0; b < 4; b++) {
+				double ei = ps_gp_ei(gp, &at, bests[b]);
+				double want = ei_by_formula(mu, sd, bests[b]);
+				if (fabs(ei - want) > 1e-12 + 1e-9 * want)
+					fail_msg("model %d at %.2f, best %.1f: "
+						 "EI %.17g, formula %.17g", m,
+						 at, bests[b], ei, want);
+				assert_true(ei >= 0.0 &&
+					    ei >= mu - bests[b] - 1e-12);
+				assert_true(ei <= last);
+				last = ei;
+			}
+			assert_true(fabs(ps_gp_ei(gp, &at, mu) -
+					 sd / sqrt(2.0 * M_PI)) <
+				    1e-12 * sd + 1e-15);
+			assert_true(fabs(ps_gp_ei(gp, &at, mu - 10.0 * sd) -
+					 10.0 * sd) < 1e-12 * (sd + fabs(mu)));
+			assert_true(ps_gp_ei(gp, &at, mu + 10.0 * sd) <
+				    1e-20 * sd);
+		}
+	}
+	/* the noiseless model at its data: sd -> 0 */
+	for (int i = 0; i < 4; i++) {
+		double mu, sd;
+		ps_gp_predict(models[0], &x[i], &mu, &sd);
+		assert_true(fabs(mu - y[i]) < 1e-9 && sd < 1e-6);
+		for (int b = 0; b < 4; b++) {
+			double ei = ps_gp_ei(models[0], &x[i], bests[b]);
+			double gain = y[i] > bests[b] ? y[i] - bests[b] : 0.0;
+			if (fabs(ei - gain) > 1e-6)
+				fail_msg("at datum %.2f, best %.1f: EI %.9g, "
+					 "want %.9g", x[i], bests[b], ei, gain);
+		}
+	}
+	ps_gp_free(&models[0]);
+	ps_gp_free(&models[1]);
+}
+
 static void test_interpolates(void **state)
 {
 	double x[8], y[8], mean, sd, sd_far, near_sd;
@@ -422,6 +508,7 @@ int main(void)
 		cmocka_unit_test(test_posterior_two_points),
 		cmocka_unit_test(test_posterior_three_points),
 		cmocka_unit_test(test_recovers_length_scales),
+		cmocka_unit_test(test_ei_closed_form),
 		cmocka_unit_test(test_interpolates),
 		cmocka_unit_test(test_noise_and_best),
 		cmocka_unit_test(test_prior_mean),
