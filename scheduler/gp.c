@@ -43,6 +43,7 @@ struct ps_gp {
 	void *prior_ud;
 	double ymean, yscale;
 	double ls[PS_GP_MAX_DIMS], sf2, sn2;
+	double lml;        /* log marginal likelihood of z */
 	gsl_matrix *L;     /* Cholesky factor of K + sn2 I */
 	gsl_vector *alpha; /* (K + sn2 I)^-1 z */
 };
@@ -186,7 +187,8 @@ static int fit_hyper(ps_gp *gp)
 			gsl_vector_memcpy(best, t);
 		}
 	}
-	if (best_val >= BAD || !set_theta(gp, best) || factor(gp) <= -BAD)
+	if (best_val >= BAD || !set_theta(gp, best) ||
+	    (gp->lml = factor(gp)) <= -BAD)
 		rc = PS_EINVAL;
 out:
 	gsl_qrng_free(q);
@@ -195,12 +197,13 @@ out:
 	return rc;
 }
 
-int ps_gp_fit(const double *x, const double *y, size_t n, size_t d,
-	      ps_gp_prior_fn *prior, void *prior_ud, ps_gp **gp_p)
+/* Checks the data and builds a model with standardised residuals and no
+ * hyperparameters yet; *gp_p is NULL on failure. */
+static int gp_new(const double *x, const double *y, size_t n, size_t d,
+		  ps_gp_prior_fn *prior, void *prior_ud, ps_gp **gp_p)
 {
 	ps_gp *gp;
 	double var = 0.0;
-	int rc;
 
 	*gp_p = NULL;
 	if (!x || !y || n == 0 || d == 0 || d > PS_GP_MAX_DIMS)
@@ -239,10 +242,59 @@ int ps_gp_fit(const double *x, const double *y, size_t n, size_t d,
 	gp->yscale = var > 0.0 ? sqrt(var) : 1.0;
 	for (size_t i = 0; i < n; i++)
 		gp->z[i] /= gp->yscale;
+	*gp_p = gp;
+	return PS_OK;
+}
+
+int ps_gp_fit(const double *x, const double *y, size_t n, size_t d,
+	      ps_gp_prior_fn *prior, void *prior_ud, ps_gp **gp_p)
+{
+	ps_gp *gp;
+	int rc;
+
+	*gp_p = NULL;
+	rc = gp_new(x, y, n, d, prior, prior_ud, &gp);
+	if (rc != PS_OK)
+		return rc;
 	rc = fit_hyper(gp);
 	if (rc != PS_OK) {
 		ps_gp_free(&gp);
 		return rc;
+	}
+	*gp_p = gp;
+	return PS_OK;
+}
+
+int ps_gp_fit_fixed(const double *x, const double *y, size_t n, size_t d,
+		    const double *lengths, double signal_sd, double noise_sd,
+		    ps_gp_prior_fn *prior, void *prior_ud, ps_gp **gp_p)
+{
+	ps_gp *gp;
+	int rc;
+
+	*gp_p = NULL;
+	if (!lengths || !(signal_sd > 0.0) || !isfinite(signal_sd) ||
+	    !(noise_sd >= 0.0) || !isfinite(noise_sd))
+		return PS_EINVAL;
+	rc = gp_new(x, y, n, d, prior, prior_ud, &gp);
+	if (rc != PS_OK)
+		return rc;
+	for (size_t i = 0; i < d; i++)
+		if (!(lengths[i] > 0.0) || !isfinite(lengths[i])) {
+			ps_gp_free(&gp);
+			return PS_EINVAL;
+		}
+	/* the model works on standardised residuals: scale the given
+	 * variances the same way, so that the model is exactly the one
+	 * asked for in the caller's units */
+	for (size_t i = 0; i < d; i++)
+		gp->ls[i] = lengths[i];
+	gp->sf2 = signal_sd * signal_sd / (gp->yscale * gp->yscale);
+	gp->sn2 = noise_sd * noise_sd / (gp->yscale * gp->yscale);
+	gp->lml = factor(gp);
+	if (gp->lml <= -BAD) {
+		ps_gp_free(&gp);
+		return PS_EINVAL;
 	}
 	*gp_p = gp;
 	return PS_OK;
@@ -304,6 +356,13 @@ void ps_gp_hyper(const ps_gp *gp, double *lengths, double *signal_sd,
 		lengths[i] = gp->ls[i];
 	*signal_sd = gp->yscale * sqrt(gp->sf2);
 	*noise_sd = gp->yscale * sqrt(gp->sn2);
+}
+
+double ps_gp_log_lik(const ps_gp *gp)
+{
+	/* z = (y - m) / yscale: the density of y is that of z over
+	 * yscale^n */
+	return gp->lml - (double)gp->n * log(gp->yscale);
 }
 
 size_t ps_gp_best_index(const ps_gp *gp)

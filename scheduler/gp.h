@@ -32,6 +32,15 @@ typedef double ps_gp_prior_fn(const double *x, void *ud);
  * n >= 1, 1 <= d <= PS_GP_MAX_DIMS. */
 int ps_gp_fit(const double *x, const double *y, size_t n, size_t d,
 	      ps_gp_prior_fn *prior, void *prior_ud, ps_gp **gp_p);
+
+/* The same model with given hyperparameters instead of fitted ones:
+ * length scales (d, > 0), signal and noise standard deviations in the
+ * units of y (signal_sd > 0, noise_sd >= 0; with 0 the model interpolates,
+ * with a little jitter if K is numerically singular). For tests and for
+ * callers that know the hyperparameters. */
+int ps_gp_fit_fixed(const double *x, const double *y, size_t n, size_t d,
+		    const double *lengths, double signal_sd, double noise_sd,
+		    ps_gp_prior_fn *prior, void *prior_ud, ps_gp **gp_p);
 void ps_gp_free(ps_gp **gp_p);
 
 /* Posterior mean and standard deviation of the latent function at x. */
@@ -44,6 +53,11 @@ double ps_gp_ei(const ps_gp *gp, const double *x, double best);
 /* The fitted hyperparameters: length scales (d), signal and noise sd. */
 void ps_gp_hyper(const ps_gp *gp, double *lengths, double *signal_sd,
 		 double *noise_sd);
+
+/* The log marginal likelihood of the data under the model, log p(y | x,
+ * hyperparameters), the mean taken as given: what ps_gp_fit maximises,
+ * so two models of the same data compare by it. */
+double ps_gp_log_lik(const ps_gp *gp);
 
 /* The point of [0,1]^d to measure next: the largest expected improvement
  * over the best posterior mean among the data points, searched over
