@@ -112,7 +112,7 @@ FLOPs, forward (N = batch, out = output elements, in = input elements):
                     + 2*Lq*N*E*E (out), scores 2*N*Lq*Lk*E, weighted sum
                     2*N*Lq*Lk*E, softmax/scale/mask 5*N*h*Lq*Lk
     BatchNorm2d     5 * out          LayerNorm      5 * out
-    ReLU            1 * out          Dropout        2 * out
+    ReLU, ReLU6     1 * out          Dropout        2 * out
     add / mul       1 * out          cat            0 (memory only)
     Max/AvgPool2d   kh * kw * out    AdaptiveAvgPool in
     Embedding       0                loss           5 * logits (+1 * labels)
@@ -494,7 +494,8 @@ def fx_model(name, model, inputs, leaf_types=(), nonleaf_types=(),
             bbytes = 4 * (out_el + in_el + par_el)
         elif isinstance(mod, (nn.BatchNorm2d, nn.LayerNorm)):
             flops = 5 * out_el
-        elif isinstance(mod, nn.ReLU) or kind in ("relu", "relu_"):
+        elif (isinstance(mod, (nn.ReLU, nn.ReLU6))
+              or kind in ("relu", "relu_", "relu6")):
             flops = out_el
         elif isinstance(mod, nn.Dropout) or kind == "dropout":
             flops = 2 * out_el
