@@ -8,7 +8,7 @@ torchvision 0.14); nothing is downloaded (no pretrained weights: only the
 shapes matter). Building and testing ordo do not need this script. The
 shebang is /usr/bin/python3, where Debian's python3-torch is installed;
 with another interpreter that has torch, run `python3 model/generate.py`.
-All seven models take about 6 minutes on 2 CPU cores (the shape pass runs
+All nine models take about 7 minutes on 2 CPU cores (the shape pass runs
 the models for real; the transformer's 32000-way output projection and
 inception_v3 dominate).
 
@@ -20,7 +20,7 @@ byte-identical files.
 
 Models
 ------
-vgg16, resnet50, alexnet, inception_v3
+vgg16, resnet50, alexnet, densenet121, mobilenet_v2, inception_v3
     torchvision.models.<name>(weights=None), traced with torch.fx
     (symbolic_trace through a Tracer that also records the module scope
     of every node), shapes from torch.fx.passes.shape_prop.ShapeProp on a
@@ -31,6 +31,13 @@ vgg16, resnet50, alexnet, inception_v3
     transform_input=False; in train mode torchvision runs the auxiliary
     classifier (AuxLogits, after Mixed_6e), so it is in the graph and its
     3,326,696 parameters are included (27,161,264 in all).
+    densenet121 (memory_efficient=False, the default) and mobilenet_v2
+    are the models with many small tensors: 364 and 158, most of them
+    batch-norm weight and bias vectors (densenet121: 7,978,856 parameters,
+    243 tensors of at most 1024 elements; mobilenet_v2: 3,504,872, 107).
+    A dense layer concatenates all earlier outputs of its block (one cat
+    op per layer, up to 25 inputs at the end of denseblock3);
+    mobilenet_v2's depthwise convolutions have groups = channels.
 transformer
     The "base" Transformer of Vaswani et al. (2017): torch.nn.Transformer
     (d_model 512, 8 heads, 6 encoder + 6 decoder layers, FFN 2048, ReLU,
@@ -112,7 +119,7 @@ FLOPs, forward (N = batch, out = output elements, in = input elements):
                     + 2*Lq*N*E*E (out), scores 2*N*Lq*Lk*E, weighted sum
                     2*N*Lq*Lk*E, softmax/scale/mask 5*N*h*Lq*Lk
     BatchNorm2d     5 * out          LayerNorm      5 * out
-    ReLU            1 * out          Dropout        2 * out
+    ReLU, ReLU6     1 * out          Dropout        2 * out
     add / mul       1 * out          cat            0 (memory only)
     Max/AvgPool2d   kh * kw * out    AdaptiveAvgPool in
     Embedding       0                loss           5 * logits (+1 * labels)
@@ -147,8 +154,8 @@ MEM_BW = 900e9
 OVERHEAD_US = 5.0
 DEVICE = "NVIDIA V100 (SXM2, fp32)"
 
-MODELS = ["vgg16", "resnet50", "inception_v3", "alexnet", "transformer",
-          "par32", "seq32"]
+MODELS = ["vgg16", "resnet50", "inception_v3", "alexnet", "densenet121",
+          "mobilenet_v2", "transformer", "par32", "seq32"]
 
 # Parameter totals that must come out exactly.
 EXPECTED_PARAMS = {
@@ -156,6 +163,8 @@ EXPECTED_PARAMS = {
     "resnet50": 25557032,
     "alexnet": 61100840,
     "inception_v3": 27161264,
+    "densenet121": 7978856,
+    "mobilenet_v2": 3504872,
     "transformer": 60524544,
     "par32": 16777216,
     "seq32": 16777216,
@@ -494,7 +503,8 @@ def fx_model(name, model, inputs, leaf_types=(), nonleaf_types=(),
             bbytes = 4 * (out_el + in_el + par_el)
         elif isinstance(mod, (nn.BatchNorm2d, nn.LayerNorm)):
             flops = 5 * out_el
-        elif isinstance(mod, nn.ReLU) or kind in ("relu", "relu_"):
+        elif (isinstance(mod, (nn.ReLU, nn.ReLU6))
+              or kind in ("relu", "relu_", "relu6")):
             flops = out_el
         elif isinstance(mod, nn.Dropout) or kind == "dropout":
             flops = 2 * out_el
@@ -645,6 +655,10 @@ DESCRIPTIONS = {
                     "), train mode: the auxiliary head (AuxLogits) is "
                     "included; traced with torch.fx; input "
                     "[%d, 3, 299, 299]",
+    "densenet121": "torchvision densenet121 (weights=None), train mode, "
+                   "traced with torch.fx; input [%d, 3, 224, 224]",
+    "mobilenet_v2": "torchvision mobilenet_v2 (weights=None), train mode, "
+                    "traced with torch.fx; input [%d, 3, 224, 224]",
     "transformer": "Transformer base (Vaswani et al.): torch.nn.Transformer "
                    "512/8 heads/6+6 layers/FFN 2048 + shared 32000-token "
                    "embedding tied to the output projection; seq 128 src "

@@ -772,7 +772,7 @@ static void test_shipped_models(void **state)
 		ps_dag_free(&d);
 	}
 	closedir(dd);
-	assert_true(nmodels >= 7);
+	assert_true(nmodels >= 9);
 }
 
 /* ---- random DAGs against a literal Algorithm 1-3 ---------------------- */

@@ -2,8 +2,8 @@
  * tests/unit/test_shipped_models.c - the model files shipped in conf/models
  * (written by model/generate.py): each one loads, has the exact parameter
  * total and tensor count of its model, and has the graph structure of its
- * model (chains, skip connections, parallel branches), so that a wrong
- * trace or a wrong generator fails here.
+ * model (chains, skip connections, parallel branches, dense
+ * concatenations), so that a wrong trace or a wrong generator fails here.
  *
  * ORDO_MODELS_DIR is the conf/models directory (set by tests/CMakeLists.txt).
  */
@@ -297,6 +297,130 @@ static void test_inception_v3(void **state)
 	ps_dag_free(&d);
 }
 
+/* Tensors of at most max elements (batch-norm vectors, small biases). */
+static uint32_t small_tensors(const ps_dag *d, uint64_t max)
+{
+	uint32_t c = 0;
+
+	for (uint32_t t = 0; t < d->ntensors; t++)
+		if (d->tensors[t].numel <= max)
+			c++;
+	return c;
+}
+
+static void test_densenet121(void **state)
+{
+	static const int layers[4] = {6, 12, 24, 16};
+	ps_dag *d = load("densenet121.json");
+	uint32_t cats = 0;
+
+	(void)state;
+	/* Hundreds of small tensors: 121 batch norms (weight and bias), 120
+	 * convolutions, the classifier. */
+	check_common(d, "densenet121", 7978856ULL, 364);
+	assert_int_equal(small_tensors(d, 1024), 243);
+	assert_int_equal(d->tensors[1].numel, 64);
+	assert_string_equal(d->tensors[1].name, "features.norm0.weight");
+	assert_true(ps_dag_find_tensor(d, "features.norm0.running_mean") < 0);
+
+	/* Dense connectivity: dense layer k of a block concatenates the
+	 * block input and the outputs (conv2) of layers 1..k-1; the block
+	 * ends with the concatenation of all of them. */
+	for (int b = 0; b < 4; b++) {
+		char in[64], name[96], prev[96];
+		const ps_dag_op *cat;
+
+		if (b == 0)
+			snprintf(in, sizeof(in), "features.pool0");
+		else
+			snprintf(in, sizeof(in), "features.transition%d.pool",
+			         b);
+		for (int k = 1; k <= layers[b] + 1; k++) {
+			if (k <= layers[b])
+				snprintf(name, sizeof(name),
+				         "features.denseblock%d.denselayer%d.cat",
+				         b + 1, k);
+			else
+				snprintf(name, sizeof(name),
+				         "features.denseblock%d.cat", b + 1);
+			cat = op(d, name);
+			assert_int_equal(cat->ndeps, k);
+			assert_true(has_dep(d, cat, in));
+			for (int j = 1; j < k; j++) {
+				snprintf(prev, sizeof(prev),
+				         "features.denseblock%d.denselayer%d.conv2",
+				         b + 1, j);
+				assert_true(has_dep(d, cat, prev));
+			}
+			if (k > 1)
+				cats++;
+		}
+		/* The first layer's output feeds every later concatenation,
+		 * so its backward op waits for all of them. */
+		snprintf(name, sizeof(name),
+		         "features.denseblock%d.denselayer1.conv2.bwd", b + 1);
+		assert_int_equal(op(d, name)->ndeps, layers[b]);
+	}
+	assert_int_equal(cats, 58);
+	assert_int_equal(joins(d, 2), 58);
+	assert_int_equal(joins(d, 25), 1);
+	assert_true(has_dep(d, op(d, "classifier"), "adaptive_avg_pool2d"));
+	assert_int_equal(d->tensors[d->ntensors - 1].grad_op,
+	                 op_index(d, "classifier.bwd"));
+	ps_dag_free(&d);
+}
+
+static void test_mobilenet_v2(void **state)
+{
+	/* Inverted residual blocks with a skip connection (stride 1, same
+	 * width in and out) and the block before each. */
+	static const int res[10] = {3, 5, 6, 8, 9, 10, 12, 13, 15, 16};
+	ps_dag *d = load("mobilenet_v2.json");
+	uint32_t depthwise = 0;
+
+	(void)state;
+	check_common(d, "mobilenet_v2", 3504872ULL, 158);
+	assert_int_equal(small_tensors(d, 1024), 107);
+
+	/* A chain but for the skip connections: x + conv(x). */
+	for (int i = 0; i < 10; i++) {
+		char name[96], last[64], prev[64];
+		const ps_dag_op *add;
+
+		snprintf(name, sizeof(name), "features.%d.add", res[i]);
+		snprintf(last, sizeof(last), "features.%d.conv.3", res[i]);
+		if (i > 0 && res[i - 1] == res[i] - 1)
+			snprintf(prev, sizeof(prev), "features.%d.add",
+			         res[i] - 1);
+		else
+			snprintf(prev, sizeof(prev), "features.%d.conv.3",
+			         res[i] - 1);
+		add = op(d, name);
+		assert_int_equal(add->ndeps, 2);
+		assert_true(has_dep(d, add, last));
+		assert_true(has_dep(d, add, prev));
+		/* The block input feeds the block and the add. */
+		snprintf(name, sizeof(name), "%s.bwd", prev);
+		assert_int_equal(op(d, name)->ndeps, 2);
+	}
+	assert_int_equal(joins(d, 2), 10);
+	assert_int_equal(joins(d, 3), 0);
+
+	/* Depthwise 3x3 convolutions (groups = channels): one input channel
+	 * per filter, in features.1 and the middle of every later block. */
+	for (uint32_t t = 0; t < d->ntensors; t++)
+		if (d->tensors[t].ndim == 4 && d->tensors[t].shape[1] == 1 &&
+		    d->tensors[t].shape[2] == 3)
+			depthwise++;
+	assert_int_equal(depthwise, 17);
+	assert_int_equal(
+	    d->tensors[ps_dag_find_tensor(d, "features.1.conv.0.0.weight")]
+	        .shape[1],
+	    1);
+	assert_true(has_dep(d, op(d, "classifier.1"), "classifier.0"));
+	ps_dag_free(&d);
+}
+
 static void test_transformer(void **state)
 {
 	ps_dag *d = load("transformer.json");
@@ -405,6 +529,8 @@ int main(void)
 	    cmocka_unit_test(test_alexnet),
 	    cmocka_unit_test(test_resnet50),
 	    cmocka_unit_test(test_inception_v3),
+	    cmocka_unit_test(test_densenet121),
+	    cmocka_unit_test(test_mobilenet_v2),
 	    cmocka_unit_test(test_transformer),
 	    cmocka_unit_test(test_par32),
 	    cmocka_unit_test(test_seq32),
