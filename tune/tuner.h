@@ -27,7 +27,7 @@
 #include <stdint.h>
 
 #include "common/config.h"
-#include "scheduler/gp.h"
+#include "tune/gp.h"
 
 typedef struct tune_pair {
 	uint64_t partition, credit; /* bytes */

@@ -22,6 +22,14 @@ start_tune() {
 }
 
 trials_in() { [ "$(($(wc -l <"$1" 2>/dev/null || echo 0) - 1))" -ge "$2" ]; }
+# wait_trials NAME N: until tune.csv has N trials (fails if ps-tune ended)
+trials_or_end() { trials_in "$1" "$2" || ! kill -0 "$TUNE_PID" 2>/dev/null; }
+wait_trials() {
+	poll_until 600 trials_or_end "$WORK/$1/tune.csv" "$2" &&
+		trials_in "$WORK/$1/tune.csv" "$2" ||
+		fail "$1: $2 trials never recorded (ps-tune: $(tail -n 3 \
+			"$WORK/$1.err.log"))"
+}
 col() { awk -F, -v c="$2" 'NR > 1 {print $c}' "$1"; } # tune.csv column
 
 # exact_chain NAME LAST: every exactness line of the run says 0 wrong, and
@@ -51,8 +59,7 @@ start_tune $name "${EXACT[@]}" --set train.iterations=400 \
 	--set tune.partition_max=16K --set tune.credit_min=1K \
 	--set tune.credit_max=64K --set output.dir="$WORK/$name"
 export EXACT_WORKER_HOLD=$WORK/$name.go # the last iteration waits for it
-poll_until 600 trials_in "$WORK/$name/tune.csv" 3 ||
-	fail "$name: 3 trials never recorded"
+wait_trials $name 3
 touch "$EXACT_WORKER_HOLD"
 wait $TUNE_PID || fail "$name: ps-tune exited $?"
 unset EXACT_WORKER_HOLD
@@ -119,10 +126,10 @@ start_tune $name "${EXACT[@]}" --set train.iterations=400 \
 	--set tune.trials=3 --set tune.partition_min=4K \
 	--set tune.partition_max=4K --set tune.credit_min=4K \
 	--set tune.credit_max=64K --set checkpoint.every=5 \
+	--set checkpoint.dir="$WORK/$name/checkpoints" \
 	--set output.dir="$WORK/$name"
-poll_until 600 trials_in "$WORK/$name/tune.csv" 1 ||
-	fail "$name: trial 1 never recorded"
-victim=$(pgrep -f "exact_worker .*$WORK/" | head -n 1)
+wait_trials $name 1
+victim=$(pgrep -f "^[^ ]*exact_worker .*$WORK/" | head -n 1)
 [ -n "$victim" ] || fail "$name: no worker to kill"
 kill -9 "$victim"
 touch "$EXACT_WORKER_HOLD"

@@ -1,6 +1,6 @@
 /*
  * tests/unit/test_gp.c - the Gaussian process and expected improvement of
- * scheduler/gp.c: the posterior against small examples worked by hand,
+ * tune/gp.c: the posterior against small examples worked by hand,
  * interpolation, noise, the reported best, a prior mean, determinism, a
  * Bayesian-optimisation loop finding a known optimum, and bad input.
  */
@@ -17,7 +17,7 @@
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 
-#include "scheduler/gp.h"
+#include "tune/gp.h"
 
 /* A deterministic "noise" in [-1, 1]. */
 static double wobble(unsigned i)

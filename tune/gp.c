@@ -1,5 +1,5 @@
 /*
- * scheduler/gp.c - Gaussian-process regression and expected improvement
+ * tune/gp.c - Gaussian-process regression and expected improvement
  * (gp.h).
  *
  * DESIGN. Outputs are standardised (residuals from the prior mean divided
@@ -21,7 +21,7 @@
 #include <gsl/gsl_qrng.h>
 #include <gsl/gsl_randist.h>
 
-#include "scheduler/gp.h"
+#include "tune/gp.h"
 
 #define STARTS 8       /* hyperparameter searches from Sobol points */
 #define NM_ITERS 300   /* Nelder-Mead iterations per search */

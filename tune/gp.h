@@ -1,5 +1,5 @@
 /*
- * scheduler/gp.h - Gaussian-process regression and expected improvement,
+ * tune/gp.h - Gaussian-process regression and expected improvement,
  * the optimiser under ps-tune (issue 12; ByteScheduler §4.3).
  *
  * Inputs live in the unit cube [0,1]^d (the tuner maps log2 of partition
@@ -14,8 +14,8 @@
  *
  * Threads: a ps_gp is immutable after ps_gp_fit; share it freely.
  */
-#ifndef ORDO_SCHEDULER_GP_H
-#define ORDO_SCHEDULER_GP_H
+#ifndef ORDO_TUNE_GP_H
+#define ORDO_TUNE_GP_H
 
 #include <stddef.h>
 
@@ -69,4 +69,4 @@ double ps_gp_propose(const ps_gp *gp, size_t ncand, double *x_p);
  * best (not the luckiest sample). */
 size_t ps_gp_best_index(const ps_gp *gp);
 
-#endif /* ORDO_SCHEDULER_GP_H */
+#endif /* ORDO_TUNE_GP_H */
