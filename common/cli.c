@@ -279,6 +279,7 @@ static int load(const cli_arg *args, int nargs, ps_config *cfg, char *err,
 		if (rc != PS_OK)
 			return rc;
 	}
+	ps_config_finalize(cfg);
 	return ps_config_validate(cfg, err, errlen);
 }
 

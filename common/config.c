@@ -107,8 +107,8 @@ static const struct preset {
     [PS_PRESET_P3] = {"layer", "priority", "160K", "160K", "off"},
     [PS_PRESET_TICTAC_TIO] = {"tio", "counter", "1T", "0", "off"},
     [PS_PRESET_TICTAC_TAO] = {"tao", "counter", "1T", "0", "off"},
-    [PS_PRESET_BYTESCHEDULER] = {"layer", "priority", "4M", "16M", "off"},
-    [PS_PRESET_ORDO] = {"tail", "priority", "1M", "4M", "on"},
+    [PS_PRESET_BYTESCHEDULER] = {"layer", "priority", "4M", "bdp", "off"},
+    [PS_PRESET_ORDO] = {"tail", "priority", "1M", "bdp", "on"},
 };
 static const char *const then_names[] = {[PS_TUNE_THEN_TRAIN] = "train",
                                          [PS_TUNE_THEN_STOP] = "stop", NULL};
@@ -257,7 +257,9 @@ static const option options[] = {
          "credit limit, no fusion; p3: layer, priority, 160K, 160K "
          "(stop-and-wait); tictac-tio / tictac-tao: tio / tao, counter, "
          "whole tensors, unlimited; bytescheduler: layer, priority, 4M, "
-         "16M; ordo: tail, priority, 1M, 4M, fusion on."),
+         "BDP; ordo: tail, priority, 1M, BDP, fusion on. BDP: the "
+         "bandwidth-delay product in partitions, at least two "
+         "(docs/presets.md)."),
     ENUM(scheduling, order, "fifo", order_names,
          "Priority of transfers, from the model's DAG: fifo (none), layer "
          "(forward position), tio / tao (TicTac), tail (largest "
@@ -793,6 +795,8 @@ static int set_value(ps_config *cfg, const option *o, const char *value,
 	if (rc != PS_OK || strcmp(origin, "default") == 0)
 		return rc;
 	cfg->user_set[o - options] = 1;
+	if (o == option_named("scheduling.credit_size"))
+		cfg->scheduling.credit_auto = 0;
 	if (o != option_named("scheduling.preset"))
 		return PS_OK;
 	p = &presets[cfg->scheduling.preset];
@@ -800,13 +804,46 @@ static int set_value(ps_config *cfg, const option *o, const char *value,
 	                        p->credit_size, p->fusion};
 	for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
 		const option *k = option_named(preset_keys[i]);
-		if (!cfg->user_set[k - options])
-			rc = parse_value(cfg, k, values[i], "preset", err,
-			                 errlen);
+		if (cfg->user_set[k - options])
+			continue;
+		if (strcmp(values[i], "bdp") == 0) { /* ps_config_finalize */
+			cfg->scheduling.credit_size = 0;
+			cfg->scheduling.credit_auto = 1;
+			continue;
+		}
+		if (k == option_named("scheduling.credit_size"))
+			cfg->scheduling.credit_auto = 0;
+		rc = parse_value(cfg, k, values[i], "preset", err, errlen);
 		if (rc != PS_OK)
 			return rc;
 	}
 	return PS_OK;
+}
+
+uint64_t ps_config_bdp_credit(const ps_config *cfg)
+{
+	uint64_t part = cfg->scheduling.partition_size;
+	double gbps = cfg->link.bandwidth_gbps > 0 ? cfg->link.bandwidth_gbps
+	                                           : cfg->metrics.bandwidth_gbps;
+	/* bytes a link carries while one acknowledgement makes its round
+	 * trip: the window that keeps the link busy */
+	double bdp = gbps * 1e9 / 8.0 * 2.0 * cfg->link.latency_us * 1e-6;
+	double n;
+
+	if (part >= TIB)
+		return 0; /* whole tensors: no partition to count in */
+	n = ceil(bdp / (double)part) + 1.0;
+	if (n < 2.0)
+		n = 2.0; /* one on the wire, the next queued behind it */
+	if (n * (double)part >= (double)TIB)
+		return TIB;
+	return (uint64_t)n * part;
+}
+
+void ps_config_finalize(ps_config *cfg)
+{
+	if (cfg->scheduling.credit_auto)
+		cfg->scheduling.credit_size = ps_config_bdp_credit(cfg);
 }
 
 void ps_config_describe_scheduling(const ps_config *cfg, char *buf,

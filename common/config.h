@@ -95,6 +95,10 @@ struct ps_config {
 		uint64_t partition_size; /* bytes */
 		uint64_t credit_size;    /* bytes; 0 = unlimited */
 		int fusion;              /* 1: fuse small tensors (PACE) */
+		/* the preset's credit follows the bandwidth-delay product
+		 * (ps_config_finalize); not a key: cleared when credit_size
+		 * is set explicitly */
+		int credit_auto;
 		int placement;           /* ps_place_strategy */
 	} scheduling;
 	struct {
@@ -173,6 +177,16 @@ int ps_config_set_kv(ps_config *cfg, const char *key, const char *value,
 
 /* Cross-field checks (timeouts vs intervals, credit vs partition...). */
 int ps_config_validate(const ps_config *cfg, char *err, size_t errlen);
+
+/* Settles what depends on several keys, once every layer is applied: a
+ * preset's credit window from the bandwidth-delay product
+ * (docs/presets.md). Idempotent; ps_cli_parse and ps_client_create call
+ * it. */
+void ps_config_finalize(ps_config *cfg);
+
+/* The credit a preset derives: partition_size times max(2, 1 +
+ * ceil(BDP / partition_size)), BDP = bandwidth x 2 link.latency_us. */
+uint64_t ps_config_bdp_credit(const ps_config *cfg);
 
 /* Writes the effective configuration as INI text (every key). */
 void ps_config_write_ini(const ps_config *cfg, FILE *out);

@@ -986,6 +986,7 @@ int ps_client_create(const ps_config *cfg, ps_client **client_p)
 	if (!c)
 		return PS_ENOMEM;
 	c->cfg = *cfg;
+	ps_config_finalize(&c->cfg);
 	pthread_mutex_init(&c->mu, NULL);
 	{
 		pthread_condattr_t attr;

@@ -1199,7 +1199,8 @@ static void test_presets(void **state)
 	assert_int_equal(cfg.scheduling.order, 1);         /* layer */
 	assert_int_equal(cfg.scheduling.gate, 0);          /* kept: fifo */
 	assert_int_equal(cfg.scheduling.partition_size, 1 << 20); /* kept */
-	assert_int_equal(cfg.scheduling.credit_size, 16 << 20);
+	ps_config_finalize(&cfg);
+	assert_int_equal(cfg.scheduling.credit_size, 2 << 20); /* 2 x 1M */
 	assert_int_equal(ps_config_validate(&cfg, err, sizeof(err)), PS_OK);
 	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.preset", "p4",
 	                                  "--set", err, sizeof(err)),
@@ -1222,19 +1223,95 @@ static void test_presets(void **state)
 	                                  "--set", err, sizeof(err)),
 	                 PS_OK);
 	assert_int_equal(cfg.scheduling.fusion, 0);
+	ps_config_finalize(&cfg);
 	ps_config_describe_scheduling(&cfg, line, sizeof(line));
 	assert_string_equal(line, "preset ordo: order tail, gate priority, "
-	                          "partition 1M, credit 4M, fusion off");
+	                          "partition 1M, credit 2M, fusion off");
 	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.fusion", "maybe",
 	                                  "--set", err, sizeof(err)),
 	                 PS_ECONFIG);
 	assert_non_null(strstr(err, "off, on"));
 }
 
+/* A preset's credit follows the bandwidth-delay product, worked out when
+ * every layer is in (the bandwidth may come after the preset); an
+ * explicit credit_size, before or after the preset, wins. */
+static void test_bdp_credit(void **state)
+{
+	ps_config cfg;
+	char err[512];
+
+	(void)state;
+	ps_config_defaults(&cfg);
+	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.preset", "ordo",
+	                                  "--set", err, sizeof(err)),
+	                 PS_OK);
+	assert_int_equal(cfg.scheduling.credit_auto, 1);
+	/* 10 Gbit/s x 2 x 20 us = 50 kB < 1M: two partitions */
+	ps_config_finalize(&cfg);
+	assert_int_equal(cfg.scheduling.credit_size, 2 << 20);
+	/* 400 Gbit/s x 2 x 100 us = 10 MB = 9.54 partitions: 1 + 10 */
+	assert_int_equal(ps_config_set_kv(&cfg, "metrics.bandwidth_gbps",
+	                                  "400", "--set", err, sizeof(err)),
+	                 PS_OK);
+	assert_int_equal(ps_config_set_kv(&cfg, "link.latency_us", "100",
+	                                  "--set", err, sizeof(err)),
+	                 PS_OK);
+	ps_config_finalize(&cfg);
+	assert_int_equal(cfg.scheduling.credit_size, 11 << 20);
+	ps_config_finalize(&cfg); /* idempotent */
+	assert_int_equal(cfg.scheduling.credit_size, 11 << 20);
+	/* link.bandwidth_gbps, when set, is the link's */
+	assert_int_equal(ps_config_set_kv(&cfg, "link.bandwidth_gbps", "40",
+	                                  "--set", err, sizeof(err)),
+	                 PS_OK);
+	ps_config_finalize(&cfg);
+	assert_int_equal(cfg.scheduling.credit_size, 2 << 20);
+	/* smaller partitions, more of them */
+	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.partition_size",
+	                                  "256K", "--set", err, sizeof(err)),
+	                 PS_OK);
+	ps_config_finalize(&cfg);
+	assert_int_equal(cfg.scheduling.credit_size, 5 * (256 << 10));
+	assert_int_equal(ps_config_validate(&cfg, err, sizeof(err)), PS_OK);
+	/* explicit after the preset */
+	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.credit_size", "8M",
+	                                  "--set", err, sizeof(err)),
+	                 PS_OK);
+	ps_config_finalize(&cfg);
+	assert_int_equal(cfg.scheduling.credit_size, 8 << 20);
+	/* explicit before the preset */
+	ps_config_defaults(&cfg);
+	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.credit_size", "3M",
+	                                  "--set", err, sizeof(err)),
+	                 PS_OK);
+	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.preset",
+	                                  "bytescheduler", "--set", err,
+	                                  sizeof(err)),
+	                 PS_OK);
+	ps_config_finalize(&cfg);
+	assert_int_equal(cfg.scheduling.credit_size, 3 << 20);
+	/* another preset after it: its own credit */
+	ps_config_defaults(&cfg);
+	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.preset", "ordo",
+	                                  "--set", err, sizeof(err)),
+	                 PS_OK);
+	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.preset", "p3",
+	                                  "--set", err, sizeof(err)),
+	                 PS_OK);
+	ps_config_finalize(&cfg);
+	assert_int_equal(cfg.scheduling.credit_size, 160 << 10);
+	/* whole tensors: nothing to count in, unlimited */
+	ps_config_defaults(&cfg);
+	cfg.scheduling.partition_size = 1ull << 40;
+	assert_int_equal(ps_config_bdp_credit(&cfg), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_defaults),
+	    cmocka_unit_test(test_bdp_credit),
 	    cmocka_unit_test(test_good_file),
 	    cmocka_unit_test(test_demo_config),
 	    cmocka_unit_test(test_file_errors),
