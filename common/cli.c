@@ -10,6 +10,7 @@
  *
  * Threads: call from main() before starting any thread (reads environ).
  */
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -351,4 +352,21 @@ free_all:
 	free(tmp);
 	free(args);
 	return status;
+}
+
+int ps_cli_bin_dir(char *dir, size_t cap)
+{
+	char path[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+	char *slash;
+
+	if (n <= 0)
+		return PS_EIO;
+	path[n] = '\0';
+	slash = strrchr(path, '/');
+	if (!slash)
+		return PS_EIO;
+	*slash = '\0';
+	snprintf(dir, cap, "%s", path);
+	return PS_OK;
 }

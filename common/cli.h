@@ -57,4 +57,8 @@ static inline int ps_cli_exit_status(ps_cli_status st)
 	return st == PS_CLI_EXIT_OK ? 0 : 2;
 }
 
+/* The directory of the running binary (ps-launch and ps-tune start the
+ * binaries beside them). PS_EIO when /proc/self/exe cannot be read. */
+int ps_cli_bin_dir(char *dir, size_t cap);
+
 #endif /* ORDO_COMMON_CLI_H */

@@ -1218,6 +1218,25 @@ int ps_wire_u64_decode(const void *buf, size_t len, uint64_t *value_p,
 	return rc;
 }
 
+int ps_wire_credit_decode(const ps_wire_header *h, const void *buf,
+                          size_t len, uint64_t configured, uint64_t *credit_p,
+                          char *why, size_t whylen)
+{
+	if (h->sender != 0) {
+		snprintf(why, whylen, "CREDIT from node %u", h->sender);
+		return PS_EPROTO;
+	}
+	if (ps_wire_u64_decode(buf, len, credit_p, why, whylen) != PS_OK)
+		return PS_EPROTO;
+	if (*credit_p == 0 || configured == 0) {
+		snprintf(why, whylen, "CREDIT %llu: a live change needs a "
+		         "window before and after",
+		         (unsigned long long)*credit_p);
+		return PS_EPROTO;
+	}
+	return PS_OK;
+}
+
 /* ---- ABORT reason ------------------------------------------------------- */
 
 int ps_wire_reason_encode(const char *reason, void **buf_p, size_t *len_p)

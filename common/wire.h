@@ -177,6 +177,14 @@ int ps_wire_u64_encode(uint64_t value, void **buf_p, size_t *len_p);
 int ps_wire_u64_decode(const void *buf, size_t len, uint64_t *value_p,
 		       char *why, size_t whylen);
 
+/* A CREDIT for a sender (worker or server): from the scheduler (sender
+ * 0), a window > 0, and the sender had one from the start (`configured`
+ * != 0: without a window workers send no PARAMS_ACK, so none could be
+ * kept). PS_EPROTO with the reason in why otherwise. */
+int ps_wire_credit_decode(const ps_wire_header *h, const void *buf,
+			  size_t len, uint64_t configured, uint64_t *credit_p,
+			  char *why, size_t whylen);
+
 /* ps_free_fn-compatible free() of an encoder's buffer. */
 void ps_wire_free(void *data, void *hint);
 

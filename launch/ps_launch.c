@@ -63,23 +63,6 @@ typedef struct launch {
 	int stop_at_once;   /* on a failure, stop the others now (recovery) */
 } launch;
 
-static int bin_dir(char *dir, size_t cap)
-{
-	char path[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
-	char *slash;
-
-	if (n <= 0)
-		return PS_EIO;
-	path[n] = '\0';
-	slash = strrchr(path, '/');
-	if (!slash)
-		return PS_EIO;
-	*slash = '\0';
-	snprintf(dir, cap, "%s", path);
-	return PS_OK;
-}
-
 /* Starts DIR/prog with our arguments plus extra ones. */
 static int spawn(launch *l, const char *prog, const char *name,
 		 const char *const *extra, int nextra)
@@ -434,7 +417,7 @@ int main(int argc, char **argv)
 	if (st != PS_CLI_RUN)
 		return ps_cli_exit_status(st);
 	ps_log_init("launch", cfg.log.level);
-	if (bin_dir(l.dir, sizeof(l.dir)) != PS_OK) {
+	if (ps_cli_bin_dir(l.dir, sizeof(l.dir)) != PS_OK) {
 		fprintf(stderr, "ps-launch: cannot find its own directory\n");
 		return 1;
 	}

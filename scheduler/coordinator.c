@@ -659,8 +659,9 @@ static int prepare_checkpoints(coord *c)
 	return PS_OK;
 }
 
-static void send_server(coord *c, uint32_t rank, uint32_t type,
-			uint64_t iteration)
+/* A message without a body that says an iteration. */
+static int send_iteration(coord *c, ps_peer peer, uint32_t type,
+			  uint64_t iteration)
 {
 	ps_wire_header h = {
 		.version = PS_WIRE_VERSION,
@@ -670,10 +671,18 @@ static void send_server(coord *c, uint32_t rank, uint32_t type,
 	};
 	uint8_t buf[PS_WIRE_HEADER_MAX];
 	size_t hlen;
+	int rc = ps_wire_header_encode(&h, buf, sizeof(buf), &hlen);
 
-	if (ps_wire_header_encode(&h, buf, sizeof(buf), &hlen) == PS_OK)
-		ps_transport_send(c->t, c->members[1 + rank].peer, buf, hlen,
-				  NULL, 0, NULL, NULL);
+	if (rc == PS_OK)
+		rc = ps_transport_send(c->t, peer, buf, hlen, NULL, 0, NULL,
+				       NULL);
+	return rc;
+}
+
+static void send_server(coord *c, uint32_t rank, uint32_t type,
+			uint64_t iteration)
+{
+	send_iteration(c, c->members[1 + rank].peer, type, iteration);
 }
 
 static void send_servers(coord *c, uint32_t type, uint64_t iteration)
@@ -687,20 +696,9 @@ static void send_tuner(coord *c, uint32_t type, uint64_t iteration);
 /* The workers stop before iteration c->asked (a tuner's stop). */
 static void send_stops(coord *c)
 {
-	ps_wire_header h = {
-		.version = PS_WIRE_VERSION,
-		.type = PS_MSG_STOP,
-		.job_id = c->job_id,
-		.iteration = c->asked,
-	};
-	uint8_t buf[PS_WIRE_HEADER_MAX];
-	size_t hlen;
-
-	if (ps_wire_header_encode(&h, buf, sizeof(buf), &hlen) != PS_OK)
-		return;
 	for (uint32_t r = 0; r < c->workers; r++)
-		ps_transport_send(c->t, c->members[1 + c->servers + r].peer,
-				  buf, hlen, NULL, 0, NULL, NULL);
+		send_iteration(c, c->members[1 + c->servers + r].peer,
+			       PS_MSG_STOP, c->asked);
 	send_tuner(c, PS_MSG_STOP, c->asked);
 }
 
@@ -886,20 +884,9 @@ static int job_done(coord *c)
 
 static void send_tuner(coord *c, uint32_t type, uint64_t iteration)
 {
-	ps_wire_header h = {
-		.version = PS_WIRE_VERSION,
-		.type = type,
-		.job_id = c->job_id,
-		.iteration = iteration,
-	};
-	uint8_t buf[PS_WIRE_HEADER_MAX];
-	size_t hlen;
-
-	if (c->tuner.state != 2 ||
-	    ps_wire_header_encode(&h, buf, sizeof(buf), &hlen) != PS_OK)
+	if (c->tuner.state != 2)
 		return;
-	if (ps_transport_send(c->t, c->tuner.peer, buf, hlen, NULL, 0, NULL,
-			      NULL) != PS_OK) {
+	if (send_iteration(c, c->tuner.peer, type, iteration) != PS_OK) {
 		PS_WARN("the tuner at %s is gone: the job goes on without it",
 			c->cfg->tune.endpoint);
 		c->tuner.state = 0;

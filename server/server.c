@@ -580,17 +580,10 @@ static int handle_credit(server *s, const ps_msg *msg,
 {
 	uint64_t credit;
 
-	if (h->sender != 0 ||
-	    ps_wire_u64_decode(msg->payload, msg->payload_len, &credit, why,
-			       whylen) != PS_OK)
+	if (ps_wire_credit_decode(h, msg->payload, msg->payload_len,
+				  s->cfg->scheduling.credit_size, &credit, why,
+				  whylen) != PS_OK)
 		return PS_EPROTO;
-	if (credit == 0 || !s->cfg->scheduling.credit_size) {
-		/* workers acknowledge parameters only with a window */
-		snprintf(why, whylen, "CREDIT %llu: a live change needs a "
-			 "window before and after",
-			 (unsigned long long)credit);
-		return PS_EPROTO;
-	}
 	s->credit_next = credit;
 	s->credit_from = h->iteration;
 	s->credit_pending = 1;

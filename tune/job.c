@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "checkpoint/checkpoint.h"
+#include "common/cli.h"
 #include "common/log.h"
 #include "common/node.h"
 #include "common/signals.h"
@@ -74,23 +75,6 @@ static void on_sigchld(int sig)
 	(void)sig;
 	if (chld_wake)
 		ps_transport_wake(chld_wake);
-}
-
-static int bin_dir(char *dir, size_t cap)
-{
-	char path[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
-	char *slash;
-
-	if (n <= 0)
-		return PS_EIO;
-	path[n] = '\0';
-	slash = strrchr(path, '/');
-	if (!slash)
-		return PS_EIO;
-	*slash = '\0';
-	snprintf(dir, cap, "%s", path);
-	return PS_OK;
 }
 
 static int64_t at(const tune_job *j, uint64_t it)
@@ -516,7 +500,7 @@ int tune_job_create(const ps_config *cfg, const tune_job_opts *o,
 	*j_p = j;
 	j->cfg = cfg;
 	j->o = *o;
-	if (bin_dir(j->bindir, sizeof(j->bindir)) != PS_OK) {
+	if (ps_cli_bin_dir(j->bindir, sizeof(j->bindir)) != PS_OK) {
 		PS_ERROR("cannot find ps-tune's own directory");
 		return PS_EIO;
 	}

@@ -568,18 +568,10 @@ static int handle_credit(ps_client *c, const ps_msg *msg,
 {
 	uint64_t credit;
 
-	if (h->sender != 0 ||
-	    ps_wire_u64_decode(msg->payload, msg->payload_len, &credit, why,
-			       whylen) != PS_OK)
+	if (ps_wire_credit_decode(h, msg->payload, msg->payload_len,
+				  c->cfg.scheduling.credit_size, &credit, why,
+				  whylen) != PS_OK)
 		return PS_EPROTO;
-	if (credit == 0 || !c->cfg.scheduling.credit_size) {
-		/* without a window from the start, no PARAMS_ACK is sent
-		 * and the servers' windows could not be kept: refused */
-		snprintf(why, whylen, "CREDIT %llu: a live change needs a "
-			 "window before and after",
-			 (unsigned long long)credit);
-		return PS_EPROTO;
-	}
 	c->credit_next = credit;
 	c->credit_from = h->iteration;
 	c->credit_pending = 1;

@@ -1097,6 +1097,32 @@ static void test_u64_body(void **state)
 	                 PS_EPROTO);
 	mp_free(&m);
 	assert_int_equal(ps_wire_u64_encode(1, NULL, &len), PS_EINVAL);
+	/* CREDIT for a sender: from the scheduler, a window replacing one */
+	{
+		ps_wire_header h = {.type = PS_MSG_CREDIT, .sender = 0};
+		assert_int_equal(ps_wire_u64_encode(1 << 20, &buf, &len),
+		                 PS_OK);
+		assert_int_equal(ps_wire_credit_decode(&h, buf, len, 4096,
+		                                       &out, why, sizeof(why)),
+		                 PS_OK);
+		assert_true(out == 1 << 20);
+		assert_int_equal(ps_wire_credit_decode(&h, buf, len, 0, &out,
+		                                       why, sizeof(why)),
+		                 PS_EPROTO);
+		assert_non_null(strstr(why, "needs a window before and after"));
+		h.sender = 3;
+		assert_int_equal(ps_wire_credit_decode(&h, buf, len, 4096,
+		                                       &out, why, sizeof(why)),
+		                 PS_EPROTO);
+		assert_non_null(strstr(why, "CREDIT from node 3"));
+		free(buf);
+		h.sender = 0;
+		assert_int_equal(ps_wire_u64_encode(0, &buf, &len), PS_OK);
+		assert_int_equal(ps_wire_credit_decode(&h, buf, len, 4096,
+		                                       &out, why, sizeof(why)),
+		                 PS_EPROTO);
+		free(buf);
+	}
 	assert_string_equal(ps_msg_type_name(PS_MSG_CREDIT), "CREDIT");
 	assert_string_equal(ps_msg_type_name(PS_MSG_TUNE_HELLO), "TUNE_HELLO");
 }
