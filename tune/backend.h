@@ -1,7 +1,8 @@
 /*
  * tune/backend.h - where ps-tune's trials run (docs/tune.md).
  *
- *  - job (tune/job.c): the real job, on this machine, through ps-launch.
+ *  - job (tune/job.c): the real job, on this machine, through ps-launch
+ *    (or a launcher of the user's that takes ps-launch's arguments).
  *    A trial with a new partition size stops the job at a checkpoint and
  *    restarts it from there; a trial with only a new credit changes the
  *    window live. Iterations and parameters carry over across trials.
@@ -22,6 +23,7 @@ typedef struct tune_job_opts {
 	int argc;            /* ps-tune's own command line, passed on */
 	char **argv;
 	const char *worker;  /* --worker PROGRAM, or NULL */
+	char launcher[4096]; /* --launcher PROGRAM (its path), "": ps-launch */
 } tune_job_opts;
 
 /* Checks what the job needs (checkpoint.dir writable, enough

@@ -16,8 +16,8 @@
  * ps-tune starts the job again from that checkpoint. Nothing is lost or
  * applied twice: the checkpoint holds exactly the iterations before it.
  *
- * ps-launch's end (SIGCHLD) wakes the transport, so one blocking receive
- * waits for both. The clock is CLOCK_MONOTONIC.
+ * ps-launch's (or --launcher's) end (SIGCHLD) wakes the transport, so
+ * one blocking receive waits for both. The clock is CLOCK_MONOTONIC.
  */
 #include <errno.h>
 #include <limits.h>
@@ -47,12 +47,14 @@ struct tune_job {
 	const ps_config *cfg;
 	tune_job_opts o;
 	char bindir[PATH_MAX];
+	char prog[PATH_MAX + 16]; /* what starts the job: ps-launch or
+				     --launcher */
 	char ckpt_dir[PS_CFG_STR + 16];
 	double samples_per_iteration; /* workers * batch */
 	ps_transport *t;
 	char endpoint[PS_ENDPOINT_MAX];
 	/* the job now running */
-	pid_t pid;     /* ps-launch; 0: none */
+	pid_t pid;     /* ps-launch or --launcher; 0: none */
 	int status;    /* its exit status, once it ended */
 	int attached;
 	uint64_t job_id;
@@ -75,6 +77,14 @@ static void on_sigchld(int sig)
 	(void)sig;
 	if (chld_wake)
 		ps_transport_wake(chld_wake);
+}
+
+/* ps-launch, or the --launcher's file name, for messages. */
+static const char *launcher_name(const tune_job *j)
+{
+	const char *slash = strrchr(j->prog, '/');
+
+	return slash ? slash + 1 : j->prog;
 }
 
 static int64_t at(const tune_job *j, uint64_t it)
@@ -155,7 +165,7 @@ static int send_sched(tune_job *j, uint32_t type, void *body, size_t blen)
 	return rc;
 }
 
-/* Waits for one event: a message, ps-launch's end, or a signal.
+/* Waits for one event: a message, the job's end, or a signal.
  * PS_ECLOSED once the job has ended (j->status), PS_EINTR on a signal. */
 static int step(tune_job *j)
 {
@@ -229,10 +239,13 @@ static void add_arg(char **argv, int *k, const char *fmt, ...)
 		argv[(*k)++] = s;
 }
 
-/* Starts ps-launch with the pair, from the newest checkpoint if any. */
+/* Starts ps-launch (or --launcher) with the pair, from the newest
+ * checkpoint if any. */
 static int launch(tune_job *j, tune_pair pair)
 {
-	char path[PATH_MAX + 16], latest[PS_CKPT_PATH_MAX];
+	static const char *const own_opts[] = {"--backend", "--launcher"};
+	const char *path = j->prog;
+	char latest[PS_CKPT_PATH_MAX];
 	char **argv = calloc((size_t)j->o.argc + 32, sizeof(*argv));
 	int k = 0, own;
 	uint64_t it = 0;
@@ -240,15 +253,25 @@ static int launch(tune_job *j, tune_pair pair)
 
 	if (!argv)
 		return PS_ENOMEM;
-	snprintf(path, sizeof(path), "%s/ps-launch", j->bindir);
-	argv[k++] = path;
+	argv[k++] = (char *)path;
 	for (int i = 1; i < j->o.argc; i++) {
-		if (strcmp(j->o.argv[i], "--backend") == 0) {
-			i++; /* ps-tune's own */
+		const char *a = j->o.argv[i];
+		int mine = 0;
+
+		/* ps-tune's own options, --name X or --name=X */
+		for (size_t o = 0; o < sizeof(own_opts) / sizeof(*own_opts);
+		     o++) {
+			size_t n = strlen(own_opts[o]);
+			if (strcmp(a, own_opts[o]) == 0)
+				mine = 2; /* and its argument */
+			else if (strncmp(a, own_opts[o], n) == 0 &&
+				 a[n] == '=')
+				mine = 1;
+		}
+		if (mine) {
+			i += mine - 1;
 			continue;
 		}
-		if (strncmp(j->o.argv[i], "--backend=", 10) == 0)
-			continue;
 		argv[k++] = j->o.argv[i];
 	}
 	own = k;
@@ -282,7 +305,7 @@ static int launch(tune_job *j, tune_pair pair)
 		free(argv[i]);
 	free(argv);
 	if (pid < 0) {
-		PS_ERROR("cannot start ps-launch: %s", strerror(errno));
+		PS_ERROR("cannot start %s: %s", path, strerror(errno));
 		return PS_EIO;
 	}
 	j->pid = pid;
@@ -324,7 +347,7 @@ static int stop(tune_job *j)
 		return rc;
 	if (j->status != 0) {
 		PS_ERROR("the job failed while stopping for a restart "
-			 "(ps-launch exit %d)", j->status);
+			 "(%s exit %d)", launcher_name(j), j->status);
 		return PS_EABORTED;
 	}
 	return finished(j) ? PS_ECLOSED : PS_OK;
@@ -413,9 +436,9 @@ int tune_job_trial(tune_job *j, tune_trial *tr)
 	tr->ok = 0;
 	if (rc == PS_ECLOSED)
 		snprintf(tr->note, sizeof(tr->note), "the job failed during "
-			 "the trial (ps-launch exit %d, its log above); the "
+			 "the trial (%.40s exit %d, its log above); the "
 			 "next trial resumes from the newest checkpoint",
-			 j->status);
+			 launcher_name(j), j->status);
 	else
 		snprintf(tr->note, sizeof(tr->note), "%s", ps_strerror(rc));
 	return PS_OK;
@@ -504,6 +527,10 @@ int tune_job_create(const ps_config *cfg, const tune_job_opts *o,
 		PS_ERROR("cannot find ps-tune's own directory");
 		return PS_EIO;
 	}
+	if (o->launcher[0])
+		snprintf(j->prog, sizeof(j->prog), "%s", o->launcher);
+	else
+		snprintf(j->prog, sizeof(j->prog), "%s/ps-launch", j->bindir);
 	if (cfg->checkpoint.dir[0])
 		snprintf(j->ckpt_dir, sizeof(j->ckpt_dir), "%s",
 			 cfg->checkpoint.dir);

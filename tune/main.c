@@ -9,8 +9,10 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/cli.h"
 #include "common/log.h"
@@ -19,8 +21,9 @@
 #include "tune/report.h"
 
 typedef struct opts {
-	int sim;            /* --backend sim */
-	const char *worker; /* --worker PROGRAM */
+	int sim;              /* --backend sim */
+	const char *worker;   /* --worker PROGRAM */
+	const char *launcher; /* --launcher PROGRAM */
 } opts;
 
 static int on_opt(void *ud, const char *name, const char *arg, char *err,
@@ -38,11 +41,53 @@ static int on_opt(void *ud, const char *name, const char *arg, char *err,
 		return PS_EINVAL;
 	}
 	if (!arg || !*arg) {
-		snprintf(err, errlen, "--worker needs a program");
+		snprintf(err, errlen, "--%s needs a program", name);
 		return PS_EINVAL;
 	}
-	o->worker = arg;
+	if (strcmp(name, "launcher") == 0)
+		o->launcher = arg;
+	else
+		o->worker = arg;
 	return PS_OK;
+}
+
+/* An executable plain file (access() alone says yes to a directory). */
+static int is_program(const char *file)
+{
+	struct stat st;
+
+	return stat(file, &st) == 0 && S_ISREG(st.st_mode) &&
+	       access(file, X_OK) == 0;
+}
+
+/* PROGRAM as execvp would run it, resolved once here so that a typo is
+ * refused before any trial rather than as every job's failure: a path
+ * (with a '/') as given, a bare name looked up in PATH, an empty element
+ * of PATH being the current directory, and execvp's default PATH when
+ * none is set. PS_ENOENT when no executable file is found. */
+static int find_program(const char *prog, char *out, size_t cap)
+{
+	const char *path = getenv("PATH");
+
+	if (strchr(prog, '/')) {
+		snprintf(out, cap, "%s", prog);
+		return is_program(out) ? PS_OK : PS_ENOENT;
+	}
+	if (!path)
+		path = "/bin:/usr/bin";
+	for (;;) {
+		size_t n = strcspn(path, ":");
+
+		if (n)
+			snprintf(out, cap, "%.*s/%s", (int)n, path, prog);
+		else
+			snprintf(out, cap, "./%s", prog);
+		if (is_program(out))
+			return PS_OK;
+		if (!path[n])
+			return PS_ENOENT;
+		path += n + 1;
+	}
 }
 
 static int make_dirs(const char *dir)
@@ -92,11 +137,19 @@ int main(int argc, char **argv)
 	static const ps_cli_opt cli_opts[] = {
 		{"backend", "job|sim",
 		 "job (default): tune the real job on this machine, through "
-		 "ps-launch; sim: tune in ps-sim, for a cluster described by "
-		 "the config (seconds)"},
+		 "ps-launch (or --launcher); sim: tune in ps-sim, for a "
+		 "cluster described by the config (seconds)"},
 		{"worker", "PROGRAM",
 		 "job backend: passed to ps-launch (a worker program of your "
 		 "own)"},
+		{"launcher", "PROGRAM",
+		 "job backend: start each trial's job with PROGRAM (a path, or "
+		 "a name in PATH) instead of ps-launch. It gets ps-launch's "
+		 "arguments, must start the whole job (scheduler, servers, "
+		 "workers) so that the scheduler reaches tune.endpoint on "
+		 "127.0.0.1 (ps-tune's machine and network namespace), pass "
+		 "SIGTERM on to the job, and exit 0 only when the job ended "
+		 "well (ps-bench --tune uses one)"},
 		{NULL, NULL, NULL},
 	};
 	opts o = {0};
@@ -125,6 +178,19 @@ int main(int argc, char **argv)
 	if (st != PS_CLI_RUN)
 		return ps_cli_exit_status(st);
 	ps_log_init("tune", cfg.log.level);
+	if (o.launcher && o.sim) {
+		fprintf(stderr, "ps-tune: error: --launcher starts the real "
+			"job's trials; --backend sim runs none\n");
+		return 2;
+	}
+	if (o.launcher &&
+	    find_program(o.launcher, jo.launcher, sizeof(jo.launcher)) !=
+		    PS_OK) {
+		fprintf(stderr, "ps-tune: error: --launcher %s: no executable "
+			"file%s\n", o.launcher,
+			strchr(o.launcher, '/') ? "" : " of that name in PATH");
+		return 2;
+	}
 	if (!cfg.output.dir[0])
 		snprintf(cfg.output.dir, sizeof(cfg.output.dir),
 			 "ps-tune-out");
@@ -214,7 +280,15 @@ int main(int argc, char **argv)
 		status = 0; /* the job ended by itself, every iteration run */
 	} else if (rc == PS_OK) {
 		status = tune_job_finish(job, best ? &best->pair : NULL);
-		if (status == 0 && cfg.tune.then == PS_TUNE_THEN_TRAIN)
+		if (!best) {
+			/* the job was stopped at a checkpoint, but nothing was
+			 * tuned: not a success */
+			PS_ERROR("every trial failed (tune.csv says why): no "
+				 "pair to %s", cfg.tune.then == PS_TUNE_THEN_TRAIN
+						       ? "train on with"
+						       : "report");
+			status = 1;
+		} else if (status == 0 && cfg.tune.then == PS_TUNE_THEN_TRAIN)
 			printf("ps-tune: the job trained on with the best "
 			       "pair to train.iterations and ended\n");
 	}

@@ -1,7 +1,8 @@
 # ps-tune (docs/tune.md) on real jobs on loopback, with the exactness
 # worker: trials that change the partition size (checkpoint and restart)
 # and trials that change only the credit (live), a job that fails during a
-# trial, the sim backend, and bad input. Every job's values are checked
+# trial, a launcher of the user's (--launcher), the sim backend, and bad
+# input. Every job's values are checked
 # against the closed form (tests/tools/exact_worker.c), so an update lost
 # or applied twice across a stop, a restart or a credit change fails here.
 source "$(dirname "$0")/lib.sh" "$@"
@@ -150,7 +151,35 @@ grep -q "^exact: .* [1-9][0-9]* wrong$" "$WORK/$name.out.log" &&
 	fail "$name: inexact values"
 pass "$name: trial 2 failed (worker $victim killed), trial 3 resumed, exact"
 
-# 4. Bad input: each a clear message, nothing started.
+# 4. --launcher: a program of the user's starts every job in place of
+# ps-launch, with ps-launch's arguments (here a script that notes them and
+# runs ps-launch): two trials with two partition sizes, two jobs, exact.
+name=launcher
+printf '#!/bin/sh\necho "$*" >>"%s"\nexec "%s" "$@"\n' \
+	"$WORK/launcher.calls" "$BUILD/ps-launch" >"$WORK/launcher.sh"
+chmod +x "$WORK/launcher.sh"
+start_tune $name "${EXACT[@]}" --launcher "$WORK/launcher.sh" \
+	--set train.iterations=400 --set tune.trials=2 \
+	--set tune.partition_min=1K --set tune.partition_max=16K \
+	--set tune.credit_min=1K --set tune.credit_max=64K --set tune.then=stop \
+	--set output.dir="$WORK/$name"
+wait $TUNE_PID || fail "$name: ps-tune exited $?"
+csv=$WORK/$name/tune.csv
+[ "$(col "$csv" 10 | tr '\n' ' ')" = "start restart " ] ||
+	fail "$name: trials were $(col "$csv" 10 | tr '\n' ' ')"
+calls=$(cat "$WORK/launcher.calls" 2>/dev/null | wc -l)
+[ "$calls" -eq 2 ] || fail "$name: the launcher ran $calls times, not 2"
+grep -q -- "--launcher\|--backend" "$WORK/launcher.calls" &&
+	fail "$name: ps-tune's own options reached the launcher"
+sed -n 2p "$WORK/launcher.calls" | grep -q "tune.endpoint=.*checkpoint.resume=" ||
+	fail "$name: the second job was not given the endpoint and the checkpoint"
+grep -q "^exact: .* [1-9][0-9]* wrong$" "$WORK/$name.out.log" &&
+	fail "$name: inexact values"
+[ "$(grep -c "^exact: .* 0 wrong$" "$WORK/$name.out.log")" -eq 4 ] ||
+	fail "$name: not two jobs of two exact workers"
+pass "$name: two jobs started by the launcher, exact"
+
+# 5. Bad input: each a clear message, nothing started.
 bad() { # bad STATUS PATTERN ARGS...: ps-tune fails so, naming the problem
 	local want=$1 pattern=$2 st=0
 	shift 2
@@ -166,6 +195,15 @@ bad 2 "tune.partition_min (8M) is larger than tune.partition_max (1M)" \
 bad 2 "tune.credit_max (1M) must be at least tune.partition_max (64M)" \
 	--set tune.credit_max=1M
 bad 2 "'fast' is not a backend" --backend fast
+bad 2 "launcher $WORK/none: no executable file" --launcher "$WORK/none"
+bad 2 "launcher nosuch-launcher: no executable file of that name in PATH" \
+	--launcher nosuch-launcher
+bad 2 "backend sim runs none" --launcher "$BUILD/ps-launch" --backend sim
+# a launcher whose every job fails: no pair was tuned, so not a success
+printf '#!/bin/sh\nexit 3\n' >"$WORK/failing.sh" && chmod +x "$WORK/failing.sh"
+bad 1 "every trial failed (tune.csv says why): no pair to train on" \
+	--launcher "$WORK/failing.sh" --set tune.trials=2 \
+	--set train.iterations=400 --set output.dir="$WORK/bad"
 bad 1 "raise train.iterations or lower tune.trials" \
 	--set train.iterations=20 --set output.dir="$WORK/bad"
 mkdir -p "$WORK/ro" && chmod 555 "$WORK/ro"
@@ -182,7 +220,7 @@ bad 1 "ps-sim needs model.file" --backend sim --set output.dir="$WORK/bad"
 no_process_of "$WORK/job.ini" || fail "bad input left processes"
 pass "bad input: each refused with a message"
 
-# 5. The sim backend: a search over ResNet-50 in ps-sim, deterministic.
+# 6. The sim backend: a search over ResNet-50 in ps-sim, deterministic.
 for run in 1 2; do
 	timeout 300 "$BUILD/ps-tune" --backend sim --config "$JOB" \
 		--set model.file="$SRC/conf/models/resnet50.json" \
