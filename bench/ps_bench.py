@@ -119,6 +119,72 @@ def parse_bandwidth(v):
     return b
 
 
+def parse_size(name, v):
+    """Bytes from '1048576', '256K', '4M', '1G' (or KiB, MiB, GiB; powers
+    of 1024), as ordo's config reads sizes."""
+    m = re.match(r"^\s*(\d+)\s*([kKmMgG]?)(?:i?[bB])?\s*$", v)
+    if not m:
+        raise UsageError("%s: '%s' is not a size (bytes, or a number with "
+                         "K, M or G)" % (name, v))
+    n = int(m.group(1)) << {"": 0, "k": 10, "m": 20, "g": 30}[
+        m.group(2).lower()]
+    if n < 4 or n % 4:
+        raise UsageError("%s: %s is not a positive multiple of 4 bytes" %
+                         (name, v))
+    return n
+
+
+def size_label(n):
+    for shift, unit in ((30, "G"), (20, "M"), (10, "K")):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return "%d%s" % (n >> shift, unit)
+    return str(n)
+
+
+def parse_preset(v):
+    """A preset, or PRESET@PARTITION/CREDIT (either size may be left out:
+    ordo@1M, ordo@/4M): the preset with scheduling.partition_size and
+    credit_size set. Returns (label, preset, partition or None, credit or
+    None); the label is how rows name it."""
+    base, _, sizes = v.partition("@")
+    if base not in PRESETS:
+        raise UsageError("unknown preset '%s' (allowed: %s, each optionally"
+                         " as PRESET@PARTITION/CREDIT, e.g. ordo@1M/4M)" %
+                         (base, ", ".join(PRESETS)))
+    if "@" not in v:
+        return v, base, None, None
+    part, slash, credit = sizes.partition("/")
+    p = parse_size("partition size of '%s'" % v, part) if part else None
+    c = parse_size("credit size of '%s'" % v, credit) if credit else None
+    if p is None and c is None:
+        raise UsageError("'%s': give PRESET@PARTITION/CREDIT (e.g. "
+                         "ordo@1M/4M)" % v)
+    if p and c and c < p:
+        raise UsageError("'%s': the credit window is smaller than a "
+                         "partition (no partition could ever be sent)" % v)
+    label = base + "@" + (size_label(p) if p else "") + \
+        ("/" + size_label(c) if c else "")
+    return label, base, p, c
+
+
+def grid_presets(base, sizes):
+    """Every PRESET@P/C with P <= C of sizes (ps-bench --grid)."""
+    sizes = sorted(set(sizes))
+    return ["%s@%s/%s" % (base, size_label(p), size_label(c))
+            for p in sizes for c in sizes if c >= p]
+
+
+def parse_dilation(v):
+    try:
+        d = float(v)
+    except ValueError:
+        raise UsageError("--dilation: '%s' is not a number" % v)
+    if not math.isfinite(d) or d < 1 or d > 1000:
+        raise UsageError("--dilation: %s must lie in [1, 1000] (1: no "
+                         "dilation)" % v)
+    return d
+
+
 def bw_label(b):
     return ("%g" % b)
 
@@ -214,11 +280,30 @@ def build_plan(sc, args):
         if t not in TRANSPORTS:
             raise UsageError("unknown transport '%s' (allowed: %s)" %
                              (t, ", ".join(TRANSPORTS)))
-    plan["presets"] = words(sc["presets"])
-    for p in plan["presets"]:
-        if p not in PRESETS:
-            raise UsageError("unknown preset '%s' (allowed: %s)" %
-                             (p, ", ".join(PRESETS)))
+    presets = words(sc["presets"])
+    if getattr(args, "tune", False):
+        if args.presets is None:
+            presets = ["ordo"]
+        if len(presets) != 1 or "@" in presets[0] or \
+                getattr(args, "grid", None):
+            raise UsageError("--tune tunes the sizes of one preset: give "
+                             "--presets NAME (default ordo), no sizes, no "
+                             "--grid")
+    if getattr(args, "grid", None):
+        sizes = [parse_size("--grid", v) for v in words(args.grid)]
+        if not sizes:
+            raise UsageError("--grid: no sizes")
+        for p in presets:
+            if "@" in p:
+                raise UsageError("--grid sweeps the sizes of plain presets;"
+                                 " '%s' has its own" % p)
+        presets = [g for p in presets for g in grid_presets(p, sizes)]
+    plan["preset_def"] = {}
+    plan["presets"] = []
+    for v in presets:
+        label, base, part, credit = parse_preset(v)
+        plan["presets"].append(label)
+        plan["preset_def"][label] = (base, part, credit)
     if not plan["models"] or not plan["bandwidths"] or \
             not plan["presets"] or not plan["transports"]:
         raise UsageError("empty axis: every one of models, bandwidths, "
@@ -245,6 +330,36 @@ def build_plan(sc, args):
                 c[k] = parse_positive_int("[model:%s] %s" % (label, k), v, 1)
         plan["counts"][label] = c
     plan["job"] = list(sc["job"]) + list(args.set or [])
+    plan["dilation"] = parse_dilation(getattr(args, "dilation", None) or 1)
+    plan["tune_trials"] = 10  # ordo's default tune.trials
+    plan["tune_seeds"] = []
+    if getattr(args, "tune", False):
+        plan["tune_seeds"] = [parse_positive_int("--tune-seeds", v)
+                              for v in words(args.tune_seeds)]
+        if not plan["tune_seeds"]:
+            raise UsageError("--tune-seeds: no seed")
+        for kv in plan["job"]:
+            k, v = kv.split("=", 1) if "=" in kv else (kv, "")
+            if k == "tune.trials":
+                plan["tune_trials"] = parse_positive_int(k, v, 1)
+            elif k in ("tune.seed", "tune.warmup_iterations",
+                       "tune.measure_iterations", "tune.then",
+                       "tune.endpoint", "checkpoint.dir"):
+                raise UsageError("'%s' is set by ps-bench --tune (use "
+                                 "--tune-seeds, --warmup, --iterations)" %
+                                 kv)
+    # time dilation multiplies the job's own compute_scale (the last one
+    # set wins, as in ordo's config)
+    plan["compute_scale"] = 1.0
+    for kv in plan["job"]:
+        if kv.startswith("model.compute_scale="):
+            try:
+                plan["compute_scale"] = float(kv.split("=", 1)[1])
+            except ValueError:
+                raise UsageError("bad --set '%s': not a number" % kv)
+    if plan["dilation"] != 1:
+        plan["job"] = [kv for kv in plan["job"]
+                       if not kv.startswith("model.compute_scale=")]
     owned = ("cluster.servers", "cluster.workers", "cluster.bind_host",
              "cluster.advertise_host", "cluster.scheduler_host",
              "cluster.scheduler_port", "transport.type", "model.file",
@@ -410,8 +525,10 @@ CAL_MODEL = "seq32"
 class Cluster:
     """Node namespaces on a bridge (netns mode) or plain loopback."""
 
-    def __init__(self, mode, workers, servers, mtu=9000, tbf_latency_ms=25):
+    def __init__(self, mode, workers, servers, mtu=9000, tbf_latency_ms=25,
+                 dilation=1.0):
         self.mode = mode
+        self.dilation = dilation
         self.prefix = "%s%d-" % (NS_PREFIX, os.getpid())
         self.mtu = mtu
         self.tbf_latency_ms = tbf_latency_ms
@@ -461,19 +578,23 @@ class Cluster:
         return max(65536 + self.mtu, int(gbps * 1e9 / 8 * 0.001))
 
     def shape(self, gbps):
-        """tbf at gbps on both directions of every host's link."""
+        """tbf at gbps on both directions of every host's link; under time
+        dilation N at gbps / N, with the same bucket in bytes and a queue
+        limit N times longer in time (the same bytes): in undilated time,
+        the same link."""
         self.bandwidth = gbps
         if self.mode == "loopback":
             return
-        rate_bps = gbps * 1e9
+        rate_bps = gbps * 1e9 / self.dilation
         burst = self.burst_bytes(gbps)
         rate = "%dkbit" % max(8, int(round(rate_bps / 1000)))
+        latency = "%dms" % int(round(self.tbf_latency_ms * self.dilation))
         for name, _, _ in self.nodes:
             for ns, dev in ((self.ns(name), "eth0"),
                             (self.bridge_ns, "v" + name)):
                 run_cmd(["tc", "-n", ns, "qdisc", "replace", "dev", dev,
                          "root", "tbf", "rate", rate, "burst", str(burst),
-                         "latency", "%dms" % self.tbf_latency_ms])
+                         "latency", latency])
 
     def probe_rate(self, seconds=1.5):
         """Gbit/s of payload per busy host link: bulk TCP streams from
@@ -796,6 +917,159 @@ def summarize_run(per):
             "straggler": straggler}
 
 
+def undilate_sim(res, d):
+    """ps-sim simulates the dilated cluster (links at bandwidth / d, op
+    times x d): its times / d and rates x d are the undilated cluster's."""
+    if d == 1 or not isinstance(res, dict):
+        return res
+    for k, v in list(res.items()):
+        if k.endswith("_ms") and isinstance(v, (int, float)):
+            res[k] = v / d
+        elif k.endswith("_ms_each") and isinstance(v, list):
+            res[k] = [x / d for x in v]
+    if isinstance(res.get("samples_per_second"), (int, float)):
+        res["samples_per_second"] *= d
+    return res
+
+
+def undilate_run(rec, d):
+    """A run's measured times / d and rates x d (time dilation d): the
+    numbers of the undilated cluster it emulates. Efficiency and the
+    straggler share are ratios of times, unchanged."""
+    if d == 1:
+        return
+    rec["iter_ms"] /= d
+    rec["iters_ms"] = [x / d for x in rec["iters_ms"]]
+    rec["samples_per_s"] *= d
+
+
+def read_tune(d, dilation):
+    """ps-tune's tune.csv and best.ini in d: {"trials": [...], "best":
+    the best pair's trial, "top": the best measured trial}; rates x
+    dilation (undilated)."""
+    out = {"trials": []}
+    try:
+        with open(os.path.join(d, "tune.csv")) as f:
+            for row in csv.DictReader(f):
+                ok = row["status"] == "ok"
+                out["trials"].append({
+                    "trial": int(row["trial"]),
+                    "partition": int(row["partition_bytes"]),
+                    "credit": int(row["credit_bytes"]), "ok": ok,
+                    "samples_per_s": float(row["samples_per_s"]) * dilation
+                    if ok else 0.0,
+                    "mean": row["mean"], "sd": row["sd"]})
+    except (OSError, ValueError, KeyError):
+        return out
+    try:
+        with open(os.path.join(d, "best.ini")) as f:
+            text = f.read()
+    except OSError:
+        return out
+    m = re.search(r"measured at trial (\d+)", text)
+    mean = re.search(r"model: ([0-9.]+) samples/s", text)
+    byid = {t["trial"]: t for t in out["trials"]}
+    if m and int(m.group(1)) in byid:
+        b = dict(byid[int(m.group(1))])
+        b["mean"] = float(mean.group(1)) * dilation if mean else None
+        out["best"] = b
+        ok = [t for t in out["trials"] if t["ok"]]
+        out["top"] = max(ok, key=lambda t: t["samples_per_s"])
+    return out
+
+
+def launch_job(state_path, args):
+    """ps-bench --launch-job STATE ARGS...: what ps-launch does with ARGS
+    (a scheduler, cluster.servers servers, cluster.workers workers), each
+    node in its namespace of the emulated cluster that STATE describes
+    (written by --tune). ps-tune's launcher. Exit status as ps-launch's:
+    0 when every process exited 0, else the first failure's."""
+    with open(state_path) as f:
+        st = json.load(f)
+    worker, rest, i = "ps-worker", [], 0
+    while i < len(args):
+        if args[i] == "--worker" and i + 1 < len(args):
+            worker = args[i + 1]
+            i += 2
+            continue
+        if args[i].startswith("--worker="):
+            worker = args[i][9:]
+        else:
+            rest.append(args[i])
+        i += 1
+    nodes = [dict(zip(("name", "role", "ns", "addr"), n))
+             for n in st["nodes"]]
+    sched = [n for n in nodes if n["role"] == "scheduler"][0]
+    children = []
+
+    def spawn(node, binary, extra, pass_fds=()):
+        path = binary if "/" in binary else os.path.join(st["bin_dir"],
+                                                         binary)
+        argv = (["ip", "netns", "exec", node["ns"]] if node["ns"] else []) \
+            + [path] + rest + [
+                "--set", "cluster.bind_host=" + node["addr"],
+                "--set", "cluster.advertise_host=" + node["addr"],
+                "--set", "cluster.scheduler_host=" + sched["addr"]] + extra
+        children.append(subprocess.Popen(argv, pass_fds=pass_fds,
+                                         stdin=subprocess.DEVNULL))
+
+    def forward(sig, frame):
+        for c in children:
+            if c.poll() is None:
+                try:
+                    c.send_signal(sig)
+                except OSError:
+                    pass
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, forward)
+    rfd, wfd = os.pipe()
+    spawn(sched, "ps-scheduler", ["--set", "cluster.scheduler_port=0",
+                                  "--ready-fd", str(wfd)], pass_fds=(wfd,))
+    os.close(wfd)
+    buf = b""
+    while b"\n" not in buf:
+        try:
+            chunk = os.read(rfd, 64)
+        except InterruptedError:
+            continue
+        if not chunk:
+            break
+        buf += chunk
+    os.close(rfd)
+    if b"\n" not in buf:
+        print("ps-bench --launch-job: the scheduler exited before "
+              "listening", file=sys.stderr)
+        return children[0].wait() or 1
+    port = buf.split(b"\n")[0].decode()
+    extra = ["--set", "cluster.scheduler_port=" + port]
+    for n in nodes:
+        if n["role"] == "server":
+            spawn(n, "ps-server", extra)
+    for n in nodes:
+        if n["role"] == "worker":
+            spawn(n, worker, extra)
+    failed, deadline = 0, None
+    while any(c.poll() is None for c in children):
+        for c in children:
+            st_ = c.poll()
+            if st_ not in (None, 0) and not failed:
+                failed = st_ if st_ > 0 else 128 - st_
+                # the scheduler aborts the job by itself; a grace period
+                deadline = time.monotonic() + 30
+        if deadline and time.monotonic() > deadline:
+            for c in children:
+                if c.poll() is None:
+                    c.kill()
+        time.sleep(0.05)
+    if not failed:
+        for c in children:
+            if c.returncode:
+                failed = c.returncode if c.returncode > 0 else \
+                    128 - c.returncode
+                break
+    return failed
+
+
 def l2_cache_bytes():
     """The size of one core's L2 cache (sysfs), 0 where unknown."""
     base = "/sys/devices/system/cpu/cpu0/cache"
@@ -969,6 +1243,8 @@ class Bench:
         self.machine_probe = None  # bulk TCP streams without shaping
         self.rng = random.Random(1)
         self.sim_bin = os.path.join(self.bin_dir, "ps-sim")
+        self.dilation = plan["dilation"]
+        self.tunes = []  # one dict per ps-tune run (--tune)
 
     # -- plan ---------------------------------------------------------------
     def runs(self):
@@ -985,9 +1261,14 @@ class Bench:
                     for rep in range(cnt["repetitions"]):
                         k = rep % len(presets)
                         for p in presets[k:] + presets[:k]:
+                            base, part, credit = \
+                                self.plan["preset_def"][p]
                             out.append({"model": model, "model_file": path,
                                         "bw": bw, "transport": tr,
-                                        "preset": p, "rep": rep + 1,
+                                        "preset": p, "preset_base": base,
+                                        "partition_size": part,
+                                        "credit_size": credit,
+                                        "rep": rep + 1,
                                         "warmup": cnt["warmup"],
                                         "measured": cnt["iterations"],
                                         "total_iters": cnt["warmup"] +
@@ -1002,12 +1283,20 @@ class Bench:
             "workers = %d" % self.plan["workers"],
             "[transport]", "type = %s" % run["transport"],
             "[model]", "file = %s" % run["model_file"],
+        ] + (["compute_scale = %.9g" % (self.plan["compute_scale"] *
+                                         self.dilation)]
+             if self.dilation != 1 else []) + [
             "[worker]", "mode = replay",
             "[train]", "iterations = %d" % run["total_iters"],
-            "[scheduling]", "preset = %s" % run["preset"],
+            "[scheduling]",
+            "preset = %s" % run.get("preset_base", run["preset"]),
         ] + (["partition_size = %d" % run["partition_size"]]
-             if run.get("partition_size") else []) + [
-            "[metrics]", "bandwidth_gbps = %g" % run["bw"],
+             if run.get("partition_size") else []) + (
+            ["credit_size = %d" % run["credit_size"]]
+            if run.get("credit_size") else []) + [
+            # the rate of the links as they are shaped (dilated)
+            "[metrics]", "bandwidth_gbps = %.9g" % (run["bw"] /
+                                                    self.dilation),
         ]
         if run_dir:
             lines += ["[output]", "dir = %s" % run_dir]
@@ -1034,7 +1323,8 @@ class Bench:
             small = self.small.get(bw, 0.0)
         if latency is None:
             latency = self.latency.get(bw)
-        link = {"rate": self.link_rate.get(bw, bw), "burst": 0,
+        link = {"rate": self.link_rate.get(bw, bw / self.dilation),
+                "burst": 0,
                 "burst_rate": 0.0, "machine": machine, "latency": latency,
                 "small": small if machine else 0.0}
         if self.mode == "netns" and self.machine_probe and \
@@ -1042,6 +1332,19 @@ class Bench:
             link["burst"] = self.cluster.burst_bytes(bw)
             link["burst_rate"] = self.machine_probe
         return link
+
+    def sim_sets(self, link):
+        """ps-sim's keys for `link` (sim_link) as --set arguments."""
+        argv = ["--set", "link.bandwidth_gbps=%.6g" % link["rate"],
+                "--set", "link.burst_bytes=%d" % link["burst"],
+                "--set", "link.burst_gbps=%.6g" % link["burst_rate"],
+                "--set", "sim.machine_gbps=%.6g" % link["machine"]]
+        if link["latency"] is not None:
+            argv += ["--set", "link.latency_us=%.6g" % link["latency"]]
+        if link["small"]:
+            argv += ["--set", "sim.machine_small_gbps=%.6g" % link["small"],
+                     "--set", "sim.machine_small_bytes=%d" % self.small_bytes]
+        return argv
 
     def sim_once(self, run, link):
         """ps-sim's prediction for run on `link` (sim_link): its JSON as a
@@ -1056,23 +1359,14 @@ class Bench:
         argv = [self.sim_bin, "--config", ini, "--set", "link.sharing=fair"]
         for kv in self.plan["job"]:
             argv += ["--set", kv]
-        argv += ["--set", "link.bandwidth_gbps=%.6g" % link["rate"],
-                 "--set", "link.burst_bytes=%d" % link["burst"],
-                 "--set", "link.burst_gbps=%.6g" % link["burst_rate"],
-                 "--set", "sim.machine_gbps=%.6g" % link["machine"],
-                 "--json"]
-        if link["latency"] is not None:
-            argv[-1:-1] = ["--set", "link.latency_us=%.6g" % link["latency"]]
-        if link["small"]:
-            argv[-1:-1] = ["--set", "sim.machine_small_gbps=%.6g" %
-                           link["small"], "--set",
-                           "sim.machine_small_bytes=%d" % self.small_bytes]
+        argv += self.sim_sets(link) + ["--json"]
         try:
             p = run_cmd(argv, check=False, timeout=120)
             if p.returncode != 0:
                 msg = (p.stderr.strip().splitlines() or ["?"])[-1]
                 return "n/a (ps-sim failed: %s)" % msg[:100]
-            return json.loads(p.stdout.strip().splitlines()[-1])
+            return undilate_sim(json.loads(p.stdout.strip().splitlines()[-1]),
+                                self.dilation)
         except (subprocess.TimeoutExpired, ValueError, IndexError) as e:
             return "n/a (ps-sim failed: %s)" % str(e)[:100]
 
@@ -1106,23 +1400,13 @@ class Bench:
             self.check_job_config(runs)
         for r in runs:  # the simulator's predictions (also a time estimate)
             self.simulate(r)
-        self.cluster = Cluster(self.mode, self.plan["workers"],
-                               self.plan["servers"], self.plan["mtu"],
-                               self.plan["tbf_latency_ms"])
-        log("building the emulated cluster (%s): 1 scheduler, %d server(s),"
-            " %d worker(s)" % (self.mode, self.plan["servers"],
-                               self.plan["workers"]))
-        self.cluster.setup()
+        self.build_cluster()
         t0 = time.monotonic()
         if self.mode == "netns" and runs:
             self.measure_machine()
         for i, run in enumerate(runs):
             if self.cluster.bandwidth != run["bw"]:
-                self.cluster.shape(run["bw"])
-                if self.mode == "netns":
-                    log("links shaped to %g Gbit/s per direction (tbf)" %
-                        run["bw"])
-                    self.measure_link(run["bw"], runs)
+                self.shape(run["bw"], runs)
             elapsed = time.monotonic() - t0
             left = self.estimate_left(runs[i:])
             log("[%d/%d] %s %s Gbit/s %s %s rep %d/%d -- elapsed %s, about "
@@ -1133,6 +1417,24 @@ class Bench:
                              fmt_dur(elapsed), fmt_dur(left)))
             self.results.append(self.one(i + 1, run))
         self.wall = time.monotonic() - t0
+
+    def build_cluster(self):
+        self.cluster = Cluster(self.mode, self.plan["workers"],
+                               self.plan["servers"], self.plan["mtu"],
+                               self.plan["tbf_latency_ms"], self.dilation)
+        log("building the emulated cluster (%s): 1 scheduler, %d server(s),"
+            " %d worker(s)" % (self.mode, self.plan["servers"],
+                               self.plan["workers"]))
+        self.cluster.setup()
+
+    def shape(self, bw, runs):
+        """Shapes the links to bw; in netns mode measures them and
+        calibrates ps-sim there (once per bandwidth)."""
+        self.cluster.shape(bw)
+        if self.mode == "netns":
+            log("links shaped to %g Gbit/s per direction (tbf)%s" %
+                (bw / self.dilation, self.dilated(bw)))
+            self.measure_link(bw, runs)
 
     def measure_machine(self):
         """Before any shaping: what bulk TCP streams get between the
@@ -1156,7 +1458,8 @@ class Bench:
         else:
             self.link_rate[bw] = rate
             log("bulk TCP streams worker -> server get %.3f Gbit/s per "
-                "host link at %g Gbit/s" % (rate, bw))
+                "host link at %g Gbit/s%s" % (rate, bw / self.dilation,
+                                              self.dilated(bw)))
         if not self.args.no_calibration:
             self.calibrate(bw)
         log("ps-sim at %g Gbit/s: links of %.3f Gbit/s, %s, %s, %s" %
@@ -1167,6 +1470,12 @@ class Bench:
         for r in runs:
             if r["bw"] == bw:
                 self.simulate(r)
+
+    def dilated(self, bw):
+        """', i.e. BW Gbit/s dilated xN' under time dilation, else ''."""
+        if self.dilation == 1:
+            return ""
+        return ": %g Gbit/s dilated x%g" % (bw, self.dilation)
 
     def machine_label(self, bw):
         if bw not in self.calibrated:
@@ -1295,7 +1604,8 @@ class Bench:
                 continue
             sim = self.sim.get((run["model"], run["bw"], run["preset"]))
             if isinstance(sim, dict) and sim.get("iteration_ms"):
-                est = 3.0 + run["total_iters"] * sim["iteration_ms"] / 1000.0
+                est = 3.0 + run["total_iters"] * sim["iteration_ms"] * \
+                    self.dilation / 1000.0
                 if every:  # scale by how the machine did on earlier runs
                     est *= 1.5
                 left += est
@@ -1339,6 +1649,7 @@ class Bench:
                 per = read_metrics(run_dir, self.plan["workers"],
                                    run["warmup"])
                 rec.update(summarize_run(per))
+                undilate_run(rec, self.dilation)
                 if len(rec["iters_ms"]) < run["measured"]:
                     failure = "only %d of %d measured iterations in the " \
                         "metrics" % (len(rec["iters_ms"]), run["measured"])
@@ -1354,6 +1665,7 @@ class Bench:
         if "start" in ev and "end" in ev and ev["start"][1] and \
                 ev["end"][1] and ev["end"][0] > ev["start"][0]:
             dt = ev["end"][0] - ev["start"][0]
+            dt /= self.dilation  # undilated time
             for host, (tx1, rx1) in ev["end"][1].items():
                 tx0, rx0 = ev["start"][1].get(host, (tx1, rx1))
                 nic[host] = ((tx1 - tx0) * 8 / dt / 1e9,
@@ -1393,6 +1705,198 @@ class Bench:
                     pass
         if self.cluster:
             self.cluster.teardown()
+
+    # -- tuning (--tune) ---------------------------------------------------
+    def execute_tune(self):
+        """ps-tune on the emulated cluster, once per model x bandwidth x
+        seed, after the links are measured and ps-sim calibrated there
+        (its prior, with --set tune.prior=sim): ps-tune runs in the
+        scheduler's namespace (it listens on 127.0.0.1) and starts each
+        trial's job through `ps-bench --launch-job`, which puts every node
+        in its own namespace as a run does."""
+        self.build_cluster()
+        t0 = time.monotonic()
+        if self.mode == "netns":
+            self.measure_machine()
+        plan = [(m, p, bw, seed) for m, p in self.plan["models"]
+                for bw in self.plan["bandwidths"]
+                for seed in self.plan["tune_seeds"]]
+        for i, (model, path, bw, seed) in enumerate(plan):
+            if self.cluster.bandwidth != bw:
+                self.shape(bw, [])
+            log("[%d/%d] ps-tune: %s %s Gbit/s seed %d -- elapsed %s" % (
+                i + 1, len(plan), model, bw_label(bw), seed,
+                fmt_dur(time.monotonic() - t0)))
+            self.tunes.append(self.tune_one(model, path, bw, seed))
+        self.wall = time.monotonic() - t0
+
+    def tune_one(self, model, path, bw, seed):
+        cnt = self.plan["counts"][model]
+        trials = self.plan["tune_trials"]
+        label = self.plan["presets"][0]
+        base, part, credit = self.plan["preset_def"][label]
+        d = os.path.join(self.out, "tune", "%s-%s-seed%d" % (
+            model, bw_label(bw), seed))
+        if len(d) > CFG_STR_MAX - 24:  # output.dir/checkpoints/ckpt-N
+            raise UsageError("--out path too long for ps-tune's output.dir")
+        os.makedirs(d, exist_ok=True)
+        run = {"model": model, "model_file": path, "bw": bw,
+               "transport": "tcp", "preset": base,
+               # every trial needs warm-up + measured + 2 iterations
+               # (docs/tune.md); tune.then = stop ends the job after them
+               "total_iters": trials * (cnt["warmup"] + cnt["iterations"] +
+                                        2) + 2}
+        ini = os.path.join(d, "job.ini")
+        with open(ini, "w") as f:
+            f.write(self.job_ini(run, d))
+        state = os.path.join(d, "cluster.json")
+        with open(state, "w") as f:
+            json.dump({"bin_dir": self.bin_dir,
+                       "nodes": [[n, role, self.cluster.ns(n)
+                                  if self.mode == "netns" else "",
+                                  self.cluster.addr[n]]
+                                 for n, role, _ in self.cluster.nodes]}, f)
+        launcher = os.path.join(d, "launch-job")
+        with open(launcher, "w") as f:
+            f.write("#!/bin/sh\n# written by ps-bench --tune: a ps-tune "
+                    "launcher that starts the job in the emulated cluster\n"
+                    "exec %s %s --launch-job %s \"$@\"\n" % (
+                        shlex.quote(sys.executable),
+                        shlex.quote(os.path.abspath(sys.argv[0])),
+                        shlex.quote(state)))
+        os.chmod(launcher, 0o755)
+        argv = self.cluster.prefix_cmd("sched") + [
+            os.path.join(self.bin_dir, "ps-tune"), "--launcher", launcher,
+            "--config", ini]
+        for kv in self.plan["job"]:
+            argv += ["--set", kv]
+        # ps-sim's calibrated links, for tune.prior = sim
+        argv += ["--set", "link.sharing=fair"] + \
+            self.sim_sets(self.sim_link(bw))
+        argv += ["--set", "tune.seed=%d" % seed,
+                 "--set", "tune.trials=%d" % trials,
+                 "--set", "tune.warmup_iterations=%d" % cnt["warmup"],
+                 "--set", "tune.measure_iterations=%d" % cnt["iterations"],
+                 "--set", "tune.then=stop"]
+        rec = {"model": model, "bw": bw, "seed": seed, "dir": d,
+               "preset": base, "status": "ok", "reason": ""}
+        logf = os.path.join(d, "ps-tune.log")
+        t = time.monotonic()
+        with open(logf, "w") as lf:
+            lf.write("$ " + " ".join(shlex.quote(a) for a in argv) + "\n")
+            lf.flush()
+            p = subprocess.Popen(argv, stdout=lf, stderr=lf,
+                                 stdin=subprocess.DEVNULL,
+                                 start_new_session=True)
+        Run.LIVE.append(p)
+        # a hang guard: every trial within the run timeout, plus the start
+        timeout = cnt["run_timeout_s"] * (trials + 2)
+        try:
+            st = p.wait(timeout=timeout)
+            if st != 0:
+                rec["status"] = "failed"
+                rec["reason"] = "ps-tune exited %d" % st
+        except subprocess.TimeoutExpired:
+            rec["status"] = "failed"
+            rec["reason"] = "timed out after %d s" % timeout
+            os.killpg(p.pid, signal.SIGTERM)
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+            for n, _, _ in self.cluster.nodes:  # the job's processes
+                if self.mode == "netns":
+                    kill_netns_processes(self.cluster.ns(n))
+        rec["wall_s"] = time.monotonic() - t
+        rec.update(read_tune(d, self.dilation))
+        if rec["status"] == "ok" and not rec.get("best"):
+            rec["status"] = "failed"
+            rec["reason"] = "no best.ini"
+        if rec["status"] != "ok":
+            log("    ps-tune FAILED: %s (log: %s)" % (rec["reason"], logf))
+        else:
+            b = rec["best"]
+            log("    best %s/%s: %.1f samples/s measured at trial %d of %d "
+                "(%.0f s)" % (size_label(b["partition"]),
+                              size_label(b["credit"]), b["samples_per_s"],
+                              b["trial"], len(rec["trials"]), rec["wall_s"]))
+        return rec
+
+    def report_head(self, title, argv):
+        """A report's first lines: title, command, machine, date."""
+        return ["# " + title, "",
+                "- command: `%s`" % " ".join(shlex.quote(a) for a in argv),
+                "- machine: %s" % self.machine(),
+                "- date: %s" % datetime.datetime.now().strftime(
+                    "%Y-%m-%d %H:%M")]
+
+    def report_tune(self, argv):
+        out = self.report_head("ps-bench --tune report", argv)
+        w = out.append
+        w("- cluster: 1 scheduler, %d server(s), %d worker(s)%s" % (
+            self.plan["servers"], self.plan["workers"],
+            ", each in its own network namespace" if self.mode == "netns"
+            else " on loopback (links NOT shaped)"))
+        if self.mode == "netns" and not self.args.no_calibration:
+            w("- ps-sim's links (the prior of tune.prior = sim): %s" %
+              "; ".join(self.calibration_notes()))
+        if self.dilation != 1:
+            w("- time dilation x%g: samples/s below are undilated "
+              "(measured x %g)" % (self.dilation, self.dilation))
+        w("- ps-tune runs: %d, %d completed; wall time %s; results in %s" %
+          (len(self.tunes), sum(r["status"] == "ok" for r in self.tunes),
+           fmt_dur(self.wall), self.out))
+        w("")
+        w("| model | Gbit/s | preset | seed | trials ok | best pair "
+          "(partition/credit) | its samples/s (trial) | model mean | best "
+          "measured samples/s (trial) | wall s |")
+        w("|---|---:|---|---:|---:|---|---:|---:|---:|---:|")
+        for r in self.tunes:
+            cells = [r["model"], bw_label(r["bw"]), r["preset"],
+                     str(r["seed"])]
+            if r.get("best"):
+                b, top = r["best"], r["top"]
+                cells += ["%d/%d" % (sum(t["ok"] for t in r["trials"]),
+                                     len(r["trials"])),
+                          "%s/%s" % (size_label(b["partition"]),
+                                     size_label(b["credit"])),
+                          "%.1f (%d)" % (b["samples_per_s"], b["trial"]),
+                          fnum(b["mean"]),
+                          "%.1f (%d)" % (top["samples_per_s"],
+                                         top["trial"])]
+            else:
+                cells += ["FAILED: " + r["reason"]] + ["-"] * 4
+            cells.append("%.0f" % r["wall_s"])
+            w("| " + " | ".join(cells) + " |")
+        w("")
+        w("Best pair: best.ini's, the measured pair with the largest "
+          "posterior mean (not the luckiest sample); its samples/s as "
+          "measured in its trial. Every trial: tune/*/tune.csv.")
+        text = "\n".join(out) + "\n"
+        with open(os.path.join(self.out, "report.md"), "w") as f:
+            f.write(text)
+        with open(os.path.join(self.out, "tune.csv"), "w", newline="") as f:
+            cw = csv.writer(f)
+            cw.writerow(["model", "bandwidth_gbps", "preset", "seed", "trial",
+                         "partition_bytes", "credit_bytes", "status",
+                         "samples_per_s", "mean", "sd", "best_partition",
+                         "best_credit", "dilation"])
+            for r in self.tunes:
+                b = r.get("best") or {}
+                for t in r.get("trials", []):
+                    cw.writerow([r["model"], "%g" % r["bw"], r["preset"],
+                                 r["seed"], t["trial"], t["partition"],
+                                 t["credit"], "ok" if t["ok"] else "failed",
+                                 "%.3f" % t["samples_per_s"] if t["ok"]
+                                 else "", t["mean"], t["sd"],
+                                 b.get("partition", ""),
+                                 b.get("credit", ""), "%g" % self.dilation])
+        sys.stdout.write(text + "\nFiles: %s/report.md, tune.csv (every "
+                         "trial of every run), tune/MODEL-BW-seedN/ (ps-tune's"
+                         " tune.csv, best.ini, tune.png, ps-tune.log)\n" %
+                         self.out)
+        sys.stdout.flush()
 
     # -- report ---------------------------------------------------------------
     def aggregate(self):
@@ -1500,13 +2004,8 @@ class Bench:
     def report(self, argv):
         rows = self.aggregate()
         self.rows = rows
-        out = []
+        out = self.report_head("ps-bench report", argv)
         w = out.append
-        w("# ps-bench report")
-        w("")
-        w("- command: `%s`" % " ".join(shlex.quote(a) for a in argv))
-        w("- machine: %s" % self.machine())
-        w("- date: %s" % datetime.datetime.now().strftime("%Y-%m-%d %H:%M"))
         w("- cluster: 1 scheduler, %d server(s), %d worker(s), each in its "
           "own network namespace" % (self.plan["servers"],
                                      self.plan["workers"])
@@ -1535,6 +2034,16 @@ class Bench:
             w("- **WARNING: loopback mode, links NOT shaped** (%s): the "
               "bandwidth column only sets the E oracle and ps-sim; iteration"
               " times are those of loopback" % self.mode_note)
+        if self.dilation != 1:
+            w("- **time dilation x%g** (DieCast, NSDI 2006): every link "
+              "shaped to its bandwidth / %g, every op time x %g "
+              "(model.compute_scale %g), tbf's queue limit x %g in time (the"
+              " same bytes); every time and rate in the tables is "
+              "undilated (measured / %g, x %g); the link rates and ps-sim's "
+              "calibration above are of the dilated links; CPU busy %% is "
+              "the real machine's" % ((self.dilation,) * 3 + (
+                  self.plan["compute_scale"] * self.dilation,) +
+                  (self.dilation,) * 3))
         w("- runs: %d, %d completed, %d failed; wall time %s; results in %s"
           % (len(self.results),
              sum(r["status"] == "ok" for r in self.results),
@@ -1653,7 +2162,7 @@ class Bench:
 
     def write_csv(self, rows):
         cols = ["model", "bandwidth_gbps", "transport", "preset", "mode",
-                "runs", "runs_ok", "iteration_ms_median", "iteration_ms_min",
+                "dilation", "runs", "runs_ok", "iteration_ms_median", "iteration_ms_min",
                 "iteration_ms_max", "samples_per_s", "speedup",
                 "speedup_ci_low", "speedup_ci_high", "ci_over", "efficiency",
                 "straggler", "nic_busiest_gbps", "cpu_busy_pct",
@@ -1673,7 +2182,7 @@ class Bench:
                         "%.6g" % v if isinstance(v, float) else v)
                 cw.writerow([
                     a["model"], "%g" % a["bw"], a["transport"], a["preset"],
-                    self.mode, a["runs"], a["ok"], g("iter_ms"),
+                    self.mode, "%g" % self.dilation, a["runs"], a["ok"], g("iter_ms"),
                     g("iter_min"), g("iter_max"), g("samples_per_s"),
                     g("speedup"), "%.6g" % a["ci"][0] if a.get("ci") else "",
                     "%.6g" % a["ci"][1] if a.get("ci") else "",
@@ -1688,7 +2197,8 @@ class Bench:
                 for m, _ in self.plan["models"]:
                     for bw in self.plan["bandwidths"]:
                         cw.writerow([m, "%g" % bw, "rdma", "all", self.mode,
-                                     0, 0] + [""] * 15 + [why])
+                                     "%g" % self.dilation, 0, 0] +
+                                    [""] * 15 + [why])
         with open(os.path.join(self.out, "runs.csv"), "w", newline="") as f:
             cw = csv.writer(f)
             cw.writerow(["run", "model", "bandwidth_gbps", "transport",
@@ -1872,6 +2382,27 @@ def parse_args(argv):
     ap.add_argument("--run-timeout", dest="run_timeout_s", type=int,
                     metavar="S", help="seconds before a run counts as "
                     "failed and is killed")
+    ap.add_argument("--grid", metavar="SIZES",
+                    help="sweep partition x credit: each preset becomes "
+                    "PRESET@P/C for every pair of SIZES with P <= C (e.g. "
+                    "256K,1M,4M,16M,64M); a preset may also be given as "
+                    "PRESET@PARTITION/CREDIT in --presets")
+    ap.add_argument("--dilation", metavar="N",
+                    help="time dilation (after DieCast, NSDI 2006): links "
+                    "shaped to bandwidth / N, op times and tbf's queue x N,"
+                    " results reported in undilated time; lets 2 cores "
+                    "emulate 10 or 25 Gbit/s without being CPU-bound "
+                    "(default 1: none)")
+    ap.add_argument("--tune", action="store_true",
+                    help="run ps-tune on the emulated cluster instead of "
+                    "the preset runs: once per model x bandwidth x "
+                    "--tune-seeds, tuning the partition and credit sizes of"
+                    " --presets' one preset (default ordo); trials of "
+                    "--warmup + --iterations iterations, --set tune.trials="
+                    "N, tune.prior=sim (ps-sim calibrated here)...")
+    ap.add_argument("--tune-seeds", metavar="LIST", default="1",
+                    help="--tune: tune.seed values, one ps-tune run each "
+                    "(default 1)")
     ap.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE",
                     help="an ordo config key for every node and ps-sim "
                     "(repeatable; after the scenario's [job])")
@@ -1919,6 +2450,8 @@ def find_bin_dir(arg):
 
 
 def main(argv):
+    if argv[:1] == ["--launch-job"] and len(argv) >= 2:
+        return launch_job(argv[1], argv[2:])
     args = parse_args(argv)
     if args.list_scenarios:
         d = os.path.join(SOURCE_DIR, "conf", "bench")
@@ -1960,11 +2493,26 @@ def main(argv):
                                     "%Y%m%d-%H%M%S"))
     args.out = os.path.abspath(args.out)
 
+    if args.dry_run and args.tune:
+        for m, _ in plan["models"]:
+            for bw in plan["bandwidths"]:
+                for seed in plan["tune_seeds"]:
+                    c = plan["counts"][m]
+                    print("ps-tune %s %s Gbit/s %s seed %d: %d trials of "
+                          "%d+%d iterations" % (
+                              m, bw_label(bw), plan["presets"][0], seed,
+                              plan["tune_trials"], c["warmup"],
+                              c["iterations"]))
+        return 0
     if args.dry_run:
         for i, r in enumerate(Bench(args, plan, "?", "").runs()):
-            print("%3d %s %s Gbit/s %s %s rep %d (%d+%d iterations)" % (
+            print("%3d %s %s Gbit/s %s %s rep %d (%d+%d iterations)%s" % (
                 i + 1, r["model"], bw_label(r["bw"]), r["transport"],
-                r["preset"], r["rep"], r["warmup"], r["measured"]))
+                r["preset"], r["rep"], r["warmup"], r["measured"],
+                "" if plan["dilation"] == 1 else
+                ", dilated x%g: links at %g Gbit/s, model.compute_scale %g"
+                % (plan["dilation"], r["bw"] / plan["dilation"],
+                   plan["compute_scale"] * plan["dilation"])))
         return 0
     mode, note = args.mode, ""
     if mode in ("auto", "netns"):
@@ -1992,7 +2540,10 @@ def main(argv):
         signal.signal(s, on_signal)
     status = 0
     try:
-        bench.execute()
+        if args.tune:
+            bench.execute_tune()
+        else:
+            bench.execute()
     except Interrupted as e:
         log("%s: stopping; cleaning up" % e)
         status = 130
@@ -2003,6 +2554,9 @@ def main(argv):
         bench.cleanup()
     if status == 130:
         return status
+    if args.tune:
+        bench.report_tune(argv)
+        return 1 if any(r["status"] != "ok" for r in bench.tunes) else 0
     bench.report(argv)
     if any(r["status"] != "ok" for r in bench.results):
         return 1

@@ -2,7 +2,9 @@
 # links shaped with tc): every run completes, the report names every
 # preset, the CSVs have their columns, every run left a timeline, and no
 # namespace or process is left behind. Then bad input exits 2, a second
-# run right after works, and Ctrl-C mid-run cleans everything up. Skipped
+# run right after works (time-dilated, a preset with its own sizes),
+# ps-tune runs on the emulated cluster (--tune), and Ctrl-C mid-run
+# cleans everything up. Skipped
 # (77) where network namespaces cannot be made (not root, no iproute2).
 source "$(dirname "$0")/lib.sh" "$@"
 BENCH=$BUILD/ps-bench
@@ -44,7 +46,11 @@ stale() {
 # 1. bad input: exit 2 and a clear message, nothing built
 for bad in "--quick --presets baseline,nosuch" "--quick --bandwidths 0" \
 	"--quick --bandwidths fast" "--quick --models nosuch" \
-	"--config $WORK/none.ini" "--scenario nosuch"; do
+	"--config $WORK/none.ini" "--scenario nosuch" \
+	"--quick --presets ordo@4M/1M" "--quick --presets ordo@1M/3" \
+	"--quick --grid 1M,fast" "--quick --dilation 0.5" "--quick --dilation x" \
+	"--quick --tune --presets p3,ordo" "--quick --tune --tune-seeds none" \
+	"--quick --tune --set tune.seed=4"; do
 	# shellcheck disable=SC2086
 	"$BENCH" $bad --out "$WORK/bad" >"$WORK/bad.out.log" 2>"$WORK/bad.err.log"
 	rc=$?
@@ -84,7 +90,8 @@ python3 - "$WORK/q" "$PRESETS" <<'PY' || fail "CSV or timeline structure"
 import csv, json, os, sys
 out, presets = sys.argv[1], sys.argv[2].split()
 res = list(csv.DictReader(open(os.path.join(out, "results.csv"))))
-need = ["model", "bandwidth_gbps", "transport", "preset", "mode", "runs",
+need = ["model", "bandwidth_gbps", "transport", "preset", "mode",
+        "dilation", "runs",
         "runs_ok", "iteration_ms_median", "iteration_ms_min",
         "iteration_ms_max", "samples_per_s", "speedup", "speedup_ci_low",
         "speedup_ci_high", "ci_over", "efficiency", "straggler",
@@ -133,14 +140,78 @@ leftovers() {
 leftovers "after --quick"
 pass "no namespace or process left behind"
 
-# 3. a second run right after the first; Ctrl-C during its second run
+# 3. a second run right after the first, time-dilated x2, with a preset
+#    given its own sizes
 timeout --kill-after=10 900 "$BENCH" --quick --mode netns "${RUN_TIMEOUT[@]}" \
-	--presets baseline,ordo --warmup 1 --iterations 1 --no-plot --no-calibration --out "$WORK/q2" \
+	--presets baseline,ordo@1M/4M --warmup 1 --iterations 2 --dilation 2 \
+	--no-plot --no-calibration --out "$WORK/q2" \
 	>"$WORK/q2.out.log" 2>"$WORK/q2.err.log" || fail "second ps-bench exited $?"
 grep -q "^- runs: 2, 2 completed, 0 failed" "$WORK/q2.out.log" || fail "second run incomplete"
 leftovers "after the second run"
 pass "a second run right after the first works"
+# dilation x2: links shaped to 0.5 Gbit/s, op times x2; the report's
+# numbers are the metrics' (dilated) ones / 2 and x 2
+grep -q "links shaped to 0.5 Gbit/s per direction (tbf): 1 Gbit/s dilated x2" \
+	"$WORK/q2.err.log" || fail "dilation: links not shaped to 0.5 Gbit/s"
+grep -q "time dilation x2" "$WORK/q2.out.log" || fail "dilation: not in the report"
+grep -q "^| resnet50 | 1 | tcp | ordo@1M/4M | 1/1 | [0-9]" "$WORK/q2.out.log" ||
+	fail "no row for the preset with its own sizes"
+python3 - "$WORK/q2" <<'PY' || fail "dilation: the report is not the metrics undilated"
+import csv, os, sys
+out = sys.argv[1]
+runs = list(csv.DictReader(open(os.path.join(out, "runs.csv"))))
+assert len(runs) == 2, runs
+for r in runs:
+    d = os.path.dirname(r["timeline"]) if r["timeline"] else \
+        os.path.join(out, "runs", "%03d" % int(r["run"]))
+    ini = open(os.path.join(d, "job.ini")).read()
+    assert "compute_scale = 2\n" in ini, ini
+    assert "bandwidth_gbps = 0.5\n" in ini, ini
+    if r["preset"] == "ordo@1M/4M":
+        assert "preset = ordo\npartition_size = 1048576\n" \
+            "credit_size = 4194304\n" in ini, ini
+    per = []
+    for w in range(2):
+        rows = [x for x in csv.DictReader(open(os.path.join(
+            d, "metrics-worker-%d.csv" % w))) if int(x["iteration"]) > 1]
+        per.append([float(x["time_ms"]) for x in rows])
+    n = min(map(len, per))
+    slowest = [max(p[i] for p in per) for i in range(n)]
+    want = sum(slowest) / n / 2
+    got = float(r["iteration_ms"])
+    assert abs(got - want) <= 1e-3 * want + 0.01, (r["preset"], got, want)
+res = {r["preset"]: r for r in csv.DictReader(open(os.path.join(
+    out, "results.csv"))) if r["transport"] == "tcp"}
+assert set(res) == {"baseline", "ordo@1M/4M"}, res
+assert all(r["dilation"] == "2" for r in res.values()), res
+print("dilated x2: iteration times halved, compute_scale 2, links 0.5")
+PY
+pass "--dilation 2 and PRESET@PARTITION/CREDIT"
 
+# 4. ps-tune on the emulated cluster: two trials, each job started in the
+#    namespaces by ps-bench --launch-job
+timeout --kill-after=10 900 "$BENCH" --quick --mode netns "${RUN_TIMEOUT[@]}" \
+	--tune --tune-seeds 5 --set tune.trials=2 --warmup 1 --iterations 1 \
+	--no-calibration --out "$WORK/qt" \
+	>"$WORK/qt.out.log" 2>"$WORK/qt.err.log" ||
+	{ tail -n 30 "$WORK/qt/tune/resnet50-1-seed5/ps-tune.log"; fail "ps-bench --tune exited $?"; }
+grep -q "^| resnet50 | 1 | ordo | 5 | 2/2 | [0-9]*[KM]*/[0-9]*[KM]* | [0-9.]* (" "$WORK/qt.out.log" ||
+	fail "--tune: no row with a best pair"
+t=$WORK/qt/tune/resnet50-1-seed5
+[ -s "$t/best.ini" ] && [ "$(grep -c ',ok,' "$t/tune.csv")" -eq 2 ] ||
+	fail "--tune: ps-tune's outputs missing"
+# ps-tune used ps-bench's launcher, and the nodes ran in their namespaces
+# (the scheduler and the servers listened on their hosts' addresses)
+grep -q -- "--launcher $t/launch-job " "$t/ps-tune.log" ||
+	fail "--tune: ps-tune not given the launcher"
+for a in 1 2 3; do
+	grep -q "listening on tcp://10\.77\.0\.$a:" "$t/ps-tune.log" ||
+		fail "--tune: no node listened on 10.77.0.$a (not in its namespace)"
+done
+leftovers "after --tune"
+pass "ps-bench --tune: ps-tune on the emulated cluster"
+
+# 5. Ctrl-C during a run's second job
 # (timeout passes the SIGINT on to ps-bench alone, as before it was there:
 # --foreground)
 timeout --foreground --kill-after=10 900 "$BENCH" --quick --mode netns \
