@@ -104,6 +104,7 @@ typedef struct sim {
 	uint64_t small_bytes; /* messages up to this size cost small_w */
 	double small_w;       /* machine_cap / their rate */
 	uint32_t *nfl, *fz;  /* per link scratch; per active: frozen */
+	uint32_t *roff, *rlist; /* per resource: its active streams (CSR) */
 	uint64_t net_gen;
 	msg *msgs;
 	uint32_t nmsgs, capmsgs, free_msg;
@@ -271,6 +272,30 @@ static uint32_t stream_resources(const sim *s, uint32_t c, uint32_t *r)
 	return 2;
 }
 
+/* Lists every resource's unfixed active streams (counted in nfl), each
+ * list in the order of act: roff[l]..roff[l + 1] in rlist. */
+static void list_streams(sim *s, uint32_t nres)
+{
+	uint32_t sum = 0;
+
+	for (uint32_t l = 0; l < nres; l++) { /* roff[l]: where l starts */
+		s->roff[l] = sum;
+		sum += s->nfl[l];
+	}
+	for (uint32_t i = 0; i < s->nact; i++) {
+		uint32_t r[3], n;
+		if (s->fz[i])
+			continue;
+		n = stream_resources(s, s->act[i], r);
+		for (uint32_t j = 0; j < n; j++)
+			s->rlist[s->roff[r[j]]++] = i;
+	}
+	/* each roff[l] now holds where l ends, i.e. where l + 1 starts */
+	for (uint32_t l = nres; l > 0; l--)
+		s->roff[l] = s->roff[l - 1];
+	s->roff[0] = 0;
+}
+
 /* Progressive filling: the resource with the smallest fair share fixes
  * the rate of every stream through it; repeat with what is left. On the
  * machine a stream at rate r uses r * mw (its head's relative cost), so
@@ -280,6 +305,7 @@ static void net_rates(sim *s)
 {
 	uint32_t H = s->W + s->S, left = s->nact, nres = 2 * H + 1;
 	double mwsum = 0.0;
+	int lists = 0;
 
 	for (uint32_t l = 0; l < nres; l++) {
 		if (l < 2 * H) /* a byte's worth of tokens counts as empty */
@@ -314,17 +340,27 @@ static void net_rates(sim *s)
 				share = sh;
 			}
 		}
+		if (best == UINT32_MAX)
+			break; /* cannot be: an unfixed stream counts on its links */
 		if (share < 0)
 			share = 0;
-		for (uint32_t i = 0; i < s->nact; i++) {
-			uint32_t r[3], n, j;
+		/* A round fixes the streams through `best`, in the order of act
+		 * (the order of the sums below). When they are all the streams
+		 * left (one link or the machine binds them all), a scan of act
+		 * finds them; otherwise each resource's unfixed streams are
+		 * listed once, and later rounds visit only best's list. */
+		int scan = s->nfl[best] == left;
+		if (!scan && !lists) {
+			list_streams(s, nres);
+			lists = 1;
+		}
+		uint32_t k0 = scan ? 0 : s->roff[best];
+		uint32_t k1 = scan ? s->nact : s->roff[best + 1];
+		for (uint32_t k = k0; k < k1; k++) {
+			uint32_t i = scan ? k : s->rlist[k], r[3], n, j;
 			if (s->fz[i])
 				continue;
 			n = stream_resources(s, s->act[i], r);
-			for (j = 0; j < n && r[j] != best; j++)
-				;
-			if (j == n)
-				continue;
 			s->fz[i] = 1;
 			left--;
 			s->st[s->act[i]].rate = share;
@@ -937,6 +973,8 @@ static int setup(sim *s, char *err, size_t errlen)
 		s->fz = calloc(nst, sizeof(*s->fz));
 		s->cap = calloc(2 * H + 1, sizeof(*s->cap));
 		s->nfl = calloc(2 * H + 1, sizeof(*s->nfl));
+		s->roff = calloc(2 * H + 2, sizeof(*s->roff));
+		s->rlist = calloc(3 * nst, sizeof(*s->rlist));
 		/* Gbit/s -> bytes/us */
 		s->machine_cap = cfg->sim.machine_gbps * 1e3 / 8.0;
 		s->small_bytes = (uint64_t)cfg->sim.machine_small_bytes;
@@ -947,7 +985,7 @@ static int setup(sim *s, char *err, size_t errlen)
 		s->use = calloc(2 * H, sizeof(*s->use));
 		s->tok = calloc(2 * H, sizeof(*s->tok));
 		if (!s->st || !s->act || !s->fz || !s->cap || !s->nfl ||
-		    !s->use || !s->tok)
+		    !s->roff || !s->rlist || !s->use || !s->tok)
 			return PS_ENOMEM;
 		s->rate = 1.0 / s->lm.b_us_per_byte;
 		s->burst = (double)cfg->link.burst_bytes;
@@ -1016,6 +1054,8 @@ static void teardown(sim *s)
 	free(s->use);
 	free(s->tok);
 	free(s->nfl);
+	free(s->roff);
+	free(s->rlist);
 	ps_sim_heap_free(&s->heap);
 	ps_sim_timeline_free(&s->tl);
 	ps_placement_free(&s->pl);
