@@ -153,7 +153,7 @@ def parse_preset(v):
                          (base, ", ".join(PRESETS)))
     if "@" not in v:
         return v, base, None, None
-    part, slash, credit = sizes.partition("/")
+    part, _, credit = sizes.partition("/")
     p = parse_size("partition size of '%s'" % v, part) if part else None
     c = parse_size("credit size of '%s'" % v, credit) if credit else None
     if p is None and c is None:
@@ -522,6 +522,20 @@ LINK_PROBE_PORT = 47911
 CAL_MODEL = "seq32"
 
 
+def netns_prefix(ns):
+    """The command prefix that runs a program in namespace ns (none:
+    here)."""
+    return ["ip", "netns", "exec", ns] if ns else []
+
+
+def node_sets(addr, sched_addr):
+    """--set arguments that put a node on its host's address and point it
+    at the scheduler's."""
+    return ["--set", "cluster.bind_host=" + addr,
+            "--set", "cluster.advertise_host=" + addr,
+            "--set", "cluster.scheduler_host=" + sched_addr]
+
+
 class Cluster:
     """Node namespaces on a bridge (netns mode) or plain loopback."""
 
@@ -669,9 +683,8 @@ class Cluster:
         return out
 
     def prefix_cmd(self, name):
-        if self.mode == "loopback":
-            return []
-        return ["ip", "netns", "exec", self.ns(name)]
+        return netns_prefix(None if self.mode == "loopback" else
+                            self.ns(name))
 
     def teardown(self):
         for ns in reversed(self.created):
@@ -712,11 +725,8 @@ class Run:
 
     def _sets(self, name):
         c = self.b.cluster
-        addr = c.addr[name]
-        return ["--set", "cluster.bind_host=" + addr,
-                "--set", "cluster.advertise_host=" + addr,
-                "--set", "cluster.scheduler_host=" + c.addr["sched"],
-                "--set", "cluster.scheduler_port=%d" % self.port] + \
+        return node_sets(c.addr[name], c.addr["sched"]) + \
+            ["--set", "cluster.scheduler_port=%d" % self.port] + \
             self.extra_sets
 
     def _spawn(self, name, binary, extra=(), pass_fds=(), stdout_pipe=False):
@@ -1005,11 +1015,8 @@ def launch_job(state_path, args):
     def spawn(node, binary, extra, pass_fds=()):
         path = binary if "/" in binary else os.path.join(st["bin_dir"],
                                                          binary)
-        argv = (["ip", "netns", "exec", node["ns"]] if node["ns"] else []) \
-            + [path] + rest + [
-                "--set", "cluster.bind_host=" + node["addr"],
-                "--set", "cluster.advertise_host=" + node["addr"],
-                "--set", "cluster.scheduler_host=" + sched["addr"]] + extra
+        argv = netns_prefix(node["ns"]) + [path] + rest + \
+            node_sets(node["addr"], sched["addr"]) + extra
         children.append(subprocess.Popen(argv, pass_fds=pass_fds,
                                          stdin=subprocess.DEVNULL))
 
