@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "runtime/clock.h"
 #include "scheduler/gate.h"
 
 #define RECEIVERS     8u

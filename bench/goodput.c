@@ -28,7 +28,8 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "ordo/ordo.h"
-#include "scheduler/coordinator.h"
+#include "coordinator/coordinator.h"
+#include "runtime/clock.h"
 #include "server/server.h"
 
 #define MAX_SIZES 16

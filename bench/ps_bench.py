@@ -868,7 +868,7 @@ def cpu_times():
 
 def merge_timeline(run_dir, servers, workers):
     """DIR/timeline.json: the parts concatenated, as ps-launch does
-    (common/trace.c ps_trace_merge: one JSON array of every event)."""
+    (runtime/trace.c ps_trace_merge: one JSON array of every event)."""
     events, n = [], 0
     parts = ["server-%d.json" % i for i in range(servers)] + \
         ["worker-%d.json" % i for i in range(workers)]

@@ -5,7 +5,6 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "common/log.h"
 
@@ -67,16 +66,4 @@ void ps_log(int level, const char *fmt, ...)
 		line[sizeof(line) - 2] = '\n';
 	}
 	fputs(line, stderr);
-}
-
-uint64_t ps_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-int64_t ps_now_ms(void)
-{
-	return (int64_t)(ps_now_ns() / 1000000ull);
 }

@@ -29,8 +29,4 @@ void ps_log(int level, const char *fmt, ...)
 			ps_log(PS_LOG_DEBUG, __VA_ARGS__);                    \
 	} while (0)
 
-/* Monotonic clock in nanoseconds / milliseconds. */
-uint64_t ps_now_ns(void);
-int64_t ps_now_ms(void);
-
 #endif /* ORDO_COMMON_LOG_H */

@@ -40,8 +40,9 @@
 #include "checkpoint/checkpoint.h"
 #include "common/cli.h"
 #include "common/log.h"
-#include "common/signals.h"
-#include "common/trace.h"
+#include "runtime/clock.h"
+#include "runtime/signals.h"
+#include "runtime/trace.h"
 
 typedef struct child {
 	pid_t pid;

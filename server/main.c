@@ -3,7 +3,7 @@
  */
 #include "common/cli.h"
 #include "common/log.h"
-#include "common/signals.h"
+#include "runtime/signals.h"
 #include "server/server.h"
 
 int main(int argc, char **argv)

@@ -20,11 +20,11 @@
 
 #include "common/log.h"
 #include "common/memory.h"
-#include "common/node.h"
-#include "common/signals.h"
-#include "common/trace.h"
-#include "scheduler/gate.h"
-#include "scheduler/gate_meter.h"
+#include "runtime/clock.h"
+#include "runtime/node.h"
+#include "runtime/signals.h"
+#include "runtime/trace.h"
+#include "proto/shard.h"
 #include "scheduler/order.h"
 #include "server/optimizer.h"
 #include "server/server.h"
@@ -72,82 +72,107 @@ static int make_writable(server *s, shard_part *p)
 	return PS_OK;
 }
 
+/* A parameter send from ready to released: the values as they were
+ * when it became ready (proto/shard.h's hold). */
+typedef struct held_send {
+	pbuf *values;
+	uint64_t ready_us;
+} held_send;
+
+static void *hold_values(void *ud, uint32_t k, uint32_t worker)
+{
+	server *s = ud;
+	held_send *h = malloc(sizeof(*h));
+
+	(void)worker;
+	if (!h)
+		return NULL; /* sent as the values are then (see send_msgs) */
+	atomic_fetch_add(&s->parts[k].values->refs, 1);
+	*h = (held_send){.values = s->parts[k].values,
+			 .ready_us = ps_trace_now_us()};
+	return h;
+}
+
+static void drop_values(void *ud, void *kept)
+{
+	held_send *h = kept;
+
+	(void)ud;
+	if (!h)
+		return;
+	pbuf_unref(NULL, h->values);
+	free(h);
+}
+
 static int setup_shard(server *s)
 {
 	const ps_placement *pl = s->node.welcome.placement;
-	uint32_t k = 0;
+	uint32_t *numbers = NULL;
 	uint64_t bytes = 0;
+	int rc;
 
 	s->workers = s->node.welcome.num_workers;
-	s->local = malloc(pl->num_parts * sizeof(*s->local));
-	if (!s->local)
-		return PS_ENOMEM;
-	for (uint32_t i = 0; i < pl->num_parts; i++) {
-		s->local[i] = -1;
-		if (pl->parts[i].server == s->node.rank)
-			s->nparts++;
-	}
+	rc = ps_order_partition_numbers(pl, s->node.welcome.priority,
+					s->cfg->scheduling.gate ==
+						PS_GATE_COUNTER,
+					&numbers);
+	if (rc != PS_OK)
+		return rc;
+	rc = ps_shard_create(
+		&(ps_shard_config){
+			.pl = pl,
+			.server = s->node.rank,
+			.workers = s->workers,
+			.async = s->cfg->train.mode == PS_MODE_ASYNC,
+			.gate = (ps_gate_kind)s->cfg->scheduling.gate,
+			.credit = s->cfg->scheduling.credit_size,
+			.numbers = numbers,
+			.hold = hold_values,
+			.drop = drop_values,
+			.clock_ns = ps_now_ns,
+			.ud = s},
+		&s->shard);
+	free(numbers);
+	if (rc != PS_OK)
+		return rc;
+	s->nparts = ps_shard_nparts(s->shard);
 	s->parts = calloc(s->nparts ? s->nparts : 1, sizeof(*s->parts));
 	if (!s->parts)
 		return PS_ENOMEM;
-	for (uint32_t i = 0; i < pl->num_parts; i++)
-		if (pl->parts[i].server == s->node.rank)
-			s->arena_numel += pl->parts[i].numel;
+	for (uint32_t k = 0; k < s->nparts; k++)
+		s->arena_numel += ps_shard_part_at(s->shard, k)->desc->numel;
 	s->values_arena = ps_alloc_big(s->arena_numel * sizeof(float));
 	s->momentum_arena = ps_alloc_big(s->arena_numel * sizeof(float));
 	s->acc_arena = ps_alloc_big(s->arena_numel * sizeof(double));
 	if (!s->values_arena || !s->momentum_arena || !s->acc_arena)
 		return PS_ENOMEM;
-	for (uint32_t i = 0; i < pl->num_parts; i++) {
-		shard_part *p;
-		size_t n = pl->parts[i].numel;
+	for (uint32_t k = 0; k < s->nparts; k++) {
+		const ps_shard_part *sp = ps_shard_part_at(s->shard, k);
+		shard_part *p = &s->parts[k];
+		size_t n = sp->desc->numel;
 
-		if (pl->parts[i].server != s->node.rank)
-			continue;
-		p = &s->parts[k];
-		s->local[i] = (int32_t)k++;
-		p->desc = &pl->parts[i];
-		p->index = i;
+		p->desc = sp->desc;
+		p->index = sp->index;
 		p->values = pbuf_new(n, s->values_arena + bytes / sizeof(float));
 		p->momentum = s->momentum_arena + bytes / sizeof(float);
 		p->acc = s->acc_arena + bytes / sizeof(float);
-		p->pushed = calloc(s->workers, 1);
-		if (s->cfg->train.mode == PS_MODE_ASYNC)
-			p->next_it = calloc(s->workers, sizeof(*p->next_it));
-		if (!p->values || !p->pushed ||
-		    (s->cfg->train.mode == PS_MODE_ASYNC && !p->next_it))
+		if (!p->values)
 			return PS_ENOMEM;
 		bytes += n * sizeof(float);
 	}
 	PS_INFO("holding %u of %u partitions, %.2f MiB", s->nparts,
 		pl->num_parts, (double)bytes / (1024.0 * 1024.0));
-	{
-		int rc = ps_order_partition_numbers(
-			pl, s->node.welcome.priority,
-			s->cfg->scheduling.gate == PS_GATE_COUNTER, &s->number);
-		if (rc == PS_OK)
-			rc = ps_gate_create((ps_gate_kind)s->cfg->scheduling.gate,
-					    s->cfg->scheduling.credit_size,
-					    s->workers, &s->gate);
-		return rc;
-	}
+	return PS_OK;
 }
-
-static void drop_pending(uint64_t handle, void *ud);
 
 static void free_shard(server *s)
 {
 	ps_snapshot_free(s); /* joins a writer reading the arenas */
-	if (s->gate) /* sends never released: the job ended or failed */
-		ps_gate_foreach_pending(s->gate, drop_pending, NULL);
-	ps_gate_destroy(&s->gate);
-	free(s->number);
+	ps_shard_destroy(&s->shard); /* drops sends never released */
 	for (uint32_t k = 0; k < s->nparts; k++) {
 		shard_part *p = &s->parts[k];
 		if (p->values)
 			pbuf_unref(NULL, p->values);
-		free(p->pushed);
-		free(p->next_it);
 		for (uint32_t i = 0; i < p->nheld; i++)
 			ps_msg_free(&p->held[i].msg);
 		free(p->held);
@@ -157,148 +182,73 @@ static void free_shard(server *s)
 	ps_free_big(s->momentum_arena, s->arena_numel * sizeof(float));
 	ps_free_big(s->acc_arena, s->arena_numel * sizeof(double));
 	free(s->parts);
-	free(s->local);
 	free(s->scratch);
 }
 
-/* A parameter send waiting in the gate; the gate's handle points to it.
- * It holds a reference to the values as they were when it became ready. */
-typedef struct pending {
-	shard_part *p;
-	pbuf *values;
-	uint64_t version, ready_us;
-	uint32_t wrank;
-} pending;
-
-static void drop_pending(uint64_t handle, void *ud)
+static void trace_send(const ps_shard_msg *m, uint64_t ready_us, size_t len)
 {
-	pending *e = (pending *)(uintptr_t)handle;
-	(void)ud;
-	pbuf_unref(NULL, e->values);
-	free(e);
+	uint64_t sent = ps_trace_now_us();
+	ps_trace_args a = {.iteration = (int64_t)m->iteration,
+			   .tensor = m->key,
+			   .partition = m->partition,
+			   .bytes = (int64_t)len,
+			   .ready_us = ready_us,
+			   .sent_us = sent};
+	char what[40];
+
+	snprintf(what, sizeof(what), "params to worker %u", m->worker);
+	ps_trace_span(PS_LANE_SEND, what, ready_us, sent - ready_us, &a);
 }
 
-/* Hands over every parameter send the gate releases now. */
-static int drain_gate(server *s)
+/* Sends what the machine wants sent: acknowledgements, and parameters as
+ * the gate releases them. */
+static int send_msgs(server *s)
 {
-	ps_xfer x;
+	ps_shard_msg m;
 
-	while (ps_gate_next_metered(s->gate, &s->meter, &x) == 1) {
-		pending *e = (pending *)(uintptr_t)x.handle;
-		shard_part *p = e->p;
-		ps_wire_header h = {
-			.type = PS_MSG_PARAMS,
-			.key = p->desc->tensor,
-			.partition = p->index,
-			.iteration = e->version,
-			.priority = (int32_t)x.priority,
-		};
-		size_t len = e->values->numel * sizeof(float);
-		int rc = ps_node_send(&s->node,
-				      ps_node_worker_id(&s->node, e->wrank), &h,
-				      e->values->data, len, pbuf_unref,
-				      e->values);
+	while (ps_shard_next_msg(s->shard, &m)) {
+		uint32_t to = ps_node_worker_id(&s->node, m.worker);
+		ps_wire_header h = {.key = m.key,
+				    .partition = m.partition,
+				    .iteration = m.iteration,
+				    .priority = m.priority};
+		held_send *hs = m.held;
+		pbuf *values;
+		size_t len;
+		int rc;
 
+		if (m.kind == PS_SHARD_MSG_PUSH_ACK) {
+			h.type = PS_MSG_PUSH_ACK;
+			rc = ps_node_send(&s->node, to, &h, NULL, 0, NULL, NULL);
+			if (rc != PS_OK)
+				PS_WARN("cannot acknowledge a push to node %u: %s",
+					to, ps_strerror(rc));
+			continue;
+		}
+		h.type = PS_MSG_PARAMS;
+		/* without a hold (out of memory), the values as they are */
+		values = hs ? hs->values : s->parts[m.k].values;
+		if (!hs)
+			atomic_fetch_add(&values->refs, 1);
+		len = values->numel * sizeof(float);
+		rc = ps_node_send(&s->node, to, &h, values->data, len,
+				  pbuf_unref, values);
 		if (rc != PS_OK) {
 			/* Synchronous training cannot go on without this
 			 * worker: fail, and let the scheduler end the job. */
 			PS_ERROR("cannot send parameters to worker %u: %s",
-				 e->wrank, ps_strerror(rc));
-			drop_pending(x.handle, NULL);
+				 m.worker, ps_strerror(rc));
+			pbuf_unref(NULL, values);
+			free(hs);
 			return rc;
 		}
-		if (ps_trace_enabled()) {
-			uint64_t sent = ps_trace_now_us();
-			ps_trace_args a = {.iteration = (int64_t)e->version,
-					   .tensor = p->desc->tensor,
-					   .partition = p->index,
-					   .bytes = (int64_t)len,
-					   .ready_us = e->ready_us,
-					   .sent_us = sent};
-			char what[40];
-			snprintf(what, sizeof(what), "params to worker %u",
-				 e->wrank);
-			ps_trace_span(PS_LANE_SEND, what, e->ready_us,
-				      sent - e->ready_us, &a);
-		}
+		if (ps_trace_enabled())
+			trace_send(&m, hs ? hs->ready_us : ps_trace_now_us(),
+				   len);
 		s->bytes_out += len;
-		free(e); /* the transport holds the values now */
+		free(hs); /* the transport holds the values now */
 	}
 	return PS_OK;
-}
-
-/* The partition's current values become ready to go to worker wrank. */
-static int send_params(server *s, shard_part *p, uint32_t wrank)
-{
-	pending *e = malloc(sizeof(*e));
-	int rc;
-
-	if (!e)
-		return PS_ENOMEM;
-	if (s->credit_pending && p->version >= s->credit_from) {
-		ps_gate_set_credit(s->gate, s->credit_next);
-		s->credit_pending = 0;
-	}
-	atomic_fetch_add(&p->values->refs, 1);
-	*e = (pending){.p = p,
-		       .values = p->values,
-		       .version = p->version,
-		       .ready_us = ps_trace_now_us(),
-		       .wrank = wrank};
-	rc = ps_gate_ready_metered(s->gate, &s->meter,
-			   &(ps_xfer){.handle = (uintptr_t)e,
-				      .receiver = wrank,
-				      .iteration = p->version,
-				      .priority = s->number[p->index],
-				      .bytes = p->values->numel *
-					       sizeof(float)});
-	if (rc != PS_OK) {
-		drop_pending((uintptr_t)e, NULL);
-		return rc;
-	}
-	return drain_gate(s);
-}
-
-/* A worker received parameters: the credit they held returns. */
-static int handle_params_ack(server *s, const ps_wire_header *h, char *why,
-			     size_t whylen)
-{
-	const ps_placement *pl = s->node.welcome.placement;
-
-	if (s->node.welcome.nodes[h->sender].role != PS_ROLE_WORKER ||
-	    h->partition >= pl->num_parts || s->local[h->partition] < 0 ||
-	    ps_gate_acked_metered(s->gate, &s->meter,
-				  pl->parts[h->partition].numel *
-					  sizeof(float)) != PS_OK) {
-		snprintf(why, whylen, "PARAMS_ACK from node %u for partition "
-			 "%u, which is not in flight", h->sender,
-			 h->partition);
-		return PS_EPROTO;
-	}
-	return drain_gate(s);
-}
-
-static int broadcast_params(server *s, shard_part *p)
-{
-	int rc = PS_OK;
-	for (uint32_t w = 0; w < s->workers && rc == PS_OK; w++)
-		rc = send_params(s, p, w);
-	return rc;
-}
-
-static void send_ack(server *s, uint32_t to, const ps_wire_header *push)
-{
-	ps_wire_header h = {
-		.type = PS_MSG_PUSH_ACK,
-		.key = push->key,
-		.partition = push->partition,
-		.iteration = push->iteration,
-		.priority = push->priority,
-	};
-	int rc = ps_node_send(&s->node, to, &h, NULL, 0, NULL, NULL);
-	if (rc != PS_OK)
-		PS_WARN("cannot acknowledge a push to node %u: %s", to,
-			ps_strerror(rc));
 }
 
 /* The payload as aligned floats (ZeroMQ keeps tiny messages inline). */
@@ -317,61 +267,41 @@ static const float *payload_floats(server *s, const ps_msg *msg)
 	return s->scratch;
 }
 
-/* The partition a data message names, checked; NULL with a reason. */
-static shard_part *lookup_part(server *s, const ps_wire_header *h,
-			       size_t payload_len, int want_payload, char *why,
-			       size_t whylen)
+/* Sums a push's gradient into its partition (the op's message). */
+static int aggregate(server *s, const ps_shard_op *op)
 {
-	const ps_placement *pl = s->node.welcome.placement;
-	shard_part *p;
+	shard_part *p = &s->parts[op->k];
+	const ps_msg *msg = op->ctx;
+	const float *g = payload_floats(s, msg);
 
-	if (h->partition >= pl->num_parts || s->local[h->partition] < 0) {
-		snprintf(why, whylen, "partition %u is not held by this server",
-			 h->partition);
-		return NULL;
+	if (!g)
+		return PS_ENOMEM;
+	for (size_t off = 0; off < p->desc->numel; off += SLICE) {
+		size_t n = p->desc->numel - off < SLICE ? p->desc->numel - off
+							: SLICE;
+		if (op->first)
+			ps_accum_set(p->acc + off, g + off, n);
+		else
+			ps_accum_add(p->acc + off, g + off, n);
+		ps_node_tick(&s->node);
 	}
-	p = &s->parts[s->local[h->partition]];
-	if (h->key != p->desc->tensor) {
-		snprintf(why, whylen, "partition %u belongs to tensor %u, not "
-			 "%u", h->partition, p->desc->tensor, h->key);
-		return NULL;
+	if (ps_trace_enabled()) {
+		ps_trace_args a = {.iteration = (int64_t)op->iteration,
+				   .tensor = p->desc->tensor,
+				   .partition = p->index,
+				   .bytes = (int64_t)msg->payload_len};
+		char what[32];
+		snprintf(what, sizeof(what), "push from worker %u",
+			 op->worker);
+		ps_trace_instant(PS_LANE_RECEIVE, what, ps_trace_now_us(), &a);
 	}
-	if (want_payload && payload_len != p->desc->numel * sizeof(float)) {
-		snprintf(why, whylen, "partition %u needs %llu bytes, got %zu",
-			 h->partition,
-			 (unsigned long long)(p->desc->numel * sizeof(float)),
-			 payload_len);
-		return NULL;
-	}
-	return p;
+	s->bytes_in += msg->payload_len;
+	return PS_OK;
 }
 
-static int handle_init(server *s, const ps_msg *msg, const ps_wire_header *h,
-		       char *why, size_t whylen)
+static int apply_update(server *s, const ps_shard_op *op)
 {
-	shard_part *p;
-
-	if (h->sender != ps_node_worker_id(&s->node, 0)) {
-		snprintf(why, whylen, "INIT from node %u, not worker 0",
-			 h->sender);
-		return PS_EPROTO;
-	}
-	p = lookup_part(s, h, msg->payload_len, 1, why, whylen);
-	if (!p)
-		return PS_EPROTO;
-	if (p->initialized) {
-		snprintf(why, whylen, "partition %u is already initialised",
-			 h->partition);
-		return PS_EPROTO;
-	}
-	memcpy(p->values->data, msg->payload, msg->payload_len);
-	p->initialized = 1;
-	p->version = 0;
-	return broadcast_params(s, p);
-}
-
-static int apply_update(server *s, shard_part *p, unsigned count)
-{
+	shard_part *p = &s->parts[op->k];
 	uint64_t start = ps_trace_now_us();
 	int rc = make_writable(s, p);
 	if (rc != PS_OK) {
@@ -384,16 +314,12 @@ static int apply_update(server *s, shard_part *p, unsigned count)
 		size_t n = p->desc->numel - off < SLICE ? p->desc->numel - off
 							: SLICE;
 		ps_sgd_apply(p->values->data + off, p->momentum + off,
-			     p->acc + off, n, count, s->cfg->train.lr,
+			     p->acc + off, n, op->count, s->cfg->train.lr,
 			     s->cfg->train.momentum);
 		ps_node_tick(&s->node);
 	}
-	memset(p->pushed, 0, s->workers);
-	p->count = 0;
-	p->version++;
-	s->updates++;
 	if (ps_trace_enabled()) {
-		ps_trace_args a = {.iteration = (int64_t)p->version,
+		ps_trace_args a = {.iteration = (int64_t)op->iteration,
 				   .tensor = p->desc->tensor,
 				   .partition = p->index,
 				   .bytes = (int64_t)(p->desc->numel *
@@ -401,78 +327,55 @@ static int apply_update(server *s, shard_part *p, unsigned count)
 		ps_trace_span(PS_LANE_UPDATE, "update", start,
 			      ps_trace_now_us() - start, &a);
 	}
-	return ps_snapshot_on_update(s, p);
+	return PS_OK;
 }
 
-/* The initialised partition a worker's PUSH or PULL names; NULL with a
- * reason when the sender is no worker or the partition is not ready. */
-static shard_part *worker_request(server *s, const ps_wire_header *h,
-				  size_t payload_len, char *why, size_t whylen)
+/* Runs every op the machine starts, each at once (one thread), and sends
+ * what they produce. The messages the ops name are alive until it
+ * returns. */
+static int run_ops(server *s)
 {
-	int push = h->type == PS_MSG_PUSH;
-	shard_part *p;
+	ps_shard_op op;
+	int rc = send_msgs(s);
 
-	if (s->node.welcome.nodes[h->sender].role != PS_ROLE_WORKER) {
-		snprintf(why, whylen, "%s from node %u, not a worker",
-			 ps_msg_type_name(h->type), h->sender);
-		return NULL;
+	while (rc == PS_OK && ps_shard_next_op(s->shard, &op)) {
+		shard_part *p = &s->parts[op.k];
+		if (op.kind == PS_SHARD_OP_INIT) {
+			const ps_msg *msg = op.ctx;
+			memcpy(p->values->data, msg->payload, msg->payload_len);
+		} else if (op.kind == PS_SHARD_OP_AGGREGATE) {
+			rc = aggregate(s, &op);
+		} else {
+			rc = apply_update(s, &op);
+		}
+		if (rc == PS_OK)
+			rc = ps_shard_op_done(s->shard);
+		if (rc == PS_OK && op.kind == PS_SHARD_OP_UPDATE)
+			rc = ps_snapshot_on_update(s, p);
+		if (rc == PS_OK)
+			rc = send_msgs(s);
 	}
-	p = lookup_part(s, h, payload_len, push, why, whylen);
-	if (p && !p->initialized) {
-		snprintf(why, whylen, "%s for partition %u before INIT",
-			 ps_msg_type_name(h->type), h->partition);
-		return NULL;
-	}
-	return p;
-}
-
-/* Sums a checked push into its partition and, when it completes the
- * iteration (sync) or at once (async), applies the update. */
-static int apply_push(server *s, shard_part *p, const ps_msg *msg,
-		      const ps_wire_header *h, int acked)
-{
-	const ps_node_info *from = &s->node.welcome.nodes[h->sender];
-	const float *g = payload_floats(s, msg);
-	int rc;
-
-	if (!g)
-		return PS_ENOMEM;
-	for (size_t off = 0; off < p->desc->numel; off += SLICE) {
-		size_t n = p->desc->numel - off < SLICE ? p->desc->numel - off
-							: SLICE;
-		if (p->count == 0)
-			ps_accum_set(p->acc + off, g + off, n);
-		else
-			ps_accum_add(p->acc + off, g + off, n);
-		ps_node_tick(&s->node);
-	}
-	p->pushed[from->rank] = 1;
-	p->count++;
-	s->pushes++;
-	if (ps_trace_enabled()) {
-		ps_trace_args a = {.iteration = (int64_t)h->iteration,
-				   .tensor = h->key,
-				   .partition = h->partition,
-				   .bytes = (int64_t)msg->payload_len};
-		char what[32];
-		snprintf(what, sizeof(what), "push from worker %u",
-			 from->rank);
-		ps_trace_instant(PS_LANE_RECEIVE, what, ps_trace_now_us(), &a);
-	}
-	s->bytes_in += msg->payload_len;
-	if (!acked)
-		send_ack(s, h->sender, h);
-	if (s->cfg->train.mode == PS_MODE_ASYNC) {
-		if (h->iteration + 1 > p->next_it[from->rank])
-			p->next_it[from->rank] = h->iteration + 1;
-		return apply_update(s, p, 1);
-	}
-	if (p->count < s->workers)
-		return PS_OK;
-	rc = apply_update(s, p, s->workers);
-	if (rc == PS_OK)
-		rc = broadcast_params(s, p);
 	return rc;
+}
+
+/* The worker rank of a node, or PS_SHARD_NOT_WORKER. */
+static uint32_t worker_rank(const server *s, uint32_t node)
+{
+	const ps_node_info *n = &s->node.welcome.nodes[node];
+
+	return n->role == PS_ROLE_WORKER ? n->rank : PS_SHARD_NOT_WORKER;
+}
+
+/* A checked push, summed (and applied) now. */
+static int push_now(server *s, const ps_msg *msg, const ps_wire_header *h,
+		    int acked, char *why, size_t whylen)
+{
+	int rc = ps_shard_on_push(s->shard, worker_rank(s, h->sender),
+				  h->partition, h->key, h->iteration,
+				  h->priority, msg->payload_len, (void *)msg,
+				  acked, why, whylen);
+
+	return rc == PS_OK ? run_ops(s) : rc;
 }
 
 /* Async: a push a checkpoint makes wait (snapshot.h) is acknowledged now
@@ -491,8 +394,10 @@ static int hold_push(server *s, shard_part *p, ps_msg **msg_p,
 	p->held[p->nheld++] = (held){.msg = *msg_p, .h = *h};
 	*msg_p = NULL;
 	s->nheld++;
-	send_ack(s, h->sender, h);
-	return PS_OK;
+	if (ps_shard_ack(s->shard, worker_rank(s, h->sender), h->partition,
+			 h->iteration, h->priority) != PS_OK)
+		return PS_ENOMEM;
+	return send_msgs(s);
 }
 
 /* Whether a push of this sender waits in p: its later ones wait too. */
@@ -519,9 +424,13 @@ static int release_held(server *s)
 			held *e = &p->held[done++];
 			rc = ps_snapshot_on_push(s, p, e->h.iteration);
 			if (rc == PS_OK &&
-			    !ps_snapshot_holds(s, p, e->h.iteration))
-				rc = apply_push(s, p, e->msg, &e->h, 1);
-			else if (rc == PS_OK) {
+			    !ps_snapshot_holds(s, p, e->h.iteration)) {
+				char why[256];
+				rc = push_now(s, e->msg, &e->h, 1, why,
+					      sizeof(why));
+				if (rc == PS_EPROTO) /* checked when held */
+					PS_ERROR("a held push: %s", why);
+			} else if (rc == PS_OK) {
 				done--; /* a new checkpoint holds it */
 				break;
 			}
@@ -540,37 +449,24 @@ static int release_held(server *s)
 static int handle_push(server *s, ps_msg **msg_p, const ps_wire_header *h,
 		       char *why, size_t whylen)
 {
-	const ps_node_info *from = &s->node.welcome.nodes[h->sender];
 	const ps_msg *msg = *msg_p;
+	uint32_t k;
 	shard_part *p;
 	int rc;
 
-	p = worker_request(s, h, msg->payload_len, why, whylen);
-	if (!p)
-		return PS_EPROTO;
-	if (s->cfg->train.mode == PS_MODE_SYNC) {
-		if (h->iteration != p->version) {
-			snprintf(why, whylen, "PUSH of iteration %llu for "
-				 "partition %u, which is at version %llu",
-				 (unsigned long long)h->iteration,
-				 h->partition,
-				 (unsigned long long)p->version);
-			return PS_EPROTO;
-		}
-		if (p->pushed[from->rank]) {
-			snprintf(why, whylen, "second PUSH from worker %u for "
-				 "partition %u iteration %llu", from->rank,
-				 h->partition,
-				 (unsigned long long)h->iteration);
-			return PS_EPROTO;
-		}
-		return apply_push(s, p, msg, h, 0);
-	}
+	if (s->cfg->train.mode == PS_MODE_SYNC)
+		return push_now(s, msg, h, 0, why, whylen);
+	rc = ps_shard_check_push(s->shard, worker_rank(s, h->sender),
+				 h->partition, h->key, h->iteration,
+				 msg->payload_len, &k, why, whylen);
+	if (rc != PS_OK)
+		return rc;
+	p = &s->parts[k];
 	rc = ps_snapshot_on_push(s, p, h->iteration);
 	if (rc == PS_OK && (ps_snapshot_holds(s, p, h->iteration) ||
 			    holds_from(p, h->sender)))
 		return hold_push(s, p, msg_p, h); /* keeps its order */
-	return rc == PS_OK ? apply_push(s, p, msg, h, 0) : rc;
+	return rc == PS_OK ? push_now(s, msg, h, 0, why, whylen) : rc;
 }
 
 /* CREDIT from the scheduler: a new window for the parameters of an
@@ -584,20 +480,8 @@ static int handle_credit(server *s, const ps_msg *msg,
 				  s->cfg->scheduling.credit_size, &credit, why,
 				  whylen) != PS_OK)
 		return PS_EPROTO;
-	s->credit_next = credit;
-	s->credit_from = h->iteration;
-	s->credit_pending = 1;
+	ps_shard_on_credit(s->shard, credit, h->iteration);
 	return PS_OK;
-}
-
-static int handle_pull(server *s, const ps_wire_header *h, char *why,
-		       size_t whylen)
-{
-	shard_part *p = worker_request(s, h, 0, why, whylen);
-
-	if (!p)
-		return PS_EPROTO;
-	return send_params(s, p, s->node.welcome.nodes[h->sender].rank);
 }
 
 /* Handles one message: PS_OK, PS_ECLOSED on SHUTDOWN, PS_EPROTO (dropped,
@@ -605,21 +489,32 @@ static int handle_pull(server *s, const ps_wire_header *h, char *why,
 static int handle(server *s, ps_msg **msg_p, const ps_wire_header *h)
 {
 	const ps_msg *msg = *msg_p;
+	uint32_t from = worker_rank(s, h->sender);
 	char why[256] = "";
 	int rc;
 
 	switch (h->type) {
 	case PS_MSG_INIT:
-		rc = handle_init(s, msg, h, why, sizeof(why));
+		rc = ps_shard_on_init(s->shard, from, h->partition, h->key,
+				      msg->payload_len, (void *)msg, why,
+				      sizeof(why));
+		if (rc == PS_OK)
+			rc = run_ops(s);
 		break;
 	case PS_MSG_PUSH:
 		rc = handle_push(s, msg_p, h, why, sizeof(why));
 		break;
 	case PS_MSG_PULL:
-		rc = handle_pull(s, h, why, sizeof(why));
+		rc = ps_shard_on_pull(s->shard, from, h->partition, h->key, why,
+				      sizeof(why));
+		if (rc == PS_OK)
+			rc = send_msgs(s);
 		break;
 	case PS_MSG_PARAMS_ACK:
-		rc = handle_params_ack(s, h, why, sizeof(why));
+		rc = ps_shard_on_params_ack(s->shard, from, h->partition, why,
+					    sizeof(why));
+		if (rc == PS_OK)
+			rc = send_msgs(s);
 		break;
 	case PS_MSG_CREDIT:
 		rc = handle_credit(s, msg, h, why, sizeof(why));
@@ -644,8 +539,12 @@ static int handle(server *s, ps_msg **msg_p, const ps_wire_header *h)
 			 ps_msg_type_name(h->type), h->sender);
 		rc = PS_EPROTO;
 	}
-	if (rc == PS_EPROTO)
-		psi_note_drop(++s->node.dropped, "message", why);
+	if (rc == PS_EPROTO) {
+		char line[300];
+		snprintf(line, sizeof(line), "%s (from node %u)", why,
+			 h->sender);
+		psi_note_drop(++s->node.dropped, "message", line);
+	}
 	if (rc == PS_EPROTO || rc == PS_OK)
 		rc = release_held(s);
 	return rc;
@@ -680,10 +579,11 @@ int ps_server_run(const ps_config *cfg)
 	if (rc != PS_OK)
 		goto out;
 	/* resumed: the checkpoint's values go out as INIT's would */
-	for (uint32_t k = 0; k < s.nparts && rc == PS_OK &&
-			     s.node.welcome.start_iteration > 0;
-	     k++)
-		rc = broadcast_params(&s, &s.parts[k]);
+	if (s.node.welcome.start_iteration > 0) {
+		rc = ps_shard_start(s.shard);
+		if (rc == PS_OK)
+			rc = send_msgs(&s);
+	}
 	if (rc != PS_OK)
 		goto out;
 	for (;;) {
@@ -716,10 +616,11 @@ int ps_server_run(const ps_config *cfg)
 	{
 		uint64_t lo = UINT64_MAX, hi = 0;
 		for (uint32_t k = 0; k < s.nparts; k++) {
-			if (s.parts[k].version < lo)
-				lo = s.parts[k].version;
-			if (s.parts[k].version > hi)
-				hi = s.parts[k].version;
+			uint64_t v = ps_shard_part_at(s.shard, k)->version;
+			if (v < lo)
+				lo = v;
+			if (v > hi)
+				hi = v;
 		}
 		/* with every worker's pushes applied once: iterations (sync)
 		 * or workers x iterations (async), across restarts too */
@@ -729,14 +630,20 @@ int ps_server_run(const ps_config *cfg)
 	}
 	PS_INFO("copy-on-write of values (a send or a checkpoint held "
 		"them): %.3f s in all", (double)s.cow_ns / 1e9);
-	PS_INFO("shut down: %llu pushes, %llu updates, %.2f MiB in, "
-		"%.2f MiB out, %llu dropped; gate: %llu sends, %.0f ns each",
-		(unsigned long long)s.pushes, (unsigned long long)s.updates,
-		(double)s.bytes_in / 1048576.0,
-		(double)s.bytes_out / 1048576.0,
-		(unsigned long long)s.node.dropped,
-		(unsigned long long)s.meter.released,
-		ps_gate_meter_per_transfer(&s.meter));
+	{
+		ps_shard_stats st;
+		ps_shard_get_stats(s.shard, &st);
+		PS_INFO("shut down: %llu pushes, %llu updates, %.2f MiB in, "
+			"%.2f MiB out, %llu dropped; gate: %llu sends, %.0f ns "
+			"each",
+			(unsigned long long)st.pushes,
+			(unsigned long long)st.updates,
+			(double)s.bytes_in / 1048576.0,
+			(double)s.bytes_out / 1048576.0,
+			(unsigned long long)s.node.dropped,
+			(unsigned long long)st.sends,
+			st.sends ? (double)st.gate_ns / (double)st.sends : 0.0);
+	}
 out:
 	ps_node_close(&s.node, status == 0 ? 2000 : 200);
 	free_shard(&s);

@@ -16,9 +16,8 @@
 
 #include "checkpoint/checkpoint.h"
 #include "common/config.h"
-#include "common/node.h"
-#include "scheduler/gate.h"
-#include "scheduler/gate_meter.h"
+#include "proto/shard.h"
+#include "runtime/node.h"
 
 /* Elements processed between two heartbeat checks (16 MiB of float32). */
 #define SLICE ((size_t)4 << 20)
@@ -33,20 +32,16 @@ typedef struct pbuf {
 	float mem[];
 } pbuf;
 
+/* A local partition's memory; its protocol state (version, pushes in)
+ * is the machine's (proto/shard.h), at the same index. */
 typedef struct shard_part {
 	const ps_partition *desc;
 	uint32_t index; /* global partition index */
 	pbuf *values;
 	float *momentum;
 	double *acc;
-	uint8_t *pushed; /* per worker rank, this version */
-	uint32_t count;
-	uint64_t version;
-	int initialized;
-	/* asynchronous mode: per worker rank, 1 + the iteration of the last
-	 * push applied; and pushes held back while a checkpoint waits for
+	/* asynchronous mode: pushes held back while a checkpoint waits for
 	 * the other workers' earlier ones (snapshot.h) */
-	uint64_t *next_it;
 	struct held *held;
 	uint32_t nheld, held_cap;
 } shard_part;
@@ -95,24 +90,17 @@ typedef struct server {
 	const ps_config *cfg;
 	ps_node node;
 	uint32_t workers;
+	ps_shard *shard; /* the protocol (proto/shard.h) */
 	uint32_t nparts;
-	shard_part *parts;
-	int32_t *local; /* global partition -> index in parts, or -1 */
+	shard_part *parts; /* as the machine's local partitions */
 	/* one huge-page arena each for the shard's values, momentum and
 	 * accumulators (see common/memory.h); partitions point into them */
 	float *values_arena, *momentum_arena;
 	double *acc_arena;
 	size_t arena_numel;
-	ps_gate *gate;    /* parameter sends to the workers */
-	ps_gate_meter meter;
-	/* a live credit change (CREDIT): the window for the sends of
-	 * version credit_from and later */
-	uint64_t credit_next, credit_from;
-	int credit_pending;
-	uint32_t *number; /* per partition: its gate priority / number */
 	float *scratch; /* aligned copy of a misaligned payload */
 	size_t scratch_cap;
-	uint64_t pushes, updates, bytes_in, bytes_out;
+	uint64_t bytes_in, bytes_out;
 	uint64_t nheld; /* pushes held back, all partitions */
 	uint64_t cow_ns; /* time copying values a send or snapshot held */
 	snapshot snap;

@@ -6,6 +6,7 @@
 
 #include "common/log.h"
 #include "common/memory.h"
+#include "runtime/clock.h"
 #include "server/snapshot.h"
 
 static int async(const server *s)
@@ -13,15 +14,23 @@ static int async(const server *s)
 	return s->cfg->train.mode == PS_MODE_ASYNC;
 }
 
+/* p's protocol state (proto/shard.h). */
+static const ps_shard_part *state(const server *s, const shard_part *p)
+{
+	return ps_shard_part_at(s->shard, (uint32_t)(p - s->parts));
+}
+
 /* Whether partition p holds exactly iteration `it`: sync, its version;
  * async, every worker's pushes of the iterations before `it` applied and
  * none after. */
 static int is_at(const server *s, const shard_part *p, uint64_t it)
 {
+	const ps_shard_part *ps = state(s, p);
+
 	if (!async(s))
-		return p->version == it;
+		return ps->version == it;
 	for (uint32_t w = 0; w < s->workers; w++)
-		if (p->next_it[w] != it)
+		if (ps->next_it[w] != it)
 			return 0;
 	return 1;
 }
@@ -29,11 +38,12 @@ static int is_at(const server *s, const shard_part *p, uint64_t it)
 /* The furthest iteration any part of p has reached. */
 static uint64_t highest(const server *s, const shard_part *p)
 {
-	uint64_t h = async(s) ? 0 : p->version;
+	const ps_shard_part *ps = state(s, p);
+	uint64_t h = async(s) ? 0 : ps->version;
 
 	for (uint32_t w = 0; async(s) && w < s->workers; w++)
-		if (p->next_it[w] > h)
-			h = p->next_it[w];
+		if (ps->next_it[w] > h)
+			h = ps->next_it[w];
 	return h;
 }
 
@@ -156,15 +166,11 @@ int ps_snapshot_load(server *s)
 			shard_part *p = &s->parts[k];
 			uint32_t n = p->desc->ntensors > 1 ? p->desc->ntensors
 							   : 1;
-			p->version = UINT64_MAX;
+			uint64_t v = UINT64_MAX;
 			for (uint32_t j = 0; j < n; j++, i++)
-				if (l.ranges[i].version < p->version)
-					p->version = l.ranges[i].version;
-			if (!async(s))
-				p->version = it;
-			for (uint32_t w = 0; p->next_it && w < s->workers; w++)
-				p->next_it[w] = it;
-			p->initialized = 1;
+				if (l.ranges[i].version < v)
+					v = l.ranges[i].version;
+			ps_shard_resume(s->shard, k, async(s) ? v : it, it);
 		}
 	}
 	free(l.ranges);
@@ -407,7 +413,7 @@ static int take(server *s, uint32_t k)
 	size_t at = (size_t)(p->momentum - s->momentum_arena);
 	uint64_t t0 = ps_now_ns();
 
-	c->version[k] = p->version;
+	c->version[k] = state(s, p)->version;
 	memcpy(c->values + at, p->values->data, p->desc->numel * sizeof(float));
 	memcpy(c->momentum + at, p->momentum, p->desc->numel * sizeof(float));
 	c->taken[k] = 1;
@@ -475,7 +481,7 @@ int ps_snapshot_on_update(server *s, shard_part *p)
 	if (h > s->node.progress)
 		s->node.progress = h;
 	/* async: due once a first worker has pushed iteration V - 1 */
-	rc = maybe_periodic(s, async(s) ? h : p->version);
+	rc = maybe_periodic(s, async(s) ? h : state(s, p)->version);
 	return rc == PS_OK ? take_if_at(s, p) : rc;
 }
 

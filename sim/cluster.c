@@ -30,7 +30,7 @@
 #include "sim/cluster.h"
 #include "sim/events.h"
 #include "sim/timeline.h"
-#include "worker/replay.h"
+#include "scheduler/efficiency.h"
 
 enum {
 	EV_OP_DONE,     /* node: worker */

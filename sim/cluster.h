@@ -75,7 +75,7 @@ typedef struct ps_sim_result {
 /*
  * Simulates cfg's job over dag (loaded with model.compute_scale) and link
  * model lm. With cfg->output.dir set, writes DIR/timeline.json (Chrome
- * trace events, the format of real runs: common/trace.h). On success
+ * trace events, the format of real runs: runtime/trace.h). On success
  * *res_p is filled and owns iter_us (ps_sim_result_free). Errors: PS_EINVAL
  * / PS_ENOMEM / PS_EIO with a message in err.
  */

@@ -1,11 +1,11 @@
 /*
  * sim/timeline.h - a simulated run's timeline, in the format of real runs.
  *
- * Real processes record Chrome trace events with common/trace.h, one
+ * Real processes record Chrome trace events with runtime/trace.h, one
  * process per file, and ps-launch merges them into timeline.json. The
  * simulator has every node in one process, so it records events per
  * simulated node and writes one DIR/timeline.json itself, event for event
- * in the format common/trace.c writes: the same process ids (server s is
+ * in the format runtime/trace.c writes: the same process ids (server s is
  * node 1 + s, worker w node 1 + S + w), process and lane names, span ('X')
  * and instant ('i') events, the same args. Timestamps are simulated
  * microseconds from 0, so a simulated and a measured timeline open side by
@@ -18,7 +18,7 @@
 
 #include <stdint.h>
 
-#include "common/trace.h"
+#include "common/trace_format.h"
 #include "ordo/error.h"
 
 typedef struct ps_sim_timeline ps_sim_timeline;

@@ -61,12 +61,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <zmq.h>
 
 #include "common/log.h"
 #include "transport/transport.h"
+
+/* The transport sits below runtime/ (docs/architecture.md): its own read
+ * of the monotonic clock, for receive deadlines. */
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 #define ID_LEN               8
 #define ENDPOINT_MAX         512
@@ -322,11 +332,11 @@ static int read_monitor_event(void *mon)
 static int wait_connected(tcp_transport *tt, void *mon, const char *endpoint)
 {
 	int timeout = tt->opts.connect_timeout_ms;
-	int64_t deadline = ps_now_ms() + timeout;
+	int64_t deadline = mono_ms() + timeout;
 	bool retried = false, connected = false, proto = false;
 
 	for (;;) {
-		int64_t left = deadline - ps_now_ms();
+		int64_t left = deadline - mono_ms();
 		if (left <= 0)
 			break;
 		zmq_pollitem_t item = {mon, 0, ZMQ_POLLIN, 0};
@@ -719,7 +729,7 @@ drop:
 static int tcp_recv(ps_transport *t, int timeout_ms, ps_msg **msg_p)
 {
 	tcp_transport *tt = tcp_of(t);
-	int64_t deadline = timeout_ms > 0 ? ps_now_ms() + timeout_ms : 0;
+	int64_t deadline = timeout_ms > 0 ? mono_ms() + timeout_ms : 0;
 
 	for (;;) {
 		zmq_pollitem_t items[2] = {
@@ -729,7 +739,7 @@ static int tcp_recv(ps_transport *t, int timeout_ms, ps_msg **msg_p)
 		long wait = -1;
 		if (timeout_ms >= 0) {
 			int64_t left =
-			    timeout_ms > 0 ? deadline - ps_now_ms() : 0;
+			    timeout_ms > 0 ? deadline - mono_ms() : 0;
 			wait = left > 0 ? (long)left : 0;
 		}
 		int n = zmq_poll(items, tt->router ? 2 : 1, wait);

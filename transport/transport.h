@@ -3,7 +3,7 @@
  *
  * A transport moves messages of two parts between processes: a small
  * header (bytes the transport copies; the msgpack framing lives above, in
- * common/wire.h) and an optional payload (bytes the transport sends without
+ * proto/wire.h) and an optional payload (bytes the transport sends without
  * copying and hands back through a free callback). Transports move bytes:
  * they never look inside a header.
  *

@@ -3,7 +3,7 @@
  *
  * DESIGN. ps-tune listens on a transport endpoint of its own and starts
  * ps-launch with --set tune.endpoint=THAT, so the job's scheduler
- * connects to it (scheduler/coordinator.c, "the tuner"): it says where it
+ * connects to it (coordinator/coordinator.c, "the tuner"): it says where it
  * listens (TUNE_HELLO), then reports PROGRESS(i) when every worker has
  * begun iteration i. ps-tune timestamps those on arrival: a trial's
  * throughput is measure_iterations * workers * batch over the time from
@@ -34,9 +34,10 @@
 #include "checkpoint/checkpoint.h"
 #include "common/cli.h"
 #include "common/log.h"
-#include "common/node.h"
-#include "common/signals.h"
-#include "common/wire.h"
+#include "runtime/clock.h"
+#include "runtime/node.h"
+#include "runtime/signals.h"
+#include "proto/wire.h"
 #include "model/dag.h"
 #include "transport/transport.h"
 #include "tune/backend.h"

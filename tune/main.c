@@ -16,7 +16,7 @@
 
 #include "common/cli.h"
 #include "common/log.h"
-#include "common/signals.h"
+#include "runtime/signals.h"
 #include "tune/backend.h"
 #include "tune/report.h"
 

@@ -38,13 +38,14 @@
 
 #include "common/config.h"
 #include "common/log.h"
-#include "common/node.h"
-#include "common/signals.h"
-#include "common/trace.h"
-#include "common/wire.h"
+#include "runtime/clock.h"
+#include "runtime/node.h"
+#include "runtime/signals.h"
+#include "runtime/trace.h"
+#include "proto/wire.h"
 #include "ordo/ordo.h"
 #include "scheduler/gate.h"
-#include "scheduler/gate_meter.h"
+#include "runtime/gate_meter.h"
 #include "scheduler/order.h"
 
 typedef enum {

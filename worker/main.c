@@ -3,7 +3,7 @@
  */
 #include "common/cli.h"
 #include "common/log.h"
-#include "common/signals.h"
+#include "runtime/signals.h"
 #include "worker/replay.h"
 #include "worker/trainer.h"
 

@@ -15,12 +15,7 @@
  *
  * Per iteration it prints a progress line and, with output.dir, writes a
  * CSV row: iteration time, samples/s, compute, wait, and TicTac's ordering
- * efficiency E (paper §3.1), where the resources are the compute engine,
- * the receive link and the send link, compute is measured per op and a
- * transfer of b bytes costs b / metrics.bandwidth_gbps:
- *     sum   = compute + bytes / bw (receive) + bytes / bw (send)
- *     lower = max(compute, bytes / bw)
- *     E     = (sum - t) / (sum - lower),  S = (sum - lower) / lower
+ * efficiency E (scheduler/efficiency.h) with compute measured per op;
  * S is computed from the model's op times (it depends on G and Time only).
  */
 #ifndef ORDO_WORKER_REPLAY_H
@@ -30,11 +25,5 @@
 
 /* Returns the process exit status (0, 1, 128 + signal). */
 int ps_replay_run(const ps_config *cfg);
-
-/* TicTac's E for one iteration (see above); NAN when ordering cannot
- * matter (sum - lower below 1% of lower, i.e. S < 0.01). */
-double ps_ordering_efficiency(double compute_us, double comm_us, double t_us);
-/* TicTac's S; 0 when lower == 0. */
-double ps_speedup_bound(double compute_us, double comm_us);
 
 #endif /* ORDO_WORKER_REPLAY_H */

@@ -6,7 +6,8 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "common/signals.h"
+#include "runtime/clock.h"
+#include "runtime/signals.h"
 #include "ordo/ordo.h"
 #include "worker/model.h"
 #include "worker/trainer.h"

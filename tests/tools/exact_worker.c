@@ -40,7 +40,8 @@
 
 #include "common/cli.h"
 #include "common/log.h"
-#include "common/signals.h"
+#include "runtime/clock.h"
+#include "runtime/signals.h"
 #include "ordo/ordo.h"
 
 #define MAX_TENSORS 16

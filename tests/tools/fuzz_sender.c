@@ -17,7 +17,7 @@
 #include <string.h>
 #include <zmq.h>
 
-#include "common/wire.h"
+#include "proto/wire.h"
 
 static uint64_t rng_state;
 

@@ -22,6 +22,7 @@
 #include "ckpt_fixture.h"
 #include "common/log.h"
 #include "common/memory.h"
+#include "runtime/clock.h"
 
 static int bench(const char *mib_arg, const char *dir, int times)
 {

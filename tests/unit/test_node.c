@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_node.c - joining a job (common/node.c) against a
+ * tests/unit/test_node.c - joining a job (runtime/node.c) against a
  * scheduler played by the test over real ZeroMQ sockets on loopback.
  *
  * The race it pins down: the scheduler sends its WELCOMEs one after the
@@ -26,7 +26,7 @@
 
 #include <cmocka.h>
 
-#include "common/node.h"
+#include "runtime/node.h"
 #include "scheduler/placement.h"
 
 #define SCHED_ID 0x5c4ed00000000001ull

@@ -15,7 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/trace.h"
+#include "runtime/trace.h"
+#include "scheduler/efficiency.h"
 #include "worker/replay.h"
 
 /* TicTac §3.1: E = (sum - t) / (sum - lower), S = (sum - lower) / lower,

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "common/config.h"
-#include "common/wire.h"
+#include "proto/wire.h"
 #include "scheduler/placement.h"
 
 /* ---- helpers ------------------------------------------------------------ */

@@ -1,5 +1,5 @@
 /*
- * scheduler/gate_meter.h - the cost of the gate, measured inside a real
+ * runtime/gate_meter.h - the cost of the gate, measured inside a real
  * sender.
  *
  * The gate itself has no clock (gate.h); a sender that wants to know what
@@ -14,12 +14,12 @@
  *
  * Threads: a meter belongs to the thread that owns the gate.
  */
-#ifndef ORDO_SCHEDULER_GATE_METER_H
-#define ORDO_SCHEDULER_GATE_METER_H
+#ifndef ORDO_RUNTIME_GATE_METER_H
+#define ORDO_RUNTIME_GATE_METER_H
 
 #include <stdint.h>
 
-#include "common/log.h"
+#include "runtime/clock.h"
 #include "scheduler/gate.h"
 
 typedef struct ps_gate_meter {
@@ -74,4 +74,4 @@ static inline int ps_gate_acked_metered(ps_gate *g, ps_gate_meter *m,
 	return rc;
 }
 
-#endif /* ORDO_SCHEDULER_GATE_METER_H */
+#endif /* ORDO_RUNTIME_GATE_METER_H */

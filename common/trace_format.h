@@ -1,26 +1,22 @@
 /*
- * common/trace.h - the timeline: Chrome trace events of one process.
+ * common/trace_format.h - the timeline's format: Chrome trace events.
  *
- * When output.dir is set, every process records events and writes them at
- * exit to DIR/ROLE-RANK.json as a JSON array of trace events (the Chrome
- * trace-event format, viewable in Perfetto or chrome://tracing); ps-launch
- * merges the parts into DIR/timeline.json. Timestamps are CLOCK_REALTIME
- * microseconds, so the parts of one machine (and of NTP-synchronised
- * machines, to that precision) line up.
- *
- * A process is a Chrome "process" (pid = node id, named "worker 0"...),
- * and each kind of activity a lane (tid, named by ps_trace_lane):
+ * A timeline is a JSON array of trace events (the Chrome trace-event
+ * format, viewable in Perfetto or chrome://tracing). A process is a Chrome
+ * "process" (pid = node id, named "worker 0"...), and each kind of activity
+ * a lane (tid, named by ps_trace_lane):
  *   workers: compute (replayed ops), wait (engine waiting on parameters),
  *            push (gradient partitions: ready -> sent -> acked),
  *            receive (parameter partitions arriving);
  *   servers: receive (pushes arriving), update (aggregation + SGD),
  *            send (parameter partitions: ready -> sent).
+ * Real processes record events with runtime/trace.h; ps-sim with
+ * sim/timeline.h; both write them here.
  *
- * Threads: every function is thread-safe; recording is a short critical
- * section appending to a buffer (no I/O until ps_trace_close).
+ * Threads: no shared state.
  */
-#ifndef ORDO_COMMON_TRACE_H
-#define ORDO_COMMON_TRACE_H
+#ifndef ORDO_COMMON_TRACE_FORMAT_H
+#define ORDO_COMMON_TRACE_FORMAT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -48,25 +44,6 @@ typedef struct ps_trace_args {
 	((ps_trace_args){.iteration = -1, .tensor = -1, .partition = -1,      \
 			 .bytes = -1})
 
-/* Starts recording if dir is non-empty (else recording is off and every
- * call below is a no-op). pid: the node id; name: "worker 0". */
-int ps_trace_open(const char *dir, const char *file_stem, uint32_t pid,
-		  const char *process_name);
-int ps_trace_enabled(void);
-
-/* Microseconds, CLOCK_REALTIME. */
-uint64_t ps_trace_now_us(void);
-
-/* A span [start, start + dur) on a lane. name is copied. */
-void ps_trace_span(ps_trace_lane lane, const char *name, uint64_t start_us,
-		   uint64_t dur_us, const ps_trace_args *args);
-/* A point in time on a lane. */
-void ps_trace_instant(ps_trace_lane lane, const char *name, uint64_t ts_us,
-		      const ps_trace_args *args);
-
-/* Writes DIR/STEM.json and stops recording. PS_EIO if it cannot. */
-int ps_trace_close(void);
-
 /* One recorded event, as timeline writers hold it. */
 typedef struct ps_trace_event {
 	char ph; /* 'X' span, 'i' instant */
@@ -87,4 +64,4 @@ void ps_trace_write_process(FILE *f, uint32_t pid, const char *process_name,
 /* Merges the JSON arrays in paths[] into out (one array). */
 int ps_trace_merge(const char *const *paths, int n, const char *out);
 
-#endif /* ORDO_COMMON_TRACE_H */
+#endif /* ORDO_COMMON_TRACE_FORMAT_H */

@@ -1,13 +1,13 @@
 /*
- * scheduler/main.c - ps-scheduler: membership, placement and heartbeats.
+ * coordinator/main.c - ps-scheduler: membership, placement and heartbeats.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/cli.h"
 #include "common/log.h"
-#include "common/signals.h"
-#include "scheduler/coordinator.h"
+#include "runtime/signals.h"
+#include "coordinator/coordinator.h"
 
 static int on_opt(void *ud, const char *name, const char *arg, char *err,
 		  size_t errlen)

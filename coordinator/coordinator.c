@@ -1,5 +1,5 @@
 /*
- * scheduler/coordinator.c - the scheduler's event loop (coordinator.h).
+ * coordinator/coordinator.c - the scheduler's event loop (coordinator.h).
  *
  * DESIGN. One thread, one loop over the transport. Membership is a small
  * array: in registration order until the WELCOME, then indexed by node id.
@@ -15,11 +15,12 @@
 
 #include "checkpoint/checkpoint.h"
 #include "common/log.h"
-#include "common/node.h"
+#include "runtime/clock.h"
+#include "runtime/node.h"
 #include "common/output.h"
-#include "common/signals.h"
-#include "common/wire.h"
-#include "scheduler/coordinator.h"
+#include "runtime/signals.h"
+#include "proto/wire.h"
+#include "coordinator/coordinator.h"
 #include "scheduler/order.h"
 #include "scheduler/placement.h"
 #include "model/dag.h"

@@ -1,5 +1,5 @@
 /*
- * common/wire.c - msgpack encoding and checked decoding of headers and
+ * proto/wire.c - msgpack encoding and checked decoding of headers and
  * control-message bodies.
  *
  * Layouts (all msgpack arrays; decoders accept and ignore extra trailing
@@ -52,7 +52,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "common/wire.h"
+#include "proto/wire.h"
 
 /* ---- names -------------------------------------------------------------- */
 

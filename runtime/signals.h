@@ -1,5 +1,5 @@
 /*
- * common/signals.h - SIGINT/SIGTERM turned into a flag and a wake-up.
+ * runtime/signals.h - SIGINT/SIGTERM turned into a flag and a wake-up.
  *
  * Every binary installs these handlers first. A signal sets a flag that the
  * event loops poll, and wakes the registered transport so that a blocked
@@ -8,8 +8,8 @@
  * a checkpoint: it sets a flag of its own (the scheduler and ps-launch act
  * on it; other processes ignore it rather than die of it).
  */
-#ifndef ORDO_COMMON_SIGNALS_H
-#define ORDO_COMMON_SIGNALS_H
+#ifndef ORDO_RUNTIME_SIGNALS_H
+#define ORDO_RUNTIME_SIGNALS_H
 
 #include "transport/transport.h"
 
@@ -23,4 +23,4 @@ void ps_signals_set_wake(ps_transport *t);
 /* Exit status for a process stopped by signal sig: 128 + sig. */
 int ps_signal_exit_status(int sig);
 
-#endif /* ORDO_COMMON_SIGNALS_H */
+#endif /* ORDO_RUNTIME_SIGNALS_H */

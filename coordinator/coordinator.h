@@ -1,5 +1,5 @@
 /*
- * scheduler/coordinator.h - ps-scheduler: membership, placement, barriers,
+ * coordinator/coordinator.h - ps-scheduler: membership, placement, barriers,
  * heartbeats and shutdown of one job.
  *
  * Life of a job, as the scheduler sees it:
@@ -18,8 +18,8 @@
  *  4. End: when every worker reported DONE, SHUTDOWN goes to all, and the
  *     summary is printed.
  */
-#ifndef ORDO_SCHEDULER_COORDINATOR_H
-#define ORDO_SCHEDULER_COORDINATOR_H
+#ifndef ORDO_COORDINATOR_COORDINATOR_H
+#define ORDO_COORDINATOR_COORDINATOR_H
 
 #include "common/config.h"
 
@@ -29,4 +29,4 @@
  * status: 0 when the job completed, 1 on failure, 128 + signal. */
 int ps_coordinator_run(const ps_config *cfg, int ready_fd);
 
-#endif /* ORDO_SCHEDULER_COORDINATOR_H */
+#endif /* ORDO_COORDINATOR_COORDINATOR_H */

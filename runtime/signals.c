@@ -1,11 +1,11 @@
 /*
- * common/signals.c - see signals.h.
+ * runtime/signals.c - see signals.h.
  */
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
 
-#include "common/signals.h"
+#include "runtime/signals.h"
 
 static volatile sig_atomic_t pending;
 static volatile sig_atomic_t usr1;

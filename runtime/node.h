@@ -1,5 +1,5 @@
 /*
- * common/node.h - a server's or worker's membership in a job.
+ * runtime/node.h - a server's or worker's membership in a job.
  *
  * ps_node_join() does what every non-scheduler process does first: create
  * the transport, listen, connect to the scheduler (retrying until
@@ -15,14 +15,14 @@
  * Threads: a ps_node belongs to one thread (it owns the transport), except
  * ps_node_wake(), callable from any thread or a signal handler.
  */
-#ifndef ORDO_COMMON_NODE_H
-#define ORDO_COMMON_NODE_H
+#ifndef ORDO_RUNTIME_NODE_H
+#define ORDO_RUNTIME_NODE_H
 
 #include <stdatomic.h>
 #include <stdint.h>
 
 #include "common/config.h"
-#include "common/wire.h"
+#include "proto/wire.h"
 #include "transport/transport.h"
 
 typedef struct ps_node {
@@ -114,4 +114,4 @@ void psi_note_drop(uint64_t count, const char *what, const char *why);
 /* A random nonzero 64-bit id (getrandom, falling back to time and pid). */
 uint64_t ps_random_id(void);
 
-#endif /* ORDO_COMMON_NODE_H */
+#endif /* ORDO_RUNTIME_NODE_H */

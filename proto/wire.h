@@ -1,5 +1,5 @@
 /*
- * common/wire.h - the wire format: msgpack headers, raw payloads.
+ * proto/wire.h - the wire format: msgpack headers, raw payloads.
  *
  * Every message is a header (a msgpack array, see ps_wire_header) and an
  * optional payload. Data messages (INIT, PUSH, PARAMS) carry raw float32
@@ -18,8 +18,8 @@
  *
  * Threads: pure functions, thread-safe.
  */
-#ifndef ORDO_COMMON_WIRE_H
-#define ORDO_COMMON_WIRE_H
+#ifndef ORDO_PROTO_WIRE_H
+#define ORDO_PROTO_WIRE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -188,4 +188,4 @@ int ps_wire_credit_decode(const ps_wire_header *h, const void *buf,
 /* ps_free_fn-compatible free() of an encoder's buffer. */
 void ps_wire_free(void *data, void *hint);
 
-#endif /* ORDO_COMMON_WIRE_H */
+#endif /* ORDO_PROTO_WIRE_H */

@@ -1,5 +1,5 @@
 /*
- * common/node.c - joining a job and receiving checked messages (node.h).
+ * runtime/node.c - joining a job and receiving checked messages (node.h).
  *
  * DESIGN. Membership is scheduler-centred: a node knows the scheduler's
  * address from the config, everything else from the WELCOME. Identity is
@@ -16,9 +16,10 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "common/node.h"
-#include "common/signals.h"
-#include "common/trace.h"
+#include "runtime/clock.h"
+#include "runtime/node.h"
+#include "runtime/signals.h"
+#include "runtime/trace.h"
 
 uint64_t ps_random_id(void)
 {

@@ -1,0 +1,600 @@
+/*
+ * proto/shard.c - a server's shard as a protocol state machine (shard.h).
+ *
+ * DESIGN. Two FIFOs: ops (the work a message starts, run one at a time)
+ * and messages (what the driver sends). A push is checked and counted when
+ * it arrives (so a second push of the same worker is refused at once) and
+ * summed when its op runs; the push that completes a version queues the
+ * update right behind its sum, ahead of pushes that arrive meanwhile - the
+ * real server updates in the same turn of its loop as that sum. A
+ * parameter send waits in the gate with a record of what it is (its
+ * handle); released sends become PARAMS messages.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ordo/error.h"
+#include "proto/shard.h"
+
+typedef struct part_state {
+	ps_shard_part pub;
+	uint8_t *pushed;   /* sync: per worker rank, accepted this version */
+	uint32_t accepted; /* sync: pushes accepted this version */
+} part_state;
+
+/* A parameter send in the gate. */
+typedef struct pending {
+	uint32_t k, worker;
+	uint64_t version;
+	void *held;
+} pending;
+
+struct ps_shard {
+	ps_shard_config cfg;
+	uint32_t *numbers;
+	uint32_t nparts;
+	part_state *parts;
+	int32_t *local; /* global partition -> local, or -1 */
+	ps_gate *gate;
+	/* a live credit change: the window for version credit_from on */
+	uint64_t credit_next, credit_from;
+	int credit_pending;
+	/* ops: a ring */
+	ps_shard_op *ops;
+	uint32_t op_head, op_n, op_cap;
+	int running;
+	/* messages: a ring */
+	ps_shard_msg *msgs;
+	uint32_t msg_head, msg_n, msg_cap;
+	ps_shard_stats st;
+};
+
+/* ---- rings ------------------------------------------------------------- */
+
+#define RING_PUSH(arr, head, n, cap, item)                                    \
+	do {                                                                  \
+		if ((n) == (cap)) {                                           \
+			uint32_t ncap_ = (cap) ? 2 * (cap) : 64;              \
+			__typeof__(arr) v_ = malloc(ncap_ * sizeof(*v_));     \
+			if (!v_)                                              \
+				return PS_ENOMEM;                             \
+			for (uint32_t i_ = 0; i_ < (n); i_++)                 \
+				v_[i_] = (arr)[((head) + i_) % (cap)];        \
+			free(arr);                                            \
+			(arr) = v_;                                           \
+			(head) = 0;                                           \
+			(cap) = ncap_;                                        \
+		}                                                             \
+		(arr)[((head) + (n)) % (cap)] = (item);                       \
+		(n)++;                                                        \
+	} while (0)
+
+static int push_op(ps_shard *sh, const ps_shard_op *op)
+{
+	RING_PUSH(sh->ops, sh->op_head, sh->op_n, sh->op_cap, *op);
+	return PS_OK;
+}
+
+static int push_msg(ps_shard *sh, const ps_shard_msg *m)
+{
+	RING_PUSH(sh->msgs, sh->msg_head, sh->msg_n, sh->msg_cap, *m);
+	return PS_OK;
+}
+
+/* ---- the gate ---------------------------------------------------------- */
+
+static uint64_t meter_begin(const ps_shard *sh)
+{
+	return sh->cfg.clock_ns ? sh->cfg.clock_ns() : 0;
+}
+
+static void meter_end(ps_shard *sh, uint64_t t0)
+{
+	if (sh->cfg.clock_ns)
+		sh->st.gate_ns += sh->cfg.clock_ns() - t0;
+}
+
+static uint64_t part_bytes(const part_state *p)
+{
+	return p->pub.desc->numel * PS_ELEM_SIZE;
+}
+
+/* Every parameter send the gate releases now becomes a message. */
+static int drain(ps_shard *sh)
+{
+	for (;;) {
+		ps_xfer x;
+		uint64_t t0 = meter_begin(sh);
+		int got = ps_gate_next(sh->gate, &x);
+		meter_end(sh, t0);
+		if (got != 1)
+			return PS_OK;
+		pending *e = (pending *)(uintptr_t)x.handle;
+		const part_state *p = &sh->parts[e->k];
+		ps_shard_msg m = {
+			.kind = PS_SHARD_MSG_PARAMS,
+			.worker = e->worker,
+			.k = e->k,
+			.partition = p->pub.index,
+			.key = p->pub.desc->tensor,
+			.iteration = e->version,
+			.priority = (int32_t)x.priority,
+			.bytes = x.bytes,
+			.held = e->held,
+		};
+		free(e);
+		sh->st.sends++;
+		int rc = push_msg(sh, &m);
+		if (rc != PS_OK) {
+			if (sh->cfg.drop)
+				sh->cfg.drop(sh->cfg.ud, m.held);
+			return rc;
+		}
+	}
+}
+
+/* Partition k's current version becomes ready to go to `worker`. */
+static int send_params(ps_shard *sh, uint32_t k, uint32_t worker)
+{
+	part_state *p = &sh->parts[k];
+	pending *e = malloc(sizeof(*e));
+	uint64_t t0;
+	int rc;
+
+	if (!e)
+		return PS_ENOMEM;
+	if (sh->credit_pending && p->pub.version >= sh->credit_from) {
+		ps_gate_set_credit(sh->gate, sh->credit_next);
+		sh->credit_pending = 0;
+	}
+	*e = (pending){.k = k,
+		       .worker = worker,
+		       .version = p->pub.version,
+		       .held = sh->cfg.hold ? sh->cfg.hold(sh->cfg.ud, k, worker)
+					    : NULL};
+	t0 = meter_begin(sh);
+	rc = ps_gate_ready(sh->gate,
+			   &(ps_xfer){.handle = (uintptr_t)e,
+				      .receiver = worker,
+				      .iteration = p->pub.version,
+				      .priority = sh->numbers[p->pub.index],
+				      .bytes = part_bytes(p)});
+	meter_end(sh, t0);
+	if (rc != PS_OK) {
+		if (sh->cfg.drop)
+			sh->cfg.drop(sh->cfg.ud, e->held);
+		free(e);
+		return rc;
+	}
+	return drain(sh);
+}
+
+/* Ready, then drain, worker by worker (rank order). */
+static int broadcast(ps_shard *sh, uint32_t k)
+{
+	int rc = PS_OK;
+
+	for (uint32_t w = 0; w < sh->cfg.workers && rc == PS_OK; w++)
+		rc = send_params(sh, k, w);
+	return rc;
+}
+
+/* ---- setup ------------------------------------------------------------- */
+
+int ps_shard_create(const ps_shard_config *cfg, ps_shard **sh_p)
+{
+	const ps_placement *pl = cfg->pl;
+	ps_shard *sh;
+	uint32_t k = 0;
+	int rc;
+
+	*sh_p = NULL;
+	if (!pl || !cfg->numbers || cfg->workers == 0)
+		return PS_EINVAL;
+	sh = calloc(1, sizeof(*sh));
+	if (!sh)
+		return PS_ENOMEM;
+	sh->cfg = *cfg;
+	sh->numbers = malloc((pl->num_parts ? pl->num_parts : 1) *
+			     sizeof(*sh->numbers));
+	sh->local = malloc((pl->num_parts ? pl->num_parts : 1) *
+			   sizeof(*sh->local));
+	if (!sh->numbers || !sh->local)
+		goto nomem;
+	memcpy(sh->numbers, cfg->numbers, pl->num_parts * sizeof(uint32_t));
+	for (uint32_t i = 0; i < pl->num_parts; i++) {
+		sh->local[i] = -1;
+		if (pl->parts[i].server == cfg->server)
+			sh->nparts++;
+	}
+	sh->parts = calloc(sh->nparts ? sh->nparts : 1, sizeof(*sh->parts));
+	if (!sh->parts)
+		goto nomem;
+	for (uint32_t i = 0; i < pl->num_parts; i++) {
+		part_state *p;
+		if (pl->parts[i].server != cfg->server)
+			continue;
+		p = &sh->parts[k];
+		sh->local[i] = (int32_t)k++;
+		p->pub.desc = &pl->parts[i];
+		p->pub.index = i;
+		p->pushed = calloc(cfg->workers, 1);
+		if (!p->pushed)
+			goto nomem;
+		if (cfg->async) {
+			p->pub.next_it = calloc(cfg->workers, sizeof(uint64_t));
+			if (!p->pub.next_it)
+				goto nomem;
+		}
+	}
+	rc = ps_gate_create(cfg->gate, cfg->credit, cfg->workers, &sh->gate);
+	if (rc != PS_OK) {
+		ps_shard_destroy(&sh);
+		return rc;
+	}
+	*sh_p = sh;
+	return PS_OK;
+nomem:
+	ps_shard_destroy(&sh);
+	return PS_ENOMEM;
+}
+
+static void drop_pending(uint64_t handle, void *ud)
+{
+	ps_shard *sh = ud;
+	pending *e = (pending *)(uintptr_t)handle;
+
+	if (sh->cfg.drop)
+		sh->cfg.drop(sh->cfg.ud, e->held);
+	free(e);
+}
+
+void ps_shard_destroy(ps_shard **sh_p)
+{
+	ps_shard *sh = *sh_p;
+
+	if (!sh)
+		return;
+	if (sh->gate) /* sends never released: the job ended or failed */
+		ps_gate_foreach_pending(sh->gate, drop_pending, sh);
+	ps_gate_destroy(&sh->gate);
+	for (uint32_t i = 0; i < sh->msg_n; i++) {
+		ps_shard_msg *m = &sh->msgs[(sh->msg_head + i) % sh->msg_cap];
+		if (m->kind == PS_SHARD_MSG_PARAMS && sh->cfg.drop)
+			sh->cfg.drop(sh->cfg.ud, m->held);
+	}
+	for (uint32_t k = 0; sh->parts && k < sh->nparts; k++) {
+		free(sh->parts[k].pushed);
+		free(sh->parts[k].pub.next_it);
+	}
+	free(sh->parts);
+	free(sh->local);
+	free(sh->numbers);
+	free(sh->ops);
+	free(sh->msgs);
+	free(sh);
+	*sh_p = NULL;
+}
+
+uint32_t ps_shard_nparts(const ps_shard *sh)
+{
+	return sh->nparts;
+}
+
+const ps_shard_part *ps_shard_part_at(const ps_shard *sh, uint32_t k)
+{
+	return k < sh->nparts ? &sh->parts[k].pub : NULL;
+}
+
+int32_t ps_shard_local(const ps_shard *sh, uint32_t part)
+{
+	return part < sh->cfg.pl->num_parts ? sh->local[part] : -1;
+}
+
+const ps_gate *ps_shard_gate(const ps_shard *sh)
+{
+	return sh->gate;
+}
+
+void ps_shard_get_stats(const ps_shard *sh, ps_shard_stats *st)
+{
+	*st = sh->st;
+}
+
+uint32_t ps_shard_ops_waiting(const ps_shard *sh)
+{
+	return sh->op_n;
+}
+
+/* ---- checks ------------------------------------------------------------ */
+
+static const char *type_name(int push)
+{
+	return push ? "PUSH" : "PULL";
+}
+
+/* The local partition a data message names, checked: -1 with a reason. */
+static int32_t lookup(const ps_shard *sh, uint32_t part, uint32_t key,
+		      size_t payload_len, int want_payload, char *why,
+		      size_t whylen)
+{
+	int32_t k = ps_shard_local(sh, part);
+	const ps_partition *d;
+
+	if (k < 0) {
+		snprintf(why, whylen, "partition %u is not held by this server",
+			 part);
+		return -1;
+	}
+	d = sh->parts[k].pub.desc;
+	if (key != d->tensor) {
+		snprintf(why, whylen, "partition %u belongs to tensor %u, not "
+			 "%u", part, d->tensor, key);
+		return -1;
+	}
+	if (want_payload && payload_len != d->numel * PS_ELEM_SIZE) {
+		snprintf(why, whylen, "partition %u needs %llu bytes, got %zu",
+			 part, (unsigned long long)(d->numel * PS_ELEM_SIZE),
+			 payload_len);
+		return -1;
+	}
+	return k;
+}
+
+/* A worker's PUSH or PULL of an initialised partition: -1 with a reason
+ * otherwise. */
+static int32_t worker_request(const ps_shard *sh, int push, uint32_t from,
+			      uint32_t part, uint32_t key, size_t payload_len,
+			      char *why, size_t whylen)
+{
+	int32_t k;
+
+	if (from == PS_SHARD_NOT_WORKER || from >= sh->cfg.workers) {
+		snprintf(why, whylen, "%s from a node that is not a worker",
+			 type_name(push));
+		return -1;
+	}
+	k = lookup(sh, part, key, payload_len, push, why, whylen);
+	if (k >= 0 && !sh->parts[k].pub.initialized) {
+		snprintf(why, whylen, "%s for partition %u before INIT",
+			 type_name(push), part);
+		return -1;
+	}
+	return k;
+}
+
+int ps_shard_check_push(const ps_shard *sh, uint32_t from, uint32_t part,
+			uint32_t key, uint64_t iteration, size_t payload_len,
+			uint32_t *k_p, char *why, size_t whylen)
+{
+	int32_t k = worker_request(sh, 1, from, part, key, payload_len, why,
+				   whylen);
+	const part_state *p;
+
+	if (k < 0)
+		return PS_EPROTO;
+	p = &sh->parts[k];
+	if (!sh->cfg.async) {
+		if (iteration != p->pub.version) {
+			snprintf(why, whylen, "PUSH of iteration %llu for "
+				 "partition %u, which is at version %llu",
+				 (unsigned long long)iteration, part,
+				 (unsigned long long)p->pub.version);
+			return PS_EPROTO;
+		}
+		if (p->pushed[from]) {
+			snprintf(why, whylen, "second PUSH from worker %u for "
+				 "partition %u iteration %llu", from, part,
+				 (unsigned long long)iteration);
+			return PS_EPROTO;
+		}
+	}
+	*k_p = (uint32_t)k;
+	return PS_OK;
+}
+
+/* ---- events ------------------------------------------------------------ */
+
+int ps_shard_on_init(ps_shard *sh, uint32_t from, uint32_t part,
+		     uint32_t key, size_t payload_len, void *ctx, char *why,
+		     size_t whylen)
+{
+	int32_t k;
+
+	if (from != 0) {
+		snprintf(why, whylen, "INIT from a node other than worker 0");
+		return PS_EPROTO;
+	}
+	k = lookup(sh, part, key, payload_len, 1, why, whylen);
+	if (k < 0)
+		return PS_EPROTO;
+	if (sh->parts[k].pub.initialized) {
+		snprintf(why, whylen, "partition %u is already initialised",
+			 part);
+		return PS_EPROTO;
+	}
+	sh->parts[k].pub.initialized = 1;
+	sh->parts[k].pub.version = 0;
+	return push_op(sh, &(ps_shard_op){.kind = PS_SHARD_OP_INIT,
+					  .k = (uint32_t)k,
+					  .worker = from,
+					  .ctx = ctx});
+}
+
+int ps_shard_on_push(ps_shard *sh, uint32_t from, uint32_t part,
+		     uint32_t key, uint64_t iteration, int32_t priority,
+		     size_t payload_len, void *ctx, int acked, char *why,
+		     size_t whylen)
+{
+	uint32_t k;
+	part_state *p;
+	int rc;
+
+	rc = ps_shard_check_push(sh, from, part, key, iteration, payload_len,
+				 &k, why, whylen);
+	if (rc != PS_OK)
+		return rc;
+	p = &sh->parts[k];
+	rc = push_op(sh, &(ps_shard_op){.kind = PS_SHARD_OP_AGGREGATE,
+					.k = k,
+					.worker = from,
+					.iteration = iteration,
+					.first = sh->cfg.async || p->accepted == 0,
+					.priority = priority,
+					.ack = !acked,
+					.ctx = ctx});
+	if (rc != PS_OK)
+		return rc;
+	if (sh->cfg.async) {
+		if (iteration + 1 > p->pub.next_it[from])
+			p->pub.next_it[from] = iteration + 1;
+		return push_op(sh, &(ps_shard_op){.kind = PS_SHARD_OP_UPDATE,
+						  .k = k,
+						  .count = 1});
+	}
+	p->pushed[from] = 1;
+	if (++p->accepted < sh->cfg.workers)
+		return PS_OK;
+	return push_op(sh, &(ps_shard_op){.kind = PS_SHARD_OP_UPDATE,
+					  .k = k,
+					  .count = sh->cfg.workers});
+}
+
+int ps_shard_ack(ps_shard *sh, uint32_t from, uint32_t part,
+		 uint64_t iteration, int32_t priority)
+{
+	int32_t k = ps_shard_local(sh, part);
+
+	if (k < 0)
+		return PS_EINVAL;
+	return push_msg(sh, &(ps_shard_msg){
+				    .kind = PS_SHARD_MSG_PUSH_ACK,
+				    .worker = from,
+				    .k = (uint32_t)k,
+				    .partition = part,
+				    .key = sh->parts[k].pub.desc->tensor,
+				    .iteration = iteration,
+				    .priority = priority});
+}
+
+int ps_shard_on_pull(ps_shard *sh, uint32_t from, uint32_t part,
+		     uint32_t key, char *why, size_t whylen)
+{
+	int32_t k = worker_request(sh, 0, from, part, key, 0, why, whylen);
+
+	if (k < 0)
+		return PS_EPROTO;
+	return send_params(sh, (uint32_t)k, from);
+}
+
+int ps_shard_on_params_ack(ps_shard *sh, uint32_t from, uint32_t part,
+			   char *why, size_t whylen)
+{
+	int32_t k = ps_shard_local(sh, part);
+	uint64_t t0;
+	int rc;
+
+	if (from == PS_SHARD_NOT_WORKER || from >= sh->cfg.workers || k < 0) {
+		snprintf(why, whylen, "PARAMS_ACK for partition %u, which is "
+			 "not in flight", part);
+		return PS_EPROTO;
+	}
+	t0 = meter_begin(sh);
+	rc = ps_gate_acked(sh->gate, part_bytes(&sh->parts[k]));
+	meter_end(sh, t0);
+	if (rc != PS_OK) {
+		snprintf(why, whylen, "PARAMS_ACK for partition %u, which is "
+			 "not in flight", part);
+		return PS_EPROTO;
+	}
+	return drain(sh);
+}
+
+void ps_shard_on_credit(ps_shard *sh, uint64_t credit, uint64_t from)
+{
+	sh->credit_next = credit;
+	sh->credit_from = from;
+	sh->credit_pending = 1;
+}
+
+void ps_shard_resume(ps_shard *sh, uint32_t k, uint64_t version,
+		     uint64_t next_it)
+{
+	part_state *p = &sh->parts[k];
+
+	p->pub.version = version;
+	p->pub.initialized = 1;
+	for (uint32_t w = 0; p->pub.next_it && w < sh->cfg.workers; w++)
+		p->pub.next_it[w] = next_it;
+}
+
+int ps_shard_start(ps_shard *sh)
+{
+	int rc = PS_OK;
+
+	for (uint32_t k = 0; k < sh->nparts && rc == PS_OK; k++)
+		if (sh->parts[k].pub.initialized)
+			rc = broadcast(sh, k);
+	return rc;
+}
+
+/* ---- ops --------------------------------------------------------------- */
+
+int ps_shard_next_op(ps_shard *sh, ps_shard_op *op_p)
+{
+	if (sh->running || sh->op_n == 0)
+		return 0;
+	*op_p = sh->ops[sh->op_head];
+	sh->running = 1;
+	return 1;
+}
+
+int ps_shard_op_done(ps_shard *sh)
+{
+	ps_shard_op op;
+	part_state *p;
+
+	if (!sh->running)
+		return PS_EINVAL;
+	op = sh->ops[sh->op_head];
+	sh->op_head = (sh->op_head + 1) % sh->op_cap;
+	sh->op_n--;
+	sh->running = 0;
+	p = &sh->parts[op.k];
+	switch (op.kind) {
+	case PS_SHARD_OP_INIT:
+		return broadcast(sh, op.k);
+	case PS_SHARD_OP_AGGREGATE:
+		sh->st.pushes++;
+		if (!op.ack)
+			return PS_OK;
+		return push_msg(sh, &(ps_shard_msg){
+					    .kind = PS_SHARD_MSG_PUSH_ACK,
+					    .worker = op.worker,
+					    .k = op.k,
+					    .partition = p->pub.index,
+					    .key = p->pub.desc->tensor,
+					    .iteration = op.iteration,
+					    .priority = op.priority});
+	case PS_SHARD_OP_UPDATE:
+		p->pub.version++;
+		sh->st.updates++;
+		if (sh->cfg.async)
+			return PS_OK;
+		memset(p->pushed, 0, sh->cfg.workers);
+		p->accepted = 0;
+		return broadcast(sh, op.k);
+	}
+	return PS_EINVAL;
+}
+
+int ps_shard_next_msg(ps_shard *sh, ps_shard_msg *m_p)
+{
+	if (sh->msg_n == 0)
+		return 0;
+	*m_p = sh->msgs[sh->msg_head];
+	sh->msg_head = (sh->msg_head + 1) % sh->msg_cap;
+	sh->msg_n--;
+	return 1;
+}

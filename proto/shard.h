@@ -1,0 +1,200 @@
+/*
+ * proto/shard.h - a server's shard as a protocol state machine, without
+ * I/O.
+ *
+ * The machine holds what the protocol decides for the partitions a server
+ * owns: which messages are legal, how many gradients of which version are
+ * in, when a partition is updated, its version, and which parameter sends
+ * go out in which order under the credit window (the server's ps_gate).
+ * It holds no values, sockets, threads or clock. Its driver feeds it
+ * events and drains what it wants done:
+ *
+ *   events   ps_shard_on_init / on_push / on_pull / on_params_ack /
+ *            on_credit: a message arrived (checked: a message the
+ *            protocol does not allow is refused with PS_EPROTO and a
+ *            reason, and changes nothing);
+ *            ps_shard_op_done: the op the machine started has finished.
+ *   ops      ps_shard_next_op: the work to do now, one op at a time in
+ *            the order the messages were accepted (a server has one
+ *            thread): copy INIT's values, sum a gradient into the
+ *            partition's accumulator, apply the optimizer.
+ *   messages ps_shard_next_msg: PUSH_ACK and PARAMS to send, in order.
+ *
+ * ps-server (server/server.c) runs every op at once on its thread, with
+ * the payload the op names; ps-sim (sim/cluster.c) charges each op its
+ * time on the server's simulated CPU and carries the messages over its
+ * simulated links. Both run this machine, so they cannot disagree about
+ * the protocol.
+ *
+ * Semantics (as docs/design-notes.md):
+ *  - synchronous: a push of iteration i is legal for a partition at
+ *    version i, once per worker; the W-th push of a version queues the
+ *    update behind its sum; the update makes version i + 1, whose values
+ *    become ready to go to every worker in rank order.
+ *  - asynchronous: every push is applied by itself (an update of one
+ *    gradient); parameters go out only when a worker pulls.
+ *  - a PUSH_ACK is sent when the push's sum is done (the sender's credit
+ *    returns); a PARAMS_ACK returns a parameter send's credit.
+ *  - CREDIT: a new window from the first parameter send of version
+ *    `from` on.
+ *
+ * Values: a parameter send is ready when its version is made and goes out
+ * when the gate releases it. The driver decides what it sends then: the
+ * config's hold() is called when a send becomes ready (ps-server takes a
+ * reference to the values as they are) and its result comes back with the
+ * PARAMS message; drop() frees it for sends never released.
+ *
+ * Threads: a machine belongs to one thread.
+ */
+#ifndef ORDO_PROTO_SHARD_H
+#define ORDO_PROTO_SHARD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "scheduler/gate.h"
+#include "scheduler/placement.h"
+
+/* The sender of a message that is not a worker. */
+#define PS_SHARD_NOT_WORKER UINT32_MAX
+
+typedef struct ps_shard ps_shard;
+
+typedef struct ps_shard_config {
+	const ps_placement *pl;
+	uint32_t server;  /* this server's rank: it owns pl's partitions
+			   * with .server == rank */
+	uint32_t workers;
+	int async;
+	ps_gate_kind gate;
+	uint64_t credit;         /* bytes; 0 = no window */
+	const uint32_t *numbers; /* per global partition: its gate number
+				  * (ps_order_partition_numbers); copied */
+	/* Optional. hold(ud, k, worker): a send of local partition k to
+	 * worker became ready; its result is the message's `held`.
+	 * drop(ud, held): a ready send is discarded (destroy). */
+	void *(*hold)(void *ud, uint32_t k, uint32_t worker);
+	void (*drop)(void *ud, void *held);
+	/* Optional: a clock for the gate meter (ns); NULL = no meter. */
+	uint64_t (*clock_ns)(void);
+	void *ud;
+} ps_shard_config;
+
+/* A local partition's protocol state (read-only for the driver, except
+ * through ps_shard_resume). */
+typedef struct ps_shard_part {
+	const ps_partition *desc;
+	uint32_t index;   /* global partition index */
+	uint64_t version; /* updates applied (sync: the iteration reached) */
+	int initialized;
+	/* asynchronous mode: per worker rank, 1 + the iteration of the last
+	 * push accepted */
+	uint64_t *next_it;
+} ps_shard_part;
+
+typedef enum {
+	PS_SHARD_OP_INIT,      /* copy the INIT payload into the values */
+	PS_SHARD_OP_AGGREGATE, /* sum the push's gradient (set if first) */
+	PS_SHARD_OP_UPDATE,    /* optimizer over `count` summed gradients */
+} ps_shard_op_kind;
+
+typedef struct ps_shard_op {
+	ps_shard_op_kind kind;
+	uint32_t k;         /* local partition */
+	uint32_t worker;    /* INIT, AGGREGATE: the sender's rank */
+	uint64_t iteration; /* AGGREGATE: the push's iteration; UPDATE: the
+			     * version it makes */
+	uint32_t count;     /* UPDATE: gradients summed */
+	int first;          /* AGGREGATE: the first of its sum (set, not add) */
+	int32_t priority;   /* AGGREGATE: the push's */
+	int ack;            /* AGGREGATE: a PUSH_ACK follows the sum */
+	void *ctx;          /* INIT, AGGREGATE: as given with the message */
+} ps_shard_op;
+
+typedef enum {
+	PS_SHARD_MSG_PUSH_ACK,
+	PS_SHARD_MSG_PARAMS,
+} ps_shard_msg_kind;
+
+typedef struct ps_shard_msg {
+	ps_shard_msg_kind kind;
+	uint32_t worker;    /* receiver's rank */
+	uint32_t k;         /* local partition */
+	uint32_t partition; /* global */
+	uint32_t key;       /* the partition's (first) tensor */
+	uint64_t iteration; /* PUSH_ACK: the push's; PARAMS: the version */
+	int32_t priority;   /* PUSH_ACK: the push's; PARAMS: the gate's */
+	uint64_t bytes;     /* PARAMS: the payload */
+	void *held;         /* PARAMS: hold()'s result */
+} ps_shard_msg;
+
+/* PS_OK, PS_EINVAL (bad config), PS_ENOMEM. */
+int ps_shard_create(const ps_shard_config *cfg, ps_shard **sh_p);
+/* Drops every send still waiting (drop()). NULL-safe; sets *sh_p NULL. */
+void ps_shard_destroy(ps_shard **sh_p);
+
+uint32_t ps_shard_nparts(const ps_shard *sh);
+const ps_shard_part *ps_shard_part_at(const ps_shard *sh, uint32_t k);
+/* The local index of global partition `part`, or -1. */
+int32_t ps_shard_local(const ps_shard *sh, uint32_t part);
+
+/*
+ * Events: a message from worker `from` (or PS_SHARD_NOT_WORKER) about
+ * partition `part` of tensor `key`. PS_OK; PS_EPROTO with a reason in why
+ * (the message is refused, nothing changed); PS_ENOMEM.
+ * ctx goes with the op the message starts. acked (push): its PUSH_ACK was
+ * sent already (ps_shard_ack), none is sent when it is summed.
+ */
+int ps_shard_on_init(ps_shard *sh, uint32_t from, uint32_t part,
+		     uint32_t key, size_t payload_len, void *ctx, char *why,
+		     size_t whylen);
+int ps_shard_on_push(ps_shard *sh, uint32_t from, uint32_t part,
+		     uint32_t key, uint64_t iteration, int32_t priority,
+		     size_t payload_len, void *ctx, int acked, char *why,
+		     size_t whylen);
+int ps_shard_on_pull(ps_shard *sh, uint32_t from, uint32_t part,
+		     uint32_t key, char *why, size_t whylen);
+int ps_shard_on_params_ack(ps_shard *sh, uint32_t from, uint32_t part,
+			   char *why, size_t whylen);
+void ps_shard_on_credit(ps_shard *sh, uint64_t credit, uint64_t from);
+
+/* Checks a push as ps_shard_on_push would, without taking it: PS_OK with
+ * the local partition in *k_p, or PS_EPROTO with a reason. For a driver
+ * that holds pushes back (asynchronous checkpoints, server/snapshot.h). */
+int ps_shard_check_push(const ps_shard *sh, uint32_t from, uint32_t part,
+			uint32_t key, uint64_t iteration, size_t payload_len,
+			uint32_t *k_p, char *why, size_t whylen);
+/* Queues the PUSH_ACK of a push held back (see acked above). */
+int ps_shard_ack(ps_shard *sh, uint32_t from, uint32_t part,
+		 uint64_t iteration, int32_t priority);
+
+/* Resuming from a checkpoint: local partition k holds version `version`
+ * and is initialised; in asynchronous mode every worker's next iteration
+ * is next_it. Then ps_shard_start sends every partition's values. */
+void ps_shard_resume(ps_shard *sh, uint32_t k, uint64_t version,
+		     uint64_t next_it);
+int ps_shard_start(ps_shard *sh);
+
+/* The op to run now, marked running: 1, or 0 when one runs already or
+ * none waits. */
+int ps_shard_next_op(ps_shard *sh, ps_shard_op *op_p);
+/* The running op finished. PS_OK, PS_EINVAL (none runs), PS_ENOMEM. */
+int ps_shard_op_done(ps_shard *sh);
+/* Ops accepted and not finished (the running one included). */
+uint32_t ps_shard_ops_waiting(const ps_shard *sh);
+
+/* The next message to send: 1, or 0 when none. */
+int ps_shard_next_msg(ps_shard *sh, ps_shard_msg *m_p);
+
+/* Counters: pushes summed, updates applied, parameter sends released,
+ * gate time (ns, with a clock) */
+typedef struct ps_shard_stats {
+	uint64_t pushes, updates, sends, gate_ns;
+} ps_shard_stats;
+void ps_shard_get_stats(const ps_shard *sh, ps_shard_stats *st);
+
+/* For checkers (deterministic simulation): the gate's credit window and
+ * the bytes it holds in flight. */
+const ps_gate *ps_shard_gate(const ps_shard *sh);
+
+#endif /* ORDO_PROTO_SHARD_H */
