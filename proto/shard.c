@@ -48,6 +48,7 @@ struct ps_shard {
 	ps_shard_msg *msgs;
 	uint32_t msg_head, msg_n, msg_cap;
 	ps_shard_stats st;
+	uint64_t params_acks; /* PARAMS_ACKs accepted (fault injection) */
 };
 
 /* ---- rings ------------------------------------------------------------- */
@@ -501,7 +502,11 @@ int ps_shard_on_params_ack(ps_shard *sh, uint32_t from, uint32_t part,
 		return PS_EPROTO;
 	}
 	t0 = meter_begin(sh);
-	rc = ps_gate_acked(sh->gate, part_bytes(&sh->parts[k]));
+	if (sh->cfg.fault == PS_SHARD_FAULT_CREDIT_LEAK &&
+	    ++sh->params_acks % 3 == 0)
+		rc = PS_OK; /* the deliberate leak: the credit never returns */
+	else
+		rc = ps_gate_acked(sh->gate, part_bytes(&sh->parts[k]));
 	meter_end(sh, t0);
 	if (rc != PS_OK) {
 		snprintf(why, whylen, "PARAMS_ACK for partition %u, which is "
@@ -579,6 +584,9 @@ int ps_shard_op_done(ps_shard *sh)
 					    .priority = op.priority});
 	case PS_SHARD_OP_UPDATE:
 		p->pub.version++;
+		if (sh->cfg.fault == PS_SHARD_FAULT_VERSION_SKIP && op.k == 0 &&
+		    p->pub.version == 1)
+			p->pub.version++; /* the deliberate off-by-one */
 		sh->st.updates++;
 		if (sh->cfg.async)
 			return PS_OK;

@@ -78,7 +78,18 @@ typedef struct ps_shard_config {
 	/* Optional: a clock for the gate meter (ns); NULL = no meter. */
 	uint64_t (*clock_ns)(void);
 	void *ud;
+	/* A deliberate bug, for the simulation tests' proof that they can
+	 * fail (tests/dst); PS_SHARD_FAULT_NONE everywhere else. */
+	int fault;
 } ps_shard_config;
+
+enum {
+	PS_SHARD_FAULT_NONE = 0,
+	PS_SHARD_FAULT_CREDIT_LEAK,  /* every third PARAMS_ACK returns no
+					credit */
+	PS_SHARD_FAULT_VERSION_SKIP, /* the first update of the first local
+					partition makes version + 2 */
+};
 
 /* A local partition's protocol state (read-only for the driver, except
  * through ps_shard_resume). */

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/shard.h"
 #include "scheduler/gate.h"
 #include "scheduler/order.h"
 #include "scheduler/placement.h"
@@ -38,9 +39,8 @@ enum {
 	EV_ARRIVE,      /* arg: message */
 	EV_PUSH_ACK,    /* node: worker, arg: partition */
 	EV_PARAMS_ACK,  /* node: server, arg: partition */
-	EV_UPDATE_DONE, /* node: server, arg: partition */
+	EV_SERVER_OP,   /* node: server: its running op is done */
 	EV_NET,         /* fair sharing: arg: generation */
-	EV_ACK_SEND,    /* fair sharing: node: worker, arg: partition */
 };
 
 /* What a message carries (fair sharing sends acknowledgements as
@@ -87,10 +87,9 @@ typedef struct sim {
 	uint64_t *part_bytes; /* per partition */
 	uint32_t *tparts, *tparts_first; /* per tensor: its partitions */
 	worker *w;
-	ps_gate **sgate;
-	double *cpu_free;
-	uint32_t *count; /* per partition: pushes of the current version */
-	uint64_t *version;
+	ps_shard **shard; /* per server: its protocol (proto/shard.h) */
+	double now;       /* when server cur_srv's op finished (param_ready) */
+	uint32_t cur_srv;
 	ps_link *up, *down; /* per host */
 	/* fair sharing (link.sharing = fair) */
 	int fair;
@@ -698,7 +697,7 @@ static void params_arrive(sim *s, const msg *m, double t)
 	if (s->cfg->scheduling.credit_size && s->fair)
 		send_ack(s, MSG_PARAMS_ACK, m->part, m->worker, t);
 	else if (s->cfg->scheduling.credit_size)
-		schedule(s, t + s->lm.a_us, EV_PARAMS_ACK, p->server, m->part);
+		schedule(s, t + s->lm.a_us, EV_PARAMS_ACK, m->worker, m->part);
 	for (uint32_t j = 0; j < nt; j++) {
 		uint32_t tn = p->tensor + j;
 		if (++k->got[tn] < s->pl->part_count[tn])
@@ -734,99 +733,149 @@ static void push_acked(sim *s, uint32_t w, uint32_t part, double t)
 	drain_worker(s, w, t);
 }
 
-/* ---- servers ----------------------------------------------------------- */
+/* ---- servers -----------------------------------------------------------
+ *
+ * Each server runs the real shard machine (proto/shard.h): an arriving
+ * push is an event, the machine's ops run one at a time on the server's
+ * simulated CPU (sim.aggregate_ns_per_byte, sim.update_ns_per_byte), and
+ * the messages it gives (PUSH_ACK when a sum is done, PARAMS as its gate
+ * releases them) go onto the links. */
 
-static void drain_server(sim *s, uint32_t srv, double t)
+/* A parameter send became ready in server srv's gate (the machine's
+ * hold). */
+static void *param_ready(void *ud, uint32_t k, uint32_t w)
 {
-	ps_xfer x;
+	sim *s = ud;
 
-	while (ps_gate_next(s->sgate[srv], &x) == 1) {
-		uint32_t part = (uint32_t)x.handle;
-		if (s->tl && x.receiver < s->trace_workers) {
-			double r = s->param_ready[(size_t)x.receiver *
-						  s->pl->num_parts + part];
+	if (s->tl && w < s->trace_workers) {
+		uint32_t part = ps_shard_part_at(s->shard[s->cur_srv], k)->index;
+		s->param_ready[(size_t)w * s->pl->num_parts + part] = s->now;
+	}
+	return NULL;
+}
+
+static void server_protocol_error(sim *s, uint32_t srv, const char *what,
+				  const char *why)
+{
+	fprintf(stderr, "ps-sim: server %u refused %s: %s\n", srv, what, why);
+	fail(s, PS_EPROTO);
+}
+
+/* Sends what server srv's machine wants sent, at t. */
+static void server_send(sim *s, uint32_t srv, double t)
+{
+	ps_shard_msg m;
+
+	while (ps_shard_next_msg(s->shard[srv], &m)) {
+		if (m.kind == PS_SHARD_MSG_PUSH_ACK) {
+			if (s->fair)
+				send_ack(s, MSG_PUSH_ACK, m.partition, m.worker,
+					 t);
+			else
+				schedule(s, t + s->lm.a_us, EV_PUSH_ACK,
+					 m.worker, m.partition);
+			continue;
+		}
+		if (s->tl && m.worker < s->trace_workers) {
+			double r = s->param_ready[(size_t)m.worker *
+						  s->pl->num_parts +
+						  m.partition];
 			ps_trace_args a = {
-				.iteration = (int64_t)x.iteration,
-				.tensor = s->pl->parts[part].tensor,
-				.partition = part,
-				.bytes = (int64_t)x.bytes,
+				.iteration = (int64_t)m.iteration,
+				.tensor = m.key,
+				.partition = m.partition,
+				.bytes = (int64_t)m.bytes,
 				.ready_us = (uint64_t)llround(r),
 				.sent_us = (uint64_t)llround(t),
 			};
 			char what[40];
 			snprintf(what, sizeof(what), "params to worker %u",
-				 x.receiver);
+				 m.worker);
 			ps_sim_timeline_span(s->tl, 1 + srv, PS_LANE_SEND, what,
 					     r, t - r, &a);
 		}
-		hand_over(s, 0, part, x.receiver, x.iteration, t);
+		hand_over(s, 0, m.partition, m.worker, m.iteration, t);
 	}
+}
+
+/* Starts server srv's next op, if it is idle and one waits. */
+static void server_run(sim *s, uint32_t srv, double t)
+{
+	ps_shard_op op;
+	double bytes, ns;
+
+	server_send(s, srv, t);
+	if (!ps_shard_next_op(s->shard[srv], &op))
+		return;
+	bytes = (double)ps_shard_part_at(s->shard[srv], op.k)->desc->numel *
+		PS_ELEM_SIZE;
+	ns = op.kind == PS_SHARD_OP_UPDATE ? s->cfg->sim.update_ns_per_byte
+					   : s->cfg->sim.aggregate_ns_per_byte;
+	if (op.kind == PS_SHARD_OP_UPDATE && s->tl) {
+		const ps_shard_part *p = ps_shard_part_at(s->shard[srv], op.k);
+		ps_trace_args a = {.iteration = (int64_t)p->version + 1,
+				   .tensor = p->desc->tensor,
+				   .partition = p->index,
+				   .bytes = (int64_t)bytes};
+		ps_sim_timeline_span(s->tl, 1 + srv, PS_LANE_UPDATE, "update",
+				     t, bytes * ns * 1e-3, &a);
+	}
+	schedule(s, t + bytes * ns * 1e-3, EV_SERVER_OP, srv, 0);
+}
+
+static void server_op_done(sim *s, uint32_t srv, double t)
+{
+	int rc;
+
+	s->now = t;
+	s->cur_srv = srv;
+	rc = ps_shard_op_done(s->shard[srv]);
+
+	if (rc != PS_OK)
+		fail(s, rc);
+	server_run(s, srv, t);
 }
 
 static void push_arrive(sim *s, const msg *m, double t)
 {
 	uint32_t part = m->part, srv = s->pl->parts[part].server;
-	double bytes = (double)s->part_bytes[part];
-	double start = s->cpu_free[srv] > t ? s->cpu_free[srv] : t;
-	double agg_end = start + bytes * s->cfg->sim.aggregate_ns_per_byte *
-					 1e-3;
+	char why[256];
+	int rc;
 
 	if (s->tl && (m->worker < s->trace_workers || s->W <= 64)) {
 		ps_trace_args a = {.iteration = (int64_t)m->iteration,
 				   .tensor = s->pl->parts[part].tensor,
 				   .partition = part,
-				   .bytes = (int64_t)bytes};
+				   .bytes = (int64_t)s->part_bytes[part]};
 		char what[32];
 		snprintf(what, sizeof(what), "push from worker %u", m->worker);
 		ps_sim_timeline_instant(s->tl, 1 + srv, PS_LANE_RECEIVE, what,
 					t, &a);
 	}
-	s->cpu_free[srv] = agg_end;
-	if (s->fair) /* sent when the sum is done, in the stream back */
-		schedule(s, agg_end, EV_ACK_SEND, m->worker, part);
-	else
-		schedule(s, agg_end + s->lm.a_us, EV_PUSH_ACK, m->worker, part);
-	if (++s->count[part] < s->W)
-		return;
-	s->count[part] = 0;
-	s->cpu_free[srv] = agg_end + bytes * s->cfg->sim.update_ns_per_byte *
-					     1e-3;
-	if (s->tl) {
-		ps_trace_args a = {.iteration = (int64_t)s->version[part] + 1,
-				   .tensor = s->pl->parts[part].tensor,
-				   .partition = part,
-				   .bytes = (int64_t)bytes};
-		ps_sim_timeline_span(s->tl, 1 + srv, PS_LANE_UPDATE, "update",
-				     agg_end, s->cpu_free[srv] - agg_end, &a);
-	}
-	schedule(s, s->cpu_free[srv], EV_UPDATE_DONE, srv, part);
+	rc = ps_shard_on_push(s->shard[srv], m->worker, part,
+			      s->pl->parts[part].tensor, m->iteration,
+			      (int32_t)s->number[part], s->part_bytes[part],
+			      NULL, 0, why, sizeof(why));
+	if (rc == PS_EPROTO)
+		server_protocol_error(s, srv, "a push", why);
+	else if (rc != PS_OK)
+		fail(s, rc);
+	server_run(s, srv, t);
 }
 
 /* A worker's PARAMS_ACK reached server srv: its credit returns. */
-static void params_acked(sim *s, uint32_t srv, uint32_t part, double t)
+static void params_acked(sim *s, uint32_t srv, uint32_t w, uint32_t part,
+			 double t)
 {
-	if (ps_gate_acked(s->sgate[srv], s->part_bytes[part]) != PS_OK)
-		fail(s, PS_EINVAL);
-	drain_server(s, srv, t);
-}
+	char why[256];
+	int rc = ps_shard_on_params_ack(s->shard[srv], w, part, why,
+					sizeof(why));
 
-/* As server.c's broadcast_params: ready, then drain, worker by worker. */
-static void update_done(sim *s, uint32_t srv, uint32_t part, double t)
-{
-	uint64_t v = ++s->version[part];
-
-	for (uint32_t w = 0; w < s->W; w++) {
-		ps_xfer x = {.handle = part,
-			     .receiver = w,
-			     .iteration = v,
-			     .priority = s->number[part],
-			     .bytes = s->part_bytes[part]};
-		if (s->tl && w < s->trace_workers)
-			s->param_ready[(size_t)w * s->pl->num_parts + part] = t;
-		if (ps_gate_ready(s->sgate[srv], &x) != PS_OK)
-			fail(s, PS_EINVAL);
-		drain_server(s, srv, t);
-	}
+	if (rc == PS_EPROTO)
+		server_protocol_error(s, srv, "a PARAMS_ACK", why);
+	else if (rc != PS_OK)
+		fail(s, rc);
+	server_send(s, srv, t);
 }
 
 /* ---- setup ------------------------------------------------------------- */
@@ -891,10 +940,8 @@ static int setup(sim *s, char *err, size_t errlen)
 	P = s->pl->num_parts;
 	s->part_bytes = calloc(P, sizeof(*s->part_bytes));
 	s->tparts_first = calloc((size_t)T + 1, sizeof(uint32_t));
-	s->count = calloc(P, sizeof(*s->count));
-	s->version = calloc(P, sizeof(*s->version));
 	s->iter_end = calloc(s->K, sizeof(*s->iter_end));
-	if (!s->part_bytes || !s->tparts_first || !s->count || !s->version ||
+	if (!s->part_bytes || !s->tparts_first ||
 	    !s->iter_end)
 		return PS_ENOMEM;
 	for (uint32_t p = 0; p < P; p++)
@@ -918,11 +965,10 @@ static int setup(sim *s, char *err, size_t errlen)
 			    (cfg->metrics.bandwidth_gbps * 1e9) * 1e6;
 
 	s->w = calloc(s->W, sizeof(*s->w));
-	s->sgate = calloc(s->S, sizeof(*s->sgate));
-	s->cpu_free = calloc(s->S, sizeof(*s->cpu_free));
+	s->shard = calloc(s->S, sizeof(*s->shard));
 	s->up = calloc((size_t)s->W + s->S, sizeof(*s->up));
 	s->down = calloc((size_t)s->W + s->S, sizeof(*s->down));
-	if (!s->w || !s->sgate || !s->cpu_free || !s->up || !s->down)
+	if (!s->w || !s->shard || !s->up || !s->down)
 		return PS_ENOMEM;
 	for (uint32_t w = 0; w < s->W; w++) {
 		worker *k = &s->w[w];
@@ -941,11 +987,22 @@ static int setup(sim *s, char *err, size_t errlen)
 		start_iteration(s, k);
 	}
 	for (uint32_t srv = 0; srv < s->S; srv++) {
-		rc = ps_gate_create((ps_gate_kind)cfg->scheduling.gate,
-				    cfg->scheduling.credit_size, s->W,
-				    &s->sgate[srv]);
+		rc = ps_shard_create(
+			&(ps_shard_config){
+				.pl = s->pl,
+				.server = srv,
+				.workers = s->W,
+				.gate = (ps_gate_kind)cfg->scheduling.gate,
+				.credit = cfg->scheduling.credit_size,
+				.numbers = s->number,
+				.hold = param_ready,
+				.ud = s},
+			&s->shard[srv]);
 		if (rc != PS_OK)
 			return rc;
+		/* every parameter is there at the start, at version 0 */
+		for (uint32_t k = 0; k < ps_shard_nparts(s->shard[srv]); k++)
+			ps_shard_resume(s->shard[srv], k, 0, 0);
 	}
 	s->fair = cfg->link.sharing == PS_SHARING_FAIR;
 	if (!s->fair && cfg->link.burst_bytes > 0) {
@@ -1027,16 +1084,13 @@ static void teardown(sim *s)
 			free(s->w[w].staged);
 			ps_gate_destroy(&s->w[w].gate);
 		}
-	if (s->sgate)
+	if (s->shard)
 		for (uint32_t srv = 0; srv < s->S; srv++)
-			ps_gate_destroy(&s->sgate[srv]);
+			ps_shard_destroy(&s->shard[srv]);
 	free(s->w);
-	free(s->sgate);
-	free(s->cpu_free);
+	free(s->shard);
 	free(s->up);
 	free(s->down);
-	free(s->count);
-	free(s->version);
 	free(s->iter_end);
 	free(s->part_bytes);
 	free(s->tparts);
@@ -1088,23 +1142,21 @@ static void run_events(sim *s, ps_sim_result *r)
 				push_acked(s, m.worker, m.part, e.t);
 			else
 				params_acked(s, s->pl->parts[m.part].server,
-					     m.part, e.t);
+					     m.worker, m.part, e.t);
 			break;
 		}
 		case EV_NET:
 			net_event(s, e.arg, e.t);
 			break;
-		case EV_ACK_SEND:
-			send_ack(s, MSG_PUSH_ACK, (uint32_t)e.arg, e.node, e.t);
-			break;
 		case EV_PUSH_ACK:
 			push_acked(s, e.node, (uint32_t)e.arg, e.t);
 			break;
 		case EV_PARAMS_ACK:
-			params_acked(s, e.node, (uint32_t)e.arg, e.t);
+			params_acked(s, s->pl->parts[e.arg].server, e.node,
+				     (uint32_t)e.arg, e.t);
 			break;
-		case EV_UPDATE_DONE:
-			update_done(s, e.node, (uint32_t)e.arg, e.t);
+		case EV_SERVER_OP:
+			server_op_done(s, e.node, e.t);
 			break;
 		}
 	}

@@ -1,0 +1,896 @@
+/*
+ * tests/dst/dst.c - deterministic simulation testing of the protocol core.
+ *
+ * Each seed builds a small random job (workers, servers, tensors, partition
+ * size, fusion, gate, credit, iterations) and runs it through the real
+ * server machines (proto/shard.h) and the real gates (scheduler/gate.h),
+ * with the real aggregation and optimizer (server/optimizer.h), under a
+ * random but legal schedule: at every step one enabled action is picked -
+ * deliver the first message of one (sender, receiver) channel (channels
+ * are FIFO, as one TCP connection per peer pair; different channels are
+ * reordered freely, some of them slow), start or finish a server's op,
+ * or let a worker compute. Workers are honest and minimal: when a worker
+ * holds version i of every partition it pushes iteration i's gradient of
+ * every partition through its gate and waits for version i + 1.
+ *
+ * After every step it checks:
+ *  - every gate's bytes in flight equal what it released minus what was
+ *    acknowledged (counted from the messages), and never exceed the window
+ *    (or the one transfer larger than it);
+ *  - each gate's release order: fifo - the order transfers became ready;
+ *    priority - no pending transfer had a smaller number (ties: earlier);
+ *    counter - per receiver and iteration, numbers never go back;
+ *  - every PARAMS a worker receives is the next version of its partition,
+ *    with values exactly the closed form (integer gradients, lr 1,
+ *    momentum 0, power-of-two worker counts: every value is exact);
+ *  - no server refuses a message of an honest worker;
+ * and at the end that every job finished (no action enabled earlier is a
+ * deadlock) with every server partition at version K and exact values.
+ *
+ * A failure prints the seed, what broke, and the command that replays it.
+ *
+ * Usage: dst [--seeds N] [--first S] [--fault credit-leak|version-skip]
+ *            [--expect-failure] [--verbose]
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ordo/error.h"
+#include "proto/shard.h"
+#include "scheduler/gate.h"
+#include "scheduler/order.h"
+#include "scheduler/placement.h"
+#include "server/optimizer.h"
+
+/* ---- a deterministic generator (splitmix64) ---------------------------- */
+
+static uint64_t rng_next(uint64_t *x)
+{
+	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static uint32_t rng_below(uint64_t *x, uint32_t n)
+{
+	return (uint32_t)(rng_next(x) % n);
+}
+
+/* ---- the job ----------------------------------------------------------- */
+
+enum { M_PUSH, M_PUSH_ACK, M_PARAMS, M_PARAMS_ACK };
+static const char *const msg_names[] = {"PUSH", "PUSH_ACK", "PARAMS",
+					"PARAMS_ACK"};
+
+typedef struct msg {
+	int type;
+	uint32_t part;
+	uint64_t iteration;
+	int32_t priority;
+	float *payload; /* PUSH, PARAMS */
+	struct msg *next;
+} msg;
+
+typedef struct channel {
+	msg *head, *tail;
+	uint32_t weight; /* slow channels are picked less often */
+} channel;
+
+/* What a checker knows of one gate: transfers ready and not released. */
+typedef struct shadow {
+	struct pend {
+		uint32_t part, receiver;
+		uint64_t iteration, seq;
+		uint32_t number;
+	} *v;
+	uint32_t n, cap;
+	uint64_t seq;
+	uint64_t in_flight; /* released - acknowledged, from the messages */
+	uint32_t *last;     /* counter: per receiver, last number released */
+	uint64_t *last_it;  /* ... and its iteration */
+} shadow;
+
+typedef struct wk {
+	ps_gate *gate;
+	shadow sh;
+	uint64_t it;       /* iteration being computed or waited for */
+	uint64_t *ver;     /* per partition: version held */
+	int pushed;        /* iteration it's pushes are in the gate */
+	uint32_t weight;   /* stragglers compute less often */
+} wk;
+
+typedef struct srv {
+	ps_shard *sh;
+	shadow shd;
+	float **values, **mom; /* per local partition */
+	double **acc;
+	int running;
+	ps_shard_op op;
+	msg *op_msg; /* the message the running op reads */
+} srv;
+
+typedef struct job {
+	uint64_t seed, rng;
+	int fault;
+	int verbose;
+	uint32_t W, S, T, K, P;
+	int gate;
+	uint64_t credit, partition_size;
+	int fuse;
+	ps_placement *pl;
+	uint32_t *numbers;
+	wk *w;
+	srv *s;
+	channel *ch; /* [from * N + to], nodes: workers, then servers */
+	uint32_t N;
+	uint64_t steps;
+	char failure[512];
+} job;
+
+static int fail(job *j, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int fail(job *j, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (j->failure[0])
+		return PS_EPROTO;
+	va_start(ap, fmt);
+	vsnprintf(j->failure, sizeof(j->failure), fmt, ap);
+	va_end(ap);
+	return PS_EPROTO;
+}
+
+/* Gradient of worker w, iteration i, element e of partition p. */
+static float grad(uint32_t w, uint64_t i, uint32_t p, uint64_t e)
+{
+	return (float)((int)((w * 7 + i * 3 + p * 5 + e) % 9) - 4);
+}
+
+static float initial(uint32_t p, uint64_t e)
+{
+	return (float)((int)((p * 3 + e) % 11) - 5);
+}
+
+/* The closed form: element e of partition p at version v. */
+static double expected(const job *j, uint32_t p, uint64_t e, uint64_t v)
+{
+	double x = initial(p, e);
+
+	for (uint64_t i = 0; i < v; i++) {
+		double sum = 0.0;
+		for (uint32_t w = 0; w < j->W; w++)
+			sum += grad(w, i, p, e);
+		x -= sum / j->W;
+	}
+	return x;
+}
+
+/* ---- channels ---------------------------------------------------------- */
+
+static int send_msg(job *j, uint32_t from, uint32_t to, int type,
+		    uint32_t part, uint64_t iteration, int32_t priority,
+		    float *payload)
+{
+	msg *m = calloc(1, sizeof(*m));
+	channel *c = &j->ch[from * j->N + to];
+
+	if (!m) {
+		free(payload);
+		return PS_ENOMEM;
+	}
+	*m = (msg){.type = type,
+		   .part = part,
+		   .iteration = iteration,
+		   .priority = priority,
+		   .payload = payload};
+	if (c->tail)
+		c->tail->next = m;
+	else
+		c->head = m;
+	c->tail = m;
+	return PS_OK;
+}
+
+static void free_msg(msg *m)
+{
+	if (m) {
+		free(m->payload);
+		free(m);
+	}
+}
+
+/* ---- the shadow of a gate: its order, checked ------------------------- */
+
+static int shadow_ready(shadow *sh, uint32_t part, uint32_t receiver,
+			uint64_t iteration, uint32_t number)
+{
+	if (sh->n == sh->cap) {
+		uint32_t cap = sh->cap ? 2 * sh->cap : 64;
+		struct pend *v = realloc(sh->v, cap * sizeof(*v));
+		if (!v)
+			return PS_ENOMEM;
+		sh->v = v;
+		sh->cap = cap;
+	}
+	sh->v[sh->n++] = (struct pend){.part = part,
+				       .receiver = receiver,
+				       .iteration = iteration,
+				       .seq = sh->seq++,
+				       .number = number};
+	return PS_OK;
+}
+
+/* A release of (part, receiver, iteration) by a gate of `kind`. */
+static int shadow_release(job *j, shadow *sh, const char *who, uint32_t part,
+			  uint32_t receiver, uint64_t iteration,
+			  uint64_t bytes)
+{
+	uint32_t at = UINT32_MAX;
+
+	for (uint32_t i = 0; i < sh->n; i++)
+		if (sh->v[i].part == part && sh->v[i].receiver == receiver &&
+		    sh->v[i].iteration == iteration &&
+		    (at == UINT32_MAX || sh->v[i].seq < sh->v[at].seq))
+			at = i;
+	if (at == UINT32_MAX)
+		return fail(j, "%s's gate released partition %u to %u "
+			    "(iteration %" PRIu64 "), which was not ready",
+			    who, part, receiver, iteration);
+	struct pend r = sh->v[at];
+	for (uint32_t i = 0; i < sh->n; i++) {
+		const struct pend *q = &sh->v[i];
+		if (j->gate == PS_GATE_FIFO && q->seq < r.seq)
+			return fail(j, "%s's fifo gate released partition %u "
+				    "before partition %u, ready earlier", who,
+				    r.part, q->part);
+		if (j->gate == PS_GATE_PRIORITY &&
+		    (q->number < r.number ||
+		     (q->number == r.number && q->seq < r.seq)))
+			return fail(j, "%s's priority gate released partition "
+				    "%u (number %u) before partition %u "
+				    "(number %u)", who, r.part, r.number,
+				    q->part, q->number);
+	}
+	if (j->gate == PS_GATE_COUNTER) {
+		if (sh->last_it[receiver] == r.iteration + 1 &&
+		    r.number < sh->last[receiver])
+			return fail(j, "%s's counter gate went back from number "
+				    "%u to %u for receiver %u", who,
+				    sh->last[receiver], r.number, receiver);
+		sh->last[receiver] = r.number;
+		sh->last_it[receiver] = r.iteration + 1;
+	}
+	sh->v[at] = sh->v[--sh->n];
+	sh->in_flight += bytes;
+	return PS_OK;
+}
+
+/* ---- workers ----------------------------------------------------------- */
+
+static uint64_t part_bytes(const job *j, uint32_t p)
+{
+	return j->pl->parts[p].numel * PS_ELEM_SIZE;
+}
+
+static int worker_drain(job *j, uint32_t w)
+{
+	wk *k = &j->w[w];
+	ps_xfer x;
+	char who[32];
+
+	snprintf(who, sizeof(who), "worker %u", w);
+	while (ps_gate_next(k->gate, &x) == 1) {
+		uint32_t p = (uint32_t)x.handle;
+		uint64_t n = j->pl->parts[p].numel;
+		float *g = malloc(n * sizeof(float));
+		int rc;
+
+		if (!g)
+			return PS_ENOMEM;
+		for (uint64_t e = 0; e < n; e++)
+			g[e] = grad(w, x.iteration, p, e);
+		rc = shadow_release(j, &k->sh, who, p, x.receiver, x.iteration,
+				    x.bytes);
+		if (rc == PS_OK)
+			rc = send_msg(j, w, j->W + x.receiver, M_PUSH, p,
+				      x.iteration, (int32_t)x.priority, g);
+		else
+			free(g);
+		if (rc != PS_OK)
+			return rc;
+	}
+	return PS_OK;
+}
+
+static int worker_can_compute(const job *j, uint32_t w)
+{
+	const wk *k = &j->w[w];
+
+	if (k->pushed || k->it >= j->K)
+		return 0;
+	for (uint32_t p = 0; p < j->P; p++)
+		if (k->ver[p] != k->it)
+			return 0;
+	return 1;
+}
+
+/* Iteration it's gradients enter the gate, in a random order. */
+static int worker_compute(job *j, uint32_t w)
+{
+	wk *k = &j->w[w];
+	uint32_t *order = malloc(j->P * sizeof(*order));
+	int rc = PS_OK;
+
+	if (!order)
+		return PS_ENOMEM;
+	for (uint32_t p = 0; p < j->P; p++)
+		order[p] = p;
+	for (uint32_t p = j->P; p > 1; p--) {
+		uint32_t q = rng_below(&j->rng, p), t = order[p - 1];
+		order[p - 1] = order[q];
+		order[q] = t;
+	}
+	for (uint32_t i = 0; i < j->P && rc == PS_OK; i++) {
+		uint32_t p = order[i];
+		ps_xfer x = {.handle = p,
+			     .receiver = j->pl->parts[p].server,
+			     .iteration = k->it,
+			     .priority = j->numbers[p],
+			     .bytes = part_bytes(j, p)};
+		rc = ps_gate_ready(k->gate, &x);
+		if (rc == PS_OK)
+			rc = shadow_ready(&k->sh, p, x.receiver, x.iteration,
+					  j->numbers[p]);
+		if (rc == PS_OK && rng_below(&j->rng, 2))
+			rc = worker_drain(j, w); /* as ops finish */
+	}
+	free(order);
+	k->pushed = 1;
+	return rc == PS_OK ? worker_drain(j, w) : rc;
+}
+
+static int worker_receive(job *j, uint32_t w, uint32_t from, msg *m)
+{
+	wk *k = &j->w[w];
+	uint32_t p = m->part;
+
+	if (m->type == M_PUSH_ACK) {
+		if (ps_gate_acked(k->gate, part_bytes(j, p)) != PS_OK)
+			return fail(j, "worker %u: PUSH_ACK of partition %u "
+				    "returned more credit than in flight", w, p);
+		k->sh.in_flight -= part_bytes(j, p);
+		return worker_drain(j, w);
+	}
+	if (m->type != M_PARAMS)
+		return fail(j, "worker %u received %s", w,
+			    msg_names[m->type]);
+	if (m->iteration != k->ver[p] + 1)
+		return fail(j, "worker %u: PARAMS of partition %u version %"
+			    PRIu64 " after version %" PRIu64, w, p,
+			    m->iteration, k->ver[p]);
+	for (uint64_t e = 0; e < j->pl->parts[p].numel; e++)
+		if ((double)m->payload[e] != expected(j, p, e, m->iteration))
+			return fail(j, "worker %u: partition %u version %" PRIu64
+				    " element %" PRIu64 " is %g, not %g", w, p,
+				    m->iteration, e, (double)m->payload[e],
+				    expected(j, p, e, m->iteration));
+	k->ver[p] = m->iteration;
+	if (j->credit)
+		send_msg(j, w, j->W + from, M_PARAMS_ACK, p, m->iteration, 0,
+			 NULL);
+	for (uint32_t q = 0; q < j->P; q++)
+		if (k->ver[q] != k->it + 1)
+			return PS_OK;
+	k->it++; /* every partition at it + 1: the iteration is done */
+	k->pushed = 0;
+	return PS_OK;
+}
+
+/* ---- servers ----------------------------------------------------------- */
+
+static void *hold(void *ud, uint32_t k, uint32_t worker)
+{
+	void **h = ud;
+	job *j = h[0];
+	uint32_t s = (uint32_t)(uintptr_t)h[1];
+	const ps_shard_part *sp = ps_shard_part_at(j->s[s].sh, k);
+
+	if (shadow_ready(&j->s[s].shd, sp->index, worker, sp->version,
+			 j->numbers[sp->index]) != PS_OK)
+		fail(j, "out of memory");
+	return NULL;
+}
+
+static int server_send(job *j, uint32_t s)
+{
+	srv *v = &j->s[s];
+	ps_shard_msg m;
+	char who[32];
+
+	snprintf(who, sizeof(who), "server %u", s);
+	while (ps_shard_next_msg(v->sh, &m)) {
+		uint32_t to = m.worker;
+		int rc;
+		if (m.kind == PS_SHARD_MSG_PUSH_ACK) {
+			rc = send_msg(j, j->W + s, to, M_PUSH_ACK, m.partition,
+				      m.iteration, m.priority, NULL);
+		} else {
+			uint64_t n = j->pl->parts[m.partition].numel;
+			float *vals = malloc(n * sizeof(float));
+			if (!vals)
+				return PS_ENOMEM;
+			memcpy(vals, v->values[m.k], n * sizeof(float));
+			rc = shadow_release(j, &v->shd, who, m.partition, to,
+					    m.iteration, m.bytes);
+			if (rc == PS_OK)
+				rc = send_msg(j, j->W + s, to, M_PARAMS,
+					      m.partition, m.iteration,
+					      m.priority, vals);
+			else
+				free(vals);
+		}
+		if (rc != PS_OK)
+			return rc;
+	}
+	return PS_OK;
+}
+
+static int server_receive(job *j, uint32_t s, uint32_t from, msg *m,
+			  int *kept)
+{
+	srv *v = &j->s[s];
+	char why[256] = "";
+	int rc;
+
+	if (m->type == M_PUSH) {
+		rc = ps_shard_on_push(v->sh, from, m->part,
+				      j->pl->parts[m->part].tensor,
+				      m->iteration, m->priority,
+				      part_bytes(j, m->part), m, 0, why,
+				      sizeof(why));
+		*kept = rc == PS_OK; /* the op reads its payload */
+	} else if (m->type == M_PARAMS_ACK) {
+		rc = ps_shard_on_params_ack(v->sh, from, m->part, why,
+					    sizeof(why));
+		if (rc == PS_OK)
+			v->shd.in_flight -= part_bytes(j, m->part);
+	} else {
+		return fail(j, "server %u received %s", s,
+			    msg_names[m->type]);
+	}
+	if (rc == PS_EPROTO)
+		return fail(j, "server %u refused %s of partition %u "
+			    "iteration %" PRIu64 " from worker %u: %s", s,
+			    msg_names[m->type], m->part, m->iteration, from,
+			    why);
+	return rc == PS_OK ? server_send(j, s) : rc;
+}
+
+static int server_start_op(job *j, uint32_t s)
+{
+	srv *v = &j->s[s];
+
+	if (v->running || !ps_shard_next_op(v->sh, &v->op))
+		return 0;
+	v->running = 1;
+	return 1;
+}
+
+static int server_finish_op(job *j, uint32_t s)
+{
+	srv *v = &j->s[s];
+	ps_shard_op *op = &v->op;
+	size_t n = ps_shard_part_at(v->sh, op->k)->desc->numel;
+	int rc;
+
+	if (op->kind == PS_SHARD_OP_AGGREGATE) {
+		msg *m = op->ctx;
+		if (op->first)
+			ps_accum_set(v->acc[op->k], m->payload, n);
+		else
+			ps_accum_add(v->acc[op->k], m->payload, n);
+		free_msg(m);
+	} else if (op->kind == PS_SHARD_OP_UPDATE) {
+		ps_sgd_apply(v->values[op->k], v->mom[op->k], v->acc[op->k], n,
+			     op->count, 1.0, 0.0);
+	}
+	v->running = 0;
+	rc = ps_shard_op_done(v->sh);
+	return rc == PS_OK ? server_send(j, s) : rc;
+}
+
+/* ---- checks after every step ------------------------------------------- */
+
+static uint64_t largest_part(const job *j)
+{
+	uint64_t m = 0;
+
+	for (uint32_t p = 0; p < j->P; p++)
+		if (part_bytes(j, p) > m)
+			m = part_bytes(j, p);
+	return m;
+}
+
+static int check_gate(job *j, const ps_gate *g, const shadow *sh,
+		      const char *who)
+{
+	uint64_t f = ps_gate_in_flight(g);
+	uint64_t bound = j->credit > largest_part(j) ? j->credit
+						     : largest_part(j);
+
+	if (f != sh->in_flight)
+		return fail(j, "%s's gate counts %" PRIu64 " bytes in flight, "
+			    "its messages %" PRIu64 " (credit leaked or "
+			    "invented)", who, f, sh->in_flight);
+	if (j->credit && f > bound)
+		return fail(j, "%s's gate has %" PRIu64 " bytes in flight, "
+			    "above its window of %" PRIu64, who, f, j->credit);
+	return PS_OK;
+}
+
+static int check_all(job *j)
+{
+	char who[32];
+
+	for (uint32_t w = 0; w < j->W; w++) {
+		snprintf(who, sizeof(who), "worker %u", w);
+		if (check_gate(j, j->w[w].gate, &j->w[w].sh, who) != PS_OK)
+			return PS_EPROTO;
+	}
+	for (uint32_t s = 0; s < j->S; s++) {
+		snprintf(who, sizeof(who), "server %u", s);
+		if (check_gate(j, ps_shard_gate(j->s[s].sh), &j->s[s].shd,
+			       who) != PS_OK)
+			return PS_EPROTO;
+	}
+	return PS_OK;
+}
+
+static int check_end(job *j)
+{
+	for (uint32_t w = 0; w < j->W; w++)
+		if (j->w[w].it != j->K)
+			return fail(j, "deadlock: nothing can happen, and worker "
+				    "%u is in iteration %" PRIu64 " of %u", w,
+				    j->w[w].it, j->K);
+	for (uint32_t s = 0; s < j->S; s++) {
+		srv *v = &j->s[s];
+		for (uint32_t k = 0; k < ps_shard_nparts(v->sh); k++) {
+			const ps_shard_part *sp = ps_shard_part_at(v->sh, k);
+			if (sp->version != j->K)
+				return fail(j, "server %u ends partition %u at "
+					    "version %" PRIu64 ", not %u", s,
+					    sp->index, sp->version, j->K);
+			for (uint64_t e = 0; e < sp->desc->numel; e++)
+				if ((double)v->values[k][e] !=
+				    expected(j, sp->index, e, j->K))
+					return fail(j, "server %u partition %u "
+						    "element %" PRIu64 " ends "
+						    "wrong", s, sp->index, e);
+		}
+	}
+	return PS_OK;
+}
+
+/* ---- one seed ---------------------------------------------------------- */
+
+static int setup(job *j, void **hold_ud)
+{
+	ps_tensor_desc td[8];
+	uint32_t prio[8];
+	static const uint64_t credits[] = {0, 4, 64, 512, 4096, 1u << 20};
+	static const uint64_t sizes[] = {4, 16, 64, 256, 1024, 1u << 30};
+	int rc;
+
+	j->rng = j->seed;
+	j->W = 1u << rng_below(&j->rng, 3); /* 1, 2, 4: exact averages */
+	j->S = 1 + rng_below(&j->rng, 3);
+	j->T = 1 + rng_below(&j->rng, 6);
+	j->K = 1 + rng_below(&j->rng, 4);
+	j->gate = (int)rng_below(&j->rng, 3);
+	j->credit = credits[rng_below(&j->rng, 6)];
+	j->partition_size = sizes[rng_below(&j->rng, 6)];
+	j->fuse = (int)rng_below(&j->rng, 2);
+	for (uint32_t t = 0; t < j->T; t++) {
+		snprintf(td[t].name, sizeof(td[t].name), "t%u", t);
+		td[t].numel = 1 + rng_below(&j->rng, 200);
+		prio[t] = rng_below(&j->rng, 4);
+	}
+	rc = ps_placement_compute(td, j->T, j->partition_size, j->fuse, j->S,
+				  (int)rng_below(&j->rng, 2), &j->pl);
+	if (rc == PS_OK)
+		rc = ps_order_partition_numbers(j->pl, prio,
+						j->gate == PS_GATE_COUNTER,
+						&j->numbers);
+	if (rc != PS_OK)
+		return fail(j, "cannot place the job: %s", ps_strerror(rc));
+	j->P = j->pl->num_parts;
+	j->N = j->W + j->S;
+	j->w = calloc(j->W, sizeof(*j->w));
+	j->s = calloc(j->S, sizeof(*j->s));
+	j->ch = calloc((size_t)j->N * j->N, sizeof(*j->ch));
+	if (!j->w || !j->s || !j->ch)
+		return PS_ENOMEM;
+	for (uint32_t c = 0; c < j->N * j->N; c++)
+		j->ch[c].weight = rng_below(&j->rng, 4) ? 8 : 1; /* slow links */
+	for (uint32_t w = 0; w < j->W; w++) {
+		wk *k = &j->w[w];
+		k->weight = rng_below(&j->rng, 4) ? 8 : 1; /* stragglers */
+		k->ver = calloc(j->P, sizeof(*k->ver));
+		k->sh.last = calloc(j->S, sizeof(uint32_t));
+		k->sh.last_it = calloc(j->S, sizeof(uint64_t));
+		if (!k->ver || !k->sh.last || !k->sh.last_it)
+			return PS_ENOMEM;
+		rc = ps_gate_create((ps_gate_kind)j->gate, j->credit, j->S,
+				    &k->gate);
+		if (rc != PS_OK)
+			return rc;
+	}
+	for (uint32_t s = 0; s < j->S; s++) {
+		srv *v = &j->s[s];
+		hold_ud[2 * s] = j;
+		hold_ud[2 * s + 1] = (void *)(uintptr_t)s;
+		rc = ps_shard_create(&(ps_shard_config){
+					     .pl = j->pl,
+					     .server = s,
+					     .workers = j->W,
+					     .gate = (ps_gate_kind)j->gate,
+					     .credit = j->credit,
+					     .numbers = j->numbers,
+					     .hold = hold,
+					     .ud = &hold_ud[2 * s],
+					     .fault = j->fault},
+				     &v->sh);
+		if (rc != PS_OK)
+			return rc;
+		uint32_t n = ps_shard_nparts(v->sh);
+		v->values = calloc(n + 1, sizeof(float *));
+		v->mom = calloc(n + 1, sizeof(float *));
+		v->acc = calloc(n + 1, sizeof(double *));
+		v->shd.last = calloc(j->W, sizeof(uint32_t));
+		v->shd.last_it = calloc(j->W, sizeof(uint64_t));
+		if (!v->values || !v->mom || !v->acc || !v->shd.last ||
+		    !v->shd.last_it)
+			return PS_ENOMEM;
+		for (uint32_t k = 0; k < n; k++) {
+			const ps_shard_part *sp = ps_shard_part_at(v->sh, k);
+			v->values[k] = malloc(sp->desc->numel * sizeof(float));
+			v->mom[k] = calloc(sp->desc->numel, sizeof(float));
+			v->acc[k] = calloc(sp->desc->numel, sizeof(double));
+			if (!v->values[k] || !v->mom[k] || !v->acc[k])
+				return PS_ENOMEM;
+			for (uint64_t e = 0; e < sp->desc->numel; e++)
+				v->values[k][e] = initial(sp->index, e);
+			ps_shard_resume(v->sh, k, 0, 0);
+		}
+	}
+	/* every worker starts with version 0 (as after INIT) */
+	return PS_OK;
+}
+
+static void teardown(job *j)
+{
+	for (uint32_t c = 0; j->ch && c < j->N * j->N; c++)
+		while (j->ch[c].head) {
+			msg *m = j->ch[c].head;
+			j->ch[c].head = m->next;
+			free_msg(m);
+		}
+	for (uint32_t w = 0; j->w && w < j->W; w++) {
+		ps_gate_destroy(&j->w[w].gate);
+		free(j->w[w].ver);
+		free(j->w[w].sh.v);
+		free(j->w[w].sh.last);
+		free(j->w[w].sh.last_it);
+	}
+	for (uint32_t s = 0; j->s && s < j->S; s++) {
+		srv *v = &j->s[s];
+		uint32_t n = v->sh ? ps_shard_nparts(v->sh) : 0;
+		if (v->running && v->op.kind == PS_SHARD_OP_AGGREGATE)
+			free_msg(v->op.ctx);
+		/* ops accepted, never run: their messages */
+		ps_shard_op op;
+		while (v->sh && (v->running || ps_shard_next_op(v->sh, &op))) {
+			if (!v->running && op.kind == PS_SHARD_OP_AGGREGATE)
+				free_msg(op.ctx);
+			v->running = 0;
+			ps_shard_op_done(v->sh);
+		}
+		for (uint32_t k = 0; k < n && v->values; k++) {
+			free(v->values[k]);
+			free(v->mom[k]);
+			free(v->acc[k]);
+		}
+		free(v->values);
+		free(v->mom);
+		free(v->acc);
+		free(v->shd.v);
+		free(v->shd.last);
+		free(v->shd.last_it);
+		ps_shard_destroy(&v->sh);
+	}
+	free(j->w);
+	free(j->s);
+	free(j->ch);
+	free(j->numbers);
+	ps_placement_free(&j->pl);
+}
+
+/* Actions: channels (N*N), then per server start/finish, then per worker
+ * compute. Picks an enabled one by weight; -1 when none is enabled. */
+static int64_t pick(job *j)
+{
+	uint64_t total = 0, r = 0;
+	uint32_t nch = j->N * j->N;
+
+	for (int pass = 0; pass < 2; pass++) {
+		uint64_t acc = 0;
+		if (pass == 1) {
+			if (total == 0)
+				return -1;
+			r = rng_next(&j->rng) % total;
+		}
+		for (uint32_t c = 0; c < nch; c++)
+			if (j->ch[c].head) {
+				acc += j->ch[c].weight;
+				if (pass == 1 && r < acc)
+					return c;
+			}
+		for (uint32_t s = 0; s < j->S; s++) {
+			srv *v = &j->s[s];
+			int can = v->running || ps_shard_ops_waiting(v->sh) > 0;
+			if (can) {
+				acc += 4;
+				if (pass == 1 && r < acc)
+					return nch + s;
+			}
+		}
+		for (uint32_t w = 0; w < j->W; w++)
+			if (worker_can_compute(j, w)) {
+				acc += j->w[w].weight;
+				if (pass == 1 && r < acc)
+					return nch + j->S + w;
+			}
+		total = acc;
+	}
+	return -1;
+}
+
+static int step(job *j, int64_t a)
+{
+	uint32_t nch = j->N * j->N;
+
+	if (a < nch) {
+		channel *c = &j->ch[a];
+		msg *m = c->head;
+		uint32_t from = (uint32_t)a / j->N, to = (uint32_t)a % j->N;
+		int kept = 0, rc;
+
+		c->head = m->next;
+		if (!c->head)
+			c->tail = NULL;
+		m->next = NULL;
+		if (j->verbose)
+			fprintf(stderr, "  step %" PRIu64 ": %s %u -> %u part %u "
+				"it %" PRIu64 "\n", j->steps,
+				msg_names[m->type], from, to, m->part,
+				m->iteration);
+		if (to < j->W)
+			rc = worker_receive(j, to, from - j->W, m);
+		else
+			rc = server_receive(j, to - j->W, from, m, &kept);
+		if (!kept)
+			free_msg(m);
+		return rc;
+	}
+	a -= nch;
+	if (a < j->S) {
+		uint32_t s = (uint32_t)a;
+		if (!j->s[s].running) {
+			server_start_op(j, s);
+			return PS_OK;
+		}
+		return server_finish_op(j, s);
+	}
+	return worker_compute(j, (uint32_t)(a - j->S));
+}
+
+static const char *fault_name(int f)
+{
+	return f == PS_SHARD_FAULT_CREDIT_LEAK	 ? "credit-leak"
+	       : f == PS_SHARD_FAULT_VERSION_SKIP ? "version-skip"
+						  : NULL;
+}
+
+/* PS_OK, or PS_EPROTO with j->failure set. */
+static int run_seed(job *j)
+{
+	void **hold_ud = calloc(8, sizeof(void *));
+	int rc = hold_ud ? setup(j, hold_ud) : PS_ENOMEM;
+
+	while (rc == PS_OK && !j->failure[0]) {
+		int64_t a = pick(j);
+		if (a < 0) {
+			rc = check_end(j);
+			break;
+		}
+		rc = step(j, a);
+		j->steps++;
+		if (rc == PS_OK && !j->failure[0])
+			rc = check_all(j);
+	}
+	if (rc == PS_ENOMEM)
+		fail(j, "out of memory");
+	teardown(j);
+	free(hold_ud);
+	return j->failure[0] ? PS_EPROTO : PS_OK;
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t first = 1, seeds = 100, failed = 0, steps = 0;
+	int fault = PS_SHARD_FAULT_NONE, expect_failure = 0, verbose = 0;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--seeds") && i + 1 < argc)
+			seeds = strtoull(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--first") && i + 1 < argc)
+			first = strtoull(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
+			first = strtoull(argv[++i], NULL, 10);
+			seeds = 1;
+		} else if (!strcmp(argv[i], "--fault") && i + 1 < argc) {
+			i++;
+			if (!strcmp(argv[i], "credit-leak"))
+				fault = PS_SHARD_FAULT_CREDIT_LEAK;
+			else if (!strcmp(argv[i], "version-skip"))
+				fault = PS_SHARD_FAULT_VERSION_SKIP;
+			else {
+				fprintf(stderr, "dst: unknown fault '%s' "
+					"(credit-leak, version-skip)\n", argv[i]);
+				return 2;
+			}
+		} else if (!strcmp(argv[i], "--expect-failure"))
+			expect_failure = 1;
+		else if (!strcmp(argv[i], "--verbose"))
+			verbose = 1;
+		else {
+			fprintf(stderr, "usage: dst [--seeds N] [--first S] "
+				"[--seed S] [--fault credit-leak|version-skip] "
+				"[--expect-failure] [--verbose]\n");
+			return 2;
+		}
+	}
+	for (uint64_t s = first; s < first + seeds; s++) {
+		job j = {.seed = s, .fault = fault, .verbose = verbose};
+		if (run_seed(&j) != PS_OK) {
+			failed++;
+			if (!expect_failure || failed <= 3)
+				printf("seed %" PRIu64 " (W=%u S=%u T=%u P=%u "
+				       "K=%u gate=%s credit=%" PRIu64
+				       " partition=%" PRIu64 " fusion=%d) failed "
+				       "after %" PRIu64 " steps: %s\n  replay: "
+				       "%s --seed %" PRIu64 "%s%s --verbose\n",
+				       s, j.W, j.S, j.T, j.P, j.K,
+				       ps_gate_name((ps_gate_kind)j.gate),
+				       j.credit, j.partition_size, j.fuse,
+				       j.steps, j.failure, argv[0], s,
+				       fault ? " --fault " : "",
+				       fault ? fault_name(fault) : "");
+		}
+		steps += j.steps;
+	}
+	printf("dst: %" PRIu64 " seeds from %" PRIu64 ", %" PRIu64
+	       " failed, %" PRIu64 " steps checked%s%s\n", seeds, first,
+	       failed, steps, fault ? ", fault " : "",
+	       fault ? fault_name(fault) : "");
+	if (expect_failure)
+		return failed > 0 ? 0 : 1;
+	return failed > 0 ? 1 : 0;
+}
