@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "ordo/error.h"
+#include "proto/ring.h"
 #include "proto/shard.h"
 
 typedef struct part_state {
@@ -40,46 +41,24 @@ struct ps_shard {
 	/* a live credit change: the window for version credit_from on */
 	uint64_t credit_next, credit_from;
 	int credit_pending;
-	/* ops: a ring */
-	ps_shard_op *ops;
-	uint32_t op_head, op_n, op_cap;
+	PS_RING(ps_shard_op) ops;
 	int running;
-	/* messages: a ring */
-	ps_shard_msg *msgs;
-	uint32_t msg_head, msg_n, msg_cap;
+	PS_RING(ps_shard_msg) msgs;
 	ps_shard_stats st;
 	uint64_t params_acks; /* PARAMS_ACKs accepted (fault injection) */
 };
 
-/* ---- rings ------------------------------------------------------------- */
-
-#define RING_PUSH(arr, head, n, cap, item)                                    \
-	do {                                                                  \
-		if ((n) == (cap)) {                                           \
-			uint32_t ncap_ = (cap) ? 2 * (cap) : 64;              \
-			__typeof__(arr) v_ = malloc(ncap_ * sizeof(*v_));     \
-			if (!v_)                                              \
-				return PS_ENOMEM;                             \
-			for (uint32_t i_ = 0; i_ < (n); i_++)                 \
-				v_[i_] = (arr)[((head) + i_) % (cap)];        \
-			free(arr);                                            \
-			(arr) = v_;                                           \
-			(head) = 0;                                           \
-			(cap) = ncap_;                                        \
-		}                                                             \
-		(arr)[((head) + (n)) % (cap)] = (item);                       \
-		(n)++;                                                        \
-	} while (0)
+/* ---- queues ------------------------------------------------------------ */
 
 static int push_op(ps_shard *sh, const ps_shard_op *op)
 {
-	RING_PUSH(sh->ops, sh->op_head, sh->op_n, sh->op_cap, *op);
+	PS_RING_PUSH(sh->ops, *op);
 	return PS_OK;
 }
 
 static int push_msg(ps_shard *sh, const ps_shard_msg *m)
 {
-	RING_PUSH(sh->msgs, sh->msg_head, sh->msg_n, sh->msg_cap, *m);
+	PS_RING_PUSH(sh->msgs, *m);
 	return PS_OK;
 }
 
@@ -260,8 +239,8 @@ void ps_shard_destroy(ps_shard **sh_p)
 	if (sh->gate) /* sends never released: the job ended or failed */
 		ps_gate_foreach_pending(sh->gate, drop_pending, sh);
 	ps_gate_destroy(&sh->gate);
-	for (uint32_t i = 0; i < sh->msg_n; i++) {
-		ps_shard_msg *m = &sh->msgs[(sh->msg_head + i) % sh->msg_cap];
+	for (uint32_t i = 0; i < sh->msgs.n; i++) {
+		ps_shard_msg *m = &PS_RING_AT(sh->msgs, i);
 		if (m->kind == PS_SHARD_MSG_PARAMS && sh->cfg.drop)
 			sh->cfg.drop(sh->cfg.ud, m->held);
 	}
@@ -272,8 +251,8 @@ void ps_shard_destroy(ps_shard **sh_p)
 	free(sh->parts);
 	free(sh->local);
 	free(sh->numbers);
-	free(sh->ops);
-	free(sh->msgs);
+	free(sh->ops.v);
+	free(sh->msgs.v);
 	free(sh);
 	*sh_p = NULL;
 }
@@ -305,7 +284,7 @@ void ps_shard_get_stats(const ps_shard *sh, ps_shard_stats *st)
 
 uint32_t ps_shard_ops_waiting(const ps_shard *sh)
 {
-	return sh->op_n;
+	return sh->ops.n;
 }
 
 /* ---- checks ------------------------------------------------------------ */
@@ -548,9 +527,9 @@ int ps_shard_start(ps_shard *sh)
 
 int ps_shard_next_op(ps_shard *sh, ps_shard_op *op_p)
 {
-	if (sh->running || sh->op_n == 0)
+	if (sh->running || sh->ops.n == 0)
 		return 0;
-	*op_p = sh->ops[sh->op_head];
+	*op_p = PS_RING_AT(sh->ops, 0);
 	sh->running = 1;
 	return 1;
 }
@@ -562,9 +541,8 @@ int ps_shard_op_done(ps_shard *sh)
 
 	if (!sh->running)
 		return PS_EINVAL;
-	op = sh->ops[sh->op_head];
-	sh->op_head = (sh->op_head + 1) % sh->op_cap;
-	sh->op_n--;
+	op = PS_RING_AT(sh->ops, 0);
+	PS_RING_POP(sh->ops);
 	sh->running = 0;
 	p = &sh->parts[op.k];
 	switch (op.kind) {
@@ -599,10 +577,9 @@ int ps_shard_op_done(ps_shard *sh)
 
 int ps_shard_next_msg(ps_shard *sh, ps_shard_msg *m_p)
 {
-	if (sh->msg_n == 0)
+	if (sh->msgs.n == 0)
 		return 0;
-	*m_p = sh->msgs[sh->msg_head];
-	sh->msg_head = (sh->msg_head + 1) % sh->msg_cap;
-	sh->msg_n--;
+	*m_p = PS_RING_AT(sh->msgs, 0);
+	PS_RING_POP(sh->msgs);
 	return 1;
 }

@@ -24,7 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/engine.h"
 #include "proto/shard.h"
+#include "proto/worker.h"
 #include "scheduler/gate.h"
 #include "scheduler/order.h"
 #include "scheduler/placement.h"
@@ -66,10 +68,8 @@ typedef struct stream {
 } stream;
 
 typedef struct worker {
-	ps_gate *gate;
-	uint32_t *pending, *ready, nready, done;
-	uint32_t *ver, *got; /* per tensor */
-	uint16_t *staged;    /* per partition: fused members pushed */
+	ps_wproto *proto;    /* its side of the protocol (proto/worker.h) */
+	ps_engine *engine;   /* which op runs next (proto/engine.h) */
 	uint64_t it;
 	int busy, waiting;
 	uint32_t running;
@@ -525,100 +525,120 @@ static void hand_over(sim *s, int push, uint32_t part, uint32_t wrank,
 
 /* ---- workers ----------------------------------------------------------- */
 
-static void drain_worker(sim *s, uint32_t w, double t)
+static void worker_protocol_error(sim *s, uint32_t w, const char *why)
 {
-	ps_xfer x;
+	fprintf(stderr, "ps-sim: worker %u: %s\n", w, why);
+	fail(s, PS_EPROTO);
+}
 
-	while (ps_gate_next(s->w[w].gate, &x) == 1) {
+/* Sends what worker w's machine wants sent, at t: the pushes its gate
+ * releases and, with a credit window, PARAMS_ACKs. */
+static void worker_send(sim *s, uint32_t w, double t)
+{
+	ps_wproto_msg m;
+
+	if (ps_wproto_flush(s->w[w].proto) != PS_OK)
+		fail(s, PS_ENOMEM);
+	while (ps_wproto_next_msg(s->w[w].proto, &m)) {
+		if (m.kind == PS_WPROTO_MSG_PARAMS_ACK) {
+			if (s->fair)
+				send_ack(s, MSG_PARAMS_ACK, m.part, w, t);
+			else
+				schedule(s, t + s->lm.a_us, EV_PARAMS_ACK, w,
+					 m.part);
+			continue;
+		}
+		if (m.kind != PS_WPROTO_MSG_PUSH)
+			continue;
 		if (traced_worker(s, w))
-			s->push_sent[(size_t)w * s->pl->num_parts + x.handle] =
-				t;
-		hand_over(s, 1, (uint32_t)x.handle, w, x.iteration, t);
+			s->push_sent[(size_t)w * s->pl->num_parts + m.part] = t;
+		hand_over(s, 1, m.part, w, m.iteration, t);
 	}
 }
 
-static void push_ready(sim *s, uint32_t w, uint32_t part, double t)
+/* Partition part of worker w's gradients became ready at t (traced). */
+static void trace_ready(sim *s, uint32_t w, uint32_t part, double t)
 {
-	const ps_partition *p = &s->pl->parts[part];
-	ps_xfer x = {.handle = part,
-		     .receiver = p->server,
-		     .iteration = s->w[w].it,
-		     .priority = s->number[part],
-		     .bytes = s->part_bytes[part]};
-
 	if (traced_worker(s, w)) {
 		s->push_ready[(size_t)w * s->pl->num_parts + part] = t;
 		s->push_iter[(size_t)w * s->pl->num_parts + part] = s->w[w].it;
 	}
-	if (ps_gate_ready(s->w[w].gate, &x) != PS_OK)
-		fail(s, PS_EINVAL);
 }
 
-static int can_run(const sim *s, const worker *k, uint32_t op)
+/* Tensor tn's gradient enters worker w's machine at t. */
+static void push_tensor(sim *s, uint32_t w, uint32_t tn, double t)
 {
-	const ps_dag_op *o = &s->dag->ops[op];
+	worker *k = &s->w[w];
+	ps_wproto_staging st;
+	char why[256];
+	int rc = ps_wproto_push(k->proto, tn, k->it, NULL, &st, why,
+				sizeof(why));
 
-	if (o->kind != PS_OP_FORWARD)
-		return 1;
-	for (uint32_t j = 0; j < o->ntensors; j++)
-		if (k->ver[o->tensors[j]] < k->it)
-			return 0;
-	return 1;
+	if (rc == PS_OK && st.fused && st.complete) {
+		trace_ready(s, w, st.part, t);
+		rc = ps_wproto_stage_ready(k->proto, st.part, k->it, NULL);
+	} else if (rc == PS_OK && !st.fused) {
+		for (uint32_t q = s->tparts_first[tn];
+		     q < s->tparts_first[tn + 1]; q++)
+			trace_ready(s, w, s->tparts[q], t);
+	}
+	if (rc == PS_ESTATE)
+		worker_protocol_error(s, w, why);
+	else if (rc != PS_OK)
+		fail(s, rc);
 }
 
-/* The engine picks the lowest-indexed ready op that can run. */
+/* The engine's question: version `it` of tensor t is here? */
+static int have_params(void *ud, uint32_t t, uint64_t it, int *have_p)
+{
+	const worker *k = ud;
+
+	uint64_t v;
+
+	*have_p = ps_wproto_tensor_version(k->proto, t, &v) && v >= it;
+	return PS_OK;
+}
+
+static void end_iteration(sim *s, uint32_t w, double t);
+
+/* The engine runs what it picks (the lowest-indexed ready op that can
+ * run), or waits. */
 static void try_run(sim *s, uint32_t w, double t)
 {
 	worker *k = &s->w[w];
-	uint32_t pos = 0, op;
-	int found = 0;
+	ps_engine_action what;
+	uint32_t op;
 
-	if (k->busy || k->it >= s->K)
-		return;
-	for (uint32_t i = 0; i < k->nready; i++) {
-		if (found && k->ready[i] > k->ready[pos])
+	while (!k->busy && k->it < s->K) {
+		ps_engine_next(k->engine, &what, &op);
+		if (what == PS_ENGINE_DONE) {
+			end_iteration(s, w, t);
 			continue;
-		if (can_run(s, k, k->ready[i])) {
-			pos = i;
-			found = 1;
 		}
-	}
-	if (!found) {
-		if (!k->waiting) {
-			k->waiting = 1;
-			k->wait_since = t;
+		if (what == PS_ENGINE_WAIT) {
+			if (!k->waiting) {
+				k->waiting = 1;
+				k->wait_since = t;
+			}
+			return;
 		}
-		return;
-	}
-	if (k->waiting) {
-		k->waiting = 0;
-		k->wait_us += t - k->wait_since;
-		if (traced_worker(s, w))
-			ps_sim_timeline_span(s->tl, worker_node(s, w),
-					     PS_LANE_WAIT,
-					     "wait for parameters",
-					     k->wait_since, t - k->wait_since,
-					     NULL);
-	}
-	op = k->ready[pos];
-	k->ready[pos] = k->ready[--k->nready];
-	k->busy = 1;
-	k->running = op;
-	k->op_start = t;
-	schedule(s, t + s->dag->ops[op].time_us + s->cfg->sim.op_overhead_us,
-		 EV_OP_DONE, w, 0);
-}
-
-static void start_iteration(sim *s, worker *k)
-{
-	const ps_dag *d = s->dag;
-
-	k->nready = 0;
-	k->done = 0;
-	for (uint32_t op = 0; op < d->nops; op++) {
-		k->pending[op] = d->ops[op].ndeps;
-		if (!d->ops[op].ndeps)
-			k->ready[k->nready++] = op;
+		if (k->waiting) {
+			k->waiting = 0;
+			k->wait_us += t - k->wait_since;
+			if (traced_worker(s, w))
+				ps_sim_timeline_span(s->tl, worker_node(s, w),
+						     PS_LANE_WAIT,
+						     "wait for parameters",
+						     k->wait_since,
+						     t - k->wait_since, NULL);
+		}
+		k->busy = 1;
+		k->running = op;
+		k->op_start = t;
+		schedule(s,
+			 t + s->dag->ops[op].time_us +
+				 s->cfg->sim.op_overhead_us,
+			 EV_OP_DONE, w, 0);
 	}
 }
 
@@ -641,7 +661,7 @@ static void end_iteration(sim *s, uint32_t w, double t)
 	k->last_end = t;
 	k->it++;
 	if (k->it < s->K)
-		start_iteration(s, k);
+		ps_engine_begin(k->engine, k->it);
 }
 
 static void op_done(sim *s, uint32_t w, double t)
@@ -657,25 +677,11 @@ static void op_done(sim *s, uint32_t w, double t)
 				     o->name, k->op_start, t - k->op_start, &a);
 	}
 	if (o->kind == PS_OP_BACKWARD) {
-		for (uint32_t j = 0; j < o->ntensors; j++) {
-			uint32_t tn = o->tensors[j];
-			for (uint32_t q = s->tparts_first[tn];
-			     q < s->tparts_first[tn + 1]; q++) {
-				uint32_t part = s->tparts[q];
-				uint32_t nt = s->pl->parts[part].ntensors;
-				if (nt > 1 && ++k->staged[part] < nt)
-					continue;
-				k->staged[part] = 0;
-				push_ready(s, w, part, t);
-			}
-		}
-		drain_worker(s, w, t);
+		for (uint32_t j = 0; j < o->ntensors; j++)
+			push_tensor(s, w, o->tensors[j], t);
+		worker_send(s, w, t);
 	}
-	for (uint32_t j = 0; j < o->nsuccs; j++)
-		if (--k->pending[o->succs[j]] == 0)
-			k->ready[k->nready++] = o->succs[j];
-	if (++k->done == s->dag->nops)
-		end_iteration(s, w, t);
+	ps_engine_op_done(k->engine, k->running);
 	try_run(s, w, t);
 }
 
@@ -684,6 +690,9 @@ static void params_arrive(sim *s, const msg *m, double t)
 	worker *k = &s->w[m->worker];
 	const ps_partition *p = &s->pl->parts[m->part];
 	uint32_t nt = p->ntensors;
+	uint64_t v, before[nt];
+	char why[256];
+	int rc;
 
 	if (traced_worker(s, m->worker)) {
 		ps_trace_args a = {.iteration = (int64_t)m->iteration,
@@ -694,18 +703,23 @@ static void params_arrive(sim *s, const msg *m, double t)
 					PS_LANE_RECEIVE,
 					s->dag->tensors[p->tensor].name, t, &a);
 	}
-	if (s->cfg->scheduling.credit_size && s->fair)
-		send_ack(s, MSG_PARAMS_ACK, m->part, m->worker, t);
-	else if (s->cfg->scheduling.credit_size)
-		schedule(s, t + s->lm.a_us, EV_PARAMS_ACK, m->worker, m->part);
-	for (uint32_t j = 0; j < nt; j++) {
-		uint32_t tn = p->tensor + j;
-		if (++k->got[tn] < s->pl->part_count[tn])
-			continue;
-		k->got[tn] = 0;
-		if (++k->ver[tn] == 1 && --s->cycle_left == 0)
-			s->makespan = t;
+	/* the cycle: when every worker holds version 1 of every tensor */
+	for (uint32_t j = 0; j < nt; j++)
+		before[j] = ps_wproto_tensor_version(k->proto, p->tensor + j,
+						     &v) ? v : 0;
+	rc = ps_wproto_on_params(k->proto, p->server, m->part, p->tensor,
+				 m->iteration, s->part_bytes[m->part], why,
+				 sizeof(why));
+	if (rc != PS_OK) {
+		worker_protocol_error(s, m->worker, why);
+		return;
 	}
+	worker_send(s, m->worker, t);
+	for (uint32_t j = 0; j < nt; j++)
+		if (before[j] < 1 &&
+		    ps_wproto_tensor_version(k->proto, p->tensor + j, &v) &&
+		    v >= 1 && --s->cycle_left == 0)
+			s->makespan = t;
 	try_run(s, m->worker, t);
 }
 
@@ -728,9 +742,11 @@ static void push_acked(sim *s, uint32_t w, uint32_t part, double t)
 				     s->push_ready[i], t - s->push_ready[i],
 				     &a);
 	}
-	if (ps_gate_acked(s->w[w].gate, s->part_bytes[part]) != PS_OK)
-		fail(s, PS_EINVAL);
-	drain_worker(s, w, t);
+	char why[256];
+	if (ps_wproto_on_push_ack(s->w[w].proto, s->pl->parts[part].server,
+				  part, why, sizeof(why)) != PS_OK)
+		worker_protocol_error(s, w, why);
+	worker_send(s, w, t);
 }
 
 /* ---- servers -----------------------------------------------------------
@@ -972,19 +988,22 @@ static int setup(sim *s, char *err, size_t errlen)
 		return PS_ENOMEM;
 	for (uint32_t w = 0; w < s->W; w++) {
 		worker *k = &s->w[w];
-		k->pending = calloc(2 * (size_t)d->nops, sizeof(uint32_t));
-		k->ver = calloc(2 * (size_t)T, sizeof(uint32_t));
-		k->staged = calloc(P, sizeof(uint16_t));
-		if (!k->pending || !k->ver || !k->staged)
-			return PS_ENOMEM;
-		k->ready = k->pending + d->nops;
-		k->got = k->ver + T;
-		rc = ps_gate_create((ps_gate_kind)cfg->scheduling.gate,
-				    cfg->scheduling.credit_size, s->S,
-				    &k->gate);
+		rc = ps_engine_create(d, have_params, k, &k->engine);
 		if (rc != PS_OK)
 			return rc;
-		start_iteration(s, k);
+		rc = ps_wproto_create(
+			&(ps_wproto_config){
+				.pl = s->pl,
+				.gate = (ps_gate_kind)cfg->scheduling.gate,
+				.credit = cfg->scheduling.credit_size,
+				.numbers = s->number},
+			&k->proto);
+		if (rc != PS_OK)
+			return rc;
+		/* every parameter is there at the start, at version 0 */
+		for (uint32_t q = 0; q < P; q++)
+			ps_wproto_assume(k->proto, q, 0);
+		ps_engine_begin(k->engine, 0);
 	}
 	for (uint32_t srv = 0; srv < s->S; srv++) {
 		rc = ps_shard_create(
@@ -1079,10 +1098,8 @@ static void teardown(sim *s)
 {
 	if (s->w)
 		for (uint32_t w = 0; w < s->W; w++) {
-			free(s->w[w].pending);
-			free(s->w[w].ver);
-			free(s->w[w].staged);
-			ps_gate_destroy(&s->w[w].gate);
+			ps_engine_destroy(&s->w[w].engine);
+			ps_wproto_destroy(&s->w[w].proto);
 		}
 	if (s->shard)
 		for (uint32_t srv = 0; srv < s->S; srv++)

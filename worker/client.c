@@ -44,8 +44,7 @@
 #include "runtime/trace.h"
 #include "proto/wire.h"
 #include "ordo/ordo.h"
-#include "scheduler/gate.h"
-#include "runtime/gate_meter.h"
+#include "proto/worker.h"
 #include "scheduler/order.h"
 
 typedef enum {
@@ -82,7 +81,6 @@ typedef struct tensor {
 	uint32_t inflight; /* sent partitions not yet released */
 	int fused;         /* its one partition holds other tensors too */
 	uint64_t part_base; /* fused: its first element in the partition */
-	uint64_t staged_seq; /* fused: the staging buffer it is in (seq) */
 	uint64_t copied_seq; /* fused: the arrival it copied out last */
 	ps_msg **detached; /* copy_out's scratch, nparts entries */
 	uint32_t *detached_part;
@@ -128,42 +126,26 @@ struct ps_client {
 	 * once state is RUNNING */
 	ps_node node;
 
-	/* the sender gate of the pushes (communication thread only) */
-	ps_gate *gate;
-	ps_gate_meter meter;
-	uint32_t *number; /* per partition: its gate priority / number */
+	/* the protocol: the gate of the pushes, fusion counts, versions
+	 * received, DONE after the last ack (proto/worker.h); communication
+	 * thread only */
+	ps_wproto *proto;
 	/* fusion (communication thread only) */
 	struct stage **stages; /* per partition: the one being filled */
-	uint64_t stage_seq;
 	/* DONE, encoded, held until every push is acknowledged (applied,
 	 * in asynchronous mode: nothing of this worker's is lost at the
-	 * end, and a checkpoint at the last iteration sees all of it);
-	 * communication thread only */
+	 * end, and a checkpoint at the last iteration sees all of it): the
+	 * machine says when; communication thread only */
 	void *done_body;
 	size_t done_len;
-	/* a live credit change (CREDIT), applied to the first push of
-	 * iteration credit_from or later; communication thread only */
-	uint64_t credit_next, credit_from;
-	int credit_pending;
 };
 
 /* A fused partition's gradients (or initial values) being gathered, then
  * sent; freed by the transport once the bytes are gone. */
 typedef struct stage {
 	ps_client *client;
-	uint64_t iteration, seq;
-	uint32_t staged; /* member tensors copied in */
 	float data[];
 } stage;
-
-/* A partition push waiting in the gate; the gate's handle points to it.
- * For a fused partition, base is its stage's data. */
-typedef struct pending {
-	uint32_t part, tensor;
-	const float *base;
-	stage *stage;
-	uint64_t iteration, ready_us;
-} pending;
 
 static void fail_locked(ps_client *c, int code)
 {
@@ -199,7 +181,7 @@ static void release_stage(void *data, void *hint)
 	free(st);
 }
 
-static stage *stage_new(ps_client *c, uint32_t part, uint64_t iteration)
+static stage *stage_new(ps_client *c, uint32_t part)
 {
 	const ps_partition *p = &c->node.welcome.placement->parts[part];
 	stage *st = malloc(sizeof(*st) + p->numel * sizeof(float));
@@ -209,8 +191,7 @@ static stage *stage_new(ps_client *c, uint32_t part, uint64_t iteration)
 			 "elements)", part, (unsigned long long)p->numel);
 		return NULL;
 	}
-	*st = (stage){.client = c, .iteration = iteration,
-		      .seq = ++c->stage_seq};
+	st->client = c;
 	return st;
 }
 
@@ -280,131 +261,103 @@ static int send_tensor(ps_client *c, tensor *t, uint32_t type,
 	return PS_OK;
 }
 
-static void free_pending(uint64_t handle, void *ud)
+/* Sends what the machine wants sent: pushes as its gate releases them,
+ * PARAMS_ACKs, DONE. */
+static int send_msgs(ps_client *c)
 {
-	pending *e = (pending *)(uintptr_t)handle;
+	ps_wproto_msg m;
+	int rc = ps_wproto_flush(c->proto);
 
-	(void)ud;
-	free(e->stage); /* never handed to the transport */
-	free(e);
-}
-
-/* Hands over every push the gate releases now. */
-static int drain_gate(ps_client *c)
-{
-	ps_xfer x;
-
-	while (ps_gate_next_metered(c->gate, &c->meter, &x) == 1) {
-		pending *e = (pending *)(uintptr_t)x.handle;
-		int rc = send_part(c, &c->tensors[e->tensor], e->stage, e->part,
-				   PS_MSG_PUSH, e->base, e->iteration,
-				   (int32_t)x.priority, e->ready_us);
-		free(e);
-		if (rc != PS_OK)
-			return rc;
-	}
-	return PS_OK;
-}
-
-/* One partition push enters the gate; it is ready from now. On failure
- * nothing of it is queued (a stage stays the caller's). */
-static int gate_push(ps_client *c, uint32_t part, uint32_t tensor_id,
-		     const float *base, stage *st, uint64_t iteration)
-{
-	const ps_partition *p = &c->node.welcome.placement->parts[part];
-	pending *e = malloc(sizeof(*e));
-	int rc;
-
-	if (!e)
-		return PS_ENOMEM;
-	if (c->credit_pending && iteration >= c->credit_from) {
-		/* the iteration boundary the scheduler chose: every push of
-		 * this iteration and later goes under the new window */
-		ps_gate_set_credit(c->gate, c->credit_next);
-		c->credit_pending = 0;
-	}
-	*e = (pending){.part = part,
-		       .tensor = tensor_id,
-		       .base = base,
-		       .stage = st,
-		       .iteration = iteration,
-		       .ready_us = ps_trace_now_us()};
-	rc = ps_gate_ready_metered(c->gate, &c->meter,
-			   &(ps_xfer){.handle = (uintptr_t)e,
-				      .receiver = p->server,
-				      .iteration = iteration,
-				      .priority = c->number[part],
-				      .bytes = p->numel * sizeof(float)});
-	if (rc != PS_OK)
-		free(e);
-	return rc;
-}
-
-/* A fused tensor's gradient is copied into its partition's stage; the
- * application's buffer is free at once. The stage enters the gate when
- * its last member tensor is in. */
-static int stage_push(ps_client *c, const cmd *k)
-{
-	tensor *t = &c->tensors[k->tensor];
-	const ps_partition *p = &c->node.welcome.placement->parts[t->first_part];
-	stage *st = c->stages[t->first_part];
-	int rc = PS_OK;
-
-	if (st && (st->iteration != k->iteration || t->staged_seq == st->seq)) {
-		PS_ERROR("tensor '%s' pushed for iteration %llu while the "
-			 "fused partition it shares with other tensors waits "
-			 "for iteration %llu: each tensor of a fused "
-			 "partition must be pushed once per iteration",
-			 t->name, (unsigned long long)k->iteration,
-			 (unsigned long long)st->iteration);
-		rc = PS_ESTATE;
-	} else if (!st) {
-		st = stage_new(c, t->first_part, k->iteration);
-		rc = st ? PS_OK : PS_ENOMEM;
-		c->stages[t->first_part] = st;
-	}
-	if (rc == PS_OK) {
-		memcpy(st->data + t->part_base, k->data,
-		       t->numel * sizeof(float));
-		t->staged_seq = st->seq;
-	}
-	pthread_mutex_lock(&c->mu);
-	t->inflight--; /* copied (or never will be) */
-	pthread_cond_broadcast(&c->cv);
-	if (rc == PS_OK && st->staged + 1 == p->ntensors)
-		c->fused_inflight++;
-	pthread_mutex_unlock(&c->mu);
-	if (rc != PS_OK || ++st->staged < p->ntensors)
-		return rc;
-	c->stages[t->first_part] = NULL;
-	rc = gate_push(c, t->first_part, k->tensor, st->data, st, k->iteration);
-	if (rc != PS_OK)
-		release_stage(NULL, st);
-	return rc;
-}
-
-/* A pushed tensor's partitions enter the gate (the caller drains it once
- * a whole batch of commands is in, so the gate chooses among all of
- * them). */
-static int queue_push(ps_client *c, const cmd *k)
-{
-	tensor *t = &c->tensors[k->tensor];
-	int rc = PS_OK;
-
-	if (t->fused)
-		return stage_push(c, k);
-	for (uint32_t i = 0; i < t->nparts && rc == PS_OK; i++) {
-		rc = gate_push(c, t->first_part + i, k->tensor, k->data, NULL,
-			       k->iteration);
-		if (rc != PS_OK) {
-			/* the partitions not queued hold no reference */
-			pthread_mutex_lock(&c->mu);
-			t->inflight -= t->nparts - i;
-			pthread_cond_broadcast(&c->cv);
-			pthread_mutex_unlock(&c->mu);
+	while (rc == PS_OK && ps_wproto_next_msg(c->proto, &m)) {
+		ps_wire_header h = {.key = m.key,
+				    .partition = m.part,
+				    .iteration = m.iteration};
+		switch (m.kind) {
+		case PS_WPROTO_MSG_PUSH:
+			rc = send_part(c, &c->tensors[m.tensor],
+				       m.fused ? m.ctx : NULL, m.part,
+				       PS_MSG_PUSH, m.fused ? NULL : m.ctx,
+				       m.iteration, m.priority,
+				       c->slots[m.part].push_ready_us);
+			break;
+		case PS_WPROTO_MSG_PARAMS_ACK:
+			h.type = PS_MSG_PARAMS_ACK;
+			rc = ps_node_send(&c->node,
+					  ps_node_server_id(&c->node, m.server),
+					  &h, NULL, 0, NULL, NULL);
+			break;
+		case PS_WPROTO_MSG_DONE:
+			h = (ps_wire_header){.type = PS_MSG_DONE};
+			rc = ps_node_send(&c->node, 0, &h, c->done_body,
+					  c->done_len, ps_wire_free, NULL);
+			if (rc != PS_OK)
+				free(c->done_body);
+			c->done_body = NULL;
+			break;
 		}
 	}
 	return rc;
+}
+
+/* A pushed tensor enters the machine: an unfused tensor's partitions go
+ * into the gate as they are (the caller drains it once a whole batch of
+ * commands is in, so the gate chooses among all of them); a fused
+ * tensor's gradient is copied into its partition's stage - the only copy
+ * on the push path, and a small one by construction - so the
+ * application's buffer is free at once, and the stage enters the gate
+ * once its last member tensor is in. */
+static int queue_push(ps_client *c, const cmd *k)
+{
+	tensor *t = &c->tensors[k->tensor];
+	ps_wproto_staging st;
+	stage *sg = NULL;
+	char why[512];
+	uint64_t now = ps_trace_now_us();
+	int rc = ps_wproto_push(c->proto, k->tensor, k->iteration,
+				(void *)k->data, &st, why, sizeof(why));
+
+	if (rc == PS_ESTATE)
+		PS_ERROR("tensor '%s': %s", t->name, why);
+	if (rc == PS_OK && st.fused) {
+		sg = st.new_stage ? stage_new(c, st.part) : c->stages[st.part];
+		if (!sg)
+			rc = PS_ENOMEM;
+		else
+			memcpy(sg->data + st.offset, k->data,
+			       t->numel * sizeof(float));
+		c->stages[st.part] = st.complete ? NULL : sg;
+	}
+	pthread_mutex_lock(&c->mu);
+	if (rc != PS_OK || st.fused) {
+		/* copied, or never queued: no partition holds the buffer */
+		t->inflight -= t->nparts;
+		pthread_cond_broadcast(&c->cv);
+	}
+	if (rc == PS_OK && st.complete)
+		c->fused_inflight++;
+	pthread_mutex_unlock(&c->mu);
+	if (rc != PS_OK)
+		return rc;
+	if (st.fused && !st.complete)
+		return PS_OK;
+	if (st.fused) {
+		c->slots[st.part].push_ready_us = now;
+		rc = ps_wproto_stage_ready(c->proto, st.part, k->iteration, sg);
+		if (rc != PS_OK)
+			release_stage(NULL, sg);
+		return rc;
+	}
+	for (uint32_t i = 0; i < t->nparts; i++)
+		c->slots[t->first_part + i].push_ready_us = now;
+	return PS_OK;
+}
+
+/* A push never released: a stage is the client's to free. */
+static void free_waiting(void *ctx, int fused, void *ud)
+{
+	(void)ud;
+	if (fused)
+		free(ctx);
 }
 
 static int send_pulls(ps_client *c, tensor *t)
@@ -429,23 +382,6 @@ static int send_pulls(ps_client *c, tensor *t)
 	return PS_OK;
 }
 
-/* Sends the held DONE once no push is waiting or unacknowledged. */
-static int send_done_when_acked(ps_client *c)
-{
-	ps_wire_header h = {.type = PS_MSG_DONE};
-	int rc;
-
-	if (!c->done_body || ps_gate_in_flight(c->gate) > 0 ||
-	    ps_gate_pending(c->gate) > 0)
-		return PS_OK;
-	rc = ps_node_send(&c->node, 0, &h, c->done_body, c->done_len,
-			  ps_wire_free, NULL);
-	if (rc != PS_OK)
-		free(c->done_body);
-	c->done_body = NULL;
-	return rc;
-}
-
 static int run_command(ps_client *c, cmd *k)
 {
 	ps_wire_header h = {.key = (uint32_t)k->iteration};
@@ -467,7 +403,8 @@ static int run_command(ps_client *c, cmd *k)
 			return rc;
 		c->done_body = body;
 		c->done_len = len;
-		return send_done_when_acked(c);
+		rc = ps_wproto_done(c->proto);
+		return rc == PS_OK ? send_msgs(c) : rc;
 	case CMD_PROGRESS:
 		h.type = PS_MSG_PROGRESS;
 		h.key = 0;
@@ -477,44 +414,34 @@ static int run_command(ps_client *c, cmd *k)
 	return PS_EINVAL;
 }
 
-/* Stores a PARAMS message in its slot; the slot owns msg on PS_OK. */
+/* The server rank of a node, or PS_WPROTO_NOT_SERVER. */
+static uint32_t server_rank(const ps_client *c, uint32_t node)
+{
+	const ps_node_info *n = &c->node.welcome.nodes[node];
+
+	return n->role == PS_ROLE_SERVER ? n->rank : PS_WPROTO_NOT_SERVER;
+}
+
+/* A PARAMS message the machine accepted is stored in its slot, which
+ * owns msg from then on. */
 static int accept_params(ps_client *c, ps_msg *msg, const ps_wire_header *h,
 			 char *why, size_t whylen)
 {
 	const ps_placement *pl = c->node.welcome.placement;
-	const ps_node_info *from = &c->node.welcome.nodes[h->sender];
-	const ps_partition *p;
 	slot *s;
+	int rc = ps_wproto_on_params(c->proto, server_rank(c, h->sender),
+				     h->partition, h->key, h->iteration,
+				     msg->payload_len, why, whylen);
 
-	if (h->partition >= pl->num_parts) {
-		snprintf(why, whylen, "PARAMS for partition %u of %u",
-			 h->partition, pl->num_parts);
-		return PS_EPROTO;
-	}
-	p = &pl->parts[h->partition];
-	if (from->role != PS_ROLE_SERVER || from->rank != p->server ||
-	    h->key != p->tensor ||
-	    msg->payload_len != p->numel * sizeof(float)) {
-		snprintf(why, whylen, "PARAMS for partition %u from node %u "
-			 "does not match the placement", h->partition,
-			 h->sender);
-		return PS_EPROTO;
-	}
+	if (rc != PS_OK)
+		return rc;
 	pthread_mutex_lock(&c->mu);
 	s = &c->slots[h->partition];
-	if (s->have && h->iteration < s->version) {
-		pthread_mutex_unlock(&c->mu);
-		snprintf(why, whylen, "stale PARAMS version %llu for "
-			 "partition %u (have %llu)",
-			 (unsigned long long)h->iteration, h->partition,
-			 (unsigned long long)s->version);
-		return PS_EPROTO;
-	}
 	ps_msg_free(&s->msg);
 	s->msg = msg;
 	s->version = h->iteration;
 	s->seq++;
-	s->copies_left = p->ntensors;
+	s->copies_left = pl->parts[h->partition].ntensors;
 	s->have = 1;
 	s->pull_pending = 0;
 	c->stats.bytes_received += msg->payload_len;
@@ -528,8 +455,7 @@ static int accept_params(ps_client *c, ps_msg *msg, const ps_wire_header *h,
 			.partition = h->partition,
 			.bytes = (int64_t)h->payload_len,
 		};
-		ps_trace_instant(PS_LANE_RECEIVE,
-				 c->tensors[p->tensor].name,
+		ps_trace_instant(PS_LANE_RECEIVE, c->tensors[h->key].name,
 				 ps_trace_now_us(), &a);
 	}
 	return PS_OK;
@@ -573,9 +499,7 @@ static int handle_credit(ps_client *c, const ps_msg *msg,
 				  c->cfg.scheduling.credit_size, &credit, why,
 				  whylen) != PS_OK)
 		return PS_EPROTO;
-	c->credit_next = credit;
-	c->credit_from = h->iteration;
-	c->credit_pending = 1;
+	ps_wproto_on_credit(c->proto, credit, h->iteration);
 	PS_INFO("credit: window %llu bytes from iteration %llu",
 		(unsigned long long)credit,
 		(unsigned long long)h->iteration);
@@ -617,33 +541,16 @@ static int handle(ps_client *c, ps_msg *msg, const ps_wire_header *h)
 		rc = accept_params(c, msg, h, why, sizeof(why));
 		if (rc != PS_OK)
 			break;
-		/* the slot owns msg now; with a credit window the server
-		 * needs to know the bytes arrived */
-		if (c->cfg.scheduling.credit_size) {
-			ps_wire_header ack = {.type = PS_MSG_PARAMS_ACK,
-					      .key = h->key,
-					      .partition = h->partition,
-					      .iteration = h->iteration};
-			return ps_node_send(&c->node, h->sender, &ack, NULL, 0,
-					    NULL, NULL);
-		}
-		return PS_OK;
+		/* the slot owns msg now; with a credit window a PARAMS_ACK
+		 * goes back */
+		return send_msgs(c);
 	case PS_MSG_PUSH_ACK:
 		trace_ack(c, h);
-		if (h->partition >= c->node.welcome.placement->num_parts ||
-		    ps_gate_acked_metered(
-			    c->gate, &c->meter,
-			    c->node.welcome.placement->parts[h->partition]
-					    .numel *
-				    sizeof(float)) != PS_OK) {
-			rc = PS_EPROTO;
-			snprintf(why, sizeof(why), "PUSH_ACK for nothing in "
-				 "flight (partition %u)", h->partition);
+		rc = ps_wproto_on_push_ack(c->proto, server_rank(c, h->sender),
+					   h->partition, why, sizeof(why));
+		if (rc != PS_OK)
 			break;
-		}
-		rc = drain_gate(c);
-		if (rc == PS_OK)
-			rc = send_done_when_acked(c);
+		rc = send_msgs(c);
 		if (rc != PS_OK) {
 			ps_msg_free(&msg);
 			return rc;
@@ -719,13 +626,23 @@ static int setup_after_join(ps_client *c)
 	if (!c->slots || !c->stages)
 		return PS_ENOMEM;
 	c->nparts = pl->num_parts;
-	rc = ps_order_partition_numbers(
-		pl, c->node.welcome.priority,
-		c->cfg.scheduling.gate == PS_GATE_COUNTER, &c->number);
-	if (rc == PS_OK)
-		rc = ps_gate_create((ps_gate_kind)c->cfg.scheduling.gate,
-				    c->cfg.scheduling.credit_size,
-				    pl->num_servers, &c->gate);
+	{
+		uint32_t *numbers = NULL;
+		rc = ps_order_partition_numbers(
+			pl, c->node.welcome.priority,
+			c->cfg.scheduling.gate == PS_GATE_COUNTER, &numbers);
+		if (rc == PS_OK)
+			rc = ps_wproto_create(
+				&(ps_wproto_config){
+					.pl = pl,
+					.gate = (ps_gate_kind)
+							c->cfg.scheduling.gate,
+					.credit = c->cfg.scheduling.credit_size,
+					.numbers = numbers,
+					.clock_ns = ps_now_ns},
+				&c->proto);
+		free(numbers);
+	}
 	if (rc != PS_OK)
 		return rc;
 	return ps_node_connect_role(&c->node, PS_ROLE_SERVER);
@@ -735,7 +652,7 @@ static int setup_after_join(ps_client *c)
 static int send_fused_init(ps_client *c, uint32_t part)
 {
 	const ps_partition *p = &c->node.welcome.placement->parts[part];
-	stage *st = stage_new(c, part, 0);
+	stage *st = stage_new(c, part);
 
 	if (!st)
 		return PS_ENOMEM;
@@ -816,7 +733,7 @@ static void *comm_main(void *arg)
 			k = next;
 		}
 		if (rc == PS_OK)
-			rc = drain_gate(c);
+			rc = send_msgs(c);
 		if (rc != PS_OK)
 			break;
 		if (ps_signal_pending()) {
@@ -841,10 +758,14 @@ static void *comm_main(void *arg)
 	c->comm_alive = 0;
 	pthread_cond_broadcast(&c->cv);
 	pthread_mutex_unlock(&c->mu);
-	if (c->meter.released)
-		PS_INFO("gate: %llu pushes, %.0f ns each",
-			(unsigned long long)c->meter.released,
-			ps_gate_meter_per_transfer(&c->meter));
+	if (c->proto) {
+		ps_wproto_stats st;
+		ps_wproto_get_stats(c->proto, &st);
+		if (st.pushes)
+			PS_INFO("gate: %llu pushes, %.0f ns each",
+				(unsigned long long)st.pushes,
+				(double)st.gate_ns / (double)st.pushes);
+	}
 	free(c->done_body); /* never sent: the job failed */
 	c->done_body = NULL;
 	ps_node_close(&c->node, c->state == ST_SHUTDOWN ? 2000 : 200);
@@ -1326,10 +1247,9 @@ void ps_client_destroy(ps_client **client_p)
 		free(c->tensors[i].detached_part);
 	}
 	free(c->tensors);
-	if (c->gate) /* pushes never released: the job failed */
-		ps_gate_foreach_pending(c->gate, free_pending, NULL);
-	ps_gate_destroy(&c->gate);
-	free(c->number);
+	if (c->proto) /* pushes never released: the job failed */
+		ps_wproto_foreach_waiting(c->proto, free_waiting, NULL);
+	ps_wproto_destroy(&c->proto);
 	pthread_cond_destroy(&c->cv);
 	pthread_mutex_destroy(&c->mu);
 	free(c);

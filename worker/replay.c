@@ -25,6 +25,7 @@
 #include "runtime/trace.h"
 #include "model/dag.h"
 #include "ordo/ordo.h"
+#include "proto/engine.h"
 #include "scheduler/efficiency.h"
 #include "worker/replay.h"
 
@@ -35,9 +36,7 @@ typedef struct engine {
 	int rank;
 	float **values;   /* per tensor: parameters (received) */
 	float *zeros;     /* the gradient of every push: read-only zeros */
-	uint32_t *pending;/* per op: unfinished dependencies this iteration */
-	uint32_t *ready;  /* ops whose dependencies are done, any order */
-	uint32_t nready;
+	ps_engine *engine; /* which op runs next (proto/engine.h) */
 	uint64_t *have;   /* per tensor: version copied in, +1 (0: none) */
 	uint64_t seen;    /* arrivals counter for ps_client_wait_any */
 	uint64_t dev_end; /* the device's clock: when its last op ended (ns;
@@ -47,29 +46,25 @@ typedef struct engine {
 	FILE *csv;
 } engine;
 
-/* Whether op can run in iteration it: its parameters have arrived. */
-static int can_run(engine *e, uint32_t op, uint64_t it, int *err_p)
+/* The engine's question: are version `it` of tensor t's parameters here?
+ * (copied into the tensor's values on the way) */
+static int have_params(void *ud, uint32_t t, uint64_t it, int *have_p)
 {
-	const ps_dag_op *o = &e->dag->ops[op];
+	engine *e = ud;
+	int rc;
 
-	if (o->kind != PS_OP_FORWARD)
-		return 1;
-	for (uint32_t k = 0; k < o->ntensors; k++) {
-		uint32_t t = o->tensors[k];
-		int rc;
-
-		if (e->have[t] > it)
-			continue;
-		rc = ps_client_try(e->client, t, it);
-		if (rc == PS_EAGAIN)
-			return 0;
-		if (rc != PS_OK) {
-			*err_p = rc;
-			return 0;
-		}
-		e->have[t] = it + 1;
+	*have_p = 1;
+	if (e->have[t] > it)
+		return PS_OK;
+	rc = ps_client_try(e->client, t, it);
+	if (rc == PS_EAGAIN) {
+		*have_p = 0;
+		return PS_OK;
 	}
-	return 1;
+	if (rc != PS_OK)
+		return rc;
+	e->have[t] = it + 1;
+	return PS_OK;
 }
 
 /* Waits until the monotonic clock reads end_ns (sleeping or spinning). */
@@ -127,9 +122,7 @@ static int finish_op(engine *e, uint32_t op, uint64_t it)
 		for (uint32_t k = 0; k < o->ntensors && rc == PS_OK; k++)
 			rc = ps_client_push(e->client, o->tensors[k], e->zeros,
 					    it, (int32_t)o->tensors[k]);
-	for (uint32_t k = 0; k < o->nsuccs; k++)
-		if (--e->pending[o->succs[k]] == 0)
-			e->ready[e->nready++] = o->succs[k];
+	ps_engine_op_done(e->engine, op);
 	return rc;
 }
 
@@ -137,39 +130,25 @@ typedef struct iter_stats {
 	uint64_t compute_ns, wait_ns;
 } iter_stats;
 
-/* Runs the ops of iteration it. */
+/* Runs the ops of iteration it, as the engine picks them. */
 static int run_iteration(engine *e, uint64_t it, iter_stats *st)
 {
-	const ps_dag *d = e->dag;
-	uint32_t done = 0;
-
-	e->nready = 0;
-	for (uint32_t op = 0; op < d->nops; op++) {
-		e->pending[op] = d->ops[op].ndeps;
-		if (!d->ops[op].ndeps)
-			e->ready[e->nready++] = op;
-	}
-	while (done < d->nops) {
-		int err = PS_OK, found = 0;
-		uint32_t pos = 0;
+	ps_engine_begin(e->engine, it);
+	for (;;) {
+		ps_engine_action what;
+		uint32_t op;
+		int rc;
 
 		if (ps_signal_pending())
 			return PS_EINTR;
-		/* the lowest-indexed ready op that can run */
-		for (uint32_t i = 0; i < e->nready; i++) {
-			uint32_t op = e->ready[i];
-			if (found && op > e->ready[pos])
-				continue;
-			if (can_run(e, op, it, &err)) {
-				pos = i;
-				found = 1;
-			} else if (err != PS_OK) {
-				return err;
-			}
-		}
-		if (!found) {
+		rc = ps_engine_next(e->engine, &what, &op);
+		if (rc != PS_OK)
+			return rc;
+		if (what == PS_ENGINE_DONE)
+			return PS_OK;
+		if (what == PS_ENGINE_WAIT) {
 			uint64_t w0 = ps_now_ns(), us0 = ps_trace_now_us();
-			int rc = ps_client_wait_any(e->client, &e->seen, 1000);
+			rc = ps_client_wait_any(e->client, &e->seen, 1000);
 			if (rc != PS_OK && rc != PS_ETIMEDOUT)
 				return rc;
 			st->wait_ns += ps_now_ns() - w0;
@@ -178,15 +157,11 @@ static int run_iteration(engine *e, uint64_t it, iter_stats *st)
 				      ps_trace_now_us() - us0, NULL);
 			continue;
 		}
-		uint32_t op = e->ready[pos];
-		e->ready[pos] = e->ready[--e->nready];
 		st->compute_ns += run_op(e, op, it);
-		int rc = finish_op(e, op, it);
+		rc = finish_op(e, op, it);
 		if (rc != PS_OK)
 			return rc;
-		done++;
 	}
-	return PS_OK;
 }
 
 static int setup(engine *e)
@@ -196,11 +171,12 @@ static int setup(engine *e)
 	int rc = PS_OK;
 
 	e->values = calloc(d->ntensors, sizeof(*e->values));
-	e->pending = calloc(d->nops, sizeof(*e->pending));
-	e->ready = calloc(d->nops, sizeof(*e->ready));
 	e->have = calloc(d->ntensors, sizeof(*e->have));
-	if (!e->values || !e->pending || !e->ready || !e->have)
+	if (!e->values || !e->have)
 		return PS_ENOMEM;
+	rc = ps_engine_create(d, have_params, e, &e->engine);
+	if (rc != PS_OK)
+		return rc;
 	for (uint32_t t = 0; t < d->ntensors && rc == PS_OK; t++) {
 		const ps_dag_tensor *x = &d->tensors[t];
 		e->values[t] = ps_alloc_big(x->numel * sizeof(float));
@@ -233,8 +209,7 @@ static void teardown(engine *e)
 		}
 	free(e->values);
 	ps_free_big(e->zeros, most * sizeof(float));
-	free(e->pending);
-	free(e->ready);
+	ps_engine_destroy(&e->engine);
 	free(e->have);
 	if (e->csv)
 		fclose(e->csv);

@@ -4,14 +4,16 @@
  * Each seed builds a small random job (workers, servers, tensors, partition
  * size, fusion, gate, credit, iterations) and runs it through the real
  * server machines (proto/shard.h) and the real gates (scheduler/gate.h),
- * with the real aggregation and optimizer (server/optimizer.h), under a
+ * and worker machines (proto/worker.h), with the real aggregation and
+ * optimizer (server/optimizer.h), under a
  * random but legal schedule: at every step one enabled action is picked -
  * deliver the first message of one (sender, receiver) channel (channels
  * are FIFO, as one TCP connection per peer pair; different channels are
  * reordered freely, some of them slow), start or finish a server's op,
- * or let a worker compute. Workers are honest and minimal: when a worker
- * holds version i of every partition it pushes iteration i's gradient of
- * every partition through its gate and waits for version i + 1.
+ * or let a worker compute. The application on a worker is honest and
+ * minimal: when its machine holds version i of every partition it pushes
+ * iteration i's gradient of every tensor (random order) and waits for
+ * version i + 1; after the last iteration it is done.
  *
  * After every step it checks:
  *  - every gate's bytes in flight equal what it released minus what was
@@ -23,7 +25,8 @@
  *  - every PARAMS a worker receives is the next version of its partition,
  *    with values exactly the closed form (integer gradients, lr 1,
  *    momentum 0, power-of-two worker counts: every value is exact);
- *  - no server refuses a message of an honest worker;
+ *  - no machine refuses a message of an honest peer; a worker's DONE goes
+ *    only after its last push is acknowledged;
  * and at the end that every job finished (no action enabled earlier is a
  * deadlock) with every server partition at version K and exact values.
  *
@@ -40,6 +43,7 @@
 
 #include "ordo/error.h"
 #include "proto/shard.h"
+#include "proto/worker.h"
 #include "scheduler/gate.h"
 #include "scheduler/order.h"
 #include "scheduler/placement.h"
@@ -95,11 +99,11 @@ typedef struct shadow {
 } shadow;
 
 typedef struct wk {
-	ps_gate *gate;
+	ps_wproto *proto;  /* the real worker machine (proto/worker.h) */
 	shadow sh;
 	uint64_t it;       /* iteration being computed or waited for */
-	uint64_t *ver;     /* per partition: version held */
-	int pushed;        /* iteration it's pushes are in the gate */
+	int pushed;        /* iteration it's pushes are in */
+	int done_sent;     /* its DONE went out */
 	uint32_t weight;   /* stragglers compute less often */
 } wk;
 
@@ -278,34 +282,52 @@ static uint64_t part_bytes(const job *j, uint32_t p)
 	return j->pl->parts[p].numel * PS_ELEM_SIZE;
 }
 
-static int worker_drain(job *j, uint32_t w)
+/* Sends what worker w's machine wants sent. */
+static int worker_send(job *j, uint32_t w)
 {
 	wk *k = &j->w[w];
-	ps_xfer x;
+	ps_wproto_msg m;
 	char who[32];
+	int rc = ps_wproto_flush(k->proto);
 
 	snprintf(who, sizeof(who), "worker %u", w);
-	while (ps_gate_next(k->gate, &x) == 1) {
-		uint32_t p = (uint32_t)x.handle;
-		uint64_t n = j->pl->parts[p].numel;
+	while (rc == PS_OK && ps_wproto_next_msg(k->proto, &m)) {
+		if (m.kind == PS_WPROTO_MSG_DONE) {
+			if (k->sh.in_flight || k->sh.n || k->it != j->K)
+				return fail(j, "worker %u sent DONE with %" PRIu64
+					    " bytes unacknowledged, %u pushes "
+					    "waiting, in iteration %" PRIu64, w,
+					    k->sh.in_flight, k->sh.n, k->it);
+			k->done_sent = 1;
+			continue;
+		}
+		if (m.kind == PS_WPROTO_MSG_PARAMS_ACK) {
+			rc = send_msg(j, w, j->W + m.server, M_PARAMS_ACK,
+				      m.part, m.iteration, 0, NULL);
+			continue;
+		}
+		uint64_t n = j->pl->parts[m.part].numel;
 		float *g = malloc(n * sizeof(float));
-		int rc;
-
 		if (!g)
 			return PS_ENOMEM;
 		for (uint64_t e = 0; e < n; e++)
-			g[e] = grad(w, x.iteration, p, e);
-		rc = shadow_release(j, &k->sh, who, p, x.receiver, x.iteration,
-				    x.bytes);
+			g[e] = grad(w, m.iteration, m.part, e);
+		rc = shadow_release(j, &k->sh, who, m.part, m.server,
+				    m.iteration, m.bytes);
 		if (rc == PS_OK)
-			rc = send_msg(j, w, j->W + x.receiver, M_PUSH, p,
-				      x.iteration, (int32_t)x.priority, g);
+			rc = send_msg(j, w, j->W + m.server, M_PUSH, m.part,
+				      m.iteration, m.priority, g);
 		else
 			free(g);
-		if (rc != PS_OK)
-			return rc;
 	}
-	return PS_OK;
+	return rc;
+}
+
+static int holds(const job *j, uint32_t w, uint32_t p, uint64_t v)
+{
+	uint64_t have;
+
+	return ps_wproto_part_version(j->w[w].proto, p, &have) && have == v;
 }
 
 static int worker_can_compute(const job *j, uint32_t w)
@@ -315,81 +337,115 @@ static int worker_can_compute(const job *j, uint32_t w)
 	if (k->pushed || k->it >= j->K)
 		return 0;
 	for (uint32_t p = 0; p < j->P; p++)
-		if (k->ver[p] != k->it)
+		if (!holds(j, w, p, k->it))
 			return 0;
 	return 1;
 }
 
-/* Iteration it's gradients enter the gate, in a random order. */
+/* A partition's push became ready in the machine's gate. */
+static int mirror_ready(job *j, uint32_t w, uint32_t p)
+{
+	return shadow_ready(&j->w[w].sh, p, j->pl->parts[p].server,
+			    j->w[w].it, j->numbers[p]);
+}
+
+/* Iteration it's gradients, tensor by tensor in a random order (as a
+ * backward pass produces them), the gate drained now and then. */
 static int worker_compute(job *j, uint32_t w)
 {
 	wk *k = &j->w[w];
-	uint32_t *order = malloc(j->P * sizeof(*order));
+	uint32_t *order = malloc(j->T * sizeof(*order));
 	int rc = PS_OK;
 
 	if (!order)
 		return PS_ENOMEM;
-	for (uint32_t p = 0; p < j->P; p++)
-		order[p] = p;
-	for (uint32_t p = j->P; p > 1; p--) {
-		uint32_t q = rng_below(&j->rng, p), t = order[p - 1];
-		order[p - 1] = order[q];
-		order[q] = t;
+	for (uint32_t t = 0; t < j->T; t++)
+		order[t] = t;
+	for (uint32_t t = j->T; t > 1; t--) {
+		uint32_t q = rng_below(&j->rng, t), x = order[t - 1];
+		order[t - 1] = order[q];
+		order[q] = x;
 	}
-	for (uint32_t i = 0; i < j->P && rc == PS_OK; i++) {
-		uint32_t p = order[i];
-		ps_xfer x = {.handle = p,
-			     .receiver = j->pl->parts[p].server,
-			     .iteration = k->it,
-			     .priority = j->numbers[p],
-			     .bytes = part_bytes(j, p)};
-		rc = ps_gate_ready(k->gate, &x);
-		if (rc == PS_OK)
-			rc = shadow_ready(&k->sh, p, x.receiver, x.iteration,
-					  j->numbers[p]);
+	for (uint32_t i = 0; i < j->T && rc == PS_OK; i++) {
+		uint32_t t = order[i];
+		ps_wproto_staging st;
+		char why[256];
+
+		rc = ps_wproto_push(k->proto, t, k->it, NULL, &st, why,
+				    sizeof(why));
+		if (rc == PS_ESTATE)
+			rc = fail(j, "worker %u: %s", w, why);
+		else if (rc == PS_OK && st.fused && st.complete) {
+			rc = ps_wproto_stage_ready(k->proto, st.part, k->it,
+						   NULL);
+			if (rc == PS_OK)
+				rc = mirror_ready(j, w, st.part);
+		} else if (rc == PS_OK && !st.fused) {
+			for (uint32_t q = 0; q < j->pl->part_count[t] &&
+					     rc == PS_OK; q++)
+				rc = mirror_ready(j, w,
+						  j->pl->first_part[t] + q);
+		}
 		if (rc == PS_OK && rng_below(&j->rng, 2))
-			rc = worker_drain(j, w); /* as ops finish */
+			rc = worker_send(j, w); /* as ops finish */
 	}
 	free(order);
 	k->pushed = 1;
-	return rc == PS_OK ? worker_drain(j, w) : rc;
+	return rc == PS_OK ? worker_send(j, w) : rc;
 }
 
 static int worker_receive(job *j, uint32_t w, uint32_t from, msg *m)
 {
 	wk *k = &j->w[w];
 	uint32_t p = m->part;
+	uint64_t had = 0;
+	char why[256];
+	int rc;
 
 	if (m->type == M_PUSH_ACK) {
-		if (ps_gate_acked(k->gate, part_bytes(j, p)) != PS_OK)
-			return fail(j, "worker %u: PUSH_ACK of partition %u "
-				    "returned more credit than in flight", w, p);
+		rc = ps_wproto_on_push_ack(k->proto, from, p, why,
+					   sizeof(why));
+		if (rc == PS_EPROTO)
+			return fail(j, "worker %u refused a PUSH_ACK of "
+				    "partition %u: %s", w, p, why);
 		k->sh.in_flight -= part_bytes(j, p);
-		return worker_drain(j, w);
+		return rc == PS_OK ? worker_send(j, w) : rc;
 	}
 	if (m->type != M_PARAMS)
 		return fail(j, "worker %u received %s", w,
 			    msg_names[m->type]);
-	if (m->iteration != k->ver[p] + 1)
+	ps_wproto_part_version(k->proto, p, &had);
+	if (m->iteration != had + 1)
 		return fail(j, "worker %u: PARAMS of partition %u version %"
 			    PRIu64 " after version %" PRIu64, w, p,
-			    m->iteration, k->ver[p]);
+			    m->iteration, had);
 	for (uint64_t e = 0; e < j->pl->parts[p].numel; e++)
 		if ((double)m->payload[e] != expected(j, p, e, m->iteration))
 			return fail(j, "worker %u: partition %u version %" PRIu64
 				    " element %" PRIu64 " is %g, not %g", w, p,
 				    m->iteration, e, (double)m->payload[e],
 				    expected(j, p, e, m->iteration));
-	k->ver[p] = m->iteration;
-	if (j->credit)
-		send_msg(j, w, j->W + from, M_PARAMS_ACK, p, m->iteration, 0,
-			 NULL);
-	for (uint32_t q = 0; q < j->P; q++)
-		if (k->ver[q] != k->it + 1)
+	rc = ps_wproto_on_params(k->proto, from, p, j->pl->parts[p].tensor,
+				 m->iteration, part_bytes(j, p), why,
+				 sizeof(why));
+	if (rc == PS_EPROTO)
+		return fail(j, "worker %u refused PARAMS of partition %u: %s",
+			    w, p, why);
+	if (rc == PS_OK)
+		rc = worker_send(j, w);
+	for (uint32_t q = 0; q < j->P && rc == PS_OK; q++)
+		if (!holds(j, w, q, k->it + 1))
 			return PS_OK;
+	if (rc != PS_OK)
+		return rc;
 	k->it++; /* every partition at it + 1: the iteration is done */
 	k->pushed = 0;
-	return PS_OK;
+	if (k->it == j->K) {
+		rc = ps_wproto_done(k->proto);
+		if (rc == PS_OK)
+			rc = worker_send(j, w);
+	}
+	return rc;
 }
 
 /* ---- servers ----------------------------------------------------------- */
@@ -540,7 +596,8 @@ static int check_all(job *j)
 
 	for (uint32_t w = 0; w < j->W; w++) {
 		snprintf(who, sizeof(who), "worker %u", w);
-		if (check_gate(j, j->w[w].gate, &j->w[w].sh, who) != PS_OK)
+		if (check_gate(j, ps_wproto_gate(j->w[w].proto), &j->w[w].sh,
+			       who) != PS_OK)
 			return PS_EPROTO;
 	}
 	for (uint32_t s = 0; s < j->S; s++) {
@@ -554,11 +611,15 @@ static int check_all(job *j)
 
 static int check_end(job *j)
 {
-	for (uint32_t w = 0; w < j->W; w++)
+	for (uint32_t w = 0; w < j->W; w++) {
 		if (j->w[w].it != j->K)
 			return fail(j, "deadlock: nothing can happen, and worker "
 				    "%u is in iteration %" PRIu64 " of %u", w,
 				    j->w[w].it, j->K);
+		if (!j->w[w].done_sent)
+			return fail(j, "worker %u finished but never sent DONE",
+				    w);
+	}
 	for (uint32_t s = 0; s < j->S; s++) {
 		srv *v = &j->s[s];
 		for (uint32_t k = 0; k < ps_shard_nparts(v->sh); k++) {
@@ -622,15 +683,21 @@ static int setup(job *j, void **hold_ud)
 	for (uint32_t w = 0; w < j->W; w++) {
 		wk *k = &j->w[w];
 		k->weight = rng_below(&j->rng, 4) ? 8 : 1; /* stragglers */
-		k->ver = calloc(j->P, sizeof(*k->ver));
 		k->sh.last = calloc(j->S, sizeof(uint32_t));
 		k->sh.last_it = calloc(j->S, sizeof(uint64_t));
-		if (!k->ver || !k->sh.last || !k->sh.last_it)
+		if (!k->sh.last || !k->sh.last_it)
 			return PS_ENOMEM;
-		rc = ps_gate_create((ps_gate_kind)j->gate, j->credit, j->S,
-				    &k->gate);
+		rc = ps_wproto_create(&(ps_wproto_config){
+					      .pl = j->pl,
+					      .gate = (ps_gate_kind)j->gate,
+					      .credit = j->credit,
+					      .numbers = j->numbers},
+				      &k->proto);
 		if (rc != PS_OK)
 			return rc;
+		/* every worker starts with version 0 (as after INIT) */
+		for (uint32_t p = 0; p < j->P; p++)
+			ps_wproto_assume(k->proto, p, 0);
 	}
 	for (uint32_t s = 0; s < j->S; s++) {
 		srv *v = &j->s[s];
@@ -670,7 +737,6 @@ static int setup(job *j, void **hold_ud)
 			ps_shard_resume(v->sh, k, 0, 0);
 		}
 	}
-	/* every worker starts with version 0 (as after INIT) */
 	return PS_OK;
 }
 
@@ -683,8 +749,7 @@ static void teardown(job *j)
 			free_msg(m);
 		}
 	for (uint32_t w = 0; j->w && w < j->W; w++) {
-		ps_gate_destroy(&j->w[w].gate);
-		free(j->w[w].ver);
+		ps_wproto_destroy(&j->w[w].proto);
 		free(j->w[w].sh.v);
 		free(j->w[w].sh.last);
 		free(j->w[w].sh.last_it);

@@ -1,0 +1,407 @@
+/*
+ * proto/worker.c - a worker's side of the protocol (worker.h).
+ *
+ * DESIGN. A push waiting in the gate is a record (its handle) naming the
+ * partition, the tensor, the iteration and the driver's ctx; released
+ * pushes and PARAMS_ACKs become messages in one FIFO. A fused partition's
+ * members are counted per stage: a stage is the iteration it gathers and
+ * how many members are in; a tensor remembers the stage it joined (by a
+ * sequence number), so a second push of it into the same stage is
+ * refused.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ordo/error.h"
+#include "proto/ring.h"
+#include "proto/worker.h"
+
+typedef struct pending {
+	uint32_t part, tensor;
+	uint64_t iteration;
+	int fused;
+	void *ctx;
+} pending;
+
+typedef struct part_state {
+	uint64_t version; /* newest received */
+	int have;
+	/* fused: the stage being gathered */
+	uint64_t stage_it, stage_seq;
+	uint32_t staged; /* members in; 0: no stage */
+} part_state;
+
+struct ps_wproto {
+	ps_wproto_config cfg;
+	uint32_t *numbers;
+	part_state *parts;
+	uint64_t *joined; /* per tensor: the stage seq it joined last */
+	uint64_t seq;
+	ps_gate *gate;
+	uint64_t credit_next, credit_from;
+	int credit_pending;
+	int done_wanted;
+	PS_RING(ps_wproto_msg) msgs;
+	ps_wproto_stats st;
+};
+
+static int push_msg(ps_wproto *w, const ps_wproto_msg *m)
+{
+	PS_RING_PUSH(w->msgs, *m);
+	return PS_OK;
+}
+
+static uint64_t meter_begin(const ps_wproto *w)
+{
+	return w->cfg.clock_ns ? w->cfg.clock_ns() : 0;
+}
+
+static void meter_end(ps_wproto *w, uint64_t t0)
+{
+	if (w->cfg.clock_ns)
+		w->st.gate_ns += w->cfg.clock_ns() - t0;
+}
+
+static uint64_t part_bytes(const ps_wproto *w, uint32_t part)
+{
+	return w->cfg.pl->parts[part].numel * PS_ELEM_SIZE;
+}
+
+int ps_wproto_create(const ps_wproto_config *cfg, ps_wproto **w_p)
+{
+	const ps_placement *pl = cfg->pl;
+	ps_wproto *w;
+	int rc;
+
+	*w_p = NULL;
+	if (!pl || !cfg->numbers)
+		return PS_EINVAL;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return PS_ENOMEM;
+	w->cfg = *cfg;
+	w->numbers = malloc((pl->num_parts ? pl->num_parts : 1) *
+			    sizeof(*w->numbers));
+	w->parts = calloc(pl->num_parts ? pl->num_parts : 1,
+			  sizeof(*w->parts));
+	w->joined = calloc(pl->num_tensors ? pl->num_tensors : 1,
+			   sizeof(*w->joined));
+	if (!w->numbers || !w->parts || !w->joined) {
+		ps_wproto_destroy(&w);
+		return PS_ENOMEM;
+	}
+	memcpy(w->numbers, cfg->numbers, pl->num_parts * sizeof(uint32_t));
+	rc = ps_gate_create(cfg->gate, cfg->credit, pl->num_servers, &w->gate);
+	if (rc != PS_OK) {
+		ps_wproto_destroy(&w);
+		return rc;
+	}
+	*w_p = w;
+	return PS_OK;
+}
+
+static void free_pending(uint64_t handle, void *ud)
+{
+	(void)ud;
+	free((pending *)(uintptr_t)handle);
+}
+
+void ps_wproto_destroy(ps_wproto **w_p)
+{
+	ps_wproto *w = *w_p;
+
+	if (!w)
+		return;
+	if (w->gate)
+		ps_gate_foreach_pending(w->gate, free_pending, NULL);
+	ps_gate_destroy(&w->gate);
+	free(w->numbers);
+	free(w->parts);
+	free(w->joined);
+	free(w->msgs.v);
+	free(w);
+	*w_p = NULL;
+}
+
+typedef struct visit {
+	void (*fn)(void *ctx, int fused, void *ud);
+	void *ud;
+} visit;
+
+static void visit_pending(uint64_t handle, void *ud)
+{
+	const pending *e = (const pending *)(uintptr_t)handle;
+	const visit *v = ud;
+
+	v->fn(e->ctx, e->fused, v->ud);
+}
+
+void ps_wproto_foreach_waiting(const ps_wproto *w,
+			       void (*fn)(void *ctx, int fused, void *ud),
+			       void *ud)
+{
+	visit v = {.fn = fn, .ud = ud};
+
+	ps_gate_foreach_pending(w->gate, visit_pending, &v);
+}
+
+/* One partition's push becomes ready in the gate. */
+static int ready(ps_wproto *w, uint32_t part, uint32_t tensor, uint64_t it,
+		 int fused, void *ctx)
+{
+	const ps_partition *p = &w->cfg.pl->parts[part];
+	pending *e = malloc(sizeof(*e));
+	uint64_t t0;
+	int rc;
+
+	if (!e)
+		return PS_ENOMEM;
+	if (w->credit_pending && it >= w->credit_from) {
+		/* the iteration boundary the scheduler chose: every push of
+		 * this iteration and later goes under the new window */
+		ps_gate_set_credit(w->gate, w->credit_next);
+		w->credit_pending = 0;
+	}
+	*e = (pending){.part = part,
+		       .tensor = tensor,
+		       .iteration = it,
+		       .fused = fused,
+		       .ctx = ctx};
+	t0 = meter_begin(w);
+	rc = ps_gate_ready(w->gate,
+			   &(ps_xfer){.handle = (uintptr_t)e,
+				      .receiver = p->server,
+				      .iteration = it,
+				      .priority = w->numbers[part],
+				      .bytes = part_bytes(w, part)});
+	meter_end(w, t0);
+	if (rc != PS_OK)
+		free(e);
+	return rc;
+}
+
+int ps_wproto_push(ps_wproto *w, uint32_t t, uint64_t it, void *ctx,
+		   ps_wproto_staging *st, char *why, size_t whylen)
+{
+	const ps_placement *pl = w->cfg.pl;
+	uint32_t first, n;
+	part_state *p;
+	int rc = PS_OK;
+
+	memset(st, 0, sizeof(*st));
+	if (t >= pl->num_tensors) {
+		snprintf(why, whylen, "no tensor %u", t);
+		return PS_EINVAL;
+	}
+	first = pl->first_part[t];
+	n = pl->part_count[t];
+	if (pl->parts[first].ntensors <= 1) {
+		for (uint32_t k = 0; k < n && rc == PS_OK; k++)
+			rc = ready(w, first + k, t, it, 0, ctx);
+		return rc;
+	}
+	p = &w->parts[first];
+	if (p->staged && (p->stage_it != it || w->joined[t] == p->stage_seq)) {
+		snprintf(why, whylen, "tensor %u pushed for iteration %llu "
+			 "while the fused partition it shares with other "
+			 "tensors waits for iteration %llu: each tensor of a "
+			 "fused partition must be pushed once per iteration",
+			 t, (unsigned long long)it,
+			 (unsigned long long)p->stage_it);
+		return PS_ESTATE;
+	}
+	*st = (ps_wproto_staging){.fused = 1,
+				  .part = first,
+				  .offset = pl->tensor_base[t],
+				  .new_stage = p->staged == 0};
+	if (p->staged == 0) {
+		p->stage_it = it;
+		p->stage_seq = ++w->seq;
+	}
+	w->joined[t] = p->stage_seq;
+	if (++p->staged == pl->parts[first].ntensors) {
+		p->staged = 0;
+		st->complete = 1;
+	}
+	return PS_OK;
+}
+
+int ps_wproto_stage_ready(ps_wproto *w, uint32_t part, uint64_t it,
+			  void *ctx)
+{
+	const ps_partition *p = &w->cfg.pl->parts[part];
+
+	return ready(w, part, p->tensor + p->ntensors - 1, it, 1, ctx);
+}
+
+/* DONE goes once nothing waits in the gate or is unacknowledged. */
+static int maybe_done(ps_wproto *w)
+{
+	if (!w->done_wanted || !ps_wproto_idle(w))
+		return PS_OK;
+	w->done_wanted = 0;
+	return push_msg(w, &(ps_wproto_msg){.kind = PS_WPROTO_MSG_DONE});
+}
+
+int ps_wproto_flush(ps_wproto *w)
+{
+	for (;;) {
+		ps_xfer x;
+		uint64_t t0 = meter_begin(w);
+		int got = ps_gate_next(w->gate, &x), rc;
+		meter_end(w, t0);
+		if (got != 1)
+			return maybe_done(w);
+		pending *e = (pending *)(uintptr_t)x.handle;
+		ps_wproto_msg m = {.kind = PS_WPROTO_MSG_PUSH,
+				   .server = x.receiver,
+				   .part = e->part,
+				   .key = w->cfg.pl->parts[e->part].tensor,
+				   .tensor = e->tensor,
+				   .iteration = e->iteration,
+				   .priority = (int32_t)x.priority,
+				   .bytes = x.bytes,
+				   .fused = e->fused,
+				   .ctx = e->ctx};
+		free(e);
+		w->st.pushes++;
+		rc = push_msg(w, &m);
+		if (rc != PS_OK)
+			return rc;
+	}
+}
+
+int ps_wproto_on_push_ack(ps_wproto *w, uint32_t from, uint32_t part,
+			  char *why, size_t whylen)
+{
+	const ps_placement *pl = w->cfg.pl;
+	uint64_t t0;
+	int rc;
+
+	if (part >= pl->num_parts || from != pl->parts[part].server) {
+		snprintf(why, whylen, "PUSH_ACK for partition %u from a node "
+			 "that does not hold it", part);
+		return PS_EPROTO;
+	}
+	t0 = meter_begin(w);
+	rc = ps_gate_acked(w->gate, part_bytes(w, part));
+	meter_end(w, t0);
+	if (rc != PS_OK) {
+		snprintf(why, whylen, "PUSH_ACK for nothing in flight "
+			 "(partition %u)", part);
+		return PS_EPROTO;
+	}
+	return ps_wproto_flush(w);
+}
+
+int ps_wproto_on_params(ps_wproto *w, uint32_t from, uint32_t part,
+			uint32_t key, uint64_t version, size_t payload_len,
+			char *why, size_t whylen)
+{
+	const ps_placement *pl = w->cfg.pl;
+	const ps_partition *p;
+	part_state *s;
+
+	if (part >= pl->num_parts) {
+		snprintf(why, whylen, "PARAMS for partition %u of %u", part,
+			 pl->num_parts);
+		return PS_EPROTO;
+	}
+	p = &pl->parts[part];
+	if (from != p->server || key != p->tensor ||
+	    payload_len != p->numel * PS_ELEM_SIZE) {
+		snprintf(why, whylen, "PARAMS for partition %u does not match "
+			 "the placement", part);
+		return PS_EPROTO;
+	}
+	s = &w->parts[part];
+	if (s->have && version < s->version) {
+		snprintf(why, whylen, "stale PARAMS version %llu for "
+			 "partition %u (have %llu)",
+			 (unsigned long long)version, part,
+			 (unsigned long long)s->version);
+		return PS_EPROTO;
+	}
+	s->version = version;
+	s->have = 1;
+	if (!w->cfg.credit)
+		return PS_OK;
+	/* with a credit window the server needs to know the bytes arrived */
+	return push_msg(w, &(ps_wproto_msg){.kind = PS_WPROTO_MSG_PARAMS_ACK,
+					    .server = from,
+					    .part = part,
+					    .key = key,
+					    .iteration = version});
+}
+
+void ps_wproto_on_credit(ps_wproto *w, uint64_t credit, uint64_t from)
+{
+	w->credit_next = credit;
+	w->credit_from = from;
+	w->credit_pending = 1;
+}
+
+int ps_wproto_done(ps_wproto *w)
+{
+	w->done_wanted = 1;
+	return maybe_done(w);
+}
+
+void ps_wproto_assume(ps_wproto *w, uint32_t part, uint64_t version)
+{
+	w->parts[part].version = version;
+	w->parts[part].have = 1;
+}
+
+int ps_wproto_next_msg(ps_wproto *w, ps_wproto_msg *m_p)
+{
+	if (w->msgs.n == 0)
+		return 0;
+	*m_p = PS_RING_AT(w->msgs, 0);
+	PS_RING_POP(w->msgs);
+	return 1;
+}
+
+int ps_wproto_part_version(const ps_wproto *w, uint32_t part,
+			   uint64_t *version_p)
+{
+	if (part >= w->cfg.pl->num_parts || !w->parts[part].have)
+		return 0;
+	*version_p = w->parts[part].version;
+	return 1;
+}
+
+int ps_wproto_tensor_version(const ps_wproto *w, uint32_t t,
+			     uint64_t *version_p)
+{
+	const ps_placement *pl = w->cfg.pl;
+	uint64_t v = UINT64_MAX;
+
+	if (t >= pl->num_tensors)
+		return 0;
+	for (uint32_t k = 0; k < pl->part_count[t]; k++) {
+		const part_state *s = &w->parts[pl->first_part[t] + k];
+		if (!s->have)
+			return 0;
+		if (s->version < v)
+			v = s->version;
+	}
+	*version_p = v;
+	return 1;
+}
+
+int ps_wproto_idle(const ps_wproto *w)
+{
+	return ps_gate_in_flight(w->gate) == 0 && ps_gate_pending(w->gate) == 0;
+}
+
+void ps_wproto_get_stats(const ps_wproto *w, ps_wproto_stats *st)
+{
+	*st = w->st;
+}
+
+const ps_gate *ps_wproto_gate(const ps_wproto *w)
+{
+	return w->gate;
+}
