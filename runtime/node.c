@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "proto/join.h"
 #include "runtime/clock.h"
 #include "runtime/node.h"
 #include "runtime/signals.h"
@@ -141,21 +142,8 @@ static int accept_welcome(ps_node *n, ps_msg *msg, const ps_wire_header *h)
 
 /* A peer's message that came before the WELCOME is kept for
  * ps_node_recv (at most PS_EARLY_MAX; whether it belongs to the job is
- * checked then). Returns 0 where it cannot be kept. */
+ * checked then). */
 #define PS_EARLY_MAX 4096
-static int keep_early(ps_node *n, ps_msg *msg)
-{
-	if (n->nearly == PS_EARLY_MAX)
-		return 0;
-	if (!n->early) {
-		n->early = calloc(PS_EARLY_MAX, sizeof(*n->early));
-		if (!n->early)
-			return 0;
-	}
-	n->early[n->nearly++] = msg;
-	atomic_fetch_add_explicit(&n->early_kept, 1, memory_order_relaxed);
-	return 1;
-}
 
 /* Waits for the WELCOME (or an ABORT) after REGISTER. */
 static int await_welcome(ps_node *n)
@@ -187,13 +175,30 @@ static int await_welcome(ps_node *n)
 			return rc == PS_EAGAIN ? PS_EINTR : rc;
 		rc = ps_wire_header_decode(msg->hdr, msg->hdr_len, &h, why,
 					   sizeof(why));
-		if (rc == PS_OK && h.sender != 0 && keep_early(n, msg))
+		if (rc == PS_OK && h.payload_len != msg->payload_len) {
+			snprintf(why, sizeof(why), "payload of %zu bytes, "
+				 "header says %llu", msg->payload_len,
+				 (unsigned long long)h.payload_len);
+			rc = PS_EPROTO;
+		}
+		ps_join_verdict v =
+			rc != PS_OK ? PS_JOIN_DROP
+				    : ps_join_on_message(
+					      n->join, h.sender == 0,
+					      h.type == PS_MSG_WELCOME ||
+						      h.type == PS_MSG_ABORT,
+					      msg);
+		if (v == PS_JOIN_KEPT) {
+			atomic_fetch_add_explicit(&n->early_kept, 1,
+						  memory_order_relaxed);
 			continue;
-		if (rc != PS_OK || h.sender != 0 ||
-		    h.payload_len != msg->payload_len ||
-		    (h.type != PS_MSG_WELCOME && h.type != PS_MSG_ABORT)) {
+		}
+		if (v != PS_JOIN_WELCOME) {
 			psi_note_drop(++n->dropped, "message before WELCOME",
-				      rc != PS_OK ? why : "unexpected");
+				      rc != PS_OK ? why
+				      : h.sender != 0
+					      ? "too many kept before the WELCOME"
+					      : "unexpected");
 			ps_msg_free(&msg);
 			continue;
 		}
@@ -212,6 +217,8 @@ static int await_welcome(ps_node *n)
 		}
 		rc = accept_welcome(n, msg, &h);
 		ps_msg_free(&msg);
+		if (rc == PS_OK)
+			ps_join_welcomed(n->join);
 		return rc;
 	}
 }
@@ -250,6 +257,9 @@ int ps_node_join(ps_node *n, const ps_config *cfg, uint32_t role,
 	memset(n, 0, sizeof(*n));
 	n->cfg = cfg;
 	n->role = role;
+	rc = ps_join_create(PS_EARLY_MAX, PS_JOIN_FAULT_NONE, &n->join);
+	if (rc != PS_OK)
+		return rc;
 	rc = ps_job_transport_create(cfg, &n->transport_id, &n->transport);
 	if (rc != PS_OK)
 		return rc;
@@ -410,9 +420,9 @@ int ps_node_recv(ps_node *n, int timeout_ms, ps_msg **msg_p,
 			if (left < wait)
 				wait = left;
 		}
-		if (n->early_next < n->nearly) { /* kept before the WELCOME */
-			msg = n->early[n->early_next];
-			n->early[n->early_next++] = NULL;
+		void *kept;
+		if (n->join && ps_join_next_early(n->join, &kept)) {
+			msg = kept; /* kept before the WELCOME */
 			rc = PS_OK;
 		} else {
 			rc = ps_transport_recv(n->transport, (int)wait, &msg);
@@ -461,6 +471,14 @@ void ps_node_wake(ps_node *n)
 		ps_transport_wake(n->transport);
 }
 
+static void drop_kept(void *msg, void *ud)
+{
+	ps_msg *m = msg;
+
+	(void)ud;
+	ps_msg_free(&m);
+}
+
 void ps_node_close(ps_node *n, int linger_ms)
 {
 	ps_signals_set_wake(NULL);
@@ -471,9 +489,5 @@ void ps_node_close(ps_node *n, int linger_ms)
 	free(n->connected);
 	n->peers = NULL;
 	n->connected = NULL;
-	for (uint32_t i = n->early_next; i < n->nearly; i++)
-		ps_msg_free(&n->early[i]);
-	free(n->early);
-	n->early = NULL;
-	n->nearly = n->early_next = 0;
+	ps_join_destroy(&n->join, drop_kept, NULL);
 }

@@ -46,11 +46,11 @@ typedef struct ps_node {
 	uint64_t dropped;        /* malformed or unexpected messages */
 	uint64_t progress;       /* sent in heartbeats' iteration field: a
 				  * server's highest parameter version */
-	/* messages from peers that came before the WELCOME (a peer that got
-	 * its WELCOME first may send at once): kept, checked and delivered
-	 * by ps_node_recv once this node knows the job */
-	ps_msg **early;
-	uint32_t nearly, early_next;
+	/* joining (proto/join.h): messages from peers that came before the
+	 * WELCOME (a peer that got its WELCOME first may send at once) are
+	 * kept, and checked and delivered by ps_node_recv once this node
+	 * knows the job */
+	struct ps_join *join;
 	/* how many messages were kept so: atomic, for a test may watch it
 	 * from another thread while ps_node_join waits for the WELCOME */
 	atomic_uint early_kept;

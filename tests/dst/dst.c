@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "ordo/error.h"
+#include "proto/join.h"
 #include "proto/shard.h"
 #include "proto/worker.h"
 #include "scheduler/gate.h"
@@ -66,12 +67,40 @@ static uint32_t rng_below(uint64_t *x, uint32_t n)
 
 /* ---- the job ----------------------------------------------------------- */
 
-enum { M_PUSH, M_PUSH_ACK, M_PARAMS, M_PARAMS_ACK };
-static const char *const msg_names[] = {"PUSH", "PUSH_ACK", "PARAMS",
-					"PARAMS_ACK"};
+/* Deliberate bugs (--fault), each in the machine that has it. */
+enum {
+	FAULT_NONE,
+	FAULT_CREDIT_LEAK,  /* proto/shard.h: PARAMS_ACK loses credit */
+	FAULT_VERSION_SKIP, /* proto/shard.h: an update skips a version */
+	FAULT_DROP_EARLY,   /* proto/join.h: messages before the WELCOME are
+			       lost (the race fixed in fb2417c) */
+	FAULT_COUNT
+};
+static const char *const fault_names[] = {"", "credit-leak", "version-skip",
+					  "drop-early"};
+
+static int shard_fault(int f)
+{
+	return f == FAULT_CREDIT_LEAK	 ? PS_SHARD_FAULT_CREDIT_LEAK
+	       : f == FAULT_VERSION_SKIP ? PS_SHARD_FAULT_VERSION_SKIP
+					 : PS_SHARD_FAULT_NONE;
+}
+
+static int join_fault(int f)
+{
+	return f == FAULT_DROP_EARLY ? PS_JOIN_FAULT_DROP_EARLY
+				     : PS_JOIN_FAULT_NONE;
+}
+
+#define JOIN_MAX 4096 /* as runtime/node.c */
+
+enum { M_PUSH, M_PUSH_ACK, M_PARAMS, M_PARAMS_ACK, M_INIT, M_WELCOME };
+static const char *const msg_names[] = {"PUSH",	      "PUSH_ACK", "PARAMS",
+					"PARAMS_ACK", "INIT",	  "WELCOME"};
 
 typedef struct msg {
 	int type;
+	uint32_t from; /* node */
 	uint32_t part;
 	uint64_t iteration;
 	int32_t priority;
@@ -99,6 +128,7 @@ typedef struct shadow {
 } shadow;
 
 typedef struct wk {
+	ps_join *join;     /* joining (proto/join.h) */
 	ps_wproto *proto;  /* the real worker machine (proto/worker.h) */
 	shadow sh;
 	uint64_t it;       /* iteration being computed or waited for */
@@ -108,6 +138,7 @@ typedef struct wk {
 } wk;
 
 typedef struct srv {
+	ps_join *join;
 	ps_shard *sh;
 	shadow shd;
 	float **values, **mom; /* per local partition */
@@ -189,6 +220,7 @@ static int send_msg(job *j, uint32_t from, uint32_t to, int type,
 		return PS_ENOMEM;
 	}
 	*m = (msg){.type = type,
+		   .from = from,
 		   .part = part,
 		   .iteration = iteration,
 		   .priority = priority,
@@ -414,7 +446,8 @@ static int worker_receive(job *j, uint32_t w, uint32_t from, msg *m)
 	if (m->type != M_PARAMS)
 		return fail(j, "worker %u received %s", w,
 			    msg_names[m->type]);
-	ps_wproto_part_version(k->proto, p, &had);
+	if (!ps_wproto_part_version(k->proto, p, &had))
+		had = UINT64_MAX; /* the first is version 0 */
 	if (m->iteration != had + 1)
 		return fail(j, "worker %u: PARAMS of partition %u version %"
 			    PRIu64 " after version %" PRIu64, w, p,
@@ -511,6 +544,12 @@ static int server_receive(job *j, uint32_t s, uint32_t from, msg *m,
 				      part_bytes(j, m->part), m, 0, why,
 				      sizeof(why));
 		*kept = rc == PS_OK; /* the op reads its payload */
+	} else if (m->type == M_INIT) {
+		rc = ps_shard_on_init(v->sh, from, m->part,
+				      j->pl->parts[m->part].tensor,
+				      part_bytes(j, m->part), m, why,
+				      sizeof(why));
+		*kept = rc == PS_OK; /* the op reads its payload */
 	} else if (m->type == M_PARAMS_ACK) {
 		rc = ps_shard_on_params_ack(v->sh, from, m->part, why,
 					    sizeof(why));
@@ -545,7 +584,11 @@ static int server_finish_op(job *j, uint32_t s)
 	size_t n = ps_shard_part_at(v->sh, op->k)->desc->numel;
 	int rc;
 
-	if (op->kind == PS_SHARD_OP_AGGREGATE) {
+	if (op->kind == PS_SHARD_OP_INIT) {
+		msg *m = op->ctx;
+		memcpy(v->values[op->k], m->payload, n * sizeof(float));
+		free_msg(m);
+	} else if (op->kind == PS_SHARD_OP_AGGREGATE) {
 		msg *m = op->ctx;
 		if (op->first)
 			ps_accum_set(v->acc[op->k], m->payload, n);
@@ -611,6 +654,13 @@ static int check_all(job *j)
 
 static int check_end(job *j)
 {
+	for (uint32_t n = 0; n < j->W + j->S; n++) {
+		ps_join *jn = n < j->W ? j->w[n].join : j->s[n - j->W].join;
+		if (ps_join_dropped(jn))
+			return fail(j, "deadlock: nothing can happen; node %u "
+				    "dropped %u messages that came before its "
+				    "WELCOME", n, ps_join_dropped(jn));
+	}
 	for (uint32_t w = 0; w < j->W; w++) {
 		if (j->w[w].it != j->K)
 			return fail(j, "deadlock: nothing can happen, and worker "
@@ -672,7 +722,7 @@ static int setup(job *j, void **hold_ud)
 	if (rc != PS_OK)
 		return fail(j, "cannot place the job: %s", ps_strerror(rc));
 	j->P = j->pl->num_parts;
-	j->N = j->W + j->S;
+	j->N = j->W + j->S + 1; /* the scheduler last */
 	j->w = calloc(j->W, sizeof(*j->w));
 	j->s = calloc(j->S, sizeof(*j->s));
 	j->ch = calloc((size_t)j->N * j->N, sizeof(*j->ch));
@@ -695,9 +745,9 @@ static int setup(job *j, void **hold_ud)
 				      &k->proto);
 		if (rc != PS_OK)
 			return rc;
-		/* every worker starts with version 0 (as after INIT) */
-		for (uint32_t p = 0; p < j->P; p++)
-			ps_wproto_assume(k->proto, p, 0);
+		rc = ps_join_create(JOIN_MAX, join_fault(j->fault), &k->join);
+		if (rc != PS_OK)
+			return rc;
 	}
 	for (uint32_t s = 0; s < j->S; s++) {
 		srv *v = &j->s[s];
@@ -712,7 +762,7 @@ static int setup(job *j, void **hold_ud)
 					     .numbers = j->numbers,
 					     .hold = hold,
 					     .ud = &hold_ud[2 * s],
-					     .fault = j->fault},
+					     .fault = shard_fault(j->fault)},
 				     &v->sh);
 		if (rc != PS_OK)
 			return rc;
@@ -732,12 +782,24 @@ static int setup(job *j, void **hold_ud)
 			v->acc[k] = calloc(sp->desc->numel, sizeof(double));
 			if (!v->values[k] || !v->mom[k] || !v->acc[k])
 				return PS_ENOMEM;
-			for (uint64_t e = 0; e < sp->desc->numel; e++)
-				v->values[k][e] = initial(sp->index, e);
-			ps_shard_resume(v->sh, k, 0, 0);
 		}
+		rc = ps_join_create(JOIN_MAX, join_fault(j->fault), &v->join);
+		if (rc != PS_OK)
+			return rc;
+	}
+	/* the scheduler WELCOMEs everyone; worker 0 then sends INIT */
+	for (uint32_t n = 0; n < j->W + j->S; n++) {
+		rc = send_msg(j, j->W + j->S, n, M_WELCOME, 0, 0, 0, NULL);
+		if (rc != PS_OK)
+			return rc;
 	}
 	return PS_OK;
+}
+
+static void drop_kept(void *m, void *ud)
+{
+	(void)ud;
+	free_msg(m);
 }
 
 static void teardown(job *j)
@@ -750,6 +812,7 @@ static void teardown(job *j)
 		}
 	for (uint32_t w = 0; j->w && w < j->W; w++) {
 		ps_wproto_destroy(&j->w[w].proto);
+		ps_join_destroy(&j->w[w].join, drop_kept, NULL);
 		free(j->w[w].sh.v);
 		free(j->w[w].sh.last);
 		free(j->w[w].sh.last_it);
@@ -757,12 +820,12 @@ static void teardown(job *j)
 	for (uint32_t s = 0; j->s && s < j->S; s++) {
 		srv *v = &j->s[s];
 		uint32_t n = v->sh ? ps_shard_nparts(v->sh) : 0;
-		if (v->running && v->op.kind == PS_SHARD_OP_AGGREGATE)
+		if (v->running && v->op.kind != PS_SHARD_OP_UPDATE)
 			free_msg(v->op.ctx);
 		/* ops accepted, never run: their messages */
 		ps_shard_op op;
 		while (v->sh && (v->running || ps_shard_next_op(v->sh, &op))) {
-			if (!v->running && op.kind == PS_SHARD_OP_AGGREGATE)
+			if (!v->running && op.kind != PS_SHARD_OP_UPDATE)
 				free_msg(op.ctx);
 			v->running = 0;
 			ps_shard_op_done(v->sh);
@@ -779,6 +842,7 @@ static void teardown(job *j)
 		free(v->shd.last);
 		free(v->shd.last_it);
 		ps_shard_destroy(&v->sh);
+		ps_join_destroy(&v->join, drop_kept, NULL);
 	}
 	free(j->w);
 	free(j->s);
@@ -827,6 +891,67 @@ static int64_t pick(job *j)
 	return -1;
 }
 
+/* Worker 0's initial values, once it is welcomed. */
+static int send_init(job *j)
+{
+	for (uint32_t p = 0; p < j->P; p++) {
+		uint64_t n = j->pl->parts[p].numel;
+		float *x = malloc(n * sizeof(float));
+		int rc;
+		if (!x)
+			return PS_ENOMEM;
+		for (uint64_t e = 0; e < n; e++)
+			x[e] = initial(p, e);
+		rc = send_msg(j, 0, j->W + j->pl->parts[p].server, M_INIT, p, 0,
+			      0, x);
+		if (rc != PS_OK)
+			return rc;
+	}
+	return PS_OK;
+}
+
+/* A message reaches a member node. */
+static int deliver(job *j, uint32_t to, msg *m)
+{
+	int kept = 0, rc;
+
+	if (to < j->W)
+		rc = worker_receive(j, to, m->from - j->W, m);
+	else
+		rc = server_receive(j, to - j->W, m->from, m, &kept);
+	if (!kept)
+		free_msg(m);
+	return rc;
+}
+
+/* A message reaches node `to`: through its joining machine. */
+static int arrive(job *j, uint32_t to, msg *m)
+{
+	ps_join *jn = to < j->W ? j->w[to].join : j->s[to - j->W].join;
+	void *early;
+	int rc = PS_OK;
+
+	switch (ps_join_on_message(jn, m->from == j->W + j->S,
+				   m->type == M_WELCOME, m)) {
+	case PS_JOIN_DELIVER:
+		return deliver(j, to, m);
+	case PS_JOIN_KEPT:
+		return PS_OK;
+	case PS_JOIN_DROP:
+		free_msg(m);
+		return PS_OK;
+	case PS_JOIN_WELCOME:
+		break;
+	}
+	free_msg(m);
+	ps_join_welcomed(jn);
+	if (to == 0)
+		rc = send_init(j);
+	while (rc == PS_OK && ps_join_next_early(jn, &early))
+		rc = deliver(j, to, early);
+	return rc;
+}
+
 static int step(job *j, int64_t a)
 {
 	uint32_t nch = j->N * j->N;
@@ -835,7 +960,6 @@ static int step(job *j, int64_t a)
 		channel *c = &j->ch[a];
 		msg *m = c->head;
 		uint32_t from = (uint32_t)a / j->N, to = (uint32_t)a % j->N;
-		int kept = 0, rc;
 
 		c->head = m->next;
 		if (!c->head)
@@ -846,13 +970,7 @@ static int step(job *j, int64_t a)
 				"it %" PRIu64 "\n", j->steps,
 				msg_names[m->type], from, to, m->part,
 				m->iteration);
-		if (to < j->W)
-			rc = worker_receive(j, to, from - j->W, m);
-		else
-			rc = server_receive(j, to - j->W, from, m, &kept);
-		if (!kept)
-			free_msg(m);
-		return rc;
+		return arrive(j, to, m);
 	}
 	a -= nch;
 	if (a < j->S) {
@@ -866,12 +984,6 @@ static int step(job *j, int64_t a)
 	return worker_compute(j, (uint32_t)(a - j->S));
 }
 
-static const char *fault_name(int f)
-{
-	return f == PS_SHARD_FAULT_CREDIT_LEAK	 ? "credit-leak"
-	       : f == PS_SHARD_FAULT_VERSION_SKIP ? "version-skip"
-						  : NULL;
-}
 
 /* PS_OK, or PS_EPROTO with j->failure set. */
 static int run_seed(job *j)
@@ -900,7 +1012,7 @@ static int run_seed(job *j)
 int main(int argc, char **argv)
 {
 	uint64_t first = 1, seeds = 100, failed = 0, steps = 0;
-	int fault = PS_SHARD_FAULT_NONE, expect_failure = 0, verbose = 0;
+	int fault = FAULT_NONE, expect_failure = 0, verbose = 0;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--seeds") && i + 1 < argc)
@@ -912,13 +1024,14 @@ int main(int argc, char **argv)
 			seeds = 1;
 		} else if (!strcmp(argv[i], "--fault") && i + 1 < argc) {
 			i++;
-			if (!strcmp(argv[i], "credit-leak"))
-				fault = PS_SHARD_FAULT_CREDIT_LEAK;
-			else if (!strcmp(argv[i], "version-skip"))
-				fault = PS_SHARD_FAULT_VERSION_SKIP;
-			else {
+			for (fault = FAULT_NONE + 1; fault < FAULT_COUNT;
+			     fault++)
+				if (!strcmp(argv[i], fault_names[fault]))
+					break;
+			if (fault == FAULT_COUNT) {
 				fprintf(stderr, "dst: unknown fault '%s' "
-					"(credit-leak, version-skip)\n", argv[i]);
+					"(credit-leak, version-skip, "
+					"drop-early)\n", argv[i]);
 				return 2;
 			}
 		} else if (!strcmp(argv[i], "--expect-failure"))
@@ -927,7 +1040,8 @@ int main(int argc, char **argv)
 			verbose = 1;
 		else {
 			fprintf(stderr, "usage: dst [--seeds N] [--first S] "
-				"[--seed S] [--fault credit-leak|version-skip] "
+				"[--seed S] [--fault credit-leak|version-skip|"
+				"drop-early] "
 				"[--expect-failure] [--verbose]\n");
 			return 2;
 		}
@@ -947,14 +1061,14 @@ int main(int argc, char **argv)
 				       j.credit, j.partition_size, j.fuse,
 				       j.steps, j.failure, argv[0], s,
 				       fault ? " --fault " : "",
-				       fault ? fault_name(fault) : "");
+				       fault ? fault_names[fault] : "");
 		}
 		steps += j.steps;
 	}
 	printf("dst: %" PRIu64 " seeds from %" PRIu64 ", %" PRIu64
 	       " failed, %" PRIu64 " steps checked%s%s\n", seeds, first,
 	       failed, steps, fault ? ", fault " : "",
-	       fault ? fault_name(fault) : "");
+	       fault ? fault_names[fault] : "");
 	if (expect_failure)
 		return failed > 0 ? 0 : 1;
 	return failed > 0 ? 1 : 0;

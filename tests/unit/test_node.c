@@ -26,6 +26,7 @@
 
 #include <cmocka.h>
 
+#include "proto/join.h"
 #include "runtime/node.h"
 #include "scheduler/placement.h"
 
@@ -183,8 +184,9 @@ static void run_join(int early)
 	assert_int_equal(j.rc, PS_OK);
 	assert_int_equal(j.node.id, 1);
 	/* the early path, and only it, took them (none came after) */
-	assert_int_equal(j.node.nearly, early ? early + 1 : 0);
-	assert_int_equal(atomic_load(&j.node.early_kept), j.node.nearly);
+	assert_int_equal(ps_join_kept(j.node.join), early ? early + 1 : 0);
+	assert_int_equal(atomic_load(&j.node.early_kept),
+			 ps_join_kept(j.node.join));
 
 	/* every early message of this job arrives, in order, and nothing
 	 * else: the one of another job is checked and dropped */
@@ -201,7 +203,10 @@ static void run_join(int early)
 		assert_int_equal(ps_node_recv(&j.node, 300, &m, &h),
 				 PS_ETIMEDOUT);
 	}
-	assert_int_equal(j.node.early_next, j.node.nearly); /* all handed */
+	{ /* all handed */
+		void *left;
+		assert_int_equal(ps_join_next_early(j.node.join, &left), 0);
+	}
 	assert_int_equal(j.node.dropped, early ? 1 : 0);
 
 	ps_msg_free(&msg);
