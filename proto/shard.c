@@ -17,6 +17,7 @@
 #include "ordo/error.h"
 #include "proto/ring.h"
 #include "proto/shard.h"
+#include "scheduler/gate_meter.h"
 
 typedef struct part_state {
 	ps_shard_part pub;
@@ -38,6 +39,7 @@ struct ps_shard {
 	part_state *parts;
 	int32_t *local; /* global partition -> local, or -1 */
 	ps_gate *gate;
+	ps_gate_meter meter;
 	/* a live credit change: the window for version credit_from on */
 	uint64_t credit_next, credit_from;
 	int credit_pending;
@@ -64,17 +66,6 @@ static int push_msg(ps_shard *sh, const ps_shard_msg *m)
 
 /* ---- the gate ---------------------------------------------------------- */
 
-static uint64_t meter_begin(const ps_shard *sh)
-{
-	return sh->cfg.clock_ns ? sh->cfg.clock_ns() : 0;
-}
-
-static void meter_end(ps_shard *sh, uint64_t t0)
-{
-	if (sh->cfg.clock_ns)
-		sh->st.gate_ns += sh->cfg.clock_ns() - t0;
-}
-
 static uint64_t part_bytes(const part_state *p)
 {
 	return p->pub.desc->numel * PS_ELEM_SIZE;
@@ -85,9 +76,7 @@ static int drain(ps_shard *sh)
 {
 	for (;;) {
 		ps_xfer x;
-		uint64_t t0 = meter_begin(sh);
-		int got = ps_gate_next(sh->gate, &x);
-		meter_end(sh, t0);
+		int got = ps_gate_next_metered(sh->gate, &sh->meter, &x);
 		if (got != 1)
 			return PS_OK;
 		pending *e = (pending *)(uintptr_t)x.handle;
@@ -119,7 +108,6 @@ static int send_params(ps_shard *sh, uint32_t k, uint32_t worker)
 {
 	part_state *p = &sh->parts[k];
 	pending *e = malloc(sizeof(*e));
-	uint64_t t0;
 	int rc;
 
 	if (!e)
@@ -133,14 +121,12 @@ static int send_params(ps_shard *sh, uint32_t k, uint32_t worker)
 		       .version = p->pub.version,
 		       .held = sh->cfg.hold ? sh->cfg.hold(sh->cfg.ud, k, worker)
 					    : NULL};
-	t0 = meter_begin(sh);
-	rc = ps_gate_ready(sh->gate,
+	rc = ps_gate_ready_metered(sh->gate, &sh->meter,
 			   &(ps_xfer){.handle = (uintptr_t)e,
 				      .receiver = worker,
 				      .iteration = p->pub.version,
 				      .priority = sh->numbers[p->pub.index],
 				      .bytes = part_bytes(p)});
-	meter_end(sh, t0);
 	if (rc != PS_OK) {
 		if (sh->cfg.drop)
 			sh->cfg.drop(sh->cfg.ud, e->held);
@@ -176,6 +162,7 @@ int ps_shard_create(const ps_shard_config *cfg, ps_shard **sh_p)
 	if (!sh)
 		return PS_ENOMEM;
 	sh->cfg = *cfg;
+	sh->meter.clock_ns = cfg->clock_ns;
 	sh->numbers = malloc((pl->num_parts ? pl->num_parts : 1) *
 			     sizeof(*sh->numbers));
 	sh->local = malloc((pl->num_parts ? pl->num_parts : 1) *
@@ -280,6 +267,7 @@ const ps_gate *ps_shard_gate(const ps_shard *sh)
 void ps_shard_get_stats(const ps_shard *sh, ps_shard_stats *st)
 {
 	*st = sh->st;
+	st->gate_ns = sh->meter.ns;
 }
 
 uint32_t ps_shard_ops_waiting(const ps_shard *sh)
@@ -472,7 +460,6 @@ int ps_shard_on_params_ack(ps_shard *sh, uint32_t from, uint32_t part,
 			   char *why, size_t whylen)
 {
 	int32_t k = ps_shard_local(sh, part);
-	uint64_t t0;
 	int rc;
 
 	if (from == PS_SHARD_NOT_WORKER || from >= sh->cfg.workers || k < 0) {
@@ -480,13 +467,12 @@ int ps_shard_on_params_ack(ps_shard *sh, uint32_t from, uint32_t part,
 			 "not in flight", part);
 		return PS_EPROTO;
 	}
-	t0 = meter_begin(sh);
 	if (sh->cfg.fault == PS_SHARD_FAULT_CREDIT_LEAK &&
 	    ++sh->params_acks % 3 == 0)
 		rc = PS_OK; /* the deliberate leak: the credit never returns */
 	else
-		rc = ps_gate_acked(sh->gate, part_bytes(&sh->parts[k]));
-	meter_end(sh, t0);
+		rc = ps_gate_acked_metered(sh->gate, &sh->meter,
+					   part_bytes(&sh->parts[k]));
 	if (rc != PS_OK) {
 		snprintf(why, whylen, "PARAMS_ACK for partition %u, which is "
 			 "not in flight", part);

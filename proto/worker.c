@@ -16,6 +16,7 @@
 #include "ordo/error.h"
 #include "proto/ring.h"
 #include "proto/worker.h"
+#include "scheduler/gate_meter.h"
 
 typedef struct pending {
 	uint32_t part, tensor;
@@ -39,6 +40,7 @@ struct ps_wproto {
 	uint64_t *joined; /* per tensor: the stage seq it joined last */
 	uint64_t seq;
 	ps_gate *gate;
+	ps_gate_meter meter;
 	uint64_t credit_next, credit_from;
 	int credit_pending;
 	int done_wanted;
@@ -50,17 +52,6 @@ static int push_msg(ps_wproto *w, const ps_wproto_msg *m)
 {
 	PS_RING_PUSH(w->msgs, *m);
 	return PS_OK;
-}
-
-static uint64_t meter_begin(const ps_wproto *w)
-{
-	return w->cfg.clock_ns ? w->cfg.clock_ns() : 0;
-}
-
-static void meter_end(ps_wproto *w, uint64_t t0)
-{
-	if (w->cfg.clock_ns)
-		w->st.gate_ns += w->cfg.clock_ns() - t0;
 }
 
 static uint64_t part_bytes(const ps_wproto *w, uint32_t part)
@@ -81,6 +72,7 @@ int ps_wproto_create(const ps_wproto_config *cfg, ps_wproto **w_p)
 	if (!w)
 		return PS_ENOMEM;
 	w->cfg = *cfg;
+	w->meter.clock_ns = cfg->clock_ns;
 	w->numbers = malloc((pl->num_parts ? pl->num_parts : 1) *
 			    sizeof(*w->numbers));
 	w->parts = calloc(pl->num_parts ? pl->num_parts : 1,
@@ -152,7 +144,6 @@ static int ready(ps_wproto *w, uint32_t part, uint32_t tensor, uint64_t it,
 {
 	const ps_partition *p = &w->cfg.pl->parts[part];
 	pending *e = malloc(sizeof(*e));
-	uint64_t t0;
 	int rc;
 
 	if (!e)
@@ -168,14 +159,12 @@ static int ready(ps_wproto *w, uint32_t part, uint32_t tensor, uint64_t it,
 		       .iteration = it,
 		       .fused = fused,
 		       .ctx = ctx};
-	t0 = meter_begin(w);
-	rc = ps_gate_ready(w->gate,
+	rc = ps_gate_ready_metered(w->gate, &w->meter,
 			   &(ps_xfer){.handle = (uintptr_t)e,
 				      .receiver = p->server,
 				      .iteration = it,
 				      .priority = w->numbers[part],
 				      .bytes = part_bytes(w, part)});
-	meter_end(w, t0);
 	if (rc != PS_OK)
 		free(e);
 	return rc;
@@ -248,9 +237,7 @@ int ps_wproto_flush(ps_wproto *w)
 {
 	for (;;) {
 		ps_xfer x;
-		uint64_t t0 = meter_begin(w);
-		int got = ps_gate_next(w->gate, &x), rc;
-		meter_end(w, t0);
+		int got = ps_gate_next_metered(w->gate, &w->meter, &x), rc;
 		if (got != 1)
 			return maybe_done(w);
 		pending *e = (pending *)(uintptr_t)x.handle;
@@ -276,7 +263,6 @@ int ps_wproto_on_push_ack(ps_wproto *w, uint32_t from, uint32_t part,
 			  char *why, size_t whylen)
 {
 	const ps_placement *pl = w->cfg.pl;
-	uint64_t t0;
 	int rc;
 
 	if (part >= pl->num_parts || from != pl->parts[part].server) {
@@ -284,9 +270,7 @@ int ps_wproto_on_push_ack(ps_wproto *w, uint32_t from, uint32_t part,
 			 "that does not hold it", part);
 		return PS_EPROTO;
 	}
-	t0 = meter_begin(w);
-	rc = ps_gate_acked(w->gate, part_bytes(w, part));
-	meter_end(w, t0);
+	rc = ps_gate_acked_metered(w->gate, &w->meter, part_bytes(w, part));
 	if (rc != PS_OK) {
 		snprintf(why, whylen, "PUSH_ACK for nothing in flight "
 			 "(partition %u)", part);
@@ -399,6 +383,7 @@ int ps_wproto_idle(const ps_wproto *w)
 void ps_wproto_get_stats(const ps_wproto *w, ps_wproto_stats *st)
 {
 	*st = w->st;
+	st->gate_ns = w->meter.ns;
 }
 
 const ps_gate *ps_wproto_gate(const ps_wproto *w)

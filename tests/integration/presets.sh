@@ -92,8 +92,12 @@ def check_priority(events):
         readys = sorted({r for _, r, _ in s})
         n, INF = len(readys), float("inf")
         tree = [INF] * (n + 1)
+        # A transfer counts as waiting at the previous release only if it
+        # was ready in an earlier microsecond: one that became ready in the
+        # same microsecond as that release may have entered the gate just
+        # after it (a flake of the clock's resolution, not of the gate).
         for k in range(len(s) - 1, 0, -1):
-            i, best = bisect.bisect_right(readys, s[k - 1][0]), INF
+            i, best = bisect.bisect_left(readys, s[k - 1][0]), INF
             while i > 0:
                 best, i = min(best, tree[i]), i - (i & -i)
             assert best >= s[k][2], (pid, k, s[k][2], best)
