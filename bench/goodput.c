@@ -202,7 +202,7 @@ typedef struct zjob {
 	uint64_t psize;
 	int servers, iterations;
 	char endpoints[16][64];
-	int result_fd;
+	int result_fd, endpoint_fd;
 } zjob;
 
 static int run_echo(void *arg, int rank)
@@ -211,10 +211,24 @@ static int run_echo(void *arg, int rank)
 	void *ctx = zmq_ctx_new(), *s = zmq_socket(ctx, ZMQ_ROUTER);
 	int hwm = 0;
 
+	char ep[64] = "";
+	size_t eplen = sizeof(ep);
+
 	zmq_setsockopt(s, ZMQ_RCVHWM, &hwm, sizeof(hwm));
 	zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof(hwm));
-	if (zmq_bind(s, z->endpoints[rank]) != 0)
-		return 1;
+	/* a port the kernel picks: a fixed one may be taken (the clients
+	 * then waited forever on an echo process that could not bind) */
+	if (zmq_bind(s, "tcp://127.0.0.1:*") != 0 ||
+	    zmq_getsockopt(s, ZMQ_LAST_ENDPOINT, ep, &eplen) != 0)
+		ep[0] = '\0';
+	{
+		char rec[68];
+		memcpy(rec, &rank, sizeof(int));
+		memcpy(rec + sizeof(int), ep, sizeof(ep));
+		if (write(z->endpoint_fd, rec, sizeof(rec)) != sizeof(rec) ||
+		    !ep[0])
+			return 1;
+	}
 	for (;;) {
 		zmq_msg_t id, body;
 		zmq_msg_init(&id);
@@ -262,22 +276,45 @@ static int run_zclient(void *arg, int rank)
 	return 0;
 }
 
-static double bench_zmq(uint64_t psize, int W, int S, int iterations,
-			int base_port)
+static double bench_zmq(uint64_t psize, int W, int S, int iterations)
 {
 	zjob z = {.psize = psize, .servers = S, .iterations = iterations};
 	pid_t pids[64];
-	int np = 0, results[2];
+	int np = 0, results[2], eps[2], found = 0;
 	uint64_t ns;
 
-	for (int s = 0; s < S; s++)
-		snprintf(z.endpoints[s], sizeof(z.endpoints[s]),
-			 "tcp://127.0.0.1:%d", base_port + s);
 	if (pipe(results) != 0)
 		return 0;
+	if (pipe(eps) != 0)
+		return 0;
 	z.result_fd = results[1];
+	z.endpoint_fd = eps[1];
 	for (int s = 0; s < S; s++)
 		pids[np++] = fork_child(run_echo, &z, s);
+	close(eps[1]);
+	/* each echo process's endpoint, before any client starts */
+	for (int s = 0; s < S; s++) {
+		char rec[68];
+		int r;
+		if (read(eps[0], rec, sizeof(rec)) != sizeof(rec))
+			break;
+		memcpy(&r, rec, sizeof(int));
+		if (r < 0 || r >= S || !rec[sizeof(int)])
+			break;
+		memcpy(z.endpoints[r], rec + sizeof(int), 64);
+		found++;
+	}
+	close(eps[0]);
+	if (found < S) {
+		fprintf(stderr, "bench_goodput: an echo process could not "
+			"listen\n");
+		for (int i = 0; i < np; i++)
+			kill(pids[i], SIGTERM);
+		wait_all(pids, np);
+		close(results[0]);
+		close(results[1]);
+		return 0;
+	}
 	for (int w = 0; w < W; w++)
 		pids[np++] = fork_child(run_zclient, &z, w);
 	close(results[1]);
@@ -304,7 +341,7 @@ int main(int argc, char **argv)
 	const char *sizes_arg = "64K,256K,1M,4M,16M,64M";
 	const char *layouts_arg = "1x1,2x2";
 	uint64_t sizes[MAX_SIZES], budget = 512ull << 20;
-	int nsizes = 0, base_port = 30000 + (getpid() % 20000);
+	int nsizes = 0;
 	char *copy, *tok, *save;
 
 	for (int i = 1; i < argc; i++) {
@@ -338,9 +375,8 @@ int main(int argc, char **argv)
 			continue;
 		for (int i = 0; i < nsizes; i++) {
 			int k = iterations_for(2 * sizes[i] * S * W, budget);
-			double z = bench_zmq(sizes[i], W, S, k, base_port);
+			double z = bench_zmq(sizes[i], W, S, k);
 			double o = bench_ordo(sizes[i], W, S, k);
-			base_port += S;
 			printf("| %llu KiB | %dx%d | %d | %.0f | %.0f | %.2f |\n",
 			       (unsigned long long)(sizes[i] >> 10), W, S, k,
 			       o / 1e6, z / 1e6, z > 0 ? o / z : 0.0);
