@@ -404,29 +404,28 @@ int ps_shard_on_push(ps_shard *sh, uint32_t from, uint32_t part,
 	if (rc != PS_OK)
 		return rc;
 	p = &sh->parts[k];
-	rc = push_op(sh, &(ps_shard_op){.kind = PS_SHARD_OP_AGGREGATE,
-					.k = k,
-					.worker = from,
-					.iteration = iteration,
-					.first = sh->cfg.async || p->accepted == 0,
-					.priority = priority,
-					.ack = !acked,
-					.ctx = ctx});
-	if (rc != PS_OK)
-		return rc;
+	ps_shard_op op = {.kind = PS_SHARD_OP_AGGREGATE,
+			  .k = k,
+			  .worker = from,
+			  .iteration = iteration,
+			  .first = sh->cfg.async || p->accepted == 0,
+			  .priority = priority,
+			  .ack = !acked,
+			  .ctx = ctx};
 	if (sh->cfg.async) {
 		if (iteration + 1 > p->pub.next_it[from])
 			p->pub.next_it[from] = iteration + 1;
-		return push_op(sh, &(ps_shard_op){.kind = PS_SHARD_OP_UPDATE,
-						  .k = k,
-						  .count = 1});
+		op.count = 1;
+	} else {
+		p->pushed[from] = 1;
+		if (++p->accepted < sh->cfg.workers)
+			return push_op(sh, &op);
+		op.count = sh->cfg.workers;
 	}
-	p->pushed[from] = 1;
-	if (++p->accepted < sh->cfg.workers)
-		return PS_OK;
-	return push_op(sh, &(ps_shard_op){.kind = PS_SHARD_OP_UPDATE,
-					  .k = k,
-					  .count = sh->cfg.workers});
+	/* the round's last push: the update sums it in */
+	op.kind = PS_SHARD_OP_UPDATE;
+	op.with_push = 1;
+	return push_op(sh, &op);
 }
 
 int ps_shard_ack(ps_shard *sh, uint32_t from, uint32_t part,
@@ -511,11 +510,34 @@ int ps_shard_start(ps_shard *sh)
 
 /* ---- ops --------------------------------------------------------------- */
 
+/* The PUSH_ACK of the push op sums in. */
+static int push_ack(ps_shard *sh, const ps_shard_op *op)
+{
+	const part_state *p = &sh->parts[op->k];
+
+	return push_msg(sh, &(ps_shard_msg){.kind = PS_SHARD_MSG_PUSH_ACK,
+					    .worker = op->worker,
+					    .k = op->k,
+					    .partition = p->pub.index,
+					    .key = p->pub.desc->tensor,
+					    .iteration = op->iteration,
+					    .priority = op->priority});
+}
+
 int ps_shard_next_op(ps_shard *sh, ps_shard_op *op_p)
 {
+	ps_shard_op *op;
+
 	if (sh->running || sh->ops.n == 0)
 		return 0;
-	*op_p = PS_RING_AT(sh->ops, 0);
+	op = &PS_RING_AT(sh->ops, 0);
+	if (op->kind == PS_SHARD_OP_UPDATE && op->with_push && op->ack) {
+		/* the push's bytes are here: its credit returns now */
+		if (push_ack(sh, op) != PS_OK)
+			return 0; /* out of memory: tried again next time */
+		op->ack = 0;
+	}
+	*op_p = *op;
 	sh->running = 1;
 	return 1;
 }
@@ -536,17 +558,9 @@ int ps_shard_op_done(ps_shard *sh)
 		return broadcast(sh, op.k);
 	case PS_SHARD_OP_AGGREGATE:
 		sh->st.pushes++;
-		if (!op.ack)
-			return PS_OK;
-		return push_msg(sh, &(ps_shard_msg){
-					    .kind = PS_SHARD_MSG_PUSH_ACK,
-					    .worker = op.worker,
-					    .k = op.k,
-					    .partition = p->pub.index,
-					    .key = p->pub.desc->tensor,
-					    .iteration = op.iteration,
-					    .priority = op.priority});
+		return op.ack ? push_ack(sh, &op) : PS_OK;
 	case PS_SHARD_OP_UPDATE:
+		sh->st.pushes += op.with_push;
 		p->pub.version++;
 		if (sh->cfg.fault == PS_SHARD_FAULT_VERSION_SKIP && op.k == 0 &&
 		    p->pub.version == 1)

@@ -28,13 +28,16 @@
  *
  * Semantics (as docs/design-notes.md):
  *  - synchronous: a push of iteration i is legal for a partition at
- *    version i, once per worker; the W-th push of a version queues the
- *    update behind its sum; the update makes version i + 1, whose values
- *    become ready to go to every worker in rank order.
+ *    version i, once per worker; the W-th push of a version is summed in
+ *    by the update itself (one pass over the partition, not two); the
+ *    update makes version i + 1, whose values become ready to go to every
+ *    worker in rank order.
  *  - asynchronous: every push is applied by itself (an update of one
  *    gradient); parameters go out only when a worker pulls.
- *  - a PUSH_ACK is sent when the push's sum is done (the sender's credit
- *    returns); a PARAMS_ACK returns a parameter send's credit.
+ *  - a PUSH_ACK is sent when the push's sum is done, or, for the push an
+ *    update carries, when the update starts (the sender's credit returns:
+ *    its bytes have arrived); a PARAMS_ACK returns a parameter send's
+ *    credit.
  *  - CREDIT: a new window from the first parameter send of version
  *    `from` on.
  *
@@ -106,20 +109,27 @@ typedef struct ps_shard_part {
 typedef enum {
 	PS_SHARD_OP_INIT,      /* copy the INIT payload into the values */
 	PS_SHARD_OP_AGGREGATE, /* sum the push's gradient (set if first) */
-	PS_SHARD_OP_UPDATE,    /* optimizer over `count` summed gradients */
+	PS_SHARD_OP_UPDATE,    /* optimizer over `count` summed gradients:
+				* with_push, the last of them is the push's
+				* (ctx), summed in on the way (first: it is
+				* the only one) - one pass, no sum written */
 } ps_shard_op_kind;
 
 typedef struct ps_shard_op {
 	ps_shard_op_kind kind;
 	uint32_t k;         /* local partition */
 	uint32_t worker;    /* INIT, AGGREGATE: the sender's rank */
-	uint64_t iteration; /* AGGREGATE: the push's iteration; UPDATE: the
-			     * version it makes */
+	uint64_t iteration; /* AGGREGATE, UPDATE with_push: the push's */
 	uint32_t count;     /* UPDATE: gradients summed */
-	int first;          /* AGGREGATE: the first of its sum (set, not add) */
-	int32_t priority;   /* AGGREGATE: the push's */
-	int ack;            /* AGGREGATE: a PUSH_ACK follows the sum */
-	void *ctx;          /* INIT, AGGREGATE: as given with the message */
+	int first;          /* AGGREGATE, UPDATE with_push: the first of its
+			     * sum (set, not add) */
+	int with_push;      /* UPDATE: it carries the round's last push */
+	int32_t priority;   /* AGGREGATE, UPDATE with_push: the push's */
+	int ack;            /* AGGREGATE: a PUSH_ACK follows the sum;
+			     * UPDATE with_push: it was queued when the op
+			     * started */
+	void *ctx;          /* INIT, AGGREGATE, UPDATE with_push: as given
+			     * with the message */
 } ps_shard_op;
 
 typedef enum {

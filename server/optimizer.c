@@ -40,3 +40,31 @@ void ps_sgd_apply(float *restrict w, float *restrict v,
 		w[i] = (float)((double)w[i] - lr * vi);
 	}
 }
+
+/* As ps_accum_add (or ps_accum_set when first) of g, then ps_sgd_apply,
+ * in one pass: the same doubles, so the same results to the bit. */
+void ps_sgd_apply_last(float *restrict w, float *restrict v,
+		       const double *restrict acc, const float *restrict g,
+		       size_t n, int first, unsigned count, double lr,
+		       double momentum)
+{
+	if (count == 0)
+		return;
+	const double scale = 1.0 / (double)count;
+
+	if (first) { /* the only gradient: no sum to read */
+		for (size_t i = 0; i < n; i++) {
+			double gi = (double)g[i] * scale;
+			double vi = momentum * (double)v[i] + gi;
+			v[i] = (float)vi;
+			w[i] = (float)((double)w[i] - lr * vi);
+		}
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		double gi = (acc[i] + (double)g[i]) * scale;
+		double vi = momentum * (double)v[i] + gi;
+		v[i] = (float)vi;
+		w[i] = (float)((double)w[i] - lr * vi);
+	}
+}

@@ -27,4 +27,12 @@ void ps_accum_add(double *acc, const float *g, size_t n);
 void ps_sgd_apply(float *w, float *v, const double *acc, size_t n,
 		  unsigned count, double lr, double momentum);
 
+/* The last gradient g of a round summed in and the step applied, in one
+ * pass (the server's update of a partition whose last push just came):
+ * exactly ps_accum_add(acc, g) (ps_accum_set when first: acc is not read)
+ * followed by ps_sgd_apply, without writing the sum back. */
+void ps_sgd_apply_last(float *w, float *v, const double *acc, const float *g,
+		       size_t n, int first, unsigned count, double lr,
+		       double momentum);
+
 #endif /* ORDO_SERVER_OPTIMIZER_H */

@@ -267,12 +267,30 @@ static const float *payload_floats(server *s, const ps_msg *msg)
 	return s->scratch;
 }
 
+/* The push an op carries arrived (traced, counted). */
+static void push_in(server *s, const ps_shard_op *op)
+{
+	const shard_part *p = &s->parts[op->k];
+	const ps_msg *msg = op->ctx;
+
+	if (ps_trace_enabled()) {
+		ps_trace_args a = {.iteration = (int64_t)op->iteration,
+				   .tensor = p->desc->tensor,
+				   .partition = p->index,
+				   .bytes = (int64_t)msg->payload_len};
+		char what[32];
+		snprintf(what, sizeof(what), "push from worker %u",
+			 op->worker);
+		ps_trace_instant(PS_LANE_RECEIVE, what, ps_trace_now_us(), &a);
+	}
+	s->bytes_in += msg->payload_len;
+}
+
 /* Sums a push's gradient into its partition (the op's message). */
 static int aggregate(server *s, const ps_shard_op *op)
 {
 	shard_part *p = &s->parts[op->k];
-	const ps_msg *msg = op->ctx;
-	const float *g = payload_floats(s, msg);
+	const float *g = payload_floats(s, op->ctx);
 
 	if (!g)
 		return PS_ENOMEM;
@@ -285,25 +303,18 @@ static int aggregate(server *s, const ps_shard_op *op)
 			ps_accum_add(p->acc + off, g + off, n);
 		ps_node_tick(&s->node);
 	}
-	if (ps_trace_enabled()) {
-		ps_trace_args a = {.iteration = (int64_t)op->iteration,
-				   .tensor = p->desc->tensor,
-				   .partition = p->index,
-				   .bytes = (int64_t)msg->payload_len};
-		char what[32];
-		snprintf(what, sizeof(what), "push from worker %u",
-			 op->worker);
-		ps_trace_instant(PS_LANE_RECEIVE, what, ps_trace_now_us(), &a);
-	}
-	s->bytes_in += msg->payload_len;
+	push_in(s, op);
 	return PS_OK;
 }
 
+/* The optimizer over the round's gradients; with the op's push summed in
+ * on the way (ps_sgd_apply_last) when it carries one. */
 static int apply_update(server *s, const ps_shard_op *op)
 {
 	shard_part *p = &s->parts[op->k];
 	uint64_t start = ps_trace_now_us();
-	int rc = make_writable(s, p);
+	const float *g = op->with_push ? payload_floats(s, op->ctx) : NULL;
+	int rc = op->with_push && !g ? PS_ENOMEM : make_writable(s, p);
 	if (rc != PS_OK) {
 		PS_ERROR("out of memory updating partition %u", p->index);
 		return rc;
@@ -313,13 +324,23 @@ static int apply_update(server *s, const ps_shard_op *op)
 	for (size_t off = 0; off < p->desc->numel; off += SLICE) {
 		size_t n = p->desc->numel - off < SLICE ? p->desc->numel - off
 							: SLICE;
-		ps_sgd_apply(p->values->data + off, p->momentum + off,
-			     p->acc + off, n, op->count, s->cfg->train.lr,
-			     s->cfg->train.momentum);
+		if (g)
+			ps_sgd_apply_last(p->values->data + off,
+					  p->momentum + off, p->acc + off,
+					  g + off, n, op->first, op->count,
+					  s->cfg->train.lr,
+					  s->cfg->train.momentum);
+		else
+			ps_sgd_apply(p->values->data + off, p->momentum + off,
+				     p->acc + off, n, op->count,
+				     s->cfg->train.lr, s->cfg->train.momentum);
 		ps_node_tick(&s->node);
 	}
+	if (g)
+		push_in(s, op);
 	if (ps_trace_enabled()) {
-		ps_trace_args a = {.iteration = (int64_t)op->iteration,
+		ps_trace_args a = {.iteration = (int64_t)ps_shard_part_at(
+					   s->shard, op->k)->version + 1,
 				   .tensor = p->desc->tensor,
 				   .partition = p->index,
 				   .bytes = (int64_t)(p->desc->numel *

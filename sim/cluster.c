@@ -753,9 +753,11 @@ static void push_acked(sim *s, uint32_t w, uint32_t part, double t)
  *
  * Each server runs the real shard machine (proto/shard.h): an arriving
  * push is an event, the machine's ops run one at a time on the server's
- * simulated CPU (sim.aggregate_ns_per_byte, sim.update_ns_per_byte), and
- * the messages it gives (PUSH_ACK when a sum is done, PARAMS as its gate
- * releases them) go onto the links. */
+ * simulated CPU (sim.aggregate_ns_per_byte for summing a push, an
+ * update's last one included, sim.update_ns_per_byte for the optimizer),
+ * and the messages it gives (PUSH_ACK when a sum is done or an update
+ * carrying the push starts, PARAMS as its gate releases them) go onto the
+ * links. */
 
 /* A parameter send became ready in server srv's gate (the machine's
  * hold). */
@@ -818,15 +820,21 @@ static void server_send(sim *s, uint32_t srv, double t)
 static void server_run(sim *s, uint32_t srv, double t)
 {
 	ps_shard_op op;
-	double bytes, ns;
+	double bytes, sum_us, upd_us;
 
 	server_send(s, srv, t);
 	if (!ps_shard_next_op(s->shard[srv], &op))
 		return;
+	server_send(s, srv, t); /* an update's push is acknowledged now */
 	bytes = (double)ps_shard_part_at(s->shard[srv], op.k)->desc->numel *
 		PS_ELEM_SIZE;
-	ns = op.kind == PS_SHARD_OP_UPDATE ? s->cfg->sim.update_ns_per_byte
-					   : s->cfg->sim.aggregate_ns_per_byte;
+	/* summing a push in, then the optimizer */
+	sum_us = op.kind == PS_SHARD_OP_AGGREGATE || op.with_push
+			 ? bytes * s->cfg->sim.aggregate_ns_per_byte * 1e-3
+			 : 0.0;
+	upd_us = op.kind == PS_SHARD_OP_UPDATE
+			 ? bytes * s->cfg->sim.update_ns_per_byte * 1e-3
+			 : 0.0;
 	if (op.kind == PS_SHARD_OP_UPDATE && s->tl) {
 		const ps_shard_part *p = ps_shard_part_at(s->shard[srv], op.k);
 		ps_trace_args a = {.iteration = (int64_t)p->version + 1,
@@ -834,9 +842,9 @@ static void server_run(sim *s, uint32_t srv, double t)
 				   .partition = p->index,
 				   .bytes = (int64_t)bytes};
 		ps_sim_timeline_span(s->tl, 1 + srv, PS_LANE_UPDATE, "update",
-				     t, bytes * ns * 1e-3, &a);
+				     t + sum_us, upd_us, &a);
 	}
-	schedule(s, t + bytes * ns * 1e-3, EV_SERVER_OP, srv, 0);
+	schedule(s, t + sum_us + upd_us, EV_SERVER_OP, srv, 0);
 }
 
 static void server_op_done(sim *s, uint32_t srv, double t)

@@ -574,7 +574,7 @@ static int server_start_op(job *j, uint32_t s)
 	if (v->running || !ps_shard_next_op(v->sh, &v->op))
 		return 0;
 	v->running = 1;
-	return 1;
+	return server_send(j, s) == PS_OK; /* an update's push: its ack */
 }
 
 static int server_finish_op(job *j, uint32_t s)
@@ -595,7 +595,13 @@ static int server_finish_op(job *j, uint32_t s)
 		else
 			ps_accum_add(v->acc[op->k], m->payload, n);
 		free_msg(m);
-	} else if (op->kind == PS_SHARD_OP_UPDATE) {
+	} else if (op->with_push) {
+		msg *m = op->ctx;
+		ps_sgd_apply_last(v->values[op->k], v->mom[op->k],
+				  v->acc[op->k], m->payload, n, op->first,
+				  op->count, 1.0, 0.0);
+		free_msg(m);
+	} else {
 		ps_sgd_apply(v->values[op->k], v->mom[op->k], v->acc[op->k], n,
 			     op->count, 1.0, 0.0);
 	}
@@ -820,12 +826,12 @@ static void teardown(job *j)
 	for (uint32_t s = 0; j->s && s < j->S; s++) {
 		srv *v = &j->s[s];
 		uint32_t n = v->sh ? ps_shard_nparts(v->sh) : 0;
-		if (v->running && v->op.kind != PS_SHARD_OP_UPDATE)
+		if (v->running && v->op.ctx)
 			free_msg(v->op.ctx);
 		/* ops accepted, never run: their messages */
 		ps_shard_op op;
 		while (v->sh && (v->running || ps_shard_next_op(v->sh, &op))) {
-			if (!v->running && op.kind != PS_SHARD_OP_UPDATE)
+			if (!v->running && op.ctx)
 				free_msg(op.ctx);
 			v->running = 0;
 			ps_shard_op_done(v->sh);

@@ -165,6 +165,46 @@ static void test_long_vector(void **state)
 	}
 }
 
+/* The fused last step gives the two-pass results to the bit: first (set)
+ * and later (add) pushes, counts 1..5, with momentum, odd lengths. */
+static void test_apply_last_bit_identical(void **state)
+{
+	enum { N = 1031 };
+	static float g[5][N], w1[N], v1[N], w2[N], v2[N];
+	static double acc1[N], acc2[N];
+	unsigned seed = 7;
+
+	(void)state;
+	for (unsigned count = 1; count <= 5; count++) {
+		for (int i = 0; i < N; i++) {
+			w1[i] = w2[i] = (float)((int)(i % 13) - 6) * 0.37f;
+			v1[i] = v2[i] = (float)((int)(i % 5) - 2) * 0.11f;
+			for (unsigned k = 0; k < count; k++) {
+				seed = seed * 1103515245u + 12345u;
+				g[k][i] = (float)((int)(seed >> 16) % 2001 -
+						  1000) / 997.0f;
+			}
+		}
+		for (unsigned k = 0; k < count; k++) {
+			if (k == 0)
+				ps_accum_set(acc1, g[k], N);
+			else
+				ps_accum_add(acc1, g[k], N);
+		}
+		ps_sgd_apply(w1, v1, acc1, N, count, 0.05, 0.9);
+		for (unsigned k = 0; k + 1 < count; k++) {
+			if (k == 0)
+				ps_accum_set(acc2, g[k], N);
+			else
+				ps_accum_add(acc2, g[k], N);
+		}
+		ps_sgd_apply_last(w2, v2, acc2, g[count - 1], N, count == 1,
+				  count, 0.05, 0.9);
+		assert_memory_equal(w1, w2, sizeof(w1));
+		assert_memory_equal(v1, v2, sizeof(v1));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -175,6 +215,7 @@ int main(void)
 	    cmocka_unit_test(test_accum_set_starts_round),
 	    cmocka_unit_test(test_accum_many),
 	    cmocka_unit_test(test_long_vector),
+	    cmocka_unit_test(test_apply_last_bit_identical),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
