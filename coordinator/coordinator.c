@@ -1,11 +1,15 @@
 /*
  * coordinator/coordinator.c - the scheduler's event loop (coordinator.h).
  *
- * DESIGN. One thread, one loop over the transport. Membership is a small
- * array: in registration order until the WELCOME, then indexed by node id.
- * Every message is checked before it touches state: header, job id, and the
- * sender's identity (the transport id the message came from must be the
- * one that node registered with). Bad messages are dropped with a reason.
+ * DESIGN. One thread, one loop over the transport. Who is in the job -
+ * registration, ids, liveness, barriers, DONE - is the membership machine
+ * (proto/membership.h); this loop feeds it messages and the clock, and
+ * keeps per member what only a driver needs (its peer handle, its DONE
+ * statistics, checkpoint answers): in registration order until the
+ * WELCOME, then indexed by node id. Every message is checked before it
+ * touches state: header, job id, and the sender's identity (the transport
+ * id the message came from must be the one that node registered with).
+ * Bad messages are dropped with a reason.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -19,6 +23,7 @@
 #include "runtime/node.h"
 #include "common/output.h"
 #include "runtime/signals.h"
+#include "proto/membership.h"
 #include "proto/wire.h"
 #include "coordinator/coordinator.h"
 #include "scheduler/order.h"
@@ -27,12 +32,8 @@
 #include "transport/transport.h"
 
 typedef struct member {
-	ps_node_info info;
+	ps_node_info info; /* the machine's, copied once ids are given */
 	ps_peer peer;
-	int64_t last_heard_ms;
-	int unreachable; /* a send failed: no more heartbeats to it */
-	int done;
-	int in_barrier;
 	int flush_wait;    /* server: FLUSHes sent and not yet answered */
 	uint64_t progress; /* server: highest version, from its heartbeats;
 			    * worker: the iteration it began (PROGRESS) */
@@ -52,16 +53,15 @@ typedef struct coord {
 	ps_transport *t;
 	ps_node_info self;
 	uint64_t job_id;
-	uint32_t servers, workers, registered, nservers, nworkers;
-	member *members; /* by node id once welcomed */
-	ps_tensor_desc *tensors;
+	uint32_t servers, workers;
+	ps_membership *ms; /* who is in the job (proto/membership.h) */
+	member *members; /* 1 + registration index, then by node id */
+	const ps_tensor_desc *tensors; /* the machine's: what workers declared */
 	uint32_t ntensors;
 	ps_placement *placement;
 	uint32_t *priority; /* per tensor (scheduling.order); NULL: fifo */
-	uint64_t barrier;
-	uint32_t barrier_count, done_count;
 	uint64_t dropped;
-	int64_t last_beat_ms, started_ms;
+	int64_t started_ms;
 	uint64_t start_iteration; /* of the checkpoint resumed, or 0 */
 	ckpt_slot ckpt[CKPT_SLOTS];
 	uint64_t asked;   /* on-demand checkpoint requested, 0: none */
@@ -79,9 +79,7 @@ typedef struct coord {
 
 static void describe(const member *m, char *buf, size_t cap)
 {
-	snprintf(buf, cap, "%s %u (pid %d on %s, %s)",
-		 ps_role_name(m->info.role), m->info.rank, m->info.pid,
-		 m->info.host, m->info.endpoint);
+	ps_membership_describe(&m->info, buf, cap);
 }
 
 static int send_msg(coord *c, ps_peer peer, uint32_t type, uint32_t key,
@@ -119,31 +117,13 @@ static void send_abort(coord *c, ps_peer peer, const char *reason)
 /* Tells every registered node the job is over, with a reason. */
 static void abort_job(coord *c, const char *reason)
 {
-	PS_ERROR("aborting the job: %s", reason);
-	for (uint32_t i = 1; i <= c->registered; i++)
-		if (!c->members[i].unreachable)
-			send_abort(c, c->members[i].peer, reason);
-}
+	uint32_t n = ps_membership_registered(c->ms);
 
-static int same_tensors(const coord *c, const ps_wire_register *r, char *why,
-			size_t whylen)
-{
-	if (r->num_tensors != c->ntensors) {
-		snprintf(why, whylen, "declares %u tensors, worker 0 declared "
-			 "%u", r->num_tensors, c->ntensors);
-		return 0;
-	}
-	for (uint32_t i = 0; i < r->num_tensors; i++) {
-		const ps_tensor_desc *a = &c->tensors[i], *b = &r->tensors[i];
-		if (strcmp(a->name, b->name) != 0 || a->numel != b->numel) {
-			snprintf(why, whylen, "tensor %u is '%s' (%llu "
-				 "elements), worker 0 declared '%s' (%llu)", i,
-				 b->name, (unsigned long long)b->numel,
-				 a->name, (unsigned long long)a->numel);
-			return 0;
-		}
-	}
-	return 1;
+	PS_ERROR("aborting the job: %s", reason);
+	for (uint32_t i = 1; i <= n; i++)
+		if (!ps_membership_complete(c->ms) ||
+		    ps_membership_reachable(c->ms, i))
+			send_abort(c, c->members[i].peer, reason);
 }
 
 /* Handles a REGISTER during registration. Returns PS_OK, PS_EPROTO
@@ -152,8 +132,9 @@ static int handle_register(coord *c, const ps_msg *msg,
 			   const ps_wire_header *h)
 {
 	ps_wire_register r;
-	char why[1024], detail[512];
-	member *m;
+	const ps_node_info *info;
+	char why[1024];
+	uint32_t index;
 	ps_peer peer;
 	int rc;
 
@@ -167,21 +148,6 @@ static int handle_register(coord *c, const ps_msg *msg,
 		psi_note_drop(++c->dropped, "REGISTER", why);
 		return PS_EPROTO;
 	}
-	if (r.self.transport_id != msg->src ||
-	    (r.self.role != PS_ROLE_SERVER && r.self.role != PS_ROLE_WORKER)) {
-		psi_note_drop(++c->dropped, "REGISTER",
-			      "identity or role does not match");
-		ps_wire_register_clear(&r);
-		return PS_EPROTO;
-	}
-	for (uint32_t i = 1; i <= c->registered; i++) {
-		if (c->members[i].info.transport_id == msg->src) {
-			psi_note_drop(++c->dropped, "REGISTER",
-				      "node registered twice");
-			ps_wire_register_clear(&r);
-			return PS_EPROTO;
-		}
-	}
 	rc = ps_transport_connect(c->t, r.self.endpoint, &peer);
 	if (rc != PS_OK) {
 		PS_ERROR("cannot reach %s at %s, which registered: %s",
@@ -190,55 +156,35 @@ static int handle_register(coord *c, const ps_msg *msg,
 		ps_wire_register_clear(&r);
 		return PS_EPROTO;
 	}
-	if ((r.self.role == PS_ROLE_SERVER && c->nservers == c->servers) ||
-	    (r.self.role == PS_ROLE_WORKER && c->nworkers == c->workers)) {
-		snprintf(why, sizeof(why), "the job already has its %u %s(s) "
-			 "(cluster.%ss); %s pid %d on %s is one too many",
-			 r.self.role == PS_ROLE_SERVER ? c->servers : c->workers,
-			 ps_role_name(r.self.role), ps_role_name(r.self.role),
-			 ps_role_name(r.self.role), r.self.pid, r.self.host);
+	switch (ps_membership_register(c->ms, &r, msg->src, ps_now_ms(),
+				       &index, why, sizeof(why))) {
+	case PS_MEMBER_ACCEPTED:
+		break;
+	case PS_MEMBER_DROPPED:
+		psi_note_drop(++c->dropped, "REGISTER", why);
+		ps_transport_disconnect(c->t, peer);
+		ps_wire_register_clear(&r);
+		return PS_EPROTO;
+	case PS_MEMBER_REFUSED:
 		PS_ERROR("refusing a node: %s", why);
 		send_abort(c, peer, why);
 		ps_transport_disconnect(c->t, peer);
 		ps_wire_register_clear(&r);
 		return PS_EPROTO;
+	case PS_MEMBER_FATAL:
+		send_abort(c, peer, why);
+		abort_job(c, why);
+		ps_wire_register_clear(&r);
+		return PS_EABORTED;
 	}
-	if (r.self.role == PS_ROLE_WORKER) {
-		if (r.num_tensors == 0) {
-			snprintf(why, sizeof(why), "worker pid %d on %s "
-				 "declared no tensors", r.self.pid, r.self.host);
-			goto fatal;
-		}
-		if (!c->tensors) {
-			c->tensors = r.tensors;
-			c->ntensors = r.num_tensors;
-			r.tensors = NULL;
-			r.num_tensors = 0;
-		} else if (!same_tensors(c, &r, detail, sizeof(detail))) {
-			snprintf(why, sizeof(why), "worker pid %d on %s %s",
-				 r.self.pid, r.self.host, detail);
-			goto fatal;
-		}
-	}
-	m = &c->members[++c->registered];
-	memset(m, 0, sizeof(*m));
-	m->info = r.self;
-	m->peer = peer;
-	m->last_heard_ms = ps_now_ms();
-	if (r.self.role == PS_ROLE_SERVER)
-		m->info.rank = c->nservers++;
-	else
-		m->info.rank = c->nworkers++;
+	ps_wire_register_clear(&r);
+	info = ps_membership_by_index(c->ms, index);
+	c->members[1 + index].peer = peer;
+	c->members[1 + index].info = *info;
 	PS_INFO("registered %s %u: pid %d on %s, %s",
-		ps_role_name(m->info.role), m->info.rank, m->info.pid,
-		m->info.host, m->info.endpoint);
-	ps_wire_register_clear(&r);
+		ps_role_name(info->role), info->rank, info->pid, info->host,
+		info->endpoint);
 	return PS_OK;
-fatal:
-	send_abort(c, peer, why);
-	abort_job(c, why);
-	ps_wire_register_clear(&r);
-	return PS_EABORTED;
 }
 
 /* Orders members by id: the scheduler, servers by rank, workers by rank. */
@@ -247,15 +193,13 @@ static int assign_ids(coord *c)
 	member *sorted = calloc(1 + c->servers + c->workers, sizeof(*sorted));
 	if (!sorted)
 		return PS_ENOMEM;
-	for (uint32_t i = 1; i <= c->registered; i++) {
-		member *m = &c->members[i];
-		uint32_t id = m->info.role == PS_ROLE_SERVER
-				      ? 1 + m->info.rank
-				      : 1 + c->servers + m->info.rank;
-		sorted[id] = *m;
-		sorted[id].info.id = id;
+	for (uint32_t i = 0; i < ps_membership_registered(c->ms); i++) {
+		uint32_t id = ps_membership_id_of(c->ms, i);
+		sorted[id] = c->members[1 + i];
+		sorted[id].info = *ps_membership_by_id(c->ms, id);
 	}
 	sorted[0].info = c->self;
+	c->tensors = ps_membership_tensors(c->ms, &c->ntensors);
 	free(c->members);
 	c->members = sorted;
 	return PS_OK;
@@ -437,7 +381,7 @@ static int registration(coord *c)
 {
 	int64_t deadline = ps_now_ms() + c->cfg->cluster.connect_timeout_ms;
 
-	while (c->registered < c->servers + c->workers) {
+	while (!ps_membership_complete(c->ms)) {
 		int64_t left = deadline - ps_now_ms();
 		ps_wire_header h;
 		ps_msg *msg = NULL;
@@ -446,15 +390,13 @@ static int registration(coord *c)
 
 		if (interrupted(c))
 			return PS_EINTR;
-		if (left <= 0) {
-			snprintf(why, sizeof(why), "only %u of %u server(s) "
-				 "and %u of %u worker(s) registered within %d "
-				 "ms (cluster.connect_timeout_ms)",
-				 c->nservers, c->servers, c->nworkers,
-				 c->workers, c->cfg->cluster.connect_timeout_ms);
+		if (ps_membership_check_registration(c->ms, ps_now_ms(), why,
+						     sizeof(why)) != PS_OK) {
 			abort_job(c, why);
 			return PS_ETIMEDOUT;
 		}
+		if (left < 1)
+			left = 1;
 		rc = ps_transport_recv(c->t, (int)left, &msg);
 		if (rc == PS_ETIMEDOUT || rc == PS_EAGAIN)
 			continue;
@@ -970,7 +912,7 @@ static void change_credit(coord *c, const ps_msg *msg)
 	for (uint32_t i = 1; i < n; i++) {
 		void *body;
 		size_t len;
-		if (c->members[i].unreachable ||
+		if (!ps_membership_reachable(c->ms, i) ||
 		    ps_wire_u64_encode(credit, &body, &len) != PS_OK)
 			continue;
 		ps_wire_header h = {
@@ -1052,7 +994,7 @@ static int handle_running(coord *c, const ps_msg *msg,
 		return PS_OK;
 	}
 	m = &c->members[h->sender];
-	m->last_heard_ms = ps_now_ms();
+	ps_membership_heard(c->ms, h->sender, ps_now_ms());
 	switch (h->type) {
 	case PS_MSG_HEARTBEAT:
 		if (m->info.role == PS_ROLE_SERVER)
@@ -1074,37 +1016,35 @@ static int handle_running(coord *c, const ps_msg *msg,
 		else if (c->tuner.stopping && !c->flushing)
 			request_checkpoint(c, h->iteration);
 		return PS_OK;
-	case PS_MSG_BARRIER:
-		if (m->info.role != PS_ROLE_WORKER || h->key != c->barrier ||
-		    m->in_barrier) {
-			psi_note_drop(++c->dropped, "BARRIER",
-				      "not a worker, wrong number or twice");
+	case PS_MSG_BARRIER: {
+		int released;
+		if (ps_membership_barrier(c->ms, h->sender, h->key, &released,
+					  why, sizeof(why)) != PS_OK) {
+			psi_note_drop(++c->dropped, "BARRIER", why);
 			return PS_OK;
 		}
-		m->in_barrier = 1;
-		if (++c->barrier_count < c->workers)
-			return PS_OK;
-		for (uint32_t r = 0; r < c->workers; r++) {
-			member *w = &c->members[1 + c->servers + r];
-			w->in_barrier = 0;
-			send_msg(c, w->peer, PS_MSG_BARRIER_DONE,
-				 (uint32_t)c->barrier, NULL, 0);
-		}
-		c->barrier_count = 0;
-		c->barrier++;
+		for (uint32_t r = 0; released && r < c->workers; r++)
+			send_msg(c, c->members[1 + c->servers + r].peer,
+				 PS_MSG_BARRIER_DONE, h->key, NULL, 0);
 		return PS_OK;
-	case PS_MSG_DONE:
-		if (m->info.role != PS_ROLE_WORKER || m->done ||
-		    ps_wire_done_decode(msg->payload, msg->payload_len,
-					&m->stats, why, sizeof(why)) != PS_OK) {
+	}
+	case PS_MSG_DONE: {
+		ps_wire_done d;
+		int all;
+		if (m->info.role != PS_ROLE_WORKER ||
+		    ps_wire_done_decode(msg->payload, msg->payload_len, &d,
+					why, sizeof(why)) != PS_OK ||
+		    ps_membership_done(c->ms, h->sender, &all, why,
+				       sizeof(why)) != PS_OK) {
 			psi_note_drop(++c->dropped, "DONE",
 				      "not a worker, twice, or malformed");
 			return PS_OK;
 		}
-		m->done = 1;
+		m->stats = d;
 		PS_INFO("worker %u done: %llu iterations", m->info.rank,
 			(unsigned long long)m->stats.iterations);
-		return ++c->done_count == c->workers ? job_done(c) : PS_OK;
+		return all ? job_done(c) : PS_OK;
+	}
 	default:
 		psi_note_drop(++c->dropped, ps_msg_type_name(h->type),
 			      "not expected by the scheduler");
@@ -1135,39 +1075,21 @@ static void say_resume_from(const coord *c)
 /* Heartbeats out, silence detection in. PS_EABORTED when a node died. */
 static int tick(coord *c)
 {
-	uint32_t n = 1 + c->servers + c->workers, worst = 0;
-	int64_t now = ps_now_ms(), longest = 0;
+	uint32_t n = 1 + c->servers + c->workers;
+	char why[600];
+	int beat;
 
-	/* When a node dies, others may fall silent after it (blocked on it);
-	 * the one silent longest is the likely cause: report that one. */
-	for (uint32_t i = 1; i < n; i++) {
-		int64_t silent = now - c->members[i].last_heard_ms;
-		if (silent > longest) {
-			longest = silent;
-			worst = i;
-		}
-	}
-	if (longest > c->cfg->cluster.heartbeat_timeout_ms) {
-		char who[400], why[600];
-		describe(&c->members[worst], who, sizeof(who));
-		snprintf(why, sizeof(why), "%s silent for %lld ms "
-			 "(cluster.heartbeat_timeout_ms = %d)",
-			 who, (long long)longest,
-			 c->cfg->cluster.heartbeat_timeout_ms);
+	if (ps_membership_tick(c->ms, ps_now_ms(), &beat, why, sizeof(why)) !=
+	    PS_OK) {
 		abort_job(c, why);
 		say_resume_from(c);
 		return PS_EABORTED;
 	}
-	if (now - c->last_beat_ms >= c->cfg->cluster.heartbeat_interval_ms) {
-		c->last_beat_ms = now;
-		for (uint32_t i = 1; i < n; i++) {
-			member *m = &c->members[i];
-			if (!m->unreachable &&
-			    send_msg(c, m->peer, PS_MSG_HEARTBEAT, 0, NULL,
-				     0) != PS_OK)
-				m->unreachable = 1;
-		}
-	}
+	for (uint32_t i = 1; beat && i < n; i++)
+		if (ps_membership_reachable(c->ms, i) &&
+		    send_msg(c, c->members[i].peer, PS_MSG_HEARTBEAT, 0, NULL,
+			     0) != PS_OK)
+			ps_membership_unreachable(c->ms, i);
 	return PS_OK;
 }
 
@@ -1246,8 +1168,20 @@ int ps_coordinator_run(const ps_config *cfg, int ready_fd)
 	c.workers = (uint32_t)cfg->cluster.workers;
 	c.job_id = ps_random_id();
 	c.members = calloc(1 + c.servers + c.workers, sizeof(*c.members));
-	if (!c.members)
+	if (!c.members ||
+	    ps_membership_create(
+		    &(ps_membership_config){
+			    .servers = c.servers,
+			    .workers = c.workers,
+			    .connect_timeout_ms = cfg->cluster.connect_timeout_ms,
+			    .heartbeat_interval_ms =
+				    cfg->cluster.heartbeat_interval_ms,
+			    .heartbeat_timeout_ms =
+				    cfg->cluster.heartbeat_timeout_ms},
+		    ps_now_ms(), &c.ms) != PS_OK) {
+		free(c.members);
 		return 1;
+	}
 	rc = ps_job_transport_create(cfg, &c.self.transport_id, &c.t);
 	if (rc != PS_OK)
 		goto out;
@@ -1287,9 +1221,9 @@ int ps_coordinator_run(const ps_config *cfg, int ready_fd)
 			abort_job(&c, "the scheduler failed to start the job");
 		goto out;
 	}
-	c.started_ms = c.last_beat_ms = ps_now_ms();
+	c.started_ms = ps_now_ms();
 	for (uint32_t i = 1; i <= c.servers + c.workers; i++)
-		c.members[i].last_heard_ms = c.started_ms;
+		ps_membership_heard(c.ms, i, c.started_ms);
 	rc = running(&c);
 	if (rc != PS_OK)
 		goto out;
@@ -1304,7 +1238,7 @@ out:
 	ps_transport_destroy(&c.t, 2000);
 	ps_placement_free(&c.placement);
 	free(c.priority);
-	free(c.tensors);
+	ps_membership_destroy(&c.ms);
 	free(c.members);
 	return status;
 }

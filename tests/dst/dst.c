@@ -28,7 +28,16 @@
  *  - no machine refuses a message of an honest peer; a worker's DONE goes
  *    only after its last push is acknowledged;
  * and at the end that every job finished (no action enabled earlier is a
- * deadlock) with every server partition at version K and exact values.
+ * deadlock) with every server partition at version K and exact values,
+ * every DONE counted by the scheduler's membership (proto/membership.h).
+ *
+ * The scheduler's part: every node registers in a random order (with a
+ * node registering twice and one worker too many, which change nothing),
+ * the WELCOMEs go out, and on a simulated clock live nodes are heard every
+ * 50 ms. In one seed of five a node dies at a random step: it takes no
+ * action and its messages are lost; the job must then fail with the
+ * scheduler naming that node (silent longer than 500 ms), never hang,
+ * and a healthy job must never be aborted.
  *
  * A failure prints the seed, what broke, and the command that replays it.
  *
@@ -43,6 +52,7 @@
 
 #include "ordo/error.h"
 #include "proto/join.h"
+#include "proto/membership.h"
 #include "proto/shard.h"
 #include "proto/worker.h"
 #include "scheduler/gate.h"
@@ -163,8 +173,20 @@ typedef struct job {
 	channel *ch; /* [from * N + to], nodes: workers, then servers */
 	uint32_t N;
 	uint64_t steps;
+	/* the scheduler's membership (proto/membership.h), on a simulated
+	 * clock (ms): each step takes 1-4 ms, live nodes are heard every
+	 * HB_INTERVAL; a node may die */
+	ps_membership *ms;
+	int64_t now;
+	int64_t *last_hb; /* per node */
+	int32_t dead;     /* node, or -1 */
+	uint64_t kill_at; /* the step it dies at; 0: none */
+	int all_done;
 	char failure[512];
 } job;
+
+#define HB_INTERVAL 50
+#define HB_TIMEOUT 500
 
 static int fail(job *j, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -204,6 +226,128 @@ static double expected(const job *j, uint32_t p, uint64_t e, uint64_t v)
 		x -= sum / j->W;
 	}
 	return x;
+}
+
+/* ---- membership and liveness ------------------------------------------- */
+
+/* DST node n (workers, then servers) <-> membership id (0 the scheduler,
+ * servers, then workers). */
+static uint32_t id_of(const job *j, uint32_t n)
+{
+	return n < j->W ? 1 + j->S + n : 1 + (n - j->W);
+}
+
+static int is_dead(const job *j, uint32_t n)
+{
+	return j->dead >= 0 && (uint32_t)j->dead == n;
+}
+
+/* Every node registers, in a random order, with an intruder or two: a
+ * node registering twice (dropped) and one more worker than the job has
+ * (refused); neither may change anything. Ranks go by registration order
+ * per role, so DST node n is the node that registered as its role's n-th
+ * (they are all alike until the WELCOME). */
+static int register_all(job *j)
+{
+	uint32_t n = j->W + j->S, order[16], rank[2] = {0, 0};
+	char why[512];
+
+	for (uint32_t i = 0; i < n; i++)
+		order[i] = i;
+	for (uint32_t i = n; i > 1; i--) {
+		uint32_t q = rng_below(&j->rng, i), t = order[i - 1];
+		order[i - 1] = order[q];
+		order[q] = t;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		int server = order[i] >= j->W;
+		ps_wire_register r = {.self = {.role = server ? PS_ROLE_SERVER
+							      : PS_ROLE_WORKER,
+					       .pid = (int32_t)(100 + i),
+					       .transport_id = 1000 + i}};
+		ps_tensor_desc td = {.name = "t", .numel = 1};
+		uint32_t index, dn;
+		ps_member_verdict v;
+
+		snprintf(r.self.host, sizeof(r.self.host), "dst");
+		if (!server) {
+			r.num_tensors = 1;
+			r.tensors = &td;
+		}
+		v = ps_membership_register(j->ms, &r, r.self.transport_id,
+					   j->now, &index, why, sizeof(why));
+		if (v != PS_MEMBER_ACCEPTED)
+			return fail(j, "membership refused node %u: %s", i, why);
+		/* this node is DST node `dn`: its role's next rank */
+		dn = server ? j->W + rank[1]++ : rank[0]++;
+		if (ps_membership_by_index(j->ms, index)->rank !=
+		    (server ? rank[1] : rank[0]) - 1)
+			return fail(j, "membership ranked node %u %u, not in "
+				    "registration order", i,
+				    ps_membership_by_index(j->ms, index)->rank);
+		(void)dn;
+		if (rng_below(&j->rng, 4) == 0) { /* the same node again */
+			if (ps_membership_register(j->ms, &r,
+						   r.self.transport_id, j->now,
+						   &index, why, sizeof(why)) !=
+			    PS_MEMBER_DROPPED)
+				return fail(j, "a second REGISTER of node %u "
+					    "was not dropped", i);
+		}
+	}
+	if (!ps_membership_complete(j->ms))
+		return fail(j, "membership incomplete after every REGISTER");
+	{ /* one worker too many */
+		ps_tensor_desc td = {.name = "t", .numel = 1};
+		ps_wire_register r = {.self = {.role = PS_ROLE_WORKER,
+					       .pid = 999,
+					       .transport_id = 99999},
+				      .num_tensors = 1,
+				      .tensors = &td};
+		uint32_t index;
+		if (ps_membership_register(j->ms, &r, 99999, j->now, &index,
+					   why, sizeof(why)) !=
+		    PS_MEMBER_REFUSED)
+			return fail(j, "a worker too many was not refused");
+	}
+	for (uint32_t d = 0; d < n; d++) {
+		const ps_node_info *x = ps_membership_by_id(j->ms, id_of(j, d));
+		if (!x || x->id != id_of(j, d) ||
+		    x->role != (d < j->W ? PS_ROLE_WORKER : PS_ROLE_SERVER))
+			return fail(j, "membership has no node %u as expected",
+				    id_of(j, d));
+	}
+	return PS_OK;
+}
+
+/* Time passes: live nodes' heartbeats are heard; the scheduler checks
+ * who is silent. */
+static int advance(job *j, int64_t dt)
+{
+	char why[600];
+	int beat, rc;
+
+	j->now += dt;
+	for (uint32_t n = 0; n < j->W + j->S; n++)
+		if (!is_dead(j, n) && j->now - j->last_hb[n] >= HB_INTERVAL) {
+			ps_membership_heard(j->ms, id_of(j, n), j->now);
+			j->last_hb[n] = j->now;
+		}
+	rc = ps_membership_tick(j->ms, j->now, &beat, why, sizeof(why));
+	if (rc == PS_OK)
+		return PS_OK;
+	if (j->dead < 0)
+		return fail(j, "the scheduler aborted a healthy job: %s", why);
+	{
+		char who[400];
+		ps_membership_describe(ps_membership_by_id(j->ms,
+							   id_of(j, j->dead)),
+				       who, sizeof(who));
+		if (!strstr(why, who))
+			return fail(j, "node %d died, but the scheduler blamed "
+				    "another: %s", j->dead, why);
+	}
+	return PS_ECLOSED; /* the job failed with the right reason */
 }
 
 /* ---- channels ---------------------------------------------------------- */
@@ -331,6 +475,15 @@ static int worker_send(job *j, uint32_t w)
 					    "waiting, in iteration %" PRIu64, w,
 					    k->sh.in_flight, k->sh.n, k->it);
 			k->done_sent = 1;
+			{
+				int all;
+				char why2[256];
+				if (ps_membership_done(j->ms, id_of(j, w), &all,
+						       why2,
+						       sizeof(why2)) != PS_OK)
+					return fail(j, "membership: %s", why2);
+				j->all_done = all;
+			}
 			continue;
 		}
 		if (m.kind == PS_WPROTO_MSG_PARAMS_ACK) {
@@ -793,6 +946,25 @@ static int setup(job *j, void **hold_ud)
 		if (rc != PS_OK)
 			return rc;
 	}
+	rc = ps_membership_create(&(ps_membership_config){
+					  .servers = j->S,
+					  .workers = j->W,
+					  .connect_timeout_ms = 10000,
+					  .heartbeat_interval_ms = HB_INTERVAL,
+					  .heartbeat_timeout_ms = HB_TIMEOUT},
+				  0, &j->ms);
+	if (rc != PS_OK)
+		return rc;
+	j->last_hb = calloc(j->N, sizeof(*j->last_hb));
+	if (!j->last_hb)
+		return PS_ENOMEM;
+	rc = register_all(j);
+	if (rc != PS_OK)
+		return rc;
+	j->dead = -1;
+	/* a node dies in one seed of five, at a step of the first 2000 */
+	if (rng_below(&j->rng, 5) == 0)
+		j->kill_at = 1 + rng_below(&j->rng, 2000);
 	/* the scheduler WELCOMEs everyone; worker 0 then sends INIT */
 	for (uint32_t n = 0; n < j->W + j->S; n++) {
 		rc = send_msg(j, j->W + j->S, n, M_WELCOME, 0, 0, 0, NULL);
@@ -854,6 +1026,8 @@ static void teardown(job *j)
 	free(j->s);
 	free(j->ch);
 	free(j->numbers);
+	free(j->last_hb);
+	ps_membership_destroy(&j->ms);
 	ps_placement_free(&j->pl);
 }
 
@@ -879,7 +1053,8 @@ static int64_t pick(job *j)
 			}
 		for (uint32_t s = 0; s < j->S; s++) {
 			srv *v = &j->s[s];
-			int can = v->running || ps_shard_ops_waiting(v->sh) > 0;
+			int can = (v->running || ps_shard_ops_waiting(v->sh) > 0) &&
+				  !is_dead(j, j->W + s);
 			if (can) {
 				acc += 4;
 				if (pass == 1 && r < acc)
@@ -887,7 +1062,7 @@ static int64_t pick(job *j)
 			}
 		}
 		for (uint32_t w = 0; w < j->W; w++)
-			if (worker_can_compute(j, w)) {
+			if (worker_can_compute(j, w) && !is_dead(j, w)) {
 				acc += j->w[w].weight;
 				if (pass == 1 && r < acc)
 					return nch + j->S + w;
@@ -933,6 +1108,10 @@ static int deliver(job *j, uint32_t to, msg *m)
 /* A message reaches node `to`: through its joining machine. */
 static int arrive(job *j, uint32_t to, msg *m)
 {
+	if (is_dead(j, to)) {
+		free_msg(m);
+		return PS_OK;
+	}
 	ps_join *jn = to < j->W ? j->w[to].join : j->s[to - j->W].join;
 	void *early;
 	int rc = PS_OK;
@@ -999,15 +1178,39 @@ static int run_seed(job *j)
 
 	while (rc == PS_OK && !j->failure[0]) {
 		int64_t a = pick(j);
+		if (a < 0 && j->dead >= 0) {
+			/* everyone left waits on the dead node: the scheduler
+			 * must notice and name it */
+			rc = advance(j, HB_TIMEOUT + HB_INTERVAL);
+			if (rc == PS_OK)
+				rc = fail(j, "node %d died and the job hangs: "
+					  "nothing can happen and the "
+					  "scheduler does not notice", j->dead);
+			break;
+		}
 		if (a < 0) {
 			rc = check_end(j);
+			if (rc == PS_OK && !j->all_done)
+				rc = fail(j, "the membership did not count "
+					  "every DONE");
 			break;
 		}
 		rc = step(j, a);
 		j->steps++;
 		if (rc == PS_OK && !j->failure[0])
 			rc = check_all(j);
+		if (rc == PS_OK && j->kill_at && j->steps == j->kill_at &&
+		    !j->all_done) {
+			/* a node dies: a worker still training, or a server */
+			uint32_t n = rng_below(&j->rng, j->W + j->S);
+			if (n >= j->W || j->w[n].it < j->K)
+				j->dead = (int32_t)n;
+		}
+		if (rc == PS_OK)
+			rc = advance(j, 1 + rng_below(&j->rng, 4));
 	}
+	if (rc == PS_ECLOSED) /* failed with the dead node named */
+		rc = PS_OK;
 	if (rc == PS_ENOMEM)
 		fail(j, "out of memory");
 	teardown(j);
@@ -1017,7 +1220,7 @@ static int run_seed(job *j)
 
 int main(int argc, char **argv)
 {
-	uint64_t first = 1, seeds = 100, failed = 0, steps = 0;
+	uint64_t first = 1, seeds = 100, failed = 0, steps = 0, killed = 0;
 	int fault = FAULT_NONE, expect_failure = 0, verbose = 0;
 
 	for (int i = 1; i < argc; i++) {
@@ -1070,10 +1273,12 @@ int main(int argc, char **argv)
 				       fault ? fault_names[fault] : "");
 		}
 		steps += j.steps;
+		killed += j.dead >= 0 && !j.failure[0];
 	}
 	printf("dst: %" PRIu64 " seeds from %" PRIu64 ", %" PRIu64
-	       " failed, %" PRIu64 " steps checked%s%s\n", seeds, first,
-	       failed, steps, fault ? ", fault " : "",
+	       " failed, %" PRIu64 " steps checked, %" PRIu64 " with a node "
+	       "killed and named by the scheduler%s%s\n", seeds, first,
+	       failed, steps, killed, fault ? ", fault " : "",
 	       fault ? fault_names[fault] : "");
 	if (expect_failure)
 		return failed > 0 ? 0 : 1;

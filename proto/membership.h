@@ -1,0 +1,108 @@
+/*
+ * proto/membership.h - the scheduler's view of who is in a job, as a state
+ * machine without I/O: registration, ids, liveness, barriers and DONE.
+ *
+ * Registration: servers and workers REGISTER (in any order); each is
+ * checked (its transport identity, its role, not twice, not one too many,
+ * a worker's tensors the same as the first worker's) and gets a rank in
+ * its role in registration order. Once all have registered, ids are
+ * assigned: 0 the scheduler, then servers by rank, then workers by rank.
+ * A job whose nodes do not all register within cluster.connect_timeout_ms
+ * ends with a reason that counts who came.
+ *
+ * Running: every message from a member is "heard" (the driver gives the
+ * time); the driver asks the machine at any time whether a heartbeat is
+ * due, and whether a member has been silent for longer than
+ * cluster.heartbeat_timeout_ms: then the job ends with a reason naming the
+ * member silent longest (when a node dies, the others may fall silent
+ * after it, blocked on it: the first to go quiet is the likely cause).
+ * Barriers and DONE are counted per worker.
+ *
+ * No socket, clock or thread: ps-scheduler (coordinator/coordinator.c)
+ * drives it with the transport and the monotonic clock; the simulation
+ * tests (tests/dst) with simulated ones.
+ *
+ * Threads: a machine belongs to one thread.
+ */
+#ifndef ORDO_PROTO_MEMBERSHIP_H
+#define ORDO_PROTO_MEMBERSHIP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/wire.h"
+
+typedef struct ps_membership ps_membership;
+
+typedef struct ps_membership_config {
+	uint32_t servers, workers;
+	int64_t connect_timeout_ms;   /* registration */
+	int64_t heartbeat_interval_ms, heartbeat_timeout_ms;
+} ps_membership_config;
+
+/* now: the driver's clock (ms), when registration opens. PS_OK,
+ * PS_EINVAL, PS_ENOMEM. */
+int ps_membership_create(const ps_membership_config *cfg, int64_t now,
+			 ps_membership **m_p);
+void ps_membership_destroy(ps_membership **m_p);
+
+typedef enum {
+	PS_MEMBER_ACCEPTED, /* registered; *index_p is its registration
+			       index (0-based) */
+	PS_MEMBER_DROPPED,  /* not a registration: dropped, nothing changed */
+	PS_MEMBER_REFUSED,  /* a node the job has no place for: tell it why
+			       (ABORT) and forget it; the job goes on */
+	PS_MEMBER_FATAL,    /* the job cannot go on: abort it, with why */
+} ps_member_verdict;
+
+/* A REGISTER that came from transport identity src. The machine keeps a
+ * copy of what it needs (the first worker's tensors included). */
+ps_member_verdict ps_membership_register(ps_membership *m,
+					 const ps_wire_register *r,
+					 uint64_t src, int64_t now,
+					 uint32_t *index_p, char *why,
+					 size_t whylen);
+/* Every node registered. */
+int ps_membership_complete(const ps_membership *m);
+/* Registration ran out of time: PS_ETIMEDOUT with a reason, else PS_OK. */
+int ps_membership_check_registration(const ps_membership *m, int64_t now,
+				     char *why, size_t whylen);
+/* Once complete: the ids. The id of registration index i. */
+uint32_t ps_membership_id_of(const ps_membership *m, uint32_t index);
+
+uint32_t ps_membership_registered(const ps_membership *m);
+/* A registered node, by registration index (before ids) or by id (once
+ * complete; id 0 is not a member). */
+const ps_node_info *ps_membership_by_index(const ps_membership *m,
+					   uint32_t index);
+const ps_node_info *ps_membership_by_id(const ps_membership *m, uint32_t id);
+/* The tensors the workers declared (the first worker's). */
+const ps_tensor_desc *ps_membership_tensors(const ps_membership *m,
+					    uint32_t *n_p);
+/* "worker 1 (pid 42 on host, tcp://...)" */
+void ps_membership_describe(const ps_node_info *n, char *buf, size_t cap);
+
+/* Running: a message from member id arrived at now. */
+void ps_membership_heard(ps_membership *m, uint32_t id, int64_t now);
+/* A send to member id failed: no more heartbeats to it. */
+void ps_membership_unreachable(ps_membership *m, uint32_t id);
+int ps_membership_reachable(const ps_membership *m, uint32_t id);
+/* At now: *beat_p = 1 when heartbeats are due (to every reachable
+ * member; the machine counts them sent). PS_EABORTED with a reason when a
+ * member has been silent too long. */
+int ps_membership_tick(ps_membership *m, int64_t now, int *beat_p,
+		       char *why, size_t whylen);
+
+/* Worker id reached barrier `number`: PS_EPROTO (not a worker, another
+ * number, twice) with a reason, or PS_OK; *released_p = 1 when it was the
+ * last: every worker is to get BARRIER_DONE(number), and the next barrier
+ * is number + 1. */
+int ps_membership_barrier(ps_membership *m, uint32_t id, uint64_t number,
+			  int *released_p, char *why, size_t whylen);
+/* Worker id is done: PS_EPROTO (not a worker, twice), or PS_OK; *all_p
+ * = 1 when it was the last. */
+int ps_membership_done(ps_membership *m, uint32_t id, int *all_p,
+		       char *why, size_t whylen);
+int ps_membership_is_done(const ps_membership *m, uint32_t id);
+
+#endif /* ORDO_PROTO_MEMBERSHIP_H */
