@@ -270,7 +270,8 @@ int ps_membership_tick(ps_membership *m, int64_t now, int *beat_p,
 			worst = id;
 		}
 	}
-	if (longest > m->cfg.heartbeat_timeout_ms) {
+	if (longest > m->cfg.heartbeat_timeout_ms &&
+	    m->cfg.fault != PS_MEMBERSHIP_FAULT_BLIND) {
 		char who[400];
 		ps_membership_describe(&m->by_id[worst].info, who, sizeof(who));
 		snprintf(why, whylen, "%s silent for %lld ms "

@@ -38,7 +38,15 @@ typedef struct ps_membership_config {
 	uint32_t servers, workers;
 	int64_t connect_timeout_ms;   /* registration */
 	int64_t heartbeat_interval_ms, heartbeat_timeout_ms;
+	/* A deliberate bug, for the simulation tests' proof that they can
+	 * fail (tests/dst); PS_MEMBERSHIP_FAULT_NONE everywhere else. */
+	int fault;
 } ps_membership_config;
+
+enum {
+	PS_MEMBERSHIP_FAULT_NONE = 0,
+	PS_MEMBERSHIP_FAULT_BLIND, /* never notices a silent member */
+};
 
 /* now: the driver's clock (ms), when registration opens. PS_OK,
  * PS_EINVAL, PS_ENOMEM. */

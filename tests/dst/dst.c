@@ -41,7 +41,8 @@
  *
  * A failure prints the seed, what broke, and the command that replays it.
  *
- * Usage: dst [--seeds N] [--first S] [--fault credit-leak|version-skip]
+ * Usage: dst [--seeds N] [--first S] [--seed S]
+ *            [--fault credit-leak|version-skip|drop-early|blind-scheduler]
  *            [--expect-failure] [--verbose]
  */
 #include <inttypes.h>
@@ -84,10 +85,12 @@ enum {
 	FAULT_VERSION_SKIP, /* proto/shard.h: an update skips a version */
 	FAULT_DROP_EARLY,   /* proto/join.h: messages before the WELCOME are
 			       lost (the race fixed in fb2417c) */
+	FAULT_BLIND,        /* proto/membership.h: a silent node is never
+			       noticed */
 	FAULT_COUNT
 };
 static const char *const fault_names[] = {"", "credit-leak", "version-skip",
-					  "drop-early"};
+					  "drop-early", "blind-scheduler"};
 
 static int shard_fault(int f)
 {
@@ -951,7 +954,10 @@ static int setup(job *j, void **hold_ud)
 					  .workers = j->W,
 					  .connect_timeout_ms = 10000,
 					  .heartbeat_interval_ms = HB_INTERVAL,
-					  .heartbeat_timeout_ms = HB_TIMEOUT},
+					  .heartbeat_timeout_ms = HB_TIMEOUT,
+					  .fault = j->fault == FAULT_BLIND
+							   ? PS_MEMBERSHIP_FAULT_BLIND
+							   : PS_MEMBERSHIP_FAULT_NONE},
 				  0, &j->ms);
 	if (rc != PS_OK)
 		return rc;
@@ -1240,7 +1246,8 @@ int main(int argc, char **argv)
 			if (fault == FAULT_COUNT) {
 				fprintf(stderr, "dst: unknown fault '%s' "
 					"(credit-leak, version-skip, "
-					"drop-early)\n", argv[i]);
+					"drop-early, blind-scheduler)\n",
+					argv[i]);
 				return 2;
 			}
 		} else if (!strcmp(argv[i], "--expect-failure"))
@@ -1250,7 +1257,7 @@ int main(int argc, char **argv)
 		else {
 			fprintf(stderr, "usage: dst [--seeds N] [--first S] "
 				"[--seed S] [--fault credit-leak|version-skip|"
-				"drop-early] "
+				"drop-early|blind-scheduler] "
 				"[--expect-failure] [--verbose]\n");
 			return 2;
 		}
