@@ -1,28 +1,22 @@
 /*
  * sim/cluster.h - the discrete-event simulation of a whole job.
  *
- * W workers and S servers run K synchronous iterations of a model file with
- * exactly the semantics of the real binaries, and the real scheduling core
- * (scheduler/order.h, placement.h, gate.h) makes every release decision:
+ * W workers and S servers run K synchronous iterations of a model file
+ * through the very protocol machines the real binaries run (proto/:
+ * engine.h, worker.h, shard.h, over the scheduling core's orders,
+ * placement and gates); this file adds only time, links and costs:
  *
- *  - worker (worker/replay.c): one compute engine runs one op at a time for
- *    its (scaled) time; among the ops whose dependencies are done it runs
- *    the lowest-indexed one that can run; a forward op of iteration i needs
- *    version i of every tensor it reads (version 0 is there at the start).
- *    A backward op's gradients enter the worker's gate when it finishes
- *    (one transfer per partition; a fused partition once all its tensors'
- *    gradients are in). No barrier between iterations.
- *  - worker gate (worker/client.c): one ps_gate per worker, receivers =
- *    servers, credit = scheduling.credit_size, numbers from
- *    ps_order_partition_numbers; drained after each op's pushes entered
- *    and after every PUSH_ACK, which returns the push's bytes.
- *  - server (server/server.c): one thread: each arriving push is summed
- *    (sim.aggregate_ns_per_byte) in arrival order, then acknowledged
- *    (PUSH_ACK); the W-th push of a partition is followed by the optimizer
- *    (sim.update_ns_per_byte), then the partition's new version becomes
- *    ready to go to every worker, in rank order, through the server's gate
- *    (receivers = workers). With a credit window the worker answers each
- *    parameter partition with PARAMS_ACK, which returns its bytes.
+ *  - worker: its compute engine (proto/engine.h) runs one op at a time for
+ *    its (scaled) time, as it picks them; version 0 of every tensor is
+ *    there at the start. A backward op's gradients enter the worker's
+ *    machine (proto/worker.h) when it finishes, and its gate is drained
+ *    then and after every PUSH_ACK. No barrier between iterations.
+ *  - server: its shard machine (proto/shard.h) runs one op at a time on
+ *    the server's CPU: summing a push costs sim.aggregate_ns_per_byte, an
+ *    update sim.update_ns_per_byte (plus the summing of the round's last
+ *    push, which it carries); its PUSH_ACKs and PARAMS go onto the links
+ *    when it gives them. With a credit window the worker's machine answers
+ *    each parameter partition with PARAMS_ACK.
  *  - links: link.sharing. fifo: sim/link.h; acknowledgements are control
  *    messages: they take the fixed cost a to arrive and occupy no link.
  *    fair: one in-order stream per (sender, receiver) pair (one ZeroMQ
