@@ -34,7 +34,8 @@
  * The scheduler's part: every node registers in a random order (with a
  * node registering twice and one worker too many, which change nothing),
  * the WELCOMEs go out, and on a simulated clock live nodes are heard every
- * 50 ms. In one seed of five a node dies at a random step: it takes no
+ * 50 ms. In one seed of five a node is to die at a random step of the
+ * first 2000 (about one seed in twelve runs that long): it takes no
  * action and its messages are lost; the job must then fail with the
  * scheduler naming that node (silent longer than 500 ms), never hang,
  * and a healthy job must never be aborted.
