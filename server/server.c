@@ -361,6 +361,10 @@ static int run_ops(server *s)
 
 	while (rc == PS_OK && ps_shard_next_op(s->shard, &op)) {
 		shard_part *p = &s->parts[op.k];
+		/* an update's push is acknowledged as the update starts */
+		rc = send_msgs(s);
+		if (rc != PS_OK)
+			break;
 		if (op.kind == PS_SHARD_OP_INIT) {
 			const ps_msg *msg = op.ctx;
 			memcpy(p->values->data, msg->payload, msg->payload_len);
