@@ -379,10 +379,8 @@ static int interrupted(coord *c)
 
 static int registration(coord *c)
 {
-	int64_t deadline = ps_now_ms() + c->cfg->cluster.connect_timeout_ms;
-
 	while (!ps_membership_complete(c->ms)) {
-		int64_t left = deadline - ps_now_ms();
+		int64_t left;
 		ps_wire_header h;
 		ps_msg *msg = NULL;
 		char why[256];
@@ -390,13 +388,11 @@ static int registration(coord *c)
 
 		if (interrupted(c))
 			return PS_EINTR;
-		if (ps_membership_check_registration(c->ms, ps_now_ms(), why,
-						     sizeof(why)) != PS_OK) {
+		if (ps_membership_check_registration(c->ms, ps_now_ms(), &left,
+						     why, sizeof(why)) != PS_OK) {
 			abort_job(c, why);
 			return PS_ETIMEDOUT;
 		}
-		if (left < 1)
-			left = 1;
 		rc = ps_transport_recv(c->t, (int)left, &msg);
 		if (rc == PS_ETIMEDOUT || rc == PS_EAGAIN)
 			continue;

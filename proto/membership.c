@@ -179,10 +179,13 @@ int ps_membership_complete(const ps_membership *m)
 }
 
 int ps_membership_check_registration(const ps_membership *m, int64_t now,
-				     char *why, size_t whylen)
+				     int64_t *left_p, char *why,
+				     size_t whylen)
 {
-	if (ps_membership_complete(m) ||
-	    now - m->opened < m->cfg.connect_timeout_ms)
+	int64_t left = m->opened + m->cfg.connect_timeout_ms - now;
+
+	*left_p = left > 1 ? left : 1;
+	if (ps_membership_complete(m) || left > 0)
 		return PS_OK;
 	snprintf(why, whylen, "only %u of %u server(s) and %u of %u worker(s) "
 		 "registered within %lld ms (cluster.connect_timeout_ms)",

@@ -72,9 +72,11 @@ ps_member_verdict ps_membership_register(ps_membership *m,
 					 size_t whylen);
 /* Every node registered. */
 int ps_membership_complete(const ps_membership *m);
-/* Registration ran out of time: PS_ETIMEDOUT with a reason, else PS_OK. */
+/* Registration ran out of time: PS_ETIMEDOUT with a reason; else PS_OK
+ * and *left_p, the ms it has left (at least 1). */
 int ps_membership_check_registration(const ps_membership *m, int64_t now,
-				     char *why, size_t whylen);
+				     int64_t *left_p, char *why,
+				     size_t whylen);
 /* Once complete: the ids. The id of registration index i. */
 uint32_t ps_membership_id_of(const ps_membership *m, uint32_t index);
 

@@ -424,7 +424,6 @@ int ps_shard_on_push(ps_shard *sh, uint32_t from, uint32_t part,
 	}
 	/* the round's last push: the update sums it in */
 	op.kind = PS_SHARD_OP_UPDATE;
-	op.with_push = 1;
 	return push_op(sh, &op);
 }
 
@@ -531,7 +530,7 @@ int ps_shard_next_op(ps_shard *sh, ps_shard_op *op_p)
 	if (sh->running || sh->ops.n == 0)
 		return 0;
 	op = &PS_RING_AT(sh->ops, 0);
-	if (op->kind == PS_SHARD_OP_UPDATE && op->with_push && op->ack) {
+	if (op->kind == PS_SHARD_OP_UPDATE && op->ack) {
 		/* the push's bytes are here: its credit returns now */
 		if (push_ack(sh, op) != PS_OK)
 			return 0; /* out of memory: tried again next time */
@@ -560,7 +559,7 @@ int ps_shard_op_done(ps_shard *sh)
 		sh->st.pushes++;
 		return op.ack ? push_ack(sh, &op) : PS_OK;
 	case PS_SHARD_OP_UPDATE:
-		sh->st.pushes += op.with_push;
+		sh->st.pushes++;
 		p->pub.version++;
 		if (sh->cfg.fault == PS_SHARD_FAULT_VERSION_SKIP && op.k == 0 &&
 		    p->pub.version == 1)

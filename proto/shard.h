@@ -109,27 +109,24 @@ typedef struct ps_shard_part {
 typedef enum {
 	PS_SHARD_OP_INIT,      /* copy the INIT payload into the values */
 	PS_SHARD_OP_AGGREGATE, /* sum the push's gradient (set if first) */
-	PS_SHARD_OP_UPDATE,    /* optimizer over `count` summed gradients:
-				* with_push, the last of them is the push's
-				* (ctx), summed in on the way (first: it is
-				* the only one) - one pass, no sum written */
+	PS_SHARD_OP_UPDATE,    /* optimizer over `count` gradients, the last
+				* of them the round's last push (ctx),
+				* summed in on the way (first: it is the
+				* only one) - one pass, no sum written */
 } ps_shard_op_kind;
 
 typedef struct ps_shard_op {
 	ps_shard_op_kind kind;
 	uint32_t k;         /* local partition */
 	uint32_t worker;    /* INIT, AGGREGATE: the sender's rank */
-	uint64_t iteration; /* AGGREGATE, UPDATE with_push: the push's */
+	uint64_t iteration; /* AGGREGATE, UPDATE: the push's */
 	uint32_t count;     /* UPDATE: gradients summed */
-	int first;          /* AGGREGATE, UPDATE with_push: the first of its
-			     * sum (set, not add) */
-	int with_push;      /* UPDATE: it carries the round's last push */
-	int32_t priority;   /* AGGREGATE, UPDATE with_push: the push's */
+	int first;          /* the push is the first of its sum (set, not
+			     * add) */
+	int32_t priority;   /* AGGREGATE, UPDATE: the push's */
 	int ack;            /* AGGREGATE: a PUSH_ACK follows the sum;
-			     * UPDATE with_push: it was queued when the op
-			     * started */
-	void *ctx;          /* INIT, AGGREGATE, UPDATE with_push: as given
-			     * with the message */
+			     * UPDATE: it was queued when the op started */
+	void *ctx;          /* the message's, as given with it */
 } ps_shard_op;
 
 typedef enum {

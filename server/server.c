@@ -307,14 +307,14 @@ static int aggregate(server *s, const ps_shard_op *op)
 	return PS_OK;
 }
 
-/* The optimizer over the round's gradients; with the op's push summed in
- * on the way (ps_sgd_apply_last) when it carries one. */
+/* The optimizer over the round's gradients, the op's push (the last)
+ * summed in on the way (ps_sgd_apply_last). */
 static int apply_update(server *s, const ps_shard_op *op)
 {
 	shard_part *p = &s->parts[op->k];
 	uint64_t start = ps_trace_now_us();
-	const float *g = op->with_push ? payload_floats(s, op->ctx) : NULL;
-	int rc = op->with_push && !g ? PS_ENOMEM : make_writable(s, p);
+	const float *g = payload_floats(s, op->ctx);
+	int rc = g ? make_writable(s, p) : PS_ENOMEM;
 	if (rc != PS_OK) {
 		PS_ERROR("out of memory updating partition %u", p->index);
 		return rc;
@@ -324,20 +324,13 @@ static int apply_update(server *s, const ps_shard_op *op)
 	for (size_t off = 0; off < p->desc->numel; off += SLICE) {
 		size_t n = p->desc->numel - off < SLICE ? p->desc->numel - off
 							: SLICE;
-		if (g)
-			ps_sgd_apply_last(p->values->data + off,
-					  p->momentum + off, p->acc + off,
-					  g + off, n, op->first, op->count,
-					  s->cfg->train.lr,
-					  s->cfg->train.momentum);
-		else
-			ps_sgd_apply(p->values->data + off, p->momentum + off,
-				     p->acc + off, n, op->count,
-				     s->cfg->train.lr, s->cfg->train.momentum);
+		ps_sgd_apply_last(p->values->data + off, p->momentum + off,
+				  p->acc + off, g + off, n, op->first,
+				  op->count, s->cfg->train.lr,
+				  s->cfg->train.momentum);
 		ps_node_tick(&s->node);
 	}
-	if (g)
-		push_in(s, op);
+	push_in(s, op);
 	if (ps_trace_enabled()) {
 		ps_trace_args a = {.iteration = (int64_t)ps_shard_part_at(
 					   s->shard, op->k)->version + 1,

@@ -828,10 +828,9 @@ static void server_run(sim *s, uint32_t srv, double t)
 	server_send(s, srv, t); /* an update's push is acknowledged now */
 	bytes = (double)ps_shard_part_at(s->shard[srv], op.k)->desc->numel *
 		PS_ELEM_SIZE;
-	/* summing a push in, then the optimizer */
-	sum_us = op.kind == PS_SHARD_OP_AGGREGATE || op.with_push
-			 ? bytes * s->cfg->sim.aggregate_ns_per_byte * 1e-3
-			 : 0.0;
+	/* summing a push in (every op but INIT, which ps-sim never has),
+	 * then the optimizer */
+	sum_us = bytes * s->cfg->sim.aggregate_ns_per_byte * 1e-3;
 	upd_us = op.kind == PS_SHARD_OP_UPDATE
 			 ? bytes * s->cfg->sim.update_ns_per_byte * 1e-3
 			 : 0.0;

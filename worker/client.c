@@ -201,7 +201,7 @@ static stage *stage_new(ps_client *c, uint32_t part)
  * holds the bytes is released here if the send fails. */
 static int send_part(ps_client *c, tensor *t, stage *st, uint32_t part,
 		     uint32_t type, const float *base, uint64_t iteration,
-		     int32_t priority, uint64_t ready_us)
+		     int32_t priority)
 {
 	const ps_partition *p = &c->node.welcome.placement->parts[part];
 	ps_wire_header h = {
@@ -235,20 +235,18 @@ static int send_part(ps_client *c, tensor *t, stage *st, uint32_t part,
 	pthread_mutex_unlock(&c->mu);
 	if (rc == PS_OK && type == PS_MSG_PUSH) {
 		slot *s = &c->slots[part];
-		s->push_iteration = iteration;
-		s->push_ready_us = ready_us;
+		s->push_iteration = iteration; /* ready_us: queue_push */
 		s->push_sent_us = ps_trace_now_us();
 	}
 	return rc;
 }
 
 static int send_tensor(ps_client *c, tensor *t, uint32_t type,
-		       const float *base, uint64_t iteration, int32_t priority,
-		       uint64_t ready_us)
+		       const float *base, uint64_t iteration, int32_t priority)
 {
 	for (uint32_t k = 0; k < t->nparts; k++) {
 		int rc = send_part(c, t, NULL, t->first_part + k, type, base,
-				   iteration, priority, ready_us);
+				   iteration, priority);
 		if (rc != PS_OK) {
 			/* the parts never sent hold no reference */
 			pthread_mutex_lock(&c->mu);
@@ -277,8 +275,7 @@ static int send_msgs(ps_client *c)
 			rc = send_part(c, &c->tensors[m.tensor],
 				       m.fused ? m.ctx : NULL, m.part,
 				       PS_MSG_PUSH, m.fused ? NULL : m.ctx,
-				       m.iteration, m.priority,
-				       c->slots[m.part].push_ready_us);
+				       m.iteration, m.priority);
 			break;
 		case PS_WPROTO_MSG_PARAMS_ACK:
 			h.type = PS_MSG_PARAMS_ACK;
@@ -663,7 +660,7 @@ static int send_fused_init(ps_client *c, uint32_t part)
 	c->fused_inflight++;
 	pthread_mutex_unlock(&c->mu);
 	return send_part(c, &c->tensors[p->tensor], st, part, PS_MSG_INIT,
-			 st->data, 0, 0, 0);
+			 st->data, 0, 0);
 }
 
 /* Worker 0's values are the initial parameters. */
@@ -684,7 +681,7 @@ static int send_initial_values(ps_client *c)
 		pthread_mutex_lock(&c->mu);
 		t->inflight += t->nparts;
 		pthread_mutex_unlock(&c->mu);
-		rc = send_tensor(c, t, PS_MSG_INIT, t->values, 0, 0, 0);
+		rc = send_tensor(c, t, PS_MSG_INIT, t->values, 0, 0);
 	}
 	return rc;
 }

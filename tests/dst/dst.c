@@ -270,7 +270,7 @@ static int register_all(job *j)
 					       .pid = (int32_t)(100 + i),
 					       .transport_id = 1000 + i}};
 		ps_tensor_desc td = {.name = "t", .numel = 1};
-		uint32_t index, dn;
+		uint32_t index;
 		ps_member_verdict v;
 
 		snprintf(r.self.host, sizeof(r.self.host), "dst");
@@ -282,14 +282,12 @@ static int register_all(job *j)
 					   j->now, &index, why, sizeof(why));
 		if (v != PS_MEMBER_ACCEPTED)
 			return fail(j, "membership refused node %u: %s", i, why);
-		/* this node is DST node `dn`: its role's next rank */
-		dn = server ? j->W + rank[1]++ : rank[0]++;
+		/* its role's next rank: DST node rank (workers) or W + rank */
 		if (ps_membership_by_index(j->ms, index)->rank !=
-		    (server ? rank[1] : rank[0]) - 1)
+		    (server ? rank[1]++ : rank[0]++))
 			return fail(j, "membership ranked node %u %u, not in "
 				    "registration order", i,
 				    ps_membership_by_index(j->ms, index)->rank);
-		(void)dn;
 		if (rng_below(&j->rng, 4) == 0) { /* the same node again */
 			if (ps_membership_register(j->ms, &r,
 						   r.self.transport_id, j->now,
@@ -739,29 +737,20 @@ static int server_finish_op(job *j, uint32_t s)
 	srv *v = &j->s[s];
 	ps_shard_op *op = &v->op;
 	size_t n = ps_shard_part_at(v->sh, op->k)->desc->numel;
+	msg *m = op->ctx; /* every op carries its message */
 	int rc;
 
-	if (op->kind == PS_SHARD_OP_INIT) {
-		msg *m = op->ctx;
+	if (op->kind == PS_SHARD_OP_INIT)
 		memcpy(v->values[op->k], m->payload, n * sizeof(float));
-		free_msg(m);
-	} else if (op->kind == PS_SHARD_OP_AGGREGATE) {
-		msg *m = op->ctx;
-		if (op->first)
-			ps_accum_set(v->acc[op->k], m->payload, n);
-		else
-			ps_accum_add(v->acc[op->k], m->payload, n);
-		free_msg(m);
-	} else if (op->with_push) {
-		msg *m = op->ctx;
+	else if (op->kind == PS_SHARD_OP_AGGREGATE && op->first)
+		ps_accum_set(v->acc[op->k], m->payload, n);
+	else if (op->kind == PS_SHARD_OP_AGGREGATE)
+		ps_accum_add(v->acc[op->k], m->payload, n);
+	else
 		ps_sgd_apply_last(v->values[op->k], v->mom[op->k],
 				  v->acc[op->k], m->payload, n, op->first,
 				  op->count, 1.0, 0.0);
-		free_msg(m);
-	} else {
-		ps_sgd_apply(v->values[op->k], v->mom[op->k], v->acc[op->k], n,
-			     op->count, 1.0, 0.0);
-	}
+	free_msg(m);
 	v->running = 0;
 	rc = ps_shard_op_done(v->sh);
 	return rc == PS_OK ? server_send(j, s) : rc;
