@@ -728,16 +728,32 @@ def gen_toy(name, batch):
 # ---------------------------------------------------------------------------
 
 
+def torchvision_builders():
+    """Names of torchvision's image-classification model builders
+    (torchvision.models.<name>(weights=None) for any of them), without
+    importing torch when it is not needed."""
+    import torchvision.models as tvm
+    return sorted(n for n in dir(tvm)
+                  if n[0].islower() and callable(getattr(tvm, n))
+                  and n not in ("get_model", "get_model_builder",
+                                "get_model_weights", "get_weight",
+                                "list_models")
+                  and not isinstance(getattr(tvm, n), types.ModuleType))
+
+
 def generate(name, batch):
     if name in ("par32", "seq32"):
         tensors, ops = gen_toy(name, batch)
     else:
         tensors, ops = gen_fx(name, batch)
     params = sum(math.prod(s) for _, s in tensors)
-    if params != EXPECTED_PARAMS[name]:
+    if name in EXPECTED_PARAMS and params != EXPECTED_PARAMS[name]:
         raise AssertionError("%s: %d parameters, expected %d"
                              % (name, params, EXPECTED_PARAMS[name]))
-    return emit(name, DESCRIPTIONS[name] % batch, batch, tensors, ops)
+    description = DESCRIPTIONS.get(
+        name, "torchvision %s (weights=None), train mode, traced with "
+              "torch.fx; input [%%d, 3, 224, 224]" % name)
+    return emit(name, description % batch, batch, tensors, ops)
 
 
 def main(argv=None):
@@ -755,17 +771,40 @@ def main(argv=None):
                     help="samples (sequences) per worker per iteration "
                          "(default 32)")
     ap.add_argument("--models", default=",".join(MODELS),
-                    help="comma-separated subset of: %s" % ",".join(MODELS))
+                    help="comma-separated names: any of %s (the default: "
+                         "all of them), or any other torchvision "
+                         "image-classification model builder, e.g. "
+                         "efficientnet_b0, regnet_y_400mf, "
+                         "shufflenet_v2_x1_0 (traced like resnet50, "
+                         "224 x 224 input)" % ",".join(MODELS))
     args = ap.parse_args(argv)
     if args.batch < 1:
         ap.error("--batch must be >= 1")
     names = [m for m in args.models.split(",") if m]
-    for m in names:
-        if m not in MODELS:
-            ap.error("unknown model '%s' (known: %s)" % (m, ", ".join(MODELS)))
+    unknown = [m for m in names if m not in MODELS]
+    if unknown:
+        try:
+            builders = torchvision_builders()
+        except ImportError as e:
+            ap.error("model '%s' is not one of %s, and torchvision is not "
+                     "importable to look it up (%s)"
+                     % (unknown[0], ", ".join(MODELS), e))
+        for m in unknown:
+            if m not in builders:
+                ap.error("unknown model '%s': neither one of %s nor a "
+                         "torchvision model builder (torchvision has: %s)"
+                         % (m, ", ".join(MODELS), ", ".join(builders)))
     os.makedirs(args.out, exist_ok=True)
     for m in names:
-        text, s = generate(m, args.batch)
+        try:
+            text, s = generate(m, args.batch)
+        except Exception as e:  # torch.fx.proxy.TraceError and the like
+            if type(e).__name__ != "TraceError":
+                raise
+            sys.stderr.write("generate.py: torch.fx cannot trace %s (data-"
+                             "dependent Python in its forward): %s\n"
+                             % (m, str(e).split(". ")[0]))
+            return 1
         path = os.path.join(args.out, m + ".json")
         with open(path, "w") as f:
             f.write(text)
