@@ -520,6 +520,16 @@ LINK_PROBE_PORT = 47911
 # compute, i.e. bulk transfers through the real binaries; not a model of
 # the tables.
 CAL_MODEL = "seq32"
+# ...cut into partitions of this size to calibrate ps-sim's time per message
+# (sim.machine_message_us): most tensors of the CNNs with many small
+# tensors are below it (EfficientNet-B0, RegNetY-400MF: four in five).
+MESSAGE_CAL_BYTES = 65536
+# Messages of at most ZeroMQ's batch size (ZMQ_IN_BATCH_SIZE and
+# ZMQ_OUT_BATCH_SIZE, 8192 by default) are copied through its batch
+# buffers and share system calls with their neighbours; larger ones get a
+# read or write of their own. ps-sim charges its time per message above it
+# (sim.machine_message_min_bytes).
+ZMQ_BATCH_BYTES = 8192
 
 
 def netns_prefix(ns):
@@ -1247,6 +1257,7 @@ class Bench:
         self.latency = {}  # bw -> link.latency_us fitted on CAL_MODEL, p3
         self.small = {}  # bw -> sim.machine_small_gbps fitted on CAL_MODEL
         self.small_bytes = l2_cache_bytes()  # sim.machine_small_bytes
+        self.message = {}  # bw -> sim.machine_message_us fitted on CAL_MODEL
         self.machine_probe = None  # bulk TCP streams without shaping
         self.rng = random.Random(1)
         self.sim_bin = os.path.join(self.bin_dir, "ps-sim")
@@ -1316,24 +1327,29 @@ class Bench:
             self.sim[key] = self.sim_once(run, self.sim_link(run["bw"]))
         return self.sim[key]
 
-    def sim_link(self, bw, machine=None, small=None, latency=None):
+    def sim_link(self, bw, machine=None, small=None, latency=None,
+                 message=None):
         """ps-sim's links at bw (docs/bench.md, "ps-sim's links"): the
         rate bulk TCP streams got through them (else the nominal rate);
         in netns mode tbf's bucket, emptied at the rate bulk streams got
         without shaping; the machine's rate (or `machine`; 0 = no limit),
         its rate for messages that fit a core's L2 cache (or `small`;
-        0 = the same) and the per-message latency (or `latency`; None =
-        ps-sim's default) calibrated on CAL_MODEL."""
+        0 = the same), its time per message (or `message`) and the
+        per-message latency (or `latency`; None = ps-sim's default)
+        calibrated on CAL_MODEL."""
         if machine is None:
             machine = self.calibrated.get(bw, 0.0)
         if small is None:
             small = self.small.get(bw, 0.0)
         if latency is None:
             latency = self.latency.get(bw)
+        if message is None:
+            message = self.message.get(bw, 0.0)
         link = {"rate": self.link_rate.get(bw, bw / self.dilation),
                 "burst": 0,
                 "burst_rate": 0.0, "machine": machine, "latency": latency,
-                "small": small if machine else 0.0}
+                "small": small if machine else 0.0,
+                "message": message if machine else 0.0}
         if self.mode == "netns" and self.machine_probe and \
                 self.machine_probe > link["rate"]:
             link["burst"] = self.cluster.burst_bytes(bw)
@@ -1351,6 +1367,10 @@ class Bench:
         if link["small"]:
             argv += ["--set", "sim.machine_small_gbps=%.6g" % link["small"],
                      "--set", "sim.machine_small_bytes=%d" % self.small_bytes]
+        if link.get("message"):
+            argv += ["--set", "sim.machine_message_us=%.6g" % link["message"],
+                     "--set", "sim.machine_message_min_bytes=%d" %
+                     ZMQ_BATCH_BYTES]
         return argv
 
     def sim_once(self, run, link):
@@ -1469,9 +1489,10 @@ class Bench:
                                               self.dilated(bw)))
         if not self.args.no_calibration:
             self.calibrate(bw)
-        log("ps-sim at %g Gbit/s: links of %.3f Gbit/s, %s, %s, %s" %
+        log("ps-sim at %g Gbit/s: links of %.3f Gbit/s, %s, %s, %s, %s" %
             (bw, self.sim_link(bw)["rate"], self.machine_label(bw),
-             self.small_label(bw), self.latency_label(bw)))
+             self.small_label(bw), self.message_label(bw),
+             self.latency_label(bw)))
         for k in [k for k in self.sim if k[1] == bw]:
             del self.sim[k]
         for r in runs:
@@ -1500,6 +1521,14 @@ class Bench:
             "calibrated on %s, baseline in such partitions)" % (
                 self.small[bw], self.small_bytes, CAL_MODEL)
 
+    def message_label(self, bw):
+        if bw not in self.message:
+            return "time per message not calibrated"
+        return "%.1f us of the machine per message over %d B (calibrated " \
+            "on %s, baseline in partitions of %d B)" % (
+                self.message[bw], ZMQ_BATCH_BYTES, CAL_MODEL,
+                MESSAGE_CAL_BYTES)
+
     def latency_label(self, bw):
         if bw not in self.latency:
             return "latency not calibrated (ps-sim's default)"
@@ -1522,6 +1551,11 @@ class Bench:
           machine's rate for messages that fit that cache (their copies
           are cheaper: ordo's 1 MiB partitions moved 20 % faster than
           ByteScheduler's 4 MiB on VGG16 at 10 Gbit/s, same bytes);
+        - with the baseline preset cut into partitions of
+          MESSAGE_CAL_BYTES: sim.machine_message_us, the machine's time
+          per message beyond its bytes (system calls, wake-ups, the gate,
+          the acknowledgement: what models of many small tensors pay);
+          this and the small-message rate are fitted alternately, twice;
         - with p3 (small slices, stop-and-wait: latency-bound):
           link.latency_us, what a message waits beyond its bytes on this
           machine (waking the receiving process on busy cores).
@@ -1546,14 +1580,33 @@ class Bench:
             if machine is None:
                 return
             self.calibrated[bw] = machine
+        small = msgs = None
         if self.calibrated[bw] and self.small_bytes:
             small = self.calibration_run(bw, "baseline", self.small_bytes)
-            fit = None if small is None else bisect(
-                lambda m: self.predict(small, self.sim_link(bw, small=m)),
-                small["measured_ms"], self.calibrated[bw] / 30.0,
-                self.calibrated[bw] * 30.0, geometric=True, falling=True)
-            if fit is not None:
-                self.small[bw] = fit
+        if self.calibrated[bw]:
+            msgs = self.calibration_run(bw, "baseline", MESSAGE_CAL_BYTES)
+        # The rate for small messages and the time per message explain
+        # each other's run in part (a 1 MiB message pays its time per
+        # message too): fit each with the other fixed, twice over.
+        for _ in range(2):
+            if small is not None:
+                fit = bisect(
+                    lambda m: self.predict(small, self.sim_link(bw, small=m)),
+                    small["measured_ms"], self.calibrated[bw] / 30.0,
+                    self.calibrated[bw] * 30.0, geometric=True, falling=True)
+                if fit is not None:
+                    self.small[bw] = fit
+            if msgs is not None:
+                def at_message(us):
+                    return self.predict(msgs, self.sim_link(bw, message=us))
+                at_zero = at_message(0.0)
+                if at_zero is not None and at_zero >= msgs["measured_ms"]:
+                    self.message[bw] = 0.0
+                else:
+                    fit = bisect(at_message, msgs["measured_ms"], 0.0,
+                                 1000.0, geometric=False, falling=False)
+                    if fit is not None:
+                        self.message[bw] = fit
         p3 = self.calibration_run(bw, "p3")
         if p3 is None:
             return
@@ -1999,13 +2052,14 @@ class Bench:
                 "%s %.1f ms per iteration measured" % (p, r["iter_ms"])
                 if r["status"] == "ok" else "%s failed: %s" % (p, r["reason"])
                 for p, r in recs.items())
-            notes.append("%g Gbit/s: links of %.3f Gbit/s%s, %s, %s, %s (%s)"
+            notes.append("%g Gbit/s: links of %.3f Gbit/s%s, %s, %s, %s, %s "
+                         "(%s)"
                          % (bw, link["rate"], ", tbf bucket %d B emptied at "
                             "%.3f Gbit/s" % (link["burst"],
                                              link["burst_rate"])
                             if link["burst"] else "", self.machine_label(bw),
-                            self.small_label(bw), self.latency_label(bw),
-                            how))
+                            self.small_label(bw), self.message_label(bw),
+                            self.latency_label(bw), how))
         return notes or ["none (no calibration run)"]
 
     def report(self, argv):

@@ -394,6 +394,16 @@ static const option options[] = {
     DOUBLE(sim, machine_small_gbps, "0", 0, 1e6, false,
            "ps-sim: the machine's rate for messages of at most "
            "sim.machine_small_bytes. 0 = sim.machine_gbps."),
+    DOUBLE(sim, machine_message_us, "0", 0, 1e6, false,
+           "ps-sim, sim.machine_gbps: the machine's time per message on "
+           "top of its bytes (microseconds of the machine at its full "
+           "rate): system calls, wake-ups, the gate and the message's "
+           "acknowledgement; ps-bench calibrates it on many small "
+           "messages. 0 = none."),
+    INT(sim, machine_message_min_bytes, "0", 0, 1073741824,
+        "ps-sim, sim.machine_message_us: messages of at most this many "
+        "bytes pay no time per message (ZeroMQ writes and reads them in "
+        "batches; ps-bench sets its 8 KiB batch). 0 = every message pays."),
     DOUBLE(sim, op_overhead_us, "0", 0, 1e6, false,
            "ps-sim: time (microseconds) a worker spends on every op "
            "beyond its model time (a framework's launch cost per op, a "

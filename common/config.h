@@ -136,6 +136,8 @@ struct ps_config {
 		double machine_gbps; /* fair: all hosts together, 0 = none */
 		int machine_small_bytes;   /* messages up to this size... */
 		double machine_small_gbps; /* ...cross the machine at this */
+		double machine_message_us; /* CPU per message on it... */
+		int machine_message_min_bytes; /* ...above this size */
 	} sim; /* ps-sim (sim/cluster.h) */
 	struct {
 		int trials;

@@ -20,7 +20,7 @@ void ps_sim_bounds_compute(const ps_dag *dag, const ps_placement *pl,
 	double burst = c->fair ? c->burst_bytes * lm->b_us_per_byte : 0.0;
 	ps_link_model lo = *lm, hi = *lm;
 	double compute = 0.0, worker_link = 0.0, worst, lower, msgs = 0.0;
-	double machine = 0.0;
+	double machine = 0.0, paying = 0.0; /* per message, all together */
 	uint64_t worker_bytes = 0, server_bytes_max = 0;
 	double server_link_max = 0.0, cpu_max = 0.0, cpu_sum = 0.0;
 	double W = (double)workers;
@@ -59,21 +59,32 @@ void ps_sim_bounds_compute(const ps_dag *dag, const ps_placement *pl,
 	}
 	for (uint32_t p = 0; p < pl->num_parts; p++) {
 		uint64_t m = pl->parts[p].numel * PS_ELEM_SIZE;
+		double per_msg = (double)m > c->machine_message_min_bytes
+					 ? c->machine_message_us
+					 : 0.0;
 		worker_link += ps_link_cost(&lo, m, 1);
 		msgs += ps_link_cost(&hi, m, 1);
 		worker_bytes += m;
 		/* every byte crosses the machine twice: pushed and sent
 		 * back */
-		if (c->fair)
-			machine += 2.0 * W * (double)m *
-				   ((double)m <= c->machine_small_bytes
-					    ? c->machine_small_us_per_byte
-					    : c->machine_us_per_byte);
+		if (c->fair) {
+			machine += 2.0 * W *
+				   ((double)m *
+					    ((double)m <= c->machine_small_bytes
+						     ? c->machine_small_us_per_byte
+						     : c->machine_us_per_byte) +
+				    per_msg);
+			paying += per_msg;
+		}
 	}
 	lower = max2(max2(max2(compute, worker_link - burst),
 			  max2(server_link_max, cpu_max)),
 		     machine);
-	worst = W * compute + 2.0 * W * msgs + cpu_sum +
+	/* (max(link, machine + per message) <= max(link, machine) + per
+	 * message: adding it to every message keeps worst an upper bound) */
+	worst = W * compute +
+		2.0 * W * (msgs + paying) +
+		cpu_sum +
 		W * (double)pl->num_parts * lm->a_us * (c->credit ? 2.0 : 1.0);
 	b_p->compute_us = compute;
 	b_p->worst_us = worst;

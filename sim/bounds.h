@@ -24,9 +24,10 @@
  * of B bytes (link.burst_bytes) lets a link carry X bytes in (X - B) * b
  * at best, so each link's total in lower and physical_lower is that.
  * With a machine (sim.machine_gbps) every byte of a cycle over the
- * machine's rate for its message's size (sim.machine_small_*) is one
- * more resource's total, and a message alone is priced at the slower of
- * link and machine in worst.
+ * machine's rate for its message's size (sim.machine_small_*), plus
+ * sim.machine_message_us per message, is one more resource's total, and
+ * a message alone is priced at the slower of link and machine in worst
+ * (plus its time per message).
  *
  * A simulated cycle (sim/cluster.h, makespan) always lies in [lower,
  * worst]; tests/sim checks it over random DAGs and configs.
@@ -55,6 +56,8 @@ typedef struct ps_sim_costs {
 	double machine_us_per_byte; /* fair: all streams together, 0 = none */
 	double machine_small_us_per_byte; /* ...for messages of at most */
 	double machine_small_bytes;       /* this many bytes (0: none) */
+	double machine_message_us;        /* and per message (0: none) */
+	double machine_message_min_bytes; /* above this size */
 	int credit;            /* parameter partitions are acknowledged */
 	int fair;              /* link sharing is fair (a as latency) */
 } ps_sim_costs;

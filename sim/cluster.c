@@ -102,6 +102,9 @@ typedef struct sim {
 	double machine_cap; /* bytes/us of all streams together, 0 = none */
 	uint64_t small_bytes; /* messages up to this size cost small_w */
 	double small_w;       /* machine_cap / their rate */
+	double msg_bytes;     /* a message's own cost on the machine, as
+			       * bytes at machine_cap (machine_message_us) */
+	uint64_t msg_min;     /* messages up to this size do not pay it */
 	uint32_t *nfl, *fz;  /* per link scratch; per active: frozen */
 	uint32_t *roff, *rlist; /* per resource: its active streams (CSR) */
 	uint64_t net_gen;
@@ -408,9 +411,12 @@ static void stream_start(sim *s, uint32_t c, double t)
 		if (m->bytes > 0) {
 			q->left = (double)m->bytes;
 			q->rate = 0.0;
-			q->mw = s->small_bytes && m->bytes <= s->small_bytes
-					? s->small_w
-					: 1.0;
+			q->mw = (s->small_bytes && m->bytes <= s->small_bytes
+					 ? s->small_w
+					 : 1.0) +
+				(m->bytes > s->msg_min
+					 ? s->msg_bytes / (double)m->bytes
+					 : 0.0);
 			s->act[s->nact++] = c;
 			q->active = s->nact;
 			return;
@@ -1049,6 +1055,12 @@ static int setup(sim *s, char *err, size_t errlen)
 			 cfg->sim.machine_small_gbps);
 		return PS_EINVAL;
 	}
+	if (cfg->sim.machine_message_us > 0 && !(cfg->sim.machine_gbps > 0)) {
+		snprintf(err, errlen, "sim.machine_message_us = %g needs "
+			 "sim.machine_gbps (the machine it is spent on)",
+			 cfg->sim.machine_message_us);
+		return PS_EINVAL;
+	}
 	if (s->fair) {
 		size_t nst = 2 * (size_t)s->W * s->S, H = (size_t)s->W + s->S;
 		s->st = calloc(nst, sizeof(*s->st));
@@ -1065,6 +1077,8 @@ static int setup(sim *s, char *err, size_t errlen)
 				     ? cfg->sim.machine_gbps /
 					       cfg->sim.machine_small_gbps
 				     : 1.0;
+		s->msg_bytes = cfg->sim.machine_message_us * s->machine_cap;
+		s->msg_min = (uint64_t)cfg->sim.machine_message_min_bytes;
 		s->use = calloc(2 * H, sizeof(*s->use));
 		s->tok = calloc(2 * H, sizeof(*s->tok));
 		if (!s->st || !s->act || !s->fz || !s->cap || !s->nfl ||
@@ -1238,6 +1252,9 @@ static void results(sim *s, ps_sim_result *r)
 		.machine_small_us_per_byte =
 			s->machine_cap > 0 ? s->small_w / s->machine_cap : 0.0,
 		.machine_small_bytes = (double)s->small_bytes,
+		.machine_message_us =
+			s->machine_cap > 0 ? s->cfg->sim.machine_message_us : 0.0,
+		.machine_message_min_bytes = (double)s->msg_min,
 		.credit = s->cfg->scheduling.credit_size != 0,
 		.fair = s->fair,
 	};

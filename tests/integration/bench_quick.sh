@@ -83,7 +83,9 @@ grep -q "each in its own network namespace" "$out" || fail "report: not in netns
 grep -q "LOOPBACK\|loopback mode" "$out" && fail "report warns of loopback in netns mode"
 grep -q "^- ps-sim.s links .*: 1 Gbit/s: links of [0-9.]* Gbit/s.*, machine moving [0-9.]* Gbit/s .*, [0-9]* us per message" "$out" ||
 	fail "report: no calibration of ps-sim's links (rate, machine, latency)"
-for c in cal-1 cal-1-p3; do
+grep -q "^- ps-sim.s links .*: 1 Gbit/s: .* us of the machine per message over 8192 B (calibrated on seq32, baseline in partitions of 65536 B)" "$out" ||
+	fail "report: no calibration of ps-sim's time per message"
+for c in cal-1 cal-1-65536 cal-1-p3; do
 	[ -s "$WORK/q/runs/$c/metrics-worker-0.csv" ] || fail "no calibration run $c"
 done
 python3 - "$WORK/q" "$PRESETS" <<'PY' || fail "CSV or timeline structure"

@@ -109,6 +109,8 @@ expect 1 "sim.machine_gbps = 4 needs link.sharing = fair" -- "${common[@]}" \
 	--set sim.machine_gbps=4
 expect 1 "sim.machine_small_gbps = 8 needs sim.machine_gbps" -- "${common[@]}" \
 	--set link.sharing=fair --set sim.machine_small_gbps=8
+expect 1 "sim.machine_message_us = 20 needs sim.machine_gbps" -- "${common[@]}" \
+	--set link.sharing=fair --set sim.machine_message_us=20
 expect 1 "cannot open the link sweep '$tmp/missing.csv'" -- "${common[@]}" \
 	--set link.fit_file="$tmp/missing.csv"
 printf 'bytes,concurrency,us\n1000,1,30\n2000,one,50\n' >"$tmp/garbled.csv"

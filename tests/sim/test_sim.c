@@ -322,6 +322,33 @@ static void test_fair_sharing_by_hand(void **state)
 	ps_sim_result_free(&r);
 	set(&cfg, "sim.machine_small_bytes", "0");
 	set(&cfg, "sim.machine_small_gbps", "0");
+	/* 1000 us of the machine per message on top of its bytes: the
+	 * message alone takes 17000 us; the bounds count it per message
+	 * (two workers: four messages over the machine) */
+	set(&cfg, "sim.machine_message_us", "1000");
+	r = simulate(&cfg, d);
+	assert_double_equal(r.iter_us[1], 3000.0 + 2 * 34010.0, 1e-6);
+	assert_double_equal(r.bounds.lower_us, 64000.0 + 4000.0, 1e-6);
+	ps_sim_result_free(&r);
+	set(&cfg, "cluster.workers", "1");
+	r = simulate(&cfg, d);
+	assert_double_equal(r.iter_us[1], 3000.0 + 2 * 17010.0, 1e-6);
+	assert_double_equal(r.bounds.lower_us, 32000.0 + 2000.0, 1e-6);
+	ps_sim_result_free(&r);
+	/* a message of at most machine_message_min_bytes pays none of it
+	 * (ZeroMQ batches such messages); one byte more and it pays */
+	set(&cfg, "sim.machine_message_min_bytes", "1000000");
+	r = simulate(&cfg, d);
+	assert_double_equal(r.iter_us[1], 3000.0 + 2 * 16010.0, 1e-6);
+	assert_double_equal(r.bounds.lower_us, 32000.0, 1e-6);
+	ps_sim_result_free(&r);
+	set(&cfg, "sim.machine_message_min_bytes", "999999");
+	r = simulate(&cfg, d);
+	assert_double_equal(r.iter_us[1], 3000.0 + 2 * 17010.0, 1e-6);
+	ps_sim_result_free(&r);
+	set(&cfg, "sim.machine_message_min_bytes", "0");
+	set(&cfg, "sim.machine_message_us", "0");
+	set(&cfg, "cluster.workers", "2");
 	ps_dag_free(&d);
 
 	/* 2 workers x 2 servers, x and y on different servers: the four
@@ -644,6 +671,14 @@ static void test_bounds_hold_on_random_dags(void **state)
 					snprintf(v, sizeof(v), "%.2f",
 						 0.2 + rnd(200) / 10.0);
 					set(&cfg, "sim.machine_small_gbps", v);
+				}
+				/* and some with a time per message */
+				if ((seed + p) % 18 == 3) {
+					snprintf(v, sizeof(v), "%u", rnd(200));
+					set(&cfg, "sim.machine_message_us", v);
+					snprintf(v, sizeof(v), "%u", rnd(1u << 16));
+					set(&cfg, "sim.machine_message_min_bytes",
+					    v);
 				}
 			}
 			r = simulate(&cfg, d);

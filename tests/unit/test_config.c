@@ -878,6 +878,8 @@ static void test_reference(void **state)
 	                                   "machine_gbps",
 	                                   "machine_small_bytes",
 	                                   "machine_small_gbps",
+	                                   "machine_message_us",
+	                                   "machine_message_min_bytes",
 	                                   "trials", /* [tune] */
 	                                   "warmup_iterations",
 	                                   "measure_iterations",
