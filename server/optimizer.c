@@ -32,17 +32,18 @@ void ps_sgd_apply(float *restrict w, float *restrict v,
 	if (count == 0)
 		return;
 	const double scale = 1.0 / (double)count;
+	const float lrf = (float)lr, mf = (float)momentum;
 
 	for (size_t i = 0; i < n; i++) {
-		double g = acc[i] * scale; /* no division in the loop */
-		double vi = momentum * (double)v[i] + g;
-		v[i] = (float)vi;
-		w[i] = (float)((double)w[i] - lr * vi);
+		float g = (float)(acc[i] * scale); /* no division in the loop */
+		float vi = mf * v[i] + g;
+		v[i] = vi;
+		w[i] = w[i] - lrf * vi;
 	}
 }
 
 /* As ps_accum_add (or ps_accum_set when first) of g, then ps_sgd_apply,
- * in one pass: the same doubles, so the same results to the bit. */
+ * in one pass: the same roundings, so the same results to the bit. */
 void ps_sgd_apply_last(float *restrict w, float *restrict v,
 		       const double *restrict acc, const float *restrict g,
 		       size_t n, int first, unsigned count, double lr,
@@ -51,20 +52,22 @@ void ps_sgd_apply_last(float *restrict w, float *restrict v,
 	if (count == 0)
 		return;
 	const double scale = 1.0 / (double)count;
+	const float lrf = (float)lr, mf = (float)momentum;
 
-	if (first) { /* the only gradient: no sum to read */
+	if (first && count == 1) { /* the only gradient, averaged over one:
+				    * (float)(double)g[i] is g[i] */
 		for (size_t i = 0; i < n; i++) {
-			double gi = (double)g[i] * scale;
-			double vi = momentum * (double)v[i] + gi;
-			v[i] = (float)vi;
-			w[i] = (float)((double)w[i] - lr * vi);
+			float vi = mf * v[i] + g[i];
+			v[i] = vi;
+			w[i] = w[i] - lrf * vi;
 		}
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
-		double gi = (acc[i] + (double)g[i]) * scale;
-		double vi = momentum * (double)v[i] + gi;
-		v[i] = (float)vi;
-		w[i] = (float)((double)w[i] - lr * vi);
+		double sum = first ? (double)g[i] : acc[i] + (double)g[i];
+		float gi = (float)(sum * scale);
+		float vi = mf * v[i] + gi;
+		v[i] = vi;
+		w[i] = w[i] - lrf * vi;
 	}
 }

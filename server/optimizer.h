@@ -3,10 +3,15 @@
  *
  * Pushed gradients are summed in double (ps_accum_set for the first push of
  * a round, ps_accum_add for the others), so the sum does not
- * depend on the order pushes arrive in, beyond double rounding. The update
- * is computed in double and stored in float32:
- *     g = sum / count;  v = momentum * v + g;  w = w - lr * v
- * (the PyTorch/ps-lite formulation, with v starting at 0).
+ * depend on the order pushes arrive in, beyond double rounding. The
+ * average is taken in double and rounded to float32 once; the step is
+ * float32, as PyTorch's SGD computes it for float32 parameters:
+ *     g = (float)(sum / count);  v = momentum * v + g;  w = w - lr * v
+ * (the PyTorch/ps-lite formulation, with v starting at 0; lr and momentum
+ * rounded to float32). A double step cost three times a float32 one
+ * (float<->double conversions at two doubles per SSE2 vector: 148 against
+ * 50 us for 1 MiB here), and on one worker and one server the step is on
+ * every round trip's critical path (docs/benchmarks.md).
  *
  * Threads: pure functions over the caller's arrays.
  */
@@ -22,8 +27,9 @@ void ps_accum_set(double *acc, const float *g, size_t n);
 void ps_accum_add(double *acc, const float *g, size_t n);
 
 /* One SGD-with-momentum step with the averaged gradient acc / count
- * (computed as acc * (1 / count): exact for power-of-two counts, within
- * one double rounding otherwise, far below float32 resolution). */
+ * (computed as acc * (1 / count) in double: exact for power-of-two counts,
+ * within one double rounding otherwise, far below float32 resolution;
+ * then rounded to float32 for the step). */
 void ps_sgd_apply(float *w, float *v, const double *acc, size_t n,
 		  unsigned count, double lr, double momentum);
 
