@@ -2,6 +2,7 @@
  * bench/goodput.c - push+pull goodput of ordo against plain ZeroMQ.
  *
  *   bench_goodput [--sizes 64K,1M,16M,64M] [--bytes 512M] [--layouts 1x1,2x2]
+ *                 [--trace DIR]
  *
  * For each partition size P and layout W workers x S servers, on loopback:
  *  - ordo: a real job (scheduler, S servers, W workers; each a process) in
@@ -14,13 +15,17 @@
  * Goodput = payload bytes moved (both directions, all workers) / wall time
  * of the slowest worker, after one warm-up iteration. Both run in the same
  * invocation, interleaved per size, so machine noise hits them alike.
- * Prints a Markdown table with the ratio ordo / zmq.
+ * Prints a Markdown table with the ratio ordo / zmq. With --trace DIR each
+ * ordo job writes its timeline and metrics (output.dir) to
+ * DIR/SIZEK-WxS/; bench/goodput_phases.py says where a 1 x 1 iteration's
+ * time goes from them.
  */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zmq.h>
@@ -33,6 +38,8 @@
 #include "server/server.h"
 
 #define MAX_SIZES 16
+
+static const char *trace_dir; /* --trace: the ordo jobs' output.dir root */
 
 static uint64_t parse_size(const char *s)
 {
@@ -171,6 +178,16 @@ static double bench_ordo(uint64_t psize, int W, int S, int iterations)
 	j.cfg.train.lr = 0.0;
 	j.cfg.train.momentum = 0.0;
 	j.cfg.log.level = PS_LOG_WARN;
+	if (trace_dir) {
+		snprintf(j.cfg.output.dir, sizeof(j.cfg.output.dir),
+			 "%s/%lluK-%dx%d", trace_dir,
+			 (unsigned long long)(psize >> 10), W, S);
+		if (mkdir(j.cfg.output.dir, 0755) != 0 && errno != EEXIST) {
+			fprintf(stderr, "bench_goodput: mkdir %s: %s\n",
+				j.cfg.output.dir, strerror(errno));
+			return 0;
+		}
+	}
 	j.tensor_bytes = psize * (uint64_t)S;
 	j.iterations = iterations;
 	if (pipe(ready) != 0 || pipe(results) != 0)
@@ -351,13 +368,21 @@ int main(int argc, char **argv)
 			layouts_arg = argv[++i];
 		else if (!strcmp(argv[i], "--bytes") && i + 1 < argc)
 			budget = parse_size(argv[++i]);
+		else if (!strcmp(argv[i], "--trace") && i + 1 < argc)
+			trace_dir = argv[++i];
 		else {
 			printf("usage: bench_goodput [--sizes 64K,1M,...] "
-			       "[--layouts 1x1,2x2] [--bytes 512M]\n");
+			       "[--layouts 1x1,2x2] [--bytes 512M] "
+			       "[--trace DIR]\n");
 			return strcmp(argv[i], "--help") ? 2 : 0;
 		}
 	}
 	ps_log_init("bench", PS_LOG_WARN);
+	if (trace_dir && mkdir(trace_dir, 0755) != 0 && errno != EEXIST) {
+		fprintf(stderr, "bench_goodput: mkdir %s: %s\n", trace_dir,
+			strerror(errno));
+		return 1;
+	}
 	copy = strdup(sizes_arg);
 	for (tok = strtok_r(copy, ",", &save); tok && nsizes < MAX_SIZES;
 	     tok = strtok_r(NULL, ",", &save))
