@@ -105,6 +105,19 @@ static ps_sim_result simulate(const ps_config *cfg, const ps_dag *d)
 	return r;
 }
 
+/* Simulates and checks iteration 1's time and, unless lower < 0, the
+ * lower bound. */
+static void expect_times(const ps_config *cfg, const ps_dag *d, double iter1,
+			 double lower)
+{
+	ps_sim_result r = simulate(cfg, d);
+
+	assert_double_equal(r.iter_us[1], iter1, 1e-6);
+	if (lower >= 0)
+		assert_double_equal(r.bounds.lower_us, lower, 1e-6);
+	ps_sim_result_free(&r);
+}
+
 static void base_config(ps_config *cfg)
 {
 	ps_config_defaults(cfg);
@@ -310,42 +323,25 @@ static void test_fair_sharing_by_hand(void **state)
 	 * them at that cost */
 	set(&cfg, "sim.machine_small_bytes", "1000000");
 	set(&cfg, "sim.machine_small_gbps", "1");
-	r = simulate(&cfg, d);
-	assert_double_equal(r.iter_us[1], 3000.0 + 2 * 16010.0, 1e-6);
-	assert_double_equal(r.bounds.lower_us, 32000.0, 1e-6);
-	ps_sim_result_free(&r);
+	expect_times(&cfg, d, 3000.0 + 2 * 16010.0, 32000.0);
 	/* one byte short of the message: the machine's own rate again */
 	set(&cfg, "sim.machine_small_bytes", "999999");
-	r = simulate(&cfg, d);
-	assert_double_equal(r.iter_us[1], 3000.0 + 2 * 32010.0, 1e-6);
-	assert_double_equal(r.bounds.lower_us, 64000.0, 1e-6);
-	ps_sim_result_free(&r);
+	expect_times(&cfg, d, 3000.0 + 2 * 32010.0, 64000.0);
 	set(&cfg, "sim.machine_small_bytes", "0");
 	set(&cfg, "sim.machine_small_gbps", "0");
 	/* 1000 us of the machine per message on top of its bytes: the
 	 * message alone takes 17000 us; the bounds count it per message
 	 * (two workers: four messages over the machine) */
 	set(&cfg, "sim.machine_message_us", "1000");
-	r = simulate(&cfg, d);
-	assert_double_equal(r.iter_us[1], 3000.0 + 2 * 34010.0, 1e-6);
-	assert_double_equal(r.bounds.lower_us, 64000.0 + 4000.0, 1e-6);
-	ps_sim_result_free(&r);
+	expect_times(&cfg, d, 3000.0 + 2 * 34010.0, 64000.0 + 4000.0);
 	set(&cfg, "cluster.workers", "1");
-	r = simulate(&cfg, d);
-	assert_double_equal(r.iter_us[1], 3000.0 + 2 * 17010.0, 1e-6);
-	assert_double_equal(r.bounds.lower_us, 32000.0 + 2000.0, 1e-6);
-	ps_sim_result_free(&r);
+	expect_times(&cfg, d, 3000.0 + 2 * 17010.0, 32000.0 + 2000.0);
 	/* a message of at most machine_message_min_bytes pays none of it
 	 * (ZeroMQ batches such messages); one byte more and it pays */
 	set(&cfg, "sim.machine_message_min_bytes", "1000000");
-	r = simulate(&cfg, d);
-	assert_double_equal(r.iter_us[1], 3000.0 + 2 * 16010.0, 1e-6);
-	assert_double_equal(r.bounds.lower_us, 32000.0, 1e-6);
-	ps_sim_result_free(&r);
+	expect_times(&cfg, d, 3000.0 + 2 * 16010.0, 32000.0);
 	set(&cfg, "sim.machine_message_min_bytes", "999999");
-	r = simulate(&cfg, d);
-	assert_double_equal(r.iter_us[1], 3000.0 + 2 * 17010.0, 1e-6);
-	ps_sim_result_free(&r);
+	expect_times(&cfg, d, 3000.0 + 2 * 17010.0, -1);
 	set(&cfg, "sim.machine_message_min_bytes", "0");
 	set(&cfg, "sim.machine_message_us", "0");
 	set(&cfg, "cluster.workers", "2");
