@@ -103,6 +103,19 @@ static int drain(ps_shard *sh)
 	}
 }
 
+/* Whether pushes get a PUSH_ACK: always in asynchronous mode; in
+ * synchronous mode only with a credit window (the worker's credit returns
+ * when the bytes are here). Without one the partition's next PARAMS is the
+ * acknowledgement (proto/worker.h): one message fewer per push. The
+ * worker's window and the server's are the same key (scheduling.
+ * credit_size) and a live CREDIT changes both; while they differ, PARAMS
+ * still acknowledge, later. */
+static int acks_sent(const ps_shard *sh)
+{
+	return sh->cfg.async || ps_gate_credit(sh->gate) != 0 ||
+	       (sh->credit_pending && sh->credit_next != 0);
+}
+
 /* Partition k's current version becomes ready to go to `worker`. */
 static int send_params(ps_shard *sh, uint32_t k, uint32_t worker)
 {
@@ -434,6 +447,8 @@ int ps_shard_ack(ps_shard *sh, uint32_t from, uint32_t part,
 
 	if (k < 0)
 		return PS_EINVAL;
+	if (!acks_sent(sh))
+		return PS_OK;
 	return push_msg(sh, &(ps_shard_msg){
 				    .kind = PS_SHARD_MSG_PUSH_ACK,
 				    .worker = from,
@@ -514,6 +529,8 @@ static int push_ack(ps_shard *sh, const ps_shard_op *op)
 {
 	const part_state *p = &sh->parts[op->k];
 
+	if (!acks_sent(sh))
+		return PS_OK;
 	return push_msg(sh, &(ps_shard_msg){.kind = PS_SHARD_MSG_PUSH_ACK,
 					    .worker = op->worker,
 					    .k = op->k,

@@ -36,8 +36,10 @@
  *    gradient); parameters go out only when a worker pulls.
  *  - a PUSH_ACK is sent when the push's sum is done, or, for the push an
  *    update carries, when the update starts (the sender's credit returns:
- *    its bytes have arrived); a PARAMS_ACK returns a parameter send's
- *    credit.
+ *    its bytes have arrived) - in synchronous mode only with a credit
+ *    window: without one, the partition's next PARAMS acknowledges the
+ *    push (proto/worker.h), one message fewer per push; a PARAMS_ACK
+ *    returns a parameter send's credit.
  *  - CREDIT: a new window from the first parameter send of version
  *    `from` on.
  *

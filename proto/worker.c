@@ -31,6 +31,9 @@ typedef struct part_state {
 	/* fused: the stage being gathered */
 	uint64_t stage_it, stage_seq;
 	uint32_t staged; /* members in; 0: no stage */
+	/* pushes handed over and not acknowledged; the oldest's iteration */
+	uint32_t unacked;
+	uint64_t unacked_it;
 } part_state;
 
 struct ps_wproto {
@@ -253,6 +256,8 @@ int ps_wproto_flush(ps_wproto *w)
 				   .ctx = e->ctx};
 		free(e);
 		w->st.pushes++;
+		if (w->parts[m.part].unacked++ == 0)
+			w->parts[m.part].unacked_it = m.iteration;
 		rc = push_msg(w, &m);
 		if (rc != PS_OK)
 			return rc;
@@ -270,23 +275,34 @@ int ps_wproto_on_push_ack(ps_wproto *w, uint32_t from, uint32_t part,
 			 "that does not hold it", part);
 		return PS_EPROTO;
 	}
+	if (w->parts[part].unacked == 0) {
+		snprintf(why, whylen, "PUSH_ACK for partition %u, which has "
+			 "no push in flight", part);
+		return PS_EPROTO;
+	}
 	rc = ps_gate_acked_metered(w->gate, &w->meter, part_bytes(w, part));
 	if (rc != PS_OK) {
 		snprintf(why, whylen, "PUSH_ACK for nothing in flight "
 			 "(partition %u)", part);
 		return PS_EPROTO;
 	}
+	/* (asynchronous mode may have several in flight: the oldest's
+	 * iteration is only used in synchronous mode, where there is one) */
+	w->parts[part].unacked--;
 	return ps_wproto_flush(w);
 }
 
 int ps_wproto_on_params(ps_wproto *w, uint32_t from, uint32_t part,
 			uint32_t key, uint64_t version, size_t payload_len,
-			char *why, size_t whylen)
+			int *acked_p, char *why, size_t whylen)
 {
 	const ps_placement *pl = w->cfg.pl;
 	const ps_partition *p;
 	part_state *s;
+	int rc;
 
+	if (acked_p)
+		*acked_p = 0;
 	if (part >= pl->num_parts) {
 		snprintf(why, whylen, "PARAMS for partition %u of %u", part,
 			 pl->num_parts);
@@ -309,14 +325,34 @@ int ps_wproto_on_params(ps_wproto *w, uint32_t from, uint32_t part,
 	}
 	s->version = version;
 	s->have = 1;
-	if (!w->cfg.credit)
+	if (w->cfg.credit) {
+		/* with a credit window the server needs to know the bytes
+		 * arrived */
+		rc = push_msg(w, &(ps_wproto_msg){
+					 .kind = PS_WPROTO_MSG_PARAMS_ACK,
+					 .server = from,
+					 .part = part,
+					 .key = key,
+					 .iteration = version});
+		if (rc != PS_OK)
+			return rc;
+	}
+	/* Synchronous: version `version` exists, so the push of an earlier
+	 * iteration still unacknowledged was applied - this is its
+	 * acknowledgement (a server without a credit window sends no
+	 * PUSH_ACK; with one, its PUSH_ACK came first on this connection) */
+	if (!w->cfg.sync || s->unacked == 0 || s->unacked_it >= version)
 		return PS_OK;
-	/* with a credit window the server needs to know the bytes arrived */
-	return push_msg(w, &(ps_wproto_msg){.kind = PS_WPROTO_MSG_PARAMS_ACK,
-					    .server = from,
-					    .part = part,
-					    .key = key,
-					    .iteration = version});
+	if (ps_gate_acked_metered(w->gate, &w->meter, part_bytes(w, part)) !=
+	    PS_OK) {
+		snprintf(why, whylen, "PARAMS of partition %u acknowledge a "
+			 "push the gate does not hold", part);
+		return PS_EPROTO;
+	}
+	s->unacked--;
+	if (acked_p)
+		*acked_p = 1;
+	return ps_wproto_flush(w);
 }
 
 void ps_wproto_on_credit(ps_wproto *w, uint64_t credit, uint64_t from)

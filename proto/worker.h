@@ -25,7 +25,10 @@
  *   ps_wproto_on_push_ack / on_params / on_credit: a message arrived
  *                         (checked: PS_EPROTO with a reason, nothing
  *                         changed, for a message the protocol does not
- *                         allow).
+ *                         allow; a PUSH_ACK must match a push of its
+ *                         partition in flight). In synchronous mode a
+ *                         partition's PARAMS acknowledge its push still
+ *                         in flight (on_params says so in *acked_p).
  *   ps_wproto_done        the application finished: DONE goes once no
  *                         push waits or is unacknowledged.
  *   ps_wproto_next_msg    PUSH, PARAMS_ACK (with a credit window), DONE.
@@ -53,6 +56,10 @@ typedef struct ps_wproto_config {
 	const ps_placement *pl;
 	ps_gate_kind gate;
 	uint64_t credit;         /* bytes; 0 = no window, no PARAMS_ACK */
+	int sync;                /* synchronous training: a partition's
+				  * PARAMS acknowledge its push still in
+				  * flight (a server without a credit window
+				  * sends no PUSH_ACK: proto/shard.h) */
 	const uint32_t *numbers; /* per partition: its gate number; copied */
 	/* Optional: a clock for the gate meter (ns); NULL = no meter. */
 	uint64_t (*clock_ns)(void);
@@ -88,7 +95,7 @@ int ps_wproto_on_push_ack(ps_wproto *w, uint32_t from, uint32_t part,
 			  char *why, size_t whylen);
 int ps_wproto_on_params(ps_wproto *w, uint32_t from, uint32_t part,
 			uint32_t key, uint64_t version, size_t payload_len,
-			char *why, size_t whylen);
+			int *acked_p, char *why, size_t whylen);
 void ps_wproto_on_credit(ps_wproto *w, uint64_t credit, uint64_t from);
 /* The application is done: DONE once every push is acknowledged. */
 int ps_wproto_done(ps_wproto *w);

@@ -691,45 +691,9 @@ static void op_done(sim *s, uint32_t w, double t)
 	try_run(s, w, t);
 }
 
-static void params_arrive(sim *s, const msg *m, double t)
-{
-	worker *k = &s->w[m->worker];
-	const ps_partition *p = &s->pl->parts[m->part];
-	uint32_t nt = p->ntensors;
-	uint64_t v, before[nt];
-	char why[256];
-	int rc;
-
-	if (traced_worker(s, m->worker)) {
-		ps_trace_args a = {.iteration = (int64_t)m->iteration,
-				   .tensor = p->tensor,
-				   .partition = m->part,
-				   .bytes = (int64_t)s->part_bytes[m->part]};
-		ps_sim_timeline_instant(s->tl, worker_node(s, m->worker),
-					PS_LANE_RECEIVE,
-					s->dag->tensors[p->tensor].name, t, &a);
-	}
-	/* the cycle: when every worker holds version 1 of every tensor */
-	for (uint32_t j = 0; j < nt; j++)
-		before[j] = ps_wproto_tensor_version(k->proto, p->tensor + j,
-						     &v) ? v : 0;
-	rc = ps_wproto_on_params(k->proto, p->server, m->part, p->tensor,
-				 m->iteration, s->part_bytes[m->part], why,
-				 sizeof(why));
-	if (rc != PS_OK) {
-		worker_protocol_error(s, m->worker, why);
-		return;
-	}
-	worker_send(s, m->worker, t);
-	for (uint32_t j = 0; j < nt; j++)
-		if (before[j] < 1 &&
-		    ps_wproto_tensor_version(k->proto, p->tensor + j, &v) &&
-		    v >= 1 && --s->cycle_left == 0)
-			s->makespan = t;
-	try_run(s, m->worker, t);
-}
-
-static void push_acked(sim *s, uint32_t w, uint32_t part, double t)
+/* The push lane's span of worker w's push of partition part, ready to
+ * acknowledged at t. */
+static void trace_push(sim *s, uint32_t w, uint32_t part, double t)
 {
 	if (traced_worker(s, w)) {
 		size_t i = (size_t)w * s->pl->num_parts + part;
@@ -748,7 +712,53 @@ static void push_acked(sim *s, uint32_t w, uint32_t part, double t)
 				     s->push_ready[i], t - s->push_ready[i],
 				     &a);
 	}
+}
+
+static void params_arrive(sim *s, const msg *m, double t)
+{
+	worker *k = &s->w[m->worker];
+	const ps_partition *p = &s->pl->parts[m->part];
+	uint32_t nt = p->ntensors;
+	uint64_t v, before[nt];
 	char why[256];
+	int rc, acked;
+
+	if (traced_worker(s, m->worker)) {
+		ps_trace_args a = {.iteration = (int64_t)m->iteration,
+				   .tensor = p->tensor,
+				   .partition = m->part,
+				   .bytes = (int64_t)s->part_bytes[m->part]};
+		ps_sim_timeline_instant(s->tl, worker_node(s, m->worker),
+					PS_LANE_RECEIVE,
+					s->dag->tensors[p->tensor].name, t, &a);
+	}
+	/* the cycle: when every worker holds version 1 of every tensor */
+	for (uint32_t j = 0; j < nt; j++)
+		before[j] = ps_wproto_tensor_version(k->proto, p->tensor + j,
+						     &v) ? v : 0;
+	rc = ps_wproto_on_params(k->proto, p->server, m->part, p->tensor,
+				 m->iteration, s->part_bytes[m->part], &acked,
+				 why, sizeof(why));
+	if (rc != PS_OK) {
+		worker_protocol_error(s, m->worker, why);
+		return;
+	}
+	if (acked) /* the push it acknowledges (no window: no PUSH_ACK) */
+		trace_push(s, m->worker, m->part, t);
+	worker_send(s, m->worker, t);
+	for (uint32_t j = 0; j < nt; j++)
+		if (before[j] < 1 &&
+		    ps_wproto_tensor_version(k->proto, p->tensor + j, &v) &&
+		    v >= 1 && --s->cycle_left == 0)
+			s->makespan = t;
+	try_run(s, m->worker, t);
+}
+
+static void push_acked(sim *s, uint32_t w, uint32_t part, double t)
+{
+	char why[256];
+
+	trace_push(s, w, part, t);
 	if (ps_wproto_on_push_ack(s->w[w].proto, s->pl->parts[part].server,
 				  part, why, sizeof(why)) != PS_OK)
 		worker_protocol_error(s, w, why);
@@ -1009,6 +1019,7 @@ static int setup(sim *s, char *err, size_t errlen)
 				.pl = s->pl,
 				.gate = (ps_gate_kind)cfg->scheduling.gate,
 				.credit = cfg->scheduling.credit_size,
+				.sync = 1,
 				.numbers = s->number},
 			&k->proto);
 		if (rc != PS_OK)

@@ -421,17 +421,49 @@ static uint32_t server_rank(const ps_client *c, uint32_t node)
 
 /* A PARAMS message the machine accepted is stored in its slot, which
  * owns msg from then on. */
+/* A gradient partition's life on the push lane: ready -> sent -> acked. */
+/* (the push of `iteration` of partition `part` was acknowledged: by its
+ * PUSH_ACK, or in synchronous mode without a window by the next PARAMS) */
+static void trace_ack(ps_client *c, uint32_t part, uint64_t iteration)
+{
+	const ps_placement *pl = c->node.welcome.placement;
+	const slot *s;
+	uint64_t now;
+
+	if (!ps_trace_enabled() || part >= pl->num_parts)
+		return;
+	s = &c->slots[part];
+	if (s->push_iteration != iteration || !s->push_sent_us)
+		return;
+	now = ps_trace_now_us();
+	ps_trace_args a = {
+		.iteration = (int64_t)iteration,
+		.tensor = pl->parts[part].tensor,
+		.partition = part,
+		.bytes = (int64_t)(pl->parts[part].numel * sizeof(float)),
+		.ready_us = s->push_ready_us,
+		.sent_us = s->push_sent_us,
+		.acked_us = now,
+	};
+	ps_trace_span(PS_LANE_PUSH, c->tensors[pl->parts[part].tensor].name,
+		      s->push_ready_us, now - s->push_ready_us, &a);
+}
+
 static int accept_params(ps_client *c, ps_msg *msg, const ps_wire_header *h,
 			 char *why, size_t whylen)
 {
 	const ps_placement *pl = c->node.welcome.placement;
 	slot *s;
+	int acked;
 	int rc = ps_wproto_on_params(c->proto, server_rank(c, h->sender),
 				     h->partition, h->key, h->iteration,
-				     msg->payload_len, why, whylen);
+				     msg->payload_len, &acked, why, whylen);
 
 	if (rc != PS_OK)
 		return rc;
+	if (acked) /* the push of the iteration before */
+		trace_ack(c, h->partition,
+			  c->slots[h->partition].push_iteration);
 	pthread_mutex_lock(&c->mu);
 	s = &c->slots[h->partition];
 	ps_msg_free(&s->msg);
@@ -456,34 +488,6 @@ static int accept_params(ps_client *c, ps_msg *msg, const ps_wire_header *h,
 				 ps_trace_now_us(), &a);
 	}
 	return PS_OK;
-}
-
-/* A gradient partition's life on the push lane: ready -> sent -> acked. */
-static void trace_ack(ps_client *c, const ps_wire_header *h)
-{
-	const ps_placement *pl = c->node.welcome.placement;
-	const slot *s;
-	uint64_t now;
-
-	if (!ps_trace_enabled() || h->partition >= pl->num_parts)
-		return;
-	s = &c->slots[h->partition];
-	if (s->push_iteration != h->iteration || !s->push_sent_us)
-		return;
-	now = ps_trace_now_us();
-	ps_trace_args a = {
-		.iteration = (int64_t)h->iteration,
-		.tensor = pl->parts[h->partition].tensor,
-		.partition = h->partition,
-		.bytes = (int64_t)(pl->parts[h->partition].numel *
-				   sizeof(float)),
-		.ready_us = s->push_ready_us,
-		.sent_us = s->push_sent_us,
-		.acked_us = now,
-	};
-	ps_trace_span(PS_LANE_PUSH,
-		      c->tensors[pl->parts[h->partition].tensor].name,
-		      s->push_ready_us, now - s->push_ready_us, &a);
 }
 
 /* CREDIT from the scheduler: a new window from an iteration on. */
@@ -542,7 +546,7 @@ static int handle(ps_client *c, ps_msg *msg, const ps_wire_header *h)
 		 * goes back */
 		return send_msgs(c);
 	case PS_MSG_PUSH_ACK:
-		trace_ack(c, h);
+		trace_ack(c, h->partition, h->iteration);
 		rc = ps_wproto_on_push_ack(c->proto, server_rank(c, h->sender),
 					   h->partition, why, sizeof(why));
 		if (rc != PS_OK)
@@ -635,6 +639,8 @@ static int setup_after_join(ps_client *c)
 					.gate = (ps_gate_kind)
 							c->cfg.scheduling.gate,
 					.credit = c->cfg.scheduling.credit_size,
+					.sync = c->cfg.train.mode ==
+						PS_MODE_SYNC,
 					.numbers = numbers,
 					.clock_ns = ps_now_ns},
 				&c->proto);

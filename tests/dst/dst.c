@@ -587,8 +587,12 @@ static int worker_receive(job *j, uint32_t w, uint32_t from, msg *m)
 	uint32_t p = m->part;
 	uint64_t had = 0;
 	char why[256];
-	int rc;
+	int rc, acked;
 
+	if (m->type == M_PUSH_ACK && !j->credit)
+		return fail(j, "worker %u: a PUSH_ACK of partition %u without "
+			    "a credit window (its PARAMS acknowledge it)", w,
+			    p);
 	if (m->type == M_PUSH_ACK) {
 		rc = ps_wproto_on_push_ack(k->proto, from, p, why,
 					   sizeof(why));
@@ -614,11 +618,19 @@ static int worker_receive(job *j, uint32_t w, uint32_t from, msg *m)
 				    m->iteration, e, (double)m->payload[e],
 				    expected(j, p, e, m->iteration));
 	rc = ps_wproto_on_params(k->proto, from, p, j->pl->parts[p].tensor,
-				 m->iteration, part_bytes(j, p), why,
+				 m->iteration, part_bytes(j, p), &acked, why,
 				 sizeof(why));
 	if (rc == PS_EPROTO)
 		return fail(j, "worker %u refused PARAMS of partition %u: %s",
 			    w, p, why);
+	if (acked) { /* no window: these PARAMS acknowledge the push */
+		if (j->credit)
+			return fail(j, "worker %u: PARAMS of partition %u "
+				    "acknowledged a push the server's PUSH_ACK "
+				    "should have (credit window %" PRIu64 ")",
+				    w, p, j->credit);
+		k->sh.in_flight -= part_bytes(j, p);
+	}
 	if (rc == PS_OK)
 		rc = worker_send(j, w);
 	for (uint32_t q = 0; q < j->P && rc == PS_OK; q++)
@@ -893,6 +905,7 @@ static int setup(job *j, void **hold_ud)
 					      .pl = j->pl,
 					      .gate = (ps_gate_kind)j->gate,
 					      .credit = j->credit,
+					      .sync = 1,
 					      .numbers = j->numbers},
 				      &k->proto);
 		if (rc != PS_OK)

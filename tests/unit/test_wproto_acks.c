@@ -1,0 +1,179 @@
+/*
+ * tests/unit/test_wproto_acks.c - how a worker's machine (proto/worker.h)
+ * takes acknowledgements: a PUSH_ACK must match a push of its partition
+ * in flight, and in synchronous mode a partition's PARAMS acknowledge its
+ * push (a server without a credit window sends no PUSH_ACK).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ordo/error.h"
+#include "proto/worker.h"
+#include "scheduler/order.h"
+#include "scheduler/placement.h"
+
+/* Two tensors of 100 floats, one partition each, on one server. */
+typedef struct fixture {
+	ps_placement *pl;
+	uint32_t *numbers;
+	ps_wproto *w;
+} fixture;
+
+static void setup(fixture *f, uint64_t credit, int sync)
+{
+	ps_tensor_desc td[2] = {{.name = "a", .numel = 100},
+				{.name = "b", .numel = 100}};
+	uint32_t prio[2] = {0, 1};
+
+	assert_int_equal(ps_placement_compute(td, 2, 1 << 20, 0, 1, 0,
+					      &f->pl), PS_OK);
+	assert_int_equal(f->pl->num_parts, 2);
+	assert_int_equal(ps_order_partition_numbers(f->pl, prio, 0,
+						    &f->numbers), PS_OK);
+	assert_int_equal(ps_wproto_create(&(ps_wproto_config){
+						  .pl = f->pl,
+						  .gate = PS_GATE_FIFO,
+						  .credit = credit,
+						  .sync = sync,
+						  .numbers = f->numbers},
+					  &f->w),
+			 PS_OK);
+}
+
+static void teardown(fixture *f)
+{
+	ps_wproto_destroy(&f->w);
+	free(f->numbers);
+	ps_placement_free(&f->pl);
+}
+
+/* Pushes tensor t of iteration it and drains the PUSH it releases. */
+static void push(fixture *f, uint32_t t, uint64_t it)
+{
+	ps_wproto_staging st;
+	ps_wproto_msg m;
+	char why[128];
+
+	assert_int_equal(ps_wproto_push(f->w, t, it, NULL, &st, why,
+					sizeof(why)), PS_OK);
+	assert_int_equal(ps_wproto_flush(f->w), PS_OK);
+	assert_int_equal(ps_wproto_next_msg(f->w, &m), 1);
+	assert_int_equal(m.kind, PS_WPROTO_MSG_PUSH);
+	assert_int_equal(m.part, t);
+}
+
+static int params(fixture *f, uint32_t part, uint64_t version, int *acked)
+{
+	char why[128];
+
+	return ps_wproto_on_params(f->w, 0, part, part, version, 400, acked,
+				   why, sizeof(why));
+}
+
+static void test_params_acknowledge_without_window(void **state)
+{
+	fixture f;
+	char why[128];
+	int acked = -1;
+	ps_wproto_msg m;
+
+	(void)state;
+	setup(&f, 0, 1);
+	push(&f, 0, 0);
+	assert_false(ps_wproto_idle(f.w));
+	/* a PUSH_ACK for the other partition matches nothing in flight */
+	assert_int_equal(ps_wproto_on_push_ack(f.w, 0, 1, why, sizeof(why)),
+			 PS_EPROTO);
+	assert_non_null(strstr(why, "no push in flight"));
+	/* the other partition's PARAMS acknowledge nothing */
+	assert_int_equal(params(&f, 1, 1, &acked), PS_OK);
+	assert_int_equal(acked, 0);
+	assert_false(ps_wproto_idle(f.w));
+	/* version 1 of partition 0: its push of iteration 0 was applied */
+	assert_int_equal(params(&f, 0, 1, &acked), PS_OK);
+	assert_int_equal(acked, 1);
+	assert_true(ps_wproto_idle(f.w));
+	/* and only once: a PUSH_ACK after it is refused */
+	assert_int_equal(ps_wproto_on_push_ack(f.w, 0, 0, why, sizeof(why)),
+			 PS_EPROTO);
+	/* DONE goes at once: nothing unacknowledged */
+	assert_int_equal(ps_wproto_done(f.w), PS_OK);
+	assert_int_equal(ps_wproto_next_msg(f.w, &m), 1);
+	assert_int_equal(m.kind, PS_WPROTO_MSG_DONE);
+	teardown(&f);
+}
+
+static void test_push_ack_first_with_window(void **state)
+{
+	fixture f;
+	char why[128];
+	int acked = -1;
+	ps_wproto_msg m;
+
+	(void)state;
+	setup(&f, 1 << 20, 1);
+	push(&f, 0, 0);
+	assert_int_equal(ps_wproto_on_push_ack(f.w, 0, 0, why, sizeof(why)),
+			 PS_OK);
+	assert_true(ps_wproto_idle(f.w));
+	/* the PARAMS after it acknowledge nothing more; they are acked */
+	assert_int_equal(params(&f, 0, 1, &acked), PS_OK);
+	assert_int_equal(acked, 0);
+	assert_int_equal(ps_wproto_next_msg(f.w, &m), 1);
+	assert_int_equal(m.kind, PS_WPROTO_MSG_PARAMS_ACK);
+	teardown(&f);
+}
+
+static void test_async_needs_push_acks(void **state)
+{
+	fixture f;
+	char why[128];
+	int acked = -1;
+
+	(void)state;
+	setup(&f, 0, 0);
+	push(&f, 0, 0);
+	assert_int_equal(params(&f, 0, 1, &acked), PS_OK);
+	assert_int_equal(acked, 0);
+	assert_false(ps_wproto_idle(f.w));
+	assert_int_equal(ps_wproto_on_push_ack(f.w, 0, 0, why, sizeof(why)),
+			 PS_OK);
+	assert_true(ps_wproto_idle(f.w));
+	teardown(&f);
+}
+
+/* PARAMS of the version the push is for (not after it) acknowledge
+ * nothing: only a later version proves the push was applied. */
+static void test_same_version_acknowledges_nothing(void **state)
+{
+	fixture f;
+	int acked = -1;
+
+	(void)state;
+	setup(&f, 0, 1);
+	assert_int_equal(params(&f, 0, 1, &acked), PS_OK);
+	push(&f, 0, 1);
+	assert_int_equal(params(&f, 0, 1, &acked), PS_OK);
+	assert_int_equal(acked, 0);
+	assert_int_equal(params(&f, 0, 2, &acked), PS_OK);
+	assert_int_equal(acked, 1);
+	teardown(&f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_params_acknowledge_without_window),
+	    cmocka_unit_test(test_push_ack_first_with_window),
+	    cmocka_unit_test(test_async_needs_push_acks),
+	    cmocka_unit_test(test_same_version_acknowledges_nothing),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
