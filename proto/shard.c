@@ -23,6 +23,8 @@ typedef struct part_state {
 	ps_shard_part pub;
 	uint8_t *pushed;   /* sync: per worker rank, accepted this version */
 	uint32_t accepted; /* sync: pushes accepted this version */
+	uint64_t *unacked; /* per worker rank: PARAMS sent, not acknowledged
+			    * (a PARAMS_ACK must match one) */
 } part_state;
 
 /* A parameter send in the gate. */
@@ -94,6 +96,7 @@ static int drain(ps_shard *sh)
 		};
 		free(e);
 		sh->st.sends++;
+		sh->parts[m.k].unacked[m.worker]++;
 		int rc = push_msg(sh, &m);
 		if (rc != PS_OK) {
 			if (sh->cfg.drop)
@@ -200,7 +203,8 @@ int ps_shard_create(const ps_shard_config *cfg, ps_shard **sh_p)
 		p->pub.desc = &pl->parts[i];
 		p->pub.index = i;
 		p->pushed = calloc(cfg->workers, 1);
-		if (!p->pushed)
+		p->unacked = calloc(cfg->workers, sizeof(uint64_t));
+		if (!p->pushed || !p->unacked)
 			goto nomem;
 		if (cfg->async) {
 			p->pub.next_it = calloc(cfg->workers, sizeof(uint64_t));
@@ -246,6 +250,7 @@ void ps_shard_destroy(ps_shard **sh_p)
 	}
 	for (uint32_t k = 0; sh->parts && k < sh->nparts; k++) {
 		free(sh->parts[k].pushed);
+		free(sh->parts[k].unacked);
 		free(sh->parts[k].pub.next_it);
 	}
 	free(sh->parts);
@@ -475,9 +480,10 @@ int ps_shard_on_params_ack(ps_shard *sh, uint32_t from, uint32_t part,
 	int32_t k = ps_shard_local(sh, part);
 	int rc;
 
-	if (from == PS_SHARD_NOT_WORKER || from >= sh->cfg.workers || k < 0) {
+	if (from == PS_SHARD_NOT_WORKER || from >= sh->cfg.workers || k < 0 ||
+	    sh->parts[k].unacked[from] == 0) {
 		snprintf(why, whylen, "PARAMS_ACK for partition %u, which is "
-			 "not in flight", part);
+			 "not in flight to that worker", part);
 		return PS_EPROTO;
 	}
 	if (sh->cfg.fault == PS_SHARD_FAULT_CREDIT_LEAK &&
@@ -491,6 +497,7 @@ int ps_shard_on_params_ack(ps_shard *sh, uint32_t from, uint32_t part,
 			 "not in flight", part);
 		return PS_EPROTO;
 	}
+	sh->parts[k].unacked[from]--;
 	return drain(sh);
 }
 

@@ -39,7 +39,9 @@
  *    its bytes have arrived) - in synchronous mode only with a credit
  *    window: without one, the partition's next PARAMS acknowledges the
  *    push (proto/worker.h), one message fewer per push; a PARAMS_ACK
- *    returns a parameter send's credit.
+ *    returns a parameter send's credit, and must match a PARAMS of its
+ *    partition sent to that worker and not yet acknowledged (a forged or
+ *    duplicated one is refused: it cannot enlarge the window).
  *  - CREDIT: a new window from the first parameter send of version
  *    `from` on.
  *

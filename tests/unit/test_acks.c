@@ -1,8 +1,10 @@
 /*
- * tests/unit/test_wproto_acks.c - how a worker's machine (proto/worker.h)
- * takes acknowledgements: a PUSH_ACK must match a push of its partition
+ * tests/unit/test_acks.c - acknowledgements in the protocol machines. A
+ * worker's (proto/worker.h): a PUSH_ACK must match a push of its partition
  * in flight, and in synchronous mode a partition's PARAMS acknowledge its
- * push (a server without a credit window sends no PUSH_ACK).
+ * push. A server's (proto/shard.h): no PUSH_ACK in synchronous mode
+ * without a credit window, and a PARAMS_ACK must match a PARAMS sent to
+ * that worker and not yet acknowledged.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +17,7 @@
 #include <cmocka.h>
 
 #include "ordo/error.h"
+#include "proto/shard.h"
 #include "proto/worker.h"
 #include "scheduler/order.h"
 #include "scheduler/placement.h"
@@ -167,6 +170,110 @@ static void test_same_version_acknowledges_nothing(void **state)
 	teardown(&f);
 }
 
+/* ---- the server's side -------------------------------------------- */
+
+/* One server holding both partitions of the fixture's placement, for two
+ * workers; INIT of partition 0 from worker 0, run: version 0 goes to both
+ * workers (through a window of `credit` bytes). */
+static ps_shard *shard_with_params(fixture *f, uint64_t credit, int async)
+{
+	ps_shard *sh;
+	ps_shard_op op;
+	ps_shard_msg m;
+	char why[128];
+	int sent = 0;
+
+	assert_int_equal(ps_shard_create(&(ps_shard_config){
+						 .pl = f->pl,
+						 .server = 0,
+						 .workers = 2,
+						 .async = async,
+						 .gate = PS_GATE_FIFO,
+						 .credit = credit,
+						 .numbers = f->numbers},
+					 &sh),
+			 PS_OK);
+	assert_int_equal(ps_shard_on_init(sh, 0, 0, 0, 400, NULL, why,
+					  sizeof(why)),
+			 PS_OK);
+	assert_int_equal(ps_shard_next_op(sh, &op), 1);
+	assert_int_equal(ps_shard_op_done(sh), PS_OK);
+	while (ps_shard_next_msg(sh, &m)) {
+		assert_int_equal(m.kind, PS_SHARD_MSG_PARAMS);
+		sent++;
+	}
+	assert_int_equal(sent, 2); /* 400 bytes each: both fit in 1 KiB */
+	return sh;
+}
+
+static void test_params_ack_must_match(void **state)
+{
+	fixture f;
+	ps_shard *sh;
+	char why[128];
+
+	(void)state;
+	setup(&f, 1024, 1);
+	sh = shard_with_params(&f, 1024, 0);
+	/* partition 1 was never sent: its ack is forged */
+	assert_int_equal(ps_shard_on_params_ack(sh, 0, 1, why, sizeof(why)),
+			 PS_EPROTO);
+	assert_non_null(strstr(why, "not in flight to that worker"));
+	/* each worker acknowledges its own copy, once */
+	assert_int_equal(ps_shard_on_params_ack(sh, 0, 0, why, sizeof(why)),
+			 PS_OK);
+	assert_int_equal(ps_shard_on_params_ack(sh, 0, 0, why, sizeof(why)),
+			 PS_EPROTO);
+	assert_int_equal(ps_gate_in_flight(ps_shard_gate(sh)), 400);
+	assert_int_equal(ps_shard_on_params_ack(sh, 1, 0, why, sizeof(why)),
+			 PS_OK);
+	assert_int_equal(ps_gate_in_flight(ps_shard_gate(sh)), 0);
+	/* not a worker at all */
+	assert_int_equal(ps_shard_on_params_ack(sh, PS_SHARD_NOT_WORKER, 0,
+						why, sizeof(why)),
+			 PS_EPROTO);
+	ps_shard_destroy(&sh);
+	teardown(&f);
+}
+
+/* The pushes of both workers for partition 0's version 0, summed and
+ * updated; how many PUSH_ACKs come out. */
+static int push_acks_of_a_round(uint64_t credit, int async)
+{
+	fixture f;
+	ps_shard *sh;
+	ps_shard_op op;
+	ps_shard_msg m;
+	char why[128];
+	int acks = 0;
+
+	setup(&f, credit, !async);
+	sh = shard_with_params(&f, credit, async);
+	for (uint32_t w = 0; w < 2; w++) {
+		assert_int_equal(ps_shard_on_push(sh, w, 0, 0, 0, 0, 400, NULL,
+						  0, why, sizeof(why)),
+				 PS_OK);
+		while (ps_shard_next_op(sh, &op)) {
+			while (ps_shard_next_msg(sh, &m))
+				acks += m.kind == PS_SHARD_MSG_PUSH_ACK;
+			assert_int_equal(ps_shard_op_done(sh), PS_OK);
+		}
+		while (ps_shard_next_msg(sh, &m))
+			acks += m.kind == PS_SHARD_MSG_PUSH_ACK;
+	}
+	ps_shard_destroy(&sh);
+	teardown(&f);
+	return acks;
+}
+
+static void test_push_acks_only_with_window_or_async(void **state)
+{
+	(void)state;
+	assert_int_equal(push_acks_of_a_round(0, 0), 0);
+	assert_int_equal(push_acks_of_a_round(1024, 0), 2);
+	assert_int_equal(push_acks_of_a_round(0, 1), 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -174,6 +281,8 @@ int main(void)
 	    cmocka_unit_test(test_push_ack_first_with_window),
 	    cmocka_unit_test(test_async_needs_push_acks),
 	    cmocka_unit_test(test_same_version_acknowledges_nothing),
+	    cmocka_unit_test(test_params_ack_must_match),
+	    cmocka_unit_test(test_push_acks_only_with_window_or_async),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
