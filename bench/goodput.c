@@ -2,7 +2,7 @@
  * bench/goodput.c - push+pull goodput of ordo against plain ZeroMQ.
  *
  *   bench_goodput [--sizes 64K,1M,16M,64M] [--bytes 512M] [--layouts 1x1,2x2]
- *                 [--trace DIR]
+ *                 [--rounds N] [--trace DIR]
  *
  * For each partition size P and layout W workers x S servers, on loopback:
  *  - ordo: a real job (scheduler, S servers, W workers; each a process) in
@@ -14,8 +14,10 @@
  *    P bytes each way per iteration, i.e. with ZeroMQ's ordinary copies).
  * Goodput = payload bytes moved (both directions, all workers) / wall time
  * of the slowest worker, after one warm-up iteration. Both run in the same
- * invocation, interleaved per size, so machine noise hits them alike.
- * Prints a Markdown table with the ratio ordo / zmq. With --trace DIR each
+ * invocation, interleaved per size (--rounds N: N times, alternating), so
+ * machine noise hits them alike. Prints a Markdown table: per size and
+ * layout the medians over the rounds, the median of the rounds' ratios
+ * ordo / zmq and their range. Exits 1 if a run failed. With --trace DIR each
  * ordo job writes its timeline and metrics (output.dir) to
  * DIR/SIZEK-WxS/; bench/goodput_phases.py says where a 1 x 1 iteration's
  * time goes from them.
@@ -353,13 +355,66 @@ static double bench_zmq(uint64_t psize, int W, int S, int iterations)
 	return 2.0 * (double)psize * S * W * iterations / (double)ns * 1e9;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* The median of v[0..n) (sorts v). */
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static int usage(FILE *f)
+{
+	fprintf(f, "usage: bench_goodput [--sizes 64K,1M,...] "
+		   "[--layouts 1x1,2x2] [--bytes 512M] [--rounds N] "
+		   "[--trace DIR]\n");
+	return f == stdout ? 0 : 2;
+}
+
+#define MAX_ROUNDS 100
+
+/* One size and layout, `rounds` times alternating zmq and ordo: its row.
+ * 0, or 1 when a run failed. */
+static int measure(uint64_t psize, int W, int S, uint64_t budget,
+		   int rounds)
+{
+	double o[MAX_ROUNDS], z[MAX_ROUNDS], r[MAX_ROUNDS];
+	int k = iterations_for(2 * psize * S * W, budget), failed = 0;
+
+	for (int i = 0; i < rounds; i++) {
+		z[i] = bench_zmq(psize, W, S, k);
+		o[i] = bench_ordo(psize, W, S, k);
+		failed |= !(z[i] > 0) || !(o[i] > 0);
+		r[i] = z[i] > 0 ? o[i] / z[i] : 0.0;
+	}
+	if (failed) {
+		printf("| %llu KiB | %dx%d | %d | %d | failed | | | |\n",
+		       (unsigned long long)(psize >> 10), W, S, k, rounds);
+		fflush(stdout);
+		return 1;
+	}
+	double ro = median(o, rounds), rz = median(z, rounds);
+	double rr = median(r, rounds); /* sorts r: r[0], r[rounds - 1] */
+	printf("| %llu KiB | %dx%d | %d | %d | %.0f | %.0f | %.2f | "
+	       "%.2f-%.2f |\n",
+	       (unsigned long long)(psize >> 10), W, S, k, rounds, ro / 1e6,
+	       rz / 1e6, rr, r[0], r[rounds - 1]);
+	fflush(stdout);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *sizes_arg = "64K,256K,1M,4M,16M,64M";
 	const char *layouts_arg = "1x1,2x2";
 	uint64_t sizes[MAX_SIZES], budget = 512ull << 20;
-	int nsizes = 0;
-	char *copy, *tok, *save;
+	int nsizes = 0, rounds = 1, failed = 0, layouts[32][2], nlayouts = 0;
+	char *copy, *tok, *save, *end;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--sizes") && i + 1 < argc)
@@ -368,46 +423,70 @@ int main(int argc, char **argv)
 			layouts_arg = argv[++i];
 		else if (!strcmp(argv[i], "--bytes") && i + 1 < argc)
 			budget = parse_size(argv[++i]);
-		else if (!strcmp(argv[i], "--trace") && i + 1 < argc)
+		else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
+			long n = strtol(argv[++i], &end, 10);
+			if (*end || n < 1 || n > MAX_ROUNDS) {
+				fprintf(stderr, "bench_goodput: --rounds %s: "
+					"want 1..%d\n", argv[i], MAX_ROUNDS);
+				return 2;
+			}
+			rounds = (int)n;
+		} else if (!strcmp(argv[i], "--trace") && i + 1 < argc)
 			trace_dir = argv[++i];
-		else {
-			printf("usage: bench_goodput [--sizes 64K,1M,...] "
-			       "[--layouts 1x1,2x2] [--bytes 512M] "
-			       "[--trace DIR]\n");
-			return strcmp(argv[i], "--help") ? 2 : 0;
-		}
+		else
+			return usage(strcmp(argv[i], "--help") ? stderr
+							       : stdout);
 	}
+	if (budget == 0) {
+		fprintf(stderr, "bench_goodput: --bytes must be a size > 0 "
+			"(e.g. 512M)\n");
+		return 2;
+	}
+	copy = strdup(sizes_arg);
+	for (tok = strtok_r(copy, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		uint64_t v = parse_size(tok);
+		if (v < 4 || v % 4 || nsizes == MAX_SIZES) {
+			fprintf(stderr, "bench_goodput: size '%s': want a "
+				"multiple of 4 bytes (e.g. 64K, 1M), at most "
+				"%d sizes\n", tok, MAX_SIZES);
+			free(copy);
+			return 2;
+		}
+		sizes[nsizes++] = v;
+	}
+	free(copy);
+	copy = strdup(layouts_arg);
+	for (tok = strtok_r(copy, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		int W, S;
+		char extra;
+		if (sscanf(tok, "%dx%d%c", &W, &S, &extra) != 2 || W < 1 ||
+		    S < 1 || W > 16 || S > 16 || nlayouts == 32) {
+			fprintf(stderr, "bench_goodput: layout '%s': want "
+				"WxS with 1..16 each (e.g. 2x2)\n", tok);
+			free(copy);
+			return 2;
+		}
+		layouts[nlayouts][0] = W;
+		layouts[nlayouts++][1] = S;
+	}
+	free(copy);
+	if (!nsizes || !nlayouts)
+		return usage(stderr);
 	ps_log_init("bench", PS_LOG_WARN);
 	if (trace_dir && mkdir(trace_dir, 0755) != 0 && errno != EEXIST) {
 		fprintf(stderr, "bench_goodput: mkdir %s: %s\n", trace_dir,
 			strerror(errno));
 		return 1;
 	}
-	copy = strdup(sizes_arg);
-	for (tok = strtok_r(copy, ",", &save); tok && nsizes < MAX_SIZES;
-	     tok = strtok_r(NULL, ",", &save))
-		sizes[nsizes++] = parse_size(tok);
-	free(copy);
-	printf("| partition | W x S | iterations | ordo MB/s | zmq MB/s | "
-	       "ordo / zmq |\n|---:|:---:|---:|---:|---:|---:|\n");
+	printf("| partition | W x S | iterations | rounds | ordo MB/s | "
+	       "zmq MB/s | ordo / zmq | range |\n"
+	       "|---:|:---:|---:|---:|---:|---:|---:|---:|\n");
 	fflush(stdout);
-	copy = strdup(layouts_arg);
-	for (tok = strtok_r(copy, ",", &save); tok;
-	     tok = strtok_r(NULL, ",", &save)) {
-		int W, S;
-		if (sscanf(tok, "%dx%d", &W, &S) != 2 || W < 1 || S < 1 ||
-		    W > 16 || S > 16)
-			continue;
-		for (int i = 0; i < nsizes; i++) {
-			int k = iterations_for(2 * sizes[i] * S * W, budget);
-			double z = bench_zmq(sizes[i], W, S, k);
-			double o = bench_ordo(sizes[i], W, S, k);
-			printf("| %llu KiB | %dx%d | %d | %.0f | %.0f | %.2f |\n",
-			       (unsigned long long)(sizes[i] >> 10), W, S, k,
-			       o / 1e6, z / 1e6, z > 0 ? o / z : 0.0);
-			fflush(stdout);
-		}
-	}
-	free(copy);
-	return 0;
+	for (int l = 0; l < nlayouts; l++)
+		for (int i = 0; i < nsizes; i++)
+			failed |= measure(sizes[i], layouts[l][0],
+					  layouts[l][1], budget, rounds);
+	return failed;
 }
