@@ -1367,7 +1367,7 @@ class Bench:
         if link["small"]:
             argv += ["--set", "sim.machine_small_gbps=%.6g" % link["small"],
                      "--set", "sim.machine_small_bytes=%d" % self.small_bytes]
-        if link.get("message"):
+        if link["message"]:
             argv += ["--set", "sim.machine_message_us=%.6g" % link["message"],
                      "--set", "sim.machine_message_min_bytes=%d" %
                      ZMQ_BATCH_BYTES]

@@ -695,23 +695,23 @@ static void op_done(sim *s, uint32_t w, double t)
  * acknowledged at t. */
 static void trace_push(sim *s, uint32_t w, uint32_t part, double t)
 {
-	if (traced_worker(s, w)) {
-		size_t i = (size_t)w * s->pl->num_parts + part;
-		const ps_partition *p = &s->pl->parts[part];
-		ps_trace_args a = {
-			.iteration = (int64_t)s->push_iter[i],
-			.tensor = p->tensor,
-			.partition = part,
-			.bytes = (int64_t)s->part_bytes[part],
-			.ready_us = (uint64_t)llround(s->push_ready[i]),
-			.sent_us = (uint64_t)llround(s->push_sent[i]),
-			.acked_us = (uint64_t)llround(t),
-		};
-		ps_sim_timeline_span(s->tl, worker_node(s, w), PS_LANE_PUSH,
-				     s->dag->tensors[p->tensor].name,
-				     s->push_ready[i], t - s->push_ready[i],
-				     &a);
-	}
+	size_t i = (size_t)w * s->pl->num_parts + part;
+	const ps_partition *p = &s->pl->parts[part];
+
+	if (!traced_worker(s, w))
+		return;
+	ps_trace_args a = {
+		.iteration = (int64_t)s->push_iter[i],
+		.tensor = p->tensor,
+		.partition = part,
+		.bytes = (int64_t)s->part_bytes[part],
+		.ready_us = (uint64_t)llround(s->push_ready[i]),
+		.sent_us = (uint64_t)llround(s->push_sent[i]),
+		.acked_us = (uint64_t)llround(t),
+	};
+	ps_sim_timeline_span(s->tl, worker_node(s, w), PS_LANE_PUSH,
+			     s->dag->tensors[p->tensor].name, s->push_ready[i],
+			     t - s->push_ready[i], &a);
 }
 
 static void params_arrive(sim *s, const msg *m, double t)
