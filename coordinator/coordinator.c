@@ -969,6 +969,48 @@ static void handle_tuner(coord *c, const ps_msg *msg, const ps_wire_header *h)
 	}
 }
 
+
+/* A failed job: where a supervisor (Slurm's --requeue, systemd...) can
+ * restart it from. */
+static void say_resume_from(const coord *c)
+{
+	char dir[PS_CKPT_PATH_MAX];
+	uint64_t it;
+
+	if (!c->cfg->checkpoint.dir[0])
+		return;
+	if (ps_ckpt_latest(c->cfg->checkpoint.dir, dir, sizeof(dir), &it) ==
+	    PS_OK)
+		PS_ERROR("to resume, start the job again with --set "
+			 "checkpoint.resume=%s (iteration %llu) or "
+			 "checkpoint.resume=latest", dir,
+			 (unsigned long long)it);
+	else
+		PS_ERROR("no complete checkpoint under %s yet: a restart "
+			 "starts from the beginning", c->cfg->checkpoint.dir);
+}
+
+/* A node could not send to another (proto/membership.h): the job ends
+ * now, naming the lost node. The reporter waits for this ABORT. */
+static int peer_lost(coord *c, const ps_msg *msg, const ps_wire_header *h)
+{
+	char reason[PS_REASON_MAX], why[1400];
+
+	if (ps_wire_reason_decode(msg->payload, msg->payload_len, reason,
+				  sizeof(reason), why, sizeof(why)) != PS_OK) {
+		psi_note_drop(++c->dropped, "PEER_LOST", why);
+		return PS_OK;
+	}
+	if (ps_membership_lost(c->ms, h->sender, h->key, reason, ps_now_ms(),
+			       why, sizeof(why)) != PS_EABORTED) {
+		psi_note_drop(++c->dropped, "PEER_LOST", why);
+		return PS_OK;
+	}
+	abort_job(c, why);
+	say_resume_from(c);
+	return PS_EABORTED;
+}
+
 /* Message from a welcomed node: PS_OK, PS_ECLOSED when the job is done. */
 static int handle_running(coord *c, const ps_msg *msg,
 			  const ps_wire_header *h)
@@ -1012,6 +1054,8 @@ static int handle_running(coord *c, const ps_msg *msg,
 		else if (c->tuner.stopping && !c->flushing)
 			request_checkpoint(c, h->iteration);
 		return PS_OK;
+	case PS_MSG_PEER_LOST:
+		return peer_lost(c, msg, h);
 	case PS_MSG_BARRIER: {
 		int released;
 		if (ps_membership_barrier(c->ms, h->sender, h->key, &released,
@@ -1046,26 +1090,6 @@ static int handle_running(coord *c, const ps_msg *msg,
 			      "not expected by the scheduler");
 		return PS_OK;
 	}
-}
-
-/* A failed job: where a supervisor (Slurm's --requeue, systemd...) can
- * restart it from. */
-static void say_resume_from(const coord *c)
-{
-	char dir[PS_CKPT_PATH_MAX];
-	uint64_t it;
-
-	if (!c->cfg->checkpoint.dir[0])
-		return;
-	if (ps_ckpt_latest(c->cfg->checkpoint.dir, dir, sizeof(dir), &it) ==
-	    PS_OK)
-		PS_ERROR("to resume, start the job again with --set "
-			 "checkpoint.resume=%s (iteration %llu) or "
-			 "checkpoint.resume=latest", dir,
-			 (unsigned long long)it);
-	else
-		PS_ERROR("no complete checkpoint under %s yet: a restart "
-			 "starts from the beginning", c->cfg->checkpoint.dir);
 }
 
 /* Heartbeats out, silence detection in. PS_EABORTED when a node died. */
@@ -1131,6 +1155,8 @@ static int running(coord *c)
 		ps_msg_free(&msg);
 		if (rc == PS_ECLOSED)
 			return PS_OK;
+		if (rc == PS_EABORTED)
+			return rc;
 	}
 }
 

@@ -254,6 +254,31 @@ int ps_membership_reachable(const ps_membership *m, uint32_t id)
 	return x && !x->unreachable;
 }
 
+int ps_membership_lost(ps_membership *m, uint32_t reporter, uint32_t lost,
+		       const char *reason, int64_t now, char *why,
+		       size_t whylen)
+{
+	const member *r = by_id(m, reporter), *x = by_id(m, lost);
+	char rwho[400], xwho[400];
+
+	if (!r || !x || reporter == lost) {
+		snprintf(why, whylen, "PEER_LOST from node %u about node %u: "
+			 "not another member of the job", reporter, lost);
+		return PS_EPROTO;
+	}
+	if (m->cfg.fault == PS_MEMBERSHIP_FAULT_BLAME_REPORTER) {
+		const member *t = r;
+		r = x;
+		x = t;
+	}
+	ps_membership_describe(&r->info, rwho, sizeof(rwho));
+	ps_membership_describe(&x->info, xwho, sizeof(xwho));
+	snprintf(why, whylen, "%s unreachable from %s: %s; the scheduler "
+		 "last heard from it %lld ms ago", xwho, rwho, reason,
+		 (long long)(now - x->last_heard));
+	return PS_EABORTED;
+}
+
 int ps_membership_tick(ps_membership *m, int64_t now, int *beat_p,
 		       char *why, size_t whylen)
 {

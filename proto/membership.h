@@ -16,6 +16,9 @@
  * cluster.heartbeat_timeout_ms: then the job ends with a reason naming the
  * member silent longest (when a node dies, the others may fall silent
  * after it, blocked on it: the first to go quiet is the likely cause).
+ * A member whose send to another failed reports it (PEER_LOST) and stays
+ * alive until the ABORT: the job ends at once, naming the lost member,
+ * and the reporter is never taken for the dead one.
  * Barriers and DONE are counted per worker.
  *
  * No socket, clock or thread: ps-scheduler (coordinator/coordinator.c)
@@ -46,6 +49,8 @@ typedef struct ps_membership_config {
 enum {
 	PS_MEMBERSHIP_FAULT_NONE = 0,
 	PS_MEMBERSHIP_FAULT_BLIND, /* never notices a silent member */
+	PS_MEMBERSHIP_FAULT_BLAME_REPORTER, /* a lost member's reporter is
+					       named as the lost one */
 };
 
 /* now: the driver's clock (ms), when registration opens. PS_OK,
@@ -97,6 +102,16 @@ void ps_membership_heard(ps_membership *m, uint32_t id, int64_t now);
 /* A send to member id failed: no more heartbeats to it. */
 void ps_membership_unreachable(ps_membership *m, uint32_t id);
 int ps_membership_reachable(const ps_membership *m, uint32_t id);
+/* Member `reporter` could not send to member `lost` (reason: what its
+ * transport said). The job cannot go on: PS_EABORTED with a reason that
+ * names the lost member first (as a silence does), then who lost it and
+ * how long the scheduler has not heard from it (a lost node the scheduler
+ * still hears means a broken link, not a dead node). PS_EPROTO with a
+ * reason when reporter or lost is not another member (the report is
+ * dropped). */
+int ps_membership_lost(ps_membership *m, uint32_t reporter, uint32_t lost,
+		       const char *reason, int64_t now, char *why,
+		       size_t whylen);
 /* At now: *beat_p = 1 when heartbeats are due (to every reachable
  * member; the machine counts them sent). PS_EABORTED with a reason when a
  * member has been silent too long. */

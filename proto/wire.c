@@ -81,6 +81,7 @@ static const char *const type_names[PS_MSG_TYPE_END] = {
     [PS_MSG_STOP] = "STOP",
     [PS_MSG_STOP_LATE] = "STOP_LATE",
     [PS_MSG_TUNE_HELLO] = "TUNE_HELLO",
+    [PS_MSG_PEER_LOST] = "PEER_LOST",
 };
 
 const char *ps_msg_type_name(uint32_t type)

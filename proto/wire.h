@@ -74,6 +74,9 @@ typedef enum ps_msg_type {
 			      * still stop before */
 	PS_MSG_TUNE_HELLO,   /* scheduler -> tuner: body its endpoint (str);
 			      * tuner -> scheduler: attached, no body */
+	PS_MSG_PEER_LOST,    /* node -> scheduler: a send to node `key`
+			      * failed (body: reason string); the node waits
+			      * for the ABORT that names the lost one */
 	PS_MSG_TYPE_END
 } ps_msg_type;
 

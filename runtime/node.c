@@ -69,13 +69,78 @@ static int send_to_peer(ps_node *n, ps_peer peer, ps_wire_header *h,
 				 payload_len, free_fn, hint);
 }
 
+/* A send of `what` to node `to` failed with rc (timed out: not connected;
+ * closed): the job cannot go on. The scheduler is told (PEER_LOST) and
+ * ends the job naming node `to`; until its ABORT this node keeps
+ * receiving (dropping what comes) and heartbeating, so that it is never
+ * the one that looks dead. Returns PS_EABORTED (the ABORT came, or the
+ * scheduler fell silent), or rc where the scheduler cannot be told or
+ * does not answer within 2 * heartbeat_timeout_ms. */
+static int peer_lost(ps_node *n, uint32_t to, const char *what, int rc)
+{
+	const ps_node_info *x = &n->welcome.nodes[to];
+	int64_t deadline = ps_now_ms() +
+			   2 * (int64_t)n->cfg->cluster.heartbeat_timeout_ms;
+	ps_wire_header h = {.type = PS_MSG_PEER_LOST, .key = to};
+	char reason[PS_REASON_MAX];
+	void *body;
+	size_t len;
+
+	if (n->lost_reported)
+		return rc;
+	n->lost_reported = 1;
+	PS_ERROR("cannot send %s to %s %u (%s): %s; asking the scheduler to "
+		 "end the job", what, ps_role_name(x->role), x->rank,
+		 x->endpoint, ps_strerror(rc));
+	snprintf(reason, sizeof(reason), "%s send failed: %s", what,
+		 ps_strerror(rc));
+	if (ps_wire_reason_encode(reason, &body, &len) != PS_OK)
+		return rc;
+	if (send_to_peer(n, n->scheduler, &h, body, len, ps_wire_free,
+			 NULL) != PS_OK) {
+		free(body);
+		return rc;
+	}
+	for (;;) {
+		int64_t left = deadline - ps_now_ms();
+		ps_msg *msg = NULL;
+		int r;
+
+		if (left <= 0) {
+			PS_ERROR("no ABORT from the scheduler within %lld ms "
+				 "of reporting %s %u lost",
+				 (long long)(2 * (int64_t)n->cfg->cluster
+							 .heartbeat_timeout_ms),
+				 ps_role_name(x->role), x->rank);
+			return rc;
+		}
+		if (ps_signal_pending())
+			return rc;
+		r = ps_node_recv(n, (int)left, &msg, &h);
+		if (r == PS_OK) { /* the job is over: nothing more is done */
+			int shutdown = h.sender == 0 &&
+				       h.type == PS_MSG_SHUTDOWN;
+			ps_msg_free(&msg);
+			if (shutdown) /* it ended before the report was read */
+				return rc;
+		} else if (r != PS_EAGAIN && r != PS_ETIMEDOUT) {
+			return r;
+		}
+	}
+}
+
 int ps_node_send(ps_node *n, uint32_t to, ps_wire_header *h, void *payload,
 		 size_t payload_len, ps_free_fn *free_fn, void *hint)
 {
+	int rc;
+
 	if (to >= n->welcome.num_nodes || !n->connected[to])
 		return PS_ESTATE;
-	return send_to_peer(n, n->peers[to], h, payload, payload_len, free_fn,
-			    hint);
+	rc = send_to_peer(n, n->peers[to], h, payload, payload_len, free_fn,
+			  hint);
+	if (to != 0 && (rc == PS_ETIMEDOUT || rc == PS_ECLOSED))
+		return peer_lost(n, to, ps_msg_type_name(h->type), rc);
+	return rc;
 }
 
 static int send_register(ps_node *n, const ps_tensor_desc *tensors,
@@ -403,6 +468,8 @@ int ps_node_recv(ps_node *n, int timeout_ms, ps_msg **msg_p,
 	int64_t start = ps_now_ms();
 	char why[256];
 
+	if (n->abort_reason[0]) /* aborted already: no more messages */
+		return PS_EABORTED;
 	for (;;) {
 		int64_t now = ps_now_ms(), wait;
 		ps_msg *msg = NULL;

@@ -55,6 +55,7 @@ typedef struct ps_node {
 	 * from another thread while ps_node_join waits for the WELCOME */
 	atomic_uint early_kept;
 	char abort_reason[PS_REASON_MAX];
+	int lost_reported; /* a PEER_LOST went to the scheduler */
 } ps_node;
 
 /* Joins the job. tensors: the worker's declared tensors (NULL/0 for a
@@ -71,7 +72,11 @@ uint32_t ps_node_server_id(const ps_node *n, uint32_t rank);
 uint32_t ps_node_worker_id(const ps_node *n, uint32_t rank);
 
 /* Sends to a node id (the scheduler is 0). Fills version, job id, sender and
- * payload_len into *h. Payload ownership as in ps_transport_send. */
+ * payload_len into *h. Payload ownership as in ps_transport_send.
+ * A send to a server or worker that times out (not connected) or finds
+ * it closed ends the job: the scheduler is told (PEER_LOST) and this call
+ * returns only once its ABORT came (PS_EABORTED, the reason in
+ * abort_reason), at most 2 * cluster.heartbeat_timeout_ms later. */
 int ps_node_send(ps_node *n, uint32_t to, ps_wire_header *h, void *payload,
 		 size_t payload_len, ps_free_fn *free_fn, void *hint);
 
@@ -80,7 +85,8 @@ int ps_node_send(ps_node *n, uint32_t to, ps_wire_header *h, void *payload,
  * while keeping heartbeats going. Heartbeats from the scheduler are consumed
  * here. Returns PS_OK (msg and header set), PS_ETIMEDOUT, PS_EAGAIN (woken),
  * PS_EABORTED (ABORT received or scheduler silent; reason in
- * n->abort_reason), or a transport error.
+ * n->abort_reason; from then on every call returns it at once), or a
+ * transport error.
  */
 int ps_node_recv(ps_node *n, int timeout_ms, ps_msg **msg_p,
 		 ps_wire_header *h_p);

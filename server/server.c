@@ -234,8 +234,9 @@ static int send_msgs(server *s)
 		rc = ps_node_send(&s->node, to, &h, values->data, len,
 				  pbuf_unref, values);
 		if (rc != PS_OK) {
-			/* Synchronous training cannot go on without this
-			 * worker: fail, and let the scheduler end the job. */
+			/* Training cannot go on without this worker: the
+			 * scheduler was told (runtime/node.h) and ended the
+			 * job. */
 			PS_ERROR("cannot send parameters to worker %u: %s",
 				 m.worker, ps_strerror(rc));
 			pbuf_unref(NULL, values);

@@ -37,13 +37,15 @@
  * 50 ms. In one seed of five a node is to die at a random step of the
  * first 2000 (about one seed in twelve runs that long): it takes no
  * action and its messages are lost; the job must then fail with the
- * scheduler naming that node (silent longer than 500 ms), never hang,
- * and a healthy job must never be aborted.
+ * scheduler naming that node (silent longer than 500 ms, or, in half of
+ * those seeds, reported lost by a live node whose send to it failed),
+ * never hang, and a healthy job must never be aborted.
  *
  * A failure prints the seed, what broke, and the command that replays it.
  *
  * Usage: dst [--seeds N] [--first S] [--seed S]
- *            [--fault credit-leak|version-skip|drop-early|blind-scheduler]
+ *            [--fault credit-leak|version-skip|drop-early|blind-scheduler|
+ *                     blame-reporter]
  *            [--expect-failure] [--verbose]
  */
 #include <inttypes.h>
@@ -88,16 +90,26 @@ enum {
 			       lost (the race fixed in fb2417c) */
 	FAULT_BLIND,        /* proto/membership.h: a silent node is never
 			       noticed */
+	FAULT_BLAME_REPORTER, /* proto/membership.h: the node that reports
+				 a lost peer is named as the lost one */
 	FAULT_COUNT
 };
-static const char *const fault_names[] = {"", "credit-leak", "version-skip",
-					  "drop-early", "blind-scheduler"};
+static const char *const fault_names[] = {"",		     "credit-leak",
+					  "version-skip",    "drop-early",
+					  "blind-scheduler", "blame-reporter"};
 
 static int shard_fault(int f)
 {
 	return f == FAULT_CREDIT_LEAK	 ? PS_SHARD_FAULT_CREDIT_LEAK
 	       : f == FAULT_VERSION_SKIP ? PS_SHARD_FAULT_VERSION_SKIP
 					 : PS_SHARD_FAULT_NONE;
+}
+
+static int membership_fault(int f)
+{
+	return f == FAULT_BLIND		   ? PS_MEMBERSHIP_FAULT_BLIND
+	       : f == FAULT_BLAME_REPORTER ? PS_MEMBERSHIP_FAULT_BLAME_REPORTER
+					   : PS_MEMBERSHIP_FAULT_NONE;
 }
 
 static int join_fault(int f)
@@ -185,6 +197,10 @@ typedef struct job {
 	int64_t *last_hb; /* per node */
 	int32_t dead;     /* node, or -1 */
 	uint64_t kill_at; /* the step it dies at; 0: none */
+	/* where kill_at is even, a live node's send to the dead one fails
+	 * (as TCP's does once the connection is gone) and it reports the
+	 * lost peer (PEER_LOST) */
+	int report_lost, lost_reported;
 	int all_done;
 	char failure[512];
 } job;
@@ -322,6 +338,8 @@ static int register_all(job *j)
 	return PS_OK;
 }
 
+static int blames_the_dead(job *j, const char *why);
+
 /* Time passes: live nodes' heartbeats are heard; the scheduler checks
  * who is silent. */
 static int advance(job *j, int64_t dt)
@@ -340,16 +358,22 @@ static int advance(job *j, int64_t dt)
 		return PS_OK;
 	if (j->dead < 0)
 		return fail(j, "the scheduler aborted a healthy job: %s", why);
-	{
-		char who[400];
-		ps_membership_describe(ps_membership_by_id(j->ms,
-							   id_of(j, j->dead)),
-				       who, sizeof(who));
-		if (!strstr(why, who))
-			return fail(j, "node %d died, but the scheduler blamed "
-				    "another: %s", j->dead, why);
-	}
-	return PS_ECLOSED; /* the job failed with the right reason */
+	return blames_the_dead(j, why);
+}
+
+/* The job was aborted for why: it must name the dead node first (a
+ * reason may name others after it). PS_ECLOSED: the job failed with the
+ * right reason. */
+static int blames_the_dead(job *j, const char *why)
+{
+	char who[400];
+
+	ps_membership_describe(ps_membership_by_id(j->ms, id_of(j, j->dead)),
+			       who, sizeof(who));
+	if (strncmp(why, who, strlen(who)) != 0)
+		return fail(j, "node %d died, but the scheduler blamed "
+			    "another: %s", j->dead, why);
+	return PS_ECLOSED;
 }
 
 /* ---- channels ---------------------------------------------------------- */
@@ -958,9 +982,7 @@ static int setup(job *j, void **hold_ud)
 					  .connect_timeout_ms = 10000,
 					  .heartbeat_interval_ms = HB_INTERVAL,
 					  .heartbeat_timeout_ms = HB_TIMEOUT,
-					  .fault = j->fault == FAULT_BLIND
-							   ? PS_MEMBERSHIP_FAULT_BLIND
-							   : PS_MEMBERSHIP_FAULT_NONE},
+					  .fault = membership_fault(j->fault)},
 				  0, &j->ms);
 	if (rc != PS_OK)
 		return rc;
@@ -974,6 +996,7 @@ static int setup(job *j, void **hold_ud)
 	/* a node dies in one seed of five, at a step of the first 2000 */
 	if (rng_below(&j->rng, 5) == 0)
 		j->kill_at = 1 + rng_below(&j->rng, 2000);
+	j->report_lost = j->kill_at % 2 == 0;
 	/* the scheduler WELCOMEs everyone; worker 0 then sends INIT */
 	for (uint32_t n = 0; n < j->W + j->S; n++) {
 		rc = send_msg(j, j->W + j->S, n, M_WELCOME, 0, 0, 0, NULL);
@@ -1114,12 +1137,32 @@ static int deliver(job *j, uint32_t to, msg *m)
 	return rc;
 }
 
+/* Node `from`'s send to the dead node `to` failed: it reports the lost
+ * peer, and the scheduler must end the job naming `to`. */
+static int report_lost(job *j, uint32_t from, uint32_t to)
+{
+	char why[1400];
+	int rc = ps_membership_lost(j->ms, id_of(j, from), id_of(j, to),
+				    "PUSH send failed: timed out", j->now, why,
+				    sizeof(why));
+
+	if (rc != PS_EABORTED)
+		return fail(j, "node %u reported the dead node %u lost, and "
+			    "the scheduler did not end the job: %s", from, to,
+			    why);
+	j->lost_reported = 1;
+	return blames_the_dead(j, why);
+}
+
 /* A message reaches node `to`: through its joining machine. */
 static int arrive(job *j, uint32_t to, msg *m)
 {
 	if (is_dead(j, to)) {
+		uint32_t from = m->from;
 		free_msg(m);
-		return PS_OK;
+		if (!j->report_lost || from >= j->W + j->S)
+			return PS_OK;
+		return report_lost(j, from, to);
 	}
 	ps_join *jn = to < j->W ? j->w[to].join : j->s[to - j->W].join;
 	void *early;
@@ -1229,7 +1272,8 @@ static int run_seed(job *j)
 
 int main(int argc, char **argv)
 {
-	uint64_t first = 1, seeds = 100, failed = 0, steps = 0, killed = 0;
+	uint64_t first = 1, seeds = 100, failed = 0, steps = 0, killed = 0,
+		 reported = 0;
 	int fault = FAULT_NONE, expect_failure = 0, verbose = 0;
 
 	for (int i = 1; i < argc; i++) {
@@ -1249,7 +1293,8 @@ int main(int argc, char **argv)
 			if (fault == FAULT_COUNT) {
 				fprintf(stderr, "dst: unknown fault '%s' "
 					"(credit-leak, version-skip, "
-					"drop-early, blind-scheduler)\n",
+					"drop-early, blind-scheduler, "
+					"blame-reporter)\n",
 					argv[i]);
 				return 2;
 			}
@@ -1260,7 +1305,7 @@ int main(int argc, char **argv)
 		else {
 			fprintf(stderr, "usage: dst [--seeds N] [--first S] "
 				"[--seed S] [--fault credit-leak|version-skip|"
-				"drop-early|blind-scheduler] "
+				"drop-early|blind-scheduler|blame-reporter] "
 				"[--expect-failure] [--verbose]\n");
 			return 2;
 		}
@@ -1284,11 +1329,13 @@ int main(int argc, char **argv)
 		}
 		steps += j.steps;
 		killed += j.dead >= 0 && !j.failure[0];
+		reported += j.lost_reported && !j.failure[0];
 	}
 	printf("dst: %" PRIu64 " seeds from %" PRIu64 ", %" PRIu64
 	       " failed, %" PRIu64 " steps checked, %" PRIu64 " with a node "
-	       "killed and named by the scheduler%s%s\n", seeds, first,
-	       failed, steps, killed, fault ? ", fault " : "",
+	       "killed and named by the scheduler (%" PRIu64 " reported lost "
+	       "by a peer)%s%s\n", seeds, first, failed, steps, killed,
+	       reported, fault ? ", fault " : "",
 	       fault ? fault_names[fault] : "");
 	if (expect_failure)
 		return failed > 0 ? 0 : 1;

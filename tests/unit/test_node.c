@@ -96,29 +96,44 @@ static void wait_kept(ps_node *n, unsigned want)
 	}
 }
 
-/* The node under test: server 0 (node 1) of a job with one server and
- * one worker (node 2, the peer). Before sending the WELCOME, the peer
- * sends the node `early` messages: PULLs from node 2 in this job, then
- * one claiming a job that is not this one. */
-static void run_join(int early)
-{
-	ps_transport *sched = transport(SCHED_ID), *peer = transport(PEER_ID);
-	char ep[PS_ENDPOINT_MAX], port[16], why[256];
+/* A job of one server (node 1, under test) and one worker (node 2, the
+ * peer, played here as the scheduler is), once the node has joined. */
+typedef struct fixture {
+	ps_transport *sched, *peer;
+	char ep[PS_ENDPOINT_MAX];
 	ps_wire_register reg;
 	ps_wire_welcome w;
+	ps_peer peer_to_node;
+	joiner *j;
+} fixture;
+
+/* The node joins. Before sending the WELCOME, the peer sends the node
+ * `early` messages: PULLs from node 2 in this job, then one claiming a
+ * job that is not this one. extra: more config (key, value, ..., NULL). */
+static void join_job(fixture *f, int early, ...)
+{
+	char port[16], why[256], peer_ep[PS_ENDPOINT_MAX];
 	ps_tensor_desc t;
-	ps_peer to_node, peer_to_node;
+	ps_peer to_node;
 	ps_msg *msg = NULL;
 	ps_wire_header h;
 	static joiner j; /* not on the stack: the thread may outlive a failure */
 	pthread_t th;
 	void *body;
 	size_t len;
+	va_list ap;
 
-	assert_int_equal(ps_transport_listen(sched, "127.0.0.1", 0, NULL, ep,
-					     sizeof(ep)),
+	memset(f, 0, sizeof(*f));
+	f->sched = transport(SCHED_ID);
+	f->peer = transport(PEER_ID);
+	f->j = &j;
+	assert_int_equal(ps_transport_listen(f->sched, "127.0.0.1", 0, NULL,
+					     f->ep, sizeof(f->ep)),
 			 PS_OK);
-	snprintf(port, sizeof(port), "%s", strrchr(ep, ':') + 1);
+	assert_int_equal(ps_transport_listen(f->peer, "127.0.0.1", 0, NULL,
+					     peer_ep, sizeof(peer_ep)),
+			 PS_OK);
+	snprintf(port, sizeof(port), "%s", strrchr(f->ep, ':') + 1);
 	memset(&j, 0, sizeof(j));
 	ps_config_defaults(&j.cfg);
 	set(&j.cfg, "cluster.scheduler_host", "127.0.0.1");
@@ -129,92 +144,111 @@ static void run_join(int early)
 	set(&j.cfg, "cluster.connect_timeout_ms", "60000");
 	set(&j.cfg, "cluster.heartbeat_timeout_ms", "3600000");
 	set(&j.cfg, "log.level", "error");
+	va_start(ap, early);
+	for (const char *k; (k = va_arg(ap, const char *));)
+		set(&j.cfg, k, va_arg(ap, const char *));
+	va_end(ap);
 	assert_int_equal(pthread_create(&th, NULL, join_main, &j), 0);
 
 	/* REGISTER: who the node is and where it listens */
-	assert_int_equal(ps_transport_recv(sched, PATIENCE_MS, &msg), PS_OK);
+	assert_int_equal(ps_transport_recv(f->sched, PATIENCE_MS, &msg),
+			 PS_OK);
 	assert_int_equal(ps_wire_header_decode(msg->hdr, msg->hdr_len, &h,
 					       why, sizeof(why)),
 			 PS_OK);
 	assert_int_equal(h.type, PS_MSG_REGISTER);
 	assert_int_equal(ps_wire_register_decode(msg->payload,
-						 msg->payload_len, &reg, why,
-						 sizeof(why)),
+						 msg->payload_len, &f->reg,
+						 why, sizeof(why)),
 			 PS_OK);
+	ps_msg_free(&msg);
 
 	/* the peer, WELCOMEd first, sends before the node's WELCOME */
-	assert_int_equal(ps_transport_connect(peer, reg.self.endpoint,
-					      &peer_to_node),
+	assert_int_equal(ps_transport_connect(f->peer, f->reg.self.endpoint,
+					      &f->peer_to_node),
 			 PS_OK);
 	for (int i = 0; i < early; i++)
-		send_msg(peer, peer_to_node, PS_MSG_PULL, JOB_ID, 2, NULL, 0);
+		send_msg(f->peer, f->peer_to_node, PS_MSG_PULL, JOB_ID, 2,
+			 NULL, 0);
 	if (early)
-		send_msg(peer, peer_to_node, PS_MSG_PULL, JOB_ID + 1, 2, NULL,
-			 0);
+		send_msg(f->peer, f->peer_to_node, PS_MSG_PULL, JOB_ID + 1, 2,
+			 NULL, 0);
 	/* the node has them all, kept, before its WELCOME is sent */
 	wait_kept(&j.node, early ? (unsigned)early + 1 : 0);
 
-	memset(&w, 0, sizeof(w));
-	w.your_id = 1;
-	w.num_servers = 1;
-	w.num_workers = 1;
-	w.num_nodes = 3;
-	w.nodes = calloc(3, sizeof(*w.nodes));
-	assert_non_null(w.nodes);
-	w.nodes[0] = (ps_node_info){.id = 0, .role = PS_ROLE_SCHEDULER,
-				    .transport_id = SCHED_ID};
-	snprintf(w.nodes[0].endpoint, sizeof(w.nodes[0].endpoint), "%s", ep);
-	w.nodes[1] = reg.self;
-	w.nodes[1].id = 1;
-	w.nodes[1].rank = 0;
-	w.nodes[2] = (ps_node_info){.id = 2, .role = PS_ROLE_WORKER,
-				    .transport_id = PEER_ID};
+	ps_wire_welcome *w = &f->w;
+	w->your_id = 1;
+	w->num_servers = 1;
+	w->num_workers = 1;
+	w->num_nodes = 3;
+	w->nodes = calloc(3, sizeof(*w->nodes));
+	assert_non_null(w->nodes);
+	w->nodes[0] = (ps_node_info){.id = 0, .role = PS_ROLE_SCHEDULER,
+				     .transport_id = SCHED_ID};
+	snprintf(w->nodes[0].endpoint, sizeof(w->nodes[0].endpoint), "%s",
+		 f->ep);
+	w->nodes[1] = f->reg.self;
+	w->nodes[1].id = 1;
+	w->nodes[1].rank = 0;
+	w->nodes[2] = (ps_node_info){.id = 2, .role = PS_ROLE_WORKER,
+				     .transport_id = PEER_ID};
+	snprintf(w->nodes[2].endpoint, sizeof(w->nodes[2].endpoint), "%s",
+		 peer_ep);
 	memset(&t, 0, sizeof(t));
 	snprintf(t.name, sizeof(t.name), "w");
 	t.numel = 1024;
 	assert_int_equal(ps_placement_compute(&t, 1, 4096, 0, 1,
-					      PS_PLACE_BALANCED, &w.placement),
+					      PS_PLACE_BALANCED, &w->placement),
 			 PS_OK);
-	assert_int_equal(ps_wire_welcome_encode(&w, &body, &len), PS_OK);
-	assert_int_equal(ps_transport_connect(sched, reg.self.endpoint,
+	assert_int_equal(ps_wire_welcome_encode(w, &body, &len), PS_OK);
+	assert_int_equal(ps_transport_connect(f->sched, f->reg.self.endpoint,
 					      &to_node),
 			 PS_OK);
-	send_msg(sched, to_node, PS_MSG_WELCOME, JOB_ID, 0, body, len);
+	send_msg(f->sched, to_node, PS_MSG_WELCOME, JOB_ID, 0, body, len);
 	assert_int_equal(pthread_join(th, NULL), 0);
 	assert_int_equal(j.rc, PS_OK);
 	assert_int_equal(j.node.id, 1);
+}
+
+static void leave_job(fixture *f)
+{
+	ps_wire_register_clear(&f->reg);
+	ps_wire_welcome_clear(&f->w);
+	ps_node_close(&f->j->node, 0);
+	ps_transport_destroy(&f->peer, 0);
+	ps_transport_destroy(&f->sched, 0);
+}
+
+static void run_join(int early)
+{
+	fixture f;
+	ps_wire_header h;
+
+	join_job(&f, early, NULL);
+	ps_node *n = &f.j->node;
 	/* the early path, and only it, took them (none came after) */
-	assert_int_equal(ps_join_kept(j.node.join), early ? early + 1 : 0);
-	assert_int_equal(atomic_load(&j.node.early_kept),
-			 ps_join_kept(j.node.join));
+	assert_int_equal(ps_join_kept(n->join), early ? early + 1 : 0);
+	assert_int_equal(atomic_load(&n->early_kept), ps_join_kept(n->join));
 
 	/* every early message of this job arrives, in order, and nothing
 	 * else: the one of another job is checked and dropped */
 	for (int i = 0; i < early; i++) {
 		ps_msg *m = NULL;
-		assert_int_equal(ps_node_recv(&j.node, PATIENCE_MS, &m, &h),
-				 PS_OK);
+		assert_int_equal(ps_node_recv(n, PATIENCE_MS, &m, &h), PS_OK);
 		assert_int_equal(h.type, PS_MSG_PULL);
 		assert_int_equal(h.sender, 2);
 		ps_msg_free(&m);
 	}
 	{
 		ps_msg *m = NULL;
-		assert_int_equal(ps_node_recv(&j.node, 300, &m, &h),
-				 PS_ETIMEDOUT);
+		assert_int_equal(ps_node_recv(n, 300, &m, &h), PS_ETIMEDOUT);
 	}
 	{ /* all handed */
 		void *left;
-		assert_int_equal(ps_join_next_early(j.node.join, &left), 0);
+		assert_int_equal(ps_join_next_early(n->join, &left), 0);
 	}
-	assert_int_equal(j.node.dropped, early ? 1 : 0);
-
-	ps_msg_free(&msg);
-	ps_wire_register_clear(&reg);
-	ps_wire_welcome_clear(&w);
-	ps_node_close(&j.node, 0);
-	ps_transport_destroy(&peer, 0);
-	ps_transport_destroy(&sched, 0);
+	assert_int_equal(n->dropped, early ? 1 : 0);
+	leave_job(&f);
 }
 
 static void test_join(void **state)
@@ -229,11 +263,128 @@ static void test_messages_before_welcome_are_kept(void **state)
 	run_join(3);
 }
 
+/* The node sends to the peer until a send fails (the peer is gone). */
+typedef struct sender {
+	ps_node *node;
+	int rc;
+} sender;
+
+static void *send_until_failure(void *arg)
+{
+	sender *x = arg;
+
+	for (int i = 0; i < PATIENCE_MS; i++) {
+		ps_wire_header h = {.type = PS_MSG_PARAMS};
+		x->rc = ps_node_send(x->node, 2, &h, NULL, 0, NULL, NULL);
+		if (x->rc != PS_OK)
+			return NULL;
+		usleep(1000); /* sent into a connection not yet seen closed */
+	}
+	return NULL;
+}
+
+/* The next message to the played scheduler that is not a heartbeat. */
+static ps_msg *next_to_scheduler(fixture *f, int timeout_ms,
+				 ps_wire_header *h)
+{
+	char why[256];
+
+	for (;;) {
+		ps_msg *msg = NULL;
+		int rc = ps_transport_recv(f->sched, timeout_ms, &msg);
+		if (rc == PS_ETIMEDOUT)
+			return NULL;
+		assert_int_equal(rc, PS_OK);
+		assert_int_equal(ps_wire_header_decode(msg->hdr, msg->hdr_len,
+						       h, why, sizeof(why)),
+				 PS_OK);
+		if (h->type != PS_MSG_HEARTBEAT)
+			return msg;
+		ps_msg_free(&msg);
+	}
+}
+
+/* A peer dies: the node's send to it fails, the node tells the scheduler
+ * which node it lost (PEER_LOST) and returns only with the scheduler's
+ * ABORT, heartbeating meanwhile (it must not look like the dead one). */
+static void test_lost_peer_is_reported(void **state)
+{
+	fixture f;
+	sender x;
+	pthread_t th;
+	ps_wire_header h;
+	ps_msg *msg;
+	char reason[PS_REASON_MAX], why[256];
+	void *body;
+	size_t len;
+	ps_peer to_node;
+
+	(void)state;
+	/* sends to a peer without a connection time out after 100 ms */
+	join_job(&f, 0, "cluster.heartbeat_interval_ms", "100", NULL);
+	x.node = &f.j->node;
+	assert_int_equal(ps_node_connect_role(x.node, PS_ROLE_WORKER), PS_OK);
+	ps_transport_destroy(&f.peer, 0);
+	assert_int_equal(pthread_create(&th, NULL, send_until_failure, &x),
+			 0);
+
+	msg = next_to_scheduler(&f, PATIENCE_MS, &h);
+	assert_non_null(msg);
+	assert_int_equal(h.type, PS_MSG_PEER_LOST);
+	assert_int_equal(h.sender, 1);
+	assert_int_equal(h.key, 2);
+	assert_int_equal(ps_wire_reason_decode(msg->payload, msg->payload_len,
+					       reason, sizeof(reason), why,
+					       sizeof(why)),
+			 PS_OK);
+	assert_non_null(strstr(reason, "PARAMS send failed: "));
+	ps_msg_free(&msg);
+	/* still waiting: heartbeats go on until the ABORT */
+	msg = NULL;
+	do {
+		ps_msg_free(&msg);
+		assert_int_equal(ps_transport_recv(f.sched, PATIENCE_MS, &msg),
+				 PS_OK);
+		assert_int_equal(ps_wire_header_decode(msg->hdr, msg->hdr_len,
+						       &h, why, sizeof(why)),
+				 PS_OK);
+	} while (h.type != PS_MSG_HEARTBEAT);
+	ps_msg_free(&msg);
+
+	assert_int_equal(ps_wire_reason_encode("worker 0 unreachable", &body,
+					       &len),
+			 PS_OK);
+	assert_int_equal(ps_transport_connect(f.sched, f.reg.self.endpoint,
+					      &to_node),
+			 PS_OK);
+	send_msg(f.sched, to_node, PS_MSG_ABORT, JOB_ID, 0, body, len);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(x.rc, PS_EABORTED);
+	assert_string_equal(x.node->abort_reason, "worker 0 unreachable");
+
+	/* aborted for good: receiving says so at once; another failed send
+	 * is not reported again */
+	assert_int_equal(ps_node_recv(x.node, PATIENCE_MS, &msg, &h),
+			 PS_EABORTED);
+	{
+		ps_wire_header p = {.type = PS_MSG_PARAMS};
+		assert_int_not_equal(ps_node_send(x.node, 2, &p, NULL, 0, NULL,
+						  NULL),
+				     PS_OK);
+	}
+	msg = next_to_scheduler(&f, 300, &h);
+	if (msg)
+		fail_msg("after the ABORT the node sent %s",
+			 ps_msg_type_name(h.type));
+	leave_job(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_join),
 		cmocka_unit_test(test_messages_before_welcome_are_kept),
+		cmocka_unit_test(test_lost_peer_is_reported),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
