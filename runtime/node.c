@@ -468,6 +468,8 @@ int ps_node_recv(ps_node *n, int timeout_ms, ps_msg **msg_p,
 	int64_t start = ps_now_ms();
 	char why[256];
 
+	int looked = 0; /* timeout 0: one look, without waiting */
+
 	if (n->abort_reason[0]) /* aborted already: no more messages */
 		return PS_EABORTED;
 	for (;;) {
@@ -482,11 +484,12 @@ int ps_node_recv(ps_node *n, int timeout_ms, ps_msg **msg_p,
 			wait = 1;
 		if (timeout_ms >= 0) {
 			int64_t left = start + timeout_ms - now;
-			if (left <= 0)
+			if (left <= 0 && (timeout_ms > 0 || looked))
 				return PS_ETIMEDOUT;
 			if (left < wait)
-				wait = left;
+				wait = left < 0 ? 0 : left;
 		}
+		looked = 1;
 		void *kept;
 		if (n->join && ps_join_next_early(n->join, &kept)) {
 			msg = kept; /* kept before the WELCOME */

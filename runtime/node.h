@@ -12,8 +12,10 @@
  * heartbeat_interval_ms; fails with PS_EABORTED when the scheduler is silent
  * for heartbeat_timeout_ms), and turns ABORT into PS_EABORTED.
  *
- * Threads: a ps_node belongs to one thread (it owns the transport), except
- * ps_node_wake(), callable from any thread or a signal handler.
+ * Threads: a ps_node belongs to one thread at a time (it owns the
+ * transport; the client library hands it between its threads under a lock,
+ * worker/client.c), except ps_node_wake(), callable from any thread or a
+ * signal handler.
  */
 #ifndef ORDO_RUNTIME_NODE_H
 #define ORDO_RUNTIME_NODE_H
@@ -81,8 +83,9 @@ int ps_node_send(ps_node *n, uint32_t to, ps_wire_header *h, void *payload,
 		 size_t payload_len, ps_free_fn *free_fn, void *hint);
 
 /*
- * Receives one checked message, waiting at most timeout_ms (-1: forever)
- * while keeping heartbeats going. Heartbeats from the scheduler are consumed
+ * Receives one checked message, waiting at most timeout_ms (-1: forever;
+ * 0: takes what has arrived, without waiting) while keeping heartbeats
+ * going. Heartbeats from the scheduler are consumed
  * here. Returns PS_OK (msg and header set), PS_ETIMEDOUT, PS_EAGAIN (woken),
  * PS_EABORTED (ABORT received or scheduler silent; reason in
  * n->abort_reason; from then on every call returns it at once), or a

@@ -3,12 +3,13 @@
  *
  * DESIGN (threads). Two threads share a ps_client:
  *  - the application thread calls the API;
- *  - the communication thread owns the node (transport, heartbeats) and is
- *    the only one to send or receive.
- * They meet in `mu`: the application enqueues commands (push, pull,
- * barrier, done) and wakes the transport; the communication thread stores
- * received parameter partitions in per-partition slots and broadcasts
- * `cv`. Received bytes are copied into the application's values buffer on
+ *  - the communication thread joins the job, keeps the heartbeats going
+ *    and drives the node (transport, protocol machine) whenever the
+ *    application thread does not (DESIGN, driving, below).
+ * They meet in `mu`: while the communication thread drives, the
+ * application enqueues commands (push, pull, barrier, done) and wakes the
+ * transport; received parameter partitions go into per-partition slots,
+ * and `cv` is broadcast. Received bytes are copied into the application's values buffer on
  * the application thread, inside ps_client_wait/pull, so the values never
  * change while the application computes with them. Gradients are sent
  * without copying; each partition sent holds its tensor's `inflight` count
@@ -29,6 +30,27 @@
  * The transport may be woken from the application thread only while the
  * communication thread runs (`comm_alive`, checked under `mu`; the thread
  * clears it under `mu` before it closes the transport).
+ *
+ * DESIGN (driving). One thread at a time drives the node - receives,
+ * sends, runs the protocol machine - as `driver` (under `mu`) says; a
+ * hand-over through `mu` orders everything the last driver did before
+ * what the next one does. The communication thread drives whenever
+ * messages must be handled while the application is away from the
+ * library: acknowledgements of a credit window, asynchronous training,
+ * DONE waiting for its acknowledgements, commands queued. Otherwise
+ * (synchronous training without a window, between pushes and waits) it
+ * parks on `comm_cv`, waking once a heartbeat interval to send its
+ * heartbeat and read what came, and the application thread drives the
+ * node itself while it pushes or waits: a push goes to the transport
+ * and the parameters come from it without a hand-off between threads
+ * (a wake-up of a thread on another CPU costs ~22 us on the VMs here; the
+ * two per iteration were a tenth of a 1 MiB round trip,
+ * docs/benchmarks.md). What arrives while the application computes waits
+ * in the transport until its next wait (its receive stamp too), or the
+ * next heartbeat. While the communication thread drives, the application
+ * queues commands and waits on `cv` as before. The application's drive
+ * never closes the node: an error that ends the job (`drive_rc`) goes to
+ * the communication thread, which ends it as it would its own.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -63,6 +85,12 @@ typedef struct cmd {
 	ps_wire_done done;
 	struct cmd *next;
 } cmd;
+
+typedef enum {
+	DRIVER_NONE, /* the communication thread is parked */
+	DRIVER_COMM,
+	DRIVER_APP,
+} driver_kind;
 
 typedef enum {
 	ST_CREATED,
@@ -106,13 +134,19 @@ struct ps_client {
 	pthread_t thread;
 	int thread_started;
 	pthread_mutex_t mu;
-	pthread_cond_t cv;
+	pthread_cond_t cv;      /* the application waits on it */
+	pthread_cond_t comm_cv; /* the parked communication thread waits */
 	/* everything below is guarded by mu */
 	cmd *head, *tail;
 	client_state state;
 	int fail_code;
 	int comm_alive;
 	int stop;
+	driver_kind driver; /* who drives the node (DESIGN, driving) */
+	int comm_needed;    /* the communication thread must drive */
+	int drive_rc;       /* the application's drive ended the job */
+	int wants_release;  /* the application waits for sent bytes to be
+			     * released, and for nothing else */
 	slot *slots; /* per global partition */
 	uint32_t nparts;
 	uint32_t fused_inflight; /* staged transfers not yet released */
@@ -122,22 +156,24 @@ struct ps_client {
 	 * (0: none yet); the job stops before stop_at (0: no stop asked) */
 	uint64_t begun, stop_at;
 
-	/* owned by the communication thread; read-only for the application
+	/* the driver's (DESIGN, driving); read-only for the application
 	 * once state is RUNNING */
 	ps_node node;
 
 	/* the protocol: the gate of the pushes, fusion counts, versions
-	 * received, DONE after the last ack (proto/worker.h); communication
-	 * thread only */
+	 * received, DONE after the last ack (proto/worker.h); the driver's */
 	ps_wproto *proto;
-	/* fusion (communication thread only) */
+	/* fusion (the driver's) */
 	struct stage **stages; /* per partition: the one being filled */
 	/* DONE, encoded, held until every push is acknowledged (applied,
 	 * in asynchronous mode: nothing of this worker's is lost at the
 	 * end, and a checkpoint at the last iteration sees all of it): the
-	 * machine says when; communication thread only */
+	 * machine says when; the driver's */
 	void *done_body;
 	size_t done_len;
+	/* synchronous, without a credit window (so far): nothing arrives
+	 * that the application does not wait for; the driver's */
+	int unwindowed_sync;
 };
 
 /* A fused partition's gradients (or initial values) being gathered, then
@@ -156,6 +192,20 @@ static void fail_locked(ps_client *c, int code)
 	pthread_cond_broadcast(&c->cv);
 }
 
+/* Sent bytes were released (ZeroMQ's I/O thread): the application is
+ * woken when it waits for that alone - it may wait on cv, or drive,
+ * blocked in the transport's receive. Usually the bytes are long gone
+ * when the parameters come back, and a wake-up then would only take a
+ * CPU from the server and the transport. Caller holds mu. */
+static void notify_app_locked(ps_client *c)
+{
+	if (!c->wants_release)
+		return;
+	pthread_cond_broadcast(&c->cv);
+	if (c->driver == DRIVER_APP)
+		ps_node_wake(&c->node);
+}
+
 static void release_payload(void *data, void *hint)
 {
 	tensor *t = hint;
@@ -164,7 +214,7 @@ static void release_payload(void *data, void *hint)
 	(void)data;
 	pthread_mutex_lock(&c->mu);
 	if (--t->inflight == 0)
-		pthread_cond_broadcast(&c->cv);
+		notify_app_locked(c);
 	pthread_mutex_unlock(&c->mu);
 }
 
@@ -176,7 +226,7 @@ static void release_stage(void *data, void *hint)
 	(void)data;
 	pthread_mutex_lock(&c->mu);
 	if (--c->fused_inflight == 0)
-		pthread_cond_broadcast(&c->cv);
+		notify_app_locked(c);
 	pthread_mutex_unlock(&c->mu);
 	free(st);
 }
@@ -501,6 +551,8 @@ static int handle_credit(ps_client *c, const ps_msg *msg,
 				  whylen) != PS_OK)
 		return PS_EPROTO;
 	ps_wproto_on_credit(c->proto, credit, h->iteration);
+	if (credit)
+		c->unwindowed_sync = 0; /* acknowledgements to handle now */
 	PS_INFO("credit: window %llu bytes from iteration %llu",
 		(unsigned long long)credit,
 		(unsigned long long)h->iteration);
@@ -627,6 +679,8 @@ static int setup_after_join(ps_client *c)
 	if (!c->slots || !c->stages)
 		return PS_ENOMEM;
 	c->nparts = pl->num_parts;
+	c->unwindowed_sync = c->cfg.train.mode == PS_MODE_SYNC &&
+			     c->cfg.scheduling.credit_size == 0;
 	{
 		uint32_t *numbers = NULL;
 		rc = ps_order_partition_numbers(
@@ -692,6 +746,113 @@ static int send_initial_values(ps_client *c)
 	return rc;
 }
 
+/* ---- driving the node (DESIGN, driving) ------------------------------- */
+
+/* The driver: whether the communication thread must drive while the
+ * application is away from the library. */
+static int comm_needed(const ps_client *c)
+{
+	return !c->unwindowed_sync || c->done_body != NULL;
+}
+
+/* The driver runs queued commands (all freed; after an error, only
+ * freed). */
+static int run_commands(ps_client *c, cmd *k, int rc)
+{
+	while (k) {
+		cmd *next = k->next;
+		if (rc == PS_OK)
+			rc = run_command(c, k);
+		free(k);
+		k = next;
+	}
+	return rc;
+}
+
+/* The driver receives one message (at most timeout_ms: -1 forever, 0 no
+ * wait) and handles it. PS_OK (also when woken), PS_ETIMEDOUT, PS_ECLOSED
+ * on SHUTDOWN, or the error that ends the job. */
+static int receive_one(ps_client *c, int timeout_ms)
+{
+	ps_wire_header h;
+	ps_msg *msg = NULL;
+	int rc;
+
+	if (ps_signal_pending()) {
+		PS_WARN("interrupted by signal %d", ps_signal_pending());
+		return PS_EINTR;
+	}
+	rc = ps_node_recv(&c->node, timeout_ms, &msg, &h);
+	if (rc == PS_EAGAIN)
+		return PS_OK;
+	return rc == PS_OK ? handle(c, msg, &h) : rc;
+}
+
+/* The communication thread gives the drive back and sleeps until it is
+ * needed: commands queued, the machine needs driving, the client stops or
+ * failed, or a heartbeat interval passed with nobody driving. It has the
+ * drive again when this returns. Caller holds mu. */
+static void park(ps_client *c)
+{
+	int64_t interval = c->cfg.cluster.heartbeat_interval_ms;
+	int64_t beat = ps_now_ms() + interval;
+
+	c->driver = DRIVER_NONE;
+	/* an application waiting on cv while this thread drove may drive now */
+	pthread_cond_broadcast(&c->cv);
+	for (;;) {
+		int64_t now = ps_now_ms();
+		struct timespec ts;
+
+		if (c->driver == DRIVER_NONE &&
+		    (c->stop || c->drive_rc != PS_OK || c->head ||
+		     c->comm_needed || now >= beat))
+			break;
+		if (c->driver == DRIVER_APP && now >= beat)
+			beat = now + interval; /* it sends the heartbeats */
+		ts.tv_sec = beat / 1000;
+		ts.tv_nsec = (beat % 1000) * 1000000L;
+		pthread_cond_timedwait(&c->comm_cv, &c->mu, &ts);
+	}
+	c->driver = DRIVER_COMM;
+}
+
+/* The communication thread's loop: commands, the machine's messages,
+ * one received message; parked while it is not needed. Returns what ended
+ * it (PS_ECLOSED: SHUTDOWN, or the client stops). */
+static int drive(ps_client *c)
+{
+	int rc = PS_OK, idle = 0;
+
+	while (rc == PS_OK) {
+		int needed;
+		cmd *k;
+
+		pthread_mutex_lock(&c->mu);
+		if (idle)
+			park(c);
+		k = c->head;
+		c->head = c->tail = NULL;
+		rc = c->stop ? PS_ECLOSED : c->drive_rc;
+		pthread_mutex_unlock(&c->mu);
+		rc = run_commands(c, k, rc);
+		if (rc == PS_OK)
+			rc = send_msgs(c);
+		if (rc != PS_OK)
+			break;
+		needed = comm_needed(c);
+		pthread_mutex_lock(&c->mu);
+		c->comm_needed = needed;
+		pthread_mutex_unlock(&c->mu);
+		/* not needed: what came, then parked */
+		rc = receive_one(c, needed ? -1 : 0);
+		idle = rc == PS_ETIMEDOUT;
+		if (idle)
+			rc = PS_OK;
+	}
+	return rc;
+}
+
 static void *comm_main(void *arg)
 {
 	ps_client *c = arg;
@@ -712,47 +873,14 @@ static void *comm_main(void *arg)
 		pthread_mutex_lock(&c->mu);
 		c->state = ST_RUNNING;
 		c->comm_alive = 1;
+		c->driver = DRIVER_COMM;
 		pthread_cond_broadcast(&c->cv);
 		pthread_mutex_unlock(&c->mu);
 		if (c->node.welcome.start_iteration == 0)
 			rc = send_initial_values(c);
 	}
-	while (rc == PS_OK) {
-		ps_wire_header h;
-		ps_msg *msg = NULL;
-		cmd *k;
-
-		pthread_mutex_lock(&c->mu);
-		k = c->head;
-		c->head = c->tail = NULL;
-		if (c->stop)
-			rc = PS_ECLOSED;
-		pthread_mutex_unlock(&c->mu);
-		while (k) {
-			cmd *next = k->next;
-			if (rc == PS_OK)
-				rc = run_command(c, k);
-			free(k);
-			k = next;
-		}
-		if (rc == PS_OK)
-			rc = send_msgs(c);
-		if (rc != PS_OK)
-			break;
-		if (ps_signal_pending()) {
-			PS_WARN("interrupted by signal %d",
-				ps_signal_pending());
-			rc = PS_EINTR;
-			break;
-		}
-		rc = ps_node_recv(&c->node, -1, &msg, &h);
-		if (rc == PS_EAGAIN) {
-			rc = PS_OK;
-			continue;
-		}
-		if (rc == PS_OK)
-			rc = handle(c, msg, &h);
-	}
+	if (rc == PS_OK)
+		rc = drive(c);
 	pthread_mutex_lock(&c->mu);
 	if (rc == PS_ECLOSED && !c->stop)
 		c->state = ST_SHUTDOWN;
@@ -789,16 +917,82 @@ static int enqueue(ps_client *c, cmd *k)
 	else
 		c->head = k;
 	c->tail = k;
+	/* progress is advisory: it goes with the next drive, whoever's */
+	if (k->kind == CMD_PROGRESS && c->driver == DRIVER_NONE)
+		return PS_OK;
 	if (c->comm_alive)
 		ps_node_wake(&c->node);
+	pthread_cond_signal(&c->comm_cv);
 	return PS_OK;
+}
+
+/* The application takes the drive when nobody has it (caller holds mu):
+ * 1, and the commands queued are its to run. */
+static int app_take_drive(ps_client *c, cmd **queued_p)
+{
+	if (c->driver != DRIVER_NONE || c->state != ST_RUNNING ||
+	    !c->comm_alive || c->drive_rc != PS_OK)
+		return 0;
+	c->driver = DRIVER_APP;
+	*queued_p = c->head;
+	c->head = c->tail = NULL;
+	return 1;
+}
+
+/* The application gives the drive back, having ended with rc (called
+ * without mu, returns holding it): the communication thread is woken when
+ * it is needed now, or to end the job. */
+static void app_give_drive(ps_client *c, int rc)
+{
+	int needed = comm_needed(c);
+
+	pthread_mutex_lock(&c->mu);
+	c->driver = DRIVER_NONE;
+	if (rc != PS_OK && rc != PS_ETIMEDOUT && c->drive_rc == PS_OK)
+		c->drive_rc = rc;
+	c->comm_needed = needed;
+	if (needed || c->head || c->drive_rc != PS_OK)
+		pthread_cond_signal(&c->comm_cv);
+}
+
+/* The application drives: the commands queued (and k), the machine's
+ * messages, then (timeout_ms >= -1) one received message. Called with mu
+ * held and the drive taken; returns holding mu, the drive given back. */
+static int app_drive(ps_client *c, cmd *queued, cmd *k, int timeout_ms)
+{
+	int rc;
+
+	if (k) { /* after what was queued before it */
+		cmd **end = &queued;
+		while (*end)
+			end = &(*end)->next;
+		*end = k;
+	}
+	pthread_mutex_unlock(&c->mu);
+	rc = run_commands(c, queued, PS_OK);
+	if (rc == PS_OK)
+		rc = send_msgs(c);
+	if (rc == PS_OK && timeout_ms >= -1)
+		rc = receive_one(c, timeout_ms);
+	app_give_drive(c, rc);
+	return rc;
 }
 
 /* Waits on cv until deadline (ms, monotonic; < 0 none). PS_ETIMEDOUT. */
 static int wait_until(ps_client *c, int64_t deadline_ms)
 {
 	struct timespec ts;
+	cmd *queued;
 
+	if (app_take_drive(c, &queued)) { /* receive what is waited for */
+		int64_t left = deadline_ms < 0 ? -1 : deadline_ms - ps_now_ms();
+		int rc = app_drive(c, queued, NULL,
+				   left < 0 && deadline_ms >= 0 ? 0
+				   : left > INT32_MAX		? INT32_MAX
+								: (int)left);
+		/* an error that ends the job: the state says it soon */
+		return rc == PS_ETIMEDOUT ? PS_ETIMEDOUT : PS_OK;
+	}
 	if (deadline_ms < 0) {
 		pthread_cond_wait(&c->cv, &c->mu);
 		return PS_OK;
@@ -859,16 +1053,21 @@ static void copy_out(ps_client *c, tensor *t)
 	pthread_mutex_lock(&c->mu);
 }
 
-static int tensor_ready(const ps_client *c, const tensor *t, uint64_t version)
+/* Every partition of t is there at `version` or newer (caller holds mu). */
+static int params_ready(const ps_client *c, const tensor *t, uint64_t version)
 {
-	if (t->inflight)
-		return 0;
 	for (uint32_t k = 0; k < t->nparts; k++) {
 		const slot *s = &c->slots[t->first_part + k];
 		if (!s->have || s->version < version || s->pull_pending)
 			return 0;
 	}
 	return 1;
+}
+
+/* ... and its gradient's bytes released by the transport. */
+static int tensor_ready(const ps_client *c, const tensor *t, uint64_t version)
+{
+	return !t->inflight && params_ready(c, t, version);
 }
 
 static int wait_tensor(ps_client *c, tensor *t, uint64_t version,
@@ -880,7 +1079,9 @@ static int wait_tensor(ps_client *c, tensor *t, uint64_t version,
 		if (c->state != ST_RUNNING)
 			return c->state == ST_FAILED ? c->fail_code
 						     : PS_ESTATE;
+		c->wants_release = params_ready(c, t, version);
 		rc = wait_until(c, deadline);
+		c->wants_release = 0;
 	}
 	if (rc == PS_OK)
 		copy_out(c, t);
@@ -910,6 +1111,7 @@ int ps_client_create(const ps_config *cfg, ps_client **client_p)
 		pthread_condattr_init(&attr);
 		pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 		pthread_cond_init(&c->cv, &attr);
+		pthread_cond_init(&c->comm_cv, &attr);
 		pthread_condattr_destroy(&attr);
 	}
 	c->state = ST_CREATED;
@@ -1034,6 +1236,16 @@ int ps_client_push(ps_client *c, uint32_t tensor_id, const float *grad,
 	k->iteration = iteration;
 	(void)priority; /* the job's order decides (ordo.h) */
 	pthread_mutex_lock(&c->mu);
+	{
+		cmd *queued;
+		if (app_take_drive(c, &queued)) { /* sent from here */
+			c->tensors[tensor_id].inflight +=
+				c->tensors[tensor_id].nparts;
+			rc = app_drive(c, queued, k, -2);
+			pthread_mutex_unlock(&c->mu);
+			return rc;
+		}
+	}
 	rc = enqueue(c, k);
 	if (rc == PS_OK)
 		c->tensors[tensor_id].inflight += c->tensors[tensor_id].nparts;
@@ -1134,7 +1346,9 @@ int ps_client_flush(ps_client *c, int timeout_ms)
 				rc = c->fail_code;
 				break;
 			}
+			c->wants_release = 1;
 			rc = wait_until(c, deadline);
+			c->wants_release = 0;
 		}
 	}
 	pthread_mutex_unlock(&c->mu);
@@ -1197,7 +1411,7 @@ int ps_client_finish(ps_client *c, const ps_client_result *result)
 	k->done.bytes_received = c->stats.bytes_received;
 	rc = enqueue(c, k);
 	while (rc == PS_OK && c->state == ST_RUNNING)
-		pthread_cond_wait(&c->cv, &c->mu);
+		wait_until(c, -1);
 	if (rc == PS_OK && c->state == ST_FAILED)
 		rc = c->fail_code;
 	pthread_mutex_unlock(&c->mu);
@@ -1227,6 +1441,7 @@ void ps_client_destroy(ps_client **client_p)
 		c->stop = 1;
 		if (c->comm_alive)
 			ps_node_wake(&c->node);
+		pthread_cond_signal(&c->comm_cv);
 		pthread_mutex_unlock(&c->mu);
 		pthread_join(c->thread, NULL);
 	}
@@ -1254,6 +1469,7 @@ void ps_client_destroy(ps_client **client_p)
 		ps_wproto_foreach_waiting(c->proto, free_waiting, NULL);
 	ps_wproto_destroy(&c->proto);
 	pthread_cond_destroy(&c->cv);
+	pthread_cond_destroy(&c->comm_cv);
 	pthread_mutex_destroy(&c->mu);
 	free(c);
 	*client_p = NULL;

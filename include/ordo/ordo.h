@@ -30,7 +30,11 @@
  * later iteration (or ps_client_flush) has returned.
  *
  * Threads: a ps_client is used by one application thread. It runs one
- * communication thread of its own, which owns the transport.
+ * communication thread of its own, which keeps the heartbeats going and
+ * handles the transport while the application is away from the library;
+ * in synchronous training without a credit window the application's own
+ * push and wait calls send and receive, without a hand-off between
+ * threads (worker/client.c).
  */
 #ifndef ORDO_ORDO_H
 #define ORDO_ORDO_H

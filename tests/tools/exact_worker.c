@@ -30,7 +30,8 @@
  * can act on the running job (fuzz.sh, tune.sh) before it gets past it,
  * however fast the job runs; the communication thread keeps the
  * heartbeats going. A job that stops earlier (ps_client_next_iteration)
- * never waits.
+ * never waits. EXACT_WORKER_HELD=FILE: created when the wait begins (so a
+ * test knows how long the application has been away from the library).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,11 +78,19 @@ static int on_opt(void *ud, const char *name, const char *arg, char *err,
 	return PS_OK;
 }
 
-/* Waits until path exists (or a signal came); path NULL: no wait. */
-static void hold_until(const char *path)
+/* Waits until path exists (or a signal came); path NULL: no wait. Creates
+ * held (when not NULL) first. */
+static void hold_until(const char *path, const char *held)
 {
 	struct timespec tick = {0, 10 * 1000 * 1000};
 
+	if (path && held) {
+		FILE *f = fopen(held, "w");
+		if (!f)
+			PS_ERROR("cannot create %s", held);
+		else
+			fclose(f);
+	}
 	while (path && access(path, F_OK) != 0 && !ps_signal_pending())
 		nanosleep(&tick, NULL);
 }
@@ -178,7 +187,8 @@ int main(int argc, char **argv)
 	t0 = ps_now_ns();
 	for (i = first; rc == PS_OK && ps_client_next_iteration(c, i); i++) {
 		if (i == hold_at)
-			hold_until(getenv("EXACT_WORKER_HOLD"));
+			hold_until(getenv("EXACT_WORKER_HOLD"),
+				   getenv("EXACT_WORKER_HELD"));
 		for (uint32_t k = o.n; k-- > 0 && rc == PS_OK;) {
 			for (uint64_t j = 0; j < o.sizes[k]; j++)
 				grads[k][j] = (float)(workers *
