@@ -549,6 +549,11 @@ static void drop_kept(void *msg, void *ud)
 	ps_msg_free(&m);
 }
 
+void ps_node_stop(ps_node *n, int linger_ms)
+{
+	ps_transport_stop(n->transport, linger_ms);
+}
+
 void ps_node_close(ps_node *n, int linger_ms)
 {
 	ps_signals_set_wake(NULL);

@@ -101,7 +101,11 @@ void ps_node_wake(ps_node *n);
  * for dead. */
 void ps_node_tick(ps_node *n);
 
-/* Closes the transport (flushing for at most linger_ms) and frees. */
+/* Ends the transport's I/O, flushing pending sends for at most linger_ms
+ * (transport.h: registrations may be released after this, before the
+ * close). */
+void ps_node_stop(ps_node *n, int linger_ms);
+/* Stops (when not stopped yet), closes the transport and frees. */
 void ps_node_close(ps_node *n, int linger_ms);
 
 /*

@@ -162,7 +162,15 @@ static int setup_shard(server *s)
 	}
 	PS_INFO("holding %u of %u partitions, %.2f MiB", s->nparts,
 		pl->num_parts, (double)bytes / (1024.0 * 1024.0));
-	return PS_OK;
+	if (bytes == 0)
+		return PS_OK;
+	rc = ps_transport_reg(s->node.transport, s->values_arena, bytes,
+			      PS_MEM_HOST, &s->values_mr);
+	if (rc != PS_OK)
+		PS_ERROR("cannot register the shard's %.2f MiB of values with "
+			 "the transport: %s",
+			 (double)bytes / (1024.0 * 1024.0), ps_strerror(rc));
+	return rc;
 }
 
 static void free_shard(server *s)
@@ -664,7 +672,9 @@ int ps_server_run(const ps_config *cfg)
 			st.sends ? (double)st.gate_ns / (double)st.sends : 0.0);
 	}
 out:
-	ps_node_close(&s.node, status == 0 ? 2000 : 200);
+	ps_node_stop(&s.node, status == 0 ? 2000 : 200);
+	ps_transport_dereg(s.node.transport, &s.values_mr);
+	ps_node_close(&s.node, 0);
 	free_shard(&s);
 	return status;
 }

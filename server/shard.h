@@ -98,6 +98,10 @@ typedef struct server {
 	float *values_arena, *momentum_arena;
 	double *acc_arena;
 	size_t arena_numel;
+	/* the values arena registered with the transport, whence parameters
+	 * are sent (transport/transport.h: copy-on-write copies are not, and
+	 * go through the backend's own memory where it needs registration) */
+	struct ps_mr *values_mr;
 	float *scratch; /* aligned copy of a misaligned payload */
 	size_t scratch_cap;
 	uint64_t bytes_in, bytes_out;

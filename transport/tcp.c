@@ -793,20 +793,42 @@ static int tcp_disconnect(ps_transport *t, ps_peer peer)
 	return PS_OK;
 }
 
-static void tcp_destroy(ps_transport *t, int linger_ms)
+static void tcp_caps(const ps_transport *t, ps_transport_caps *caps)
+{
+	(void)t;
+	caps->max_message = SIZE_MAX; /* no ZMQ_MAXMSGSIZE set */
+	caps->zero_copy_send = 1;     /* zmq_msg_init_data */
+	caps->zero_copy_recv = 1;     /* ZeroMQ's own buffers, lent */
+	caps->needs_registration = 0;
+	caps->recv_lend_max = UINT32_MAX; /* allocated per message */
+}
+
+/* Closes the sockets, flushing pending sends for at most linger_ms, and
+ * ends the context: ZeroMQ has then sent or dropped every message and run
+ * every payload free callback. Received messages stay valid (their frames
+ * are reference-counted apart from the context). */
+static void tcp_stop(ps_transport *t, int linger_ms)
 {
 	tcp_transport *tt = tcp_of(t);
 
 	for (uint32_t i = 0; i < tt->npeers; i++) {
 		close_socket(tt->peers[i].sock, linger_ms);
-		free(tt->peers[i].endpoint);
+		tt->peers[i].sock = NULL;
 	}
-	free(tt->peers);
 	close_socket(tt->router, 0);
-	/* Blocks until lingering messages are sent or dropped; ZeroMQ calls
-	 * the payload free callbacks of dropped ones. */
+	tt->router = NULL;
 	while (zmq_ctx_term(tt->ctx) != 0 && errno == EINTR)
 		;
+	tt->ctx = NULL;
+}
+
+static void tcp_free(ps_transport *t)
+{
+	tcp_transport *tt = tcp_of(t);
+
+	for (uint32_t i = 0; i < tt->npeers; i++)
+		free(tt->peers[i].endpoint);
+	free(tt->peers);
 	close(tt->wake_fd);
 	free(tt);
 }
@@ -820,5 +842,7 @@ const ps_transport_ops psi_tcp_ops = {
     .recv = tcp_recv,
     .wake = tcp_wake,
     .disconnect = tcp_disconnect,
-    .destroy = tcp_destroy,
+    .caps = tcp_caps,
+    .stop = tcp_stop,
+    .free = tcp_free,
 };

@@ -14,6 +14,7 @@
  */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -102,6 +103,8 @@ int ps_transport_listen(ps_transport *t, const char *host, int port,
 		PS_ERROR("transport: listen: invalid argument (port %d)", port);
 		return PS_EINVAL;
 	}
+	if (t->stopped)
+		return PS_ECLOSED;
 	if (!t->ops->listen)
 		return PS_ENOTSUP;
 	return t->ops->listen(t, host, port, advertise_host, endpoint, cap);
@@ -113,6 +116,8 @@ int ps_transport_connect(ps_transport *t, const char *endpoint, ps_peer *peer_p)
 		PS_ERROR("transport: connect: missing argument");
 		return PS_EINVAL;
 	}
+	if (t->stopped)
+		return PS_ECLOSED;
 	if (!t->ops->connect)
 		return PS_ENOTSUP;
 	return t->ops->connect(t, endpoint, peer_p);
@@ -126,6 +131,8 @@ int ps_transport_send(ps_transport *t, ps_peer peer, const void *hdr,
 		PS_ERROR("transport: send: invalid argument");
 		return PS_EINVAL;
 	}
+	if (t->stopped)
+		return PS_ECLOSED;
 	if (!t->ops->send)
 		return PS_ENOTSUP;
 	return t->ops->send(t, peer, hdr, hdr_len, payload, payload_len,
@@ -138,6 +145,8 @@ int ps_transport_recv(ps_transport *t, int timeout_ms, ps_msg **msg_p)
 		PS_ERROR("transport: recv: missing argument");
 		return PS_EINVAL;
 	}
+	if (t->stopped)
+		return PS_ECLOSED;
 	if (!t->ops->recv)
 		return PS_ENOTSUP;
 	return t->ops->recv(t, timeout_ms < 0 ? -1 : timeout_ms, msg_p);
@@ -156,19 +165,120 @@ int ps_transport_disconnect(ps_transport *t, ps_peer peer)
 		PS_ERROR("transport: disconnect: missing transport");
 		return PS_EINVAL;
 	}
+	if (t->stopped)
+		return PS_ECLOSED;
 	if (!t->ops->disconnect)
 		return PS_ENOTSUP;
 	return t->ops->disconnect(t, peer);
+}
+
+void ps_transport_caps_of(const ps_transport *t, ps_transport_caps *caps)
+{
+	if (!caps)
+		return;
+	memset(caps, 0, sizeof(*caps));
+	if (t && t->ops && t->ops->caps)
+		t->ops->caps(t, caps);
+}
+
+int ps_transport_reg(ps_transport *t, void *addr, size_t len,
+		     ps_mem_kind kind, ps_mr **mr_p)
+{
+	ps_mr *mr;
+	int rc;
+
+	if (!t || !t->ops || !addr || len == 0 || !mr_p) {
+		PS_ERROR("transport: reg: invalid argument (%zu bytes at %p)",
+			 len, addr);
+		return PS_EINVAL;
+	}
+	*mr_p = NULL;
+	if (t->stopped)
+		return PS_ECLOSED;
+	if (kind != PS_MEM_HOST && kind != PS_MEM_CUDA) {
+		PS_ERROR("transport: reg: unknown memory kind %d", (int)kind);
+		return PS_EINVAL;
+	}
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return PS_ENOMEM;
+	mr->addr = addr;
+	mr->len = len;
+	mr->kind = kind;
+	rc = t->ops->reg ? t->ops->reg(t, mr)
+	     : kind == PS_MEM_HOST ? PS_OK : PS_ENOTSUP;
+	if (rc != PS_OK) {
+		if (rc == PS_ENOTSUP)
+			PS_ERROR("transport: %s cannot use %s memory",
+				 t->ops->name,
+				 kind == PS_MEM_CUDA ? "CUDA" : "this");
+		free(mr);
+		return rc;
+	}
+	mr->next = t->mrs;
+	t->mrs = mr;
+	*mr_p = mr;
+	return PS_OK;
+}
+
+/* Takes mr out of t's list and lets the backend release it. */
+static void dereg(ps_transport *t, ps_mr *mr)
+{
+	for (ps_mr **p = &t->mrs; *p; p = &(*p)->next)
+		if (*p == mr) {
+			*p = mr->next;
+			break;
+		}
+	if (t->ops->dereg)
+		t->ops->dereg(t, mr);
+	free(mr);
+}
+
+void ps_transport_dereg(ps_transport *t, ps_mr **mr_p)
+{
+	if (!mr_p || !*mr_p)
+		return;
+	ps_mr *mr = *mr_p;
+	*mr_p = NULL;
+	if (t && t->ops)
+		dereg(t, mr);
+}
+
+void ps_transport_stop(ps_transport *t, int linger_ms)
+{
+	if (!t || !t->ops || t->stopped)
+		return;
+	t->stopped = 1;
+	if (t->ops->stop)
+		t->ops->stop(t, linger_ms < 0 ? 0 : linger_ms);
+}
+
+void ps_transport_free(ps_transport **t_p)
+{
+	unsigned left = 0;
+
+	if (!t_p || !*t_p)
+		return;
+	ps_transport *t = *t_p;
+	*t_p = NULL;
+	ps_transport_stop(t, 0); /* nothing when stopped already */
+	while (t->mrs) {
+		dereg(t, t->mrs);
+		left++;
+	}
+	if (left)
+		PS_WARN("transport: %u memory registration(s) still live when "
+			"the transport was freed: released", left);
+	if (t->ops && t->ops->free)
+		t->ops->free(t);
 }
 
 void ps_transport_destroy(ps_transport **t_p, int linger_ms)
 {
 	if (!t_p || !*t_p)
 		return;
-	ps_transport *t = *t_p;
-	*t_p = NULL;
-	if (t->ops && t->ops->destroy)
-		t->ops->destroy(t, linger_ms);
+	ps_transport_stop(*t_p, linger_ms);
+	ps_transport_free(t_p);
 }
 
 void ps_msg_free(ps_msg **msg_p)

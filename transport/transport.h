@@ -16,6 +16,33 @@
  * Backends register an ops table; a missing op is "not supported"
  * (PS_ENOTSUP) through the wrappers below, never a NULL call.
  *
+ * DESIGN (made for registered memory; issue 14). What verbs needs and
+ * ZeroMQ does not, ZeroMQ implements trivially:
+ *  - Capabilities (ps_transport_caps): the largest message, whether
+ *    payloads leave from and arrive in the caller's / the transport's
+ *    memory without a copy, whether memory must be registered for that.
+ *  - Registration (ps_transport_reg/dereg) where buffers are born: a
+ *    payload inside a registered region is sent without a copy where the
+ *    backend needs registration; any other payload is still sent (the
+ *    backend copies it through memory of its own, or registers it in a
+ *    cache): registering is about speed, never about correctness. A
+ *    memory kind says where the bytes live (host now; CUDA later).
+ *  - Received buffers: a received ps_msg may be held as long as the
+ *    receiver likes - the client's slots keep one per partition, a node
+ *    keeps up to 4096 messages that came before its WELCOME - and it stays
+ *    valid after the transport is freed. A backend whose receives land in
+ *    pre-posted buffers lends at most caps.recv_lend_max of them at a
+ *    time and hands out copies beyond that, so holding messages can never
+ *    starve its receives; its buffer pool lives until the last lent
+ *    message is freed.
+ *  - Teardown in two phases (nng's close/free): ps_transport_stop ends all
+ *    I/O - pending sends are flushed for at most linger_ms, then dropped
+ *    (every payload's free callback still runs exactly once), and every
+ *    later send, recv, listen or connect returns PS_ECLOSED instead of
+ *    blocking - and ps_transport_free releases what is left (registrations
+ *    still live are released too, with a warning). ps_transport_destroy is
+ *    both.
+ *
  * DESIGN (threads). A transport belongs to one thread, its owner: every
  * function here except ps_transport_wake() must be called from that thread.
  * ps_transport_wake() may be called from any thread and from a signal
@@ -35,8 +62,37 @@
 typedef struct ps_transport ps_transport;
 typedef uint32_t ps_peer; /* handle returned by connect, per transport */
 
-/* Called once when the transport is done with a payload it was given. */
+/* Called once when the transport is done with a payload it was given
+ * (sent, or dropped at stop: a send that cannot complete makes later sends
+ * to that peer fail, which is how the sender learns of it). */
 typedef void ps_free_fn(void *data, void *hint);
+
+/* Where memory lives. */
+typedef enum ps_mem_kind {
+	PS_MEM_HOST = 0,
+	PS_MEM_CUDA = 1, /* device memory (a later CUDA build) */
+} ps_mem_kind;
+
+/* A registration (ps_transport_reg). Callers treat it as opaque; the
+ * wrappers keep each transport's list, the backend its own data in priv. */
+typedef struct ps_mr {
+	void *addr;
+	size_t len;
+	ps_mem_kind kind;
+	void *priv;          /* the backend's (an ibv_mr...) */
+	struct ps_mr *next;  /* the transport's live registrations */
+} ps_mr;
+
+typedef struct ps_transport_caps {
+	size_t max_message;      /* the largest payload of one send, bytes */
+	int zero_copy_send;      /* payloads leave from the caller's memory */
+	int zero_copy_recv;      /* received payloads are the transport's
+				  * buffers, lent, not copied */
+	int needs_registration;  /* zero-copy only from registered memory */
+	uint32_t recv_lend_max;  /* received buffers lent at a time before
+				  * copies are handed out (UINT32_MAX: no
+				  * limit) */
+} ps_transport_caps;
 
 typedef struct ps_transport_opts {
 	uint64_t id;           /* this node's id, carried as msg->src */
@@ -90,14 +146,25 @@ typedef struct ps_transport_ops {
 	void (*wake)(ps_transport *t);
 	/* Drops the connection to peer (later sends fail with PS_ECLOSED). */
 	int (*disconnect)(ps_transport *t, ps_peer peer);
-	/* Closes sockets (pending sends are flushed for at most linger_ms)
-	 * and frees everything. */
-	void (*destroy)(ps_transport *t, int linger_ms);
+	/* What the backend can do (DESIGN above). */
+	void (*caps)(const ps_transport *t, ps_transport_caps *caps);
+	/* Registers mr->addr, mr->len of memory kind mr->kind, keeping what
+	 * it needs in mr->priv: PS_OK; PS_ENOTSUP for a kind the backend
+	 * cannot use; PS_ENOMEM. NULL: nothing to register (host memory). */
+	int (*reg)(ps_transport *t, ps_mr *mr);
+	void (*dereg)(ps_transport *t, ps_mr *mr);
+	/* Ends all I/O (DESIGN above); the transport stays allocated. The
+	 * wrappers answer PS_ECLOSED for every operation after it. */
+	void (*stop)(ps_transport *t, int linger_ms);
+	/* Frees a stopped transport (its registrations are gone already). */
+	void (*free)(ps_transport *t);
 } ps_transport_ops;
 
-/* Every backend's struct begins with this. */
+/* Every backend's struct begins with this (zeroed but for ops). */
 struct ps_transport {
 	const ps_transport_ops *ops;
+	int stopped;
+	ps_mr *mrs; /* live registrations */
 };
 
 /* The backend registered under name ("tcp"), or NULL. */
@@ -120,7 +187,18 @@ int ps_transport_send(ps_transport *t, ps_peer peer, const void *hdr,
 int ps_transport_recv(ps_transport *t, int timeout_ms, ps_msg **msg_p);
 void ps_transport_wake(ps_transport *t);
 int ps_transport_disconnect(ps_transport *t, ps_peer peer);
-/* Destroys *t_p and sets it to NULL. */
+/* Fills *caps (zeros for a NULL transport). */
+void ps_transport_caps_of(const ps_transport *t, ps_transport_caps *caps);
+int ps_transport_reg(ps_transport *t, void *addr, size_t len,
+		     ps_mem_kind kind, ps_mr **mr_p);
+/* Releases *mr_p (NULL: nothing) and sets it to NULL; allowed after
+ * ps_transport_stop, before ps_transport_free. */
+void ps_transport_dereg(ps_transport *t, ps_mr **mr_p);
+/* Ends all I/O; a second stop does nothing. */
+void ps_transport_stop(ps_transport *t, int linger_ms);
+/* Stops (linger 0) if not stopped, frees *t_p and sets it to NULL. */
+void ps_transport_free(ps_transport **t_p);
+/* ps_transport_stop, then ps_transport_free. */
 void ps_transport_destroy(ps_transport **t_p, int linger_ms);
 
 #endif /* ORDO_TRANSPORT_H */

@@ -110,6 +110,7 @@ typedef struct tensor {
 	int fused;         /* its one partition holds other tensors too */
 	uint64_t part_base; /* fused: its first element in the partition */
 	uint64_t copied_seq; /* fused: the arrival it copied out last */
+	struct ps_mr *mr;    /* values, registered with the transport */
 	ps_msg **detached; /* copy_out's scratch, nparts entries */
 	uint32_t *detached_part;
 } tensor;
@@ -673,6 +674,18 @@ static int setup_after_join(ps_client *c)
 		t->detached_part = calloc(t->nparts, sizeof(*t->detached_part));
 		if (!t->detached || !t->detached_part)
 			return PS_ENOMEM;
+		/* where the tensor's buffer is born for the transport: the
+		 * initial values leave from it (gradients come at push time,
+		 * anywhere: transport/transport.h) */
+		rc = ps_transport_reg(c->node.transport, t->values,
+				      t->numel * sizeof(float), PS_MEM_HOST,
+				      &t->mr);
+		if (rc != PS_OK) {
+			PS_ERROR("cannot register tensor '%s' (%llu elements) "
+				 "with the transport: %s", t->name,
+				 (unsigned long long)t->numel, ps_strerror(rc));
+			return rc;
+		}
 	}
 	c->slots = calloc(pl->num_parts, sizeof(*c->slots));
 	c->stages = calloc(pl->num_parts, sizeof(*c->stages));
@@ -899,7 +912,10 @@ static void *comm_main(void *arg)
 	}
 	free(c->done_body); /* never sent: the job failed */
 	c->done_body = NULL;
-	ps_node_close(&c->node, c->state == ST_SHUTDOWN ? 2000 : 200);
+	ps_node_stop(&c->node, c->state == ST_SHUTDOWN ? 2000 : 200);
+	for (uint32_t i = 0; i < c->ntensors; i++)
+		ps_transport_dereg(c->node.transport, &c->tensors[i].mr);
+	ps_node_close(&c->node, 0);
 	return NULL;
 }
 

@@ -752,7 +752,130 @@ static void test_registry(void **state)
 	ps_msg_free(NULL);
 }
 
-/* ---- 11. garbage (tcp only: raw ZeroMQ peers) --------------------------- */
+/* ---- 11. capabilities and registered memory ---------------------------- */
+
+static void test_caps_and_registration(void **state)
+{
+	char ep[EP_CAP];
+	counter c = {0};
+	ps_transport_caps caps;
+	ps_mr *mr = NULL, *mr2 = NULL;
+	size_t len = 1 << 20;
+	(void)state;
+
+	ps_transport *r = make_listener(0x11, ep);
+	ps_transport *s = make(0x12, PATIENCE_MS, PATIENCE_MS);
+	ps_peer to_r = connect_to(s, ep);
+
+	ps_transport_caps_of(s, &caps);
+	assert_true(caps.max_message >= len);
+	assert_true(caps.recv_lend_max > 0);
+	ps_transport_caps_of(NULL, &caps); /* zeros, no crash */
+	assert_int_equal(caps.max_message, 0);
+
+	/* A payload inside a registered region goes as any other. */
+	unsigned char *arena = malloc(2 * len);
+	assert_non_null(arena);
+	fill(arena, 2 * len, 5);
+	assert_ps(ps_transport_reg(s, arena, 2 * len, PS_MEM_HOST, &mr), PS_OK);
+	assert_non_null(mr);
+	assert_ps(ps_transport_send(s, to_r, "reg", 3, arena + len / 2, len,
+	                            count_free, &c),
+	          PS_OK);
+	ps_msg *m = recv_one(r);
+	assert_int_equal(m->payload_len, len);
+	assert_memory_equal(m->payload, arena + len / 2, len);
+	ps_msg_free(&m);
+	assert_int_equal(wait_calls(&c, 1), 1);
+	ps_transport_dereg(s, &mr);
+	assert_null(mr);
+	ps_transport_dereg(s, &mr); /* NULL: nothing */
+
+	/* Bad registrations; a memory kind this build cannot use. */
+	assert_ps(ps_transport_reg(s, arena, 0, PS_MEM_HOST, &mr), PS_EINVAL);
+	assert_ps(ps_transport_reg(s, NULL, len, PS_MEM_HOST, &mr), PS_EINVAL);
+	assert_ps(ps_transport_reg(s, arena, len, (ps_mem_kind)7, &mr),
+	          PS_EINVAL);
+	assert_ps(ps_transport_reg(s, arena, len, PS_MEM_CUDA, &mr),
+	          PS_ENOTSUP);
+	assert_null(mr);
+
+	/* A registration left live is released at free (ASan: no leak). */
+	assert_ps(ps_transport_reg(r, arena, len, PS_MEM_HOST, &mr2), PS_OK);
+	ps_transport_destroy(&s, 0);
+	ps_transport_destroy(&r, 0);
+	free(arena);
+}
+
+/* ---- 12. teardown in two phases ----------------------------------------- */
+
+static void test_stop_then_free(void **state)
+{
+	char ep[EP_CAP], ep2[EP_CAP];
+	counter c = {0};
+	ps_msg *m = NULL, *held;
+	ps_peer p;
+	(void)state;
+
+	ps_transport *r = make_listener(0x21, ep);
+	ps_transport *s = make(0x22, PATIENCE_MS, PATIENCE_MS);
+	ps_peer to_r = connect_to(s, ep);
+
+	/* a message received before the stop is held past the free */
+	unsigned char *payload = malloc(70000);
+	assert_non_null(payload);
+	fill(payload, 70000, 9);
+	assert_ps(ps_transport_send(s, to_r, "held", 4, payload, 70000,
+	                            count_and_free, &c),
+	          PS_OK);
+	held = recv_one(r);
+
+	/* sent before the stop: flushed within the linger, released once */
+	for (int i = 0; i < 3; i++) {
+		unsigned char *q = malloc(1000);
+		assert_non_null(q);
+		fill(q, 1000, (unsigned)i);
+		assert_ps(ps_transport_send(s, to_r, "x", 1, q, 1000,
+		                            count_and_free, &c),
+		          PS_OK);
+	}
+	ps_transport_stop(s, PATIENCE_MS);
+	assert_int_equal(atomic_load(&c.calls), 4); /* stop waited for them */
+	ps_transport_stop(s, 0);                    /* twice: nothing */
+
+	/* after the stop every operation says so, and none blocks */
+	assert_ps(ps_transport_send(s, to_r, "y", 1, NULL, 0, NULL, NULL),
+	          PS_ECLOSED);
+	assert_ps(ps_transport_recv(s, -1, &m), PS_ECLOSED);
+	assert_ps(ps_transport_connect(s, ep, &p), PS_ECLOSED);
+	assert_ps(ps_transport_listen(s, host, 0, NULL, ep2, EP_CAP),
+	          PS_ECLOSED);
+	assert_ps(ps_transport_disconnect(s, to_r), PS_ECLOSED);
+	{
+		ps_mr *mr = NULL;
+		assert_ps(ps_transport_reg(s, payload, 1, PS_MEM_HOST, &mr),
+		          PS_ECLOSED);
+	}
+	ps_transport_wake(s); /* still safe */
+	ps_transport_free(&s);
+	assert_null(s);
+	ps_transport_free(&s); /* NULL: nothing */
+
+	/* the receiver's three messages, then its own stop and free */
+	for (int i = 0; i < 3; i++) {
+		m = recv_one(r);
+		assert_true(check(m->payload, 1000, (unsigned)i));
+		ps_msg_free(&m);
+	}
+	ps_transport_stop(r, 0);
+	assert_ps(ps_transport_recv(r, 0, &m), PS_ECLOSED);
+	ps_transport_free(&r);
+	assert_int_equal(held->payload_len, 70000);
+	assert_true(check(held->payload, 70000, 9));
+	ps_msg_free(&held);
+}
+
+/* ---- 13. garbage (tcp only: raw ZeroMQ peers) --------------------------- */
 
 static void *raw_dealer(void *ctx, const char *ep, const void *rid,
                         size_t rid_len)
@@ -882,7 +1005,8 @@ int main(int argc, char **argv)
 	    T(test_exchange),    T(test_header_only), T(test_large_payload),
 	    T(test_many_small),  T(test_peer_gone),   T(test_connect_refused),
 	    T(test_port_in_use), T(test_wake),        T(test_recv_timeout),
-	    T(test_registry),    T(test_garbage),
+	    T(test_registry),    T(test_caps_and_registration),
+	    T(test_stop_then_free), T(test_garbage),
 #undef T
 	};
 	ps_transport_opts o = {.id = 1,
