@@ -14,3 +14,28 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 cd build-asan
 ctest --output-on-failure -j"$(nproc)" "$@"
+
+# ThreadSanitizer over the tests that run our threads together: the client
+# library's application and communication threads and ZeroMQ's I/O threads
+# (payload release callbacks) in every job, the transport's wake-ups, the
+# node's join. A report makes its process exit 66 and the test fail.
+cd ..
+cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPS_SANITIZE=thread \
+	-DPS_BUILD_BENCH=OFF >/dev/null
+cmake --build build-tsan -j"$(nproc)"
+(cd build-tsan &&
+	TSAN_OPTIONS="halt_on_error=1 exitcode=66 report_signal_unsafe=0 suppressions=$PWD/../tests/tsan.supp" \
+	ctest --output-on-failure -j"$(nproc)" -R \
+	'^(test_node|transport_conformance_tcp|exact_w[124]|equivalence|async_mode|fuzz_running_job|worker_killed|idle_worker|interrupt|checkpoint|recovery|tune|replay)$')
+
+# The RDMA tests (tests/rdma/README.md): a build with PS_WITH_RDMA=ON and
+# `ctest -L rdma`, whose rdma_vm test runs scripts/rdma-vm/rdma-vm.sh setup
+# (as root on a fresh machine it installs QEMU and unpacks Debian's kernel,
+# ~1 min once) and boots one Soft-RoCE VM for the in-VM tests (~20-40 s).
+# Only the RDMA targets are built. ASan + UBSan work inside the VM (the
+# guest runs the host's binaries and libraries), so this build uses them
+# too. Where the VM cannot be had, rdma_vm is skipped and says why.
+cmake -S . -B build-rdma -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPS_SANITIZE=ON \
+	-DPS_WITH_RDMA=ON >/dev/null
+cmake --build build-rdma --target ordo_rdma_tests -j"$(nproc)"
+(cd build-rdma && ctest -L rdma --output-on-failure)

@@ -69,6 +69,21 @@
 #include "common/log.h"
 #include "transport/transport.h"
 
+/* ThreadSanitizer cannot see libzmq's own synchronisation (the library is
+ * not instrumented): a payload handed to ZeroMQ on the owner thread and
+ * released by its I/O thread is ordered by ZeroMQ's queues, and these
+ * annotations say so (tests/tsan.supp ignores what happens inside
+ * libzmq). Nothing without -fsanitize=thread. */
+#if defined(__SANITIZE_THREAD__)
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+#define TSAN_RELEASE(p) __tsan_release(p)
+#define TSAN_ACQUIRE(p) __tsan_acquire(p)
+#else
+#define TSAN_RELEASE(p) ((void)(p))
+#define TSAN_ACQUIRE(p) ((void)(p))
+#endif
+
 /* The transport sits below runtime/ (docs/architecture.md): its own read
  * of the monotonic clock, for receive deadlines. */
 static int64_t mono_ms(void)
@@ -506,6 +521,7 @@ free_ep:
 static void payload_done(void *data, void *hint)
 {
 	payload_ref *ref = hint;
+	TSAN_ACQUIRE(ref); /* handed over in tcp_send */
 	if (!ref->cancelled)
 		ref->fn(data, ref->hint);
 	free(ref);
@@ -588,6 +604,8 @@ static int tcp_send(ps_transport *t, ps_peer peer, const void *hdr,
 		goto cancel_payload;
 	}
 	if (with_payload) {
+		/* the payload and its ref go to the I/O thread */
+		TSAN_RELEASE(ref);
 		if (zmq_msg_send(&pmsg, p->sock, 0) < 0) {
 			rc = send_error(tt, p, errno);
 			goto cancel_payload;
