@@ -73,6 +73,8 @@ static const char *const sections[] = {
 
 static const char *const transport_names[] = {
     [PS_TRANSPORT_TCP] = "tcp", [PS_TRANSPORT_RDMA] = "rdma", NULL};
+static const char *const rdma_poll_names[] = {
+    [PS_RDMA_POLL_EVENT] = "event", [PS_RDMA_POLL_BUSY] = "busy", NULL};
 static const char *const model_names[] = {
     [PS_MODEL_SOFTMAX] = "softmax", [PS_MODEL_MLP] = "mlp", NULL};
 static const char *const worker_mode_names[] = {
@@ -200,6 +202,19 @@ static const option options[] = {
     INT(transport, io_threads, "1", 1, 64,
         "I/O threads per process for the transport (ZeroMQ context "
         "threads)."),
+    STRING(transport, rdma_device, "",
+           "rdma: the RDMA device (e.g. mlx5_0, rxe0); empty means the "
+           "device whose RoCE v2 GID carries this node's address "
+           "(cluster.advertise_host, else bind_host). ps-rdma-devices "
+           "lists the devices, ports and GIDs."),
+    INT(transport, rdma_gid_index, "-1", -1, 255,
+        "rdma: the GID table index the queue pairs use; -1 means the "
+        "RoCE v2 GID ::ffff:ADDR of this node's IPv4 address. Set it for "
+        "InfiniBand or RoCE v1."),
+    ENUM(transport, rdma_poll, "event", rdma_poll_names,
+         "rdma: how completions are waited for: event (a completion "
+         "channel in the receive loop, no core spinning) or busy "
+         "(polling: lower latency, one core per process at 100%)."),
 
     /* [model] */
     ENUM(model, name, "mlp", model_names,

@@ -25,6 +25,7 @@
 #define PS_CFG_STR 256
 
 typedef enum { PS_TRANSPORT_TCP = 0, PS_TRANSPORT_RDMA = 1 } ps_transport_type;
+typedef enum { PS_RDMA_POLL_EVENT = 0, PS_RDMA_POLL_BUSY = 1 } ps_rdma_poll;
 typedef enum { PS_MODE_SYNC = 0, PS_MODE_ASYNC = 1 } ps_train_mode;
 typedef enum { PS_MODEL_SOFTMAX = 0, PS_MODEL_MLP = 1 } ps_model_kind;
 typedef enum { PS_PLACE_BALANCED = 0, PS_PLACE_ROUND_ROBIN = 1 } ps_place_strategy;
@@ -65,6 +66,9 @@ struct ps_config {
 		int type; /* ps_transport_type */
 		int send_timeout_ms;
 		int io_threads;
+		char rdma_device[PS_CFG_STR]; /* "" = automatic */
+		int rdma_gid_index;           /* -1 = automatic */
+		int rdma_poll;                /* ps_rdma_poll */
 	} transport;
 	struct {
 		int name; /* ps_model_kind */

@@ -298,9 +298,21 @@ int ps_job_transport_create(const ps_config *cfg, uint64_t *id_p,
 		.send_timeout_ms = ps_send_timeout_ms(cfg),
 		.connect_timeout_ms = cfg->cluster.connect_timeout_ms,
 		.io_threads = cfg->transport.io_threads,
+		.rdma_gid_index = cfg->transport.rdma_gid_index,
+		.rdma_busy_poll = cfg->transport.rdma_poll == PS_RDMA_POLL_BUSY,
 	};
-	int rc = ps_transport_create(tname, &opts, t_p);
+	int rc;
 
+	if (strlen(cfg->transport.rdma_device) >= sizeof(opts.rdma_device)) {
+		PS_ERROR("transport.rdma_device \"%s\" is longer than an RDMA "
+			 "device name can be (%zu characters)",
+			 cfg->transport.rdma_device,
+			 sizeof(opts.rdma_device) - 1);
+		return PS_EINVAL;
+	}
+	memcpy(opts.rdma_device, cfg->transport.rdma_device,
+	       strlen(cfg->transport.rdma_device) + 1);
+	rc = ps_transport_create(tname, &opts, t_p);
 	if (rc != PS_OK) {
 		PS_ERROR("cannot create the %s transport: %s", tname,
 			 ps_strerror(rc));

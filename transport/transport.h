@@ -99,6 +99,10 @@ typedef struct ps_transport_opts {
 	int send_timeout_ms;   /* a send blocked this long fails (ETIMEDOUT) */
 	int connect_timeout_ms;/* ps_transport_connect() gives up after this */
 	int io_threads;        /* backend threads (ZeroMQ I/O threads) */
+	/* rdma (transport/rdma_device.h): "" and -1 are automatic */
+	char rdma_device[64];
+	int rdma_gid_index;
+	int rdma_busy_poll;    /* poll completions instead of waiting */
 } ps_transport_opts;
 
 /* A received message. Owned by the caller of recv; free with

@@ -527,6 +527,12 @@ static void test_set_errors(void **state)
 	                 "9223372036854775807]");
 	expect_set_error("train.iterations", " 5",
 	                 "--set: train.iterations: ' 5' is not an integer");
+	expect_set_error("transport.rdma_gid_index", "-2",
+	                 "--set: transport.rdma_gid_index: '-2' is out of "
+	                 "range [-1, 255]");
+	expect_set_error("transport.rdma_poll", "spin",
+	                 "--set: transport.rdma_poll: 'spin' is not one of: "
+	                 "event, busy");
 }
 
 /* ---- environment and precedence --------------------------------------- */
@@ -833,6 +839,9 @@ static void test_reference(void **state)
 	                                   "type",
 	                                   "send_timeout_ms",
 	                                   "io_threads",
+	                                   "rdma_device",
+	                                   "rdma_gid_index",
+	                                   "rdma_poll",
 	                                   "name",
 	                                   "input_dim",
 	                                   "hidden",
