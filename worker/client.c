@@ -46,8 +46,9 @@
  * (a wake-up of a thread on another CPU costs ~22 us on the VMs here; the
  * two per iteration were a tenth of a 1 MiB round trip,
  * docs/benchmarks.md). What arrives while the application computes waits
- * in the transport until its next wait (its receive stamp too), or the
- * next heartbeat. While the communication thread drives, the application
+ * in the transport until its next look - ps_client_try takes everything
+ * that has arrived, a wait what it waits for - (its receive stamp too),
+ * or the next heartbeat. While the communication thread drives, the application
  * queues commands and waits on `cv` as before. The application's drive
  * never closes the node: an error that ends the job (`drive_rc`) goes to
  * the communication thread, which ends it as it would its own.
@@ -972,8 +973,11 @@ static void app_give_drive(ps_client *c, int rc)
 }
 
 /* The application drives: the commands queued (and k), the machine's
- * messages, then (timeout_ms >= -1) one received message. Called with mu
- * held and the drive taken; returns holding mu, the drive given back. */
+ * messages, then (timeout_ms >= -1) one received message, or
+ * (APP_DRAIN) every message that has arrived. Called with mu held and the
+ * drive taken; returns holding mu, the drive given back. */
+#define APP_NO_RECV (-2)
+#define APP_DRAIN (-3)
 static int app_drive(ps_client *c, cmd *queued, cmd *k, int timeout_ms)
 {
 	int rc;
@@ -990,6 +994,10 @@ static int app_drive(ps_client *c, cmd *queued, cmd *k, int timeout_ms)
 		rc = send_msgs(c);
 	if (rc == PS_OK && timeout_ms >= -1)
 		rc = receive_one(c, timeout_ms);
+	while (rc == PS_OK && timeout_ms == APP_DRAIN)
+		rc = receive_one(c, 0);
+	if (timeout_ms == APP_DRAIN && rc == PS_ETIMEDOUT)
+		rc = PS_OK; /* all there was */
 	app_give_drive(c, rc);
 	return rc;
 }
@@ -1257,7 +1265,7 @@ int ps_client_push(ps_client *c, uint32_t tensor_id, const float *grad,
 		if (app_take_drive(c, &queued)) { /* sent from here */
 			c->tensors[tensor_id].inflight +=
 				c->tensors[tensor_id].nparts;
-			rc = app_drive(c, queued, k, -2);
+			rc = app_drive(c, queued, k, APP_NO_RECV);
 			pthread_mutex_unlock(&c->mu);
 			return rc;
 		}
@@ -1290,6 +1298,12 @@ int ps_client_try(ps_client *c, uint32_t tensor_id, uint64_t version)
 	if (!c || tensor_id >= c->ntensors)
 		return PS_EINVAL;
 	pthread_mutex_lock(&c->mu);
+	{ /* what has arrived counts, even while nobody drove */
+		cmd *queued;
+		if (!tensor_ready(c, &c->tensors[tensor_id], version) &&
+		    app_take_drive(c, &queued))
+			app_drive(c, queued, NULL, APP_DRAIN);
+	}
 	if (c->state != ST_RUNNING)
 		rc = c->state == ST_FAILED ? c->fail_code : PS_ESTATE;
 	else if (!tensor_ready(c, &c->tensors[tensor_id], version))
