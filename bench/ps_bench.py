@@ -2368,9 +2368,10 @@ def rdma_absent_reason():
     devs = sorted(os.listdir(d)) if os.path.isdir(d) else []
     if not devs:
         return "not run: no RDMA device found (/sys/class/infiniband " \
-            "empty or absent); the RDMA transport is not written yet either"
-    return "not run: RDMA device(s) %s present, but the RDMA transport is " \
-        "not written yet (transport.type = rdma is reserved)" % \
+            "empty or absent)"
+    return "not run: RDMA device(s) %s present, but ps-bench's emulated " \
+        "hosts (network namespaces shaped with tc) carry TCP only; " \
+        "transport.type = rdma runs across real hosts (README)" % \
         ", ".join(devs)
 
 

@@ -192,9 +192,9 @@ static const option options[] = {
 
     /* [transport] */
     ENUM(transport, type, "tcp", transport_names,
-         "Transport between nodes: tcp (ZeroMQ over TCP). rdma is "
-         "reserved for the verbs transport, which this version does not "
-         "build."),
+         "Transport between nodes: tcp (ZeroMQ over TCP), or rdma (verbs "
+         "over RC queue pairs, set up with rdma_cm; in builds configured "
+         "with -DPS_WITH_RDMA=ON)."),
     INT(transport, send_timeout_ms, "10000", 10, 3600000,
         "A send to a disconnected peer fails after this many "
         "milliseconds, or after cluster.heartbeat_interval_ms if that is "
@@ -209,8 +209,9 @@ static const option options[] = {
            "lists the devices, ports and GIDs."),
     INT(transport, rdma_gid_index, "-1", -1, 255,
         "rdma: the GID table index the queue pairs use; -1 means the "
-        "RoCE v2 GID ::ffff:ADDR of this node's IPv4 address. Set it for "
-        "InfiniBand or RoCE v1."),
+        "RoCE v2 GID ::ffff:ADDR of this node's IPv4 address, the only "
+        "choice this version supports (an index, for InfiniBand or RoCE "
+        "v1, is refused with a message)."),
     ENUM(transport, rdma_poll, "event", rdma_poll_names,
          "rdma: how completions are waited for: event (a completion "
          "channel in the receive loop, no core spinning) or busy "
@@ -1254,11 +1255,19 @@ int ps_config_validate(const ps_config *cfg, char *err, size_t errlen)
 		if (rc != PS_OK)
 			return rc;
 	}
+#ifndef PS_WITH_RDMA
 	if (cfg->transport.type == PS_TRANSPORT_RDMA)
 		return errf(err, errlen,
-		            "transport.type: 'rdma' is not built in this "
-		            "version (the RDMA transport is not written yet); "
-		            "allowed: tcp");
+		            "transport.type: 'rdma' is not in this build "
+		            "(configure with -DPS_WITH_RDMA=ON, which needs "
+		            "rdma-core); allowed: tcp");
+#endif
+	if (cfg->transport.rdma_gid_index != -1)
+		return errf(err, errlen,
+		            "transport.rdma_gid_index = %d: choosing the GID "
+		            "by index is not supported yet (rdma_cm uses the "
+		            "RoCE v2 GID of the node's address); leave it at "
+		            "-1", cfg->transport.rdma_gid_index);
 	if ((int64_t)cfg->cluster.heartbeat_timeout_ms <=
 	    2 * (int64_t)cfg->cluster.heartbeat_interval_ms)
 		return errf(err, errlen,

@@ -681,10 +681,19 @@ static void test_validate(void **state)
 	                     "multiple of 4 bytes (whole float32 elements)");
 
 	ps_config_defaults(&cfg);
+	cfg.transport.rdma_gid_index = 3;
+	expect_invalid(&cfg, "transport.rdma_gid_index = 3: choosing the GID "
+	                     "by index is not supported yet (rdma_cm uses the "
+	                     "RoCE v2 GID of the node's address); leave it at "
+	                     "-1");
+
+#ifndef PS_WITH_RDMA
+	ps_config_defaults(&cfg);
 	cfg.transport.type = PS_TRANSPORT_RDMA;
-	expect_invalid(&cfg, "transport.type: 'rdma' is not built in this "
-	                     "version (the RDMA transport is not written "
-	                     "yet); allowed: tcp");
+	expect_invalid(&cfg, "transport.type: 'rdma' is not in this build "
+	                     "(configure with -DPS_WITH_RDMA=ON, which needs "
+	                     "rdma-core); allowed: tcp");
+#endif
 
 	ps_config_defaults(&cfg);
 	cfg.train.batch = 64;
