@@ -2,7 +2,12 @@
  * bench/goodput.c - push+pull goodput of ordo against plain ZeroMQ.
  *
  *   bench_goodput [--sizes 64K,1M,16M,64M] [--bytes 512M] [--layouts 1x1,2x2]
- *                 [--rounds N] [--trace DIR]
+ *                 [--rounds N] [--trace DIR] [--set SECTION.KEY=VALUE ...]
+ *
+ * --set applies to the ordo jobs (after the benchmark's own settings), e.g.
+ * --set transport.type=rdma --set cluster.bind_host=192.0.2.1 --set
+ * cluster.scheduler_host=192.0.2.1 for the verbs transport
+ * (bench/rdma_goodput.sh); the plain-ZeroMQ side stays on loopback TCP.
  *
  * For each partition size P and layout W workers x S servers, on loopback:
  *  - ordo: a real job (scheduler, S servers, W workers; each a process) in
@@ -42,6 +47,37 @@
 #define MAX_SIZES 16
 
 static const char *trace_dir; /* --trace: the ordo jobs' output.dir root */
+/* --set SECTION.KEY=VALUE: applied to every ordo job's config last (e.g.
+ * transport.type=rdma with the hosts on an RDMA device) */
+static const char *sets[32];
+static int nsets;
+
+/* Applies the --set arguments to cfg: PS_OK, or PS_ECONFIG with the
+ * reason printed. */
+static int apply_sets(ps_config *cfg)
+{
+	char err[512];
+
+	for (int i = 0; i < nsets; i++) {
+		char key[128];
+		const char *eq = strchr(sets[i], '=');
+		size_t klen = eq ? (size_t)(eq - sets[i]) : 0;
+
+		if (!eq || klen == 0 || klen >= sizeof(key)) {
+			fprintf(stderr, "bench_goodput: --set %s: want "
+				"SECTION.KEY=VALUE\n", sets[i]);
+			return PS_ECONFIG;
+		}
+		memcpy(key, sets[i], klen);
+		key[klen] = '\0';
+		if (ps_config_set_kv(cfg, key, eq + 1, "--set", err,
+				     sizeof(err)) != PS_OK) {
+			fprintf(stderr, "bench_goodput: %s\n", err);
+			return PS_ECONFIG;
+		}
+	}
+	return PS_OK;
+}
 
 static uint64_t parse_size(const char *s)
 {
@@ -180,6 +216,8 @@ static double bench_ordo(uint64_t psize, int W, int S, int iterations)
 	j.cfg.train.lr = 0.0;
 	j.cfg.train.momentum = 0.0;
 	j.cfg.log.level = PS_LOG_WARN;
+	if (apply_sets(&j.cfg) != PS_OK)
+		return 0;
 	if (trace_dir) {
 		snprintf(j.cfg.output.dir, sizeof(j.cfg.output.dir),
 			 "%s/%lluK-%dx%d", trace_dir,
@@ -372,7 +410,7 @@ static int usage(FILE *f)
 {
 	fprintf(f, "usage: bench_goodput [--sizes 64K,1M,...] "
 		   "[--layouts 1x1,2x2] [--bytes 512M] [--rounds N] "
-		   "[--trace DIR]\n");
+		   "[--trace DIR] [--set SECTION.KEY=VALUE ...]\n");
 	return f == stdout ? 0 : 2;
 }
 
@@ -433,7 +471,18 @@ int main(int argc, char **argv)
 			rounds = (int)n;
 		} else if (!strcmp(argv[i], "--trace") && i + 1 < argc)
 			trace_dir = argv[++i];
-		else
+		else if (!strcmp(argv[i], "--set") && i + 1 < argc) {
+			ps_config probe;
+			if (nsets == (int)(sizeof(sets) / sizeof(sets[0]))) {
+				fprintf(stderr, "bench_goodput: at most %zu "
+					"--set\n", sizeof(sets) / sizeof(sets[0]));
+				return 2;
+			}
+			sets[nsets++] = argv[++i];
+			ps_config_defaults(&probe);
+			if (apply_sets(&probe) != PS_OK)
+				return 2;
+		} else
 			return usage(strcmp(argv[i], "--help") ? stderr
 							       : stdout);
 	}

@@ -20,7 +20,7 @@ grep -q "^| update | [0-9]" "$WORK/ph.log" || fail "no update step: $(cat "$WORK
 pass "bench_goodput: a row per layout; --trace and goodput_phases.py work"
 
 for bad in "--sizes fast" "--sizes 6" "--layouts 2y2" "--layouts 0x1" \
-	"--rounds 0" "--bytes 0" "--nosuch"; do
+	"--rounds 0" "--bytes 0" "--nosuch" "--set nosuch.key=1" "--set train.lr"; do
 	"$BENCH" $bad >"$WORK/bad.out.log" 2>"$WORK/bad.err.log"
 	rc=$?
 	[ $rc -eq 2 ] || fail "bench_goodput $bad exited $rc, expected 2"
@@ -28,3 +28,13 @@ for bad in "--sizes fast" "--sizes 6" "--layouts 2y2" "--layouts 0x1" \
 		fail "bench_goodput $bad: no message"
 done
 pass "bad arguments exit 2 with a message"
+# --set reaches the ordo jobs: a heartbeat timeout below twice the
+# benchmark's interval makes the job's config invalid, so the run fails.
+timeout --kill-after=10 300 "$BENCH" --sizes 64K --layouts 1x1 --bytes 1M \
+	--set cluster.connect_timeout_ms=1000 \
+	--set cluster.heartbeat_timeout_ms=100 \
+	>"$WORK/set.out.log" 2>"$WORK/set.err.log"
+rc=$?
+[ $rc -eq 1 ] || fail "bench_goodput with an invalid --set exited $rc, expected 1"
+grep -q "failed" "$WORK/set.out.log" || fail "no failed row: $(cat "$WORK/set.out.log")"
+pass "--set applies to the ordo jobs"
