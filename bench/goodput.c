@@ -58,24 +58,11 @@ static int apply_sets(ps_config *cfg)
 {
 	char err[512];
 
-	for (int i = 0; i < nsets; i++) {
-		char key[128];
-		const char *eq = strchr(sets[i], '=');
-		size_t klen = eq ? (size_t)(eq - sets[i]) : 0;
-
-		if (!eq || klen == 0 || klen >= sizeof(key)) {
-			fprintf(stderr, "bench_goodput: --set %s: want "
-				"SECTION.KEY=VALUE\n", sets[i]);
+	for (int i = 0; i < nsets; i++)
+		if (ps_config_set(cfg, sets[i], err, sizeof(err)) != PS_OK) {
+			fprintf(stderr, "bench_goodput: --%s\n", err);
 			return PS_ECONFIG;
 		}
-		memcpy(key, sets[i], klen);
-		key[klen] = '\0';
-		if (ps_config_set_kv(cfg, key, eq + 1, "--set", err,
-				     sizeof(err)) != PS_OK) {
-			fprintf(stderr, "bench_goodput: %s\n", err);
-			return PS_ECONFIG;
-		}
-	}
 	return PS_OK;
 }
 

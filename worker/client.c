@@ -836,15 +836,18 @@ static void park(ps_client *c)
  * it (PS_ECLOSED: SHUTDOWN, or the client stops). */
 static int drive(ps_client *c)
 {
-	int rc = PS_OK, idle = 0;
+	int rc = PS_OK, idle = 0, was_needed = -1;
 
 	while (rc == PS_OK) {
 		int needed;
 		cmd *k;
 
 		pthread_mutex_lock(&c->mu);
-		if (idle)
+		if (idle) { /* only when not needed: say so (the application
+			     * may have said otherwise since) */
+			c->comm_needed = was_needed = 0;
 			park(c);
+		}
 		k = c->head;
 		c->head = c->tail = NULL;
 		rc = c->stop ? PS_ECLOSED : c->drive_rc;
@@ -855,9 +858,12 @@ static int drive(ps_client *c)
 		if (rc != PS_OK)
 			break;
 		needed = comm_needed(c);
-		pthread_mutex_lock(&c->mu);
-		c->comm_needed = needed;
-		pthread_mutex_unlock(&c->mu);
+		if (needed != was_needed) { /* rarely changes: no lock else */
+			pthread_mutex_lock(&c->mu);
+			c->comm_needed = needed;
+			pthread_mutex_unlock(&c->mu);
+			was_needed = needed;
+		}
 		/* not needed: what came, then parked */
 		rc = receive_one(c, needed ? -1 : 0);
 		idle = rc == PS_ETIMEDOUT;
