@@ -51,71 +51,8 @@ for model in vgg16 inception_v3; do
 		baseline) continue ;;
 		*) gate=priority ;;
 		esac
-		python3 - "$out" "$gate" <<'PY' || fail "$model $p: transfers released out of order"
-import csv, json, sys
-out, gate = sys.argv[1], sys.argv[2]
-prio = {int(r["tensor"]): int(r["priority"]) for r in csv.DictReader(open(out + "/order.csv"))}
-ev = json.load(open(out + "/timeline.json"))
-lanes = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev if e.get("ph") == "M" and e["name"] == "thread_name"}
-parts = list(csv.DictReader(open(out + "/placement.csv")))
-server_of = {int(r["partition"]): int(r["server"]) for r in parts}
-# a fused partition is as urgent as its most urgent tensor
-part_prio = {int(r["partition"]): min(prio[t] for t in range(int(r["tensor"]), int(r["tensor"]) + int(r["ntensors"]))) for r in parts}
-
-def lane_events(name):
-    return [e for e in ev if e.get("ph") == "X" and lanes[(e["pid"], e["tid"])] == name]
-
-def check_counter(events, receiver):
-    # strict order per (sender, receiver, iteration)
-    seqs = {}
-    for e in events:
-        key = (e["pid"], receiver(e), e["args"]["iteration"])
-        seqs.setdefault(key, []).append((e["args"]["sent_us"], part_prio[e["args"]["partition"]]))
-    for key, s in seqs.items():
-        s.sort()
-        order = [p for _, p in s]
-        assert order == sorted(order), (key, order[:20])
-    return f"{len(seqs)} (sender, receiver, iteration) sequences in order"
-
-def check_priority(events):
-    # work-conserving priority: when a sender released a transfer, nothing
-    # already waiting in its gate (ready before the previous release) had a
-    # strictly better priority. Suffix minima over ready times (Fenwick).
-    import bisect
-    checked = 0
-    for pid in {e["pid"] for e in events}:
-        # sent times have microsecond resolution: releases in the same
-        # microsecond are taken in priority order (the order the gate
-        # released them in)
-        s = sorted((e["args"]["sent_us"], part_prio[e["args"]["partition"]], e["args"]["ready_us"]) for e in events if e["pid"] == pid)
-        s = [(t, r, p) for t, p, r in s]
-        readys = sorted({r for _, r, _ in s})
-        n, INF = len(readys), float("inf")
-        tree = [INF] * (n + 1)
-        # A transfer counts as waiting at the previous release only if it
-        # was ready in an earlier microsecond: one that became ready in the
-        # same microsecond as that release may have entered the gate just
-        # after it (a flake of the clock's resolution, not of the gate).
-        for k in range(len(s) - 1, 0, -1):
-            i, best = bisect.bisect_left(readys, s[k - 1][0]), INF
-            while i > 0:
-                best, i = min(best, tree[i]), i - (i & -i)
-            assert best >= s[k][2], (pid, k, s[k][2], best)
-            checked += 1
-            i = bisect.bisect_left(readys, s[k][1]) + 1
-            while i <= n:
-                tree[i], i = min(tree[i], s[k][2]), i + (i & -i)
-    return f"{checked} releases checked against everything waiting"
-
-sends, pushes = lane_events("send"), lane_events("push")
-assert sends and pushes, "no transfers in the timeline"
-if gate == "counter":
-    print("parameter sends:", check_counter(sends, lambda e: e["name"]))
-    print("gradient pushes:", check_counter(pushes, lambda e: server_of[e["args"]["partition"]]))
-else:
-    print("parameter sends:", check_priority(sends))
-    print("gradient pushes:", check_priority(pushes))
-PY
+		python3 "$SRC/tests/tools/release_order.py" "$out" "$gate" ||
+			fail "$model $p: transfers released out of order"
 	done
 done
 pass "VGG16 and Inception-v3 replayed with every preset; release orders held"

@@ -40,12 +40,12 @@ fi
 out=$(mktemp)
 trap 'rm -f "$setup_log" "$out"' EXIT
 rc=0
-(cd "$build" && bash "$vm" run -t 600 -- \
+(cd "$build" && bash "$vm" run -t 1200 -- \
 	ctest --test-dir "$build" -L rxe_guest --output-on-failure) >"$out" 2>&1 || rc=$?
 cat "$out"
 if [ $rc -ne 0 ]; then
 	case $rc in
-	124) echo "FAIL: the guest tests ran past 600 s" ;;
+	124) echo "FAIL: the guest tests ran past 1200 s" ;;
 	125) echo "FAIL: the VM gave no result (console tail above)" ;;
 	*) echo "FAIL: the guest's ctest exited $rc" ;;
 	esac
