@@ -6,3 +6,4 @@ set(PS_SANITIZE OFF CACHE STRING
 set_property(CACHE PS_SANITIZE PROPERTY STRINGS OFF ON address thread)
 option(PS_BUILD_TESTS "Build the test suite (needs cmocka)" ON)
 option(PS_BUILD_BENCH "Build the benchmarks under bench/" ON)
+option(PS_FUZZ "Build the libFuzzer harnesses under tests/fuzz (needs clang: CC=clang)" OFF)

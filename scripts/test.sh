@@ -28,6 +28,15 @@ cmake --build build-tsan -j"$(nproc)"
 	ctest --output-on-failure -j"$(nproc)" -R \
 	'^(test_node|transport_conformance_tcp|exact_w[124]|equivalence|async_mode|fuzz_running_job|worker_killed|idle_worker|interrupt|checkpoint|recovery|tune|replay)$')
 
+# The libFuzzer harnesses (tests/fuzz/README.md), built with clang, ASan and
+# UBSan: each replays its regression inputs, then runs a fixed number of
+# executions from its committed seed corpus (bench/fuzz_long.sh runs
+# millions). Only the harnesses are built.
+CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPS_FUZZ=ON \
+	-DPS_SANITIZE=ON -DPS_BUILD_BENCH=OFF >/dev/null
+cmake --build build-fuzz --target ordo_fuzz -j"$(nproc)"
+(cd build-fuzz && ctest -L fuzz --output-on-failure -j"$(nproc)")
+
 # The RDMA tests (tests/rdma/README.md): a build with PS_WITH_RDMA=ON and
 # `ctest -L rdma`, whose rdma_vm test runs scripts/rdma-vm/rdma-vm.sh setup
 # (as root on a fresh machine it installs QEMU and unpacks Debian's kernel,
