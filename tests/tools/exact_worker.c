@@ -32,6 +32,9 @@
  * heartbeats going. A job that stops earlier (ps_client_next_iteration)
  * never waits. EXACT_WORKER_HELD=FILE: created when the wait begins (so a
  * test knows how long the application has been away from the library).
+ * EXACT_WORKER_EVERY=N: prints "exact: worker R at iteration I" (flushed)
+ * after every N-th iteration, milestones a test can wait on (bench/soak.sh
+ * samples every process's memory at them).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -184,8 +187,16 @@ int main(int argc, char **argv)
 	hold_at = getenv("EXACT_WORKER_HOLD_AT")
 			  ? strtoull(getenv("EXACT_WORKER_HOLD_AT"), NULL, 10)
 			  : (uint64_t)cfg.train.iterations - 1;
+	uint64_t every = getenv("EXACT_WORKER_EVERY")
+			     ? strtoull(getenv("EXACT_WORKER_EVERY"), NULL, 10)
+			     : 0;
 	t0 = ps_now_ns();
 	for (i = first; rc == PS_OK && ps_client_next_iteration(c, i); i++) {
+		if (every && i > first && (i - first) % every == 0) {
+			printf("exact: worker %d at iteration %llu\n", rank,
+			       (unsigned long long)i);
+			fflush(stdout);
+		}
 		if (i == hold_at)
 			hold_until(getenv("EXACT_WORKER_HOLD"),
 				   getenv("EXACT_WORKER_HELD"));
