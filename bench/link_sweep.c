@@ -2,10 +2,12 @@
  * bench/link_sweep.c - measures the real transport for ps-sim's link model.
  *
  *   bench_link_sweep [--sizes 1K,16K,256K,4M] [--concurrency 1,2,4,8]
- *                    [--reps 20] [--transport tcp] [--out SWEEP.csv]
+ *                    [--reps 20] [--transport tcp|rdma] [--host ADDR]
+ *                    [--out SWEEP.csv]
  *
- * Two transport instances (the ZeroMQ backend by default) on loopback, in
- * one thread (ZeroMQ's I/O threads move the bytes): for each message size
+ * Two transport instances (the ZeroMQ backend by default) on ADDR
+ * (default 127.0.0.1), in one thread (the backends' threads move the
+ * bytes): for each message size
  * m and concurrency c, the sender hands c messages of m bytes to the
  * transport at once, the receiver takes all c and answers with one empty
  * message; the time from the first send to that answer is one sample. The
@@ -16,6 +18,14 @@
  * of a: the model's a is what a message costs end to end. To fit shaped
  * links (tc/netem), run it between two hosts or namespaces on those links;
  * any tool that writes the same columns will do.
+ *
+ * --transport rdma needs a build configured with -DPS_WITH_RDMA=ON and
+ * --host set to the IPv4 address an RDMA device's RoCE v2 GID carries
+ * (ps-rdma-devices lists them; rdma_cm cannot use loopback): both
+ * instances then run on that device, and the sweep fits ps-sim's rdma link
+ * model (link.model = rdma, link.fit_file). Where the transport cannot be
+ * had, it says why and exits 1. bench/perftest_sweep.py turns perftest's
+ * ib_send_lat/ib_write_lat and ib_write_bw output into the same CSV.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,7 +112,7 @@ int main(int argc, char **argv)
 	int nsizes = parse_list("1K,16K,256K,1M,4M", sizes, 1);
 	int nconc = parse_list("1,2,4,8", conc, 0);
 	int reps = 20;
-	const char *name = "tcp", *out = NULL;
+	const char *name = "tcp", *out = NULL, *host = "127.0.0.1";
 	ps_transport_opts oa = {.id = 1, .send_timeout_ms = 10000,
 				.connect_timeout_ms = 5000, .io_threads = 1};
 	ps_transport_opts ob = oa;
@@ -126,10 +136,13 @@ int main(int argc, char **argv)
 			name = argv[++i];
 		else if (!strcmp(argv[i], "--out") && arg)
 			out = argv[++i];
+		else if (!strcmp(argv[i], "--host") && arg)
+			host = argv[++i];
 		else {
 			fprintf(stderr, "usage: %s [--sizes 1K,16K,...] "
 				"[--concurrency 1,2,...] [--reps N] "
-				"[--transport tcp] [--out FILE]\n", argv[0]);
+				"[--transport tcp|rdma] [--host ADDR] "
+				"[--out FILE]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -140,22 +153,42 @@ int main(int argc, char **argv)
 	}
 	ps_log_init("sweep", PS_LOG_WARN);
 	ob.id = 2;
+	if (!strcmp(name, "rdma") && !ps_transport_find("rdma")) {
+		fprintf(stderr, "bench_link_sweep: transport rdma is not in "
+			"this build (configure with -DPS_WITH_RDMA=ON, which "
+			"needs rdma-core); built in: %s\n",
+			ps_transport_names());
+		return 1;
+	}
+	if (!strcmp(name, "rdma") && !strncmp(host, "127.", 4)) {
+		fprintf(stderr, "bench_link_sweep: --transport rdma needs "
+			"--host ADDR, the IPv4 address of an RDMA device's "
+			"RoCE v2 GID (ps-rdma-devices lists them); rdma_cm "
+			"cannot use loopback (%s)\n", host);
+		return 2;
+	}
 	rc = ps_transport_create(name, &oa, &a);
 	if (rc == PS_OK)
 		rc = ps_transport_create(name, &ob, &b);
+	if (rc == PS_ENOTSUP && !strcmp(name, "rdma")) {
+		fprintf(stderr, "bench_link_sweep: transport rdma: no usable "
+			"RDMA device here (%s; /sys/class/infiniband lists "
+			"the devices, ps-rdma-devices their GIDs): fit ps-sim's "
+			"rdma model where one exists, or use its published "
+			"defaults (docs/sim.md)\n", ps_strerror(rc));
+		goto out;
+	}
 	if (rc == PS_OK)
-		rc = ps_transport_listen(a, "127.0.0.1", 0, NULL, ea,
-					 sizeof(ea));
+		rc = ps_transport_listen(a, host, 0, NULL, ea, sizeof(ea));
 	if (rc == PS_OK)
-		rc = ps_transport_listen(b, "127.0.0.1", 0, NULL, eb,
-					 sizeof(eb));
+		rc = ps_transport_listen(b, host, 0, NULL, eb, sizeof(eb));
 	if (rc == PS_OK)
 		rc = ps_transport_connect(a, eb, &to_b);
 	if (rc == PS_OK)
 		rc = ps_transport_connect(b, ea, &to_a);
 	if (rc != PS_OK) {
-		fprintf(stderr, "bench_link_sweep: transport %s: %s\n", name,
-			ps_strerror(rc));
+		fprintf(stderr, "bench_link_sweep: transport %s on %s: %s\n",
+			name, host, ps_strerror(rc));
 		goto out;
 	}
 	uint64_t most = 0;
@@ -173,8 +206,8 @@ int main(int argc, char **argv)
 		rc = PS_EIO;
 		goto out;
 	}
-	fprintf(f, "# bench_link_sweep: transport %s on loopback, median of "
-		"%d\nbytes,concurrency,us,reps\n", name, reps);
+	fprintf(f, "# bench_link_sweep: transport %s on %s, median of "
+		"%d\nbytes,concurrency,us,reps\n", name, host, reps);
 	for (int s = 0; s < nsizes; s++)
 		for (int k = 0; k < nconc; k++) {
 			double warm;

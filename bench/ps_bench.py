@@ -572,6 +572,10 @@ class Cluster:
             for name, _, _ in self.nodes:
                 self.addr[name] = "127.0.0.1"
             return
+        if self.mode == "device":  # every node on the RDMA device's address
+            for name, _, _ in self.nodes:
+                self.addr[name] = self.device_addr
+            return
         br = self.bridge_ns
         run_cmd(["ip", "netns", "add", br])
         self.created.append(br)
@@ -607,7 +611,7 @@ class Cluster:
         limit N times longer in time (the same bytes): in undilated time,
         the same link."""
         self.bandwidth = gbps
-        if self.mode == "loopback":
+        if self.mode in ("loopback", "device"):
             return
         rate_bps = gbps * 1e9 / self.dilation
         burst = self.burst_bytes(gbps)
@@ -629,7 +633,7 @@ class Cluster:
         measured."""
         servers = [n for n, role, _ in self.nodes if role == "server"]
         workers = [n for n, role, _ in self.nodes if role == "worker"]
-        if self.mode == "loopback" or not servers or not workers:
+        if self.mode != "netns" or not servers or not workers:
             return None
         recvs, sends = [], []
         try:
@@ -674,7 +678,7 @@ class Cluster:
 
     def counters(self):
         """{node: (tx_bytes, rx_bytes)} seen from the node, or None."""
-        if self.mode == "loopback":
+        if self.mode != "netns":
             return None
         p = run_cmd(["ip", "-n", self.bridge_ns, "-s", "-j", "link", "show"],
                     check=False)
@@ -693,10 +697,12 @@ class Cluster:
         return out
 
     def prefix_cmd(self, name):
-        return netns_prefix(None if self.mode == "loopback" else
-                            self.ns(name))
+        return netns_prefix(self.ns(name) if self.mode == "netns" else
+                            None)
 
     def teardown(self):
+        if self.mode != "netns":
+            return
         for ns in reversed(self.created):
             kill_netns_processes(ns)
         for ns in reversed(self.created):
@@ -797,7 +803,7 @@ class Run:
         deadline = time.monotonic() + timeout
         rfd, wfd = os.pipe()
         try:
-            self.port = 0 if c.mode == "loopback" else SCHED_PORT
+            self.port = 0 if c.mode != "netns" else SCHED_PORT
             sched = self._spawn("sched", "ps-scheduler",
                                 ["--ready-fd", str(wfd)], pass_fds=(wfd,))
             os.close(wfd)
@@ -1250,7 +1256,14 @@ class Bench:
         self.out = args.out
         self.cluster = None
         self.results = []  # one dict per run
-        self.sim = {}      # (model, bw, preset) -> dict or str
+        self.sim = {}      # (model, bw, transport, preset) -> dict or str
+        # ps-sim's TCP and RDMA models on separate hosts at each bandwidth
+        # (issue 14): (model, bw, preset) -> {"tcp": ..., "rdma": ...}
+        self.predicted = {}
+        self.rdma = getattr(args, "rdma", None) or \
+            {"mode": "predict", "reason": "not probed", "port": None,
+             "emulated": False}
+        self.clusters = {}  # "tcp" (netns/loopback), "rdma" (device)
         self.link_rate = {}  # bw -> Gbit/s bulk TCP streams measured
         self.calibrated = {}  # bw -> sim.machine_gbps fitted on CAL_MODEL
         self.calibration = {}  # "%g" % bw -> {preset: its run record}
@@ -1271,10 +1284,15 @@ class Bench:
         out = []
         for model, path in self.plan["models"]:
             cnt = self.plan["counts"][model]
-            for bw in self.plan["bandwidths"]:
+            for bw0 in self.plan["bandwidths"]:
                 for tr in self.plan["transports"]:
-                    if tr != "tcp":
-                        continue
+                    bw = bw0
+                    if tr == "rdma":
+                        # unshaped: one row per model at the port's rate
+                        if self.rdma["mode"] != "run" or \
+                                bw0 != self.plan["bandwidths"][0]:
+                            continue
+                        bw = self.rdma["port"]["rate_gbps"]
                     presets = self.plan["presets"]
                     for rep in range(cnt["repetitions"]):
                         k = rep % len(presets)
@@ -1291,10 +1309,14 @@ class Bench:
                                         "measured": cnt["iterations"],
                                         "total_iters": cnt["warmup"] +
                                         cnt["iterations"],
-                                        "timeout": cnt["run_timeout_s"]})
+                                        "timeout": cnt["run_timeout_s"],
+                                        # links not shaped: no dilation
+                                        "dilation": 1.0 if tr == "rdma"
+                                        else self.dilation})
         return out
 
     def job_ini(self, run, run_dir):
+        dil = run.get("dilation", self.dilation)
         lines = [
             "; written by ps-bench for one run",
             "[cluster]", "servers = %d" % self.plan["servers"],
@@ -1302,7 +1324,7 @@ class Bench:
             "[transport]", "type = %s" % run["transport"],
             "[model]", "file = %s" % run["model_file"],
         ] + (["compute_scale = %.9g" % (self.plan["compute_scale"] *
-                                         self.dilation)]
+                                         dil)]
              if self.dilation != 1 else []) + [
             "[worker]", "mode = replay",
             "[train]", "iterations = %d" % run["total_iters"],
@@ -1313,8 +1335,7 @@ class Bench:
             ["credit_size = %d" % run["credit_size"]]
             if run.get("credit_size") else []) + [
             # the rate of the links as they are shaped (dilated)
-            "[metrics]", "bandwidth_gbps = %.9g" % (run["bw"] /
-                                                    self.dilation),
+            "[metrics]", "bandwidth_gbps = %.9g" % (run["bw"] / dil),
         ]
         if run_dir:
             lines += ["[output]", "dir = %s" % run_dir]
@@ -1322,10 +1343,26 @@ class Bench:
 
     # -- simulator -------------------------------------------------------------
     def simulate(self, run):
-        key = (run["model"], run["bw"], run["preset"])
+        key = (run["model"], run["bw"], run["transport"], run["preset"])
         if key not in self.sim:
-            self.sim[key] = self.sim_once(run, self.sim_link(run["bw"]))
+            link = self.sim_link(run["bw"]) if run["transport"] == "tcp" \
+                else self.host_link(run["bw"], "rdma")
+            self.sim[key] = self.sim_once(run, link)
         return self.sim[key]
+
+    def host_link(self, bw, model):
+        """ps-sim's links for separate hosts whose NICs run at bw: no
+        bucket, no shared machine, the `model` transport's costs
+        (link.model: tcp or rdma, docs/sim.md). TCP's efficiency is the
+        payload share of a frame at the scenario's MTU (IPv4 and TCP
+        headers with timestamps, 52 B; Ethernet framing, preamble and
+        gap, 38 B); RDMA's is ps-sim's published default."""
+        mtu = self.plan["mtu"]
+        return {"rate": bw, "burst": 0, "burst_rate": 0.0, "machine": 0.0,
+                "latency": None, "small": 0.0, "message": 0.0,
+                "model": model,
+                "efficiency": (mtu - 52.0) / (mtu + 38.0)
+                if model == "tcp" else None}
 
     def sim_link(self, bw, machine=None, small=None, latency=None,
                  message=None):
@@ -1371,6 +1408,10 @@ class Bench:
             argv += ["--set", "sim.machine_message_us=%.6g" % link["message"],
                      "--set", "sim.machine_message_min_bytes=%d" %
                      ZMQ_BATCH_BYTES]
+        if link.get("model"):
+            argv += ["--set", "link.model=%s" % link["model"]]
+        if link.get("efficiency"):
+            argv += ["--set", "link.efficiency=%.6g" % link["efficiency"]]
         return argv
 
     def sim_once(self, run, link):
@@ -1393,7 +1434,7 @@ class Bench:
                 msg = (p.stderr.strip().splitlines() or ["?"])[-1]
                 return "n/a (ps-sim failed: %s)" % msg[:100]
             return undilate_sim(json.loads(p.stdout.strip().splitlines()[-1]),
-                                self.dilation)
+                                run.get("dilation", self.dilation))
         except (subprocess.TimeoutExpired, ValueError, IndexError) as e:
             return "n/a (ps-sim failed: %s)" % str(e)[:100]
 
@@ -1427,11 +1468,18 @@ class Bench:
             self.check_job_config(runs)
         for r in runs:  # the simulator's predictions (also a time estimate)
             self.simulate(r)
-        self.build_cluster()
+        if "rdma" in self.plan["transports"]:
+            self.predict_all()
         t0 = time.monotonic()
-        if self.mode == "netns" and runs:
-            self.measure_machine()
+        if any(r["transport"] == "tcp" for r in runs):
+            self.build_cluster()
+            if self.mode == "netns":
+                self.measure_machine()
         for i, run in enumerate(runs):
+            if run["transport"] == "rdma":
+                self.use_device_cluster()
+            else:
+                self.cluster = self.clusters["tcp"]
             if self.cluster.bandwidth != run["bw"]:
                 self.shape(run["bw"], runs)
             elapsed = time.monotonic() - t0
@@ -1445,10 +1493,45 @@ class Bench:
             self.results.append(self.one(i + 1, run))
         self.wall = time.monotonic() - t0
 
+    def use_device_cluster(self):
+        """The rdma runs' cluster: every node on the RDMA device's IPv4
+        address, in this namespace, links not shaped."""
+        if "rdma" not in self.clusters:
+            c = Cluster("device", self.plan["workers"], self.plan["servers"])
+            c.device_addr = self.rdma["port"]["addr"]
+            c.setup()
+            self.clusters["rdma"] = c
+            log("rdma runs on %s: every node on %s, links not shaped "
+                "(port rate %s)%s" % (self.rdma["port"]["where"],
+                                      c.device_addr,
+                                      self.rdma["port"]["rate"],
+                                      " -- " + RDMA_EMULATED_NOTE
+                                      if self.rdma["emulated"] else ""))
+        self.cluster = self.clusters["rdma"]
+
+    def predict_all(self):
+        """ps-sim's TCP and RDMA link models, separate hosts at every
+        bandwidth of the plan, every model and preset (issue 14)."""
+        for model, path in self.plan["models"]:
+            for bw in self.plan["bandwidths"]:
+                for p in self.plan["presets"]:
+                    base, part, credit = self.plan["preset_def"][p]
+                    run = {"model": model, "model_file": path, "bw": bw,
+                           "transport": "tcp", "preset": p,
+                           "preset_base": base, "partition_size": part,
+                           "credit_size": credit, "dilation": 1.0,
+                           "total_iters": self.plan["counts"][model][
+                               "warmup"] + self.plan["counts"][model][
+                               "iterations"]}
+                    self.predicted[(model, bw, p)] = {
+                        m: self.sim_once(run, self.host_link(bw, m))
+                        for m in ("tcp", "rdma")}
+
     def build_cluster(self):
         self.cluster = Cluster(self.mode, self.plan["workers"],
                                self.plan["servers"], self.plan["mtu"],
                                self.plan["tbf_latency_ms"], self.dilation)
+        self.clusters["tcp"] = self.cluster
         log("building the emulated cluster (%s): 1 scheduler, %d server(s),"
             " %d worker(s)" % (self.mode, self.plan["servers"],
                                self.plan["workers"]))
@@ -1458,7 +1541,7 @@ class Bench:
         """Shapes the links to bw; in netns mode measures them and
         calibrates ps-sim there (once per bandwidth)."""
         self.cluster.shape(bw)
-        if self.mode == "netns":
+        if self.cluster.mode == "netns":
             log("links shaped to %g Gbit/s per direction (tbf)%s" %
                 (bw / self.dilation, self.dilated(bw)))
             self.measure_link(bw, runs)
@@ -1662,10 +1745,11 @@ class Bench:
             if same:
                 left += statistics.mean(same)
                 continue
-            sim = self.sim.get((run["model"], run["bw"], run["preset"]))
+            sim = self.sim.get((run["model"], run["bw"], run["transport"],
+                                run["preset"]))
             if isinstance(sim, dict) and sim.get("iteration_ms"):
                 est = 3.0 + run["total_iters"] * sim["iteration_ms"] * \
-                    self.dilation / 1000.0
+                    run.get("dilation", self.dilation) / 1000.0
                 if every:  # scale by how the machine did on earlier runs
                     est *= 1.5
                 left += est
@@ -1709,7 +1793,7 @@ class Bench:
                 per = read_metrics(run_dir, self.plan["workers"],
                                    run["warmup"])
                 rec.update(summarize_run(per))
-                undilate_run(rec, self.dilation)
+                undilate_run(rec, run.get("dilation", self.dilation))
                 if len(rec["iters_ms"]) < run["measured"]:
                     failure = "only %d of %d measured iterations in the " \
                         "metrics" % (len(rec["iters_ms"]), run["measured"])
@@ -1725,7 +1809,7 @@ class Bench:
         if "start" in ev and "end" in ev and ev["start"][1] and \
                 ev["end"][1] and ev["end"][0] > ev["start"][0]:
             dt = ev["end"][0] - ev["start"][0]
-            dt /= self.dilation  # undilated time
+            dt /= run.get("dilation", self.dilation)  # undilated time
             for host, (tx1, rx1) in ev["end"][1].items():
                 tx0, rx0 = ev["start"][1].get(host, (tx1, rx1))
                 nic[host] = ((tx1 - tx0) * 8 / dt / 1e9,
@@ -1763,7 +1847,9 @@ class Bench:
                     p.wait(timeout=5)
                 except subprocess.TimeoutExpired:
                     pass
-        if self.cluster:
+        for c in self.clusters.values():
+            c.teardown()
+        if self.cluster and self.cluster not in self.clusters.values():
             self.cluster.teardown()
 
     # -- tuning (--tune) ---------------------------------------------------
@@ -1967,8 +2053,11 @@ class Bench:
             if k not in keys:
                 keys.append(k)
         order = {p: i for i, p in enumerate(self.plan["presets"])}
+        bws = self.plan["bandwidths"]
+        # rdma rows that ran sit at the port's rate, after the tcp ones
         keys.sort(key=lambda k: ([m for m, _ in self.plan["models"]].index(
-            k[0]), self.plan["bandwidths"].index(k[1]), order[k[3]]))
+            k[0]), k[2] != "tcp", bws.index(k[1]) if k[1] in bws
+            else len(bws), order[k[3]]))
         by = {}
         for r in self.results:
             by.setdefault((r["model"], r["bw"], r["transport"], r["preset"]),
@@ -2005,7 +2094,7 @@ class Bench:
                                    default=None)
                 cpus = [r["cpu_pct"] for r in ok if r["cpu_pct"] is not None]
                 a["cpu_pct"] = statistics.median(cpus) if cpus else None
-            sim = self.sim.get((k[0], k[1], k[3]))
+            sim = self.sim.get(k)
             a["sim"] = sim
             rows.append(a)
         # speedups over baseline
@@ -2067,6 +2156,13 @@ class Bench:
         self.rows = rows
         out = self.report_head("ps-bench report", argv)
         w = out.append
+        if "tcp" not in self.clusters:
+            w("- cluster: 1 scheduler, %d server(s), %d worker(s)%s" % (
+                self.plan["servers"], self.plan["workers"],
+                ", every node on %s (the RDMA device's address), links not "
+                "shaped" % self.rdma["port"]["addr"] if self.rdma["mode"] ==
+                "run" else ": no tcp run"))
+        w = (lambda line: None) if "tcp" not in self.clusters else out.append
         w("- cluster: 1 scheduler, %d server(s), %d worker(s), each in its "
           "own network namespace" % (self.plan["servers"],
                                      self.plan["workers"])
@@ -2105,6 +2201,9 @@ class Bench:
               "the real machine's" % ((self.dilation,) * 3 + (
                   self.plan["compute_scale"] * self.dilation,) +
                   (self.dilation,) * 3))
+        w = out.append
+        if "rdma" in self.plan["transports"]:
+            w("- rdma: " + self.rdma_label())
         w("- runs: %d, %d completed, %d failed; wall time %s; results in %s"
           % (len(self.results),
              sum(r["status"] == "ok" for r in self.results),
@@ -2146,8 +2245,9 @@ class Bench:
                     cells.append("%.2f (%.0f%%)" % (
                         a["nic_max"], 100 * a["nic_max"] / a["bw"]))
                 else:
-                    cells.append("n/a (loopback)" if self.mode != "netns"
-                                 else "n/a")
+                    cells.append("n/a (rdma device)" if a["transport"] ==
+                                 "rdma" else "n/a (loopback)"
+                                 if self.mode != "netns" else "n/a")
                 cells.append(fnum(a.get("cpu_pct"), 0))
             else:
                 cells += ["FAILED: " + a["failed_reasons"][:80]] + \
@@ -2161,15 +2261,24 @@ class Bench:
             else:
                 cells += [sim or "n/a", sim or "n/a", "n/a"]
             w("| " + " | ".join(cells) + " |")
-        if "rdma" in self.plan["transports"]:
-            why = rdma_absent_reason()
-            for m, _ in self.plan["models"]:
-                for bw in self.plan["bandwidths"]:
-                    if (m, bw) in done_rdma:
-                        continue
-                    done_rdma.add((m, bw))
-                    w("| %s | %s | rdma | all | - | %s |%s" % (
-                        m, bw_label(bw), why, " - |" * 10))
+        for a in self.predicted_rows():
+            sim = a["sim"]
+            cells = [a["model"], bw_label(a["bw"]), "rdma", a["preset"],
+                     "0/0", "predicted only, %s" % a["why"], "-"]
+            if isinstance(sim, dict):
+                def simv(k, d=1):
+                    v = sim.get(k)
+                    return "n/a" if v is None or not math.isfinite(v) \
+                        else "%s (sim)" % fnum(v, d)
+                cells += [simv("samples_per_second"),
+                          "%.3f (sim)" % a["speedup"] if a["speedup"]
+                          else "n/a", simv("efficiency", 3),
+                          simv("straggler", 3), "-",
+                          "-", fnum(sim.get("iteration_ms")),
+                          fnum(sim.get("physical_lower_ms")), "n/a"]
+            else:
+                cells += ["-"] * 6 + [sim or "n/a", "n/a", "n/a"]
+            w("| " + " | ".join(cells) + " |")
         w("")
         w("Iteration ms: per run, the mean over the measured iterations of "
           "the slowest worker's iteration time; median and min-max over "
@@ -2184,7 +2293,10 @@ class Bench:
           "table below). CPU busy: the whole machine's CPU use over that "
           "window (/proc/stat; near 100% the emulation itself, not the "
           "links, may be the bottleneck). sim / physical lower: ps-sim's predicted iteration "
-          "time and its physical lower bound for the same job.")
+          "time and its physical lower bound for the same job" + (
+              "; rdma rows: ps-sim's rdma link model" if "rdma" in
+              self.plan["transports"] else "") + ".")
+        self.report_predicted(w)
         nic_rows = [a for a in rows if a.get("nic")]
         if nic_rows:
             w("")
@@ -2221,6 +2333,127 @@ class Bench:
         sys.stdout.write(text + files)
         sys.stdout.flush()
 
+    # -- rdma (issue 14) -----------------------------------------------------
+    def rdma_label(self):
+        """One line on what the rdma rows are."""
+        r = self.rdma
+        if r["mode"] == "run":
+            return "ran on %s (%s, port rate %s), every node on %s, links " \
+                "not shaped; ps-sim's rdma link model beside them%s" % (
+                    r["port"]["where"], r["port"]["gid_note"],
+                    r["port"]["rate"], r["port"]["addr"],
+                    "; **" + RDMA_EMULATED_NOTE + "**" if r["emulated"]
+                    else "")
+        return "**predicted only, not run**: %s. The rdma rows give " \
+            "ps-sim's rdma link model (link.model = rdma: a %s us, %s of " \
+            "the link's rate; docs/sim.md) on separate hosts at the row's " \
+            "bandwidth; the table after the main one sets it beside the " \
+            "TCP model on the same hosts" % (
+                r["reason"], self.rdma_default("link.rdma_latency_us", "2"),
+                self.rdma_default("link.rdma_efficiency", "0.97"))
+
+    def rdma_default(self, key, default):
+        for kv in self.plan["job"]:
+            if kv.startswith(key + "="):
+                return kv.split("=", 1)[1]
+        return default
+
+    def predicted_rows(self):
+        """The rdma rows that did not run: one per model x bandwidth x
+        preset, ps-sim's rdma model on separate hosts."""
+        if "rdma" not in self.plan["transports"] or \
+                self.rdma["mode"] == "run":
+            return []
+        out = []
+        for m, _ in self.plan["models"]:
+            for bw in self.plan["bandwidths"]:
+                base = self.predicted.get((m, bw, "baseline"), {}).get("rdma")
+                for p in self.plan["presets"]:
+                    sim = self.predicted.get((m, bw, p), {}).get("rdma")
+                    sp = None
+                    if isinstance(sim, dict) and isinstance(base, dict) and \
+                            sim.get("iteration_ms"):
+                        sp = base["iteration_ms"] / sim["iteration_ms"]
+                    out.append({"model": m, "bw": bw, "preset": p,
+                                "sim": sim, "speedup": sp,
+                                "why": "not run: " + self.rdma["reason"]})
+        return out
+
+    def report_predicted(self, w):
+        """TCP vs RDMA, predicted: ps-sim's two link models on the same
+        separate hosts, every model x bandwidth x preset."""
+        if not self.predicted:
+            return
+        mtu = self.plan["mtu"]
+        w("")
+        w("TCP vs RDMA, predicted by ps-sim (not measured): %d worker(s) x "
+          "%d server(s) on separate hosts whose NICs run at the row's "
+          "bandwidth (no emulation: no tbf bucket, no shared machine), "
+          "link.sharing = fair; TCP model: a = link.latency_us (ordo over "
+          "ZeroMQ), %.4f of the rate (TCP/IPv4 payload at MTU %d); RDMA "
+          "model: a = link.rdma_latency_us, link.rdma_efficiency of the "
+          "rate (docs/sim.md, published perftest figures):" % (
+              self.plan["workers"], self.plan["servers"],
+              (mtu - 52.0) / (mtu + 38.0), mtu))
+        w("")
+        w("| model | Gbit/s | preset | TCP model ms | RDMA model ms | "
+          "RDMA / TCP |")
+        w("|---|---:|---|---:|---:|---:|")
+        for m, _ in self.plan["models"]:
+            for bw in self.plan["bandwidths"]:
+                for p in self.plan["presets"]:
+                    pr = self.predicted.get((m, bw, p), {})
+                    t, r = pr.get("tcp"), pr.get("rdma")
+                    ok = isinstance(t, dict) and isinstance(r, dict) and \
+                        t.get("iteration_ms")
+                    w("| %s | %s | %s | %s | %s | %s |" % (
+                        m, bw_label(bw), p,
+                        fnum(t.get("iteration_ms")) if isinstance(t, dict)
+                        else (t or "n/a"),
+                        fnum(r.get("iteration_ms")) if isinstance(r, dict)
+                        else (r or "n/a"),
+                        "%.3f" % (r["iteration_ms"] / t["iteration_ms"])
+                        if ok else "n/a"))
+
+    def write_predicted_csv(self):
+        if not self.predicted:
+            return
+        with open(os.path.join(self.out, "predicted.csv"), "w",
+                  newline="") as f:
+            cw = csv.writer(f)
+            cw.writerow(["model", "bandwidth_gbps", "preset",
+                         "tcp_model_iteration_ms", "rdma_model_iteration_ms",
+                         "rdma_over_tcp", "note"])
+            for m, _ in self.plan["models"]:
+                for bw in self.plan["bandwidths"]:
+                    for p in self.plan["presets"]:
+                        pr = self.predicted.get((m, bw, p), {})
+                        t, r = pr.get("tcp"), pr.get("rdma")
+                        ok = isinstance(t, dict) and isinstance(r, dict) \
+                            and t.get("iteration_ms")
+                        cw.writerow([
+                            m, "%g" % bw, p,
+                            "%.6g" % t["iteration_ms"] if ok else "",
+                            "%.6g" % r["iteration_ms"] if ok else "",
+                            "%.6g" % (r["iteration_ms"] / t["iteration_ms"])
+                            if ok else "",
+                            "ps-sim, separate hosts" if ok else
+                            "%s / %s" % (t, r)])
+
+    def report_predict_only(self, argv):
+        out = self.report_head("ps-bench --predict-only report", argv)
+        out.append("- nothing ran: ps-sim's TCP and RDMA link models only "
+                   "(rdma here: %s)" % self.rdma["reason"]
+                   if self.rdma["mode"] != "run" else
+                   "- nothing ran: ps-sim's TCP and RDMA link models only")
+        self.report_predicted(out.append)
+        text = "\n".join(out) + "\n"
+        with open(os.path.join(self.out, "report.md"), "w") as f:
+            f.write(text)
+        self.write_predicted_csv()
+        sys.stdout.write(text + "\nFiles: %s/report.md, predicted.csv\n" %
+                         self.out)
+
     def write_csv(self, rows):
         cols = ["model", "bandwidth_gbps", "transport", "preset", "mode",
                 "dilation", "runs", "runs_ok", "iteration_ms_median", "iteration_ms_min",
@@ -2253,13 +2486,19 @@ class Bench:
                     else "", "%.6g" % low if low else "",
                     "%.6g" % (a["iter_ms"] / low) if low and "iter_ms" in a
                     else "", "" if sim else (a["sim"] or "")])
-            if "rdma" in self.plan["transports"]:
-                why = rdma_absent_reason()
-                for m, _ in self.plan["models"]:
-                    for bw in self.plan["bandwidths"]:
-                        cw.writerow([m, "%g" % bw, "rdma", "all", self.mode,
-                                     "%g" % self.dilation, 0, 0] +
-                                    [""] * 15 + [why])
+            for a in self.predicted_rows():
+                sim = a["sim"] if isinstance(a["sim"], dict) else {}
+                low = sim.get("physical_lower_ms")
+                # measured columns empty: nothing ran
+                cw.writerow([a["model"], "%g" % a["bw"], "rdma", a["preset"],
+                             "predicted", "1", 0, 0] + [""] * 12 + [
+                             "%.6g" % sim["iteration_ms"]
+                             if sim.get("iteration_ms") else "",
+                             "%.6g" % low if low else "", "",
+                             "predicted only (ps-sim, rdma link model), %s"
+                             % a["why"] if sim else
+                             "%s; %s" % (a["sim"], a["why"])])
+        self.write_predicted_csv()
         with open(os.path.join(self.out, "runs.csv"), "w", newline="") as f:
             cw = csv.writer(f)
             cw.writerow(["run", "model", "bandwidth_gbps", "transport",
@@ -2363,16 +2602,103 @@ class Bench:
         return png
 
 
-def rdma_absent_reason():
-    d = "/sys/class/infiniband"
-    devs = sorted(os.listdir(d)) if os.path.isdir(d) else []
+RDMA_EMULATED_NOTE = "Soft-RoCE (rxe) or the project's emulated VM " \
+    "(ORDO_RDMA_VM=1): these rdma numbers show that the path works, never " \
+    "RDMA speed"
+IB_SYS = "/sys/class/infiniband"
+
+
+def read_sys(path, default=""):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return default
+
+
+def ipv4_of_gid(gid):
+    """'0000:...:ffff:c000:0201' (an IPv4-mapped GID) -> '192.0.2.1'."""
+    h = gid.replace(":", "").lower()
+    if len(h) != 32 or h[:24] != "0" * 20 + "ffff":
+        return None
+    return ".".join(str(int(h[24 + 2 * i:26 + 2 * i], 16)) for i in range(4))
+
+
+def parse_port_rate(text):
+    """'100 Gb/sec (4X EDR)' -> 100.0 (Gbit/s), None when unreadable."""
+    m = re.match(r"^\s*([0-9.]+)\s*Gb/sec", text)
+    return float(m.group(1)) if m else None
+
+
+def rdma_ports(root=IB_SYS):
+    """Every port of every RDMA device with an IPv4-mapped RoCE v2 GID:
+    dicts of dev, port, state, rate, rate_gbps, addr, gid_index."""
+    out = []
+    devs = sorted(os.listdir(root)) if os.path.isdir(root) else []
+    for dev in devs:
+        pdir = os.path.join(root, dev, "ports")
+        ports = sorted(os.listdir(pdir), key=lambda x: int(x)
+                       if x.isdigit() else 0) if os.path.isdir(pdir) else []
+        for port in ports:
+            base = os.path.join(pdir, port)
+            gdir = os.path.join(base, "gids")
+            idx = sorted(os.listdir(gdir), key=lambda x: int(x)
+                         if x.isdigit() else 0) if os.path.isdir(gdir) else []
+            for i in idx:
+                addr = ipv4_of_gid(read_sys(os.path.join(gdir, i)))
+                kind = read_sys(os.path.join(base, "gid_attrs", "types", i))
+                if addr and addr != "0.0.0.0" and "v2" in kind.lower():
+                    rate = read_sys(os.path.join(base, "rate"))
+                    out.append({"dev": dev, "port": port, "gid_index": i,
+                                "state": read_sys(os.path.join(base,
+                                                               "state")),
+                                "rate": rate or "?",
+                                "rate_gbps": parse_port_rate(rate),
+                                "addr": addr})
+                    break
+    return out
+
+
+def rdma_status(bin_dir, vm=False, want_addr=None, root=IB_SYS):
+    """Whether this machine can run the rdma rows: {"mode": "run", "port":
+    ...} (an active port with an IPv4 RoCE v2 GID, an RDMA build), else
+    {"mode": "predict", "reason": why not}."""
+    st = {"mode": "predict", "port": None, "emulated": False}
+    devs = sorted(os.listdir(root)) if os.path.isdir(root) else []
+    netns = "ps-bench's emulated hosts (network namespaces, links shaped " \
+        "with tc) carry TCP only"
     if not devs:
-        return "not run: no RDMA device found (/sys/class/infiniband " \
-            "empty or absent)"
-    return "not run: RDMA device(s) %s present, but ps-bench's emulated " \
-        "hosts (network namespaces shaped with tc) carry TCP only; " \
-        "transport.type = rdma runs across real hosts (README)" % \
-        ", ".join(devs)
+        st["reason"] = "no RDMA device here (%s empty or absent), and %s" \
+            % (root, netns)
+        return st
+    ports = rdma_ports(root)
+    if want_addr:
+        ports = [p for p in ports if p["addr"] == want_addr]
+    active = [p for p in ports if "ACTIVE" in p["state"] and p["rate_gbps"]]
+    if not active:
+        st["reason"] = "RDMA device(s) %s present, but no active port with " \
+            "an IPv4 RoCE v2 GID%s (rdma_cm needs the device's IPv4 " \
+            "address; ps-rdma-devices lists them), and %s" % (
+                ", ".join(devs), " carrying %s" % want_addr if want_addr
+                else "", netns)
+        return st
+    probe = os.path.join(bin_dir, "ps-sim")
+    if os.access(probe, os.X_OK):
+        p = run_cmd([probe, "--set", "transport.type=rdma", "--set",
+                     "model.file=" + os.path.join(SOURCE_DIR, "conf",
+                                                  "models", "seq32.json"),
+                     "--set", "train.iterations=1", "--json"], check=False)
+        if p.returncode == 2 and "not in this build" in p.stderr:
+            st["reason"] = "RDMA device(s) %s present, but %s was built " \
+                "without the rdma transport (configure with " \
+                "-DPS_WITH_RDMA=ON)" % (", ".join(devs), bin_dir)
+            return st
+    port = dict(active[0])
+    port["where"] = "%s port %s" % (port["dev"], port["port"])
+    port["gid_note"] = "GID index %s" % port["gid_index"]
+    st.update({"mode": "run", "port": port, "reason": "",
+               "emulated": vm or port["dev"].startswith("rxe")})
+    return st
 
 
 # --------------------------------------------------------------------------
@@ -2428,7 +2754,16 @@ def parse_args(argv):
                     help="override the bandwidths, Gbit/s per direction "
                     "(e.g. 1,10,25)")
     ap.add_argument("--transports", metavar="LIST",
-                    help="override the transports: tcp, rdma")
+                    help="override the transports: tcp, rdma (rdma runs "
+                    "where an RDMA device with an IPv4 RoCE v2 GID and an "
+                    "RDMA build exist, every node on the device's address, "
+                    "links not shaped; elsewhere its rows are ps-sim's "
+                    "rdma link model, predicted only, with the reason)")
+    ap.add_argument("--predict-only", action="store_true",
+                    help="run nothing: print ps-sim's TCP and RDMA link "
+                    "models side by side (separate hosts at every "
+                    "bandwidth, every model and preset) and write "
+                    "predicted.csv; needs neither root nor an RDMA device")
     ap.add_argument("--presets", metavar="LIST",
                     help="override the presets: " + ", ".join(PRESETS))
     ap.add_argument("--workers", type=int, metavar="N",
@@ -2548,7 +2883,19 @@ def main(argv):
     else:
         path = scenario_path(args.scenario or "default")
     plan = build_plan(load_scenario(path), args)
+    if args.predict_only:
+        if args.tune:
+            raise UsageError("--predict-only runs nothing; --tune runs "
+                             "ps-tune")
+        if "rdma" not in plan["transports"]:
+            plan["transports"].append("rdma")
     args.bin_dir = find_bin_dir(args.bin_dir)
+    # ORDO_* variables are configuration to every node: the VM's marker
+    # and rdma_goodput.sh's address are ps-bench's, not the job's
+    vm = os.environ.pop("ORDO_RDMA_VM", "0") == "1"
+    want_addr = os.environ.pop("ORDO_RDMA_ADDR", "") or None
+    args.rdma = rdma_status(args.bin_dir, vm, want_addr) \
+        if "rdma" in plan["transports"] else None
     if not args.out:
         args.out = os.path.join(os.getcwd(), "ps-bench-out",
                                 datetime.datetime.now().strftime(
@@ -2566,6 +2913,18 @@ def main(argv):
                               plan["tune_trials"], c["warmup"],
                               c["iterations"]))
         return 0
+    if args.predict_only:
+        if not args.out:
+            args.out = os.path.join(os.getcwd(), "ps-bench-out",
+                                    datetime.datetime.now().strftime(
+                                        "%Y%m%d-%H%M%S"))
+        os.makedirs(args.out, exist_ok=True)
+        bench = Bench(args, plan, "none", "--predict-only")
+        bench.predict_all()
+        bench.report_predict_only(argv)
+        return 0
+    if args.dry_run and args.rdma and args.rdma["mode"] != "run":
+        print("rdma: predicted only, not run: %s" % args.rdma["reason"])
     if args.dry_run:
         for i, r in enumerate(Bench(args, plan, "?", "").runs()):
             print("%3d %s %s Gbit/s %s %s rep %d (%d+%d iterations)%s" % (

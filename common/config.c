@@ -99,6 +99,9 @@ static const char *const gate_names[] = {"fifo", "priority", "counter",
 static const char *const switch_names[] = {"off", "on", NULL};
 static const char *const sharing_names[] = {
     [PS_SHARING_FIFO] = "fifo", [PS_SHARING_FAIR] = "fair", NULL};
+static const char *const link_model_names[] = {
+    [PS_LINK_MODEL_AUTO] = "auto", [PS_LINK_MODEL_TCP] = "tcp",
+    [PS_LINK_MODEL_RDMA] = "rdma", NULL};
 
 /* What each preset sets, in the syntax of the keys (see docs/presets.md
  * for why). A preset fills in only the keys not set explicitly. */
@@ -385,6 +388,32 @@ static const option options[] = {
     DOUBLE(link, burst_gbps, "0", 0, 1e6, false,
            "ps-sim: a link's rate while its bucket (link.burst_bytes) holds "
            "tokens. 0 = ten times link.bandwidth_gbps."),
+    ENUM(link, model, "auto", link_model_names,
+         "ps-sim: which transport's per-message cost, bandwidth efficiency "
+         "and gamma the links have (docs/sim.md). tcp: link.latency_us, "
+         "link.efficiency, link.gamma (ordo over ZeroMQ/TCP). rdma: "
+         "link.rdma_latency_us, link.rdma_efficiency, link.rdma_gamma "
+         "(RDMA RC verbs, published perftest figures). auto = "
+         "transport.type's. A key of its own because a build without "
+         "RDMA refuses transport.type = rdma, and ps-sim predicts RDMA "
+         "clusters from any build; link.fit_file overrides either."),
+    DOUBLE(link, efficiency, "1", 0.01, 1, false,
+           "ps-sim, link.model tcp: the share of link.bandwidth_gbps that "
+           "message payload gets (headers, framing): b = 1 / (bandwidth * "
+           "efficiency). 1 = link.bandwidth_gbps is already a payload "
+           "rate (ps-bench sets the rate bulk TCP streams measured)."),
+    DOUBLE(link, rdma_latency_us, "2", 0, 1e6, false,
+           "ps-sim, link.model rdma: a, the fixed cost (microseconds) of "
+           "every message (ib_send_lat, RC, ConnectX-4: about 1.9 us above "
+           "4 KiB; docs/sim.md)."),
+    DOUBLE(link, rdma_efficiency, "0.97", 0.01, 1, false,
+           "ps-sim, link.model rdma: the share of link.bandwidth_gbps that "
+           "message payload gets (RoCE/IB headers: perftest reaches about "
+           "97 Gbit/s on 100 Gbit/s ports; docs/sim.md)."),
+    DOUBLE(link, rdma_gamma, "1", 0.01, 100, false,
+           "ps-sim, link.model rdma: gamma (link.gamma's meaning) for RDMA "
+           "links: the NIC arbitrates between queue pairs; 1 = sharing "
+           "costs nothing beyond the bytes."),
 
     /* [sim] (ps-sim, docs/sim.md) */
     DOUBLE(sim, aggregate_ns_per_byte, "0.1", 0, 1e6, false,

@@ -41,6 +41,11 @@ typedef enum {
 typedef enum { PS_WORKER_TRAIN = 0, PS_WORKER_REPLAY = 1 } ps_worker_mode;
 typedef enum { PS_COMPUTE_SLEEP = 0, PS_COMPUTE_SPIN = 1 } ps_compute_wait;
 typedef enum { PS_SHARING_FIFO = 0, PS_SHARING_FAIR = 1 } ps_link_sharing;
+typedef enum {
+	PS_LINK_MODEL_AUTO = 0, /* transport.type's */
+	PS_LINK_MODEL_TCP = 1,
+	PS_LINK_MODEL_RDMA = 2
+} ps_link_model_kind;
 typedef enum { PS_TUNE_THEN_TRAIN = 0, PS_TUNE_THEN_STOP = 1 } ps_tune_then;
 typedef enum { PS_TUNE_PRIOR_NONE = 0, PS_TUNE_PRIOR_SIM = 1 } ps_tune_prior;
 typedef enum {
@@ -131,6 +136,11 @@ struct ps_config {
 		int sharing; /* PS_SHARING_FIFO / PS_SHARING_FAIR */
 		int burst_bytes;   /* fair: token bucket per link, 0 = none */
 		double burst_gbps; /* fair: a link's rate while it has tokens */
+		int model;         /* ps_link_model_kind: which a, efficiency, gamma */
+		double efficiency; /* tcp: payload share of bandwidth_gbps */
+		double rdma_latency_us; /* rdma: a */
+		double rdma_efficiency; /* rdma: payload share of bandwidth_gbps */
+		double rdma_gamma;      /* rdma: gamma */
 	} link; /* ps-sim's link model (sim/link.h) */
 	struct {
 		double aggregate_ns_per_byte; /* server: summing one push */

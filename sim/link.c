@@ -40,16 +40,51 @@ double ps_link_reserve(ps_link *l, const ps_link_model *m, double t,
 	return start;
 }
 
+int ps_link_model_kind_of(const ps_config *cfg)
+{
+	if (cfg->link.model == PS_LINK_MODEL_TCP ||
+	    cfg->link.model == PS_LINK_MODEL_RDMA)
+		return cfg->link.model;
+	return cfg->transport.type == PS_TRANSPORT_RDMA ? PS_LINK_MODEL_RDMA
+							: PS_LINK_MODEL_TCP;
+}
+
+const char *ps_link_model_name(int kind)
+{
+	switch (kind) {
+	case PS_LINK_MODEL_TCP:
+		return "tcp";
+	case PS_LINK_MODEL_RDMA:
+		return "rdma";
+	default:
+		return "auto";
+	}
+}
+
 int ps_link_model_from_config(const ps_config *cfg, ps_link_model *m_p,
 			      char *err, size_t errlen)
 {
 	double gbps = cfg->link.bandwidth_gbps > 0 ? cfg->link.bandwidth_gbps
 						   : cfg->metrics.bandwidth_gbps;
-	ps_link_model m = {.a_us = cfg->link.latency_us,
-			   .b_us_per_byte = ps_link_b_from_gbps(gbps),
-			   .gamma = cfg->link.gamma};
+	int rdma = ps_link_model_kind_of(cfg) == PS_LINK_MODEL_RDMA;
+	double eff = rdma ? cfg->link.rdma_efficiency : cfg->link.efficiency;
+	ps_link_model m = {
+		.a_us = rdma ? cfg->link.rdma_latency_us : cfg->link.latency_us,
+		.gamma = rdma ? cfg->link.rdma_gamma : cfg->link.gamma};
 
+	if (!(gbps > 0)) {
+		snprintf(err, errlen, "link.bandwidth_gbps: must be > 0");
+		return PS_EINVAL;
+	}
+	if (!(eff > 0 && eff <= 1)) {
+		snprintf(err, errlen, "link.%sefficiency = %g: must be in (0, 1]",
+			 rdma ? "rdma_" : "", eff);
+		return PS_EINVAL;
+	}
+	m.b_us_per_byte = ps_link_b_from_gbps(gbps * eff);
 	if (cfg->link.fit_file[0]) {
+		/* a sweep of the transport itself: its a, b and gamma, whatever
+		 * the model's defaults say */
 		ps_link_fit f;
 		int rc = ps_link_fit_file(cfg->link.fit_file, &f, err, errlen);
 		if (rc != PS_OK)
@@ -57,10 +92,6 @@ int ps_link_model_from_config(const ps_config *cfg, ps_link_model *m_p,
 		m.a_us = f.a_us;
 		m.b_us_per_byte = f.b_us_per_byte;
 		m.gamma = f.gamma;
-	}
-	if (!(gbps > 0)) {
-		snprintf(err, errlen, "link.bandwidth_gbps: must be > 0");
-		return PS_EINVAL;
 	}
 	*m_p = m;
 	return PS_OK;

@@ -64,10 +64,23 @@ double ps_link_cost(const ps_link_model *m, uint64_t bytes, int busy);
 double ps_link_reserve(ps_link *l, const ps_link_model *m, double t,
 		       uint64_t bytes, double *end_p);
 
+/* Which transport's link model a config asks for: link.model, or with
+ * link.model = auto, transport.type's (PS_LINK_MODEL_TCP or
+ * PS_LINK_MODEL_RDMA, never AUTO). */
+int ps_link_model_kind_of(const ps_config *cfg);
+/* "tcp", "rdma" ("auto" for anything else). */
+const char *ps_link_model_name(int kind);
+
 /* The model of a config: link.* with link.bandwidth_gbps = 0 meaning
- * metrics.bandwidth_gbps; with link.fit_file set, a, b and gamma fitted
- * from that sweep (sim/fit.h). PS_EINVAL/PS_ENOENT with a message in err
- * naming the problem. */
+ * metrics.bandwidth_gbps. Per transport (ps_link_model_kind_of):
+ *     tcp   a = link.latency_us,      b = 1 / (bandwidth * link.efficiency),
+ *           gamma = link.gamma
+ *     rdma  a = link.rdma_latency_us, b = 1 / (bandwidth *
+ *           link.rdma_efficiency), gamma = link.rdma_gamma
+ * (docs/sim.md gives the sources of the rdma defaults). With link.fit_file
+ * set, a, b and gamma fitted from that sweep (sim/fit.h) instead, whichever
+ * the model: a sweep measures the transport itself. PS_EINVAL/PS_ENOENT
+ * with a message in err naming the problem. */
 int ps_link_model_from_config(const ps_config *cfg, ps_link_model *m_p,
 			      char *err, size_t errlen);
 

@@ -123,6 +123,11 @@ static void print_json(const ps_config *cfg, const ps_dag *dag,
 	json_object_set_new(link, "bandwidth_gbps",
 			    num(ps_link_gbps_from_b(r->link.b_us_per_byte)));
 	json_object_set_new(link, "gamma", num(r->link.gamma));
+	json_object_set_new(link, "model",
+			    json_string(ps_link_model_name(
+				    ps_link_model_kind_of(cfg))));
+	json_object_set_new(link, "fitted",
+			    json_boolean(cfg->link.fit_file[0] != 0));
 	json_object_set_new(j, "link", link);
 	json_object_set_new(j, "partitions", json_integer(r->partitions));
 	json_object_set_new(j, "fused_partitions", json_integer(r->fused));
@@ -143,7 +148,10 @@ static void print_text(const ps_config *cfg, const ps_dag *dag,
 	       "%s; %u partitions (%u fused)\n",
 	       dag->name, r->workers, r->servers, r->iterations, line,
 	       r->partitions, r->fused);
-	printf("link: a %.3f us, b %.6g us/byte (%.3f Gbit/s), gamma %.3f\n",
+	printf("link: %s model%s, a %.3f us, b %.6g us/byte (%.3f Gbit/s of "
+	       "payload), gamma %.3f\n",
+	       ps_link_model_name(ps_link_model_kind_of(cfg)),
+	       cfg->link.fit_file[0] ? " (fitted from link.fit_file)" : "",
 	       r->link.a_us, r->link.b_us_per_byte,
 	       ps_link_gbps_from_b(r->link.b_us_per_byte), r->link.gamma);
 	for (uint32_t i = 0; i < r->iterations; i++)
@@ -206,7 +214,8 @@ int main(int argc, char **argv)
 	}
 	rc = ps_link_model_from_config(&cfg, &lm, err, sizeof(err));
 	if (rc != PS_OK) {
-		fprintf(stderr, "ps-sim: error: link.fit_file: %s\n", err);
+		fprintf(stderr, "ps-sim: error: %s%s\n",
+			cfg.link.fit_file[0] ? "link.fit_file: " : "", err);
 		return 1;
 	}
 	rc = ps_dag_load(cfg.model.file, cfg.model.compute_scale, &dag, err,

@@ -77,7 +77,14 @@ for p in $PRESETS; do
 	grep -q "^| resnet50 | 1 | tcp | $p | 1/1 | [0-9]" "$out" ||
 		fail "report: no completed row for preset $p"
 done
-grep -q "^| resnet50 | 1 | rdma | all | - | not run: " "$out" || fail "report: no rdma row"
+# rdma (issue 14): no device here, so one predicted row per preset and the
+# TCP-vs-RDMA table (ps-sim's two link models)
+for p in $PRESETS; do
+	grep -q "^| resnet50 | 1 | rdma | $p | 0/0 | predicted only, not run: " "$out" ||
+		fail "report: no predicted rdma row for preset $p"
+	grep -q "^| resnet50 | 1 | $p | [0-9.]* | [0-9.]* | [0-9.]* |$" "$out" ||
+		fail "report: no TCP-vs-RDMA prediction for preset $p"
+done
 grep -q "^- runs: 6, 6 completed, 0 failed" "$out" || fail "report: not every run completed"
 grep -q "each in its own network namespace" "$out" || fail "report: not in netns mode"
 grep -q "LOOPBACK\|loopback mode" "$out" && fail "report warns of loopback in netns mode"
@@ -118,6 +125,14 @@ for r in runs:
     assert isinstance(ev, list) and len(ev) > 100, r["timeline"]
     pids = {e.get("pid") for e in ev}
     assert len(pids) >= 4, pids  # 2 servers + 2 workers
+rdma = [r for r in res if r["transport"] == "rdma"]
+assert sorted(r["preset"] for r in rdma) == sorted(presets), rdma
+for r in rdma:
+    assert r["mode"] == "predicted" and r["runs"] == "0", r
+    assert float(r["sim_iteration_ms"]) > 0, r
+    assert r["sim_note"].startswith("predicted only"), r
+pred = list(csv.DictReader(open(os.path.join(out, "predicted.csv"))))
+assert sorted(r["preset"] for r in pred) == sorted(presets), pred
 nic = list(csv.DictReader(open(os.path.join(out, "nic.csv"))))
 assert {r["host"] for r in nic} == {"sched", "s0", "s1", "w0", "w1"}, nic
 print("results.csv: %d rows; runs.csv: %d runs with timelines" %

@@ -797,6 +797,119 @@ static void test_fit_file_errors(void **state)
 	assert_double_equal(f.gamma, 1.0, 1e-9);
 }
 
+/* ---- the link model per transport --------------------------------------- */
+
+static void model_of(const ps_config *cfg, ps_link_model *lm)
+{
+	char err[512];
+
+	if (ps_link_model_from_config(cfg, lm, err, sizeof(err)) != PS_OK)
+		fail_msg("ps_link_model_from_config: %s", err);
+}
+
+static void test_link_model_per_transport(void **state)
+{
+	ps_config cfg;
+	ps_link_model lm;
+	(void)state;
+
+	ps_config_defaults(&cfg);
+	set(&cfg, "link.bandwidth_gbps", "10");
+	/* defaults: the tcp model, a = 20 us, the whole rate, gamma 1 */
+	assert_int_equal(ps_link_model_kind_of(&cfg), PS_LINK_MODEL_TCP);
+	model_of(&cfg, &lm);
+	assert_double_equal(lm.a_us, 20.0, 1e-12);
+	assert_double_equal(lm.b_us_per_byte, 1.0 / 1250.0, 1e-15);
+	assert_double_equal(lm.gamma, 1.0, 1e-12);
+
+	/* an rdma job (auto): the rdma model and its published defaults,
+	 * a 2 us, 97 % of the rate, gamma 1 (docs/sim.md) */
+	cfg.transport.type = PS_TRANSPORT_RDMA; /* refused by non-rdma builds'
+						 * validation, not here */
+	assert_int_equal(ps_link_model_kind_of(&cfg), PS_LINK_MODEL_RDMA);
+	model_of(&cfg, &lm);
+	assert_double_equal(lm.a_us, 2.0, 1e-12);
+	assert_double_equal(lm.b_us_per_byte, 1.0 / (1250.0 * 0.97), 1e-15);
+	assert_double_equal(lm.gamma, 1.0, 1e-12);
+	assert_string_equal(ps_link_model_name(ps_link_model_kind_of(&cfg)),
+			    "rdma");
+
+	/* the rdma keys move the rdma model only, the tcp keys the tcp one */
+	set(&cfg, "link.rdma_latency_us", "3.5");
+	set(&cfg, "link.rdma_efficiency", "0.5");
+	set(&cfg, "link.rdma_gamma", "1.25");
+	set(&cfg, "link.latency_us", "99");
+	set(&cfg, "link.gamma", "3");
+	model_of(&cfg, &lm);
+	assert_double_equal(lm.a_us, 3.5, 1e-12);
+	assert_double_equal(lm.b_us_per_byte, 1.0 / 625.0, 1e-15);
+	assert_double_equal(lm.gamma, 1.25, 1e-12);
+
+	/* link.model overrides transport.type, both ways */
+	set(&cfg, "link.model", "tcp");
+	assert_int_equal(ps_link_model_kind_of(&cfg), PS_LINK_MODEL_TCP);
+	set(&cfg, "link.efficiency", "0.8");
+	model_of(&cfg, &lm);
+	assert_double_equal(lm.a_us, 99.0, 1e-12);
+	assert_double_equal(lm.b_us_per_byte, 1.0 / 1000.0, 1e-15);
+	assert_double_equal(lm.gamma, 3.0, 1e-12);
+	cfg.transport.type = PS_TRANSPORT_TCP;
+	set(&cfg, "link.model", "rdma");
+	assert_int_equal(ps_link_model_kind_of(&cfg), PS_LINK_MODEL_RDMA);
+	model_of(&cfg, &lm);
+	assert_double_equal(lm.a_us, 3.5, 1e-12);
+
+	/* a fit file still overrides whichever model is selected */
+	set(&cfg, "link.fit_file",
+	    test_write_file(dir, "rdma-sweep.csv",
+			    "bytes,concurrency,us\n1000,1,30\n2000,1,50\n"
+			    "2000,2,100\n"));
+	model_of(&cfg, &lm);
+	assert_double_equal(lm.a_us, 10.0, 1e-9);
+	assert_double_equal(lm.b_us_per_byte, 0.02, 1e-12);
+	assert_double_equal(lm.gamma, 1.0, 1e-9);
+	set(&cfg, "link.model", "tcp");
+	model_of(&cfg, &lm);
+	assert_double_equal(lm.a_us, 10.0, 1e-9);
+}
+
+/* The same job under both models: one message of 1,000,000 B each way at
+ * 1 Gbit/s (one_tensor_job: a 10 us, compute 3000 us, server 1500 us) */
+static void test_rdma_model_iteration_by_hand(void **state)
+{
+	ps_config cfg;
+	ps_dag *d = one_tensor_job(&cfg, "fifo");
+	ps_sim_result r;
+	double b_rdma = 0.008 / 0.97;
+	(void)state;
+
+	r = simulate(&cfg, d);
+	assert_double_equal(r.iter_us[1], 3000.0 + 2 * 8010.0 + 1500.0, 1e-9);
+	ps_sim_result_free(&r);
+	set(&cfg, "link.model", "rdma");
+	r = simulate(&cfg, d);
+	assert_double_equal(r.link.a_us, 2.0, 1e-12);
+	assert_double_equal(r.iter_us[1],
+			    3000.0 + 2 * (2.0 + b_rdma * 1e6) + 1500.0, 1e-6);
+	ps_sim_result_free(&r);
+	/* many small partitions: the fixed cost decides; 100 of 10,000 B */
+	set(&cfg, "scheduling.partition_size", "10000");
+	set(&cfg, "sim.aggregate_ns_per_byte", "0");
+	set(&cfg, "sim.update_ns_per_byte", "0");
+	set(&cfg, "link.model", "tcp");
+	r = simulate(&cfg, d);
+	/* pushes back to back, each partition sent on as it arrives: the
+	 * last is back 101 messages after the first left */
+	assert_double_equal(r.iter_us[1], 3000 + 101 * (10 + 80.0), 1e-9);
+	ps_sim_result_free(&r);
+	set(&cfg, "link.model", "rdma");
+	r = simulate(&cfg, d);
+	assert_double_equal(r.iter_us[1], 3000 + 101 * (2 + 10000 * b_rdma),
+			    1e-6);
+	ps_sim_result_free(&r);
+	ps_dag_free(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -810,6 +923,8 @@ int main(void)
 		cmocka_unit_test(test_deterministic),
 		cmocka_unit_test(test_fit_recovers_parameters),
 		cmocka_unit_test(test_fit_file_errors),
+		cmocka_unit_test(test_link_model_per_transport),
+		cmocka_unit_test(test_rdma_model_iteration_by_hand),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
