@@ -41,6 +41,7 @@ _Static_assert(STR_MAX < PS_CFG_STR, "STR_MAX must fit in char[PS_CFG_STR]");
 
 #define KIB 1024ULL
 #define TIB (KIB * KIB * KIB * KIB)
+#define GIB (KIB * KIB * KIB)
 
 typedef enum {
 	OPT_INT,
@@ -192,6 +193,12 @@ static const option options[] = {
     INT(cluster, connect_timeout_ms, "10000", 100, 3600000,
         "Milliseconds to wait for the scheduler to answer and for every "
         "node to register before giving up."),
+    SIZE(cluster, early_bytes_max, "1G", 0, TIB,
+         "Bytes a server or worker keeps of the messages that reach it "
+         "before its WELCOME (a peer welcomed first may already send its "
+         "parameters or initial values; at most 4096 messages). Beyond "
+         "it they are dropped and logged: a bound no peer can raise. "
+         "Raise it for models larger than about half of it."),
 
     /* [transport] */
     ENUM(transport, type, "tcp", transport_names,
@@ -215,6 +222,14 @@ static const option options[] = {
         "RoCE v2 GID ::ffff:ADDR of this node's IPv4 address, the only "
         "choice this version supports (an index, for InfiniBand or RoCE "
         "v1, is refused with a message)."),
+    SIZE(transport, max_message, "0", 0, 4 * GIB,
+         "Largest message (a header or a payload) a node accepts; a peer "
+         "that sends a larger one is disconnected (ZeroMQ's "
+         "ZMQ_MAXMSGSIZE; the rdma backend checks its frames) before "
+         "anything is allocated for it. 0 = auto: the larger of 64 MiB "
+         "(registration, WELCOME) and scheduling.partition_size. The "
+         "scheduler refuses a job whose partitions or WELCOME would not "
+         "fit."),
     ENUM(transport, rdma_poll, "event", rdma_poll_names,
          "rdma: how completions are waited for: event (a completion "
          "channel in the receive loop, no core spinning) or busy "
@@ -1272,6 +1287,17 @@ static int check_bounds(const ps_config *cfg, const option *o, char *err,
 	return PS_OK;
 }
 
+uint64_t ps_config_max_message(const ps_config *cfg)
+{
+	uint64_t m = cfg->transport.max_message;
+	if (m)
+		return m;
+	m = cfg->scheduling.partition_size;
+	if (m < PS_CONTROL_MESSAGE_MAX)
+		m = PS_CONTROL_MESSAGE_MAX;
+	return m > 4 * GIB ? 4 * GIB : m;
+}
+
 int ps_config_validate(const ps_config *cfg, char *err, size_t errlen)
 {
 	char a[32], b[32];
@@ -1297,6 +1323,12 @@ int ps_config_validate(const ps_config *cfg, char *err, size_t errlen)
 		            "by index is not supported yet (rdma_cm uses the "
 		            "RoCE v2 GID of the node's address); leave it at "
 		            "-1", cfg->transport.rdma_gid_index);
+	if (cfg->transport.max_message &&
+	    cfg->transport.max_message < (1u << 20))
+		return errf(err, errlen,
+		            "transport.max_message = %llu: below 1 MiB, a "
+		            "registration or WELCOME may not fit (0 = auto)",
+		            (unsigned long long)cfg->transport.max_message);
 	if ((int64_t)cfg->cluster.heartbeat_timeout_ms <=
 	    2 * (int64_t)cfg->cluster.heartbeat_interval_ms)
 		return errf(err, errlen,

@@ -66,6 +66,7 @@ struct ps_config {
 		int heartbeat_interval_ms;
 		int heartbeat_timeout_ms;
 		int connect_timeout_ms;
+		uint64_t early_bytes_max; /* kept before the WELCOME */
 	} cluster;
 	struct {
 		int type; /* ps_transport_type */
@@ -74,6 +75,7 @@ struct ps_config {
 		char rdma_device[PS_CFG_STR]; /* "" = automatic */
 		int rdma_gid_index;           /* -1 = automatic */
 		int rdma_poll;                /* ps_rdma_poll */
+		uint64_t max_message; /* 0 = auto: ps_config_max_message() */
 	} transport;
 	struct {
 		int name; /* ps_model_kind */
@@ -190,6 +192,13 @@ int ps_config_apply_env(ps_config *cfg, char *const *envp, char *err,
  * it came from for error messages ("--set", "conf/x.ini:3"). */
 int ps_config_set_kv(ps_config *cfg, const char *key, const char *value,
 		     const char *origin, char *err, size_t errlen);
+
+/* The largest message (one frame: a header or a payload) a node accepts
+ * from the network: transport.max_message, or when that is 0 (auto) the
+ * larger of PS_CONTROL_MESSAGE_MAX (registration, WELCOME) and
+ * scheduling.partition_size (a partition's payload), at most 4 GiB. */
+#define PS_CONTROL_MESSAGE_MAX ((uint64_t)64 << 20)
+uint64_t ps_config_max_message(const ps_config *cfg);
 
 /* Cross-field checks (timeouts vs intervals, credit vs partition...). */
 int ps_config_validate(const ps_config *cfg, char *err, size_t errlen);

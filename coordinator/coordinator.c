@@ -230,6 +230,20 @@ static int send_welcomes(coord *c)
 		size_t len;
 
 		rc = ps_wire_welcome_encode(&w, &body, &len);
+		if (rc == PS_OK && len > ps_config_max_message(c->cfg)) {
+			char why[256];
+			snprintf(why, sizeof(why),
+				 "the WELCOME (%u partitions) is %zu bytes, "
+				 "more than transport.max_message = %llu: raise "
+				 "it",
+				 c->placement->num_parts, len,
+				 (unsigned long long)ps_config_max_message(
+					 c->cfg));
+			free(body);
+			abort_job(c, why);
+			free(nodes);
+			return PS_EABORTED;
+		}
 		if (rc == PS_OK)
 			rc = send_msg(c, c->members[i].peer, PS_MSG_WELCOME, 0,
 				      body, len);
@@ -357,6 +371,23 @@ static int place(coord *c)
 		PS_ERROR("cannot place %u tensors on %u servers: %s",
 			 c->ntensors, c->servers, ps_strerror(rc));
 		return rc;
+	}
+	/* every partition's payload must pass every node's transport */
+	uint64_t max = ps_config_max_message(c->cfg);
+	for (uint32_t i = 0; i < c->placement->num_parts; i++) {
+		const ps_partition *p = &c->placement->parts[i];
+		if (p->numel <= max / sizeof(float))
+			continue;
+		char why[512];
+		snprintf(why, sizeof(why),
+			 "partition %u (tensor '%s') is %llu bytes, more than "
+			 "transport.max_message = %llu: raise it or lower "
+			 "scheduling.partition_size",
+			 i, c->tensors[p->tensor].name,
+			 (unsigned long long)(p->numel * sizeof(float)),
+			 (unsigned long long)max);
+		abort_job(c, why);
+		return PS_EABORTED;
 	}
 	ps_placement_print(c->placement, stdout);
 	fflush(stdout);

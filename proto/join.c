@@ -8,6 +8,8 @@
 
 struct ps_join {
 	uint32_t max;
+	uint64_t max_bytes;
+	uint64_t bytes, dropped_bytes;
 	int fault;
 	int member;
 	void **early; /* allocated at the first kept message */
@@ -15,7 +17,8 @@ struct ps_join {
 	uint32_t kept, dropped;
 };
 
-int ps_join_create(uint32_t max_early, int fault, ps_join **j_p)
+int ps_join_create(uint32_t max_early, uint64_t max_bytes, int fault,
+		   ps_join **j_p)
 {
 	ps_join *j = calloc(1, sizeof(*j));
 
@@ -23,6 +26,7 @@ int ps_join_create(uint32_t max_early, int fault, ps_join **j_p)
 	if (!j)
 		return PS_ENOMEM;
 	j->max = max_early;
+	j->max_bytes = max_bytes;
 	j->fault = fault;
 	return PS_OK;
 }
@@ -43,13 +47,15 @@ void ps_join_destroy(ps_join **j_p, void (*drop)(void *msg, void *ud),
 }
 
 ps_join_verdict ps_join_on_message(ps_join *j, int from_scheduler,
-				   int welcome_or_abort, void *msg)
+				   int welcome_or_abort, void *msg,
+				   uint64_t bytes)
 {
 	if (j->member)
 		return PS_JOIN_DELIVER;
 	if (from_scheduler)
 		return welcome_or_abort ? PS_JOIN_WELCOME : PS_JOIN_DROP;
-	if (j->fault == PS_JOIN_FAULT_DROP_EARLY || j->n == j->max)
+	if (j->fault == PS_JOIN_FAULT_DROP_EARLY || j->n == j->max ||
+	    bytes > j->max_bytes - j->bytes)
 		goto drop;
 	if (!j->early) {
 		j->early = calloc(j->max, sizeof(*j->early));
@@ -58,9 +64,11 @@ ps_join_verdict ps_join_on_message(ps_join *j, int from_scheduler,
 	}
 	j->early[j->n++] = msg;
 	j->kept++;
+	j->bytes += bytes;
 	return PS_JOIN_KEPT;
 drop:
 	j->dropped++;
+	j->dropped_bytes += bytes;
 	return PS_JOIN_DROP;
 }
 
@@ -91,4 +99,14 @@ uint32_t ps_join_kept(const ps_join *j)
 uint32_t ps_join_dropped(const ps_join *j)
 {
 	return j->dropped;
+}
+
+uint64_t ps_join_kept_bytes(const ps_join *j)
+{
+	return j->bytes;
+}
+
+uint64_t ps_join_dropped_bytes(const ps_join *j)
+{
+	return j->dropped_bytes;
 }

@@ -10,8 +10,9 @@
  * job: they are kept, in their order, and handed to the node once it is
  * welcomed, before anything received later. Before the WELCOME only the
  * scheduler's WELCOME or ABORT ends the wait; anything else from the
- * scheduler is dropped with a reason. The number kept is bounded; beyond
- * it messages are dropped (counted), never an unbounded allocation.
+ * scheduler is dropped with a reason. The number and the bytes kept are
+ * bounded; beyond either bound messages are dropped (counted), never an
+ * unbounded allocation.
  *
  * The driver (runtime/node.c, tests/dst) owns the messages; the machine
  * stores the driver's pointers.
@@ -32,8 +33,10 @@ enum {
 				     before fb2417c */
 };
 
-/* PS_OK, PS_ENOMEM. max_early: how many messages are kept at most. */
-int ps_join_create(uint32_t max_early, int fault, ps_join **j_p);
+/* PS_OK, PS_ENOMEM. max_early: how many messages are kept at most;
+ * max_bytes: how many bytes (as the driver counts them) at most. */
+int ps_join_create(uint32_t max_early, uint64_t max_bytes, int fault,
+		   ps_join **j_p);
 /* Frees the machine; messages still kept are handed to drop(msg, ud). */
 void ps_join_destroy(ps_join **j_p, void (*drop)(void *msg, void *ud),
 		     void *ud);
@@ -47,10 +50,11 @@ typedef enum {
 			    WELCOME, or too many are kept already */
 } ps_join_verdict;
 
-/* A message from the scheduler (from_scheduler) or a peer arrived;
- * welcome_or_abort: it is a WELCOME or ABORT. */
+/* A message of `bytes` from the scheduler (from_scheduler) or a peer
+ * arrived; welcome_or_abort: it is a WELCOME or ABORT. */
 ps_join_verdict ps_join_on_message(ps_join *j, int from_scheduler,
-				   int welcome_or_abort, void *msg);
+				   int welcome_or_abort, void *msg,
+				   uint64_t bytes);
 
 /* The WELCOME was accepted: the node is a member. */
 void ps_join_welcomed(ps_join *j);
@@ -60,8 +64,11 @@ int ps_join_member(const ps_join *j);
  * member: 1 and *msg_p (the driver's again), or 0. */
 int ps_join_next_early(ps_join *j, void **msg_p);
 
-/* Messages kept so far (all time) and dropped for the bound. */
+/* Messages kept so far (all time) and dropped for the bounds; the bytes
+ * kept so far and the bytes dropped for the bounds. */
 uint32_t ps_join_kept(const ps_join *j);
 uint32_t ps_join_dropped(const ps_join *j);
+uint64_t ps_join_kept_bytes(const ps_join *j);
+uint64_t ps_join_dropped_bytes(const ps_join *j);
 
 #endif /* ORDO_PROTO_JOIN_H */

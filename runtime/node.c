@@ -206,8 +206,9 @@ static int accept_welcome(ps_node *n, ps_msg *msg, const ps_wire_header *h)
 }
 
 /* A peer's message that came before the WELCOME is kept for
- * ps_node_recv (at most PS_EARLY_MAX; whether it belongs to the job is
- * checked then). */
+ * ps_node_recv (at most PS_EARLY_MAX of them and cluster.early_bytes_max
+ * bytes of headers and payloads; whether it belongs to the job is checked
+ * then). */
 #define PS_EARLY_MAX 4096
 
 /* Waits for the WELCOME (or an ABORT) after REGISTER. */
@@ -252,7 +253,9 @@ static int await_welcome(ps_node *n)
 					      n->join, h.sender == 0,
 					      h.type == PS_MSG_WELCOME ||
 						      h.type == PS_MSG_ABORT,
-					      msg);
+					      msg,
+					      (uint64_t)msg->hdr_len +
+						      msg->payload_len);
 		if (v == PS_JOIN_KEPT) {
 			atomic_fetch_add_explicit(&n->early_kept, 1,
 						  memory_order_relaxed);
@@ -262,7 +265,9 @@ static int await_welcome(ps_node *n)
 			psi_note_drop(++n->dropped, "message before WELCOME",
 				      rc != PS_OK ? why
 				      : h.sender != 0
-					      ? "too many kept before the WELCOME"
+					      ? "more than 4096 messages or "
+						"cluster.early_bytes_max bytes "
+						"kept before the WELCOME"
 					      : "unexpected");
 			ps_msg_free(&msg);
 			continue;
@@ -284,6 +289,17 @@ static int await_welcome(ps_node *n)
 		ps_msg_free(&msg);
 		if (rc == PS_OK)
 			ps_join_welcomed(n->join);
+		if (rc == PS_OK && ps_join_dropped(n->join))
+			PS_ERROR("%u message(s), %llu bytes, reached this node "
+				 "before its WELCOME beyond the bounds (4096 "
+				 "messages, cluster.early_bytes_max = %llu "
+				 "bytes) and were dropped; if they were this "
+				 "job's, raise cluster.early_bytes_max",
+				 ps_join_dropped(n->join),
+				 (unsigned long long)ps_join_dropped_bytes(
+					 n->join),
+				 (unsigned long long)n->cfg->cluster
+					 .early_bytes_max);
 		return rc;
 	}
 }
@@ -298,6 +314,7 @@ int ps_job_transport_create(const ps_config *cfg, uint64_t *id_p,
 		.send_timeout_ms = ps_send_timeout_ms(cfg),
 		.connect_timeout_ms = cfg->cluster.connect_timeout_ms,
 		.io_threads = cfg->transport.io_threads,
+		.max_message = ps_config_max_message(cfg),
 		.rdma_gid_index = cfg->transport.rdma_gid_index,
 		.rdma_busy_poll = cfg->transport.rdma_poll == PS_RDMA_POLL_BUSY,
 	};
@@ -334,7 +351,8 @@ int ps_node_join(ps_node *n, const ps_config *cfg, uint32_t role,
 	memset(n, 0, sizeof(*n));
 	n->cfg = cfg;
 	n->role = role;
-	rc = ps_join_create(PS_EARLY_MAX, PS_JOIN_FAULT_NONE, &n->join);
+	rc = ps_join_create(PS_EARLY_MAX, cfg->cluster.early_bytes_max,
+			    PS_JOIN_FAULT_NONE, &n->join);
 	if (rc != PS_OK)
 		return rc;
 	rc = ps_job_transport_create(cfg, &n->transport_id, &n->transport);

@@ -18,7 +18,16 @@
  * PS_ETIMEDOUT), ZMQ_SNDHWM/RCVHWM=0 (unlimited: a burst of many partitions
  * never blocks on a high-water mark), ZMQ_SNDTIMEO=send_timeout_ms,
  * ZMQ_LINGER set when closing. The ROUTER uses ZMQ_ROUTER_HANDOVER so a
- * restarted peer with the same id takes its identity over.
+ * restarted peer with the same id takes its identity over. Both set
+ * ZMQ_MAXMSGSIZE from opts.max_message (a peer announcing a larger frame
+ * is disconnected before ZeroMQ allocates it). The ROUTER's receive
+ * high-water mark is finite (RCVHWM_PER_PEER messages per connection):
+ * a full inbound pipe stops ZeroMQ reading that peer's socket, so a peer
+ * that floods is held back by TCP rather than queued without bound, while
+ * the job's own traffic only waits (nothing inbound is dropped). The
+ * DEALERs' send HWM stays unlimited: those are this node's own messages,
+ * bounded by the credit window (scheduling.credit_size) or by one
+ * iteration's partitions.
  *
  * connect() waits for the ZMTP handshake, watching the DEALER with
  * zmq_socket_monitor over an inproc PAIR socket: HANDSHAKE_SUCCEEDED is
@@ -98,6 +107,7 @@ static int64_t mono_ms(void)
 #define DEFAULT_CONNECT_MS   10000
 #define PAYLOAD_ALIGN        8
 #define DISCONNECT_LINGER_MS 1000
+#define RCVHWM_PER_PEER      65536 /* inbound messages queued per peer */
 
 typedef struct tcp_peer {
 	char *endpoint; /* as given to connect */
@@ -156,6 +166,16 @@ static uint64_t id_decode(const unsigned char in[ID_LEN])
 static int set_int(void *sock, int option, int value)
 {
 	return zmq_setsockopt(sock, option, &value, sizeof(value));
+}
+
+/* ZMQ_MAXMSGSIZE from opts.max_message (0: none): ZeroMQ checks every
+ * frame's size as it reads the frame's header and drops the connection of
+ * a peer that announces a larger one, before allocating for it. */
+static int set_max_message(const tcp_transport *tt, void *sock)
+{
+	int64_t max = tt->opts.max_message ? (int64_t)tt->opts.max_message
+					   : -1;
+	return zmq_setsockopt(sock, ZMQ_MAXMSGSIZE, &max, sizeof(max));
 }
 
 static void close_socket(void *sock, int linger_ms)
@@ -250,8 +270,9 @@ static int tcp_listen(ps_transport *t, const char *host, int port,
 		PS_ERROR("tcp: zmq_socket(ROUTER): %s", zmq_strerror(errno));
 		return PS_EIO;
 	}
-	set_int(router, ZMQ_RCVHWM, 0);
+	set_int(router, ZMQ_RCVHWM, RCVHWM_PER_PEER);
 	set_int(router, ZMQ_ROUTER_HANDOVER, 1);
+	set_max_message(tt, router);
 	if (strchr(host, ':'))
 		set_int(router, ZMQ_IPV6, 1);
 
@@ -457,6 +478,7 @@ static int tcp_connect(ps_transport *t, const char *endpoint, ps_peer *peer_p)
 	}
 	id_encode(tt->opts.id, id);
 	if (zmq_setsockopt(dealer, ZMQ_ROUTING_ID, id, sizeof(id)) != 0 ||
+	    set_max_message(tt, dealer) != 0 ||
 	    set_int(dealer, ZMQ_IMMEDIATE, 1) != 0 ||
 	    set_int(dealer, ZMQ_SNDHWM, 0) != 0 ||
 	    set_int(dealer, ZMQ_RCVHWM, 0) != 0 ||
@@ -813,8 +835,9 @@ static int tcp_disconnect(ps_transport *t, ps_peer peer)
 
 static void tcp_caps(const ps_transport *t, ps_transport_caps *caps)
 {
-	(void)t;
-	caps->max_message = SIZE_MAX; /* no ZMQ_MAXMSGSIZE set */
+	const tcp_transport *tt = (const tcp_transport *)t;
+	caps->max_message = tt->opts.max_message ? (size_t)tt->opts.max_message
+						 : SIZE_MAX; /* ZMQ_MAXMSGSIZE */
 	caps->zero_copy_send = 1;     /* zmq_msg_init_data */
 	caps->zero_copy_recv = 1;     /* ZeroMQ's own buffers, lent */
 	caps->needs_registration = 0;

@@ -99,6 +99,10 @@ typedef struct ps_transport_opts {
 	int send_timeout_ms;   /* a send blocked this long fails (ETIMEDOUT) */
 	int connect_timeout_ms;/* ps_transport_connect() gives up after this */
 	int io_threads;        /* backend threads (ZeroMQ I/O threads) */
+	/* the largest header or payload accepted from a peer; a peer that
+	 * sends a larger one is disconnected before anything is allocated
+	 * for it (0: the backend's own limit) */
+	uint64_t max_message;
 	/* rdma (transport/rdma_device.h): "" and -1 are automatic */
 	char rdma_device[64];
 	int rdma_gid_index;

@@ -934,7 +934,8 @@ static int setup(job *j, void **hold_ud)
 				      &k->proto);
 		if (rc != PS_OK)
 			return rc;
-		rc = ps_join_create(JOIN_MAX, join_fault(j->fault), &k->join);
+		rc = ps_join_create(JOIN_MAX, UINT64_MAX, join_fault(j->fault),
+				    &k->join);
 		if (rc != PS_OK)
 			return rc;
 	}
@@ -972,7 +973,8 @@ static int setup(job *j, void **hold_ud)
 			if (!v->values[k] || !v->mom[k] || !v->acc[k])
 				return PS_ENOMEM;
 		}
-		rc = ps_join_create(JOIN_MAX, join_fault(j->fault), &v->join);
+		rc = ps_join_create(JOIN_MAX, UINT64_MAX, join_fault(j->fault),
+				    &v->join);
 		if (rc != PS_OK)
 			return rc;
 	}
@@ -1169,7 +1171,7 @@ static int arrive(job *j, uint32_t to, msg *m)
 	int rc = PS_OK;
 
 	switch (ps_join_on_message(jn, m->from == j->W + j->S,
-				   m->type == M_WELCOME, m)) {
+				   m->type == M_WELCOME, m, 1)) {
 	case PS_JOIN_DELIVER:
 		return deliver(j, to, m);
 	case PS_JOIN_KEPT:

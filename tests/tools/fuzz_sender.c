@@ -2,6 +2,8 @@
  * tests/tools/fuzz_sender.c - throws malformed messages at a running node.
  *
  *   fuzz_sender ENDPOINT COUNT SEED
+ *   fuzz_sender ENDPOINT big BYTES
+ *   fuzz_sender ENDPOINT flood COUNT BYTES
  *
  * Connects raw ZeroMQ DEALER sockets (one with an 8-byte identity like a
  * real node, one with a short one) to ENDPOINT and sends COUNT messages
@@ -10,6 +12,14 @@
  * payloads; headers whose payload_len disagrees with the payload; REGISTER
  * with garbage bodies; too many frames. The target must drop all of them
  * and go on serving; the test around this program checks that it did.
+ *
+ * big: one well-formed PUSH header followed by a payload frame of BYTES;
+ * exits 0 once the target has dropped the connection (seen through a
+ * socket monitor: ZMQ_MAXMSGSIZE at work), 1 if the connection is still
+ * up after 120 s (a hang guard: the target accepted the frame).
+ * flood: COUNT well-formed PUSH messages of BYTES payload each (a node
+ * before its WELCOME keeps such messages up to its bounds), then exits 0
+ * once all have left.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -98,14 +108,97 @@ static void one_message(void *sock)
 	}
 }
 
+/* Waits (up to timeout_ms, -1: forever) for one of the events in mask
+ * on the monitor socket; returns the event or 0. */
+static int wait_event(void *mon, int mask, int timeout_ms)
+{
+	zmq_pollitem_t it = {.socket = mon, .events = ZMQ_POLLIN};
+	while (zmq_poll(&it, 1, timeout_ms) == 1) {
+		uint8_t ev[6];
+		char addr[256];
+		int n = zmq_recv(mon, ev, sizeof(ev), 0);
+		zmq_recv(mon, addr, sizeof(addr), 0);
+		if (n >= 2 && ((ev[0] | ev[1] << 8) & mask))
+			return ev[0] | ev[1] << 8;
+	}
+	return 0;
+}
+
+/* A PUSH header for a payload of len bytes from a made-up worker. */
+static size_t push_header(uint8_t *hdr, size_t len)
+{
+	ps_wire_header h = {.version = PS_WIRE_VERSION, .type = PS_MSG_PUSH,
+			    .job_id = rnd() | 1, .sender = 3, .key = 0,
+			    .partition = 0, .iteration = 0,
+			    .payload_len = len};
+	size_t hlen = 0;
+	ps_wire_header_encode(&h, hdr, PS_WIRE_HEADER_MAX, &hlen);
+	return hlen;
+}
+
+static int big_or_flood(const char *ep, int big, long count, size_t bytes)
+{
+	void *ctx = zmq_ctx_new(), *sock = zmq_socket(ctx, ZMQ_DEALER),
+	     *mon = zmq_socket(ctx, ZMQ_PAIR);
+	uint8_t id[8], hdr[PS_WIRE_HEADER_MAX];
+	int linger = -1, rc = 0;
+	uint8_t *payload = calloc(1, bytes ? bytes : 1);
+
+	fill(id, sizeof(id));
+	zmq_setsockopt(sock, ZMQ_ROUTING_ID, id, sizeof(id));
+	zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof(linger));
+	if (!payload ||
+	    zmq_socket_monitor(sock, "inproc://fuzz-sender-monitor",
+			       ZMQ_EVENT_HANDSHAKE_SUCCEEDED |
+				   ZMQ_EVENT_DISCONNECTED) != 0 ||
+	    zmq_connect(mon, "inproc://fuzz-sender-monitor") != 0 ||
+	    zmq_connect(sock, ep) != 0) {
+		fprintf(stderr, "fuzz_sender: cannot connect to %s: %s\n", ep,
+			zmq_strerror(zmq_errno()));
+		return 1;
+	}
+	wait_event(mon, ZMQ_EVENT_HANDSHAKE_SUCCEEDED, -1);
+	for (long i = 0; i < count; i++) {
+		size_t hlen = push_header(hdr, bytes);
+		zmq_send(sock, hdr, hlen, ZMQ_SNDMORE);
+		zmq_send(sock, payload, bytes, 0);
+	}
+	if (big) {
+		if (wait_event(mon, ZMQ_EVENT_DISCONNECTED, 120000)) {
+			printf("fuzz_sender: %s dropped the connection after "
+			       "a %zu-byte frame\n", ep, bytes);
+		} else {
+			printf("fuzz_sender: %s took a %zu-byte frame (still "
+			       "connected after 120 s)\n", ep, bytes);
+			rc = 1;
+		}
+		linger = 0;
+		zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof(linger));
+	} else {
+		printf("fuzz_sender: %ld messages of %zu bytes sent to %s\n",
+		       count, bytes, ep);
+	}
+	zmq_close(sock);
+	zmq_close(mon);
+	zmq_ctx_term(ctx); /* flood: returns once every message has left */
+	free(payload);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	void *ctx, *socks[2];
 	long count;
 	int linger = 2000;
 
+	if (argc == 4 && strcmp(argv[2], "big") == 0)
+		return big_or_flood(argv[1], 1, 1, strtoull(argv[3], NULL, 10));
+	if (argc == 5 && strcmp(argv[2], "flood") == 0)
+		return big_or_flood(argv[1], 0, strtol(argv[3], NULL, 10),
+				    strtoull(argv[4], NULL, 10));
 	if (argc != 4) {
-		fprintf(stderr, "usage: fuzz_sender ENDPOINT COUNT SEED\n");
+		fprintf(stderr, "usage: fuzz_sender ENDPOINT COUNT SEED | "
+			"ENDPOINT big BYTES | ENDPOINT flood COUNT BYTES\n");
 		return 2;
 	}
 	count = strtol(argv[2], NULL, 10);

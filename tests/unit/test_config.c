@@ -748,7 +748,9 @@ static void assert_same_config(const ps_config *a, const ps_config *b)
 	SAME(cluster.heartbeat_interval_ms);
 	SAME(cluster.heartbeat_timeout_ms);
 	SAME(cluster.connect_timeout_ms);
+	SAME(cluster.early_bytes_max);
 	SAME(transport.type);
+	SAME(transport.max_message);
 	SAME(transport.send_timeout_ms);
 	SAME(transport.io_threads);
 	SAME(model.name);
@@ -845,11 +847,13 @@ static void test_reference(void **state)
 	                                   "heartbeat_interval_ms",
 	                                   "heartbeat_timeout_ms",
 	                                   "connect_timeout_ms",
+	                                   "early_bytes_max",
 	                                   "type",
 	                                   "send_timeout_ms",
 	                                   "io_threads",
 	                                   "rdma_device",
 	                                   "rdma_gid_index",
+	                                   "max_message",
 	                                   "rdma_poll",
 	                                   "name",
 	                                   "input_dim",
