@@ -139,8 +139,18 @@ static int setup_shard(server *s)
 	s->parts = calloc(s->nparts ? s->nparts : 1, sizeof(*s->parts));
 	if (!s->parts)
 		return PS_ENOMEM;
-	for (uint32_t k = 0; k < s->nparts; k++)
-		s->arena_numel += ps_shard_part_at(s->shard, k)->desc->numel;
+	/* the WELCOME's placement says how much: checked sums, so that no
+	 * count from the network wraps an allocation's size around */
+	for (uint32_t k = 0; k < s->nparts; k++) {
+		uint64_t n = ps_shard_part_at(s->shard, k)->desc->numel;
+		if (n > SIZE_MAX / sizeof(double) - s->arena_numel) {
+			PS_ERROR("the placement gives this server more than "
+				 "%zu elements: more than it can address",
+				 SIZE_MAX / sizeof(double));
+			return PS_EINVAL;
+		}
+		s->arena_numel += n;
+	}
 	s->values_arena = ps_alloc_big(s->arena_numel * sizeof(float));
 	s->momentum_arena = ps_alloc_big(s->arena_numel * sizeof(float));
 	s->acc_arena = ps_alloc_big(s->arena_numel * sizeof(double));
