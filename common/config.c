@@ -68,12 +68,14 @@ typedef struct option {
 } option;
 
 static const char *const sections[] = {
-    "cluster", "transport",  "model", "worker",  "train",
+    "cluster", "transport", "security", "model", "worker",  "train",
     "scheduling", "log", "output", "checkpoint", "fault", "metrics", "link",
     "sim", "tune", NULL};
 
 static const char *const transport_names[] = {
     [PS_TRANSPORT_TCP] = "tcp", [PS_TRANSPORT_RDMA] = "rdma", NULL};
+static const char *const security_names[] = {
+    [PS_SECURITY_NONE] = "none", [PS_SECURITY_CURVE] = "curve", NULL};
 static const char *const rdma_poll_names[] = {
     [PS_RDMA_POLL_EVENT] = "event", [PS_RDMA_POLL_BUSY] = "busy", NULL};
 static const char *const model_names[] = {
@@ -234,6 +236,19 @@ static const option options[] = {
          "rdma: how completions are waited for: event (a completion "
          "channel in the receive loop, no core spinning) or busy "
          "(polling: lower latency, one core per process at 100%)."),
+
+    /* [security] */
+    ENUM(security, mode, "none", security_names,
+         "tcp: none, or curve: every connection is authenticated and "
+         "encrypted with ZeroMQ's CURVE, and only peers holding the job's "
+         "key pair are admitted (a ZAP handler; refusals are logged). "
+         "ps-launch makes a key pair per job; elsewhere give "
+         "security.keys_dir."),
+    STRING(security, keys_dir, "",
+           "curve: the directory with the job's key pair, job.pub and "
+           "job.key (mode 0600), as `ps-keygen DIR` writes them; copy it to "
+           "every machine of the job. Empty under ps-launch: a fresh pair "
+           "in a private temporary directory, removed at the end."),
 
     /* [model] */
     ENUM(model, name, "mlp", model_names,
@@ -1323,6 +1338,13 @@ int ps_config_validate(const ps_config *cfg, char *err, size_t errlen)
 		            "by index is not supported yet (rdma_cm uses the "
 		            "RoCE v2 GID of the node's address); leave it at "
 		            "-1", cfg->transport.rdma_gid_index);
+	if (cfg->security.mode == PS_SECURITY_CURVE &&
+	    cfg->transport.type != PS_TRANSPORT_TCP)
+		return errf(err, errlen,
+		            "security.mode = curve: only the tcp transport has "
+		            "CURVE (transport.type = %s)",
+		            cfg->transport.type == PS_TRANSPORT_RDMA ? "rdma"
+		                                                     : "?");
 	if (cfg->transport.max_message &&
 	    cfg->transport.max_message < (1u << 20))
 		return errf(err, errlen,

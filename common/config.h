@@ -26,6 +26,7 @@
 
 typedef enum { PS_TRANSPORT_TCP = 0, PS_TRANSPORT_RDMA = 1 } ps_transport_type;
 typedef enum { PS_RDMA_POLL_EVENT = 0, PS_RDMA_POLL_BUSY = 1 } ps_rdma_poll;
+typedef enum { PS_SECURITY_NONE = 0, PS_SECURITY_CURVE = 1 } ps_security_mode;
 typedef enum { PS_MODE_SYNC = 0, PS_MODE_ASYNC = 1 } ps_train_mode;
 typedef enum { PS_MODEL_SOFTMAX = 0, PS_MODEL_MLP = 1 } ps_model_kind;
 typedef enum { PS_PLACE_BALANCED = 0, PS_PLACE_ROUND_ROBIN = 1 } ps_place_strategy;
@@ -77,6 +78,10 @@ struct ps_config {
 		int rdma_poll;                /* ps_rdma_poll */
 		uint64_t max_message; /* 0 = auto: ps_config_max_message() */
 	} transport;
+	struct {
+		int mode;                  /* ps_security_mode */
+		char keys_dir[PS_CFG_STR]; /* the job's keys (ps-keygen) */
+	} security;
 	struct {
 		int name; /* ps_model_kind */
 		int input_dim;

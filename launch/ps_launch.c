@@ -43,6 +43,7 @@
 #include "runtime/clock.h"
 #include "runtime/signals.h"
 #include "runtime/trace.h"
+#include "transport/keys.h"
 
 typedef struct child {
 	pid_t pid;
@@ -62,6 +63,8 @@ typedef struct launch {
 	int64_t failed_at_ms;
 	child failed;       /* the first process that failed */
 	int stop_at_once;   /* on a failure, stop the others now (recovery) */
+	char keys_dir[PATH_MAX]; /* a per-job key pair made here, or "" */
+	char keys_set[PATH_MAX + 32]; /* "security.keys_dir=..." */
 } launch;
 
 /* Starts DIR/prog with our arguments plus extra ones. */
@@ -69,7 +72,7 @@ static int spawn(launch *l, const char *prog, const char *name,
 		 const char *const *extra, int nextra)
 {
 	char path[PATH_MAX + 32];
-	char **argv = calloc((size_t)(l->argc + nextra + 1), sizeof(*argv));
+	char **argv = calloc((size_t)(l->argc + nextra + 3), sizeof(*argv));
 	child *ch = &l->children[l->nchildren];
 	pid_t pid;
 
@@ -92,6 +95,10 @@ static int spawn(launch *l, const char *prog, const char *name,
 	}
 	for (int i = 0; i < nextra; i++)
 		argv[k++] = (char *)extra[i];
+	if (l->keys_set[0]) {
+		argv[k++] = "--set";
+		argv[k++] = l->keys_set;
+	}
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {
@@ -390,6 +397,45 @@ static int prepare_restart(launch *l, const ps_config *cfg, int restart,
 	return PS_OK;
 }
 
+/* security.mode = curve without security.keys_dir: a fresh key pair for
+ * this job in a private temporary directory (removed at the end), given
+ * to every process. */
+static int make_job_keys(launch *l)
+{
+	const char *tmp = getenv("TMPDIR");
+	char err[1024];
+
+	snprintf(l->keys_dir, sizeof(l->keys_dir), "%s/ordo-keys.XXXXXX",
+		 tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(l->keys_dir)) {
+		fprintf(stderr, "ps-launch: cannot make a directory for the "
+			"job's keys: %s\n", strerror(errno));
+		l->keys_dir[0] = '\0';
+		return PS_EIO;
+	}
+	if (ps_keys_generate(l->keys_dir, 0, err, sizeof(err)) != PS_OK) {
+		fprintf(stderr, "ps-launch: %s\n", err);
+		return PS_EIO;
+	}
+	snprintf(l->keys_set, sizeof(l->keys_set), "security.keys_dir=%s",
+		 l->keys_dir);
+	fprintf(stderr, "ps-launch: security.mode = curve: a key pair for "
+		"this job in %s\n", l->keys_dir);
+	return PS_OK;
+}
+
+static void remove_job_keys(launch *l)
+{
+	char path[PATH_MAX + 16];
+	if (!l->keys_dir[0])
+		return;
+	snprintf(path, sizeof(path), "%s/job.key", l->keys_dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/job.pub", l->keys_dir);
+	unlink(path);
+	rmdir(l->keys_dir);
+}
+
 int main(int argc, char **argv)
 {
 	static const ps_cli_opt opts[] = {
@@ -433,6 +479,11 @@ int main(int argc, char **argv)
 			cfg.output.dir, strerror(errno));
 		return 1;
 	}
+	if (cfg.security.mode == PS_SECURITY_CURVE &&
+	    !cfg.security.keys_dir[0] && make_job_keys(&l) != PS_OK) {
+		remove_job_keys(&l);
+		return 1;
+	}
 	for (int attempt = 0;; attempt++) {
 		run_job(&l, &cfg, resume[0] ? resume : NULL);
 		/* 2: a bad command line or config, 127: a program that
@@ -446,6 +497,7 @@ int main(int argc, char **argv)
 			break;
 	}
 	free(l.children);
+	remove_job_keys(&l);
 	if (cfg.output.dir[0])
 		merge_timeline(&cfg);
 	if (l.failed_status) {

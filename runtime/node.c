@@ -17,6 +17,7 @@
 
 #include "common/log.h"
 #include "proto/join.h"
+#include "transport/keys.h"
 #include "runtime/clock.h"
 #include "runtime/node.h"
 #include "runtime/signals.h"
@@ -329,7 +330,21 @@ int ps_job_transport_create(const ps_config *cfg, uint64_t *id_p,
 	}
 	memcpy(opts.rdma_device, cfg->transport.rdma_device,
 	       strlen(cfg->transport.rdma_device) + 1);
+	if (cfg->security.mode == PS_SECURITY_CURVE) {
+		ps_job_keys keys;
+		char err[1024];
+		rc = ps_keys_load(cfg->security.keys_dir, &keys, err,
+				  sizeof(err));
+		if (rc != PS_OK) {
+			PS_ERROR("security: %s", err);
+			return rc;
+		}
+		memcpy(opts.curve_public, keys.pub, sizeof(keys.pub));
+		memcpy(opts.curve_secret, keys.sec, sizeof(keys.sec));
+		memset(keys.sec, 0, sizeof(keys.sec));
+	}
 	rc = ps_transport_create(tname, &opts, t_p);
+	memset(opts.curve_secret, 0, sizeof(opts.curve_secret));
 	if (rc != PS_OK) {
 		PS_ERROR("cannot create the %s transport: %s", tname,
 			 ps_strerror(rc));

@@ -76,6 +76,7 @@
 #include <zmq.h>
 
 #include "common/log.h"
+#include "transport/curve.h"
 #include "transport/transport.h"
 
 /* ThreadSanitizer cannot see libzmq's own synchronisation (the library is
@@ -124,6 +125,8 @@ typedef struct tcp_transport {
 	uint32_t npeers;
 	uint32_t cap_peers;
 	unsigned monitor_seq;
+	ps_job_keys keys; /* security.mode = curve; keys.sec "" otherwise */
+	psi_curve *curve; /* the ZAP handler, once listening */
 } tcp_transport;
 
 /* Adapter between ZeroMQ's free callback and the user's. */
@@ -205,6 +208,10 @@ static int tcp_create(const ps_transport_opts *opts, ps_transport **t_p)
 	}
 	tt->base.ops = &psi_tcp_ops;
 	tt->opts = *opts;
+	memcpy(tt->keys.pub, opts->curve_public, sizeof(tt->keys.pub));
+	memcpy(tt->keys.sec, opts->curve_secret, sizeof(tt->keys.sec));
+	tt->keys.pub[PS_KEY_Z85_LEN] = tt->keys.sec[PS_KEY_Z85_LEN] = '\0';
+	memset(tt->opts.curve_secret, 0, sizeof(tt->opts.curve_secret));
 	if (tt->opts.io_threads <= 0)
 		tt->opts.io_threads = 1;
 	if (tt->opts.connect_timeout_ms <= 0)
@@ -275,6 +282,10 @@ static int tcp_listen(ps_transport *t, const char *host, int port,
 	set_max_message(tt, router);
 	if (strchr(host, ':'))
 		set_int(router, ZMQ_IPV6, 1);
+	if (tt->keys.sec[0] &&
+	    (rc = psi_curve_start(tt->ctx, router, &tt->keys, &tt->curve)) !=
+		    PS_OK)
+		goto close_router;
 
 	if (zmq_bind(router, addr) != 0) {
 		int err = errno;
@@ -331,6 +342,7 @@ static int tcp_listen(ps_transport *t, const char *host, int port,
 
 close_router:
 	close_socket(router, 0);
+	psi_curve_stop(&tt->curve);
 	return rc;
 }
 
@@ -395,9 +407,15 @@ static int wait_connected(tcp_transport *tt, void *mon, const char *endpoint)
 		case ZMQ_EVENT_CONNECT_RETRIED:
 			retried = true;
 			break;
+		case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
+			/* the peer's ZAP handler said no: retrying cannot help */
+			PS_ERROR("tcp: cannot connect to %s: the peer refused "
+			         "this node's CURVE key (security.keys_dir: not "
+			         "this job's key pair?)",
+			         endpoint);
+			return PS_EPROTO;
 		case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
 		case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
-		case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
 			proto = true;
 			break;
 		default:
@@ -406,8 +424,9 @@ static int wait_connected(tcp_transport *tt, void *mon, const char *endpoint)
 	}
 	if (proto) {
 		PS_ERROR("tcp: cannot connect to %s: the peer failed the "
-		         "ZeroMQ handshake (not an ordo node?)",
-		         endpoint);
+		         "ZeroMQ handshake (not an ordo node, or its "
+		         "security.mode is not %s?)",
+		         endpoint, tt->keys.sec[0] ? "curve" : "none");
 		return PS_EPROTO;
 	}
 	if (retried && !connected) {
@@ -479,6 +498,7 @@ static int tcp_connect(ps_transport *t, const char *endpoint, ps_peer *peer_p)
 	id_encode(tt->opts.id, id);
 	if (zmq_setsockopt(dealer, ZMQ_ROUTING_ID, id, sizeof(id)) != 0 ||
 	    set_max_message(tt, dealer) != 0 ||
+	    (tt->keys.sec[0] && psi_curve_client(dealer, &tt->keys) != 0) ||
 	    set_int(dealer, ZMQ_IMMEDIATE, 1) != 0 ||
 	    set_int(dealer, ZMQ_SNDHWM, 0) != 0 ||
 	    set_int(dealer, ZMQ_RCVHWM, 0) != 0 ||
@@ -858,6 +878,7 @@ static void tcp_stop(ps_transport *t, int linger_ms)
 	}
 	close_socket(tt->router, 0);
 	tt->router = NULL;
+	psi_curve_stop(&tt->curve);
 	while (zmq_ctx_term(tt->ctx) != 0 && errno == EINTR)
 		;
 	tt->ctx = NULL;
@@ -871,6 +892,7 @@ static void tcp_free(ps_transport *t)
 		free(tt->peers[i].endpoint);
 	free(tt->peers);
 	close(tt->wake_fd);
+	memset(tt->keys.sec, 0, sizeof(tt->keys.sec));
 	free(tt);
 }
 

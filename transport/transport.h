@@ -103,6 +103,10 @@ typedef struct ps_transport_opts {
 	 * sends a larger one is disconnected before anything is allocated
 	 * for it (0: the backend's own limit) */
 	uint64_t max_message;
+	/* tcp, security.mode = curve (transport/curve.h): the job's key pair
+	 * in Z85 (transport/keys.h); "" = no security */
+	char curve_public[41];
+	char curve_secret[41];
 	/* rdma (transport/rdma_device.h): "" and -1 are automatic */
 	char rdma_device[64];
 	int rdma_gid_index;

@@ -4,6 +4,7 @@
  *   fuzz_sender ENDPOINT COUNT SEED
  *   fuzz_sender ENDPOINT big BYTES
  *   fuzz_sender ENDPOINT flood COUNT BYTES
+ *   fuzz_sender ENDPOINT curve SERVER_PUB_FILE CLIENT_KEY_DIR COUNT SEED
  *
  * Connects raw ZeroMQ DEALER sockets (one with an 8-byte identity like a
  * real node, one with a short one) to ENDPOINT and sends COUNT messages
@@ -20,6 +21,11 @@
  * flood: COUNT well-formed PUSH messages of BYTES payload each (a node
  * before its WELCOME keeps such messages up to its bounds), then exits 0
  * once all have left.
+ * curve: a CURVE client (security.mode = curve) with the key pair in
+ * CLIENT_KEY_DIR (job.pub, job.key) and the server key in SERVER_PUB_FILE;
+ * prints "handshake succeeded" and sends COUNT random messages, or prints
+ * "handshake refused" when the server's ZAP handler says no (exit 0 both
+ * ways: the test reads which).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -185,6 +191,68 @@ static int big_or_flood(const char *ep, int big, long count, size_t bytes)
 	return rc;
 }
 
+/* The first line of a key file (Z85) into key[41]. */
+static int read_key_file(const char *path, char *key)
+{
+	FILE *f = fopen(path, "r");
+	if (!f || !fgets(key, 41, f)) {
+		fprintf(stderr, "fuzz_sender: cannot read %s\n", path);
+		if (f)
+			fclose(f);
+		return -1;
+	}
+	fclose(f);
+	key[40] = '\0';
+	return 0;
+}
+
+static int curve_client(const char *ep, const char *server_pub,
+			const char *dir, long count)
+{
+	char spub[41], cpub[41], csec[41], path[4096];
+	snprintf(path, sizeof(path), "%s/job.pub", dir);
+	if (read_key_file(server_pub, spub) || read_key_file(path, cpub))
+		return 1;
+	snprintf(path, sizeof(path), "%s/job.key", dir);
+	if (read_key_file(path, csec))
+		return 1;
+	void *ctx = zmq_ctx_new(), *sock = zmq_socket(ctx, ZMQ_DEALER),
+	     *mon = zmq_socket(ctx, ZMQ_PAIR);
+	uint8_t id[8];
+	int linger = 1000;
+	fill(id, sizeof(id));
+	zmq_setsockopt(sock, ZMQ_ROUTING_ID, id, sizeof(id));
+	zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof(linger));
+	zmq_setsockopt(sock, ZMQ_CURVE_SERVERKEY, spub, 40);
+	zmq_setsockopt(sock, ZMQ_CURVE_PUBLICKEY, cpub, 40);
+	zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, csec, 40);
+	zmq_socket_monitor(sock, "inproc://fuzz-sender-curve",
+			   ZMQ_EVENT_HANDSHAKE_SUCCEEDED |
+			       ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
+			       ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+			       ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL);
+	zmq_connect(mon, "inproc://fuzz-sender-curve");
+	if (zmq_connect(sock, ep) != 0) {
+		fprintf(stderr, "fuzz_sender: cannot connect to %s\n", ep);
+		return 1;
+	}
+	int ev = wait_event(mon, 0xffff, -1);
+	if (ev == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
+		printf("fuzz_sender: %s: handshake succeeded\n", ep);
+		for (long i = 0; i < count; i++)
+			one_message(sock);
+	} else {
+		printf("fuzz_sender: %s: handshake refused (event 0x%x)\n", ep,
+		       (unsigned)ev);
+		linger = 0;
+		zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof(linger));
+	}
+	zmq_close(sock);
+	zmq_close(mon);
+	zmq_ctx_term(ctx);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	void *ctx, *socks[2];
@@ -193,12 +261,18 @@ int main(int argc, char **argv)
 
 	if (argc == 4 && strcmp(argv[2], "big") == 0)
 		return big_or_flood(argv[1], 1, 1, strtoull(argv[3], NULL, 10));
+	if (argc == 7 && strcmp(argv[2], "curve") == 0) {
+		rng_state = strtoull(argv[6], NULL, 10);
+		return curve_client(argv[1], argv[3], argv[4],
+				    strtol(argv[5], NULL, 10));
+	}
 	if (argc == 5 && strcmp(argv[2], "flood") == 0)
 		return big_or_flood(argv[1], 0, strtol(argv[3], NULL, 10),
 				    strtoull(argv[4], NULL, 10));
 	if (argc != 4) {
 		fprintf(stderr, "usage: fuzz_sender ENDPOINT COUNT SEED | "
-			"ENDPOINT big BYTES | ENDPOINT flood COUNT BYTES\n");
+			"ENDPOINT big BYTES | ENDPOINT flood COUNT BYTES | "
+			"ENDPOINT curve SERVER_PUB CLIENT_DIR COUNT SEED\n");
 		return 2;
 	}
 	count = strtol(argv[2], NULL, 10);

@@ -751,6 +751,8 @@ static void assert_same_config(const ps_config *a, const ps_config *b)
 	SAME(cluster.early_bytes_max);
 	SAME(transport.type);
 	SAME(transport.max_message);
+	SAME(security.mode);
+	SAME_STR(security.keys_dir);
 	SAME(transport.send_timeout_ms);
 	SAME(transport.io_threads);
 	SAME(model.name);
@@ -855,6 +857,8 @@ static void test_reference(void **state)
 	                                   "rdma_gid_index",
 	                                   "max_message",
 	                                   "rdma_poll",
+	                                   "mode", /* security.mode */
+	                                   "keys_dir",
 	                                   "name",
 	                                   "input_dim",
 	                                   "hidden",

@@ -1,0 +1,114 @@
+# Authenticated peers (security.mode = curve; transport/curve.h): a job
+# whose every connection is CURVE, and, while it runs, three kinds of
+# intruder against the scheduler and every server: a peer without CURVE
+# (thousands of malformed messages, as fuzz.sh sends), a CURVE peer with a
+# key pair of its own, and captured traffic of an admitted client replayed
+# byte for byte. Each is refused at the handshake and logged; nothing of
+# theirs reaches a node (no "dropped" message: nothing got that far); the
+# job finishes exact. Also ps-keygen, and the errors for missing, loose or
+# mismatched key files.
+source "$(dirname "$0")/lib.sh" "$@"
+keys=$WORK/keys
+other=$WORK/other-keys
+
+# ---- ps-keygen
+"$BUILD/ps-keygen" --help | grep -q "Usage: ps-keygen" || fail "ps-keygen --help"
+"$BUILD/ps-keygen" "$keys" >/dev/null || fail "ps-keygen $keys"
+[ "$(stat -c %a "$keys/job.key")" = 600 ] || fail "job.key is not 0600"
+[ "$(stat -c %a "$keys")" = 700 ] || fail "the key directory is not 0700"
+[ "$(wc -c <"$keys/job.pub")" -eq 41 ] || fail "job.pub is not one 40-character line"
+"$BUILD/ps-keygen" "$keys" 2>"$WORK/keygen.err" && fail "ps-keygen replaced an existing pair"
+grep -q "exists.*--force" "$WORK/keygen.err" || fail "no hint at --force: $(cat "$WORK/keygen.err")"
+"$BUILD/ps-keygen" "$other" >/dev/null || fail "ps-keygen $other"
+"$BUILD/ps-keygen" >/dev/null 2>&1; [ $? -eq 2 ] || fail "ps-keygen without DIR: not a usage error"
+
+# ---- bad key files: the node names the problem
+expect_key_error() { # WHAT PATTERN ARGS...
+	local what=$1 pat=$2
+	shift 2
+	launch "$what" 60 --set security.mode=curve "$@" && fail "$what: the job ran"
+	grep -q -- "$pat" "$WORK/$what.err.log" ||
+		fail "$what: no '$pat' in the log: $(grep -m3 error "$WORK/$what.err.log")"
+}
+cp -r "$keys" "$WORK/loose" && chmod 644 "$WORK/loose/job.key"
+expect_key_error loose-key "readable by others (mode 0644).*chmod 600" \
+	--set security.keys_dir="$WORK/loose"
+mkdir -p "$WORK/mixed" && cp "$keys/job.key" "$WORK/mixed/" && cp "$other/job.pub" "$WORK/mixed/"
+expect_key_error mixed-keys "job.pub is not the public key of job.key" \
+	--set security.keys_dir="$WORK/mixed"
+expect_key_error no-keys "job.key: No such file" --set security.keys_dir="$WORK/none"
+pass "ps-keygen: 0600/0700, no overwrite without --force; loose, mixed and missing keys named"
+
+# ---- a curve job under attack
+held=$WORK/attacked
+EXACT_WORKER_SIZES=1000,4097 EXACT_WORKER_HOLD=$held start_job curve \
+	--worker "$TOOLS/exact_worker" --set train.iterations=20 \
+	--set train.lr=1 --set train.momentum=0 --set security.mode=curve \
+	--set security.keys_dir="$keys"
+job=$JOB_PID
+wait_for "$WORK/curve.err.log" 'server 0\] info: joined job'
+wait_for "$WORK/curve.err.log" 'server 1\] info: joined job'
+eps=$(grep -E '\[ordo (scheduler|server)\] info: .*listening on tcp://' "$WORK/curve.err.log" |
+	grep -o 'tcp://[0-9.:]*' | sort -u)
+[ "$(echo "$eps" | wc -l)" -eq 3 ] || fail "endpoints not found: $eps"
+seed=1
+for ep in $eps; do
+	# no CURVE at all
+	"$TOOLS/fuzz_sender" "$ep" 1000 $seed >>"$WORK/plain.log" 2>&1 ||
+		fail "fuzz_sender could not run against $ep"
+	# CURVE with a key pair that is not the job's
+	"$TOOLS/fuzz_sender" "$ep" curve "$keys/job.pub" "$other" 100 $seed \
+		>>"$WORK/wrong.log" 2>&1 || fail "fuzz_sender curve could not run against $ep"
+	seed=$((seed + 1))
+done
+[ "$(grep -c 'handshake refused' "$WORK/wrong.log")" -eq 3 ] ||
+	fail "a CURVE peer with another key pair was admitted: $(cat "$WORK/wrong.log")"
+grep -q "warning: dropped" "$WORK/curve.err.log" &&
+	fail "a message of an intruder reached a node: $(grep -m3 'warning: dropped' "$WORK/curve.err.log")"
+for who in scheduler "server 0" "server 1"; do
+	# logged as the handshake fails, on the node's own thread: wait for it
+	# (a sender that closed first makes it "its handshake failed")
+	poll_until 60 grep -q "$who\] warning: security: refused a peer connecting to .*: \(it does not use CURVE\|its handshake failed\)" "$WORK/curve.err.log" ||
+		fail "$who did not log the peer without CURVE"
+	grep -qF "$who] warning: security: refused a peer at 127.0.0.1: its key $(cat "$other/job.pub") is not the job's" "$WORK/curve.err.log" ||
+		fail "$who did not log the peer with another key"
+done
+
+# Replay: an admitted client's traffic (the job's own keys, through a
+# recording relay) sent again byte for byte to the same server.
+ep=$(echo "$eps" | tail -n 1)
+hp=${ep#tcp://}
+python3 "$SRC/tests/tools/tcp_replay.py" record "$WORK/relay.port" \
+	"${hp%:*}" "${hp##*:}" "$WORK/captured" >"$WORK/relay.log" 2>&1 &
+relay=$!
+poll_until 60 test -s "$WORK/relay.port" || fail "the recording relay did not start"
+"$TOOLS/fuzz_sender" "tcp://127.0.0.1:$(cat "$WORK/relay.port")" curve \
+	"$keys/job.pub" "$keys" 20 7 >"$WORK/admitted.log" 2>&1 ||
+	fail "the admitted client failed: $(cat "$WORK/admitted.log")"
+grep -q "handshake succeeded" "$WORK/admitted.log" ||
+	fail "the job's own key pair was refused: $(cat "$WORK/admitted.log")"
+wait $relay || fail "the relay failed: $(cat "$WORK/relay.log")"
+before=$(grep -c "refused" "$WORK/curve.err.log")
+python3 "$SRC/tests/tools/tcp_replay.py" replay "${hp%:*}" "${hp##*:}" "$WORK/captured" \
+	>"$WORK/replay.log" 2>&1 || fail "replay failed: $(cat "$WORK/replay.log")"
+poll_until 60 grep -q "refused a peer connecting to .*: a damaged or replayed handshake" "$WORK/curve.err.log" ||
+	fail "the replayed handshake was not refused and logged (refusals before: $before)"
+
+touch "$held"
+wait $job
+status=$?
+assert_job_ended curve $status "intruders"
+[ $status -eq 0 ] || fail "the curve job failed after the intruders (status $status)"
+n=$(grep -c "^exact: .* 0 wrong$" "$WORK/curve.out.log")
+[ "$n" -eq 2 ] || fail "$n of 2 workers exact after the intruders"
+pass "curve job: no-CURVE, wrong-key and replayed peers refused and logged at the scheduler and both servers; job exact"
+
+# ---- ps-launch's per-job keys: made, used, removed
+EXACT_WORKER_SIZES=100 launch auto 120 --worker "$TOOLS/exact_worker" \
+	--set train.iterations=3 --set train.lr=1 --set train.momentum=0 \
+	--set security.mode=curve || fail "job with per-job keys exited $?"
+kd=$(sed -n 's/^ps-launch: security.mode = curve: a key pair for this job in //p' "$WORK/auto.err.log")
+[ -n "$kd" ] || fail "ps-launch did not say where the job's keys are"
+[ ! -e "$kd" ] || fail "ps-launch left the job's keys in $kd"
+pass "ps-launch made a key pair for the job and removed it"
+assert_no_leftovers

@@ -1,0 +1,253 @@
+/*
+ * transport/curve.c - CURVE security for the tcp backend (curve.h).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <zmq.h>
+
+#include "common/log.h"
+#include "ordo/error.h"
+#include "transport/curve.h"
+
+#define ZAP_ENDPOINT "inproc://zeromq.zap.01"
+#define ZAP_DOMAIN   "ordo"
+#define FRAMES_MAX   8
+
+struct psi_curve {
+	void *zap; /* REP on ZAP_ENDPOINT */
+	void *ctl; /* PAIR: a byte from stop ends the thread */
+	void *ctl_peer;
+	void *mon; /* PAIR on the ROUTER's monitor */
+	pthread_t thread;
+	int thread_started;
+	uint8_t job_key[32];
+	uint64_t refused[4]; /* per kind of refusal */
+};
+
+enum { R_KEY, R_NO_CURVE, R_DAMAGED, R_OTHER };
+
+static void note_refusal(psi_curve *c, int kind, const char *fmt,
+			 const char *a, const char *b)
+{
+	/* as psi_note_drop, per kind (one kind of intruder must not hide
+	 * another): the first ones, then one line per 1000 */
+	uint64_t n = ++c->refused[kind];
+	if (n <= 20 || n % 1000 == 0) {
+		char what[512];
+		snprintf(what, sizeof(what), fmt, a, b);
+		PS_WARN("security: refused %s (%llu of this kind so far)",
+			what, (unsigned long long)n);
+	}
+}
+
+/* One ZAP request (RFC 27): version, request id, domain, address,
+ * identity, mechanism, credentials... */
+static void handle_zap(psi_curve *c)
+{
+	zmq_msg_t f[FRAMES_MAX];
+	int n = 0, more = 1;
+
+	while (more && n < FRAMES_MAX) {
+		zmq_msg_init(&f[n]);
+		if (zmq_msg_recv(&f[n], c->zap, 0) < 0) {
+			zmq_msg_close(&f[n]);
+			break;
+		}
+		more = zmq_msg_more(&f[n]);
+		n++;
+	}
+	while (more) { /* more frames than any request has: drain them */
+		zmq_msg_t x;
+		zmq_msg_init(&x);
+		if (zmq_msg_recv(&x, c->zap, 0) < 0)
+			more = 0;
+		else
+			more = zmq_msg_more(&x);
+		zmq_msg_close(&x);
+	}
+	if (n < 6) {
+		for (int i = 0; i < n; i++)
+			zmq_msg_close(&f[i]);
+		return; /* not a request: REP needs no answer to a broken one */
+	}
+
+	char addr[128] = "?", key[41] = "(none)";
+	size_t al = zmq_msg_size(&f[3]) < sizeof(addr) - 1
+			    ? zmq_msg_size(&f[3])
+			    : sizeof(addr) - 1;
+	memcpy(addr, zmq_msg_data(&f[3]), al);
+	addr[al] = '\0';
+	int curve = zmq_msg_size(&f[5]) == 5 &&
+		    memcmp(zmq_msg_data(&f[5]), "CURVE", 5) == 0;
+	int ok = curve && n >= 7 && zmq_msg_size(&f[6]) == 32 &&
+		 memcmp(zmq_msg_data(&f[6]), c->job_key, 32) == 0;
+	if (curve && n >= 7 && zmq_msg_size(&f[6]) == 32)
+		zmq_z85_encode(key, zmq_msg_data(&f[6]), 32);
+	if (!ok)
+		note_refusal(c, R_KEY, "a peer at %s: its key %s is not the "
+			     "job's", addr, key);
+
+	const char *status = ok ? "200" : "400";
+	const char *text = ok ? "OK" : "not a key of this job";
+	zmq_send(c->zap, "1.0", 3, ZMQ_SNDMORE);
+	zmq_send(c->zap, zmq_msg_data(&f[1]), zmq_msg_size(&f[1]),
+		 ZMQ_SNDMORE);
+	zmq_send(c->zap, status, 3, ZMQ_SNDMORE);
+	zmq_send(c->zap, text, strlen(text), ZMQ_SNDMORE);
+	zmq_send(c->zap, "", 0, ZMQ_SNDMORE); /* user id */
+	zmq_send(c->zap, "", 0, 0);           /* metadata */
+	for (int i = 0; i < n; i++)
+		zmq_msg_close(&f[i]);
+}
+
+/* One monitor event: a handshake that failed. ZAP refusals are logged by
+ * handle_zap already (with the peer's address and key). */
+static void handle_event(psi_curve *c)
+{
+	uint8_t ev[6];
+	char ep[256];
+	int n = zmq_recv(c->mon, ev, sizeof(ev), 0);
+	int m = zmq_recv(c->mon, ep, sizeof(ep) - 1, 0);
+	if (n < 6 || m < 0)
+		return;
+	ep[m < (int)sizeof(ep) - 1 ? m : (int)sizeof(ep) - 1] = '\0';
+	int event = ev[0] | ev[1] << 8;
+	uint32_t value = (uint32_t)ev[2] | (uint32_t)ev[3] << 8 |
+			 (uint32_t)ev[4] << 16 | (uint32_t)ev[5] << 24;
+	char why[64];
+	int kind = R_OTHER;
+	if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+		return;
+	if (event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL &&
+	    value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH) {
+		kind = R_NO_CURVE;
+		snprintf(why, sizeof(why), "it does not use CURVE");
+	} else if (event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) {
+		kind = R_DAMAGED;
+		snprintf(why, sizeof(why),
+			 "a damaged or replayed handshake (error 0x%x)",
+			 (unsigned)value);
+	} else {
+		snprintf(why, sizeof(why), "its handshake failed (%s)",
+			 zmq_strerror((int)value));
+	}
+	note_refusal(c, kind, "a peer connecting to %s: %s", ep, why);
+}
+
+static void *curve_main(void *arg)
+{
+	psi_curve *c = arg;
+	zmq_pollitem_t it[3] = {{.socket = c->ctl, .events = ZMQ_POLLIN},
+				{.socket = c->zap, .events = ZMQ_POLLIN},
+				{.socket = c->mon, .events = ZMQ_POLLIN}};
+	for (;;) {
+		if (zmq_poll(it, 3, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break; /* the context is terminating */
+		}
+		if (it[0].revents & ZMQ_POLLIN)
+			break;
+		if (it[1].revents & ZMQ_POLLIN)
+			handle_zap(c);
+		if (it[2].revents & ZMQ_POLLIN)
+			handle_event(c);
+	}
+	return NULL;
+}
+
+static void close_all(psi_curve *c)
+{
+	int zero = 0;
+	void *socks[4] = {c->zap, c->ctl, c->ctl_peer, c->mon};
+	for (int i = 0; i < 4; i++)
+		if (socks[i]) {
+			zmq_setsockopt(socks[i], ZMQ_LINGER, &zero,
+				       sizeof(zero));
+			zmq_close(socks[i]);
+		}
+}
+
+int psi_curve_start(void *ctx, void *router, const ps_job_keys *keys,
+		    psi_curve **c_p)
+{
+	static unsigned seq;
+	char ctl_ep[64], mon_ep[64];
+	int one = 1;
+	psi_curve *c = calloc(1, sizeof(*c));
+
+	*c_p = NULL;
+	if (!c)
+		return PS_ENOMEM;
+	if (!zmq_z85_decode(c->job_key, keys->pub)) {
+		free(c);
+		return PS_EINVAL;
+	}
+	unsigned k = __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED);
+	snprintf(ctl_ep, sizeof(ctl_ep), "inproc://ordo-curve-ctl-%u", k);
+	snprintf(mon_ep, sizeof(mon_ep), "inproc://ordo-curve-mon-%u", k);
+	c->zap = zmq_socket(ctx, ZMQ_REP);
+	c->ctl = zmq_socket(ctx, ZMQ_PAIR);
+	c->ctl_peer = zmq_socket(ctx, ZMQ_PAIR);
+	c->mon = zmq_socket(ctx, ZMQ_PAIR);
+	if (!c->zap || !c->ctl || !c->ctl_peer || !c->mon ||
+	    zmq_bind(c->zap, ZAP_ENDPOINT) != 0 ||
+	    zmq_bind(c->ctl, ctl_ep) != 0 ||
+	    zmq_connect(c->ctl_peer, ctl_ep) != 0 ||
+	    zmq_socket_monitor(router, mon_ep,
+			       ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+				   ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+				   ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) != 0 ||
+	    zmq_connect(c->mon, mon_ep) != 0 ||
+	    zmq_setsockopt(router, ZMQ_CURVE_SERVER, &one, sizeof(one)) != 0 ||
+	    zmq_setsockopt(router, ZMQ_CURVE_SECRETKEY, keys->sec,
+			   PS_KEY_Z85_LEN) != 0 ||
+	    zmq_setsockopt(router, ZMQ_ZAP_DOMAIN, ZAP_DOMAIN,
+			   strlen(ZAP_DOMAIN)) != 0) {
+		PS_ERROR("security: cannot set up CURVE: %s",
+			 zmq_strerror(errno));
+		close_all(c);
+		free(c);
+		return PS_EIO;
+	}
+	if (pthread_create(&c->thread, NULL, curve_main, c) != 0) {
+		PS_ERROR("security: cannot start the ZAP handler thread");
+		close_all(c);
+		free(c);
+		return PS_EIO;
+	}
+	c->thread_started = 1;
+	*c_p = c;
+	return PS_OK;
+}
+
+void psi_curve_stop(psi_curve **c_p)
+{
+	psi_curve *c = *c_p;
+	if (!c)
+		return;
+	if (c->thread_started) {
+		zmq_send(c->ctl_peer, "", 0, 0);
+		pthread_join(c->thread, NULL);
+	}
+	close_all(c);
+	free(c);
+	*c_p = NULL;
+}
+
+int psi_curve_client(void *sock, const ps_job_keys *keys)
+{
+	if (zmq_setsockopt(sock, ZMQ_CURVE_SERVERKEY, keys->pub,
+			   PS_KEY_Z85_LEN) != 0 ||
+	    zmq_setsockopt(sock, ZMQ_CURVE_PUBLICKEY, keys->pub,
+			   PS_KEY_Z85_LEN) != 0 ||
+	    zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, keys->sec,
+			   PS_KEY_Z85_LEN) != 0)
+		return PS_EIO;
+	return PS_OK;
+}
