@@ -148,33 +148,38 @@ static int handle_register(coord *c, const ps_msg *msg,
 		psi_note_drop(++c->dropped, "REGISTER", why);
 		return PS_EPROTO;
 	}
-	rc = ps_transport_connect(c->t, r.self.endpoint, &peer);
-	if (rc != PS_OK) {
-		PS_ERROR("cannot reach %s at %s, which registered: %s",
-			 ps_role_name(r.self.role), r.self.endpoint,
-			 ps_strerror(rc));
-		ps_wire_register_clear(&r);
-		return PS_EPROTO;
-	}
+	/* The verdict first: a REGISTER the job has no place for is never
+	 * connected back to, so an unexpected peer (an unreachable endpoint
+	 * included) cannot hold the scheduler for connect_timeout_ms. */
 	switch (ps_membership_register(c->ms, &r, msg->src, ps_now_ms(),
 				       &index, why, sizeof(why))) {
 	case PS_MEMBER_ACCEPTED:
 		break;
 	case PS_MEMBER_DROPPED:
 		psi_note_drop(++c->dropped, "REGISTER", why);
-		ps_transport_disconnect(c->t, peer);
 		ps_wire_register_clear(&r);
 		return PS_EPROTO;
 	case PS_MEMBER_REFUSED:
+		/* not told: reaching it could block; it ends when its wait
+		 * for a WELCOME does, and this line says why */
 		PS_ERROR("refusing a node: %s", why);
-		send_abort(c, peer, why);
-		ps_transport_disconnect(c->t, peer);
 		ps_wire_register_clear(&r);
 		return PS_EPROTO;
 	case PS_MEMBER_FATAL:
-		send_abort(c, peer, why);
 		abort_job(c, why);
 		ps_wire_register_clear(&r);
+		return PS_EABORTED;
+	}
+	rc = ps_transport_connect(c->t, r.self.endpoint, &peer);
+	if (rc != PS_OK) {
+		char reason[PS_REASON_MAX];
+		snprintf(reason, sizeof(reason),
+			 "cannot reach %s pid %d at %s, which registered: %s "
+			 "(cluster.advertise_host?)",
+			 ps_role_name(r.self.role), (int)r.self.pid,
+			 r.self.endpoint, ps_strerror(rc));
+		ps_wire_register_clear(&r);
+		abort_job(c, reason);
 		return PS_EABORTED;
 	}
 	ps_wire_register_clear(&r);

@@ -9,6 +9,12 @@
 #     PUSHes of 256 KiB. With cluster.early_bytes_max = 4M it keeps at most
 #     15 of them (the byte bound, not the 4096-message one) and drops the
 #     rest as they arrive, saying so; the job then starts and is exact.
+#  3. In the same registration, a well-formed REGISTER from a second server
+#     (cluster.servers = 1: one too many) that says it listens where nobody
+#     does: refused and logged without connecting back, so the scheduler
+#     is never held (its connect_timeout_ms is an hour here: waiting on
+#     that endpoint would hang the test until its guard) and the job goes
+#     on.
 source "$(dirname "$0")/lib.sh" "$@"
 
 # ---- 1. oversized frames to a running job
@@ -40,6 +46,7 @@ pass "3 MiB frames to the scheduler and both servers (max_message 2M): connectio
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 args=(--config "$JOB" --set cluster.scheduler_port="$port"
 	--set cluster.servers=1 --set cluster.early_bytes_max=4M
+	--set cluster.connect_timeout_ms=3600000
 	--set train.iterations=5 --set train.lr=1 --set train.momentum=0)
 "$BUILD/ps-scheduler" "${args[@]}" >"$WORK/early-sched.out.log" 2>"$WORK/early-sched.err.log" &
 sched=$!
@@ -48,6 +55,10 @@ server=$!
 wait_for "$WORK/early-server.err.log" 'info: listening on tcp://'
 wait_for "$WORK/early-sched.err.log" 'registered server 0:'
 ep=$(grep -o 'listening on tcp://[0-9.:]*' "$WORK/early-server.err.log" | grep -o 'tcp://.*')
+sched_ep=tcp://127.0.0.1:$port
+"$TOOLS/fuzz_sender" "$sched_ep" register server tcp://127.0.0.1:1 >"$WORK/register.log" 2>&1 ||
+	fail "fuzz_sender register failed: $(cat "$WORK/register.log")"
+wait_for "$WORK/early-sched.err.log" "refusing a node: .*server pid 99999 on intruder is one too many"
 "$TOOLS/fuzz_sender" "$ep" flood 64 $((256 << 10)) >"$WORK/flood.log" 2>&1 ||
 	fail "fuzz_sender flood failed: $(cat "$WORK/flood.log")"
 # the server drops what is beyond the bound as it arrives (the first 20
@@ -70,4 +81,5 @@ line=$(grep "before its WELCOME beyond the bounds" "$WORK/early-server.err.log")
 dropped=$(sed -E 's/.*error: ([0-9]+) message.*/\1/' <<<"$line")
 [ "$dropped" -ge 20 ] || fail "only $dropped of 64 dropped: the 4 MiB bound was not applied ($line)"
 pass "64 x 256 KiB before the WELCOME: $dropped dropped (cluster.early_bytes_max = 4M), job exact"
+pass "an extra server's REGISTER with an unreachable endpoint: refused without blocking the scheduler, job exact"
 assert_no_leftovers

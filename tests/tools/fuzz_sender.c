@@ -5,6 +5,7 @@
  *   fuzz_sender ENDPOINT big BYTES
  *   fuzz_sender ENDPOINT flood COUNT BYTES
  *   fuzz_sender ENDPOINT curve SERVER_PUB_FILE CLIENT_KEY_DIR COUNT SEED
+ *   fuzz_sender ENDPOINT register ROLE NODE_ENDPOINT
  *
  * Connects raw ZeroMQ DEALER sockets (one with an 8-byte identity like a
  * real node, one with a short one) to ENDPOINT and sends COUNT messages
@@ -26,11 +27,16 @@
  * prints "handshake succeeded" and sends COUNT random messages, or prints
  * "handshake refused" when the server's ZAP handler says no (exit 0 both
  * ways: the test reads which).
+ * register: a well-formed REGISTER of a ROLE (server or worker) node that
+ * says it listens on NODE_ENDPOINT (say, one nobody listens on), from a
+ * routing id that matches its transport id, as a real node's would; exits
+ * 0 once it has left.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zmq.h>
 
 #include "proto/wire.h"
@@ -253,6 +259,49 @@ static int curve_client(const char *ep, const char *server_pub,
 	return 0;
 }
 
+static int send_register(const char *ep, const char *role,
+			 const char *node_ep)
+{
+	void *ctx = zmq_ctx_new(), *sock = zmq_socket(ctx, ZMQ_DEALER);
+	uint64_t tid = rnd();
+	uint8_t id[8], hdr[PS_WIRE_HEADER_MAX];
+	int linger = -1;
+	ps_tensor_desc t = {"fuzz.weight", 10};
+	ps_wire_register r = {.self = {.role = strcmp(role, "server") == 0
+						    ? PS_ROLE_SERVER
+						    : PS_ROLE_WORKER,
+				       .pid = 99999,
+				       .transport_id = tid,
+				       .host = "intruder"},
+			      .num_tensors = 1,
+			      .tensors = &t};
+	void *body;
+	size_t blen, hlen;
+
+	snprintf(r.self.endpoint, sizeof(r.self.endpoint), "%s", node_ep);
+	if (r.self.role == PS_ROLE_SERVER)
+		r.num_tensors = 0, r.tensors = NULL;
+	for (int i = 0; i < 8; i++)
+		id[i] = (uint8_t)(tid >> (8 * i));
+	zmq_setsockopt(sock, ZMQ_ROUTING_ID, id, sizeof(id));
+	zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof(linger));
+	if (ps_wire_register_encode(&r, &body, &blen) != PS_OK ||
+	    zmq_connect(sock, ep) != 0)
+		return 1;
+	ps_wire_header h = {.version = PS_WIRE_VERSION,
+			    .type = PS_MSG_REGISTER,
+			    .payload_len = blen};
+	ps_wire_header_encode(&h, hdr, sizeof(hdr), &hlen);
+	zmq_send(sock, hdr, hlen, ZMQ_SNDMORE);
+	zmq_send(sock, body, blen, 0);
+	zmq_close(sock);
+	zmq_ctx_term(ctx); /* returns once the REGISTER has left */
+	free(body);
+	printf("fuzz_sender: a %s's REGISTER (listening on %s) sent to %s\n",
+	       role, node_ep, ep);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	void *ctx, *socks[2];
@@ -261,6 +310,10 @@ int main(int argc, char **argv)
 
 	if (argc == 4 && strcmp(argv[2], "big") == 0)
 		return big_or_flood(argv[1], 1, 1, strtoull(argv[3], NULL, 10));
+	if (argc == 5 && strcmp(argv[2], "register") == 0) {
+		rng_state = (uint64_t)getpid();
+		return send_register(argv[1], argv[3], argv[4]);
+	}
 	if (argc == 7 && strcmp(argv[2], "curve") == 0) {
 		rng_state = strtoull(argv[6], NULL, 10);
 		return curve_client(argv[1], argv[3], argv[4],
@@ -272,7 +325,8 @@ int main(int argc, char **argv)
 	if (argc != 4) {
 		fprintf(stderr, "usage: fuzz_sender ENDPOINT COUNT SEED | "
 			"ENDPOINT big BYTES | ENDPOINT flood COUNT BYTES | "
-			"ENDPOINT curve SERVER_PUB CLIENT_DIR COUNT SEED\n");
+			"ENDPOINT curve SERVER_PUB CLIENT_DIR COUNT SEED | "
+			"ENDPOINT register ROLE NODE_ENDPOINT\n");
 		return 2;
 	}
 	count = strtol(argv[2], NULL, 10);
