@@ -1,15 +1,55 @@
 /*
  * transport/rdma.c - the verbs (RDMA) transport backend: RC queue pairs
- * set up through rdma_cm, messages copied through registered buffers.
+ * set up through rdma_cm; small messages copied through registered
+ * buffers, large payloads read by the receiver where they are (zero
+ * copy: a READ rendezvous).
  *
- * This first version copies: every message goes through the transport's
- * own registered send buffers and arrives in its registered receive
- * buffers, from which it is copied into a heap ps_msg. Zero copy (sending
- * from registered payloads, lending receive buffers) comes later; the
- * capabilities say so (zero_copy_send = zero_copy_recv = 0,
- * needs_registration = 0; recv_lend_max = UINT32_MAX: nothing is lent,
- * every received message is a heap copy, so holding any number of them
- * never starves the receive buffers).
+ * DESIGN (zero copy; issue 14). A payload of ZC_MIN (64 KiB) or more
+ * goes by READ rendezvous: the sender sends an RTS frame (the message
+ * header bytes and {address, rkey, cookie}) in place of the payload; the
+ * receiver RDMA-READs the payload into memory it registered, and answers
+ * with a FIN frame carrying the cookie, upon which the sender hands the
+ * payload back (free_fn, once). Chosen over WRITE with immediate into a
+ * buffer the receiver advertised because the receiver then picks the
+ * destination when the message comes - a buffer of exactly the size,
+ * lent from its pool, with no buffer advertised ahead per connection and
+ * size - and because the sender needs nothing from the receiver before it
+ * sends (no extra round trip to learn a remote buffer; the FIN is off the
+ * receive path). The cost is the FIN frame per large message. Where the
+ * payload is:
+ *  - inside a region given to ps_transport_reg: registered there with
+ *    IBV_ACCESS_REMOTE_READ (ps_mr.priv holds the ibv_mr; registered at
+ *    the first large send from it when no device was known at reg time);
+ *  - anywhere else: registered for that one send (ibv_reg_mr, deregistered
+ *    before free_fn: never cached, freed memory can come back at the same
+ *    address) when UNREG_ZC, else copied like a small message. Measured in
+ *    the Soft-RoCE VM (bench/rdma_goodput.sh: the client's pushes come
+ *    from unregistered memory, the server's pulls from its registered
+ *    arena), both builds in one boot: 4 MiB 32 MB/s registering per send
+ *    against 20 MB/s copying; 1 MiB 9 against 13, where ib_write_bw in
+ *    the same runs swung from 16 to 36 (a loaded 2-core host): noise
+ *    there, a clear gain at 4 MiB, so UNREG_ZC is 1. If a registration
+ *    fails (RLIMIT_MEMLOCK) the payload is copied: registering is about
+ *    speed, never correctness.
+ * Payloads below ZC_MIN are copied (a rendezvous costs more than copying
+ * one buffer), as are those whose header exceeds ZC_HDR_MAX (an RTS fits
+ * one SEND). On the receiving side the READ lands in a buffer lent from
+ * the transport's pool (power-of-two sizes from 64 KiB to 16 MiB,
+ * registered once, reused when the ps_msg holding it is freed; at most
+ * POOL_CACHE_MAX idle bytes kept); at most LEND_MAX (caps.recv_lend_max)
+ * are lent at a time, and a payload beyond that, or larger than 16 MiB,
+ * is READ into a heap buffer registered for that READ alone (the
+ * receiver's own copy: holding messages never starves anything). The
+ * pool has a reference per lent buffer: stop deregisters everything (the
+ * PD must go) but a lent buffer's memory lives until its ps_msg is freed,
+ * after the transport too. Payloads stay 8-byte aligned (4096 / 64). A
+ * READ is split in READ_CHUNK work requests, posted while the send queue
+ * has room (READ_SQ_RESERVE stays for SENDs); rdma_cm's initiator depth
+ * and responder resources are min(RD_ATOM_MAX, the device's). Order per
+ * connection is kept: a message waiting for its READ holds back the
+ * later messages of its connection. The rkey of a registration is valid
+ * on every QP of the PD: a peer is trusted not to READ what it was not
+ * offered (as with every verbs rendezvous).
  *
  * DESIGN (connections). Endpoints are "rdma://A.B.C.D:PORT" (a host name
  * is resolved, IPv4 only). listen() binds an rdma_cm id (RDMA_PS_TCP) and
@@ -24,6 +64,18 @@
  * endpoint twice returns the same peer (a connection that died is
  * replaced under the same peer handle).
  *
+ * DESIGN (dead connections). A connection that dies (peer gone, error,
+ * disconnect) is freed - QP, id, its 4.6 MiB of receive buffers, what it
+ * still held - by the progress thread's sweep once it is quiet: both
+ * sides disconnected (DISCONNECTED seen, ours sent; or the device is
+ * gone), every work request completed (the QP in error flushes them all,
+ * so no completion can name it later), and no owner-thread call waits on
+ * it (connect, a send waiting for room, disconnect's flush: pins). Peer
+ * handles are slots {connection, endpoint, closed}: a freed connection
+ * leaves its slot empty, sends to it fail PS_ECLOSED, and a connect to
+ * the endpoint fills it again. A connection refused while being accepted
+ * after its QP was made is kept until stop (no DISCONNECTED comes).
+ *
  * DESIGN (one device per transport). The first verbs context seen (the
  * listening id's, an accepted or resolved id's) gives the transport its
  * protection domain, one completion channel and one CQ shared by every QP,
@@ -31,18 +83,24 @@
  *
  * DESIGN (framing). Every SEND fills at most one BUF_SIZE buffer with
  * frames: a 32-byte frame header (type, credits returned, chunk length,
- * message header length, payload length, offset) and a chunk of the
- * message stream (header bytes, then payload bytes). A large message is
- * split over many SENDs; small queued messages share a SEND. The receiver
- * checks every size that comes from the network, reassembles into a heap
- * ps_msg (payload malloc'ed, so 8-byte aligned; NULL when empty) and
- * reposts each receive buffer at once. RC delivers in order, and a
- * connection carries one message at a time.
+ * message header length, payload length, offset) and, for DATA, a chunk
+ * of the message stream (header bytes, then payload bytes); an RTS frame
+ * carries an rts_desc and the header; a FIN frame only its cookie (in
+ * offset); a CREDIT frame nothing. A copied message larger than a buffer
+ * is split over many SENDs; small queued messages, RTS and FIN frames
+ * share a SEND. The receiver checks every size that comes from the
+ * network, reassembles a copied message into a heap ps_msg (payload
+ * malloc'ed, so 8-byte aligned; NULL when empty) and reposts each
+ * receive buffer at once. RC delivers in order, and a connection carries
+ * one copied message at a time (an RTS never interrupts one).
  *
  * DESIGN (flow control; transport-level, apart from the scheduler's
  * credits). Each side posts RECV_DEPTH + CTRL_RESERVE receive buffers per
  * connection and announces RECV_DEPTH in its private data: the peer's
- * credits. A SEND that carries data costs one credit. The receiver counts
+ * credits. A SEND that carries data (DATA, RTS or FIN frames: the FINs of
+ * an accepted connection flow back to the connector and pay for their
+ * buffer like data) costs one credit; a READ needs no receive buffer and
+ * costs none. The receiver counts
  * the data buffers it reposted and returns them, piggy-backed on its next
  * data SEND or, once CREDIT_BATCH (half the depth) are owed, in a
  * credit-only SEND, which costs no credit: it lands in the reserve. At
@@ -60,7 +118,8 @@
  * in the sender. So, as ZeroMQ does with its I/O thread, every transport
  * has one progress thread that waits (poll(), no busy polling unless
  * opts.rdma_busy_poll) on the rdma_cm event channel, the completion
- * channel and a control eventfd; it handles connect requests, the
+ * channel, the device's async event fd and a control eventfd; it
+ * handles connect requests, the
  * connection state machine, completions, reassembly, credits and queued
  * sends. One mutex guards all state; CM events are fetched, handled and
  * acked under it, so the owner (which may destroy ids) never waits on an
@@ -68,8 +127,10 @@
  * connection and posts what credits and free send buffers allow, then
  * returns; the progress thread posts the rest. Payloads are not copied
  * before that: free_fn runs exactly once, on whichever thread copied the
- * last chunk into a send buffer (usually the progress thread), or when a
- * queued message is dropped (the connection died, disconnect, stop). A
+ * last chunk into a send buffer (usually the progress thread), or for a
+ * rendezvous on the progress thread at its FIN, or when a queued or
+ * unread message is dropped (the connection died, disconnect, stop:
+ * after its QP went to error, so no READ of it can follow). A
  * send that fails takes nothing (the caller keeps the payload). A send
  * waits (at most send_timeout_ms, then PS_ETIMEDOUT) only when
  * SEND_QUEUE_MAX messages are queued on the connection. recv() takes
@@ -80,13 +141,34 @@
  * DESIGN (teardown). Both sides must rdma_disconnect() (rxe: a destroyed
  * id whose DREQ is never answered blocks for ~70 s): the progress thread
  * answers every DISCONNECTED with rdma_disconnect(). stop(linger) waits up
- * to linger_ms for queued and posted sends, drops what is left (free_fn
- * once each), disconnects every live connection and waits up to
- * DISC_WAIT_MS for their DISCONNECTED, ends the progress thread, then
- * destroys QPs, ids, registrations, the CQ, the completion channel, the PD
- * and the event channel. Received messages are heap copies: they outlive
- * the transport. Byte order: frames and private data are little-endian
- * host structs (x86-64 and arm64 only).
+ * to linger_ms for queued and posted sends and for the FINs of sent
+ * rendezvous, disconnects every live connection, drops what is left
+ * (free_fn once each), waits up to DISC_WAIT_MS for their DISCONNECTED,
+ * ends the progress thread, then destroys QPs, ids, the registrations
+ * (the user's too: ps_transport_dereg after stop finds nothing left to
+ * release), the pool's, the CQ, the completion channel, the PD and the
+ * event channel. Received messages outlive the transport (heap copies,
+ * or lent pool buffers kept by the pool's reference count). Byte order:
+ * frames and private data are little-endian host structs (x86-64 and
+ * arm64 only).
+ *
+ * DESIGN (device errors). The progress thread reads the device's async
+ * events (ibv_get_async_event; librdmacm shares one verbs context per
+ * device in a process, so whichever transport's thread reads an event
+ * queues it for every transport on that device: g_transports) and
+ * RDMA_CM_EVENT_DEVICE_REMOVAL on every id, the listening one too. A QP
+ * error (QP_FATAL, QP_REQ_ERR, QP_ACCESS_ERR, PATH_MIG_ERR) kills that
+ * connection, logged "rdma: ... QP to peer X went to error state: ...".
+ * Removal, DEVICE_FATAL or a CQ error fails the device: logged once
+ * ("rdma: device rxe0 removed"), every connection dies, later sends and
+ * connects answer PS_EIO, and recv() answers PS_EIO once its queue is
+ * empty instead of blocking, so the process exits with the reason. The
+ * kernel waits for the process: in the VM `rdma link delete rxe0` returns
+ * only once the transports on it were stopped and freed (their ids, QPs,
+ * MRs, PD destroyed), ~0.1 s after that and 2 s after it began when the
+ * holder waited 1.5 s (tests/rdma/removal.c); it does not wait for the
+ * process to exit. PORT_ERR is only logged (the connections' own
+ * timeouts decide).
  *
  * QP settings (Soft-RoCE tails are several ms): ack timeout 14, retry 7,
  * rnr_retry 0 (above). opts.rdma_busy_poll makes the progress thread poll
@@ -138,8 +220,35 @@
 #define ACK_TIMEOUT          14
 #define RETRY_COUNT          7
 #define RNR_RETRY            0
+#define ZC_MIN               (64u * 1024) /* payloads this large: READ */
+#define ZC_HDR_MAX           (BUF_SIZE / 2) /* RTS: header in one SEND */
+#define READ_CHUNK           (1u << 20)   /* bytes of one READ WR */
+#define READ_SQ_RESERVE      8  /* send WRs READs leave to SENDs */
+#define RD_ATOM_MAX          16 /* READs in flight per QP */
+#define LEND_MAX             64 /* pool buffers lent at a time */
+#define POOL_MIN_SHIFT       16 /* pool buffers: 64 KiB ... */
+#define POOL_CLASSES         9  /* ... 16 MiB */
+#define POOL_CACHE_MAX       ((size_t)64 << 20) /* idle pool bytes kept */
+#define ASYNC_PENDING        64 /* async QP events queued per transport */
+/* An unregistered payload >= ZC_MIN: registered for its one send (1), or
+ * copied through the send buffers (0); measured, see the header. */
+#ifndef UNREG_ZC
+#define UNREG_ZC             1
+#endif
 
-enum { FRAME_DATA = 1, FRAME_CREDIT = 2 };
+enum { FRAME_DATA = 1, FRAME_CREDIT = 2, FRAME_RTS = 3, FRAME_FIN = 4 };
+
+/* After an RTS frame's header (frame.len = sizeof(rts_desc) + hdr_len):
+ * where the payload is for the receiver's READ, then the header bytes. A
+ * FIN frame (len 0) carries the cookie in frame.offset. */
+typedef struct rts_desc {
+	uint64_t addr;
+	uint32_t rkey;
+	uint32_t pad; /* 0 */
+	uint64_t cookie;
+} rts_desc;
+
+_Static_assert(sizeof(rts_desc) == 24, "rts descriptor is 24 bytes");
 
 /* One frame inside a SEND; `len` bytes of the message stream follow. */
 typedef struct frame {
@@ -173,14 +282,42 @@ enum conn_state {
 
 typedef struct rdma_transport rdma_transport;
 typedef struct conn conn;
+typedef struct rmsg rmsg;
+
+enum slot_kind { SLOT_SEND, SLOT_RECV, SLOT_READ };
 
 /* wr_id of every work request: what the buffer is and whose. */
 typedef struct slot {
 	conn *c;
 	unsigned char *buf;
-	bool is_send;
+	uint8_t kind;      /* enum slot_kind */
 	struct slot *next; /* free list (send slots) */
+	rmsg *m;           /* SLOT_READ: the message being read */
 } slot;
+
+/* The lending pool: registered receive buffers for READs, lent to the
+ * receiver inside ps_msgs and reused when they are freed. It lives until
+ * the transport and every lent buffer are gone (refs). */
+typedef struct lpool lpool;
+typedef struct lbuf {
+	lpool *pool;
+	struct lbuf *next, *prev; /* free list, or the lent list */
+	unsigned char *mem;
+	size_t cap;
+	int cls;
+	struct ibv_mr *mr; /* NULL once the transport stopped */
+} lbuf;
+
+struct lpool {
+	pthread_mutex_t mu;
+	int refs;         /* the transport's + one per lent buffer */
+	bool dead;        /* the transport stopped: nothing is registered */
+	uint32_t lent;
+	size_t cached;    /* bytes in the free lists */
+	lbuf *free[POOL_CLASSES];
+	lbuf *lent_list;
+	struct ibv_pd *pd;
+};
 
 /* A queued outgoing message. */
 typedef struct sitem {
@@ -192,16 +329,35 @@ typedef struct sitem {
 	uint64_t off; /* bytes of the stream already copied */
 	ps_free_fn *free_fn;
 	void *hint;
+	/* zero copy (READ rendezvous): RTS sent, payload read by the peer */
+	bool zc;
+	uint32_t rkey;
+	struct ibv_mr *own_mr; /* registered for this one send */
+	uint64_t cookie;
 } sitem;
 
 /* A received message. */
-typedef struct rmsg {
+struct rmsg {
 	ps_msg msg;
 	struct rmsg *next;
 	unsigned char *hdr;
 	uint64_t got;
 	uint64_t total;
-} rmsg;
+	/* in order on its connection (a READ holds later ones back) */
+	struct rmsg *in_next;
+	bool ready;
+	/* READ rendezvous */
+	struct rmsg *rd_next; /* c's READs still to post */
+	slot rd;              /* wr_id of its READs */
+	uint64_t raddr;
+	uint32_t rkey;
+	uint32_t lkey;
+	uint64_t cookie;
+	uint64_t rd_off;       /* bytes posted */
+	uint32_t rd_wrs;       /* READs posted, not completed */
+	struct ibv_mr *rd_mr;  /* heap payload registered for its READ */
+	lbuf *lb;              /* or a lent pool buffer */
+};
 
 struct conn {
 	rdma_transport *rt;
@@ -213,6 +369,9 @@ struct conn {
 	bool disc_seen; /* DISCONNECTED (or equivalent) came */
 	bool closed;    /* user disconnect: sends fail PS_ECLOSED */
 	bool broken;    /* an error: what it still receives is dropped */
+	bool connecting; /* try_connect waits on it: not freed */
+	uint32_t pins;  /* owner-thread waits on it: not freed */
+	int32_t peer;   /* index in rt->peers, or -1 */
 	enum conn_state state;
 	int fail_event; /* RDMA_CM_EVENT_* of a failed connect */
 	int fail_status;
@@ -223,14 +382,28 @@ struct conn {
 	struct ibv_mr *rmr;
 	slot rslots[RECV_POSTED];
 	bool recvs_posted;
+	uint32_t recv_out; /* receive WRs not completed */
 	uint32_t owed; /* data buffers reposted, not yet returned */
 	rmsg *partial;
+	rmsg *in_head, *in_tail; /* received, not yet for recv (order) */
+	rmsg *rd_head, *rd_tail; /* RTS received, READs to post */
+	uint64_t *fins;          /* cookies to return (FIN frames) */
+	uint32_t nfins, cap_fins;
 	/* send side */
 	uint32_t credits;
-	uint32_t send_posted; /* send WRs not completed */
+	uint32_t send_posted; /* send and READ WRs not completed */
 	sitem *sq_head, *sq_tail;
 	uint32_t sq_len;
+	sitem *zc_head, *zc_tail; /* RTS sent, waiting for its FIN */
+	uint64_t next_cookie;
 };
+
+/* A peer handle: stays valid when its connection dies and is freed. */
+typedef struct peer_slot {
+	conn *c; /* NULL once the dead connection was freed */
+	bool closed;
+	char endpoint[ENDPOINT_MAX];
+} peer_slot;
 
 struct rdma_transport {
 	ps_transport base; /* must be first */
@@ -258,12 +431,29 @@ struct rdma_transport {
 	slot sslots[SEND_POOL];
 	slot *sfree;
 	conn *conns;
-	conn **peers; /* outbound connections by ps_peer */
+	peer_slot *peers; /* outbound connections by ps_peer */
 	uint32_t npeers, cap_peers;
 	rmsg *rq_head, *rq_tail; /* completed, for recv */
+	lpool *pool;
+	uint8_t rd_atom; /* READs in flight per QP (device limits) */
+	/* the device: async events (all transports on one context see each
+	 * event: qp_nums queued here by whichever thread read it) */
+	struct rdma_transport *g_next; /* g_transports */
+	uint32_t async_qp[ASYNC_PENDING];
+	int async_type[ASYNC_PENDING];
+	uint32_t nasync;
+	char dev_name[64];
+	bool dev_dead; /* removed or fatal: recv answers PS_EIO */
+	char dev_why[160];
 };
 
 extern const ps_transport_ops psi_rdma_ops; /* defined at the end */
+
+/* Every transport with a device: the async events of a verbs context
+ * (librdmacm shares one per device in the process) go to whichever
+ * progress thread reads them first, which queues them for all. */
+static pthread_mutex_t g_async_mu = PTHREAD_MUTEX_INITIALIZER;
+static rdma_transport *g_transports;
 
 /* PS_RDMA_TRACE=1 in the environment: CM events, completions and
  * credit frames on stderr (read once, at the first create). */
@@ -321,39 +511,207 @@ static int set_nonblock(int fd)
 	return 0;
 }
 
-/* ---- messages ------------------------------------------------------------ */
+/* ---- the lending pool ---------------------------------------------------- */
 
-static void rmsg_release(ps_msg *msg)
+static lpool *pool_new(struct ibv_pd *pd)
 {
-	rmsg *m = msg->priv;
-	free(m->hdr);
-	free(m->msg.payload);
-	free(m);
+	lpool *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	pthread_mutex_init(&p->mu, NULL);
+	p->refs = 1; /* the transport's */
+	p->pd = pd;
+	return p;
 }
+
+static void buf_free(lbuf *b)
+{
+	if (b->mr)
+		ibv_dereg_mr(b->mr);
+	free(b->mem);
+	free(b);
+}
+
+/* Drops one reference (pool mu held); true when the pool must go. */
+static bool pool_unref_locked(lpool *p)
+{
+	return --p->refs == 0;
+}
+
+static void pool_destroy(lpool *p)
+{
+	pthread_mutex_destroy(&p->mu);
+	free(p);
+}
+
+/* A registered buffer of at least len bytes to lend, or NULL (LEND_MAX
+ * lent, too large for the pool, no memory): the caller then registers a
+ * heap buffer for the one READ. Progress thread (rt->mu held). */
+static lbuf *pool_get(lpool *p, uint64_t len)
+{
+	int cls = 0;
+	while (cls < POOL_CLASSES && ((uint64_t)1 << (POOL_MIN_SHIFT + cls)) < len)
+		cls++;
+	if (!p || cls == POOL_CLASSES)
+		return NULL;
+	pthread_mutex_lock(&p->mu);
+	if (p->dead || p->lent >= LEND_MAX) {
+		pthread_mutex_unlock(&p->mu);
+		return NULL;
+	}
+	lbuf *b = p->free[cls];
+	if (b) {
+		p->free[cls] = b->next;
+		p->cached -= b->cap;
+	} else {
+		pthread_mutex_unlock(&p->mu);
+		size_t cap = (size_t)1 << (POOL_MIN_SHIFT + cls);
+		b = calloc(1, sizeof(*b));
+		if (!b)
+			return NULL;
+		b->mem = aligned_alloc(4096, cap);
+		b->mr = b->mem ? ibv_reg_mr(p->pd, b->mem, cap,
+		                            IBV_ACCESS_LOCAL_WRITE)
+		               : NULL;
+		if (!b->mr) {
+			PS_DEBUG("rdma: pool buffer of %zu bytes: %s", cap,
+			         strerror(errno));
+			free(b->mem);
+			free(b);
+			return NULL;
+		}
+		b->pool = p;
+		b->cap = cap;
+		b->cls = cls;
+		pthread_mutex_lock(&p->mu);
+		if (p->dead) { /* cannot happen: stop joins this thread */
+			pthread_mutex_unlock(&p->mu);
+			buf_free(b);
+			return NULL;
+		}
+	}
+	b->prev = NULL;
+	b->next = p->lent_list;
+	if (p->lent_list)
+		p->lent_list->prev = b;
+	p->lent_list = b;
+	p->lent++;
+	p->refs++;
+	pthread_mutex_unlock(&p->mu);
+	return b;
+}
+
+/* A lent buffer comes back (any thread, the transport maybe freed). */
+static void pool_put(lbuf *b)
+{
+	lpool *p = b->pool;
+	bool keep, gone;
+
+	pthread_mutex_lock(&p->mu);
+	if (b->prev)
+		b->prev->next = b->next;
+	else
+		p->lent_list = b->next;
+	if (b->next)
+		b->next->prev = b->prev;
+	p->lent--;
+	keep = !p->dead && p->cached + b->cap <= POOL_CACHE_MAX;
+	if (keep) {
+		b->next = p->free[b->cls];
+		p->free[b->cls] = b;
+		p->cached += b->cap;
+	}
+	gone = pool_unref_locked(p);
+	pthread_mutex_unlock(&p->mu);
+	if (!keep)
+		buf_free(b); /* deregisters: thread-safe in verbs */
+	if (gone)
+		pool_destroy(p);
+}
+
+/* At stop, before the PD goes: every registration is released; lent
+ * buffers keep their memory until their messages are freed. */
+static void pool_shutdown(lpool *p)
+{
+	lbuf *idle = NULL;
+
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->dead = true;
+	for (int i = 0; i < POOL_CLASSES; i++) {
+		while (p->free[i]) {
+			lbuf *b = p->free[i];
+			p->free[i] = b->next;
+			b->next = idle;
+			idle = b;
+		}
+	}
+	p->cached = 0;
+	for (lbuf *b = p->lent_list; b; b = b->next)
+		if (b->mr) {
+			ibv_dereg_mr(b->mr);
+			b->mr = NULL;
+		}
+	bool gone = pool_unref_locked(p);
+	pthread_mutex_unlock(&p->mu);
+	while (idle) {
+		lbuf *b = idle;
+		idle = b->next;
+		buf_free(b);
+	}
+	if (gone)
+		pool_destroy(p);
+}
+
+/* ---- messages ------------------------------------------------------------ */
 
 static void rmsg_free(rmsg *m)
 {
 	if (!m)
 		return;
 	free(m->hdr);
-	free(m->msg.payload);
+	if (m->rd_mr)
+		ibv_dereg_mr(m->rd_mr);
+	if (m->lb)
+		pool_put(m->lb);
+	else
+		free(m->msg.payload);
 	free(m);
 }
 
-/* Drops c's queued messages; each payload is handed back once. */
+static void rmsg_release(ps_msg *msg)
+{
+	rmsg_free(msg->priv);
+}
+
+/* Hands one sent message's payload back (free_fn once). */
+static void sitem_done(sitem *it)
+{
+	if (it->own_mr)
+		ibv_dereg_mr(it->own_mr); /* before the caller reuses it */
+	if (it->free_fn && it->payload)
+		it->free_fn(it->payload, it->hint);
+	free(it->hdr);
+	free(it);
+}
+
+/* Drops c's queued messages and those waiting for their READ (the QP is
+ * in error or gone: the peer reads them no more); each payload is handed
+ * back once. */
 static void drop_queue(conn *c)
 {
-	sitem *it = c->sq_head;
-	while (it) {
-		sitem *next = it->next;
-		if (it->free_fn && it->payload)
-			it->free_fn(it->payload, it->hint);
-		free(it->hdr);
-		free(it);
-		it = next;
+	for (int q = 0; q < 2; q++) {
+		sitem *it = q ? c->zc_head : c->sq_head;
+		while (it) {
+			sitem *next = it->next;
+			sitem_done(it);
+			it = next;
+		}
 	}
 	c->sq_head = c->sq_tail = NULL;
 	c->sq_len = 0;
+	c->zc_head = c->zc_tail = NULL;
 }
 
 /* The connection is broken: later sends fail, queued messages drop. */
@@ -368,11 +726,11 @@ static void conn_kill(conn *c, const char *why)
 		        c->outbound ? "to" : "from",
 		        c->outbound ? c->endpoint : "peer", c->peer_id, why);
 	c->state = c->state == C_UP ? C_DEAD : C_FAILED;
-	drop_queue(c);
 	if (c->has_qp && !c->disc_sent) {
 		c->disc_sent = true;
 		rdma_disconnect(c->id); /* the QP goes to error: flushes */
 	}
+	drop_queue(c); /* after: no READ of a payload handed back */
 }
 
 /* ---- verbs resources ----------------------------------------------------- */
@@ -402,6 +760,17 @@ static int ensure_verbs(rdma_transport *rt, struct ibv_context *ctx)
 		return PS_EIO;
 	}
 	rt->cq_size = attr.max_cqe < CQ_SIZE_MAX ? attr.max_cqe : CQ_SIZE_MAX;
+	{
+		int a = RD_ATOM_MAX;
+		if (attr.max_qp_rd_atom < a)
+			a = attr.max_qp_rd_atom;
+		if (attr.max_qp_init_rd_atom < a)
+			a = attr.max_qp_init_rd_atom;
+		rt->rd_atom = (uint8_t)(a > 0 ? a : 1);
+	}
+	if (set_nonblock(ctx->async_fd) != 0)
+		PS_WARN("rdma: the device's async event fd: %s",
+		        strerror(errno));
 	rt->pd = ibv_alloc_pd(ctx);
 	if (!rt->pd) {
 		PS_ERROR("rdma: ibv_alloc_pd: %s", strerror(errno));
@@ -439,13 +808,26 @@ static int ensure_verbs(rdma_transport *rt, struct ibv_context *ctx)
 		slot *s = &rt->sslots[i];
 		s->c = NULL;
 		s->buf = rt->sbufs + (size_t)i * BUF_SIZE;
-		s->is_send = true;
+		s->kind = SLOT_SEND;
 		s->next = rt->sfree;
 		rt->sfree = s;
 	}
+	rt->pool = pool_new(rt->pd);
+	if (!rt->pool) {
+		PS_ERROR("rdma: out of memory for the receive pool");
+		ibv_dereg_mr(rt->smr);
+		rt->smr = NULL;
+		goto free_sbufs;
+	}
 	rt->cq_used = SEND_POOL;
 	rt->ctx = ctx;
-	efd_signal(rt->ctl_fd); /* the progress thread polls the new fd */
+	snprintf(rt->dev_name, sizeof(rt->dev_name), "%s",
+	         ibv_get_device_name(ctx->device));
+	pthread_mutex_lock(&g_async_mu);
+	rt->g_next = g_transports;
+	g_transports = rt;
+	pthread_mutex_unlock(&g_async_mu);
+	efd_signal(rt->ctl_fd); /* the progress thread polls the new fds */
 	return PS_OK;
 
 free_sbufs:
@@ -477,6 +859,7 @@ static int conn_create_qp(rdma_transport *rt, conn *c)
 	            .max_recv_wr = RECV_POSTED,
 	            .max_send_sge = 1,
 	            .max_recv_sge = 1},
+	    .qp_context = c,
 	    .qp_type = IBV_QPT_RC,
 	    .sq_sig_all = 1,
 	};
@@ -507,7 +890,10 @@ static int post_recv(conn *c, slot *s)
 	                         .sg_list = &sge,
 	                         .num_sge = 1},
 	                   *bad;
-	return ibv_post_recv(c->id->qp, &wr, &bad);
+	int err = ibv_post_recv(c->id->qp, &wr, &bad);
+	if (!err)
+		c->recv_out++;
+	return err;
 }
 
 /* Allocates, registers and posts c's receive buffers. */
@@ -531,7 +917,7 @@ static int conn_post_recvs(rdma_transport *rt, conn *c)
 		slot *s = &c->rslots[i];
 		s->c = c;
 		s->buf = c->rbufs + (size_t)i * BUF_SIZE;
-		s->is_send = false;
+		s->kind = SLOT_RECV;
 		int err = post_recv(c, s);
 		if (err) {
 			PS_ERROR("rdma: ibv_post_recv: %s", strerror(err));
@@ -551,6 +937,7 @@ static conn *conn_new(rdma_transport *rt, bool outbound)
 	}
 	c->rt = rt;
 	c->outbound = outbound;
+	c->peer = -1;
 	c->state = C_RESOLVING;
 	c->next = rt->conns;
 	rt->conns = c;
@@ -558,7 +945,8 @@ static conn *conn_new(rdma_transport *rt, bool outbound)
 }
 
 /* Destroys c (no work request of it may be outstanding, or the CQ is
- * going away too) and takes it out of rt->conns. */
+ * going away too) and takes it out of rt->conns. The QP goes first: no
+ * READ or SEND touches a buffer after it is released. */
 static void conn_destroy(rdma_transport *rt, conn *c)
 {
 	for (conn **p = &rt->conns; *p; p = &(*p)->next)
@@ -566,14 +954,22 @@ static void conn_destroy(rdma_transport *rt, conn *c)
 			*p = c->next;
 			break;
 		}
-	drop_queue(c);
-	rmsg_free(c->partial);
 	if (c->has_qp) {
 		rdma_destroy_qp(c->id);
 		rt->cq_used -= SEND_WR_MAX + RECV_POSTED;
 	}
 	if (c->id)
 		rdma_destroy_id(c->id);
+	drop_queue(c);
+	rmsg_free(c->partial);
+	while (c->in_head) {
+		rmsg *m = c->in_head;
+		c->in_head = m->in_next;
+		rmsg_free(m);
+	}
+	free(c->fins);
+	if (c->peer >= 0 && rt->peers[c->peer].c == c)
+		rt->peers[c->peer].c = NULL; /* the handle stays: closed */
 	if (c->rmr)
 		ibv_dereg_mr(c->rmr);
 	free(c->rbufs);
@@ -617,20 +1013,114 @@ static void slot_put(rdma_transport *rt, slot *s)
 	rt->sfree = s;
 }
 
-/* Posts what c's credits and the free send buffers allow: data SENDs,
- * then a credit-only SEND when CREDIT_BATCH are owed. */
+/* Posts the READs of the RTS frames received on c, in order, while
+ * the send queue has room (READ_SQ_RESERVE stays for SENDs). */
+static void post_reads(conn *c)
+{
+	while (c->rd_head && c->send_posted + READ_SQ_RESERVE < SEND_WR_MAX) {
+		rmsg *m = c->rd_head;
+		uint64_t left = m->msg.payload_len - m->rd_off;
+		uint32_t n = left < READ_CHUNK ? (uint32_t)left : READ_CHUNK;
+		struct ibv_sge sge = {
+		    (uintptr_t)m->msg.payload + m->rd_off, n, m->lkey};
+		struct ibv_send_wr wr = {.wr_id = (uintptr_t)&m->rd,
+		                         .sg_list = &sge,
+		                         .num_sge = 1,
+		                         .opcode = IBV_WR_RDMA_READ,
+		                         .send_flags = IBV_SEND_SIGNALED},
+		                   *bad;
+		wr.wr.rdma.remote_addr = m->raddr + m->rd_off;
+		wr.wr.rdma.rkey = m->rkey;
+		int err = ibv_post_send(c->id->qp, &wr, &bad);
+		if (err) {
+			PS_ERROR("rdma: ibv_post_send (READ): %s",
+			         strerror(err));
+			conn_kill(c, "cannot post a READ");
+			return;
+		}
+		c->send_posted++;
+		m->rd_wrs++;
+		m->rd_off += n;
+		if (m->rd_off == m->msg.payload_len) {
+			c->rd_head = m->rd_next;
+			if (!c->rd_head)
+				c->rd_tail = NULL;
+		}
+	}
+}
+
+/* Posts what c's credits and the free send buffers allow: data SENDs
+ * (FIN frames first, then message frames: a payload >= ZC_MIN as one
+ * RTS frame), then a credit-only SEND when CREDIT_BATCH are owed. */
 static void pump(rdma_transport *rt, conn *c)
 {
 	if (c->state != C_UP || !c->recvs_posted)
 		return;
-	while (c->sq_head && c->credits > 0 && c->send_posted < SEND_WR_MAX) {
+	post_reads(c);
+	if (c->state != C_UP)
+		return;
+	while ((c->sq_head || c->nfins) && c->credits > 0 &&
+	       c->send_posted < SEND_WR_MAX) {
 		slot *s = slot_get(rt);
 		if (!s)
 			return;
-		uint32_t used = 0;
+		uint32_t used = 0, nf = 0;
 		bool first = true;
+		while (nf < c->nfins && BUF_SIZE - used >= sizeof(frame)) {
+			frame f = {.type = FRAME_FIN,
+			           .credits = first ? c->owed : 0,
+			           .offset = c->fins[nf++]};
+			memcpy(s->buf + used, &f, sizeof(f));
+			used += (uint32_t)sizeof(f);
+			if (first)
+				c->owed = 0;
+			first = false;
+		}
+		if (nf) {
+			memmove(c->fins, c->fins + nf,
+			        (c->nfins - nf) * sizeof(*c->fins));
+			c->nfins -= nf;
+		}
 		while (c->sq_head && BUF_SIZE - used > sizeof(frame)) {
 			sitem *it = c->sq_head;
+			if (it->zc) {
+				uint32_t need = (uint32_t)(sizeof(frame) +
+				                           sizeof(rts_desc)) +
+				                it->hdr_len;
+				if (BUF_SIZE - used < need)
+					break; /* the next buffer */
+				frame f = {.type = FRAME_RTS,
+				           .credits = first ? c->owed : 0,
+				           .len = (uint32_t)sizeof(rts_desc) +
+				                  it->hdr_len,
+				           .hdr_len = it->hdr_len,
+				           .payload_len = it->payload_len};
+				rts_desc d = {.addr = (uintptr_t)it->payload,
+				              .rkey = it->rkey,
+				              .cookie = it->cookie};
+				unsigned char *p = s->buf + used;
+				memcpy(p, &f, sizeof(f));
+				memcpy(p + sizeof(f), &d, sizeof(d));
+				if (it->hdr_len)
+					memcpy(p + sizeof(f) + sizeof(d),
+					       it->hdr, it->hdr_len);
+				used += need;
+				if (first)
+					c->owed = 0;
+				first = false;
+				c->sq_head = it->next;
+				if (!c->sq_head)
+					c->sq_tail = NULL;
+				c->sq_len--;
+				/* the payload is the peer's to read now */
+				it->next = NULL;
+				if (c->zc_tail)
+					c->zc_tail->next = it;
+				else
+					c->zc_head = it;
+				c->zc_tail = it;
+				continue;
+			}
 			uint64_t total = it->hdr_len + it->payload_len;
 			uint64_t left = total - it->off;
 			uint32_t room =
@@ -675,10 +1165,7 @@ static void pump(rdma_transport *rt, conn *c)
 				if (!c->sq_head)
 					c->sq_tail = NULL;
 				c->sq_len--;
-				if (it->free_fn && it->payload)
-					it->free_fn(it->payload, it->hint);
-				free(it->hdr);
-				free(it);
+				sitem_done(it);
 			} else {
 				break; /* the buffer is full */
 			}
@@ -723,6 +1210,158 @@ static void deliver(rdma_transport *rt, rmsg *m)
 		rt->rq_head = m;
 	rt->rq_tail = m;
 	efd_signal(rt->ready_fd);
+}
+
+/* A message of frame f could not be allocated: m (partial) goes. */
+static int msg_nomem(const frame *f, rmsg *m)
+{
+	PS_ERROR("rdma: out of memory for a message of %" PRIu64 " bytes",
+	         f->hdr_len + f->payload_len);
+	rmsg_free(m);
+	return PS_ENOMEM;
+}
+
+/* m came on c: it goes to recv in c's order, after every earlier message
+ * of c (one still being READ holds the later ones back). */
+static void inbox_add(rdma_transport *rt, conn *c, rmsg *m)
+{
+	if (m->ready && !c->in_head) {
+		deliver(rt, m);
+		return;
+	}
+	m->in_next = NULL;
+	if (c->in_tail)
+		c->in_tail->in_next = m;
+	else
+		c->in_head = m;
+	c->in_tail = m;
+}
+
+static void inbox_flush(rdma_transport *rt, conn *c)
+{
+	while (c->in_head && c->in_head->ready) {
+		rmsg *m = c->in_head;
+		c->in_head = m->in_next;
+		if (!c->in_head)
+			c->in_tail = NULL;
+		deliver(rt, m);
+	}
+}
+
+static int queue_fin(conn *c, uint64_t cookie)
+{
+	if (c->nfins == c->cap_fins) {
+		uint32_t cap = c->cap_fins ? c->cap_fins * 2 : 16;
+		uint64_t *f = realloc(c->fins, cap * sizeof(*f));
+		if (!f)
+			return PS_ENOMEM;
+		c->fins = f;
+		c->cap_fins = cap;
+	}
+	c->fins[c->nfins++] = cookie;
+	return PS_OK;
+}
+
+/* An RTS frame: the message's header is here, its payload is READ from
+ * the sender into a lent pool buffer (or a heap buffer registered for
+ * this READ when LEND_MAX are lent or it is larger than the pool's). */
+static int on_rts(rdma_transport *rt, conn *c, const frame *f,
+                  const unsigned char *p)
+{
+	rts_desc d;
+
+	if (c->partial || f->offset != 0 || f->hdr_len > ZC_HDR_MAX ||
+	    f->len != sizeof(d) + f->hdr_len || f->payload_len == 0 ||
+	    f->payload_len > MAX_PAYLOAD) {
+		PS_WARN("rdma: bad RTS frame (header %u, payload %" PRIu64
+		        " bytes)",
+		        f->hdr_len, f->payload_len);
+		return PS_EPROTO;
+	}
+	memcpy(&d, p, sizeof(d));
+	rmsg *m = calloc(1, sizeof(*m));
+	if (!m || (f->hdr_len && !(m->hdr = malloc(f->hdr_len))))
+		goto nomem;
+	if (f->hdr_len)
+		memcpy(m->hdr, p + sizeof(d), f->hdr_len);
+	size_t len = (size_t)f->payload_len;
+	m->lb = pool_get(rt->pool, len);
+	if (m->lb) {
+		m->msg.payload = m->lb->mem;
+		m->lkey = m->lb->mr->lkey;
+	} else {
+		m->msg.payload = aligned_alloc(64, (len + 63) & ~(size_t)63);
+		if (!m->msg.payload)
+			goto nomem;
+		m->rd_mr = ibv_reg_mr(rt->pd, m->msg.payload, len,
+		                      IBV_ACCESS_LOCAL_WRITE);
+		if (!m->rd_mr) {
+			PS_ERROR("rdma: cannot register %zu bytes to READ a "
+			         "message into: %s",
+			         len, strerror(errno));
+			rmsg_free(m);
+			return PS_EIO;
+		}
+		m->lkey = m->rd_mr->lkey;
+	}
+	m->msg.src = c->peer_id;
+	m->msg.hdr = m->hdr;
+	m->msg.hdr_len = f->hdr_len;
+	m->msg.payload_len = len;
+	m->msg.release = rmsg_release;
+	m->msg.priv = m;
+	m->raddr = d.addr;
+	m->rkey = d.rkey;
+	m->cookie = d.cookie;
+	m->rd.c = c;
+	m->rd.kind = SLOT_READ;
+	m->rd.m = m;
+	inbox_add(rt, c, m);
+	if (c->rd_tail)
+		c->rd_tail->rd_next = m;
+	else
+		c->rd_head = m;
+	c->rd_tail = m;
+	return PS_OK;
+
+nomem:
+	return msg_nomem(f, m);
+}
+
+/* The last READ of m completed: m is ready, its sender gets the FIN. */
+static void read_done(rdma_transport *rt, conn *c, rmsg *m)
+{
+	if (m->rd_mr) {
+		ibv_dereg_mr(m->rd_mr);
+		m->rd_mr = NULL;
+	}
+	m->ready = true;
+	if (queue_fin(c, m->cookie) != PS_OK) {
+		conn_kill(c, "out of memory for a FIN");
+		return;
+	}
+	inbox_flush(rt, c);
+}
+
+/* A FIN frame: the peer has read the payload of the RTS with cookie. */
+static int on_fin(conn *c, uint64_t cookie)
+{
+	sitem *prev = NULL;
+	for (sitem *it = c->zc_head; it; prev = it, it = it->next) {
+		if (it->cookie != cookie)
+			continue;
+		if (prev)
+			prev->next = it->next;
+		else
+			c->zc_head = it->next;
+		if (c->zc_tail == it)
+			c->zc_tail = prev;
+		sitem_done(it);
+		return PS_OK;
+	}
+	PS_WARN("rdma: FIN for an unknown message (cookie %" PRIu64 ")",
+	        cookie);
+	return PS_EPROTO;
 }
 
 /* One data frame of len bytes at p. PS_OK, or PS_EPROTO (logged). */
@@ -782,15 +1421,13 @@ static int on_data(rdma_transport *rt, conn *c, const frame *f,
 	m->got += f->len;
 	if (m->got == m->total) {
 		c->partial = NULL;
-		deliver(rt, m);
+		m->ready = true;
+		inbox_add(rt, c, m);
 	}
 	return PS_OK;
 
 nomem:
-	PS_ERROR("rdma: out of memory for a message of %" PRIu64 " bytes",
-	         f->hdr_len + f->payload_len);
-	rmsg_free(m);
-	return PS_ENOMEM;
+	return msg_nomem(f, m);
 }
 
 /* A receive completed: parse its frames, repost the buffer. */
@@ -811,9 +1448,10 @@ static void on_recv(rdma_transport *rt, conn *c, slot *s, uint32_t len)
 		}
 		memcpy(&f, s->buf + pos, sizeof(f));
 		pos += (uint32_t)sizeof(f);
-		if (f.len > len - pos ||
-		    (f.type != FRAME_DATA && f.type != FRAME_CREDIT) ||
-		    (f.type == FRAME_CREDIT && f.len != 0) ||
+		if (f.len > len - pos || f.type < FRAME_DATA ||
+		    f.type > FRAME_FIN ||
+		    ((f.type == FRAME_CREDIT || f.type == FRAME_FIN) &&
+		     f.len != 0) ||
 		    f.credits > RECV_DEPTH) {
 			conn_kill(c, "malformed frame");
 			return;
@@ -827,6 +1465,18 @@ static void on_recv(rdma_transport *rt, conn *c, slot *s, uint32_t len)
 			data = true;
 			if (on_data(rt, c, &f, s->buf + pos) != PS_OK) {
 				conn_kill(c, "bad message data");
+				return;
+			}
+		} else if (f.type == FRAME_RTS) {
+			data = true;
+			if (on_rts(rt, c, &f, s->buf + pos) != PS_OK) {
+				conn_kill(c, "bad or unreadable RTS");
+				return;
+			}
+		} else if (f.type == FRAME_FIN) {
+			data = true;
+			if (on_fin(c, f.offset) != PS_OK) {
+				conn_kill(c, "bad FIN");
 				return;
 			}
 		}
@@ -848,29 +1498,40 @@ static void on_wc(rdma_transport *rt, const struct ibv_wc *wc)
 {
 	slot *s = (slot *)(uintptr_t)wc->wr_id;
 	conn *c = s->c;
+	static const char *const kinds[] = {"send", "receive", "READ"};
 
-	TRACE("wc %s status %d len %u conn %p out %d\n",
-	      s->is_send ? "send" : "recv", wc->status, wc->byte_len, (void *)c,
-	      c ? c->outbound : -1);
-	if (s->is_send) {
+	TRACE("wc %s status %d len %u conn %p out %d\n", kinds[s->kind],
+	      wc->status, wc->byte_len, (void *)c, c ? c->outbound : -1);
+	switch (s->kind) {
+	case SLOT_SEND:
 		slot_put(rt, s);
 		if (c)
 			c->send_posted--;
+		break;
+	case SLOT_READ:
+		c->send_posted--;
+		s->m->rd_wrs--;
+		break;
+	default:
+		c->recv_out--;
+		break;
 	}
 	if (wc->status != IBV_WC_SUCCESS) {
 		if (c && wc->status != IBV_WC_WR_FLUSH_ERR) {
 			char why[96];
 			snprintf(why, sizeof(why), "%s completion: %s",
-			         s->is_send ? "send" : "receive",
-			         ibv_wc_status_str(wc->status));
+			         kinds[s->kind], ibv_wc_status_str(wc->status));
 			conn_kill(c, why);
 		} else if (c) {
 			conn_kill(c, NULL);
 		}
 		return;
 	}
-	if (!s->is_send && c)
+	if (s->kind == SLOT_RECV && c)
 		on_recv(rt, c, s, wc->byte_len);
+	else if (s->kind == SLOT_READ && !s->m->rd_wrs &&
+	         s->m->rd_off == s->m->msg.payload_len && !c->broken)
+		read_done(rt, c, s->m);
 }
 
 /* Drains the CQ (the event was got and acked, or none came); re-arms. */
@@ -924,6 +1585,145 @@ static hello my_hello(const rdma_transport *rt)
 	return h;
 }
 
+/* The device is gone or failed: every connection dies with the reason,
+ * later sends fail and recv answers PS_EIO (the process exits with it).
+ * Nothing is waited for: no DISCONNECTED comes from a dead device. */
+static void fail_device(rdma_transport *rt, const char *why)
+{
+	if (rt->dev_dead)
+		return;
+	rt->dev_dead = true;
+	snprintf(rt->dev_why, sizeof(rt->dev_why), "%s", why);
+	PS_ERROR("rdma: %s", why);
+	for (conn *c = rt->conns; c; c = c->next) {
+		c->disc_seen = true;
+		conn_kill(c, why);
+	}
+	efd_signal(rt->ready_fd); /* recv answers PS_EIO */
+}
+
+/* Reads the device's async events (any transport's thread; rt->mu held)
+ * and queues them for every transport on that device. */
+static void read_async(rdma_transport *rt)
+{
+	struct ibv_async_event ev;
+
+	if (!rt->ctx)
+		return;
+	while (ibv_get_async_event(rt->ctx, &ev) == 0) {
+		enum ibv_event_type type = ev.event_type;
+		uint32_t qpn = 0;
+		rdma_transport *only = NULL;
+		bool queue = false;
+		switch (type) {
+		case IBV_EVENT_QP_FATAL:
+		case IBV_EVENT_QP_REQ_ERR:
+		case IBV_EVENT_QP_ACCESS_ERR:
+		case IBV_EVENT_PATH_MIG_ERR:
+			qpn = ev.element.qp->qp_num;
+			queue = true;
+			break;
+		case IBV_EVENT_CQ_ERR:
+			only = ev.element.cq->cq_context;
+			queue = true;
+			break;
+		case IBV_EVENT_DEVICE_FATAL:
+			queue = true;
+			break;
+		case IBV_EVENT_PORT_ERR:
+			PS_WARN("rdma: device %s port %d went down",
+			        rt->dev_name, ev.element.port_num);
+			break;
+		default:
+			PS_DEBUG("rdma: device %s: async event %s",
+			         rt->dev_name, ibv_event_type_str(type));
+			break;
+		}
+		if (queue) {
+			pthread_mutex_lock(&g_async_mu);
+			for (rdma_transport *x = g_transports; x;
+			     x = x->g_next) {
+				if (x->ctx != rt->ctx || (only && x != only))
+					continue;
+				if (x->nasync < ASYNC_PENDING) {
+					x->async_qp[x->nasync] = qpn;
+					x->async_type[x->nasync] = (int)type;
+					x->nasync++;
+				} else if (type == IBV_EVENT_DEVICE_FATAL ||
+				           type == IBV_EVENT_CQ_ERR) {
+					x->async_qp[ASYNC_PENDING - 1] = 0;
+					x->async_type[ASYNC_PENDING - 1] =
+					    (int)type;
+				}
+				efd_signal(x->ctl_fd);
+			}
+			pthread_mutex_unlock(&g_async_mu);
+		}
+		ibv_ack_async_event(&ev);
+	}
+}
+
+/* Handles the async events queued for rt (rt->mu held). */
+static void process_async(rdma_transport *rt)
+{
+	uint32_t qp[ASYNC_PENDING];
+	int type[ASYNC_PENDING];
+	uint32_t n;
+
+	pthread_mutex_lock(&g_async_mu);
+	n = rt->nasync;
+	memcpy(qp, rt->async_qp, n * sizeof(*qp));
+	memcpy(type, rt->async_type, n * sizeof(*type));
+	rt->nasync = 0;
+	pthread_mutex_unlock(&g_async_mu);
+	for (uint32_t i = 0; i < n; i++) {
+		char why[160];
+		const char *what = ibv_event_type_str(type[i]);
+		if (type[i] == IBV_EVENT_DEVICE_FATAL ||
+		    type[i] == IBV_EVENT_CQ_ERR) {
+			snprintf(why, sizeof(why), "device %s failed: %s",
+			         rt->dev_name, what);
+			fail_device(rt, why);
+			continue;
+		}
+		for (conn *c = rt->conns; c; c = c->next) {
+			if (!c->has_qp || c->id->qp->qp_num != qp[i])
+				continue;
+			snprintf(why, sizeof(why),
+			         "QP to peer %.80s went to error state: %s",
+			         c->outbound ? c->endpoint : "(accepted)",
+			         what);
+			conn_kill(c, why);
+		}
+	}
+}
+
+/* Frees the connections that died and are quiet: both sides
+ * disconnected (or the device is gone), no work request outstanding
+ * (all flushed: none can complete later), nobody waiting on them. A
+ * peer handle stays valid (transport.h): its sends fail PS_ECLOSED until
+ * a connect to its endpoint replaces the connection. */
+static void sweep(rdma_transport *rt)
+{
+	if (rt->stopping)
+		return; /* stop frees them all */
+	for (conn **p = &rt->conns; *p;) {
+		conn *c = *p;
+		if ((c->state == C_DEAD || c->state == C_FAILED) &&
+		    !c->connecting && !c->pins && c->has_qp && c->disc_sent &&
+		    c->disc_seen && !c->send_posted && !c->recv_out) {
+			PS_DEBUG("rdma: freeing a dead connection %s %s",
+			         c->outbound ? "to" : "from",
+			         c->outbound ? c->endpoint : "a peer");
+			TRACE("freeing dead conn %p out %d\n", (void *)c,
+			      c->outbound);
+			conn_destroy(rt, c); /* unlinks *p */
+			continue;
+		}
+		p = &c->next;
+	}
+}
+
 /* A CONNECT_REQUEST on the listening id: id is the new one. Returns true
  * when id must be destroyed (rejected) after the event is acked. */
 static bool on_connect_request(rdma_transport *rt, struct rdma_cm_id *id,
@@ -949,10 +1749,18 @@ static bool on_connect_request(rdma_transport *rt, struct rdma_cm_id *id,
 	if (conn_create_qp(rt, c) != PS_OK || conn_post_recvs(rt, c) != PS_OK)
 		goto reject;
 	hello mine = my_hello(rt);
-	struct rdma_conn_param cp = {.private_data = &mine,
-	                             .private_data_len = sizeof(mine),
-	                             .retry_count = RETRY_COUNT,
-	                             .rnr_retry_count = RNR_RETRY};
+	/* this side READs (initiator), the connector is read */
+	struct rdma_conn_param cp = {
+	    .private_data = &mine,
+	    .private_data_len = sizeof(mine),
+	    .responder_resources = p->initiator_depth < rt->rd_atom
+	                               ? p->initiator_depth
+	                               : rt->rd_atom,
+	    .initiator_depth = p->responder_resources < rt->rd_atom
+	                           ? p->responder_resources
+	                           : rt->rd_atom,
+	    .retry_count = RETRY_COUNT,
+	    .rnr_retry_count = RNR_RETRY};
 	if (rdma_accept(id, &cp) != 0) {
 		PS_ERROR("rdma: rdma_accept: %s", strerror(errno));
 		goto reject;
@@ -990,6 +1798,16 @@ static void on_cm_event(rdma_transport *rt, struct rdma_cm_event *ev,
 		}
 		return;
 	}
+	if (ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL) {
+		char why[128];
+		snprintf(why, sizeof(why), "device %s removed",
+		         id->verbs ? ibv_get_device_name(id->verbs->device)
+		                   : rt->dev_name);
+		if (c)
+			c->disc_seen = true;
+		fail_device(rt, why);
+		return;
+	}
 	if (!c)
 		return; /* the listening id */
 	switch (ev->event) {
@@ -1003,15 +1821,19 @@ static void on_cm_event(rdma_transport *rt, struct rdma_cm_event *ev,
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED: {
 		hello mine = my_hello(rt);
-		struct rdma_conn_param cp = {.private_data = &mine,
-		                             .private_data_len = sizeof(mine),
-		                             .retry_count = RETRY_COUNT,
-		                             .rnr_retry_count = RNR_RETRY};
 		if (conn_create_qp(rt, c) != PS_OK) {
 			c->fail_event = RDMA_CM_EVENT_CONNECT_ERROR;
 			c->state = C_FAILED;
 			break;
 		}
+		/* rd_atom is known once the QP's device is */
+		struct rdma_conn_param cp = {
+		    .private_data = &mine,
+		    .private_data_len = sizeof(mine),
+		    .responder_resources = rt->rd_atom,
+		    .initiator_depth = rt->rd_atom,
+		    .retry_count = RETRY_COUNT,
+		    .rnr_retry_count = RNR_RETRY};
 		if (rdma_connect(id, &cp) != 0) {
 			PS_ERROR("rdma: rdma_connect: %s", strerror(errno));
 			c->fail_event = RDMA_CM_EVENT_CONNECT_ERROR;
@@ -1073,10 +1895,6 @@ static void on_cm_event(rdma_transport *rt, struct rdma_cm_event *ev,
 		}
 		conn_kill(c, NULL);
 		break;
-	case RDMA_CM_EVENT_DEVICE_REMOVAL:
-		c->disc_seen = true;
-		conn_kill(c, "device removed");
-		break;
 	default:
 		break;
 	}
@@ -1102,10 +1920,13 @@ static void process_cm(rdma_transport *rt)
 static void progress(rdma_transport *rt)
 {
 	/* completions first: data that came before a DISCONNECTED */
+	read_async(rt);
+	process_async(rt);
 	drain_cq(rt);
 	process_cm(rt);
 	drain_cq(rt);
 	pump_all(rt);
+	sweep(rt);
 	pthread_cond_broadcast(&rt->cv);
 }
 
@@ -1115,14 +1936,15 @@ static void *progress_main(void *arg)
 
 	pthread_mutex_lock(&rt->mu);
 	while (!rt->quit) {
-		struct pollfd pf[3] = {
+		struct pollfd pf[4] = {
 		    {rt->ctl_fd, POLLIN, 0},
 		    {rt->ech->fd, POLLIN, 0},
 		    {rt->cch ? rt->cch->fd : -1, POLLIN, 0},
+		    {rt->ctx ? rt->ctx->async_fd : -1, POLLIN, 0},
 		};
 		int busy = rt->opts.rdma_busy_poll && rt->cq;
 		pthread_mutex_unlock(&rt->mu);
-		int n = poll(pf, 3, busy ? 0 : -1);
+		int n = poll(pf, 4, busy ? 0 : -1);
 		if (n < 0 && errno != EINTR)
 			PS_ERROR("rdma: poll: %s", strerror(errno));
 		if (pf[0].revents & POLLIN)
@@ -1385,7 +2207,7 @@ static int grow_peers(rdma_transport *rt)
 	if (rt->npeers < rt->cap_peers)
 		return PS_OK;
 	uint32_t cap = rt->cap_peers ? rt->cap_peers * 2 : 8;
-	conn **p = realloc(rt->peers, cap * sizeof(*p));
+	peer_slot *p = realloc(rt->peers, cap * sizeof(*p));
 	if (!p) {
 		PS_ERROR("rdma: out of memory for %u peers", cap);
 		return PS_ENOMEM;
@@ -1408,6 +2230,7 @@ static int try_connect(rdma_transport *rt, const char *endpoint,
 	if (!c)
 		return PS_ENOMEM;
 	snprintf(c->endpoint, sizeof(c->endpoint), "%s", endpoint);
+	c->connecting = true; /* the sweep leaves it to us */
 	if (rdma_create_id(rt->ech, &c->id, c, RDMA_PS_TCP) != 0) {
 		PS_ERROR("rdma: rdma_create_id: %s", strerror(errno));
 		c->id = NULL;
@@ -1425,6 +2248,7 @@ static int try_connect(rdma_transport *rt, const char *endpoint,
 	efd_signal(rt->ctl_fd);
 	while (c->state == C_RESOLVING && mono_ms() < deadline && !rt->quit)
 		cv_wait_until(rt, deadline);
+	c->connecting = false;
 	if (c->state == C_UP) {
 		*c_p = c;
 		return PS_OK;
@@ -1472,11 +2296,18 @@ static int rdma_connect_(ps_transport *t, const char *endpoint, ps_peer *peer_p)
 	}
 	pthread_mutex_lock(&rt->mu);
 	uint32_t reuse = UINT32_MAX;
+	if (rt->dev_dead) {
+		PS_ERROR("rdma: cannot connect to %s: %s", endpoint,
+		         rt->dev_why);
+		rc = PS_EIO;
+		goto unlock;
+	}
 	for (uint32_t i = 0; i < rt->npeers; i++) {
-		conn *c = rt->peers[i];
-		if (!c || c->closed || strcmp(c->endpoint, endpoint) != 0)
+		peer_slot *ps = &rt->peers[i];
+		conn *c = ps->c;
+		if (ps->closed || strcmp(ps->endpoint, endpoint) != 0)
 			continue;
-		if (c->state == C_UP) {
+		if (c && c->state == C_UP) {
 			*peer_p = i;
 			pthread_mutex_unlock(&rt->mu);
 			return PS_OK;
@@ -1492,12 +2323,20 @@ static int rdma_connect_(ps_transport *t, const char *endpoint, ps_peer *peer_p)
 		rc = try_connect(rt, endpoint, &sa, deadline, &c);
 		if (rc == PS_OK) {
 			if (reuse != UINT32_MAX) {
-				rt->peers[reuse] = c;
+				conn *old = rt->peers[reuse].c;
+				if (old)
+					old->peer = -1; /* dead: swept */
+				rt->peers[reuse].c = c;
 				*peer_p = reuse;
 			} else {
-				rt->peers[rt->npeers] = c;
+				peer_slot *ps = &rt->peers[rt->npeers];
+				ps->c = c;
+				ps->closed = false;
+				snprintf(ps->endpoint, sizeof(ps->endpoint),
+				         "%s", endpoint);
 				*peer_p = rt->npeers++;
 			}
+			c->peer = (int32_t)*peer_p;
 			PS_DEBUG("rdma: connected to %s (peer %u, node %" PRIx64
 			         ")",
 			         endpoint, *peer_p, c->peer_id);
@@ -1528,12 +2367,62 @@ unlock:
 
 /* ---- send, recv, wake, disconnect ---------------------------------------- */
 
+/* The registration of t holding [p, p + len), or NULL. */
+static ps_mr *find_mr(ps_transport *t, const void *p, size_t len)
+{
+	uintptr_t a = (uintptr_t)p;
+	for (ps_mr *mr = t->mrs; mr; mr = mr->next) {
+		uintptr_t b = (uintptr_t)mr->addr;
+		if (mr->kind == PS_MEM_HOST && a >= b && len <= mr->len &&
+		    a - b <= mr->len - len)
+			return mr;
+	}
+	return NULL;
+}
+
+/* Decides how it's payload goes (owner thread, mu not held): a payload
+ * >= ZC_MIN inside a registration (registered now if the device came
+ * after ps_transport_reg) or registered for this send goes by READ;
+ * anything else is copied. */
+static void choose_zero_copy(rdma_transport *rt, sitem *it)
+{
+	if (it->payload_len < ZC_MIN || it->hdr_len > ZC_HDR_MAX)
+		return;
+	pthread_mutex_lock(&rt->mu);
+	struct ibv_pd *pd = rt->dev_dead ? NULL : rt->pd;
+	pthread_mutex_unlock(&rt->mu);
+	if (!pd)
+		return; /* pd lives until stop, on this thread */
+	ps_mr *mr = find_mr(&rt->base, it->payload, (size_t)it->payload_len);
+	if (mr && !mr->priv)
+		mr->priv = ibv_reg_mr(pd, mr->addr, mr->len,
+		                      IBV_ACCESS_REMOTE_READ);
+	if (mr && mr->priv) {
+		it->rkey = ((struct ibv_mr *)mr->priv)->rkey;
+		it->zc = true;
+		return;
+	}
+	if (!UNREG_ZC)
+		return;
+	it->own_mr = ibv_reg_mr(pd, it->payload, (size_t)it->payload_len,
+	                        IBV_ACCESS_REMOTE_READ);
+	if (it->own_mr) {
+		it->rkey = it->own_mr->rkey;
+		it->zc = true;
+	} else {
+		PS_DEBUG("rdma: cannot register a payload of %" PRIu64
+		         " bytes (%s): copied",
+		         it->payload_len, strerror(errno));
+	}
+}
+
 static int rdma_send_(ps_transport *t, ps_peer peer, const void *hdr,
                       size_t hdr_len, void *payload, size_t payload_len,
                       ps_free_fn *free_fn, void *hint)
 {
 	rdma_transport *rt = rt_of(t);
 	int rc = PS_OK;
+	conn *c = NULL;
 
 	if (hdr_len > MAX_HDR || payload_len > MAX_PAYLOAD) {
 		PS_ERROR("rdma: message too large (header %zu, payload %zu "
@@ -1554,6 +2443,8 @@ static int rdma_send_(ps_transport *t, ps_peer peer, const void *hdr,
 	it->payload_len = payload_len;
 	it->free_fn = free_fn;
 	it->hint = hint;
+	if (peer < rt->npeers) /* npeers changes on this thread only */
+		choose_zero_copy(rt, it);
 
 	pthread_mutex_lock(&rt->mu);
 	if (peer >= rt->npeers) {
@@ -1561,28 +2452,39 @@ static int rdma_send_(ps_transport *t, ps_peer peer, const void *hdr,
 		rc = PS_EINVAL;
 		goto fail;
 	}
-	conn *c = rt->peers[peer];
+	peer_slot *ps = &rt->peers[peer];
+	c = ps->c;
 	int64_t deadline = rt->opts.send_timeout_ms < 0
 	                       ? -1
 	                       : mono_ms() + rt->opts.send_timeout_ms;
-	while (!c->closed && c->state == C_UP && c->sq_len >= SEND_QUEUE_MAX) {
+	if (c)
+		c->pins++; /* not freed while we wait */
+	while (c && !ps->closed && c->state == C_UP &&
+	       c->sq_len >= SEND_QUEUE_MAX) {
 		if (deadline >= 0 && mono_ms() >= deadline) {
 			PS_WARN("rdma: send to %s timed out after %d ms "
 			        "(%u messages queued)",
-			        c->endpoint, rt->opts.send_timeout_ms,
+			        ps->endpoint, rt->opts.send_timeout_ms,
 			        c->sq_len);
 			rc = PS_ETIMEDOUT;
 			goto fail;
 		}
 		cv_wait_until(rt, deadline);
 	}
-	if (c->closed || c->state != C_UP) {
+	if (rt->dev_dead) {
+		PS_DEBUG("rdma: send to peer %u: %s", peer, rt->dev_why);
+		rc = PS_EIO;
+		goto fail;
+	}
+	if (ps->closed || !c || c->state != C_UP) {
 		PS_DEBUG("rdma: send to %s peer %u (%s)",
-		         c->closed ? "disconnected" : "broken", peer,
-		         c->endpoint);
+		         ps->closed ? "disconnected" : "broken", peer,
+		         ps->endpoint);
 		rc = PS_ECLOSED;
 		goto fail;
 	}
+	c->pins--;
+	it->cookie = ++c->next_cookie;
 	if (c->sq_tail)
 		c->sq_tail->next = it;
 	else
@@ -1597,7 +2499,11 @@ static int rdma_send_(ps_transport *t, ps_peer peer, const void *hdr,
 	return PS_OK;
 
 fail:
+	if (c)
+		c->pins--;
 	pthread_mutex_unlock(&rt->mu);
+	if (it->own_mr)
+		ibv_dereg_mr(it->own_mr); /* the caller keeps the payload */
 	free(it->hdr);
 	free(it);
 	return rc;
@@ -1616,12 +2522,15 @@ static int rdma_recv_(ps_transport *t, int timeout_ms, ps_msg **msg_p)
 			if (!rt->rq_head)
 				rt->rq_tail = NULL;
 		}
+		bool dead = rt->dev_dead;
 		pthread_mutex_unlock(&rt->mu);
 		if (m) {
 			m->next = NULL;
 			*msg_p = &m->msg;
 			return PS_OK;
 		}
+		if (dead)
+			return PS_EIO; /* logged once: rt->dev_why */
 		int wait = -1;
 		if (timeout_ms >= 0) {
 			int64_t left =
@@ -1659,9 +2568,12 @@ static void rdma_wake_(ps_transport *t)
  * deadline_ms. */
 static void flush_conn(rdma_transport *rt, conn *c, int64_t deadline_ms)
 {
-	while (c->state == C_UP && (c->sq_head || c->send_posted) &&
+	c->pins++;
+	while (c->state == C_UP &&
+	       (c->sq_head || c->zc_head || c->send_posted) &&
 	       mono_ms() < deadline_ms)
 		cv_wait_until(rt, deadline_ms);
+	c->pins--;
 }
 
 static int rdma_disconnect_(ps_transport *t, ps_peer peer)
@@ -1674,15 +2586,21 @@ static int rdma_disconnect_(ps_transport *t, ps_peer peer)
 		PS_ERROR("rdma: disconnect of unknown peer %u", peer);
 		return PS_EINVAL;
 	}
-	conn *c = rt->peers[peer];
-	if (!c->closed) {
+	peer_slot *ps = &rt->peers[peer];
+	conn *c = ps->c;
+	if (!ps->closed) {
 		int linger = rt->opts.send_timeout_ms;
 		if (linger < 0 || linger > DISCONNECT_LINGER_MS)
 			linger = DISCONNECT_LINGER_MS;
-		flush_conn(rt, c, mono_ms() + linger);
-		c->closed = true;
-		conn_kill(c, NULL);
-		PS_DEBUG("rdma: disconnected from %s (peer %u)", c->endpoint,
+		if (c)
+			flush_conn(rt, c, mono_ms() + linger);
+		ps->closed = true;
+		c = ps->c; /* still there: pinned while flushing */
+		if (c) {
+			c->closed = true;
+			conn_kill(c, NULL);
+		}
+		PS_DEBUG("rdma: disconnected from %s (peer %u)", ps->endpoint,
 		         peer);
 	}
 	pthread_mutex_unlock(&rt->mu);
@@ -1693,26 +2611,46 @@ static void rdma_caps_(const ps_transport *t, ps_transport_caps *caps)
 {
 	(void)t;
 	caps->max_message = (size_t)MAX_PAYLOAD;
-	caps->zero_copy_send = 0; /* copied into registered send buffers */
-	caps->zero_copy_recv = 0; /* copied out of the receive buffers */
-	caps->needs_registration = 0;
-	/* Nothing is lent: every message is its own heap copy, so (as with
-	 * tcp, which allocates per message) a receiver may hold any number
-	 * without starving the receive buffers. */
-	caps->recv_lend_max = UINT32_MAX;
+	/* payloads >= ZC_MIN: read by the peer from where they are (a
+	 * registration, or one made for the send); smaller ones are copied
+	 * into the send buffers, which costs less than a rendezvous */
+	caps->zero_copy_send = 1;
+	caps->zero_copy_recv = 1; /* READ into lent pool buffers */
+	caps->needs_registration = !UNREG_ZC;
+	/* beyond LEND_MAX lent, a READ goes into a heap buffer registered
+	 * for it alone: holding messages never starves the pool */
+	caps->recv_lend_max = LEND_MAX;
 }
 
+/* Registers host memory for READs by peers (IBV_ACCESS_REMOTE_READ: an
+ * rkey sent in an RTS frame). Without a device yet (nothing connected or
+ * listening on a device address) nothing is registered now: the first
+ * zero-copy send from the region registers it. */
 static int rdma_reg_(ps_transport *t, ps_mr *mr)
 {
-	(void)t;
-	/* Copies for now: host memory needs nothing; CUDA is not built. */
-	return mr->kind == PS_MEM_HOST ? PS_OK : PS_ENOTSUP;
+	rdma_transport *rt = rt_of(t);
+
+	if (mr->kind != PS_MEM_HOST)
+		return PS_ENOTSUP; /* CUDA is not built */
+	pthread_mutex_lock(&rt->mu);
+	struct ibv_pd *pd = rt->dev_dead ? NULL : rt->pd;
+	pthread_mutex_unlock(&rt->mu);
+	if (!pd)
+		return PS_OK;
+	mr->priv = ibv_reg_mr(pd, mr->addr, mr->len, IBV_ACCESS_REMOTE_READ);
+	if (!mr->priv)
+		PS_WARN("rdma: cannot register %zu bytes (%s): payloads from "
+		        "them are registered per send or copied",
+		        mr->len, strerror(errno));
+	return PS_OK; /* registering is about speed (transport.h) */
 }
 
 static void rdma_dereg_(ps_transport *t, ps_mr *mr)
 {
 	(void)t;
-	(void)mr;
+	if (mr->priv)
+		ibv_dereg_mr(mr->priv);
+	mr->priv = NULL;
 }
 
 /* ---- stop, free ---------------------------------------------------------- */
@@ -1728,11 +2666,11 @@ static void rdma_stop_(ps_transport *t, int linger_ms)
 		flush_conn(rt, c, end);
 	bool waiting = false;
 	for (conn *c = rt->conns; c; c = c->next) {
-		drop_queue(c);
 		if (c->has_qp && !c->disc_sent) {
 			c->disc_sent = true;
 			rdma_disconnect(c->id);
 		}
+		drop_queue(c); /* after: the QP is in error, nothing is read */
 		if (c->has_qp && c->disc_sent && !c->disc_seen)
 			waiting = true;
 		c->closed = true;
@@ -1757,6 +2695,13 @@ static void rdma_stop_(ps_transport *t, int linger_ms)
 		rt->thread_started = false;
 	}
 	/* the thread is gone: no lock needed from here on */
+	pthread_mutex_lock(&g_async_mu);
+	for (rdma_transport **p = &g_transports; *p; p = &(*p)->g_next)
+		if (*p == rt) {
+			*p = rt->g_next;
+			break;
+		}
+	pthread_mutex_unlock(&g_async_mu);
 	process_cm(rt); /* ack what came last */
 	while (rt->conns)
 		conn_destroy(rt, rt->conns);
@@ -1764,6 +2709,12 @@ static void rdma_stop_(ps_transport *t, int linger_ms)
 		rdma_destroy_id(rt->listen_id);
 		rt->listen_id = NULL;
 	}
+	/* registrations go before the PD (ps_transport_dereg may still
+	 * come, and finds nothing to release) */
+	for (ps_mr *mr = t->mrs; mr; mr = mr->next)
+		rdma_dereg_(t, mr);
+	pool_shutdown(rt->pool);
+	rt->pool = NULL;
 	if (rt->smr)
 		ibv_dereg_mr(rt->smr);
 	rt->smr = NULL;
@@ -1796,6 +2747,10 @@ static void rdma_free_(ps_transport *t)
 		rmsg_free(m);
 	}
 	free(rt->peers);
+	if (rt->pool) { /* a failed create: never shut down */
+		pool_shutdown(rt->pool);
+		rt->pool = NULL;
+	}
 	if (rt->wake_fd >= 0)
 		close(rt->wake_fd);
 	if (rt->ready_fd >= 0)

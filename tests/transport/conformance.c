@@ -881,7 +881,260 @@ static void test_stop_then_free(void **state)
 	ps_msg_free(&held);
 }
 
-/* ---- 13. garbage (tcp only: raw ZeroMQ peers) --------------------------- */
+/* ---- 13. large payloads: registered, unregistered, in order ------------ */
+
+/* Sizes around a rendezvous threshold (rdma: 64 KiB) and above it, from
+ * a registered region and from plain heap memory, with small messages
+ * between them: every payload arrives intact, in order, and each
+ * free_fn runs once. */
+static void test_large_registered(void **state)
+{
+	static const size_t sizes[] = {65535, 65536, 65537, 1 << 20,
+	                               (4 << 20) + 3, 100, 200000};
+	enum { NS = sizeof(sizes) / sizeof(sizes[0]) };
+	const size_t arena_len = (size_t)16 << 20;
+	char ep[EP_CAP];
+	counter c = {0};
+	ps_mr *mr = NULL;
+	int sent = 0;
+	(void)state;
+
+	ps_transport *r = make_listener(0x60, ep);
+	ps_transport *s = make(0x61, PATIENCE_MS, PATIENCE_MS);
+	ps_peer p = connect_to(s, ep);
+	unsigned char *arena = malloc(arena_len);
+	assert_non_null(arena);
+	assert_ps(ps_transport_reg(s, arena, arena_len, PS_MEM_HOST, &mr),
+	          PS_OK);
+
+	/* round 0: from the registered arena; round 1: heap buffers */
+	unsigned char *heap[NS] = {0};
+	size_t off = 0;
+	for (int round = 0; round < 2; round++) {
+		for (uint32_t i = 0; i < NS; i++) {
+			uint32_t seq = round * NS + i;
+			unsigned char *b;
+			if (round == 0) {
+				b = arena + off + 8 * i; /* odd offsets too */
+				off += sizes[i] + 8 * i + 64;
+				assert_true(off <= arena_len);
+			} else {
+				b = heap[i] = malloc(sizes[i]);
+				assert_non_null(b);
+			}
+			fill(b, sizes[i], seq);
+			assert_ps(ps_transport_send(s, p, &seq, sizeof(seq), b,
+			                            sizes[i], count_free, &c),
+			          PS_OK);
+			sent++;
+			/* a small message between the large ones */
+			assert_ps(ps_transport_send(s, p, "s", 1, NULL, 0, NULL,
+			                            NULL),
+			          PS_OK);
+		}
+	}
+	for (uint32_t k = 0; k < 2 * NS; k++) {
+		ps_msg *m = recv_one(r);
+		uint32_t seq;
+		assert_int_equal(m->hdr_len, sizeof(seq));
+		memcpy(&seq, m->hdr, sizeof(seq));
+		if (seq != k)
+			fail_msg("message %u arrived as number %u", seq, k);
+		assert_int_equal(m->payload_len, sizes[k % NS]);
+		if (!check(m->payload, m->payload_len, seq))
+			fail_msg("payload %u (%zu bytes) differs", seq,
+			         m->payload_len);
+		ps_msg_free(&m);
+		m = recv_one(r);
+		assert_int_equal(m->hdr_len, 1);
+		assert_memory_equal(m->hdr, "s", 1);
+		ps_msg_free(&m);
+	}
+	assert_int_equal(wait_calls(&c, sent), sent);
+	ps_transport_dereg(s, &mr);
+	ps_transport_destroy(&s, 0);
+	ps_transport_destroy(&r, 0);
+	assert_int_equal(atomic_load(&c.calls), sent);
+	for (int i = 0; i < NS; i++)
+		free(heap[i]);
+	free(arena);
+}
+
+/* ---- 14. holding many large messages ------------------------------------ */
+
+/* The receiver holds more large messages than the backend lends
+ * (recv_lend_max, when finite), then more arrive (holding never starves
+ * the receives), then some are freed, the transports go, and the rest
+ * are checked and freed after that (ASan: no use after free). */
+static void test_hold_many(void **state)
+{
+	const size_t len = 256 * 1024 + 8;
+	ps_transport_caps caps;
+	char ep[EP_CAP];
+	counter c = {0};
+	(void)state;
+
+	ps_transport *r = make_listener(0x70, ep);
+	ps_transport *s = make(0x71, PATIENCE_MS, PATIENCE_MS);
+	ps_peer p = connect_to(s, ep);
+	ps_transport_caps_of(r, &caps);
+	uint32_t n = 80;
+	if (caps.recv_lend_max < 1000 && caps.recv_lend_max + 16 > n)
+		n = caps.recv_lend_max + 16;
+	uint32_t total = n + 8;
+	ps_msg **held = calloc(total, sizeof(*held));
+	assert_non_null(held);
+
+	for (uint32_t round = 0; round < 2; round++) {
+		uint32_t from = round ? n : 0, to = round ? total : n;
+		for (uint32_t i = from; i < to; i++) {
+			unsigned char *b = malloc(len);
+			assert_non_null(b);
+			fill(b, len, i);
+			assert_ps(ps_transport_send(s, p, &i, sizeof(i), b, len,
+			                            count_and_free, &c),
+			          PS_OK);
+		}
+		for (uint32_t i = from; i < to; i++) {
+			held[i] = recv_one(r); /* the first n stay held */
+			uint32_t seq;
+			memcpy(&seq, held[i]->hdr, sizeof(seq));
+			assert_int_equal(seq, i);
+			assert_int_equal(held[i]->payload_len, len);
+		}
+	}
+	assert_int_equal(wait_calls(&c, (int)total), (int)total);
+	/* freeing half, then more still come */
+	for (uint32_t i = 0; i < total; i += 2) {
+		assert_true(check(held[i]->payload, len, i));
+		ps_msg_free(&held[i]);
+	}
+	unsigned char *b = malloc(len);
+	assert_non_null(b);
+	fill(b, len, 7777);
+	assert_ps(ps_transport_send(s, p, "z", 1, b, len, count_and_free, &c),
+	          PS_OK);
+	ps_msg *m = recv_one(r);
+	assert_true(check(m->payload, len, 7777));
+	ps_msg_free(&m);
+
+	ps_transport_destroy(&s, 0);
+	ps_transport_destroy(&r, 0);
+	for (uint32_t i = 1; i < total; i += 2) {
+		if (!check(held[i]->payload, len, i))
+			fail_msg("held message %u changed", i);
+		ps_msg_free(&held[i]);
+	}
+	assert_int_equal(atomic_load(&c.calls), (int)total + 1);
+	free(held);
+}
+
+/* ---- 15. stop with sends pending ---------------------------------------- */
+
+/* Large and small sends still queued (or being read) when the sender
+ * stops at once: each payload's free_fn has run exactly once when stop
+ * returns, whatever was delivered. */
+static void test_stop_pending(void **state)
+{
+	enum { N = 48 };
+	const size_t big = (size_t)1 << 20;
+	char ep[EP_CAP];
+	counter c = {0};
+	ps_mr *mr = NULL;
+	(void)state;
+
+	ps_transport *r = make_listener(0x80, ep);
+	ps_transport *s = make(0x81, PATIENCE_MS, PATIENCE_MS);
+	ps_peer p = connect_to(s, ep);
+	unsigned char *arena = malloc(N / 2 * big);
+	assert_non_null(arena);
+	fill(arena, N / 2 * big, 3);
+	assert_ps(ps_transport_reg(s, arena, N / 2 * big, PS_MEM_HOST, &mr),
+	          PS_OK);
+	for (int i = 0; i < N; i++) {
+		void *b;
+		size_t len = big;
+		if (i % 3 == 0) {
+			b = arena + (size_t)(i / 2) * big; /* registered */
+			assert_ps(ps_transport_send(s, p, "r", 1, b, len,
+			                            count_free, &c),
+			          PS_OK);
+			continue;
+		}
+		if (i % 3 == 2)
+			len = 1000;
+		b = malloc(len);
+		assert_non_null(b);
+		fill(b, len, (unsigned)i);
+		assert_ps(ps_transport_send(s, p, "h", 1, b, len,
+		                            count_and_free, &c),
+		          PS_OK);
+	}
+	ps_transport_stop(s, 0);
+	assert_int_equal(atomic_load(&c.calls), N);
+	ps_transport_dereg(s, &mr);
+	ps_transport_free(&s);
+	assert_int_equal(atomic_load(&c.calls), N);
+
+	/* whatever arrived is whole */
+	ps_msg *m = NULL;
+	while (ps_transport_recv(r, 300, &m) == PS_OK) {
+		assert_int_equal(m->hdr_len, 1);
+		assert_true(m->payload_len == big || m->payload_len == 1000);
+		ps_msg_free(&m);
+	}
+	ps_transport_destroy(&r, 0);
+	free(arena);
+}
+
+/* ---- 16. reconnecting to an endpoint ------------------------------------ */
+
+/* The listener goes and comes back on the same port, several times: a
+ * connect to the same endpoint gives the same peer handle again, and
+ * messages sent after it reach the new listener (a backend frees the dead
+ * connection's resources when it dies; the handle stays valid). */
+static void test_reconnect(void **state)
+{
+	char ep[EP_CAP], ep2[EP_CAP];
+	(void)state;
+
+	ps_transport *r = make_listener(0x90, ep);
+	ps_transport *s = make(0x91, PATIENCE_MS, PATIENCE_MS);
+	ps_peer p = connect_to(s, ep);
+	for (uint32_t round = 0; round < 5; round++) {
+		assert_ps(ps_transport_send(s, p, &round, sizeof(round), NULL,
+		                            0, NULL, NULL),
+		          PS_OK);
+		ps_msg *m = recv_one(r);
+		uint32_t got;
+		assert_int_equal(m->hdr_len, sizeof(got));
+		memcpy(&got, m->hdr, sizeof(got));
+		assert_int_equal(got, round);
+		assert_true(m->src == 0x91);
+		ps_msg_free(&m);
+		ps_transport_destroy(&r, 0);
+
+		/* the same port again (retried: the old one may linger) */
+		ps_transport_opts o = {.id = 0x90,
+		                       .send_timeout_ms = PATIENCE_MS,
+		                       .connect_timeout_ms = PATIENCE_MS,
+		                       .io_threads = 1};
+		assert_ps(ps_transport_create(backend, &o, &r), PS_OK);
+		int rc = PS_EADDRINUSE;
+		for (int64_t end = now_ms() + PATIENCE_MS;
+		     rc == PS_EADDRINUSE && now_ms() < end; sleep_ms(50))
+			rc = ps_transport_listen(r, host, endpoint_port(ep),
+			                         NULL, ep2, EP_CAP);
+		assert_ps(rc, PS_OK);
+		assert_string_equal(ep, ep2);
+		ps_peer q = connect_to(s, ep);
+		assert_int_equal(q, p);
+	}
+	ps_transport_destroy(&s, 0);
+	ps_transport_destroy(&r, 0);
+}
+
+/* ---- 17. garbage (tcp only: raw ZeroMQ peers) --------------------------- */
 
 static void *raw_dealer(void *ctx, const char *ep, const void *rid,
                         size_t rid_len)
@@ -1012,7 +1265,9 @@ int main(int argc, char **argv)
 	    T(test_many_small),  T(test_peer_gone),   T(test_connect_refused),
 	    T(test_port_in_use), T(test_wake),        T(test_recv_timeout),
 	    T(test_registry),    T(test_caps_and_registration),
-	    T(test_stop_then_free), T(test_garbage),
+	    T(test_stop_then_free), T(test_large_registered),
+	    T(test_hold_many),   T(test_stop_pending), T(test_reconnect),
+	    T(test_garbage),
 #undef T
 	};
 	ps_transport_opts o = {.id = 1,
