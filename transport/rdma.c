@@ -1262,6 +1262,15 @@ static int queue_fin(conn *c, uint64_t cookie)
 	return PS_OK;
 }
 
+/* The largest payload a peer may announce: opts.max_message (the job's
+ * transport.max_message) within the frame format's own bound. A peer that
+ * announces more loses its connection before anything is allocated. */
+static uint64_t max_payload(const rdma_transport *rt)
+{
+	uint64_t m = rt->opts.max_message;
+	return m && m < MAX_PAYLOAD ? m : MAX_PAYLOAD;
+}
+
 /* An RTS frame: the message's header is here, its payload is READ from
  * the sender into a lent pool buffer (or a heap buffer registered for
  * this READ when LEND_MAX are lent or it is larger than the pool's). */
@@ -1272,7 +1281,7 @@ static int on_rts(rdma_transport *rt, conn *c, const frame *f,
 
 	if (c->partial || f->offset != 0 || f->hdr_len > ZC_HDR_MAX ||
 	    f->len != sizeof(d) + f->hdr_len || f->payload_len == 0 ||
-	    f->payload_len > MAX_PAYLOAD) {
+	    f->payload_len > max_payload(rt)) {
 		PS_WARN("rdma: bad RTS frame (header %u, payload %" PRIu64
 		        " bytes)",
 		        f->hdr_len, f->payload_len);
@@ -1371,7 +1380,7 @@ static int on_data(rdma_transport *rt, conn *c, const frame *f,
 	rmsg *m = c->partial;
 	if (!m) {
 		if (f->offset != 0 || f->hdr_len > MAX_HDR ||
-		    f->payload_len > MAX_PAYLOAD) {
+		    f->payload_len > max_payload(rt)) {
 			PS_WARN("rdma: bad first frame (offset %" PRIu64
 			        ", header %u, payload %" PRIu64 " bytes)",
 			        f->offset, f->hdr_len, f->payload_len);
@@ -1453,6 +1462,9 @@ static void on_recv(rdma_transport *rt, conn *c, slot *s, uint32_t len)
 		    ((f.type == FRAME_CREDIT || f.type == FRAME_FIN) &&
 		     f.len != 0) ||
 		    f.credits > RECV_DEPTH) {
+			PS_WARN("rdma: malformed frame: type %u, %u bytes of "
+			        "%u left, %u credits",
+			        f.type, f.len, len - pos, f.credits);
 			conn_kill(c, "malformed frame");
 			return;
 		}
@@ -2609,8 +2621,7 @@ static int rdma_disconnect_(ps_transport *t, ps_peer peer)
 
 static void rdma_caps_(const ps_transport *t, ps_transport_caps *caps)
 {
-	(void)t;
-	caps->max_message = (size_t)MAX_PAYLOAD;
+	caps->max_message = (size_t)max_payload((const rdma_transport *)t);
 	/* payloads >= ZC_MIN: read by the peer from where they are (a
 	 * registration, or one made for the send); smaller ones are copied
 	 * into the send buffers, which costs less than a rendezvous */
