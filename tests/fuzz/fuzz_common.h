@@ -50,4 +50,15 @@ static inline int fuzz_memfd(const void *data, size_t len, char *path,
 		}                                                              \
 	} while (0)
 
+/* A harness whose readers log their errors: quiet (errors are the point). */
+#define FUZZ_QUIET_INITIALIZE                                                  \
+	int LLVMFuzzerInitialize(int *argc, char ***argv);                     \
+	int LLVMFuzzerInitialize(int *argc, char ***argv)                      \
+	{                                                                      \
+		(void)argc;                                                    \
+		(void)argv;                                                    \
+		ps_log_init("fuzz", -1);                                       \
+		return 0;                                                      \
+	}
+
 #endif /* ORDO_TESTS_FUZZ_COMMON_H */

@@ -15,16 +15,9 @@
 #include "common/log.h"
 #include "fuzz_common.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-	(void)argc;
-	(void)argv;
-	ps_log_init("fuzz", -1 /* nothing: errors are expected */);
-	return 0;
-}
+FUZZ_QUIET_INITIALIZE
 
 /* The configuration written out as INI text (malloc'd) in *text_p. */
 static size_t ini_text(const ps_config *cfg, char **text_p)

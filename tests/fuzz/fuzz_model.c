@@ -12,16 +12,9 @@
 #include "fuzz_common.h"
 #include "model/dag.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-	(void)argc;
-	(void)argv;
-	ps_log_init("fuzz", -1 /* nothing: errors are expected */);
-	return 0;
-}
+FUZZ_QUIET_INITIALIZE
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
