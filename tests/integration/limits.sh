@@ -3,7 +3,10 @@
 #  1. A frame larger than transport.max_message, to the scheduler and to
 #     every server while the job runs: each drops the connection (ZeroMQ's
 #     ZMQ_MAXMSGSIZE, seen by fuzz_sender's socket monitor) before
-#     allocating it.
+#     allocating it. Then forged messages of the running job (its job id,
+#     senders 0-4): acknowledgements, CREDITs of 1 TiB, PARAMS and PUSHes
+#     that would enlarge credit windows or change values if believed; each
+#     node drops them (the sender's transport id is not that node's).
 #  2. A flood before the WELCOME: a server that registered but is not
 #     welcomed yet (the workers are not started) receives 64 well-formed
 #     PUSHes of 256 KiB. With cluster.early_bytes_max = 4M it keeps at most
@@ -33,6 +36,17 @@ for ep in $eps; do
 	"$TOOLS/fuzz_sender" "$ep" big $((3 << 20)) >>"$WORK/big-sender.log" 2>&1 ||
 		{ cat "$WORK/big-sender.log"; fail "$ep accepted a 3 MiB frame (transport.max_message = 2M)"; }
 done
+jobid=$(grep -o 'scheduler\] info: job [0-9a-f]*' "$WORK/big.err.log" | awk '{print $NF}')
+[ -n "$jobid" ] || fail "no job id in the log"
+seed=1
+for ep in $eps; do
+	"$TOOLS/fuzz_sender" "$ep" forge "$jobid" 300 $seed >>"$WORK/forge.log" 2>&1 ||
+		fail "fuzz_sender forge could not run against $ep"
+	seed=$((seed + 1))
+done
+for who in scheduler "server 0" "server 1"; do
+	wait_for "$WORK/big.err.log" "$who\] warning: dropped .*\(claims to come from node [0-4], which did not send it\|wrong job, sender identity or length\)"
+done
 touch "$big"
 wait $job
 status=$?
@@ -40,7 +54,7 @@ assert_job_ended big $status "oversized frames"
 [ $status -eq 0 ] || fail "the job failed after the oversized frames (status $status)"
 n=$(grep -c "^exact: .* 0 wrong$" "$WORK/big.out.log")
 [ "$n" -eq 2 ] || fail "$n of 2 workers exact after the oversized frames"
-pass "3 MiB frames to the scheduler and both servers (max_message 2M): connections dropped, job exact"
+pass "3 MiB frames to the scheduler and both servers (max_message 2M): connections dropped; 900 forged acks, credits, PARAMS and PUSHes of the job dropped; job exact"
 
 # ---- 2. a flood before the WELCOME
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')

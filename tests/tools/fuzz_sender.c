@@ -6,6 +6,7 @@
  *   fuzz_sender ENDPOINT flood COUNT BYTES
  *   fuzz_sender ENDPOINT curve SERVER_PUB_FILE CLIENT_KEY_DIR COUNT SEED
  *   fuzz_sender ENDPOINT register ROLE NODE_ENDPOINT
+ *   fuzz_sender ENDPOINT forge JOB_ID COUNT SEED
  *
  * Connects raw ZeroMQ DEALER sockets (one with an 8-byte identity like a
  * real node, one with a short one) to ENDPOINT and sends COUNT messages
@@ -31,6 +32,10 @@
  * says it listens on NODE_ENDPOINT (say, one nobody listens on), from a
  * routing id that matches its transport id, as a real node's would; exits
  * 0 once it has left.
+ * forge: COUNT well-formed messages of the running job JOB_ID (hex) that
+ * claim to come from its nodes 0-4: acknowledgements (PUSH_ACK,
+ * PARAMS_ACK), CREDITs, PARAMS and PUSHes with matching payloads, i.e.
+ * what could enlarge a credit window or corrupt values if believed.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -302,6 +307,53 @@ static int send_register(const char *ep, const char *role,
 	return 0;
 }
 
+static int forge(const char *ep, uint64_t job, long count)
+{
+	static const uint32_t types[] = {PS_MSG_PUSH_ACK, PS_MSG_PARAMS_ACK,
+					 PS_MSG_CREDIT, PS_MSG_PARAMS,
+					 PS_MSG_PUSH};
+	void *ctx = zmq_ctx_new(), *sock = zmq_socket(ctx, ZMQ_DEALER);
+	uint8_t id[8], hdr[PS_WIRE_HEADER_MAX], payload[4096];
+	int linger = -1;
+
+	fill(id, sizeof(id));
+	zmq_setsockopt(sock, ZMQ_ROUTING_ID, id, sizeof(id));
+	zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof(linger));
+	if (zmq_connect(sock, ep) != 0)
+		return 1;
+	for (long i = 0; i < count; i++) {
+		ps_wire_header h = {.version = PS_WIRE_VERSION,
+				    .type = types[rnd() % 5],
+				    .job_id = job,
+				    .sender = (uint32_t)(rnd() % 5),
+				    .key = (uint32_t)(rnd() % 2),
+				    .partition = (uint32_t)(rnd() % 2),
+				    .iteration = rnd() % 8};
+		size_t plen = h.type == PS_MSG_PARAMS || h.type == PS_MSG_PUSH
+				      ? 4 * (1 + rnd() % 1000)
+				      : 0;
+		void *body = NULL;
+		size_t blen = 0, hlen;
+		if (h.type == PS_MSG_CREDIT) {
+			ps_wire_u64_encode(1ull << 40, &body, &blen);
+			plen = blen;
+		} else {
+			fill(payload, plen);
+		}
+		h.payload_len = plen;
+		ps_wire_header_encode(&h, hdr, sizeof(hdr), &hlen);
+		zmq_send(sock, hdr, hlen, plen ? ZMQ_SNDMORE : 0);
+		if (plen)
+			zmq_send(sock, body ? body : payload, plen, 0);
+		free(body);
+	}
+	zmq_close(sock);
+	zmq_ctx_term(ctx);
+	printf("fuzz_sender: %ld forged messages of job %016llx sent to %s\n",
+	       count, (unsigned long long)job, ep);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	void *ctx, *socks[2];
@@ -310,6 +362,11 @@ int main(int argc, char **argv)
 
 	if (argc == 4 && strcmp(argv[2], "big") == 0)
 		return big_or_flood(argv[1], 1, 1, strtoull(argv[3], NULL, 10));
+	if (argc == 6 && strcmp(argv[2], "forge") == 0) {
+		rng_state = strtoull(argv[5], NULL, 10);
+		return forge(argv[1], strtoull(argv[3], NULL, 16),
+			     strtol(argv[4], NULL, 10));
+	}
 	if (argc == 5 && strcmp(argv[2], "register") == 0) {
 		rng_state = (uint64_t)getpid();
 		return send_register(argv[1], argv[3], argv[4]);
@@ -326,7 +383,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: fuzz_sender ENDPOINT COUNT SEED | "
 			"ENDPOINT big BYTES | ENDPOINT flood COUNT BYTES | "
 			"ENDPOINT curve SERVER_PUB CLIENT_DIR COUNT SEED | "
-			"ENDPOINT register ROLE NODE_ENDPOINT\n");
+			"ENDPOINT register ROLE NODE_ENDPOINT | "
+			"ENDPOINT forge JOB_ID COUNT SEED\n");
 		return 2;
 	}
 	count = strtol(argv[2], NULL, 10);

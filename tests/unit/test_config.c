@@ -15,7 +15,7 @@
 
 /* The config sections, as error messages list them. */
 #define SECTIONS                                                               \
-	"cluster, transport, model, worker, train, scheduling, log, output, "   \
+	"cluster, transport, security, model, worker, train, scheduling, log, output, "   \
 	"checkpoint, fault, metrics, link, sim, tune"
 
 #include <dirent.h>
