@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/rdma_goodput.sh BUILD_DIR [SIZES] - ordo's rdma push+pull goodput
+# bench/rdma_goodput.sh BUILD_DIR [SIZES] [LAYOUTS] - ordo's rdma push+pull goodput
 # against perftest's ib_write_bw, on the same RDMA device in the same run.
 #
 # On a host with an RDMA device, run it there. Without one, it boots the
@@ -11,12 +11,16 @@
 # BUILD_DIR: a -DPS_WITH_RDMA=ON build with bench_goodput (a Release build
 # for numbers). SIZES: default 1M,4M. For each size: ib_write_bw (RDMA
 # WRITE, one QP, its default window, -n iterations) between two processes
-# on the device, and bench_goodput 1 x 1 over transport.type = rdma (a
-# push of SIZE and the parameters back per iteration, three rounds, the
-# median). Prints a Markdown table: MB/s each and ordo / ib_write_bw.
+# on the device, and bench_goodput over transport.type = rdma for each
+# layout W x S in LAYOUTS (default 1x1,2x2: every worker pushes SIZE to
+# every server and gets the parameters back per iteration, three rounds,
+# the median). 1 x 1 is one round trip at a time, where ib_write_bw keeps
+# a window of WRITEs in flight; 2 x 2 has four streams. Prints a Markdown
+# table: MB/s each and ordo / ib_write_bw.
 set -euo pipefail
-build=$(cd "${1:?usage: bench/rdma_goodput.sh BUILD_DIR [SIZES]}" && pwd)
+build=$(cd "${1:?usage: bench/rdma_goodput.sh BUILD_DIR [SIZES] [LAYOUTS]}" && pwd)
 sizes=${2:-1M,4M}
+layouts=${3:-1x1,2x2}
 src=$(cd "$(dirname "$0")/.." && pwd)
 addr=${ORDO_RDMA_ADDR:-192.0.2.1}
 
@@ -34,7 +38,7 @@ if [ -z "$(ls /sys/class/infiniband 2>/dev/null)" ]; then
 	bash "$src/scripts/rdma-vm/rdma-vm.sh" setup >/dev/null
 	cd "$build"
 	exec bash "$src/scripts/rdma-vm/rdma-vm.sh" run -t 900 -- \
-		bash "$src/bench/rdma_goodput.sh" "$build" "$sizes"
+		bash "$src/bench/rdma_goodput.sh" "$build" "$sizes" "$layouts"
 fi
 
 dev=$(ls /sys/class/infiniband | head -n 1)
@@ -69,22 +73,25 @@ write_bw() {
 
 echo "rdma_goodput: device $dev, address $addr$([ "${ORDO_RDMA_VM:-0}" = 1 ] && echo ' (Soft-RoCE in a TCG VM: an emulator, not RDMA speed)')"
 echo
-echo "| size | ib_write_bw MB/s | ordo rdma 1x1 MB/s | ordo / ib_write_bw |"
-echo "|---:|---:|---:|---:|"
+echo "| size | layout | ib_write_bw MB/s | ordo rdma MB/s | ordo / ib_write_bw |"
+echo "|---:|:---:|---:|---:|---:|"
 IFS=, read -ra list <<<"$sizes"
+IFS=, read -ra lays <<<"$layouts"
 for s in "${list[@]}"; do
 	b=$(bytes_of "$s")
 	ib=$(write_bw "$b")
-	row=$("$build/bench/bench_goodput" --sizes "$s" --layouts 1x1 \
-		--bytes 256M --rounds 3 --set transport.type=rdma \
-		--set cluster.bind_host="$addr" \
-		--set cluster.scheduler_host="$addr" | grep '^| [0-9]')
-	ordo=$(echo "$row" | awk -F'|' '{ gsub(/ /, "", $6); print $6 }')
-	# ib_write_bw reports MiB/s (MB/sec in its header: 2^20 bytes)
-	python3 - "$s" "$ib" "$ordo" <<'PYEOF'
+	for lay in "${lays[@]}"; do
+		row=$("$build/bench/bench_goodput" --sizes "$s" --layouts "$lay" \
+			--bytes 256M --rounds 3 --set transport.type=rdma \
+			--set cluster.bind_host="$addr" \
+			--set cluster.scheduler_host="$addr" | grep '^| [0-9]')
+		ordo=$(echo "$row" | awk -F'|' '{ gsub(/ /, "", $6); print $6 }')
+		# ib_write_bw reports MiB/s (MB/sec in its header: 2^20 bytes)
+		python3 - "$s" "$lay" "$ib" "$ordo" <<'PYEOF'
 import sys
-s, ib, ordo = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+s, lay, ib, ordo = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
 ib_mb = ib * 1048576 / 1e6  # bench_goodput's MB/s are 10^6 bytes
-print("| %s | %.0f | %.0f | %.2f |" % (s, ib_mb, ordo, ordo / ib_mb))
+print("| %s | %s | %.0f | %.0f | %.2f |" % (s, lay, ib_mb, ordo, ordo / ib_mb))
 PYEOF
+	done
 done
