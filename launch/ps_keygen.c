@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ordo/error.h"
+#include "ordo/ordo.h"
 #include "transport/keys.h"
 
 static void usage(FILE *out)
@@ -23,8 +24,9 @@ static void usage(FILE *out)
 		"DIR/job.key (secret, mode 0600) and DIR/job.pub, creating DIR\n"
 		"(mode 0700) if needed. Copy DIR to every machine of the job\n"
 		"and set security.keys_dir = DIR there.\n\n"
-		"  --force  replace an existing pair\n"
-		"  --help   this text\n\n"
+		"  --force    replace an existing pair\n"
+		"  --help     this text\n"
+		"  --version  print the version and exit\n\n"
 		"Exit status: 0 written, 1 an error, 2 a usage error.\n");
 }
 
@@ -38,6 +40,9 @@ int main(int argc, char **argv)
 		if (strcmp(argv[i], "--help") == 0 ||
 		    strcmp(argv[i], "-h") == 0) {
 			usage(stdout);
+			return 0;
+		} else if (strcmp(argv[i], "--version") == 0) {
+			printf("ps-keygen (ordo %s)\n", ORDO_VERSION_STRING);
 			return 0;
 		} else if (strcmp(argv[i], "--force") == 0) {
 			force = 1;

@@ -9,7 +9,7 @@ packages=(
 	libjansson-dev zlib1g-dev libibverbs-dev librdmacm-dev
 	iproute2 procps python3
 	gnuplot-nox
-	clang libclang-rt-14-dev
+	clang libclang-rt-14-dev help2man
 )
 missing=()
 for p in "${packages[@]}"; do

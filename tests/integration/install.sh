@@ -1,0 +1,69 @@
+# Installing ordo (cmake/Install.cmake): `cmake --install` into a
+# temporary prefix puts the binaries, libordo.so (SONAME libordo.so.0,
+# only the public API exported), the headers, ordo.pc, the CMake package
+# and (with help2man) man pages there; a program that includes only
+# <ordo/ordo.h> is built against it with pkg-config and with
+# find_package(ordo), and both run as the workers of a real job started
+# by the installed ps-launch, exact. cpack -G DEB makes a package with the
+# same files under /usr and its shared-library dependencies.
+source "$(dirname "$0")/lib.sh" "$@"
+prefix=$WORK/prefix
+cmake --install "$BUILD" --prefix "$prefix" >"$WORK/install.log" 2>&1 ||
+	fail "cmake --install: $(tail -n 5 "$WORK/install.log")"
+libdir=$(ls -d "$prefix"/lib* | head -n 1)
+for f in bin/ps-launch bin/ps-scheduler bin/ps-server bin/ps-worker bin/ps-keygen \
+	include/ordo/ordo.h include/ordo/error.h; do
+	[ -e "$prefix/$f" ] || fail "not installed: $f"
+done
+for f in libordo.so libordo.so.0 pkgconfig/ordo.pc cmake/ordo/ordoConfig.cmake \
+	cmake/ordo/ordoConfigVersion.cmake cmake/ordo/ordoTargets.cmake; do
+	[ -e "$libdir/$f" ] || fail "not installed: $libdir/$f"
+done
+objdump -p "$libdir/libordo.so" | grep -q "SONAME *libordo.so.0$" || fail "libordo.so has no SONAME libordo.so.0"
+exports=$(nm -D --defined-only "$libdir/libordo.so" | awk '$3 != "ORDO_0" {print $3}' | sed 's/@.*//' | sort)
+other=$(grep -v '^ps_client_\|^ps_config_\(new\|free\|load\|set\)$\|^ps_strerror$\|^ps_err_from_errno$' <<<"$exports" || true)
+[ -z "$other" ] || fail "libordo.so exports more than the public API: $other"
+grep -q ps_client_push <<<"$exports" || fail "libordo.so does not export ps_client_push"
+if command -v help2man >/dev/null; then
+	[ -s "$prefix/share/man/man1/ps-launch.1" ] || fail "no man page for ps-launch"
+fi
+
+# The consumer is built the way this build was: a sanitized libordo.so
+# needs a sanitized program.
+flags=()
+grep -q '^PS_SANITIZE:STRING=\(ON\|address\)$' "$BUILD/CMakeCache.txt" &&
+	flags=(-fsanitize=address,undefined)
+export PKG_CONFIG_PATH=$libdir/pkgconfig
+cc -std=c11 -Wall -Werror "${flags[@]}" -o "$WORK/hello-pc" "$SRC/tests/install/hello.c" \
+	$(pkg-config --cflags --libs ordo) -Wl,-rpath,"$libdir" ||
+	fail "building against pkg-config --cflags --libs ordo failed"
+CFLAGS="${flags[*]}" LDFLAGS="${flags[*]}" cmake -S "$SRC/tests/install" -B "$WORK/cmk" \
+	-DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_RPATH="$libdir" >"$WORK/cmk.log" 2>&1 &&
+	cmake --build "$WORK/cmk" >>"$WORK/cmk.log" 2>&1 ||
+	fail "building with find_package(ordo) failed: $(tail -n 5 "$WORK/cmk.log")"
+ldd "$WORK/hello-pc" | grep -q "libordo.so.0 => $libdir" || fail "hello-pc does not use the installed libordo.so.0"
+
+for h in hello-pc cmk/hello; do
+	name=$(basename "$h")
+	timeout --kill-after=5 120 "$prefix/bin/ps-launch" --config "$JOB" \
+		--worker "$WORK/$h" --set train.iterations=3 --set train.lr=1 \
+		--set train.momentum=0 >"$WORK/$name.out.log" 2>"$WORK/$name.err.log" ||
+		fail "the job with $h exited $?"
+	n=$(grep -c "^hello: rank [01] exact$" "$WORK/$name.out.log")
+	[ "$n" -eq 2 ] || fail "$n of 2 $h workers exact"
+done
+pass "installed: binaries, libordo.so.0 (public API only), headers, ordo.pc, the CMake package; built both ways, exact jobs"
+
+# cpack -G DEB
+(cd "$WORK" && cpack -G DEB --config "$BUILD/CPackConfig.cmake" >"$WORK/cpack.log" 2>&1) ||
+	fail "cpack -G DEB: $(tail -n 5 "$WORK/cpack.log")"
+deb=$(ls "$WORK"/ordo_*.deb 2>/dev/null | head -n 1)
+[ -n "$deb" ] || fail "cpack made no .deb"
+dpkg-deb -c "$deb" >"$WORK/deb.list"
+for f in ./usr/bin/ps-launch ./usr/include/ordo/ordo.h "libordo.so.0" "pkgconfig/ordo.pc" \
+	"cmake/ordo/ordoConfig.cmake"; do
+	grep -q -- "$f" "$WORK/deb.list" || fail "the .deb lacks $f"
+done
+dpkg-deb -f "$deb" Depends | grep -q libzmq5 || fail "the .deb does not depend on libzmq5: $(dpkg-deb -f "$deb" Depends)"
+pass "$(basename "$deb"): /usr/bin, the library, headers, pkg-config, CMake package; Depends: $(dpkg-deb -f "$deb" Depends | cut -c1-80)..."
+assert_no_leftovers
