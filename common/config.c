@@ -186,6 +186,12 @@ static const option options[] = {
     STRING(cluster, advertise_host, "",
            "Address other nodes use to reach this node; empty means "
            "bind_host. Set it when bind_host is 0.0.0.0."),
+    STRING(cluster, interface, "",
+           "Network interface (e.g. eth1, ib0) whose IPv4 address servers "
+           "and workers bind and advertise, instead of bind_host (an "
+           "explicit advertise_host still wins). A name that is not here, "
+           "or has no IPv4 address, is an error listing the interfaces "
+           "that have one."),
     INT(cluster, heartbeat_interval_ms, "500", 10, 60000,
         "Milliseconds between heartbeats from every node to the "
         "scheduler and back."),

@@ -64,6 +64,7 @@ struct ps_config {
 		int workers;
 		char bind_host[PS_CFG_STR];      /* address servers/workers bind */
 		char advertise_host[PS_CFG_STR]; /* "" = bind_host */
+		char interface[PS_CFG_STR];      /* "" = use bind_host */
 		int heartbeat_interval_ms;
 		int heartbeat_timeout_ms;
 		int connect_timeout_ms;

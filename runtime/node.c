@@ -17,6 +17,7 @@
 
 #include "common/log.h"
 #include "proto/join.h"
+#include "runtime/interface.h"
 #include "transport/keys.h"
 #include "runtime/clock.h"
 #include "runtime/node.h"
@@ -373,12 +374,27 @@ int ps_node_join(ps_node *n, const ps_config *cfg, uint32_t role,
 	rc = ps_job_transport_create(cfg, &n->transport_id, &n->transport);
 	if (rc != PS_OK)
 		return rc;
-	rc = ps_transport_listen(n->transport, cfg->cluster.bind_host, 0,
-				 cfg->cluster.advertise_host, n->endpoint,
+	/* cluster.interface: bind and advertise that interface's address
+	 * (an explicit advertise_host still wins) */
+	const char *bind = cfg->cluster.bind_host;
+	const char *advertise = cfg->cluster.advertise_host;
+	char ifaddr[64];
+	if (cfg->cluster.interface[0]) {
+		char err[1200];
+		rc = ps_interface_ipv4(cfg->cluster.interface, ifaddr,
+				       sizeof(ifaddr), err, sizeof(err));
+		if (rc != PS_OK) {
+			PS_ERROR("%s", err);
+			return rc;
+		}
+		bind = ifaddr;
+		if (!advertise[0])
+			advertise = ifaddr;
+	}
+	rc = ps_transport_listen(n->transport, bind, 0, advertise, n->endpoint,
 				 sizeof(n->endpoint));
 	if (rc != PS_OK) {
-		PS_ERROR("cannot listen on %s: %s", cfg->cluster.bind_host,
-			 ps_strerror(rc));
+		PS_ERROR("cannot listen on %s: %s", bind, ps_strerror(rc));
 		return rc;
 	}
 	PS_INFO("listening on %s", n->endpoint);

@@ -745,6 +745,7 @@ static void assert_same_config(const ps_config *a, const ps_config *b)
 	SAME(cluster.workers);
 	SAME_STR(cluster.bind_host);
 	SAME_STR(cluster.advertise_host);
+	SAME_STR(cluster.interface);
 	SAME(cluster.heartbeat_interval_ms);
 	SAME(cluster.heartbeat_timeout_ms);
 	SAME(cluster.connect_timeout_ms);
@@ -846,6 +847,7 @@ static void test_reference(void **state)
 	                                   "workers",
 	                                   "bind_host",
 	                                   "advertise_host",
+	                                   "interface",
 	                                   "heartbeat_interval_ms",
 	                                   "heartbeat_timeout_ms",
 	                                   "connect_timeout_ms",
