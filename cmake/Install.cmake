@@ -45,6 +45,16 @@ configure_file(cmake/ordo.pc.in ${CMAKE_CURRENT_BINARY_DIR}/ordo.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/ordo.pc
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
+# The Python package (python/ordo: ctypes over libordo.so.0), told where
+# the library was installed (_libpath.py, written at install time so that
+# `cmake --install --prefix P` and DESTDIR staging both point at P).
+set(ORDO_PYTHON_DIR ${CMAKE_INSTALL_LIBDIR}/python3/dist-packages)
+install(FILES python/ordo/__init__.py DESTINATION ${ORDO_PYTHON_DIR}/ordo)
+install(CODE "
+  file(WRITE \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${ORDO_PYTHON_DIR}/ordo/_libpath.py\"
+    \"LIBORDO = '\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/libordo.so.${PROJECT_VERSION_MAJOR}'\\n\")
+")
+
 # Man pages from --help (help2man calls --help and --version).
 set(ordo_programs ps-scheduler ps-server ps-worker ps-launch ps-model
   ps-ckpt ps-sim ps-tune ps-keygen)

@@ -52,7 +52,13 @@ for h in hello-pc cmk/hello; do
 	n=$(grep -c "^hello: rank [01] exact$" "$WORK/$name.out.log")
 	[ "$n" -eq 2 ] || fail "$n of 2 $h workers exact"
 done
-pass "installed: binaries, libordo.so.0 (public API only), headers, ordo.pc, the CMake package; built both ways, exact jobs"
+# The Python package finds the installed library by itself.
+pre=()
+[ ${#flags[@]} -gt 0 ] && pre=(env "LD_PRELOAD=$(gcc -print-file-name=libasan.so)" ASAN_OPTIONS=detect_leaks=0)
+got=$(PYTHONPATH=$libdir/python3/dist-packages "${pre[@]}" python3 -c 'import ordo; print(ordo.library_path())') ||
+	fail "the installed Python package does not import"
+[ "$got" = "$libdir/libordo.so.0" ] || fail "the installed Python package uses $got, not $libdir/libordo.so.0"
+pass "installed: binaries, libordo.so.0 (public API only), headers, ordo.pc, the CMake package, the Python package; built both ways, exact jobs"
 
 # cpack -G DEB
 (cd "$WORK" && cpack -G DEB --config "$BUILD/CPackConfig.cmake" >"$WORK/cpack.log" 2>&1) ||
