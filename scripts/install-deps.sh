@@ -10,6 +10,7 @@ packages=(
 	iproute2 procps python3
 	gnuplot-nox
 	clang libclang-rt-14-dev help2man
+	python3-torch python3-sklearn
 )
 missing=()
 for p in "${packages[@]}"; do
