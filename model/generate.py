@@ -546,7 +546,11 @@ def fx_model(name, model, inputs, leaf_types=(), nonleaf_types=(),
     params = dict(model.named_parameters())
     tensors = [(t, tuple(params[t].shape)) for t in order]
     total = sum(p.numel() for p in model.parameters())
-    assert sum(math.prod(s) for _, s in tensors) == total, name
+    traced = sum(math.prod(s) for _, s in tensors)
+    if traced != total:  # the module's own count is the reference
+        raise ValueError("the traced graph reads %d parameters, the "
+                         "module has %d (parameters the forward never "
+                         "uses?)" % (traced, total))
     return tensors, ops
 
 
@@ -673,9 +677,35 @@ DESCRIPTIONS = {
 }
 
 
+def build_user(spec, batch):
+    """MODULE:FUNCTION: FUNCTION(batch) returns (nn.Module, example inputs)
+    (a tensor or a tuple of them). MODULE is imported as Python would,
+    with the current directory on the path."""
+    import importlib
+    modname, _, fname = spec.partition(":")
+    _torch().manual_seed(0)
+    sys.path.insert(0, os.getcwd())
+    try:
+        fn = getattr(importlib.import_module(modname), fname)
+    finally:
+        sys.path.pop(0)
+    out = fn(batch)
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise TypeError("%s(batch) must return (model, example_inputs), "
+                        "got %r" % (spec, type(out).__name__))
+    model, inputs = out
+    if not isinstance(inputs, tuple):
+        inputs = (inputs,)
+    model.train()
+    return model, inputs
+
+
 def gen_fx(name, batch):
     if name == "transformer":
         model, inputs, leaf, nonleaf = build_transformer(batch)
+    elif ":" in name:
+        model, inputs = build_user(name, batch)
+        leaf, nonleaf = (), ()
     else:
         model, inputs = build_torchvision(name, batch)
         leaf, nonleaf = (), ()
@@ -750,10 +780,19 @@ def generate(name, batch):
     if name in EXPECTED_PARAMS and params != EXPECTED_PARAMS[name]:
         raise AssertionError("%s: %d parameters, expected %d"
                              % (name, params, EXPECTED_PARAMS[name]))
-    description = DESCRIPTIONS.get(
-        name, "torchvision %s (weights=None), train mode, traced with "
-              "torch.fx; input [%%d, 3, 224, 224]" % name)
-    return emit(name, description % batch, batch, tensors, ops)
+    if ":" in name:
+        description = ("%s(batch=%%d): the user's module, train mode, "
+                       "traced with torch.fx" % name)
+    else:
+        description = DESCRIPTIONS.get(
+            name, "torchvision %s (weights=None), train mode, traced with "
+                  "torch.fx; input [%%d, 3, 224, 224]" % name)
+    return emit(file_name(name), description % batch, batch, tensors, ops)
+
+
+def file_name(name):
+    """The model's name in its file: MODULE:FUNCTION -> FUNCTION."""
+    return name.split(":")[-1]
 
 
 def main(argv=None):
@@ -775,13 +814,16 @@ def main(argv=None):
                          "all of them), or any other torchvision "
                          "image-classification model builder, e.g. "
                          "efficientnet_b0, regnet_y_400mf, "
-                         "shufflenet_v2_x1_0 (traced like resnet50, "
-                         "224 x 224 input)" % ",".join(MODELS))
+                         "resnext50_32x4d (traced like resnet50, "
+                         "224 x 224 input), or MODULE:FUNCTION, a "
+                         "function of yours that takes the batch size and "
+                         "returns (nn.Module, example inputs); the file is "
+                         "FUNCTION.json" % ",".join(MODELS))
     args = ap.parse_args(argv)
     if args.batch < 1:
         ap.error("--batch must be >= 1")
     names = [m for m in args.models.split(",") if m]
-    unknown = [m for m in names if m not in MODELS]
+    unknown = [m for m in names if m not in MODELS and ":" not in m]
     if unknown:
         try:
             builders = torchvision_builders()
@@ -799,13 +841,17 @@ def main(argv=None):
         try:
             text, s = generate(m, args.batch)
         except Exception as e:  # torch.fx.proxy.TraceError and the like
-            if type(e).__name__ != "TraceError":
-                raise
-            sys.stderr.write("generate.py: torch.fx cannot trace %s (data-"
-                             "dependent Python in its forward): %s\n"
-                             % (m, str(e).split(". ")[0]))
-            return 1
-        path = os.path.join(args.out, m + ".json")
+            if type(e).__name__ == "TraceError":
+                sys.stderr.write("generate.py: torch.fx cannot trace %s "
+                                 "(data-dependent Python in its forward): "
+                                 "%s\n" % (m, str(e).split(". ")[0]))
+                return 1
+            if isinstance(e, (ValueError, TypeError, ImportError,
+                              AttributeError)):
+                sys.stderr.write("generate.py: %s: %s\n" % (m, e))
+                return 1
+            raise
+        path = os.path.join(args.out, file_name(m) + ".json")
         with open(path, "w") as f:
             f.write(text)
         print("%-13s params %11d  tensors %4d  ops %5d  batch %d  "

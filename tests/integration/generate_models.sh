@@ -2,7 +2,12 @@
 # shipped (no torch needed); an unknown model name is refused naming the
 # known ones; and, where Debian's python3-torchvision is installed, any
 # torchvision classification model is traced into a file ps-model accepts,
-# and one torch.fx cannot trace is refused with the reason.
+# and one torch.fx cannot trace is refused with the reason. The user's own
+# models: MODULE:FUNCTION (tests/models/user_model.py) is traced, and one
+# whose forward leaves a parameter unused is refused (the traced count
+# against the module's own); two torchvision models not shipped
+# (efficientnet_b0, resnext50_32x4d) go through ps-model check, a replay
+# job and ps-sim.
 source "$(dirname "$0")/lib.sh" "$@"
 GEN=$SRC/model/generate.py
 
@@ -42,3 +47,40 @@ rc=$?
 grep -q "torch.fx cannot trace shufflenet_v2_x0_5" "$WORK/sh.log" ||
 	fail "no reason given for the untraceable model: $(tail -3 "$WORK/sh.log")"
 pass "a model torch.fx cannot trace is refused with the reason"
+
+# The user's own model, MODULE:FUNCTION.
+(cd "$SRC/tests/models" && /usr/bin/python3 "$GEN" --models user_model:small_cnn \
+	--batch 8 --out "$WORK/user") >"$WORK/user.log" 2>&1 ||
+	fail "tracing user_model:small_cnn: $(tail -n 3 "$WORK/user.log")"
+"$BUILD/ps-model" check "$WORK/user/small_cnn.json" >"$WORK/ucheck.log" 2>&1 ||
+	fail "ps-model check small_cnn.json: $(cat "$WORK/ucheck.log")"
+grep -q "small_cnn.json: ok (.* ops, 8 tensors)" "$WORK/ucheck.log" ||
+	fail "small_cnn: $(cat "$WORK/ucheck.log") (want 8 tensors)"
+grep -q "params *2970 " "$WORK/user.log" || fail "small_cnn: not 2970 parameters: $(cat "$WORK/user.log")"
+(cd "$SRC/tests/models" && /usr/bin/python3 "$GEN" --models user_model:unused_param \
+	--batch 8 --out "$WORK/user") >"$WORK/unused.log" 2>&1
+rc=$?
+[ $rc -eq 1 ] || fail "a model with an unused parameter exited $rc, expected 1"
+grep -q "user_model:unused_param: the traced graph reads 2970 parameters, the module has 2990" \
+	"$WORK/unused.log" || fail "no parameter-count error: $(tail -n 3 "$WORK/unused.log")"
+pass "user_model:small_cnn traced (2970 parameters, 8 tensors); a forward that leaves parameters unused is refused"
+
+# Two models not shipped: check, replay, ps-sim.
+/usr/bin/python3 "$GEN" --models efficientnet_b0,resnext50_32x4d --batch 8 \
+	--out "$WORK/new" >"$WORK/new.log" 2>&1 ||
+	fail "tracing efficientnet_b0,resnext50_32x4d: $(tail -n 3 "$WORK/new.log")"
+for m in efficientnet_b0 resnext50_32x4d; do
+	f=$WORK/new/$m.json
+	"$BUILD/ps-model" check "$f" >"$WORK/$m.check" 2>&1 || fail "ps-model check $m: $(cat "$WORK/$m.check")"
+	launch "replay-$m" 600 --set worker.mode=replay --set model.file="$f" \
+		--set train.iterations=2 --set scheduling.preset=ordo ||
+		fail "replaying $m exited $?"
+	grep -q "^summary: job .* finished" "$WORK/replay-$m.out.log" || fail "$m: no job summary"
+	"$BUILD/ps-sim" --set model.file="$f" --set cluster.workers=4 --set cluster.servers=2 \
+		--set train.iterations=3 --set scheduling.preset=ordo --json >"$WORK/$m.sim" 2>&1 ||
+		fail "ps-sim $m: $(tail -n 3 "$WORK/$m.sim")"
+	python3 -c 'import json, sys; o = json.load(open(sys.argv[1])); assert o["iteration_ms"] > 0' "$WORK/$m.sim" ||
+		fail "ps-sim $m: no iteration time"
+done
+pass "efficientnet_b0 and resnext50_32x4d (not shipped): traced, checked ($(sed 's/.*: ok //' "$WORK"/*.check | paste -sd' ')), replayed and simulated"
+assert_no_leftovers
