@@ -114,7 +114,8 @@ int main(int argc, char **argv)
 	int reps = 20;
 	const char *name = "tcp", *out = NULL, *host = "127.0.0.1";
 	ps_transport_opts oa = {.id = 1, .send_timeout_ms = 10000,
-				.connect_timeout_ms = 5000, .io_threads = 1};
+				.connect_timeout_ms = 5000, .io_threads = 1,
+				.rdma_gid_index = -1 /* automatic */};
 	ps_transport_opts ob = oa;
 	ps_transport *a = NULL, *b = NULL;
 	char ea[256], eb[256];

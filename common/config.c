@@ -226,10 +226,13 @@ static const option options[] = {
            "(cluster.advertise_host, else bind_host). ps-rdma-devices "
            "lists the devices, ports and GIDs."),
     INT(transport, rdma_gid_index, "-1", -1, 255,
-        "rdma: the GID table index the queue pairs use; -1 means the "
-        "RoCE v2 GID ::ffff:ADDR of this node's IPv4 address, the only "
-        "choice this version supports (an index, for InfiniBand or RoCE "
-        "v1, is refused with a message)."),
+        "rdma: the GID table index the queue pairs use as their source "
+        "GID (on the port of the node's address; for InfiniBand, RoCE v1 "
+        "or a GID that does not carry the address); -1 means the RoCE v2 "
+        "GID ::ffff:ADDR of this node's IPv4 address, the one rdma_cm "
+        "picks. An index that is not valid there stops the node at start "
+        "with the table of devices, ports and GIDs (ps-rdma-devices "
+        "prints it too)."),
     SIZE(transport, max_message, "0", 0, 4 * GIB,
          "Largest message (a header or a payload) a node accepts; a peer "
          "that sends a larger one is disconnected (ZeroMQ's "
@@ -1338,12 +1341,6 @@ int ps_config_validate(const ps_config *cfg, char *err, size_t errlen)
 		            "(configure with -DPS_WITH_RDMA=ON, which needs "
 		            "rdma-core); allowed: tcp");
 #endif
-	if (cfg->transport.rdma_gid_index != -1)
-		return errf(err, errlen,
-		            "transport.rdma_gid_index = %d: choosing the GID "
-		            "by index is not supported yet (rdma_cm uses the "
-		            "RoCE v2 GID of the node's address); leave it at "
-		            "-1", cfg->transport.rdma_gid_index);
 	if (cfg->security.mode == PS_SECURITY_CURVE &&
 	    cfg->transport.type != PS_TRANSPORT_TCP)
 		return errf(err, errlen,

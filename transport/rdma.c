@@ -74,7 +74,10 @@
  * handles are slots {connection, endpoint, closed}: a freed connection
  * leaves its slot empty, sends to it fail PS_ECLOSED, and a connect to
  * the endpoint fills it again. A connection refused while being accepted
- * after its QP was made is kept until stop (no DISCONNECTED comes).
+ * after its QP was made is kept until stop (no DISCONNECTED comes); with
+ * an explicit GID index (our own QP, moved to error by us) the sweep
+ * frees it once its receives are flushed, and one refused before any
+ * receive was posted goes at once.
  *
  * DESIGN (one device per transport). The first verbs context seen (the
  * listening id's, an accepted or resolved id's) gives the transport its
@@ -170,16 +173,48 @@
  * process to exit. PORT_ERR is only logged (the connections' own
  * timeouts decide).
  *
+ * DESIGN (the source GID; issue 14). By default (opts.rdma_gid_index
+ * -1) the GID is the one rdma_cm picks for the bound or resolved IPv4
+ * address (the RoCE v2 GID ::ffff:a.b.c.d) and rdma_cm drives the QP:
+ * rdma_create_qp on the id, which librdmacm moves to INIT, RTR and RTS
+ * itself during rdma_connect / rdma_accept. librdmacm has no option to
+ * choose the source GID index, so with an index (>= 0) the QP is our
+ * own: ibv_create_qp on the transport's PD and CQ, moved INIT -> RTR ->
+ * RTS here (qp_step) with the attributes rdma_init_qp_attr gives for each
+ * state, overriding ah_attr.grh.sgid_index (is_global = 1) at RTR and
+ * setting ack timeout, retry and rnr_retry at RTS, as rdma_cm would (at
+ * RTR, INIT is applied again first: only once the peer's REQ or REP is
+ * known do its access flags allow the peer's READs). Its number goes in
+ * rdma_conn_param.qp_num. Connecting: INIT at ROUTE_RESOLVED,
+ * rdma_connect; RDMA_CM_EVENT_CONNECT_RESPONSE (what rdma_cm reports
+ * for QPs not its own) -> RTR, RTS, receives posted, rdma_establish (the
+ * RTU; no ESTABLISHED follows there). Accepting: on CONNECT_REQUEST the
+ * QP is made and taken to INIT, RTR and RTS, receives posted, then
+ * rdma_accept; ESTABLISHED follows. rdma_disconnect moves only rdma_cm's
+ * own QPs to error, so ours are moved by conn_disconnect (and on
+ * REJECTED, as librdmacm does), which keeps the flush-then-free rule of
+ * dead connections. The default path stays rdma_cm-driven, unchanged:
+ * it is the one most tested (here and by every rdma_cm user). The index
+ * is checked up front: listen (on the bound device's port) and the first
+ * connect fail with rdma_device.c's listing error when it names no valid
+ * GID, as every QP's port is checked when its QP is made. A QP step that
+ * fails (in the Soft-RoCE VM index 0, the link-local fe80:: GID, is
+ * refused at RTR with EINVAL for a peer whose GID is ::ffff:192.0.2.1:
+ * tests/rdma/gid.sh) is logged naming the index and the GID; an acceptor
+ * rejects with a hello flagged HELLO_REJ_QP, and the connector then fails
+ * at once (PS_EIO, naming the peer and its index) instead of retrying
+ * until connect_timeout_ms.
+ *
  * QP settings (Soft-RoCE tails are several ms): ack timeout 14, retry 7,
  * rnr_retry 0 (above). opts.rdma_busy_poll makes the progress thread poll
- * without sleeping (never on a small VM: it starves rxe). The GID is the
- * one rdma_cm picks for the address; opts.rdma_device, when set, must be
- * the listening address's device; opts.rdma_gid_index is not applied yet.
+ * without sleeping (never on a small VM: it starves rxe). opts.rdma_device,
+ * when set, must be the listening address's device.
  * PS_RDMA_TRACE=1 traces CM events, completions and credit frames.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
@@ -263,15 +298,20 @@ typedef struct frame {
 
 _Static_assert(sizeof(frame) == 32, "frame header is 32 bytes");
 
-/* rdma_connect / rdma_accept private data (connect: at most 56 bytes). */
+/* rdma_connect / rdma_accept private data (connect: at most 56 bytes);
+ * also rdma_reject's when the acceptor could not set up its QP with its
+ * explicit GID index (flags HELLO_REJ_QP, depth = that index): the
+ * connector then fails at once, naming it, instead of retrying. */
 typedef struct hello {
 	uint32_t magic;
 	uint16_t version;
-	uint16_t flags; /* 0 */
+	uint16_t flags; /* 0, or HELLO_REJ_QP in a reject */
 	uint64_t id;
 	uint32_t depth;
 	uint32_t buf_size;
 } hello;
+
+#define HELLO_REJ_QP 1
 
 enum conn_state {
 	C_RESOLVING, /* address/route, then connect sent */
@@ -363,8 +403,12 @@ struct conn {
 	rdma_transport *rt;
 	conn *next; /* rt->conns: every connection, freed at stop */
 	struct rdma_cm_id *id;
+	struct ibv_qp *qp; /* id->qp, or our own (own_qp) */
 	bool outbound;
 	bool has_qp;
+	bool own_qp;    /* explicit GID index: ibv_create_qp, moved by us */
+	bool fatal;     /* connect failed for good (logged): no retry */
+	uint8_t resp_res, init_depth; /* own QP, accepted: the accept's */
 	bool disc_sent; /* we called rdma_disconnect */
 	bool disc_seen; /* DISCONNECTED (or equivalent) came */
 	bool closed;    /* user disconnect: sends fail PS_ECLOSED */
@@ -445,6 +489,13 @@ struct rdma_transport {
 	char dev_name[64];
 	bool dev_dead; /* removed or fatal: recv answers PS_EIO */
 	char dev_why[160];
+	/* opts.rdma_gid_index >= 0: the GID checked (check_gid) */
+	bool gid_ok;
+	char gid_dev[64];
+	uint8_t gid_port;
+	uint8_t gid_link_layer;
+	char gid_desc[160]; /* "GID index 1 (::ffff:..., RoCE v2) of rxe0
+	                     * port 1", for messages */
 };
 
 extern const ps_transport_ops psi_rdma_ops; /* defined at the end */
@@ -714,6 +765,23 @@ static void drop_queue(conn *c)
 	c->zc_head = c->zc_tail = NULL;
 }
 
+/* Moves a QP of our own to error (rdma_cm does that only for the QPs
+ * it made): its work requests flush. */
+static void qp_error(conn *c)
+{
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
+	if (c->own_qp && c->qp)
+		ibv_modify_qp(c->qp, &a, IBV_QP_STATE);
+}
+
+/* Our half of the disconnect; the QP goes to error (flushes). */
+static void conn_disconnect(conn *c)
+{
+	c->disc_sent = true;
+	rdma_disconnect(c->id);
+	qp_error(c);
+}
+
 /* The connection is broken: later sends fail, queued messages drop. */
 static void conn_kill(conn *c, const char *why)
 {
@@ -726,10 +794,8 @@ static void conn_kill(conn *c, const char *why)
 		        c->outbound ? "to" : "from",
 		        c->outbound ? c->endpoint : "peer", c->peer_id, why);
 	c->state = c->state == C_UP ? C_DEAD : C_FAILED;
-	if (c->has_qp && !c->disc_sent) {
-		c->disc_sent = true;
-		rdma_disconnect(c->id); /* the QP goes to error: flushes */
-	}
+	if (c->has_qp && !c->disc_sent)
+		conn_disconnect(c); /* the QP goes to error: flushes */
 	drop_queue(c); /* after: no READ of a payload handed back */
 }
 
@@ -846,11 +912,186 @@ dealloc_pd:
 	return PS_EIO;
 }
 
-/* Creates c's QP on the shared PD/CQ. */
+/* "connection to rdma://..." or "connection from node N", for messages. */
+static const char *conn_what(const conn *c, char *buf, size_t len)
+{
+	if (c->outbound)
+		snprintf(buf, len, "connection to %s", c->endpoint);
+	else
+		snprintf(buf, len, "connection from node %" PRIx64,
+		         c->peer_id);
+	return buf;
+}
+
+/* opts.rdma_gid_index >= 0: checks that the index names a valid GID on
+ * ctx's port (ctx NULL: on opts.rdma_device, or any device; addr, when
+ * known, is preferred among several) and remembers it for messages;
+ * otherwise logs "what: " and rdma_device.c's error, which lists every
+ * device, port and GID. Once per device and port. mu held. */
+static int check_gid(rdma_transport *rt, struct ibv_context *ctx,
+                     uint8_t port, const char *addr, const char *what)
+{
+	int idx = rt->opts.rdma_gid_index;
+	const char *dname = ctx ? ibv_get_device_name(ctx->device)
+	                        : rt->opts.rdma_device;
+	char gs[INET6_ADDRSTRLEN];
+
+	if (rt->gid_ok && (!ctx || (strcmp(rt->gid_dev, dname) == 0 &&
+	                            (!port || port == rt->gid_port))))
+		return PS_OK;
+	if (idx > 255) {
+		PS_ERROR("rdma: %s: transport.rdma_gid_index = %d: a GID index "
+		         "is at most 255",
+		         what, idx);
+		return PS_EINVAL;
+	}
+	char *err = malloc(PS_RDMA_ERR_LEN);
+	if (!err) {
+		PS_ERROR("rdma: %s: out of memory", what);
+		return PS_ENOMEM;
+	}
+	ps_rdma_device_opts o = {.device = dname, .gid_index = idx,
+	                         .addr = addr};
+	ps_rdma_device dev;
+	int rc = ps_rdma_device_open(&o, &dev, err, PS_RDMA_ERR_LEN);
+	if (rc != PS_OK) {
+		PS_ERROR("rdma: %s: %s", what, err);
+		free(err);
+		return rc == PS_ENOMEM ? PS_ENOMEM : PS_EINVAL;
+	}
+	union ibv_gid gid = dev.gid;
+	enum ibv_gid_type type = dev.gid_type;
+	if (port && dev.port != port) {
+		/* valid on another port of the device: rdma_cm's counts */
+		struct ibv_gid_entry e;
+		if (ibv_query_gid_ex(ctx, port, (uint32_t)idx, &e, 0) != 0) {
+			int n = snprintf(err, PS_RDMA_ERR_LEN,
+			                 "GID index %d is valid on %s port %u but "
+			                 "not on port %u, the port rdma_cm uses "
+			                 "(transport.rdma_gid_index = %d).\n",
+			                 idx, dev.name, dev.port, port, idx);
+			if (n > 0 && n < PS_RDMA_ERR_LEN)
+				ps_rdma_device_list(err + n,
+				                    PS_RDMA_ERR_LEN - (size_t)n);
+			PS_ERROR("rdma: %s: %s", what, err);
+			ps_rdma_device_close(&dev);
+			free(err);
+			return PS_EINVAL;
+		}
+		gid = e.gid;
+		type = (enum ibv_gid_type)e.gid_type;
+		dev.port = port;
+	}
+	free(err);
+	rt->gid_ok = true;
+	snprintf(rt->gid_dev, sizeof(rt->gid_dev), "%s", dev.name);
+	rt->gid_port = dev.port;
+	rt->gid_link_layer = dev.link_layer;
+	snprintf(rt->gid_desc, sizeof(rt->gid_desc),
+	         "GID index %d (%s, %s) of %s port %u", idx,
+	         ps_rdma_gid_str(&gid, gs, sizeof(gs)),
+	         ps_rdma_gid_type_str(type), dev.name, dev.port);
+	ps_rdma_device_close(&dev);
+	PS_INFO("rdma: queue pairs use %s (transport.rdma_gid_index)",
+	        rt->gid_desc);
+	return PS_OK;
+}
+
+/* Moves c's own QP to st with rdma_cm's attributes for st; at RTR the
+ * source GID is opts.rdma_gid_index, at RTS ack timeout, retry and
+ * rnr_retry are this file's (the header). On failure logs why, naming the
+ * GID, and returns PS_EIO. */
+static int qp_step(rdma_transport *rt, conn *c, enum ibv_qp_state st,
+                   const char *what)
+{
+	const char *name = st == IBV_QPS_INIT  ? "INIT"
+	                   : st == IBV_QPS_RTR ? "RTR"
+	                                       : "RTS";
+	struct ibv_qp_attr a;
+	int mask = 0, err;
+
+	if (st == IBV_QPS_RTR) {
+		/* INIT again first, as rdma_cm does with its QPs: only now
+		 * (the peer's REQ or REP seen) do the access flags allow the
+		 * peer's READs */
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_INIT;
+		if (rdma_init_qp_attr(c->id, &a, &mask) != 0) {
+			err = errno;
+			PS_ERROR("rdma: %s: rdma_init_qp_attr(INIT): %s", what,
+			         strerror(err));
+			return PS_EIO;
+		}
+		if ((err = ibv_modify_qp(c->qp, &a, mask)) != 0) {
+			PS_ERROR("rdma: %s: moving its queue pair to INIT "
+			         "again: %s",
+			         what, strerror(err));
+			return PS_EIO;
+		}
+		mask = 0;
+	}
+	memset(&a, 0, sizeof(a));
+	a.qp_state = st;
+	if (rdma_init_qp_attr(c->id, &a, &mask) != 0) {
+		err = errno;
+		PS_ERROR("rdma: %s: rdma_init_qp_attr(%s): %s", what, name,
+		         strerror(err));
+		return PS_EIO;
+	}
+	if (st == IBV_QPS_RTR) {
+		a.ah_attr.is_global = 1;
+		a.ah_attr.grh.sgid_index = (uint8_t)rt->opts.rdma_gid_index;
+		if (c->resp_res)
+			a.max_dest_rd_atomic = c->resp_res;
+		/* librdmacm's workaround for old rdma_ucm kernels (its
+		 * ucma_modify_qp_rtr): RoCE-only bits off on InfiniBand */
+		if (rt->gid_link_layer == IBV_LINK_LAYER_INFINIBAND)
+			mask &= (int)(UINT_MAX ^ 0xe00000u);
+	} else if (st == IBV_QPS_RTS) {
+		a.timeout = ACK_TIMEOUT;
+		a.retry_cnt = RETRY_COUNT;
+		a.rnr_retry = RNR_RETRY;
+		if (c->init_depth)
+			a.max_rd_atomic = c->init_depth;
+		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY;
+	}
+	err = ibv_modify_qp(c->qp, &a, mask);
+	if (err) {
+		PS_ERROR("rdma: %s: moving its queue pair to %s with %s "
+		         "(transport.rdma_gid_index) failed: %s",
+		         what, name, rt->gid_desc, strerror(err));
+		return PS_EIO;
+	}
+	return PS_OK;
+}
+
+/* Destroys c's QP; no work request of it may be outstanding. */
+static void qp_release(rdma_transport *rt, conn *c)
+{
+	if (!c->has_qp)
+		return;
+	if (c->own_qp)
+		ibv_destroy_qp(c->qp);
+	else
+		rdma_destroy_qp(c->id);
+	c->qp = NULL;
+	c->has_qp = false;
+	rt->cq_used -= SEND_WR_MAX + RECV_POSTED;
+}
+
+/* Creates c's QP on the shared PD/CQ: through rdma_cm (rdma_create_qp:
+ * rdma_cm moves it), or with an explicit GID index our own (ibv_create_qp,
+ * moved to INIT here, to RTR and RTS by the caller). */
 static int conn_create_qp(rdma_transport *rt, conn *c)
 {
 	int rc = ensure_verbs(rt, c->id->verbs); /* before rt->cq is read */
 	if (rc != PS_OK)
+		return rc;
+	if (rt->opts.rdma_gid_index >= 0 &&
+	    (rc = check_gid(rt, c->id->verbs, c->id->port_num, NULL,
+	                    c->outbound ? "cannot connect"
+	                                : "cannot accept a connection")) !=
+	        PS_OK)
 		return rc;
 	struct ibv_qp_init_attr qa = {
 	    .send_cq = rt->cq,
@@ -869,10 +1110,24 @@ static int conn_create_qp(rdma_transport *rt, conn *c)
 		         rt->cq_size);
 		return PS_ENOMEM;
 	}
+	if (rt->opts.rdma_gid_index >= 0) {
+		c->qp = ibv_create_qp(rt->pd, &qa);
+		if (!c->qp) {
+			PS_ERROR("rdma: ibv_create_qp: %s", strerror(errno));
+			return PS_EIO;
+		}
+		c->own_qp = true;
+		c->has_qp = true;
+		rt->cq_used += SEND_WR_MAX + RECV_POSTED;
+		char what[ENDPOINT_MAX + 32];
+		return qp_step(rt, c, IBV_QPS_INIT,
+		               conn_what(c, what, sizeof(what)));
+	}
 	if (rdma_create_qp(c->id, rt->pd, &qa) != 0) {
 		PS_ERROR("rdma: rdma_create_qp: %s", strerror(errno));
 		return PS_EIO;
 	}
+	c->qp = c->id->qp;
 	uint8_t tmo = ACK_TIMEOUT;
 	if (rdma_set_option(c->id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT,
 	                    &tmo, sizeof(tmo)) != 0)
@@ -890,7 +1145,7 @@ static int post_recv(conn *c, slot *s)
 	                         .sg_list = &sge,
 	                         .num_sge = 1},
 	                   *bad;
-	int err = ibv_post_recv(c->id->qp, &wr, &bad);
+	int err = ibv_post_recv(c->qp, &wr, &bad);
 	if (!err)
 		c->recv_out++;
 	return err;
@@ -954,10 +1209,7 @@ static void conn_destroy(rdma_transport *rt, conn *c)
 			*p = c->next;
 			break;
 		}
-	if (c->has_qp) {
-		rdma_destroy_qp(c->id);
-		rt->cq_used -= SEND_WR_MAX + RECV_POSTED;
-	}
+	qp_release(rt, c);
 	if (c->id)
 		rdma_destroy_id(c->id);
 	drop_queue(c);
@@ -989,7 +1241,7 @@ static int post_send(conn *c, slot *s, uint32_t len)
 	                         .send_flags = IBV_SEND_SIGNALED},
 	                   *bad;
 	s->c = c;
-	int err = ibv_post_send(c->id->qp, &wr, &bad);
+	int err = ibv_post_send(c->qp, &wr, &bad);
 	if (err) {
 		PS_ERROR("rdma: ibv_post_send: %s", strerror(err));
 		return PS_EIO;
@@ -1031,7 +1283,7 @@ static void post_reads(conn *c)
 		                   *bad;
 		wr.wr.rdma.remote_addr = m->raddr + m->rd_off;
 		wr.wr.rdma.rkey = m->rkey;
-		int err = ibv_post_send(c->id->qp, &wr, &bad);
+		int err = ibv_post_send(c->qp, &wr, &bad);
 		if (err) {
 			PS_ERROR("rdma: ibv_post_send (READ): %s",
 			         strerror(err));
@@ -1699,7 +1951,7 @@ static void process_async(rdma_transport *rt)
 			continue;
 		}
 		for (conn *c = rt->conns; c; c = c->next) {
-			if (!c->has_qp || c->id->qp->qp_num != qp[i])
+			if (!c->has_qp || c->qp->qp_num != qp[i])
 				continue;
 			snprintf(why, sizeof(why),
 			         "QP to peer %.80s went to error state: %s",
@@ -1758,9 +2010,14 @@ static bool on_connect_request(rdma_transport *rt, struct rdma_cm_id *id,
 	id->context = c;
 	c->peer_id = h.id;
 	c->credits = h.depth < RECV_DEPTH ? h.depth : RECV_DEPTH;
-	if (conn_create_qp(rt, c) != PS_OK || conn_post_recvs(rt, c) != PS_OK)
-		goto reject;
 	hello mine = my_hello(rt);
+	hello rej = mine; /* the reason, when our own QP cannot be set up */
+	rej.flags = HELLO_REJ_QP;
+	rej.depth = (uint32_t)rt->opts.rdma_gid_index;
+	char what[ENDPOINT_MAX + 32];
+	conn_what(c, what, sizeof(what));
+	if (conn_create_qp(rt, c) != PS_OK)
+		goto reject;
 	/* this side READs (initiator), the connector is read */
 	struct rdma_conn_param cp = {
 	    .private_data = &mine,
@@ -1773,24 +2030,114 @@ static bool on_connect_request(rdma_transport *rt, struct rdma_cm_id *id,
 	                           : rt->rd_atom,
 	    .retry_count = RETRY_COUNT,
 	    .rnr_retry_count = RNR_RETRY};
+	if (c->own_qp) {
+		/* as rdma_accept does with rdma_cm's QP: RTR and RTS first,
+		 * then the receives (none posted if a step fails) */
+		c->resp_res = cp.responder_resources;
+		c->init_depth = cp.initiator_depth;
+		if (qp_step(rt, c, IBV_QPS_RTR, what) != PS_OK ||
+		    qp_step(rt, c, IBV_QPS_RTS, what) != PS_OK)
+			goto reject;
+		cp.qp_num = c->qp->qp_num;
+	}
+	if (conn_post_recvs(rt, c) != PS_OK)
+		goto reject;
 	if (rdma_accept(id, &cp) != 0) {
 		PS_ERROR("rdma: rdma_accept: %s", strerror(errno));
 		goto reject;
 	}
-	PS_DEBUG("rdma: accepted a connection from node %" PRIx64, h.id);
+	PS_DEBUG("rdma: accepted a connection from node %" PRIx64 "%s%s",
+	         h.id, c->own_qp ? " with " : "",
+	         c->own_qp ? rt->gid_desc : "");
 	return false;
 
 reject:
-	rdma_reject(id, NULL, 0);
-	/* flushes of posted receives may come: keep c (dead) until stop,
-	 * but its id goes with the event */
+	if (rt->opts.rdma_gid_index >= 0)
+		rdma_reject(id, &rej, sizeof(rej)); /* the connector stops */
+	else
+		rdma_reject(id, NULL, 0);
 	c->state = C_FAILED;
+	if (c->own_qp && !c->recv_out)
+		qp_release(rt, c); /* nothing posted: nothing to flush */
 	if (c->has_qp) {
-		/* an id with a QP is destroyed at stop, with c */
+		/* flushes of posted receives may come: keep c (dead) until
+		 * stop, or with our own QP (flushed here) until the sweep
+		 * finds it quiet; the id is destroyed with c */
+		if (c->own_qp) {
+			qp_error(c);
+			c->disc_sent = c->disc_seen = true;
+		}
 		return false;
 	}
+	/* nothing of c can be in the CQ: it goes, its id with the event */
 	c->id = NULL;
+	conn_destroy(rt, c);
 	return true;
+}
+
+/* Our own QP (explicit GID index), connecting: the acceptor answered
+ * (RDMA_CM_EVENT_CONNECT_RESPONSE, which rdma_cm turns into ESTABLISHED
+ * only for its own QPs). RTR, RTS, the receives, then rdma_establish
+ * (the RTU); no ESTABLISHED follows on this side. */
+static void on_connect_response(rdma_transport *rt, conn *c,
+                                struct rdma_cm_event *ev)
+{
+	char what[ENDPOINT_MAX + 32];
+	hello h;
+
+	conn_what(c, what, sizeof(what));
+	if (c->state != C_RESOLVING)
+		return;
+	if (!hello_ok(ev->param.conn.private_data,
+	              ev->param.conn.private_data_len, &h)) {
+		PS_WARN("rdma: %s accepted without an ordo hello", c->endpoint);
+		c->fail_status = -EPROTO;
+		goto fail;
+	}
+	c->peer_id = h.id;
+	c->credits = h.depth < RECV_DEPTH ? h.depth : RECV_DEPTH;
+	if (qp_step(rt, c, IBV_QPS_RTR, what) != PS_OK ||
+	    qp_step(rt, c, IBV_QPS_RTS, what) != PS_OK) {
+		c->fatal = true; /* logged, naming the GID: retrying is vain */
+		goto fail;
+	}
+	if (conn_post_recvs(rt, c) != PS_OK)
+		goto fail;
+	if (rdma_establish(c->id) != 0) {
+		PS_ERROR("rdma: %s: rdma_establish: %s", what,
+		         strerror(errno));
+		goto fail;
+	}
+	PS_DEBUG("rdma: %s uses %s", what, rt->gid_desc);
+	c->state = C_UP;
+	return;
+
+fail:
+	/* the acceptor waits for our RTU: a REJ ends its side */
+	rdma_reject(c->id, NULL, 0);
+	qp_error(c);
+	c->fail_event = RDMA_CM_EVENT_CONNECT_ERROR;
+	c->state = C_FAILED;
+}
+
+/* A REJECTED connect: an acceptor that could not set up its own QP with
+ * its explicit GID index says so (HELLO_REJ_QP); retrying is vain. */
+static void check_reject(conn *c, const struct rdma_cm_event *ev)
+{
+	hello h;
+
+	if (!ev->param.conn.private_data ||
+	    ev->param.conn.private_data_len < sizeof(h))
+		return;
+	memcpy(&h, ev->param.conn.private_data, sizeof(h));
+	if (h.magic != PROTO_MAGIC || h.version != PROTO_VERSION ||
+	    !(h.flags & HELLO_REJ_QP))
+		return;
+	PS_ERROR("rdma: cannot connect to %s: node %" PRIx64 " refused: it "
+	         "cannot set up a queue pair with its GID index %u "
+	         "(transport.rdma_gid_index; its log says why)",
+	         c->endpoint, h.id, h.depth);
+	c->fatal = true;
 }
 
 static void on_cm_event(rdma_transport *rt, struct rdma_cm_event *ev,
@@ -1836,6 +2183,10 @@ static void on_cm_event(rdma_transport *rt, struct rdma_cm_event *ev,
 		if (conn_create_qp(rt, c) != PS_OK) {
 			c->fail_event = RDMA_CM_EVENT_CONNECT_ERROR;
 			c->state = C_FAILED;
+			/* an explicit GID index that does not fit: logged */
+			c->fatal = rt->opts.rdma_gid_index >= 0;
+			if (c->own_qp)
+				qp_release(rt, c); /* nothing posted */
 			break;
 		}
 		/* rd_atom is known once the QP's device is */
@@ -1846,6 +2197,8 @@ static void on_cm_event(rdma_transport *rt, struct rdma_cm_event *ev,
 		    .initiator_depth = rt->rd_atom,
 		    .retry_count = RETRY_COUNT,
 		    .rnr_retry_count = RNR_RETRY};
+		if (c->own_qp)
+			cp.qp_num = c->qp->qp_num;
 		if (rdma_connect(id, &cp) != 0) {
 			PS_ERROR("rdma: rdma_connect: %s", strerror(errno));
 			c->fail_event = RDMA_CM_EVENT_CONNECT_ERROR;
@@ -1853,8 +2206,12 @@ static void on_cm_event(rdma_transport *rt, struct rdma_cm_event *ev,
 		}
 		break;
 	}
+	case RDMA_CM_EVENT_CONNECT_RESPONSE:
+		if (c->own_qp)
+			on_connect_response(rt, c, ev);
+		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
-		if (c->outbound) {
+		if (c->outbound && !c->own_qp) {
 			hello h;
 			if (!hello_ok(ev->param.conn.private_data,
 			              ev->param.conn.private_data_len, &h)) {
@@ -1864,8 +2221,7 @@ static void on_cm_event(rdma_transport *rt, struct rdma_cm_event *ev,
 				c->fail_event = RDMA_CM_EVENT_CONNECT_ERROR;
 				c->fail_status = -EPROTO;
 				c->state = C_FAILED;
-				c->disc_sent = true;
-				rdma_disconnect(id);
+				conn_disconnect(c);
 				break;
 			}
 			c->peer_id = h.id;
@@ -1891,6 +2247,17 @@ static void on_cm_event(rdma_transport *rt, struct rdma_cm_event *ev,
 			c->fail_event = ev->event;
 			c->fail_status = ev->status;
 			c->state = C_FAILED;
+			if (c->outbound && ev->event == RDMA_CM_EVENT_REJECTED)
+				check_reject(c, ev);
+			if (c->own_qp) {
+				/* as rdma_cm does with its QPs: flushed */
+				qp_error(c);
+				/* accepted, then rejected or never
+				 * confirmed: no DISCONNECTED will come, the
+				 * sweep frees it once flushed */
+				if (!c->outbound)
+					c->disc_sent = c->disc_seen = true;
+			}
 		} else {
 			conn_kill(c, rdma_event_str(ev->event));
 		}
@@ -1901,10 +2268,8 @@ static void on_cm_event(rdma_transport *rt, struct rdma_cm_event *ev,
 			PS_DEBUG("rdma: connection %s %s disconnected",
 			         c->outbound ? "to" : "from",
 			         c->outbound ? c->endpoint : "a peer");
-		if (!c->disc_sent) {
-			c->disc_sent = true;
-			rdma_disconnect(id); /* both sides must */
-		}
+		if (!c->disc_sent)
+			conn_disconnect(c); /* both sides must */
 		conn_kill(c, NULL);
 		break;
 	default:
@@ -2161,6 +2526,17 @@ static int rdma_listen_(ps_transport *t, const char *host, int port,
 		rc = PS_EINVAL;
 		goto destroy;
 	}
+	if (rt->opts.rdma_gid_index >= 0) {
+		/* the index must name a GID on the port rdma_cm bound (any
+		 * device's for a wildcard address): else the listing */
+		char what[ENDPOINT_MAX + 32];
+		bool any = sa.sin_addr.s_addr == htonl(INADDR_ANY);
+		snprintf(what, sizeof(what), "cannot listen on %s", host);
+		rc = check_gid(rt, id->verbs, id->verbs ? id->port_num : 0,
+		               any ? NULL : host, what);
+		if (rc != PS_OK)
+			goto destroy;
+	}
 	if (id->verbs && (rc = ensure_verbs(rt, id->verbs)) != PS_OK)
 		goto destroy;
 	if (rdma_listen(id, 128) != 0) {
@@ -2267,6 +2643,8 @@ static int try_connect(rdma_transport *rt, const char *endpoint,
 	}
 	if (c->state == C_RESOLVING) {
 		rc = PS_ETIMEDOUT;
+	} else if (c->fatal) {
+		rc = PS_EIO; /* logged: an explicit GID index that fails */
 	} else if (c->fail_event == RDMA_CM_EVENT_REJECTED ||
 	           c->fail_event == RDMA_CM_EVENT_UNREACHABLE) {
 		rc = c->fail_status == -EPROTO ? PS_EPROTO : PS_ECONNREFUSED;
@@ -2329,6 +2707,15 @@ static int rdma_connect_(ps_transport *t, const char *endpoint, ps_peer *peer_p)
 	}
 	if (reuse == UINT32_MAX && (rc = grow_peers(rt)) != PS_OK)
 		goto unlock;
+	if (rt->opts.rdma_gid_index >= 0 && !rt->gid_ok) {
+		/* not listening (or on a wildcard address): the index must
+		 * name a GID on this transport's device, or on some device;
+		 * the connection's own port is checked with its QP */
+		char what[ENDPOINT_MAX + 32];
+		snprintf(what, sizeof(what), "cannot connect to %s", endpoint);
+		if ((rc = check_gid(rt, rt->ctx, 0, NULL, what)) != PS_OK)
+			goto unlock;
+	}
 
 	for (;;) {
 		conn *c = NULL;
@@ -2677,10 +3064,8 @@ static void rdma_stop_(ps_transport *t, int linger_ms)
 		flush_conn(rt, c, end);
 	bool waiting = false;
 	for (conn *c = rt->conns; c; c = c->next) {
-		if (c->has_qp && !c->disc_sent) {
-			c->disc_sent = true;
-			rdma_disconnect(c->id);
-		}
+		if (c->has_qp && !c->disc_sent)
+			conn_disconnect(c);
 		drop_queue(c); /* after: the QP is in error, nothing is read */
 		if (c->has_qp && c->disc_sent && !c->disc_seen)
 			waiting = true;

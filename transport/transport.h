@@ -107,7 +107,10 @@ typedef struct ps_transport_opts {
 	 * in Z85 (transport/keys.h); "" = no security */
 	char curve_public[41];
 	char curve_secret[41];
-	/* rdma (transport/rdma_device.h): "" and -1 are automatic */
+	/* rdma (transport/rdma_device.h): "" and -1 are automatic. An
+	 * index >= 0 is the source GID of every queue pair (transport/
+	 * rdma.c sets them up itself then); a zeroed struct asks for index
+	 * 0: callers set -1 */
 	char rdma_device[64];
 	int rdma_gid_index;
 	int rdma_busy_poll;    /* poll completions instead of waiting */

@@ -61,7 +61,7 @@ static int child(const char *addr, int fd)
 {
 	ps_transport_opts o = {.id = 0x71, .send_timeout_ms = 2000,
 	                       .connect_timeout_ms = PATIENCE_MS,
-	                       .io_threads = 1};
+	                       .io_threads = 1, .rdma_gid_index = -1};
 	ps_transport *r = NULL, *s = NULL;
 	char ep[256];
 	ps_peer p;

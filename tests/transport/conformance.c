@@ -8,7 +8,9 @@
  * transports in this process (a listener on ORDO_TEST_HOST, default
  * 127.0.0.1, port 0, and senders connecting to its endpoint); the test
  * thread owns them all, which the owner-thread rule allows since they are
- * separate objects.
+ * separate objects. For rdma, ORDO_TEST_RDMA_GID_INDEX (default -1,
+ * automatic) is every transport's opts.rdma_gid_index: with an index the
+ * backend sets up its queue pairs itself (transport/rdma.c).
  *
  * Exit status 77 (CTest: skipped) when the named backend is not built or
  * reports its hardware absent (PS_ENOTSUP from create or listen).
@@ -50,6 +52,7 @@
 
 static const char *backend = "tcp";
 static const char *host = "127.0.0.1";
+static int rdma_gid_index = -1; /* ORDO_TEST_RDMA_GID_INDEX (rdma only) */
 
 #define assert_ps(expr, want)                                                  \
 	do {                                                                   \
@@ -83,6 +86,7 @@ static ps_transport *make(uint64_t id, int send_timeout_ms,
 	    .send_timeout_ms = send_timeout_ms,
 	    .connect_timeout_ms = connect_timeout_ms,
 	    .io_threads = 1,
+	    .rdma_gid_index = rdma_gid_index,
 	};
 	ps_transport *t = NULL;
 	assert_ps(ps_transport_create(backend, &o, &t), PS_OK);
@@ -697,7 +701,8 @@ static void test_recv_timeout(void **state)
 
 static void test_registry(void **state)
 {
-	ps_transport_opts o = {.id = 1, .io_threads = 1};
+	ps_transport_opts o = {.id = 1, .io_threads = 1,
+	                       .rdma_gid_index = rdma_gid_index};
 	ps_transport *t = NULL;
 	(void)state;
 
@@ -1118,7 +1123,8 @@ static void test_reconnect(void **state)
 		ps_transport_opts o = {.id = 0x90,
 		                       .send_timeout_ms = PATIENCE_MS,
 		                       .connect_timeout_ms = PATIENCE_MS,
-		                       .io_threads = 1};
+		                       .io_threads = 1,
+		                       .rdma_gid_index = rdma_gid_index};
 		assert_ps(ps_transport_create(backend, &o, &r), PS_OK);
 		int rc = PS_EADDRINUSE;
 		for (int64_t end = now_ms() + PATIENCE_MS;
@@ -1286,6 +1292,20 @@ int main(int argc, char **argv)
 	backend = argv[1];
 	if (getenv("ORDO_TEST_HOST") && *getenv("ORDO_TEST_HOST"))
 		host = getenv("ORDO_TEST_HOST");
+	const char *gi = getenv("ORDO_TEST_RDMA_GID_INDEX");
+	if (gi && *gi && strcmp(backend, "rdma") == 0) {
+		char *end = NULL;
+		long v = strtol(gi, &end, 10);
+		if (!end || *end || v < -1 || v > 255) {
+			fprintf(stderr, "ORDO_TEST_RDMA_GID_INDEX=%s: want -1 "
+			        "to 255\n", gi);
+			return 2;
+		}
+		rdma_gid_index = (int)v;
+		printf("rdma: transport.rdma_gid_index = %d\n",
+		       rdma_gid_index);
+	}
+	o.rdma_gid_index = rdma_gid_index;
 
 	if (!ps_transport_find(backend)) {
 		printf("SKIP: transport \"%s\" is not built in (built in: "

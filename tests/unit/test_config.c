@@ -530,6 +530,9 @@ static void test_set_errors(void **state)
 	expect_set_error("transport.rdma_gid_index", "-2",
 	                 "--set: transport.rdma_gid_index: '-2' is out of "
 	                 "range [-1, 255]");
+	expect_set_error("transport.rdma_gid_index", "256",
+	                 "--set: transport.rdma_gid_index: '256' is out of "
+	                 "range [-1, 255]");
 	expect_set_error("transport.rdma_poll", "spin",
 	                 "--set: transport.rdma_poll: 'spin' is not one of: "
 	                 "event, busy");
@@ -680,12 +683,21 @@ static void test_validate(void **state)
 	expect_invalid(&cfg, "scheduling.partition_size (1026) must be a "
 	                     "multiple of 4 bytes (whole float32 elements)");
 
+	/* a GID index is accepted (whether the device has it is the
+	 * transport's check, at listen/connect); beyond 255 it is not */
+	for (int gi = 0; gi <= 255; gi += 85) {
+		ps_config_defaults(&cfg);
+		cfg.transport.rdma_gid_index = gi;
+		assert_int_equal(ps_config_validate(&cfg, NULL, 0), PS_OK);
+	}
 	ps_config_defaults(&cfg);
-	cfg.transport.rdma_gid_index = 3;
-	expect_invalid(&cfg, "transport.rdma_gid_index = 3: choosing the GID "
-	                     "by index is not supported yet (rdma_cm uses the "
-	                     "RoCE v2 GID of the node's address); leave it at "
-	                     "-1");
+	cfg.transport.rdma_gid_index = 256;
+	expect_invalid(&cfg, "transport.rdma_gid_index: 256 is out of range "
+	                     "[-1, 255]");
+	ps_config_defaults(&cfg);
+	cfg.transport.rdma_gid_index = -2;
+	expect_invalid(&cfg, "transport.rdma_gid_index: -2 is out of range "
+	                     "[-1, 255]");
 
 #ifndef PS_WITH_RDMA
 	ps_config_defaults(&cfg);
