@@ -127,3 +127,23 @@ wait_for() {
 loss_at() {
 	grep "^worker $2 iter $3/" "$1" | awk '{print $6}'
 }
+
+# python_worker PYTHON SCRIPT: writes $WORK/worker, a program ps-launch
+# --worker can run: PYTHON SCRIPT with the build's Python package
+# (PYTHONPATH, LIBORDO_PATH: python/ordo) and, when this build is
+# sanitized, the ASan runtime loaded first (libordo.so needs it before
+# python's own libraries; PY_ENV holds those variables for other runs).
+python_worker() {
+	local pre=
+	export PYTHONPATH=$SRC/python LIBORDO_PATH=$BUILD/libordo.so.0
+	[ -e "$LIBORDO_PATH" ] || fail "no $LIBORDO_PATH (the build makes libordo.so)"
+	if grep -q '^PS_SANITIZE:STRING=\(ON\|address\)$' "$BUILD/CMakeCache.txt"; then
+		pre="LD_PRELOAD=$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0"
+	fi
+	PY_ENV=$pre
+	cat >"$WORK/worker" <<SH
+#!/bin/sh
+exec env $pre $1 "$2" "\$@"
+SH
+	chmod +x "$WORK/worker"
+}

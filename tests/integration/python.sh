@@ -5,20 +5,9 @@
 # (a bad key, a non-float32 buffer) raise ordo.Error / TypeError with the
 # library's message.
 source "$(dirname "$0")/lib.sh" "$@"
-export PYTHONPATH=$SRC/python LIBORDO_PATH=$BUILD/libordo.so.0
-[ -e "$LIBORDO_PATH" ] || fail "no $LIBORDO_PATH (the build makes libordo.so)"
 py=/usr/bin/python3
 [ -x $py ] || py=$(command -v python3)
-# A sanitized libordo.so needs its runtime loaded first into python.
-pre=
-if grep -q '^PS_SANITIZE:STRING=\(ON\|address\)$' "$BUILD/CMakeCache.txt"; then
-	pre="LD_PRELOAD=$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0"
-fi
-cat >"$WORK/worker" <<SH
-#!/bin/sh
-exec env $pre $py "$SRC/python/examples/exact_worker.py" "\$@"
-SH
-chmod +x "$WORK/worker"
+python_worker $py "$SRC/python/examples/exact_worker.py"
 
 launch py 180 --worker "$WORK/worker" --set train.iterations=4 \
 	--set train.lr=1 --set train.momentum=0 || fail "the Python job exited $?"
@@ -26,7 +15,7 @@ n=$(grep -c "^exact: worker [01] of 2: 20388 values checked, 0 wrong$" "$WORK/py
 [ "$n" -eq 2 ] || fail "$n of 2 Python workers exact"
 pass "2 Python workers x 2 servers, 4 iterations: every value exact"
 
-env $pre $py - <<'PY' >"$WORK/errors.log" 2>&1 || fail "error handling: $(cat "$WORK/errors.log")"
+env $PY_ENV $py - <<'PY' >"$WORK/errors.log" 2>&1 || fail "error handling: $(cat "$WORK/errors.log")"
 import array, ordo
 try:
     ordo.Config(sets=["train.nosuch=1"])

@@ -16,17 +16,8 @@ if ! $py -c "import torch, sklearn" 2>/dev/null; then
 	echo "SKIP: $py cannot import torch and sklearn (apt-get install python3-torch python3-sklearn)"
 	exit 77
 fi
-export PYTHONPATH=$SRC/python LIBORDO_PATH=$BUILD/libordo.so.0
 ex=$SRC/python/examples/torch_digits.py
-pre=
-if grep -q '^PS_SANITIZE:STRING=\(ON\|address\)$' "$BUILD/CMakeCache.txt"; then
-	pre="LD_PRELOAD=$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0"
-fi
-cat >"$WORK/worker" <<SH
-#!/bin/sh
-exec env $pre $py "$ex" "\$@"
-SH
-chmod +x "$WORK/worker"
+python_worker $py "$ex"
 launch torch 600 --worker "$WORK/worker" --set train.iterations=100 \
 	--set train.lr=0.1 --set train.momentum=0.9 || fail "the PyTorch job exited $?"
 $py "$ex" --reference --iterations 100 --lr 0.1 --momentum 0.9 >"$WORK/ref.log" 2>&1 ||
