@@ -12,6 +12,7 @@
  * Bad messages are dropped with a reason.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,8 @@ typedef struct coord {
 	uint64_t asked;   /* on-demand checkpoint requested, 0: none */
 	uint64_t margin;  /* how far ahead of the servers it was asked */
 	int flushing;     /* every worker is done: servers finish writing */
+	int progress_fd;  /* the launcher's pipe after the port, or -1 */
+	uint64_t progress_told; /* last "progress N" written there */
 	/* a tuner (ps-tune, tune.endpoint; docs/tune.md) */
 	struct {
 		int state;        /* 0 none, 1 HELLO sent, 2 attached */
@@ -913,6 +916,20 @@ static void worker_progress(coord *c, member *m, uint64_t iteration)
 		c->tuner.told = floor;
 		send_tuner(c, PS_MSG_PROGRESS, floor);
 	}
+	if (c->progress_fd >= 0 && floor != UINT64_MAX &&
+	    floor > c->progress_told) {
+		/* the launcher's progress line; advisory: a full pipe (a
+		 * launcher that stopped reading) drops it, never blocks */
+		char line[40];
+		int len = snprintf(line, sizeof(line), "progress %llu\n",
+				   (unsigned long long)floor);
+		c->progress_told = floor;
+		if (write(c->progress_fd, line, (size_t)len) != len &&
+		    errno != EAGAIN) {
+			close(c->progress_fd);
+			c->progress_fd = -1;
+		}
+	}
 }
 
 /* CREDIT from the tuner: every sender takes the new window from the
@@ -1196,9 +1213,11 @@ static int running(coord *c)
 	}
 }
 
-static int announce_port(const char *endpoint, int ready_fd)
+/* "PORT\n" on the launcher's pipe; the pipe stays open (non-blocking)
+ * for "progress N\n" lines: every worker has finished N iterations. */
+static int announce_port(coord *c, int ready_fd)
 {
-	const char *colon = strrchr(endpoint, ':');
+	const char *colon = strrchr(c->self.endpoint, ':');
 	char line[32];
 	int len;
 
@@ -1211,7 +1230,11 @@ static int announce_port(const char *endpoint, int ready_fd)
 		close(ready_fd);
 		return PS_EIO;
 	}
-	close(ready_fd);
+	int fl = fcntl(ready_fd, F_GETFL);
+	if (fl >= 0 && fcntl(ready_fd, F_SETFL, fl | O_NONBLOCK) == 0)
+		c->progress_fd = ready_fd;
+	else
+		close(ready_fd);
 	return PS_OK;
 }
 
@@ -1221,6 +1244,7 @@ int ps_coordinator_run(const ps_config *cfg, int ready_fd)
 	int rc, status = 1;
 
 	memset(&c, 0, sizeof(c));
+	c.progress_fd = -1;
 	c.cfg = cfg;
 	c.servers = (uint32_t)cfg->cluster.servers;
 	c.workers = (uint32_t)cfg->cluster.workers;
@@ -1259,7 +1283,7 @@ int ps_coordinator_run(const ps_config *cfg, int ready_fd)
 	PS_INFO("job %016llx: listening on %s, waiting for %u server(s) and "
 		"%u worker(s)", (unsigned long long)c.job_id, c.self.endpoint,
 		c.servers, c.workers);
-	if (announce_port(c.self.endpoint, ready_fd) != PS_OK)
+	if (announce_port(&c, ready_fd) != PS_OK)
 		goto out;
 	rc = registration(&c);
 	if (rc == PS_OK)
@@ -1293,6 +1317,8 @@ out:
 	if (status != 0 && ps_signal_pending())
 		status = ps_signal_exit_status(ps_signal_pending());
 	ps_signals_set_wake(NULL);
+	if (c.progress_fd >= 0)
+		close(c.progress_fd);
 	ps_transport_destroy(&c.t, 2000);
 	ps_placement_free(&c.placement);
 	free(c.priority);

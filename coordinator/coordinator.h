@@ -24,8 +24,10 @@
 #include "common/config.h"
 
 /* Runs the scheduler to the end of the job. If ready_fd >= 0, the bound
- * port is written there as "PORT\n" once listening, and the fd closed (the
- * local launcher uses it with scheduler_port = 0). Returns the process exit
+ * port is written there as "PORT\n" once listening (the local launcher
+ * uses it with scheduler_port = 0), then "progress N\n" whenever every
+ * worker has finished N iterations (ps-launch's progress line; written
+ * non-blocking, dropped when the pipe is full). Returns the process exit
  * status: 0 when the job completed, 1 on failure, 128 + signal. */
 int ps_coordinator_run(const ps_config *cfg, int ready_fd);
 

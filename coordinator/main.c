@@ -32,8 +32,9 @@ int main(int argc, char **argv)
 {
 	static const ps_cli_opt opts[] = {
 		{"ready-fd", "FD",
-		 "write the bound port to FD once listening (used by "
-		 "ps-launch with cluster.scheduler_port = 0)"},
+		 "write the bound port to FD once listening, then "
+		 "\"progress N\" lines as the workers finish iterations "
+		 "(used by ps-launch with cluster.scheduler_port = 0)"},
 		{NULL, NULL, NULL},
 	};
 	int ready_fd = -1;

@@ -8,6 +8,10 @@
  * reports it through a pipe (--ready-fd); the others get it with --set, so
  * jobs never collide on a port.
  *
+ * Progress: the scheduler writes "progress N" lines on the --ready-fd
+ * pipe after the port (coordinator.h); shown as one line rewritten in
+ * place when stderr is a terminal, as plain lines at every 10% otherwise.
+ *
  * Failure handling: when a process fails, the others normally stop by
  * themselves (the scheduler aborts the job within the heartbeat timeout);
  * those still running after that grace period get SIGTERM, then SIGKILL.
@@ -26,6 +30,7 @@
  * mpirun) instead: see the README.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -63,6 +68,14 @@ typedef struct launch {
 	int64_t failed_at_ms;
 	child failed;       /* the first process that failed */
 	int stop_at_once;   /* on a failure, stop the others now (recovery) */
+	/* the scheduler's "progress N" lines (coordinator.h), shown as one
+	 * live line on a terminal, plain lines every 10% otherwise */
+	int progress_fd;
+	char pbuf[256];
+	size_t plen;
+	uint64_t p_first, p_last;
+	int64_t p_first_ms, p_shown_ms;
+	int p_tty, p_line_open;
 	char keys_dir[PATH_MAX]; /* a per-job key pair made here, or "" */
 	char keys_set[PATH_MAX + 32]; /* "security.keys_dir=..." */
 } launch;
@@ -174,6 +187,85 @@ static void reap(launch *l)
 	}
 }
 
+/* "it/s, time left" for the progress line. */
+static void progress_rate(const launch *l, uint64_t n, int total, char *buf,
+			  size_t cap)
+{
+	double secs = (double)(ps_now_ms() - l->p_first_ms) / 1000.0;
+	double rate = secs > 0 ? (double)(n - l->p_first) / secs : 0.0;
+	if (rate > 0 && (uint64_t)total > n)
+		snprintf(buf, cap, ", %.1f it/s, %.0f s left", rate,
+			 (double)((uint64_t)total - n) / rate);
+	else if (rate > 0)
+		snprintf(buf, cap, ", %.1f it/s", rate);
+	else
+		buf[0] = '\0';
+}
+
+/* One "progress N" from the scheduler: every worker has finished N of
+ * train.iterations. A terminal gets one line rewritten in place (at most
+ * 4 times a second); anything else a plain line at every 10%. */
+static void show_progress(launch *l, const ps_config *cfg, uint64_t n)
+{
+	int total = cfg->train.iterations;
+	char rate[80];
+	int64_t now = ps_now_ms();
+
+	if (!l->p_first_ms) {
+		l->p_first = n;
+		l->p_first_ms = now;
+	}
+	uint64_t before = l->p_last;
+	l->p_last = n;
+	progress_rate(l, n, total, rate, sizeof(rate));
+	if (l->p_tty) {
+		if (now - l->p_shown_ms < 250 && n < (uint64_t)total)
+			return;
+		l->p_shown_ms = now;
+		fprintf(stderr, "\rps-launch: iteration %llu/%d%s\033[K",
+			(unsigned long long)n, total, rate);
+		l->p_line_open = 1;
+	} else if (total > 0 && (n * 10 / (uint64_t)total >
+				 before * 10 / (uint64_t)total)) {
+		fprintf(stderr, "ps-launch: iteration %llu/%d (%llu%%)%s\n",
+			(unsigned long long)n, total,
+			(unsigned long long)(n * 100 / (uint64_t)total), rate);
+	}
+	fflush(stderr);
+}
+
+/* Reads what the scheduler's pipe has (never blocks). */
+static void read_progress(launch *l, const ps_config *cfg)
+{
+	if (l->progress_fd < 0)
+		return;
+	for (;;) {
+		ssize_t n = read(l->progress_fd, l->pbuf + l->plen,
+				 sizeof(l->pbuf) - 1 - l->plen);
+		if (n <= 0) {
+			if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+				close(l->progress_fd); /* the scheduler ended */
+				l->progress_fd = -1;
+			}
+			break;
+		}
+		l->plen += (size_t)n;
+		l->pbuf[l->plen] = '\0';
+		char *nl;
+		while ((nl = strchr(l->pbuf, '\n'))) {
+			unsigned long long v;
+			*nl = '\0';
+			if (sscanf(l->pbuf, "progress %llu", &v) == 1)
+				show_progress(l, cfg, v);
+			size_t used = (size_t)(nl + 1 - l->pbuf);
+			memmove(l->pbuf, nl + 1, l->plen - used + 1);
+			l->plen -= used;
+		}
+		if (l->plen == sizeof(l->pbuf) - 1)
+			l->plen = 0; /* a line that long is not ours */
+	}
+}
+
 /* Waits for every child; enforces the grace period after a failure. */
 static void supervise(launch *l, const ps_config *cfg)
 {
@@ -182,6 +274,7 @@ static void supervise(launch *l, const ps_config *cfg)
 	struct timespec tick = {0, 20 * 1000 * 1000};
 
 	while (running_count(l) > 0) {
+		read_progress(l, cfg);
 		reap(l);
 		if (ps_signal_take_usr1() && l->nchildren > 0 &&
 		    !l->children[0].exited) {
@@ -216,6 +309,15 @@ static void supervise(launch *l, const ps_config *cfg)
 			}
 		}
 		nanosleep(&tick, NULL);
+	}
+	read_progress(l, cfg);
+	if (l->progress_fd >= 0) {
+		close(l->progress_fd);
+		l->progress_fd = -1;
+	}
+	if (l->p_line_open) {
+		fputc('\n', stderr);
+		l->p_line_open = 0;
 	}
 }
 
@@ -262,7 +364,16 @@ static int start_scheduler(launch *l, const ps_config *cfg, char *port,
 			fprintf(stderr, "ps-launch: the scheduler did not "
 				"start listening\n");
 	}
-	close(fds[0]);
+	int fl = fcntl(fds[0], F_GETFL);
+	if (rc == PS_OK && fl >= 0 &&
+	    fcntl(fds[0], F_SETFL, fl | O_NONBLOCK) == 0) {
+		l->progress_fd = fds[0]; /* "progress N" lines follow */
+		l->plen = 0;
+		l->p_first_ms = 0;
+		l->p_last = 0;
+	} else {
+		close(fds[0]);
+	}
 	return rc;
 }
 
@@ -445,7 +556,8 @@ int main(int argc, char **argv)
 		 "API that accepts --config/--set"},
 		{NULL, NULL, NULL},
 	};
-	launch l = {.argc = argc, .argv = argv};
+	launch l = {.argc = argc, .argv = argv, .progress_fd = -1,
+		    .p_tty = isatty(STDERR_FILENO)};
 	const ps_cli_info info = {
 		.prog = "ps-launch",
 		.summary = "Runs a whole job on this machine: one ps-scheduler, "
