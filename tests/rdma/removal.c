@@ -94,8 +94,15 @@ static int child(const char *addr, int fd)
 	CHECK(rc == PS_EIO, "recv on a removed device: got \"%s\", want "
 	                    "\"%s\"",
 	      ps_strerror(rc), ps_strerror(PS_EIO));
-	/* recv saw the removal: the transport knows, so a send fails now */
-	rc = ps_transport_send(s, p, "x", 1, NULL, 0, NULL, NULL);
+	/* r saw the removal; s (the sending transport, its own progress
+	 * thread and events) learns of it on its own: its sends must start
+	 * failing. Polling for that condition, bounded by PATIENCE_MS. */
+	int64_t until = now_ms() + PATIENCE_MS;
+	do {
+		rc = ps_transport_send(s, p, "x", 1, NULL, 0, NULL, NULL);
+		if (rc == PS_OK)
+			sleep_ms(10);
+	} while (rc == PS_OK && now_ms() < until);
 	fprintf(stderr, "removal: send answered \"%s\"\n", ps_strerror(rc));
 	CHECK(rc == PS_EIO || rc == PS_ECLOSED, "send on a removed device");
 	t0 = now_ms();
