@@ -13,15 +13,7 @@
 #      index 1 = ::ffff:192.0.2.1, as the later guest tests need).
 # Timing is never asserted: a job that hangs is ended by start_job's hang
 # guard, which assert_job_ended tells apart.
-if [ "${ORDO_RDMA_VM:-0}" != 1 ]; then
-	echo "SKIP: not inside scripts/rdma-vm (ORDO_RDMA_VM is not 1)"
-	exit 77
-fi
-unset ORDO_RDMA_VM # ps-launch reads ORDO_* as configuration
-source "$2/tests/integration/lib.sh" "$1" "$2"
-
-rdma=(--set transport.type=rdma --set cluster.bind_host=192.0.2.1
-	--set cluster.scheduler_host=192.0.2.1)
+source "$(dirname "$0")/guest_lib.sh" "$@"
 
 # kill_mid_job NAME ROLE: starts a long job over rdma, kills one process of
 # ROLE (worker|server) once worker 1 is at iteration 3, and checks the end.

@@ -13,29 +13,12 @@
 #      goes to RTR; the job ends (never hangs) with an error naming the
 #      index and the GID, and the connecting side names the refusal.
 # Timing is never asserted: `launch`'s limit only ends a hang (status 124).
-if [ "${ORDO_RDMA_VM:-0}" != 1 ]; then
-	echo "SKIP: not inside scripts/rdma-vm (ORDO_RDMA_VM is not 1)"
-	exit 77
-fi
-unset ORDO_RDMA_VM # ps-launch reads ORDO_* as configuration
-source "$2/tests/integration/lib.sh" "$1" "$2"
-
-rdma=(--set transport.type=rdma --set cluster.bind_host=192.0.2.1
-	--set cluster.scheduler_host=192.0.2.1)
+source "$(dirname "$0")/guest_lib.sh" "$@"
 
 # 1. index 1: exact values.
 for psize in 1024 1M; do
 	name=gid1_w2s2p$psize
-	EXACT_WORKER_SIZES=1000,4097,10,1 \
-		launch "$name" 240 --worker "$TOOLS/exact_worker" "${rdma[@]}" \
-		--set transport.rdma_gid_index=1 \
-		--set cluster.workers=2 --set cluster.servers=2 \
-		--set scheduling.partition_size="$psize" \
-		--set train.iterations=6 --set train.lr=1 \
-		--set train.momentum=0 ||
-		fail "$name: job exited $?"
-	n=$(grep -c "^exact: .* 0 wrong$" "$WORK/$name.out.log")
-	[ "$n" -eq 2 ] || fail "$name: $n of 2 workers exact"
+	exact_job "$name" "$psize" --set transport.rdma_gid_index=1
 	# the index was applied: each transport names the GID it uses
 	n=$(grep -c 'rdma: queue pairs use GID index 1 (::ffff:192.0.2.1, RoCE v2) of rxe0 port 1' \
 		"$WORK/$name.err.log")

@@ -8,22 +8,14 @@
 # (TicTac) strictly in order per sender, receiver and iteration; under the
 # priority gate never a release while something more urgent was waiting.
 # The checker is shown to fail on a timeline whose order was broken.
-if [ "${ORDO_RDMA_VM:-0}" != 1 ]; then
-	echo "SKIP: not inside scripts/rdma-vm (ORDO_RDMA_VM is not 1)"
-	exit 77
-fi
-unset ORDO_RDMA_VM # ps-launch reads ORDO_* as configuration
-source "$2/tests/integration/lib.sh" "$1" "$2"
+source "$(dirname "$0")/guest_lib.sh" "$@"
 check="$SRC/tests/tools/release_order.py"
 
 for p in baseline p3 tictac-tio tictac-tao bytescheduler ordo; do
 	out=$WORK/$p
 	launch "$p" 240 --set worker.mode=replay \
 		--set model.file="$SRC/conf/models/mobilenet_v2.json" \
-		--set transport.type=rdma \
-		--set cluster.bind_host=192.0.2.1 \
-		--set cluster.scheduler_host=192.0.2.1 \
-		--set scheduling.preset="$p" --set train.iterations=2 \
+		"${rdma[@]}" --set scheduling.preset="$p" --set train.iterations=2 \
 		--set output.dir="$out" || fail "$p: replay over rdma exited $?"
 	case $p in
 	tictac-*) gate=counter ;;
