@@ -12,7 +12,7 @@
  * Bad messages are dropped with a reason.
  */
 #include <errno.h>
-#include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -919,11 +919,18 @@ static void worker_progress(coord *c, member *m, uint64_t iteration)
 	if (c->progress_fd >= 0 && floor != UINT64_MAX &&
 	    floor > c->progress_told) {
 		/* the launcher's progress line; advisory: a full pipe (a
-		 * launcher that stopped reading) drops it, never blocks */
+		 * launcher that stopped reading) drops it, never blocks.
+		 * Polled rather than O_NONBLOCK: the fd may be stdout
+		 * itself (ps-launch --hosts reads both through ssh), which
+		 * must stay blocking; a pipe or socket with room takes a
+		 * line this short whole. */
 		char line[40];
+		struct pollfd pfd = {.fd = c->progress_fd, .events = POLLOUT};
 		int len = snprintf(line, sizeof(line), "progress %llu\n",
 				   (unsigned long long)floor);
 		c->progress_told = floor;
+		if (poll(&pfd, 1, 0) != 1 || !(pfd.revents & POLLOUT))
+			return;
 		if (write(c->progress_fd, line, (size_t)len) != len &&
 		    errno != EAGAIN) {
 			close(c->progress_fd);
@@ -1213,8 +1220,8 @@ static int running(coord *c)
 	}
 }
 
-/* "PORT\n" on the launcher's pipe; the pipe stays open (non-blocking)
- * for "progress N\n" lines: every worker has finished N iterations. */
+/* "PORT\n" on the launcher's pipe; the pipe stays open for "progress
+ * N\n" lines: every worker has finished N iterations. */
 static int announce_port(coord *c, int ready_fd)
 {
 	const char *colon = strrchr(c->self.endpoint, ':');
@@ -1230,11 +1237,7 @@ static int announce_port(coord *c, int ready_fd)
 		close(ready_fd);
 		return PS_EIO;
 	}
-	int fl = fcntl(ready_fd, F_GETFL);
-	if (fl >= 0 && fcntl(ready_fd, F_SETFL, fl | O_NONBLOCK) == 0)
-		c->progress_fd = ready_fd;
-	else
-		close(ready_fd);
+	c->progress_fd = ready_fd;
 	return PS_OK;
 }
 
@@ -1317,7 +1320,7 @@ out:
 	if (status != 0 && ps_signal_pending())
 		status = ps_signal_exit_status(ps_signal_pending());
 	ps_signals_set_wake(NULL);
-	if (c.progress_fd >= 0)
+	if (c.progress_fd > STDERR_FILENO) /* fd 1 under ps-launch --hosts */
 		close(c.progress_fd);
 	ps_transport_destroy(&c.t, 2000);
 	ps_placement_free(&c.placement);

@@ -26,8 +26,10 @@
 /* Runs the scheduler to the end of the job. If ready_fd >= 0, the bound
  * port is written there as "PORT\n" once listening (the local launcher
  * uses it with scheduler_port = 0), then "progress N\n" whenever every
- * worker has finished N iterations (ps-launch's progress line; written
- * non-blocking, dropped when the pipe is full). Returns the process exit
+ * worker has finished N iterations (ps-launch's progress line; dropped,
+ * never waited for, when the pipe is full). ready_fd may be 1: ps-launch
+ * --hosts reads the remote scheduler's stdout, where these lines are
+ * told from the rest by their form. Returns the process exit
  * status: 0 when the job completed, 1 on failure, 128 + signal. */
 int ps_coordinator_run(const ps_config *cfg, int ready_fd);
 

@@ -26,11 +26,23 @@
  * checkpoint.resume=DIR appended to the arguments), at most N times; one
  * line says what died and what the job resumed from.
  *
- * Across machines, start the same binaries with any launcher (ssh, srun,
- * mpirun) instead: see the README.
+ * Across machines (README "Across machines"):
+ *  - --rank: this process is one task of srun or mpirun; it becomes the
+ *    role of its rank (launch/rank.h) by exec, so the cluster's launcher
+ *    supervises every process itself.
+ *  - --hosts FILE: the same job as on one machine, each process started
+ *    over ssh on its host (launch/hosts.h), supervised from here. Every
+ *    ssh runs the remote process under a small sh wrapper that reads
+ *    commands from ssh's stdin, a pipe held here: "term", "usr1", and EOF
+ *    (this launcher gone, even by SIGKILL) stops the process, so nothing
+ *    is left running on any host. The scheduler's stdout comes back
+ *    through ssh; it is also its --ready-fd, whose lines ("PORT",
+ *    "progress N") are told from the rest by their form.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -45,6 +57,8 @@
 #include "checkpoint/checkpoint.h"
 #include "common/cli.h"
 #include "common/log.h"
+#include "launch/hosts.h"
+#include "launch/rank.h"
 #include "runtime/clock.h"
 #include "runtime/signals.h"
 #include "runtime/trace.h"
@@ -52,10 +66,20 @@
 
 typedef struct child {
 	pid_t pid;
-	char name[32];
+	char name[PS_HOST_MAX + 32]; /* "server #0", "server #0 on node2" */
 	int status; /* exit status once exited */
 	int exited;
+	int ctl_fd; /* --hosts: the remote wrapper's command pipe, else -1 */
+	int remote; /* started over ssh */
 } child;
+
+/* ps-launch's own options, left out of what the processes get */
+static const struct {
+	const char *name;
+	int has_arg;
+} own_opts[] = {{"worker", 1}, {"rank", 0}, {"hosts", 1}, {"ssh", 1}};
+
+#define SSH_WORDS_MAX 32
 
 typedef struct launch {
 	char dir[PATH_MAX];
@@ -68,54 +92,176 @@ typedef struct launch {
 	int64_t failed_at_ms;
 	child failed;       /* the first process that failed */
 	int stop_at_once;   /* on a failure, stop the others now (recovery) */
+	int interrupted;    /* a signal stopped the job */
 	/* the scheduler's "progress N" lines (coordinator.h), shown as one
 	 * live line on a terminal, plain lines every 10% otherwise */
 	int progress_fd;
-	char pbuf[256];
+	char pbuf[4096];
+	int p_forward; /* other lines of the stream are the scheduler's
+			* stdout (--hosts): copied to ours */
 	size_t plen;
 	uint64_t p_first, p_last;
 	int64_t p_first_ms, p_shown_ms;
 	int p_tty, p_line_open;
 	char keys_dir[PATH_MAX]; /* a per-job key pair made here, or "" */
 	char keys_set[PATH_MAX + 32]; /* "security.keys_dir=..." */
+	char port[32];       /* the scheduler's, once it said */
+	int rank_mode;       /* --rank */
+	const char *hosts_file; /* --hosts FILE */
+	ps_host *hosts;
+	int nhosts;
+	char *ssh_words[SSH_WORDS_MAX + 1]; /* --ssh COMMAND, split */
+	char ssh_buf[1024];
+	char cwd[PATH_MAX];  /* remote processes start there, if it exists */
 } launch;
 
-/* Starts DIR/prog with our arguments plus extra ones. */
-static int spawn(launch *l, const char *prog, const char *name,
-		 const char *const *extra, int nextra)
+/* The sh wrapper of every remote process (file comment): "$@" is the
+ * program and its arguments. */
+static const char remote_wrapper[] =
+	"exec 4<&0 </dev/null; "
+	"\"$@\" 4<&- & p=$!; "
+	"trap 'kill -TERM $p 2>/dev/null' HUP INT TERM; "
+	"(while read -r c <&4; do case $c in "
+	"usr1) kill -USR1 $p;; term) kill -TERM $p;; esac; done; "
+	"kill -TERM $p 2>/dev/null) & w=$!; "
+	"wait $p; s=$?; "
+	"while kill -0 $p 2>/dev/null; do wait $p; s=$?; done; "
+	"kill $w 2>/dev/null; exit $s";
+
+/* Is argv[i] one of ps-launch's own options? *skip: how many more
+ * arguments belong to it. */
+static int own_option(const char *a, int *skip)
 {
-	char path[PATH_MAX + 32];
+	if (strncmp(a, "--", 2) != 0)
+		return 0;
+	a += 2;
+	size_t len = strcspn(a, "=");
+	for (size_t k = 0; k < sizeof(own_opts) / sizeof(own_opts[0]); k++) {
+		if (strlen(own_opts[k].name) != len ||
+		    strncmp(a, own_opts[k].name, len) != 0)
+			continue;
+		*skip = own_opts[k].has_arg && a[len] != '=';
+		return 1;
+	}
+	return 0;
+}
+
+/* path, our arguments less ps-launch's own, extra, the job's keys; NULL
+ * terminated, malloc'd (the strings are not copied). */
+static char **job_argv(const launch *l, const char *path,
+		       const char *const *extra, int nextra)
+{
 	char **argv = calloc((size_t)(l->argc + nextra + 3), sizeof(*argv));
-	child *ch = &l->children[l->nchildren];
-	pid_t pid;
+	int k = 0, skip;
 
 	if (!argv)
-		return PS_ENOMEM;
-	if (prog[0] == '/')
-		snprintf(path, sizeof(path), "%s", prog);
-	else
-		snprintf(path, sizeof(path), "%s/%s", l->dir, prog);
-	argv[0] = path;
-	int k = 1;
+		return NULL;
+	argv[k++] = (char *)path;
 	for (int i = 1; i < l->argc; i++) {
-		if (strcmp(l->argv[i], "--worker") == 0) {
-			i++; /* ps-launch's own option and its argument */
+		if (own_option(l->argv[i], &skip)) {
+			i += skip;
 			continue;
 		}
-		if (strncmp(l->argv[i], "--worker=", 9) == 0)
-			continue;
 		argv[k++] = l->argv[i];
 	}
 	for (int i = 0; i < nextra; i++)
 		argv[k++] = (char *)extra[i];
 	if (l->keys_set[0]) {
 		argv[k++] = "--set";
-		argv[k++] = l->keys_set;
+		argv[k++] = (char *)l->keys_set;
+	}
+	return argv;
+}
+
+/* The ssh command line that runs argv on host h under the wrapper:
+ * SSH... DEST "cd CWD 2>/dev/null; exec sh -c WRAPPER ordo ARGV...".
+ * *cmd holds the last word (free it with the result). */
+static char **remote_argv(const launch *l, const ps_host *h, char **argv,
+			  char **cmd)
+{
+	size_t cap = 4096, len = 0;
+	int nssh = 0;
+	char **v;
+
+	for (char **a = argv; *a; a++)
+		cap += 4 * strlen(*a) + 3;
+	*cmd = malloc(cap);
+	while (l->ssh_words[nssh])
+		nssh++;
+	v = calloc((size_t)nssh + 3, sizeof(*v));
+	if (!*cmd || !v)
+		goto fail;
+	len = (size_t)snprintf(*cmd, cap, "cd ");
+	if (ps_shell_quote(l->cwd, *cmd, cap, &len) != PS_OK)
+		goto fail;
+	len += (size_t)snprintf(*cmd + len, cap - len,
+				" 2>/dev/null; exec sh -c ");
+	if (ps_shell_quote(remote_wrapper, *cmd, cap, &len) != PS_OK)
+		goto fail;
+	len += (size_t)snprintf(*cmd + len, cap - len, " ordo");
+	for (char **a = argv; *a; a++) {
+		(*cmd)[len++] = ' ';
+		if (ps_shell_quote(*a, *cmd, cap, &len) != PS_OK)
+			goto fail;
+	}
+	for (int i = 0; i < nssh; i++)
+		v[i] = l->ssh_words[i];
+	v[nssh] = (char *)h->dest;
+	v[nssh + 1] = *cmd;
+	return v;
+fail:
+	free(*cmd);
+	*cmd = NULL;
+	free(v);
+	return NULL;
+}
+
+/* Starts DIR/prog with our arguments plus extra ones, here (host NULL)
+ * or on host over ssh. out_fd >= 0: the process's stdout. */
+static int spawn(launch *l, const char *prog, const char *name,
+		 const char *const *extra, int nextra, const ps_host *host,
+		 int out_fd)
+{
+	char path[PATH_MAX + 32];
+	char **argv, **run, *cmd = NULL;
+	child *ch = &l->children[l->nchildren];
+	int ctl[2] = {-1, -1};
+	pid_t pid;
+
+	if (prog[0] == '/')
+		snprintf(path, sizeof(path), "%s", prog);
+	else
+		snprintf(path, sizeof(path), "%s/%s", l->dir, prog);
+	argv = job_argv(l, path, extra, nextra);
+	if (!argv)
+		return PS_ENOMEM;
+	run = argv;
+	if (host) {
+		run = remote_argv(l, host, argv, &cmd);
+		if (!run || pipe(ctl) != 0 ||
+		    fcntl(ctl[1], F_SETFD, FD_CLOEXEC) != 0 ||
+		    fcntl(ctl[1], F_SETFL, O_NONBLOCK) != 0) {
+			PS_ERROR("cannot prepare ssh for %s", name);
+			if (ctl[0] >= 0) {
+				close(ctl[0]);
+				close(ctl[1]);
+			}
+			free(run);
+			free(cmd);
+			free(argv);
+			return PS_EIO;
+		}
 	}
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {
 		PS_ERROR("cannot start %s: %s", name, strerror(errno));
+		if (host) {
+			close(ctl[0]);
+			close(ctl[1]);
+			free(run);
+			free(cmd);
+		}
 		free(argv);
 		return PS_EIO;
 	}
@@ -125,14 +271,30 @@ static int spawn(launch *l, const char *prog, const char *name,
 		sa.sa_handler = SIG_DFL;
 		sigaction(SIGINT, &sa, NULL);
 		sigaction(SIGTERM, &sa, NULL);
-		execv(path, argv);
-		fprintf(stderr, "ps-launch: cannot run %s: %s\n", path,
+		if (ctl[0] >= 0)
+			dup2(ctl[0], STDIN_FILENO);
+		if (out_fd >= 0)
+			dup2(out_fd, STDOUT_FILENO);
+		if (host)
+			execvp(run[0], run);
+		else
+			execv(path, argv);
+		fprintf(stderr, "ps-launch: cannot run %s: %s\n", run[0],
 			strerror(errno));
 		_exit(127);
 	}
+	if (host) {
+		close(ctl[0]);
+		free(run);
+		free(cmd);
+	}
 	free(argv);
-	*ch = (child){.pid = pid};
-	snprintf(ch->name, sizeof(ch->name), "%s", name);
+	*ch = (child){.pid = pid, .ctl_fd = ctl[1], .remote = host != NULL};
+	if (host)
+		snprintf(ch->name, sizeof(ch->name), "%s on %s", name,
+			 host->dest);
+	else
+		snprintf(ch->name, sizeof(ch->name), "%s", name);
 	l->nchildren++;
 	return PS_OK;
 }
@@ -146,11 +308,26 @@ static int status_of(int wstatus)
 	return 1;
 }
 
+/* A remote process gets SIGTERM and SIGUSR1 as commands to its wrapper
+ * (its ssh would only die of them); SIGKILL ends the ssh, and the
+ * wrapper then stops the process. */
+static void signal_child(child *ch, int sig)
+{
+	if (ch->exited)
+		return;
+	if (ch->ctl_fd >= 0 && (sig == SIGTERM || sig == SIGUSR1)) {
+		const char *c = sig == SIGTERM ? "term\n" : "usr1\n";
+		if (write(ch->ctl_fd, c, strlen(c)) < 0)
+			kill(ch->pid, sig); /* the wrapper is gone */
+		return;
+	}
+	kill(ch->pid, sig);
+}
+
 static void signal_all(launch *l, int sig)
 {
 	for (int i = 0; i < l->nchildren; i++)
-		if (!l->children[i].exited)
-			kill(l->children[i].pid, sig);
+		signal_child(&l->children[i], sig);
 }
 
 static int running_count(const launch *l)
@@ -173,11 +350,24 @@ static void reap(launch *l)
 				continue;
 			ch->exited = 1;
 			ch->status = status_of(wstatus);
+			if (ch->ctl_fd >= 0) {
+				close(ch->ctl_fd);
+				ch->ctl_fd = -1;
+			}
 			if (ch->status != 0) {
 				fprintf(stderr, "ps-launch: %s (pid %d) "
-					"exited with status %d\n", ch->name,
-					(int)pid, ch->status);
-				if (!l->failed_status) {
+					"exited with status %d%s\n", ch->name,
+					(int)pid, ch->status,
+					ch->remote && ch->status == 255
+						? " (ssh could not connect or "
+						  "run the command: see its "
+						  "message above)"
+						: "");
+				/* after a signal stopped the job, ends
+				 * are its doing (a process that saw the
+				 * scheduler go before its own SIGTERM
+				 * came exits 1), not failures */
+				if (!l->failed_status && !l->interrupted) {
 					l->failed_status = ch->status;
 					l->failed_at_ms = ps_now_ms();
 					l->failed = *ch;
@@ -234,8 +424,34 @@ static void show_progress(launch *l, const ps_config *cfg, uint64_t n)
 	fflush(stderr);
 }
 
-/* Reads what the scheduler's pipe has (never blocks). */
-static void read_progress(launch *l, const ps_config *cfg)
+/* One line of the scheduler's stream: its port (digits, the first such
+ * line), "progress N", or (--hosts) a line of its stdout. */
+static void scheduler_line(launch *l, const ps_config *cfg, const char *line)
+{
+	unsigned long long v;
+	char tail;
+
+	if (!l->port[0] && line[0] && strlen(line) < sizeof(l->port) &&
+	    strspn(line, "0123456789") == strlen(line)) {
+		snprintf(l->port, sizeof(l->port), "%s", line);
+		return;
+	}
+	if (sscanf(line, "progress %llu%c", &v, &tail) == 1) {
+		show_progress(l, cfg, v);
+		return;
+	}
+	if (!l->p_forward)
+		return;
+	if (l->p_line_open) {
+		fputc('\n', stderr);
+		l->p_line_open = 0;
+	}
+	printf("%s\n", line);
+	fflush(stdout);
+}
+
+/* Reads what the scheduler's stream has (never blocks). */
+static void read_scheduler(launch *l, const ps_config *cfg)
 {
 	if (l->progress_fd < 0)
 		return;
@@ -246,6 +462,9 @@ static void read_progress(launch *l, const ps_config *cfg)
 			if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
 				close(l->progress_fd); /* the scheduler ended */
 				l->progress_fd = -1;
+				if (l->plen && l->p_forward)
+					printf("%.*s\n", (int)l->plen, l->pbuf);
+				l->plen = 0;
 			}
 			break;
 		}
@@ -253,16 +472,18 @@ static void read_progress(launch *l, const ps_config *cfg)
 		l->pbuf[l->plen] = '\0';
 		char *nl;
 		while ((nl = strchr(l->pbuf, '\n'))) {
-			unsigned long long v;
 			*nl = '\0';
-			if (sscanf(l->pbuf, "progress %llu", &v) == 1)
-				show_progress(l, cfg, v);
+			scheduler_line(l, cfg, l->pbuf);
 			size_t used = (size_t)(nl + 1 - l->pbuf);
 			memmove(l->pbuf, nl + 1, l->plen - used + 1);
 			l->plen -= used;
 		}
-		if (l->plen == sizeof(l->pbuf) - 1)
-			l->plen = 0; /* a line that long is not ours */
+		if (l->plen == sizeof(l->pbuf) - 1) {
+			/* a line that long is not the launcher's protocol */
+			if (l->p_forward)
+				fwrite(l->pbuf, 1, l->plen, stdout);
+			l->plen = 0;
+		}
 	}
 }
 
@@ -274,13 +495,13 @@ static void supervise(launch *l, const ps_config *cfg)
 	struct timespec tick = {0, 20 * 1000 * 1000};
 
 	while (running_count(l) > 0) {
-		read_progress(l, cfg);
+		read_scheduler(l, cfg);
 		reap(l);
 		if (ps_signal_take_usr1() && l->nchildren > 0 &&
 		    !l->children[0].exited) {
 			fprintf(stderr, "ps-launch: SIGUSR1: asking the "
 				"scheduler for a checkpoint\n");
-			kill(l->children[0].pid, SIGUSR1);
+			signal_child(&l->children[0], SIGUSR1);
 		}
 		if (l->failed_status && l->stop_at_once && !termed) {
 			signal_all(l, SIGTERM);
@@ -292,6 +513,7 @@ static void supervise(launch *l, const ps_config *cfg)
 				"job\n", ps_signal_pending());
 			signal_all(l, SIGTERM);
 			forwarded = 1;
+			l->interrupted = 1;
 			l->failed_at_ms = ps_now_ms();
 			grace = 5000;
 		}
@@ -310,7 +532,7 @@ static void supervise(launch *l, const ps_config *cfg)
 		}
 		nanosleep(&tick, NULL);
 	}
-	read_progress(l, cfg);
+	read_scheduler(l, cfg);
 	if (l->progress_fd >= 0) {
 		close(l->progress_fd);
 		l->progress_fd = -1;
@@ -321,60 +543,83 @@ static void supervise(launch *l, const ps_config *cfg)
 	}
 }
 
-/* Reads the scheduler's port from the pipe. */
-static int read_port(int fd, int timeout_ms, char *port, size_t cap)
-{
-	struct pollfd pfd = {.fd = fd, .events = POLLIN};
-	size_t len = 0;
-	int64_t deadline = ps_now_ms() + timeout_ms;
-
-	while (len + 1 < cap) {
-		int64_t left = deadline - ps_now_ms();
-		ssize_t n;
-		if (left <= 0 || poll(&pfd, 1, (int)left) <= 0)
-			return PS_ETIMEDOUT;
-		n = read(fd, port + len, cap - 1 - len);
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-		if (memchr(port, '\n', len))
-			break;
-	}
-	port[len] = '\0';
-	port[strcspn(port, "\n")] = '\0';
-	return len > 0 ? PS_OK : PS_EIO;
-}
-
-static int start_scheduler(launch *l, const ps_config *cfg, char *port,
-			   size_t cap, const char *resume)
+/* Starts the scheduler (here, or on host) and waits for its port in
+ * l->port; its stream stays open for the progress lines. */
+static int start_scheduler(launch *l, const ps_config *cfg,
+			   const char *const *extra, int nextra,
+			   const ps_host *host)
 {
 	char fdarg[16];
-	const char *extra[4] = {"--ready-fd", fdarg, "--set", resume};
-	int fds[2], rc;
+	const char *args[16];
+	int fds[2], rc, n = 0;
+	int64_t deadline = ps_now_ms() + cfg->cluster.connect_timeout_ms;
 
 	if (pipe(fds) != 0)
 		return PS_EIO;
-	snprintf(fdarg, sizeof(fdarg), "%d", fds[1]);
-	rc = spawn(l, "ps-scheduler", "scheduler", extra, resume ? 4 : 2);
+	/* here: a pipe of its own; on a host: its stdout, through ssh */
+	snprintf(fdarg, sizeof(fdarg), "%d", host ? STDOUT_FILENO : fds[1]);
+	args[n++] = "--ready-fd";
+	args[n++] = fdarg;
+	for (int i = 0; i < nextra && n < 16; i++)
+		args[n++] = extra[i];
+	l->port[0] = '\0';
+	l->plen = 0;
+	l->p_first_ms = 0;
+	l->p_last = 0;
+	l->p_forward = host != NULL;
+	rc = spawn(l, "ps-scheduler", "scheduler", args, n, host,
+		   host ? fds[1] : -1);
 	close(fds[1]);
-	if (rc == PS_OK) {
-		rc = read_port(fds[0], cfg->cluster.connect_timeout_ms, port,
-			       cap);
-		if (rc != PS_OK)
-			fprintf(stderr, "ps-launch: the scheduler did not "
-				"start listening\n");
-	}
 	int fl = fcntl(fds[0], F_GETFL);
-	if (rc == PS_OK && fl >= 0 &&
-	    fcntl(fds[0], F_SETFL, fl | O_NONBLOCK) == 0) {
-		l->progress_fd = fds[0]; /* "progress N" lines follow */
-		l->plen = 0;
-		l->p_first_ms = 0;
-		l->p_last = 0;
-	} else {
+	if (rc != PS_OK || fl < 0 ||
+	    fcntl(fds[0], F_SETFL, fl | O_NONBLOCK) != 0) {
 		close(fds[0]);
+		return rc != PS_OK ? rc : PS_EIO;
 	}
-	return rc;
+	l->progress_fd = fds[0];
+	while (!l->port[0] && l->progress_fd >= 0) {
+		struct pollfd pfd = {.fd = l->progress_fd, .events = POLLIN};
+		int64_t left = deadline - ps_now_ms();
+		if (left <= 0 || ps_signal_pending())
+			break;
+		if (poll(&pfd, 1, left > 200 ? 200 : (int)left) > 0)
+			read_scheduler(l, cfg);
+	}
+	if (!l->port[0]) {
+		fprintf(stderr, "ps-launch: the scheduler did not start "
+			"listening\n");
+		return PS_ETIMEDOUT;
+	}
+	return PS_OK;
+}
+
+/* --ssh COMMAND into words (split at spaces: no quoting). */
+static int split_ssh(launch *l, const char *cmd, char *err, size_t errlen)
+{
+	int n = 0;
+	char *save = NULL;
+
+	if (strlen(cmd) >= sizeof(l->ssh_buf)) {
+		snprintf(err, errlen, "--ssh: the command is longer than %zu "
+			 "characters", sizeof(l->ssh_buf) - 1);
+		return PS_EINVAL;
+	}
+	snprintf(l->ssh_buf, sizeof(l->ssh_buf), "%s", cmd);
+	for (char *w = strtok_r(l->ssh_buf, " \t", &save); w;
+	     w = strtok_r(NULL, " \t", &save)) {
+		if (n == SSH_WORDS_MAX) {
+			snprintf(err, errlen, "--ssh: more than %d words",
+				 SSH_WORDS_MAX);
+			return PS_EINVAL;
+		}
+		l->ssh_words[n++] = w;
+	}
+	l->ssh_words[n] = NULL;
+	if (n == 0) {
+		snprintf(err, errlen, "--ssh needs a command");
+		return PS_EINVAL;
+	}
+	return PS_OK;
 }
 
 static int on_opt(void *ud, const char *name, const char *arg, char *err,
@@ -382,12 +627,197 @@ static int on_opt(void *ud, const char *name, const char *arg, char *err,
 {
 	launch *l = ud;
 
-	if (strcmp(name, "worker") != 0 || !arg || !*arg) {
-		snprintf(err, errlen, "--worker needs a program");
+	if (strcmp(name, "rank") == 0) {
+		l->rank_mode = 1;
+		return PS_OK;
+	}
+	if (!arg || !*arg) {
+		snprintf(err, errlen, "--%s needs an argument", name);
 		return PS_EINVAL;
 	}
-	l->worker = arg;
+	if (strcmp(name, "worker") == 0)
+		l->worker = arg;
+	else if (strcmp(name, "hosts") == 0)
+		l->hosts_file = arg;
+	else if (strcmp(name, "ssh") == 0)
+		return split_ssh(l, arg, err, errlen);
+	else
+		return PS_EINVAL;
 	return PS_OK;
+}
+
+/* Is host a numeric IPv4 address? */
+static int is_ipv4(const char *host)
+{
+	struct in_addr a;
+	return inet_pton(AF_INET, host, &a) == 1;
+}
+
+/* The IPv4 address of this machine from which traffic to host:port
+ * leaves (a UDP socket connected there: nothing is sent). */
+static int route_source(const char *host, int port, char *addr, size_t cap)
+{
+	struct addrinfo hints = {.ai_family = AF_INET,
+				 .ai_socktype = SOCK_DGRAM},
+			*res = NULL;
+	struct sockaddr_in self;
+	socklen_t len = sizeof(self);
+	char service[16];
+	int fd, rc = PS_EIO;
+
+	snprintf(service, sizeof(service), "%d", port);
+	if (getaddrinfo(host, service, &hints, &res) != 0 || !res)
+		return PS_ENOENT;
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&self, &len) == 0 &&
+	    inet_ntop(AF_INET, &self.sin_addr, addr, (socklen_t)cap))
+		rc = PS_OK;
+	if (fd >= 0)
+		close(fd);
+	freeaddrinfo(res);
+	return rc;
+}
+
+/* The first IPv4 address of host, resolved here. */
+static int resolve_ipv4(const char *host, char *addr, size_t cap)
+{
+	struct addrinfo hints = {.ai_family = AF_INET}, *res = NULL;
+
+	if (getaddrinfo(host, NULL, &hints, &res) != 0 || !res)
+		return PS_ENOENT;
+	inet_ntop(AF_INET, &((struct sockaddr_in *)res->ai_addr)->sin_addr,
+		  addr, (socklen_t)cap);
+	freeaddrinfo(res);
+	return PS_OK;
+}
+
+static const char *env_get(const char *name)
+{
+	return getenv(name);
+}
+
+/* --rank: becomes the role of this process's rank (exec); returns only
+ * on an error, with the exit status. */
+static int run_rank(launch *l, const ps_config *cfg)
+{
+	const int servers = cfg->cluster.servers, workers = cfg->cluster.workers;
+	const int total = 1 + servers + workers;
+	char err[512], setarg[128], addr[64], path[PATH_MAX + 32];
+	const char *extra[2] = {"--set", setarg}, *prog;
+	int nextra = 0, idx;
+	ps_rank r;
+	ps_role role;
+
+	if (ps_rank_from_env(env_get, &r, err, sizeof(err)) != PS_OK) {
+		fprintf(stderr, "ps-launch: --rank: %s\n", err);
+		return 2;
+	}
+	if (r.size != total) {
+		fprintf(stderr, "ps-launch: --rank: %s = %d, but the job is %d "
+			"processes (1 scheduler, %d server(s), %d worker(s)): "
+			"start %d tasks (srun -n %d, mpirun -np %d)\n",
+			r.size_var, r.size, total, servers, workers, total,
+			total, total);
+		return 2;
+	}
+	if (cfg->cluster.scheduler_port == 0) {
+		fprintf(stderr, "ps-launch: --rank: cluster.scheduler_port = 0 "
+			"(an ephemeral port) cannot be told to the other "
+			"ranks: set a fixed port\n");
+		return 2;
+	}
+	if (cfg->security.mode == PS_SECURITY_CURVE &&
+	    !cfg->security.keys_dir[0]) {
+		fprintf(stderr, "ps-launch: --rank: security.mode = curve needs "
+			"security.keys_dir, the same key pair on every node "
+			"(ps-keygen DIR)\n");
+		return 2;
+	}
+	if (cfg->fault.restarts > 0)
+		fprintf(stderr, "ps-launch: --rank: fault.restarts = %d is "
+			"ps-launch's own restart loop, not used here: the "
+			"cluster's launcher decides about restarts\n",
+			cfg->fault.restarts);
+	ps_rank_role(r.rank, servers, workers, &role, &idx);
+	if (role == PS_ROLE_SCHEDULER) {
+		/* it binds the address: a host name is resolved here */
+		prog = "ps-scheduler";
+		if (!is_ipv4(cfg->cluster.scheduler_host)) {
+			if (resolve_ipv4(cfg->cluster.scheduler_host, addr,
+					 sizeof(addr)) != PS_OK) {
+				fprintf(stderr, "ps-launch: --rank: "
+					"cluster.scheduler_host = %s does not "
+					"resolve to an IPv4 address here\n",
+					cfg->cluster.scheduler_host);
+				return 2;
+			}
+			snprintf(setarg, sizeof(setarg),
+				 "cluster.scheduler_host=%s", addr);
+			nextra = 2;
+		}
+	} else {
+		prog = role == PS_ROLE_SERVER ? "ps-server"
+		       : l->worker ? l->worker : "ps-worker";
+		/* the default loopback bind would be unreachable from a
+		 * scheduler elsewhere: the address that reaches it */
+		if (!cfg->cluster.interface[0] &&
+		    !cfg->cluster.advertise_host[0] &&
+		    strcmp(cfg->cluster.bind_host, "127.0.0.1") == 0 &&
+		    route_source(cfg->cluster.scheduler_host,
+				 cfg->cluster.scheduler_port, addr,
+				 sizeof(addr)) == PS_OK &&
+		    strncmp(addr, "127.", 4) != 0) {
+			snprintf(setarg, sizeof(setarg),
+				 "cluster.bind_host=%s", addr);
+			nextra = 2;
+		}
+	}
+	char which[16] = "";
+	if (role != PS_ROLE_SCHEDULER)
+		snprintf(which, sizeof(which), " #%d", idx);
+	fprintf(stderr, "ps-launch: rank %d of %d (%s): %s%s%s%s\n", r.rank,
+		r.size, r.rank_var, ps_role_name(role), which,
+		nextra ? ", " : "", nextra ? setarg : "");
+	if (prog[0] == '/')
+		snprintf(path, sizeof(path), "%s", prog);
+	else
+		snprintf(path, sizeof(path), "%s/%s", l->dir, prog);
+	char **argv = job_argv(l, path, extra, nextra);
+	if (!argv)
+		return 1;
+	fflush(NULL);
+	execv(path, argv);
+	fprintf(stderr, "ps-launch: cannot run %s: %s\n", path,
+		strerror(errno));
+	free(argv);
+	return 127;
+}
+
+/* --hosts: reads the file; the checks the job needs on several hosts. */
+static int prepare_hosts(launch *l, const ps_config *cfg)
+{
+	char err[1024];
+
+	if (ps_hosts_load(l->hosts_file, &l->hosts, &l->nhosts, err,
+			  sizeof(err)) != PS_OK) {
+		fprintf(stderr, "ps-launch: %s\n", err);
+		return 2;
+	}
+	if (cfg->security.mode == PS_SECURITY_CURVE &&
+	    !cfg->security.keys_dir[0]) {
+		fprintf(stderr, "ps-launch: --hosts: security.mode = curve "
+			"needs security.keys_dir, the same key pair on every "
+			"host (ps-keygen DIR)\n");
+		return 2;
+	}
+	if (!l->ssh_words[0]) {
+		char e[64];
+		split_ssh(l, "ssh -o BatchMode=yes", e, sizeof(e));
+	}
+	if (!getcwd(l->cwd, sizeof(l->cwd)))
+		snprintf(l->cwd, sizeof(l->cwd), "/");
+	return 0;
 }
 
 /* mkdir -p */
@@ -437,30 +867,94 @@ static void merge_timeline(const ps_config *cfg)
 	free(paths);
 }
 
-/* Starts the scheduler, the servers and the workers, and waits for them
- * all. resume: an extra "checkpoint.resume=DIR" for --set, or NULL. */
+/* The host of rank under --hosts, else NULL (here). */
+static const ps_host *host_of(const launch *l, int rank)
+{
+	return l->hosts ? &l->hosts[ps_hosts_place(l->hosts, l->nhosts, rank)]
+			: NULL;
+}
+
+/* --hosts: one line per host saying what runs there. */
+static void show_placement(const launch *l, const ps_config *cfg)
+{
+	const int servers = cfg->cluster.servers;
+	const int total = 1 + servers + cfg->cluster.workers;
+
+	for (int h = 0; h < l->nhosts; h++) {
+		int first = 1;
+		fprintf(stderr, "ps-launch: %s (%s):", l->hosts[h].dest,
+			l->hosts[h].addr);
+		for (int r = 0; r < total; r++) {
+			ps_role role;
+			int idx;
+			if (host_of(l, r) != &l->hosts[h] ||
+			    ps_rank_role(r, servers, cfg->cluster.workers,
+					 &role, &idx) != PS_OK)
+				continue;
+			fprintf(stderr, "%s %s", first ? "" : ",",
+				ps_role_name(role));
+			if (role != PS_ROLE_SCHEDULER)
+				fprintf(stderr, " #%d", idx);
+			first = 0;
+		}
+		fprintf(stderr, "%s\n", first ? " nothing" : "");
+	}
+}
+
+/* Starts the scheduler, the servers and the workers (here, or over ssh
+ * on their hosts), and waits for them all. resume: an extra
+ * "checkpoint.resume=DIR" for --set, or NULL. */
 static void run_job(launch *l, const ps_config *cfg, const char *resume)
 {
-	char port[32], portarg[64];
-	const char *extra[4] = {"--set", portarg, "--set", resume};
-	int nextra = resume ? 4 : 2, rc;
+	const int servers = cfg->cluster.servers;
+	const int total = 1 + servers + cfg->cluster.workers;
+	char portarg[64], schedarg[96];
+	const char *common[6];
+	int nc = 0, rc;
 
 	l->nchildren = 0;
 	l->failed_status = 0;
+	l->interrupted = 0;
 	fprintf(stderr, "ps-launch: starting 1 scheduler, %d server(s), %d "
-		"worker(s)\n", cfg->cluster.servers, cfg->cluster.workers);
-	rc = start_scheduler(l, cfg, port, sizeof(port), resume);
-	snprintf(portarg, sizeof(portarg), "cluster.scheduler_port=%s", port);
-	for (int i = 0; rc == PS_OK && i < cfg->cluster.servers; i++) {
-		char name[32];
-		snprintf(name, sizeof(name), "server #%d", i);
-		rc = spawn(l, "ps-server", name, extra, nextra);
+		"worker(s)%s\n", servers, cfg->cluster.workers,
+		l->hosts ? " over ssh" : "");
+	if (l->hosts) {
+		show_placement(l, cfg);
+		snprintf(schedarg, sizeof(schedarg),
+			 "cluster.scheduler_host=%s", host_of(l, 0)->addr);
+		common[nc++] = "--set";
+		common[nc++] = schedarg;
 	}
-	for (int i = 0; rc == PS_OK && i < cfg->cluster.workers; i++) {
-		char name[32];
-		snprintf(name, sizeof(name), "worker #%d", i);
-		rc = spawn(l, l->worker ? l->worker : "ps-worker", name, extra,
-			   nextra);
+	if (resume) {
+		common[nc++] = "--set";
+		common[nc++] = resume;
+	}
+	rc = start_scheduler(l, cfg, common, nc, host_of(l, 0));
+	snprintf(portarg, sizeof(portarg), "cluster.scheduler_port=%s",
+		 l->port);
+	common[nc++] = "--set";
+	common[nc++] = portarg;
+	for (int r = 1; rc == PS_OK && r < total; r++) {
+		const ps_host *h = host_of(l, r);
+		const char *extra[8];
+		char name[32], bindarg[96];
+		int ne = nc, idx;
+		ps_role role;
+
+		memcpy(extra, common, (size_t)nc * sizeof(*extra));
+		/* on a host: its address, unless the config names one */
+		if (h && !cfg->cluster.interface[0] &&
+		    !cfg->cluster.advertise_host[0]) {
+			snprintf(bindarg, sizeof(bindarg),
+				 "cluster.bind_host=%s", h->addr);
+			extra[ne++] = "--set";
+			extra[ne++] = bindarg;
+		}
+		ps_rank_role(r, servers, cfg->cluster.workers, &role, &idx);
+		snprintf(name, sizeof(name), "%s #%d", ps_role_name(role), idx);
+		rc = spawn(l, role == PS_ROLE_SERVER ? "ps-server"
+			   : l->worker ? l->worker : "ps-worker",
+			   name, extra, ne, h, -1);
 	}
 	if (rc != PS_OK && !l->failed_status) {
 		l->failed_status = 1;
@@ -554,15 +1048,33 @@ int main(int argc, char **argv)
 		 "run PROGRAM (an absolute path, or a name beside ps-launch) "
 		 "instead of ps-worker: any program built on the ordo client "
 		 "API that accepts --config/--set"},
+		{"hosts", "FILE",
+		 "start the processes over ssh on the hosts of FILE (one per "
+		 "line: HOST [slots=N] [addr=A.B.C.D]; rank 0 the scheduler, "
+		 "then the servers, then the workers, dealt out over the "
+		 "hosts' slots in turn); the binaries, the config and "
+		 "--worker must be at the same paths on every host"},
+		{"ssh", "COMMAND",
+		 "the ssh command for --hosts, split at spaces (default: ssh "
+		 "-o BatchMode=yes)"},
+		{"rank", NULL,
+		 "be one process of a job started by srun or mpirun: rank 0 "
+		 "(SLURM_PROCID, OMPI_COMM_WORLD_RANK or PMI_RANK) runs the "
+		 "scheduler, ranks 1..servers the servers, the rest the "
+		 "workers; the number of tasks must be 1 + servers + workers "
+		 "and cluster.scheduler_port fixed"},
 		{NULL, NULL, NULL},
 	};
 	launch l = {.argc = argc, .argv = argv, .progress_fd = -1,
+		    .hosts = NULL,
 		    .p_tty = isatty(STDERR_FILENO)};
 	const ps_cli_info info = {
 		.prog = "ps-launch",
-		.summary = "Runs a whole job on this machine: one ps-scheduler, "
+		.summary = "Runs a whole job: one ps-scheduler, "
 			   "cluster.servers ps-server and cluster.workers "
-			   "ps-worker processes, all with these arguments.",
+			   "ps-worker processes, all with these arguments, on "
+			   "this machine, over ssh (--hosts) or as one rank "
+			   "of srun/mpirun (--rank).",
 		.opts = opts,
 		.on_opt = on_opt,
 		.ud = &l,
@@ -579,6 +1091,19 @@ int main(int argc, char **argv)
 	if (ps_cli_bin_dir(l.dir, sizeof(l.dir)) != PS_OK) {
 		fprintf(stderr, "ps-launch: cannot find its own directory\n");
 		return 1;
+	}
+	if (l.rank_mode && l.hosts_file) {
+		fprintf(stderr, "ps-launch: --rank and --hosts exclude each "
+			"other: under srun/mpirun the cluster's launcher "
+			"places the processes\n");
+		return 2;
+	}
+	if (l.rank_mode)
+		return run_rank(&l, &cfg);
+	if (l.hosts_file) {
+		int st2 = prepare_hosts(&l, &cfg);
+		if (st2 != 0)
+			return st2;
 	}
 	l.stop_at_once = cfg.fault.restarts > 0;
 	l.children = calloc((size_t)(1 + cfg.cluster.servers +
@@ -609,6 +1134,7 @@ int main(int argc, char **argv)
 			break;
 	}
 	free(l.children);
+	free(l.hosts);
 	remove_job_keys(&l);
 	if (cfg.output.dir[0])
 		merge_timeline(&cfg);

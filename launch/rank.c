@@ -1,0 +1,109 @@
+/*
+ * launch/rank.c - a process's rank from its launcher's environment, and
+ * the role of a rank (rank.h).
+ */
+#include "launch/rank.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "ordo/error.h"
+
+static const struct {
+	const char *rank, *size;
+} launchers[] = {
+	{"SLURM_PROCID", "SLURM_NTASKS"},
+	{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+	{"PMI_RANK", "PMI_SIZE"},
+};
+
+/* A non-negative decimal int, the whole string. */
+static int parse_count(const char *s, int *out)
+{
+	char *end;
+	long v;
+
+	if (!s || !*s || *s == '-' || *s == '+')
+		return PS_EINVAL;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v < 0 || v > INT_MAX)
+		return PS_EINVAL;
+	*out = (int)v;
+	return PS_OK;
+}
+
+int ps_rank_from_env(ps_getenv_fn env, ps_rank *out, char *err, size_t cap)
+{
+	for (size_t i = 0; i < sizeof(launchers) / sizeof(launchers[0]); i++) {
+		const char *r = env(launchers[i].rank);
+		const char *s = env(launchers[i].size);
+		if (!r && !s)
+			continue;
+		out->rank_var = launchers[i].rank;
+		out->size_var = launchers[i].size;
+		if (!r || !s) {
+			snprintf(err, cap, "%s is set but %s is not",
+				 r ? launchers[i].rank : launchers[i].size,
+				 r ? launchers[i].size : launchers[i].rank);
+			return PS_EINVAL;
+		}
+		if (parse_count(r, &out->rank) != PS_OK) {
+			snprintf(err, cap, "%s = '%s' is not a rank",
+				 launchers[i].rank, r);
+			return PS_EINVAL;
+		}
+		if (parse_count(s, &out->size) != PS_OK || out->size < 1) {
+			snprintf(err, cap, "%s = '%s' is not a number of "
+				 "processes", launchers[i].size, s);
+			return PS_EINVAL;
+		}
+		if (out->rank >= out->size) {
+			snprintf(err, cap, "%s = %d is not below %s = %d",
+				 launchers[i].rank, out->rank,
+				 launchers[i].size, out->size);
+			return PS_EINVAL;
+		}
+		return PS_OK;
+	}
+	snprintf(err, cap, "no rank in the environment: --rank is for "
+		 "processes started by srun (SLURM_PROCID, SLURM_NTASKS), "
+		 "Open MPI's mpirun (OMPI_COMM_WORLD_RANK, "
+		 "OMPI_COMM_WORLD_SIZE) or a PMI launcher (PMI_RANK, "
+		 "PMI_SIZE)");
+	return PS_ENOENT;
+}
+
+int ps_rank_role(int rank, int servers, int workers, ps_role *role,
+		 int *index)
+{
+	if (rank < 0 || servers < 0 || workers < 0 ||
+	    rank > servers + workers)
+		return PS_EINVAL;
+	if (rank == 0) {
+		*role = PS_ROLE_SCHEDULER;
+		*index = 0;
+	} else if (rank <= servers) {
+		*role = PS_ROLE_SERVER;
+		*index = rank - 1;
+	} else {
+		*role = PS_ROLE_WORKER;
+		*index = rank - 1 - servers;
+	}
+	return PS_OK;
+}
+
+const char *ps_role_name(ps_role role)
+{
+	switch (role) {
+	case PS_ROLE_SCHEDULER:
+		return "scheduler";
+	case PS_ROLE_SERVER:
+		return "server";
+	case PS_ROLE_WORKER:
+		return "worker";
+	}
+	return "?";
+}
