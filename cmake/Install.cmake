@@ -47,8 +47,11 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/ordo.pc
 
 # The Python package (python/ordo: ctypes over libordo.so.0), told where
 # the library was installed (_libpath.py, written at install time so that
-# `cmake --install --prefix P` and DESTDIR staging both point at P).
-set(ORDO_PYTHON_DIR ${CMAKE_INSTALL_LIBDIR}/python3/dist-packages)
+# `cmake --install --prefix P` and DESTDIR staging both point at P). Under
+# lib/python3/dist-packages even where the library goes to a multiarch
+# lib/<triplet> (CMAKE_INSTALL_PREFIX=/usr): Debian's python3 looks only
+# in /usr/lib/python3/dist-packages.
+set(ORDO_PYTHON_DIR lib/python3/dist-packages)
 install(FILES python/ordo/__init__.py DESTINATION ${ORDO_PYTHON_DIR}/ordo)
 install(CODE "
   file(WRITE \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${ORDO_PYTHON_DIR}/ordo/_libpath.py\"
@@ -84,7 +87,14 @@ set(CPACK_PACKAGE_CONTACT "ordo maintainers <ordo@localhost>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
   "parameter server for distributed DNN training with ordered transfers")
 set(CPACK_DEBIAN_PACKAGE_SECTION science)
+# Depends comes from dpkg-shlibdeps (dpkg-dev), which CPack skips without
+# a word when it is missing: cmake/CPackProject.cmake stops cpack -G DEB
+# then instead of making a package with no Depends. python3 is only for
+# the Python package. scripts/check-deb.sh installs the package in a clean
+# Debian 12 chroot and runs a job with it.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS python3)
+set(CPACK_PROJECT_CONFIG_FILE ${CMAKE_CURRENT_SOURCE_DIR}/cmake/CPackProject.cmake)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 include(CPack)

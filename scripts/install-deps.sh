@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-	build-essential cmake pkg-config
+	build-essential dpkg-dev cmake pkg-config
 	libzmq3-dev libmsgpack-dev libinih-dev libgsl-dev libcmocka-dev
 	libjansson-dev zlib1g-dev libibverbs-dev librdmacm-dev
 	iproute2 procps python3
