@@ -10,7 +10,8 @@ source "$(dirname "$0")/lib.sh" "$@"
 prefix=$WORK/prefix
 cmake --install "$BUILD" --prefix "$prefix" >"$WORK/install.log" 2>&1 ||
 	fail "cmake --install: $(tail -n 5 "$WORK/install.log")"
-libdir=$(ls -d "$prefix"/lib* | head -n 1)
+# lib, or lib/<multiarch> when configured with CMAKE_INSTALL_PREFIX=/usr
+libdir=$prefix/$(sed -n 's/^CMAKE_INSTALL_LIBDIR:PATH=//p' "$BUILD/CMakeCache.txt")
 for f in bin/ps-launch bin/ps-scheduler bin/ps-server bin/ps-worker bin/ps-keygen \
 	include/ordo/ordo.h include/ordo/error.h; do
 	[ -e "$prefix/$f" ] || fail "not installed: $f"
@@ -55,7 +56,7 @@ done
 # The Python package finds the installed library by itself.
 pre=()
 [ ${#flags[@]} -gt 0 ] && pre=(env "LD_PRELOAD=$(gcc -print-file-name=libasan.so)" ASAN_OPTIONS=detect_leaks=0)
-got=$(PYTHONPATH=$libdir/python3/dist-packages "${pre[@]}" python3 -c 'import ordo; print(ordo.library_path())') ||
+got=$(PYTHONPATH=$prefix/lib/python3/dist-packages "${pre[@]}" python3 -c 'import ordo; print(ordo.library_path())') ||
 	fail "the installed Python package does not import"
 [ "$got" = "$libdir/libordo.so.0" ] || fail "the installed Python package uses $got, not $libdir/libordo.so.0"
 pass "installed: binaries, libordo.so.0 (public API only), headers, ordo.pc, the CMake package, the Python package; built both ways, exact jobs"
