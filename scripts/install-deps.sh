@@ -11,6 +11,7 @@ packages=(
 	gnuplot-nox
 	clang libclang-rt-14-dev help2man
 	python3-torch python3-sklearn
+	openssh-server openssh-client openmpi-bin mpich slurm-wlm munge
 )
 missing=()
 for p in "${packages[@]}"; do
