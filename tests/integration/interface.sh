@@ -7,6 +7,8 @@
 #  3. (root: a network namespace of its own with a veth pair v0 10.201.0.1
 #     and v1 10.201.0.2) the scheduler on v0's address, cluster.interface =
 #     v1: every node listens on 10.201.0.2, exact.
+#  4. (the same namespace) every node advertising 10.201.0.99, where
+#     nobody is: the scheduler's error names the node and the address.
 source "$(dirname "$0")/lib.sh" "$@"
 exact=(--worker "$TOOLS/exact_worker" --set train.iterations=3
 	--set train.lr=1 --set train.momentum=0)
@@ -54,4 +56,15 @@ EXACT_WORKER_SIZES=100 launch_ns "${exact[@]}" --set cluster.scheduler_host=10.2
 n=$(grep -c '\(server\|worker\)\] info: listening on tcp://10.201.0.2:' "$WORK/ns.err.log")
 [ "$n" -eq 4 ] || fail "$n of 4 nodes listen on v1's 10.201.0.2"
 pass "cluster.interface = v1 in a namespace: 4 nodes on 10.201.0.2 (the scheduler on v0's 10.201.0.1), exact"
+assert_no_leftovers
+
+# 4. an advertised address the scheduler cannot reach (10.201.0.99: in v0's
+#    subnet, nobody there): the scheduler's error names the node and the
+#    address, and the job fails instead of waiting on.
+EXACT_WORKER_SIZES=100 launch_ns "${exact[@]}" --set cluster.scheduler_host=10.201.0.1 \
+	--set cluster.bind_host=0.0.0.0 --set cluster.advertise_host=10.201.0.99 \
+	--set cluster.connect_timeout_ms=20000 && fail "a job advertising an unreachable address ran"
+grep -q "scheduler\] error: aborting the job: cannot reach \(server\|worker\) pid [0-9]* at tcp://10.201.0.99:[0-9]*, which registered: .* (cluster.advertise_host?)" \
+	"$WORK/ns.err.log" || fail "no error naming the unreachable address: $(grep -m3 error "$WORK/ns.err.log")"
+pass "an advertised address the scheduler cannot reach: named in the scheduler's error, the job failed"
 assert_no_leftovers
