@@ -47,7 +47,7 @@ ip -n "$ns" addr add 10.201.0.2/24 dev v1
 ip -n "$ns" link set v0 up
 ip -n "$ns" link set v1 up
 launch_ns() {
-	timeout --kill-after=5 120 ip netns exec "$ns" "$BUILD/ps-launch" --config "$JOB" "$@" \
+	timeout --kill-after=5 300 ip netns exec "$ns" "$BUILD/ps-launch" --config "$JOB" "$@" \
 		>"$WORK/ns.out.log" 2>"$WORK/ns.err.log"
 }
 EXACT_WORKER_SIZES=100 launch_ns "${exact[@]}" --set cluster.scheduler_host=10.201.0.1 \

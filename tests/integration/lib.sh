@@ -95,11 +95,15 @@ assert_no_leftovers() {
 # start_job NAME [ps-launch args...]: like launch, in the background;
 # JOB_PID is the pid of the timeout(1) around ps-launch (it passes
 # SIGINT/SIGTERM on). Its limit, 300 s, only ends a hang: the status is
-# then 124 (or 137).
+# then 124 (or 137). timeout(1) arms --kill-after on any signal it passes
+# on, not only at the limit, so that is a bound on how long the job may
+# take to stop after a test's SIGINT: far above ps-launch's own SIGTERM
+# and SIGKILL escalation (8 s), which a loaded machine may need whole
+# (5 s here made interrupt.sh fail under load).
 start_job() {
 	local name=$1
 	shift
-	timeout --kill-after=5 300 "$BUILD/ps-launch" --config "$JOB" "$@" \
+	timeout --kill-after=60 300 "$BUILD/ps-launch" --config "$JOB" "$@" \
 		>"$WORK/$name.out.log" 2>"$WORK/$name.err.log" &
 	JOB_PID=$!
 }
