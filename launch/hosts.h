@@ -25,10 +25,10 @@
 
 #include <stddef.h>
 
-#define PS_HOST_MAX 256
+#define PS_HOSTS_DEST_MAX 256
 
 typedef struct ps_host {
-	char dest[PS_HOST_MAX]; /* ssh destination, "[user@]host" */
+	char dest[PS_HOSTS_DEST_MAX]; /* ssh destination, "[user@]host" */
 	char addr[64];          /* IPv4, "a.b.c.d" */
 	int slots;
 	int line;               /* in the file, for messages */

@@ -66,7 +66,7 @@
 
 typedef struct child {
 	pid_t pid;
-	char name[PS_HOST_MAX + 32]; /* "server #0", "server #0 on node2" */
+	char name[PS_HOSTS_DEST_MAX + 32]; /* "server #0", "server #0 on node2" */
 	int status; /* exit status once exited */
 	int exited;
 	int ctl_fd; /* --hosts: the remote wrapper's command pipe, else -1 */
@@ -225,7 +225,7 @@ static int spawn(launch *l, const char *prog, const char *name,
 	char path[PATH_MAX + 32];
 	char **argv, **run, *cmd = NULL;
 	child *ch = &l->children[l->nchildren];
-	int ctl[2] = {-1, -1};
+	int ctl[2] = {-1, -1}, rc = PS_OK;
 	pid_t pid;
 
 	if (prog[0] == '/')
@@ -242,28 +242,16 @@ static int spawn(launch *l, const char *prog, const char *name,
 		    fcntl(ctl[1], F_SETFD, FD_CLOEXEC) != 0 ||
 		    fcntl(ctl[1], F_SETFL, O_NONBLOCK) != 0) {
 			PS_ERROR("cannot prepare ssh for %s", name);
-			if (ctl[0] >= 0) {
-				close(ctl[0]);
-				close(ctl[1]);
-			}
-			free(run);
-			free(cmd);
-			free(argv);
-			return PS_EIO;
+			rc = PS_EIO;
+			goto out;
 		}
 	}
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {
 		PS_ERROR("cannot start %s: %s", name, strerror(errno));
-		if (host) {
-			close(ctl[0]);
-			close(ctl[1]);
-			free(run);
-			free(cmd);
-		}
-		free(argv);
-		return PS_EIO;
+		rc = PS_EIO;
+		goto out;
 	}
 	if (pid == 0) {
 		struct sigaction sa;
@@ -283,20 +271,24 @@ static int spawn(launch *l, const char *prog, const char *name,
 			strerror(errno));
 		_exit(127);
 	}
-	if (host) {
-		close(ctl[0]);
-		free(run);
-		free(cmd);
-	}
-	free(argv);
 	*ch = (child){.pid = pid, .ctl_fd = ctl[1], .remote = host != NULL};
+	ctl[1] = -1; /* the child's now */
 	if (host)
 		snprintf(ch->name, sizeof(ch->name), "%s on %s", name,
 			 host->dest);
 	else
 		snprintf(ch->name, sizeof(ch->name), "%s", name);
 	l->nchildren++;
-	return PS_OK;
+out:
+	if (ctl[0] >= 0)
+		close(ctl[0]);
+	if (ctl[1] >= 0)
+		close(ctl[1]);
+	if (run != argv)
+		free(run);
+	free(cmd);
+	free(argv);
+	return rc;
 }
 
 static int status_of(int wstatus)
@@ -692,6 +684,19 @@ static int resolve_ipv4(const char *host, char *addr, size_t cap)
 	return PS_OK;
 }
 
+/* Across machines a per-job key pair made here would reach no other
+ * node: security.mode = curve needs a keys_dir every node has. */
+static int keys_shared(const ps_config *cfg, const char *mode)
+{
+	if (cfg->security.mode != PS_SECURITY_CURVE ||
+	    cfg->security.keys_dir[0])
+		return 1;
+	fprintf(stderr, "ps-launch: %s: security.mode = curve needs "
+		"security.keys_dir, the same key pair on every node "
+		"(ps-keygen DIR)\n", mode);
+	return 0;
+}
+
 static const char *env_get(const char *name)
 {
 	return getenv(name);
@@ -707,7 +712,7 @@ static int run_rank(launch *l, const ps_config *cfg)
 	const char *extra[2] = {"--set", setarg}, *prog;
 	int nextra = 0, idx;
 	ps_rank r;
-	ps_role role;
+	uint32_t role;
 
 	if (ps_rank_from_env(env_get, &r, err, sizeof(err)) != PS_OK) {
 		fprintf(stderr, "ps-launch: --rank: %s\n", err);
@@ -727,13 +732,8 @@ static int run_rank(launch *l, const ps_config *cfg)
 			"ranks: set a fixed port\n");
 		return 2;
 	}
-	if (cfg->security.mode == PS_SECURITY_CURVE &&
-	    !cfg->security.keys_dir[0]) {
-		fprintf(stderr, "ps-launch: --rank: security.mode = curve needs "
-			"security.keys_dir, the same key pair on every node "
-			"(ps-keygen DIR)\n");
+	if (!keys_shared(cfg, "--rank"))
 		return 2;
-	}
 	if (cfg->fault.restarts > 0)
 		fprintf(stderr, "ps-launch: --rank: fault.restarts = %d is "
 			"ps-launch's own restart loop, not used here: the "
@@ -804,13 +804,8 @@ static int prepare_hosts(launch *l, const ps_config *cfg)
 		fprintf(stderr, "ps-launch: %s\n", err);
 		return 2;
 	}
-	if (cfg->security.mode == PS_SECURITY_CURVE &&
-	    !cfg->security.keys_dir[0]) {
-		fprintf(stderr, "ps-launch: --hosts: security.mode = curve "
-			"needs security.keys_dir, the same key pair on every "
-			"host (ps-keygen DIR)\n");
+	if (!keys_shared(cfg, "--hosts"))
 		return 2;
-	}
 	if (!l->ssh_words[0]) {
 		char e[64];
 		split_ssh(l, "ssh -o BatchMode=yes", e, sizeof(e));
@@ -885,7 +880,7 @@ static void show_placement(const launch *l, const ps_config *cfg)
 		fprintf(stderr, "ps-launch: %s (%s):", l->hosts[h].dest,
 			l->hosts[h].addr);
 		for (int r = 0; r < total; r++) {
-			ps_role role;
+			uint32_t role;
 			int idx;
 			if (host_of(l, r) != &l->hosts[h] ||
 			    ps_rank_role(r, servers, cfg->cluster.workers,
@@ -939,7 +934,7 @@ static void run_job(launch *l, const ps_config *cfg, const char *resume)
 		const char *extra[8];
 		char name[32], bindarg[96];
 		int ne = nc, idx;
-		ps_role role;
+		uint32_t role;
 
 		memcpy(extra, common, (size_t)nc * sizeof(*extra));
 		/* on a host: its address, unless the config names one */

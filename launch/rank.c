@@ -76,7 +76,7 @@ int ps_rank_from_env(ps_getenv_fn env, ps_rank *out, char *err, size_t cap)
 	return PS_ENOENT;
 }
 
-int ps_rank_role(int rank, int servers, int workers, ps_role *role,
+int ps_rank_role(int rank, int servers, int workers, uint32_t *role,
 		 int *index)
 {
 	if (rank < 0 || servers < 0 || workers < 0 ||
@@ -93,17 +93,4 @@ int ps_rank_role(int rank, int servers, int workers, ps_role *role,
 		*index = rank - 1 - servers;
 	}
 	return PS_OK;
-}
-
-const char *ps_role_name(ps_role role)
-{
-	switch (role) {
-	case PS_ROLE_SCHEDULER:
-		return "scheduler";
-	case PS_ROLE_SERVER:
-		return "server";
-	case PS_ROLE_WORKER:
-		return "worker";
-	}
-	return "?";
 }

@@ -15,6 +15,9 @@
 #define ORDO_LAUNCH_RANK_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include "proto/wire.h" /* PS_ROLE_*, ps_role_name */
 
 /* getenv, or a fake one in tests */
 typedef const char *(*ps_getenv_fn)(const char *name);
@@ -34,14 +37,10 @@ typedef struct ps_rank {
  */
 int ps_rank_from_env(ps_getenv_fn env, ps_rank *out, char *err, size_t cap);
 
-typedef enum { PS_ROLE_SCHEDULER, PS_ROLE_SERVER, PS_ROLE_WORKER } ps_role;
-
-/* The role of rank (0 <= rank < 1 + servers + workers) and its index
- * among its kind. PS_EINVAL for a rank outside the job. */
-int ps_rank_role(int rank, int servers, int workers, ps_role *role,
+/* The role of rank (0 <= rank < 1 + servers + workers: PS_ROLE_SCHEDULER,
+ * _SERVER or _WORKER) and its index among its kind. PS_EINVAL for a rank
+ * outside the job. */
+int ps_rank_role(int rank, int servers, int workers, uint32_t *role,
 		 int *index);
-
-/* "scheduler", "server", "worker" */
-const char *ps_role_name(ps_role role);
 
 #endif /* ORDO_LAUNCH_RANK_H */

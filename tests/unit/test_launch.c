@@ -99,12 +99,12 @@ static void test_rank_errors(void **state)
 static void test_roles(void **state)
 {
 	(void)state;
-	ps_role role;
+	uint32_t role;
 	int idx;
 	/* 2 servers, 3 workers: 0 | 1 2 | 3 4 5 */
 	const struct {
 		int rank;
-		ps_role role;
+		uint32_t role;
 		int idx;
 	} want[] = {{0, PS_ROLE_SCHEDULER, 0}, {1, PS_ROLE_SERVER, 0},
 		    {2, PS_ROLE_SERVER, 1},    {3, PS_ROLE_WORKER, 0},
