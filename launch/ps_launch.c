@@ -88,6 +88,7 @@ typedef struct launch {
 	child *children;
 	int nchildren;
 	const char *worker; /* --worker PROGRAM, NULL: ps-worker */
+	char worker_path[PATH_MAX + 256]; /* --worker dir/prog, absolute */
 	int failed_status;  /* first failure's status, 0 if none */
 	int64_t failed_at_ms;
 	child failed;       /* the first process that failed */
@@ -495,7 +496,10 @@ static void supervise(launch *l, const ps_config *cfg)
 				"scheduler for a checkpoint\n");
 			signal_child(&l->children[0], SIGUSR1);
 		}
-		if (l->failed_status && l->stop_at_once && !termed) {
+		/* 127: a program that cannot run (its message is above);
+		 * the rest would only wait for it until a timeout */
+		if (l->failed_status &&
+		    (l->stop_at_once || l->failed_status == 127) && !termed) {
 			signal_all(l, SIGTERM);
 			termed = 1;
 			grace = 0;
@@ -627,8 +631,25 @@ static int on_opt(void *ud, const char *name, const char *arg, char *err,
 		snprintf(err, errlen, "--%s needs an argument", name);
 		return PS_EINVAL;
 	}
-	if (strcmp(name, "worker") == 0)
-		l->worker = arg;
+	if (strcmp(name, "worker") == 0) {
+		/* a path with a '/' is the shell's: from the current
+		 * directory (made absolute, for --hosts too); a bare name
+		 * is a program beside ps-launch */
+		if (arg[0] != '/' && strchr(arg, '/')) {
+			char cwd[PATH_MAX];
+			if (!getcwd(cwd, sizeof(cwd)) ||
+			    (size_t)snprintf(l->worker_path,
+					     sizeof(l->worker_path), "%s/%s",
+					     cwd, arg) >= sizeof(l->worker_path)) {
+				snprintf(err, errlen, "--worker %s: the path is "
+					 "too long", arg);
+				return PS_EINVAL;
+			}
+			l->worker = l->worker_path;
+		} else {
+			l->worker = arg;
+		}
+	}
 	else if (strcmp(name, "hosts") == 0)
 		l->hosts_file = arg;
 	else if (strcmp(name, "ssh") == 0)
@@ -1040,9 +1061,10 @@ int main(int argc, char **argv)
 {
 	static const ps_cli_opt opts[] = {
 		{"worker", "PROGRAM",
-		 "run PROGRAM (an absolute path, or a name beside ps-launch) "
-		 "instead of ps-worker: any program built on the ordo client "
-		 "API that accepts --config/--set"},
+		 "run PROGRAM instead of ps-worker: a path (relative to the "
+		 "current directory when it has a '/'), or the name of a "
+		 "program beside ps-launch; any program built on the ordo "
+		 "client API that accepts --config/--set"},
 		{"hosts", "FILE",
 		 "start the processes over ssh on the hosts of FILE (one per "
 		 "line: HOST [slots=N] [addr=A.B.C.D]; rank 0 the scheduler, "

@@ -25,6 +25,7 @@ at the end.
 """
 import argparse
 import sys
+import time
 
 import numpy as np
 import torch
@@ -123,6 +124,7 @@ def worker(argv):
     rank, workers = c.rank, c.num_workers
     share = BATCH // workers
     it = c.start_iteration()
+    started = time.monotonic()
     while c.next_iteration(it):
         state["it"] = it
         xb, yb = batch(xtr, ytr, it)
@@ -136,7 +138,7 @@ def worker(argv):
     for k in range(len(params)):  # the last update
         c.wait(tensors[k], it)
     say("worker %d accuracy %.4f" % (rank, accuracy(net, xte, yte)))
-    c.finish(it, last_loss=loss.item())
+    c.finish(it, seconds=time.monotonic() - started, last_loss=loss.item())
     c.close()
 
 

@@ -117,3 +117,18 @@ python3 "$SRC/model/apply_profile.py" "$SRC/tests/models/chain8.json" \
 	"$WORK/partial.json" "$WORK/x.json" 2>"$WORK/err.log" && fail "partial profile accepted"
 grep -q "no time for 15 op(s)" "$WORK/err.log" || fail "partial profile: unclear error"
 pass "apply_profile.py: measured times, partial profile refused"
+
+# ps-launch --worker: a path with a '/' is relative to the current
+# directory (as in a shell), a bare name is a program beside ps-launch.
+mkdir -p "$WORK/bin"
+ln -s "$TOOLS/exact_worker" "$WORK/bin/my_worker"
+(cd "$WORK" && EXACT_WORKER_SIZES=100 launch relworker 120 --worker bin/my_worker \
+	--set train.iterations=2 --set train.lr=1 --set train.momentum=0) ||
+	fail "--worker bin/my_worker (relative to the current directory) failed"
+[ "$(grep -c '^exact: .* 0 wrong$' "$WORK/relworker.out.log")" -eq 2 ] || fail "relative --worker: not exact"
+launch nosuchworker 120 --worker no_such_worker_program --set train.iterations=2 &&
+	fail "a missing --worker program ran"
+grep -q "ps-launch: cannot run $BUILD/no_such_worker_program: No such file or directory" \
+	"$WORK/nosuchworker.err.log" || fail "no error naming the missing worker program"
+assert_no_leftovers
+pass "ps-launch --worker: dir/prog from the current directory, a bare name beside ps-launch"
