@@ -68,7 +68,7 @@ typedef struct option {
 } option;
 
 static const char *const sections[] = {
-    "cluster", "transport", "security", "model", "worker",  "train",
+    "cluster", "transport", "security", "model", "worker", "server", "train",
     "scheduling", "log", "output", "checkpoint", "fault", "metrics", "link",
     "sim", "tune", NULL};
 
@@ -84,6 +84,8 @@ static const char *const worker_mode_names[] = {
     [PS_WORKER_TRAIN] = "train", [PS_WORKER_REPLAY] = "replay", NULL};
 static const char *const compute_names[] = {
     [PS_COMPUTE_SLEEP] = "sleep", [PS_COMPUTE_SPIN] = "spin", NULL};
+static const char *const device_names[] = {
+    [PS_DEVICE_CPU] = "cpu", [PS_DEVICE_CUDA] = "cuda", NULL};
 static const char *const mode_names[] = {
     [PS_MODE_SYNC] = "sync", [PS_MODE_ASYNC] = "async", NULL};
 static const char *const preset_names[] = {
@@ -285,6 +287,18 @@ static const option options[] = {
     ENUM(worker, compute, "sleep", compute_names,
          "How a replayed op spends its time: sleep (many workers fit on "
          "few cores) or spin (busy-wait: more precise, one core each)."),
+
+    /* [server] */
+    ENUM(server, device, "cpu", device_names,
+         "Where a server sums the pushed gradients and applies the SGD "
+         "step: cpu, or cuda (the GPU server.cuda_device; only in builds "
+         "configured with -DPS_WITH_CUDA=ON). Not finished: ps-server "
+         "opens the device at start-up and then refuses to run, as the "
+         "update path on the GPU is not wired in yet (docs/cuda.md)."),
+    INT(server, cuda_device, "0", 0, 255,
+        "server.device = cuda: the CUDA device a server uses, in the CUDA "
+        "runtime's numbering (within CUDA_VISIBLE_DEVICES; "
+        "CUDA_DEVICE_ORDER=PCI_BUS_ID gives nvidia-smi's)."),
 
     /* [train] */
     INT(train, iterations, "20", 0, 1000000000,
@@ -1340,6 +1354,12 @@ int ps_config_validate(const ps_config *cfg, char *err, size_t errlen)
 		            "transport.type: 'rdma' is not in this build "
 		            "(configure with -DPS_WITH_RDMA=ON, which needs "
 		            "rdma-core); allowed: tcp");
+#endif
+#ifndef PS_WITH_CUDA
+	if (cfg->server.device == PS_DEVICE_CUDA)
+		return errf(err, errlen,
+		            "server.device = cuda: this build has no CUDA "
+		            "support (configure with -DPS_WITH_CUDA=ON)");
 #endif
 	if (cfg->security.mode == PS_SECURITY_CURVE &&
 	    cfg->transport.type != PS_TRANSPORT_TCP)

@@ -41,6 +41,7 @@ typedef enum {
 } ps_preset;
 typedef enum { PS_WORKER_TRAIN = 0, PS_WORKER_REPLAY = 1 } ps_worker_mode;
 typedef enum { PS_COMPUTE_SLEEP = 0, PS_COMPUTE_SPIN = 1 } ps_compute_wait;
+typedef enum { PS_DEVICE_CPU = 0, PS_DEVICE_CUDA = 1 } ps_server_device;
 typedef enum { PS_SHARING_FIFO = 0, PS_SHARING_FAIR = 1 } ps_link_sharing;
 typedef enum {
 	PS_LINK_MODEL_AUTO = 0, /* transport.type's */
@@ -96,6 +97,10 @@ struct ps_config {
 		int mode;    /* ps_worker_mode */
 		int compute; /* ps_compute_wait */
 	} worker;
+	struct {
+		int device;      /* ps_server_device: where updates are applied */
+		int cuda_device; /* device = cuda: the CUDA device index */
+	} server;
 	struct {
 		int iterations;
 		int batch; /* per worker */

@@ -42,6 +42,19 @@ expect_config_error "missing file" "$WORK/none.ini" --config "$WORK/none.ini"
 expect_config_error "bad --set" "train.iterations" --set train.iterations=abc
 expect_config_error "unknown --set key" "no.such" --set no.such=1
 ORDO_TRAIN_LR=abc expect_config_error "bad environment" "ORDO_TRAIN_LR"
+# server.device = cuda needs a CUDA build (tests/cuda/no_device.sh checks
+# the CUDA build's start-up error)
+if ! grep -q '^PS_WITH_CUDA:BOOL=ON' "$BUILD/CMakeCache.txt"; then
+	expect_config_error "server.device = cuda without CUDA" \
+		"server.device = cuda: this build has no CUDA support (configure with -DPS_WITH_CUDA=ON)" \
+		--set server.device=cuda
+	timeout 120 "$BUILD/ps-launch" --set server.device=cuda >/dev/null 2>"$WORK/err.log"
+	rc=$?
+	[ $rc -eq 2 ] || fail "ps-launch, server.device = cuda without CUDA: exit $rc, expected 2"
+	grep -q "this build has no CUDA support" "$WORK/err.log" ||
+		fail "ps-launch, server.device = cuda without CUDA: no clear message"
+	pass "ps-launch: server.device = cuda without CUDA"
+fi
 
 # Scheduler unreachable: the node gives up after connect_timeout_ms (the
 # message names the limit it gave up at) instead of hanging (ended by the

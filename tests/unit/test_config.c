@@ -15,8 +15,8 @@
 
 /* The config sections, as error messages list them. */
 #define SECTIONS                                                               \
-	"cluster, transport, security, model, worker, train, scheduling, log, output, "   \
-	"checkpoint, fault, metrics, link, sim, tune"
+	"cluster, transport, security, model, worker, server, train, "         \
+	"scheduling, log, output, checkpoint, fault, metrics, link, sim, tune"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -707,6 +707,25 @@ static void test_validate(void **state)
 	                     "rdma-core); allowed: tcp");
 #endif
 
+	/* server.device = cuda needs a CUDA build; the index is bounded */
+	ps_config_defaults(&cfg);
+	assert_int_equal(cfg.server.device, PS_DEVICE_CPU);
+	assert_int_equal(cfg.server.cuda_device, 0);
+	cfg.server.device = PS_DEVICE_CUDA;
+#ifndef PS_WITH_CUDA
+	expect_invalid(&cfg, "server.device = cuda: this build has no CUDA "
+	                     "support (configure with -DPS_WITH_CUDA=ON)");
+#else
+	{
+		char e[256];
+		assert_int_equal(ps_config_validate(&cfg, e, sizeof(e)), PS_OK);
+	}
+#endif
+	ps_config_defaults(&cfg);
+	cfg.server.cuda_device = 256;
+	expect_invalid(&cfg, "server.cuda_device: 256 is out of range "
+	                     "[0, 255]");
+
 	ps_config_defaults(&cfg);
 	cfg.train.batch = 64;
 	cfg.model.samples_per_worker = 32;
@@ -882,6 +901,8 @@ static void test_reference(void **state)
 	                                   "compute_scale",
 	                                   "mode", /* worker.mode */
 	                                   "compute",
+	                                   "device", /* [server] */
+	                                   "cuda_device",
 	                                   "dir",
 	                                   "bandwidth_gbps",
 	                                   "iterations",
