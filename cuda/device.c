@@ -36,13 +36,23 @@ int ps_cuda_open(int index, ps_cuda_info *info, char *err, size_t cap)
 	cudaError_t e = cudaGetDeviceCount(&count);
 	if (e != cudaSuccess) {
 		(void)cudaGetLastError(); /* not sticky: clear it */
+		if (e == cudaErrorInsufficientDriver) {
+			int rt = 0;
+			(void)cudaRuntimeGetVersion(&rt);
+			return errf(err, cap, PS_ENOTSUP,
+			            "no CUDA device: cudaGetDeviceCount: %s (no "
+			            "NVIDIA driver loaded, or one older than this "
+			            "CUDA %d.%d runtime)",
+			            cudaGetErrorString(e), rt / 1000,
+			            rt % 1000 / 10);
+		}
 		return errf(err, cap, PS_ENOTSUP,
 		            "no CUDA device: cudaGetDeviceCount: %s",
 		            cudaGetErrorString(e));
 	}
 	if (count <= 0)
 		return errf(err, cap, PS_ENOTSUP,
-		            "no CUDA device: cudaGetDeviceCount found 0");
+		            "no CUDA device: cudaGetDeviceCount: 0 devices");
 	if (index < 0 || index >= count) {
 		char list[1024] = "";
 		size_t used = 0;

@@ -20,6 +20,9 @@
 
 #include "common/log.h"
 #include "common/memory.h"
+#ifdef PS_WITH_CUDA
+#include "cuda/device.h"
+#endif
 #include "runtime/clock.h"
 #include "runtime/node.h"
 #include "runtime/signals.h"
@@ -587,11 +590,45 @@ static int handle(server *s, ps_msg **msg_p, const ps_wire_header *h)
 	return rc;
 }
 
+/*
+ * server.device = cuda (only a build with PS_WITH_CUDA accepts it): the
+ * device must be there before the server joins the job. The update path on
+ * the device (cuda/optimizer_cuda.h) is not wired into the server yet
+ * (docs/cuda.md), so even a device that opens is refused rather than
+ * silently left unused.
+ */
+static int check_device(const ps_config *cfg)
+{
+	if (cfg->server.device != PS_DEVICE_CUDA)
+		return PS_OK;
+#ifdef PS_WITH_CUDA
+	char err[1024];
+	ps_cuda_info info;
+	int rc = ps_cuda_open(cfg->server.cuda_device, &info, err,
+	                      sizeof(err));
+	if (rc != PS_OK) {
+		PS_ERROR("%s", err);
+		return rc;
+	}
+	PS_ERROR("server.device = cuda: CUDA device %d (%s) opened, but the "
+	         "server does not apply updates on a GPU yet (docs/cuda.md); "
+	         "use server.device = cpu",
+	         info.index, info.name);
+	return PS_ENOTSUP;
+#else
+	PS_ERROR("server.device = cuda: this build has no CUDA support "
+	         "(configure with -DPS_WITH_CUDA=ON)");
+	return PS_ENOTSUP;
+#endif
+}
+
 int ps_server_run(const ps_config *cfg)
 {
 	server s;
 	int status = 1, rc;
 
+	if (check_device(cfg) != PS_OK)
+		return 1; /* before anything is set up */
 	memset(&s, 0, sizeof(s));
 	s.cfg = cfg;
 	rc = ps_node_join(&s.node, cfg, PS_ROLE_SERVER, NULL, 0);
