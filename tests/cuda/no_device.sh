@@ -42,7 +42,8 @@ else
 fi
 pass "ps-server: server.cuda_device = 255, exit $rc"
 
-# the whole job: ps-launch fails (its servers do), clearly and promptly
+# the whole job: ps-launch fails (its servers do) and shows why; the
+# scheduler gives up after cluster.connect_timeout_ms
 timeout 300 "$BUILD/ps-launch" --config "$JOB" --set server.device=cuda \
 	>/dev/null 2>"$WORK/launch.log"
 rc=$?
