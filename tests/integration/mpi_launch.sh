@@ -4,6 +4,11 @@
 # of its own, so its fixed scheduler port collides with nothing.
 #  1. mpirun -np 5 with conf/cluster.ini (the shipped config for jobs
 #     across machines): exact, each rank says its role.
+#  1b. (in the namespace) cluster.scheduler_host = 10.204.0.1, on a veth
+#     there, and bind_host left at its loopback default:
+#     every server and worker binds the address from which it reaches the
+#     scheduler, says so, and the job is exact; a scheduler host given by
+#     name (localhost) is resolved by rank 0.
 #  2. mpiexec.hydra -n 5 (when MPICH is installed): the same by PMI_RANK.
 #  3. mpirun -np 4 for a 5-process job: the ranks stop with exit 2 saying
 #     how many tasks to start (mpirun aborts the others at the first one,
@@ -51,6 +56,30 @@ grep -q "^summary: job .* 2 worker(s) x 2 server(s), 5 iterations" "$WORK/job.ou
 	fail "no scheduler summary"
 assert_no_leftovers
 pass "mpirun -np 5 ps-launch --rank: 1 scheduler, 2 servers, 2 workers by OMPI_COMM_WORLD_RANK, exact"
+
+if [ ${#in_ns[@]} -gt 0 ]; then
+	# on a veth pair (an address on lo would leave Open MPI's
+	# out-of-band channel without a network)
+	ip -n "$ns" link add v0 type veth peer name v1 || fail "ip link add veth"
+	ip -n "$ns" addr add 10.204.0.1/24 dev v0
+	ip -n "$ns" link set v0 up
+	ip -n "$ns" link set v1 up
+	run_mpi routed 5 "$JOB" "${exact[@]}" --set cluster.scheduler_host=10.204.0.1 ||
+		fail "the job with the scheduler on 10.204.0.1 exited $?"
+	[ "$(grep -c '^exact: .* 0 wrong$' "$WORK/routed.out.log")" -eq 2 ] || fail "routed job not exact"
+	n=$(grep -c "ps-launch: rank [1-4] of 5 (OMPI_COMM_WORLD_RANK): \(server\|worker\) #[01], cluster.bind_host=10.204.0.1$" \
+		"$WORK/routed.err.log")
+	[ "$n" -eq 4 ] || fail "$n of 4 ranks bound the address that reaches the scheduler"
+	n=$(grep -c "listening on tcp://10.204.0.1:" "$WORK/routed.err.log")
+	[ "$n" -eq 5 ] || fail "$n of 5 processes listen on 10.204.0.1"
+	run_mpi named 5 "$JOB" "${exact[@]}" --set cluster.scheduler_host=localhost ||
+		fail "the job with scheduler_host = localhost exited $?"
+	grep -q "ps-launch: rank 0 of 5 (OMPI_COMM_WORLD_RANK): scheduler, cluster.scheduler_host=127.0.0.1$" \
+		"$WORK/named.err.log" || fail "rank 0 did not resolve localhost"
+	[ "$(grep -c '^exact: .* 0 wrong$' "$WORK/named.out.log")" -eq 2 ] || fail "named job not exact"
+	assert_no_leftovers
+	pass "--rank: servers and workers bind the address that reaches the scheduler; a scheduler host name resolved by rank 0"
+fi
 
 if command -v mpiexec.hydra >/dev/null; then
 	MPIRUN=(mpiexec.hydra -n)
