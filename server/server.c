@@ -20,15 +20,15 @@
 
 #include "common/log.h"
 #include "common/memory.h"
-#ifdef PS_WITH_CUDA
-#include "cuda/device.h"
-#endif
 #include "runtime/clock.h"
 #include "runtime/node.h"
 #include "runtime/signals.h"
 #include "runtime/trace.h"
 #include "proto/shard.h"
 #include "scheduler/order.h"
+#ifdef PS_WITH_CUDA
+#include "server/gpu.h"
+#endif
 #include "server/optimizer.h"
 #include "server/server.h"
 #include "server/shard.h"
@@ -189,6 +189,9 @@ static int setup_shard(server *s)
 static void free_shard(server *s)
 {
 	ps_snapshot_free(s); /* joins a writer reading the arenas */
+#ifdef PS_WITH_CUDA
+	ps_gpu_free(s);
+#endif
 	ps_shard_destroy(&s->shard); /* drops sends never released */
 	for (uint32_t k = 0; k < s->nparts; k++) {
 		shard_part *p = &s->parts[k];
@@ -312,8 +315,17 @@ static void push_in(server *s, const ps_shard_op *op)
 static int aggregate(server *s, const ps_shard_op *op)
 {
 	shard_part *p = &s->parts[op->k];
-	const float *g = payload_floats(s, op->ctx);
+	const float *g;
 
+#ifdef PS_WITH_CUDA
+	if (s->gpu) {
+		int rc = ps_gpu_aggregate(s, op);
+		if (rc == PS_OK)
+			push_in(s, op);
+		return rc;
+	}
+#endif
+	g = payload_floats(s, op->ctx);
 	if (!g)
 		return PS_ENOMEM;
 	for (size_t off = 0; off < p->desc->numel; off += SLICE) {
@@ -335,8 +347,27 @@ static int apply_update(server *s, const ps_shard_op *op)
 {
 	shard_part *p = &s->parts[op->k];
 	uint64_t start = ps_trace_now_us();
-	const float *g = payload_floats(s, op->ctx);
-	int rc = g ? make_writable(s, p) : PS_ENOMEM;
+	const float *g;
+	int rc;
+
+#ifdef PS_WITH_CUDA
+	if (s->gpu) {
+		/* the device writes the new values into the host buffer:
+		 * the writable one */
+		rc = make_writable(s, p);
+		if (rc != PS_OK) {
+			PS_ERROR("out of memory updating partition %u",
+				 p->index);
+			return rc;
+		}
+		rc = ps_gpu_update(s, op);
+		if (rc != PS_OK)
+			return rc;
+		goto done;
+	}
+#endif
+	g = payload_floats(s, op->ctx);
+	rc = g ? make_writable(s, p) : PS_ENOMEM;
 	if (rc != PS_OK) {
 		PS_ERROR("out of memory updating partition %u", p->index);
 		return rc;
@@ -352,6 +383,9 @@ static int apply_update(server *s, const ps_shard_op *op)
 				  s->cfg->train.momentum);
 		ps_node_tick(&s->node);
 	}
+#ifdef PS_WITH_CUDA
+done:
+#endif
 	push_in(s, op);
 	if (ps_trace_enabled()) {
 		ps_trace_args a = {.iteration = (int64_t)ps_shard_part_at(
@@ -383,6 +417,10 @@ static int run_ops(server *s)
 		if (op.kind == PS_SHARD_OP_INIT) {
 			const ps_msg *msg = op.ctx;
 			memcpy(p->values->data, msg->payload, msg->payload_len);
+#ifdef PS_WITH_CUDA
+			if (s->gpu)
+				rc = ps_gpu_upload(s, p, 0);
+#endif
 		} else if (op.kind == PS_SHARD_OP_AGGREGATE) {
 			rc = aggregate(s, &op);
 		} else {
@@ -592,29 +630,15 @@ static int handle(server *s, ps_msg **msg_p, const ps_wire_header *h)
 
 /*
  * server.device = cuda (only a build with PS_WITH_CUDA accepts it): the
- * device must be there before the server joins the job. The update path on
- * the device (cuda/optimizer_cuda.h) is not wired into the server yet
- * (docs/cuda.md), so even a device that opens is refused rather than
- * silently left unused.
+ * device must be there before the server joins the job; the server then
+ * aggregates and applies updates on it (server/gpu.h).
  */
 static int check_device(const ps_config *cfg)
 {
 	if (cfg->server.device != PS_DEVICE_CUDA)
 		return PS_OK;
 #ifdef PS_WITH_CUDA
-	char err[1024];
-	ps_cuda_info info;
-	int rc = ps_cuda_open(cfg->server.cuda_device, &info, err,
-	                      sizeof(err));
-	if (rc != PS_OK) {
-		PS_ERROR("%s", err);
-		return rc;
-	}
-	PS_ERROR("server.device = cuda: CUDA device %d (%s) opened, but the "
-	         "server does not apply updates on a GPU yet (docs/cuda.md); "
-	         "use server.device = cpu",
-	         info.index, info.name);
-	return PS_ENOTSUP;
+	return ps_gpu_open(cfg);
 #else
 	PS_ERROR("server.device = cuda: this build has no CUDA support "
 	         "(configure with -DPS_WITH_CUDA=ON)");
@@ -639,6 +663,16 @@ int ps_server_run(const ps_config *cfg)
 		PS_ERROR("cannot set up the shard: %s", ps_strerror(rc));
 		goto out;
 	}
+#ifdef PS_WITH_CUDA
+	if (cfg->server.device == PS_DEVICE_CUDA) {
+		rc = ps_gpu_setup(&s);
+		if (rc != PS_OK) {
+			PS_ERROR("cannot set up the shard on the GPU: %s",
+				 ps_strerror(rc));
+			goto out;
+		}
+	}
+#endif
 	if (cfg->checkpoint.dir[0]) {
 		rc = ps_snapshot_prepare(&s);
 		if (rc != PS_OK)
@@ -646,6 +680,11 @@ int ps_server_run(const ps_config *cfg)
 	}
 	if (s.node.welcome.start_iteration > 0) {
 		rc = ps_snapshot_load(&s);
+#ifdef PS_WITH_CUDA
+		/* the checkpoint's values and momentum to the device */
+		for (uint32_t k = 0; s.gpu && rc == PS_OK && k < s.nparts; k++)
+			rc = ps_gpu_upload(&s, &s.parts[k], 1);
+#endif
 		if (rc != PS_OK)
 			goto out;
 	}

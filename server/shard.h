@@ -108,6 +108,11 @@ typedef struct server {
 	uint64_t nheld; /* pushes held back, all partitions */
 	uint64_t cow_ns; /* time copying values a send or snapshot held */
 	snapshot snap;
+#ifdef PS_WITH_CUDA
+	/* server.device = cuda: the device side (server/gpu.c); NULL on the
+	 * CPU path */
+	struct ps_gpu *gpu;
+#endif
 } server;
 
 void pbuf_unref(void *data, void *hint);

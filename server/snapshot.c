@@ -7,6 +7,9 @@
 #include "common/log.h"
 #include "common/memory.h"
 #include "runtime/clock.h"
+#ifdef PS_WITH_CUDA
+#include "server/gpu.h"
+#endif
 #include "server/snapshot.h"
 
 static int async(const server *s)
@@ -413,6 +416,16 @@ static int take(server *s, uint32_t k)
 	size_t at = (size_t)(p->momentum - s->momentum_arena);
 	uint64_t t0 = ps_now_ns();
 
+#ifdef PS_WITH_CUDA
+	/* server.device = cuda: the momentum lives on the device; the host
+	 * arena is brought up to date here only (server/gpu.h). The values
+	 * are on the host after every update already. */
+	if (s->gpu) {
+		int rc = ps_gpu_momentum_to_host(s, p);
+		if (rc != PS_OK)
+			return rc;
+	}
+#endif
 	c->version[k] = state(s, p)->version;
 	memcpy(c->values + at, p->values->data, p->desc->numel * sizeof(float));
 	memcpy(c->momentum + at, p->momentum, p->desc->numel * sizeof(float));
