@@ -292,9 +292,10 @@ static const option options[] = {
     ENUM(server, device, "cpu", device_names,
          "Where a server sums the pushed gradients and applies the SGD "
          "step: cpu, or cuda (the GPU server.cuda_device; only in builds "
-         "configured with -DPS_WITH_CUDA=ON). Not finished: ps-server "
-         "opens the device at start-up and then refuses to run, as the "
-         "update path on the GPU is not wired in yet (docs/cuda.md)."),
+         "configured with -DPS_WITH_CUDA=ON). With cuda, momentum and "
+         "sums live on the device and the new values are copied back "
+         "after each update, meant to equal the CPU's bit for bit; not "
+         "yet run on a GPU (docs/cuda.md)."),
     INT(server, cuda_device, "0", 0, 255,
         "server.device = cuda: the CUDA device a server uses, in the CUDA "
         "runtime's numbering (within CUDA_VISIBLE_DEVICES; "
