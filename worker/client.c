@@ -69,6 +69,11 @@
 #include "ordo/ordo.h"
 #include "proto/worker.h"
 #include "scheduler/order.h"
+#ifdef PS_WITH_CUDA
+#include "cuda/device.h"
+#include "cuda/staging.h"
+#include "worker/copy_plan.h"
+#endif
 
 typedef enum {
 	CMD_PUSH,
@@ -114,7 +119,40 @@ typedef struct tensor {
 	struct ps_mr *mr;    /* values, registered with the transport */
 	ps_msg **detached; /* copy_out's scratch, nparts entries */
 	uint32_t *detached_part;
+#ifdef PS_WITH_CUDA
+	struct dev_tensor *dev; /* in device memory (ps_client_declare_cuda) */
+#endif
 } tensor;
+
+#ifdef PS_WITH_CUDA
+/* DESIGN (device tensors, docs/cuda.md). A tensor declared with
+ * ps_client_declare_cuda has two pinned host buffers: `mirror`, which is
+ * the tensor's `values` for everything above (initial values, received
+ * parameters copied out in wait/try/pull), and `grad`, the staging of its
+ * pushed gradient, which is what the host push path sends. All CUDA work
+ * is enqueued by the application thread, on two streams of the client's:
+ *  - d2h: ps_client_push_stream makes it wait for the application's stream
+ *    (an event recorded there), enqueues one copy per partition in the
+ *    gate's order (worker/copy_plan.h, plain C), each followed by its
+ *    event, waits for the events in that order, and then pushes `grad`
+ *    like ps_client_push. The gate takes a tensor's partitions together
+ *    (proto/worker.h), so the hand-over is per tensor; the order makes
+ *    the urgent partitions' bytes land first all the same.
+ *  - h2d: after copy_out wrote partitions into the mirror, each is copied
+ *    to device memory, then `h2d_done` is recorded; the next copy_out
+ *    waits for it before it writes the mirror again.
+ *    ps_client_ready_event records the application's event on h2d.
+ * Before `grad` is written again the tensor's last push must be released
+ * by the transport (its inflight count is 0). */
+typedef struct dev_tensor {
+	float *dev_values;
+	float *mirror, *grad; /* pinned, numel floats each */
+	void *app_ev;         /* recorded in the application's stream */
+	void *h2d_done;       /* after the last host-to-device copy */
+	void **part_ev;       /* per partition: after its device-to-host copy */
+	ps_copy_step *plan;   /* the copies of a push, in the gate's order */
+} dev_tensor;
+#endif
 
 typedef struct slot {
 	/* communication thread only: the partition's last push, traced */
@@ -176,6 +214,13 @@ struct ps_client {
 	/* synchronous, without a credit window (so far): nothing arrives
 	 * that the application does not wait for; the driver's */
 	int unwindowed_sync;
+#ifdef PS_WITH_CUDA
+	/* device tensors (DESIGN, device tensors): their device, -1 while
+	 * none is declared; the streams; the gate numbers per partition */
+	int cuda_device;
+	void *d2h, *h2d;
+	uint32_t *numbers;
+#endif
 };
 
 /* A fused partition's gradients (or initial values) being gathered, then
@@ -712,7 +757,11 @@ static int setup_after_join(ps_client *c)
 					.numbers = numbers,
 					.clock_ns = ps_now_ns},
 				&c->proto);
+#ifdef PS_WITH_CUDA
+		c->numbers = numbers; /* the copy order of device tensors */
+#else
 		free(numbers);
+#endif
 	}
 	if (rc != PS_OK)
 		return rc;
@@ -1040,29 +1089,78 @@ static int64_t deadline_of(int timeout_ms)
 	return timeout_ms < 0 ? -1 : ps_now_ms() + timeout_ms;
 }
 
+#ifdef PS_WITH_CUDA
+/* A device tensor's mirror is about to be written: its last copies to
+ * device memory must be done reading it. */
+static int dev_before_write(ps_client *c, tensor *t)
+{
+	char err[512];
+	int rc = ps_cuda_event_sync(t->dev->h2d_done, err, sizeof(err));
+
+	(void)c;
+	if (rc != PS_OK)
+		PS_ERROR("tensor '%s': %s", t->name, err);
+	return rc;
+}
+
+/* numel elements from element `offset` of the mirror go to device memory
+ * on h2d; with last, h2d_done is recorded after them. */
+static int dev_copy_in(ps_client *c, tensor *t, uint64_t offset,
+		       uint64_t numel, int last)
+{
+	char err[512];
+	int prev, rc;
+
+	ps_cuda_current(&prev);
+	ps_cuda_set(c->cuda_device);
+	rc = ps_cuda_copy_async(t->dev->dev_values + offset,
+				t->dev->mirror + offset, numel * sizeof(float),
+				0, c->h2d, last ? t->dev->h2d_done : NULL, err,
+				sizeof(err));
+	ps_cuda_set(prev);
+	if (rc != PS_OK)
+		PS_ERROR("tensor '%s': copying parameters to CUDA device %d: "
+			 "%s", t->name, c->cuda_device, err);
+	return rc;
+}
+#endif
+
 /* Copies a tensor's arrived partitions into its values (caller holds mu). */
 /* Called with mu held; returns with mu held, but drops it for the copy:
  * a copy of hundreds of MiB must not hold up the communication thread,
  * nor ZeroMQ's I/O thread, which takes mu to release sent payloads. The
  * messages are detached from their slots first, so nothing else touches
- * them; only this (application) thread writes the values. */
-static void copy_out(ps_client *c, tensor *t)
+ * them; only this (application) thread writes the values. A device
+ * tensor's values are its mirror, copied on to device memory (DESIGN,
+ * device tensors). PS_OK, or a CUDA error. */
+static int copy_out(ps_client *c, tensor *t)
 {
 	const ps_placement *pl = c->node.welcome.placement;
 	uint32_t n = 0;
+	int rc = PS_OK;
 
 	if (t->fused) { /* a small piece of a shared message: under mu */
 		slot *s = &c->slots[t->first_part];
 
 		if (!s->msg || t->copied_seq == s->seq)
-			return;
+			return PS_OK;
+#ifdef PS_WITH_CUDA
+		if (t->dev)
+			rc = dev_before_write(c, t);
+		if (rc != PS_OK)
+			return rc;
+#endif
 		memcpy(t->values,
 		       (const float *)s->msg->payload + t->part_base,
 		       t->numel * sizeof(float));
 		t->copied_seq = s->seq;
 		if (--s->copies_left == 0)
 			ps_msg_free(&s->msg);
-		return;
+#ifdef PS_WITH_CUDA
+		if (t->dev)
+			rc = dev_copy_in(c, t, 0, t->numel, 1);
+#endif
+		return rc;
 	}
 	for (uint32_t k = 0; k < t->nparts; k++) {
 		slot *s = &c->slots[t->first_part + k];
@@ -1073,14 +1171,25 @@ static void copy_out(ps_client *c, tensor *t)
 		s->msg = NULL;
 	}
 	if (n == 0)
-		return;
+		return PS_OK;
 	pthread_mutex_unlock(&c->mu);
+#ifdef PS_WITH_CUDA
+	if (t->dev)
+		rc = dev_before_write(c, t);
+#endif
 	for (uint32_t k = 0; k < n; k++) {
-		memcpy(t->values + pl->parts[t->detached_part[k]].offset,
-		       t->detached[k]->payload, t->detached[k]->payload_len);
+		const ps_partition *p = &pl->parts[t->detached_part[k]];
+		if (rc == PS_OK)
+			memcpy(t->values + p->offset, t->detached[k]->payload,
+			       t->detached[k]->payload_len);
+#ifdef PS_WITH_CUDA
+		if (rc == PS_OK && t->dev)
+			rc = dev_copy_in(c, t, p->offset, p->numel, k + 1 == n);
+#endif
 		ps_msg_free(&t->detached[k]);
 	}
 	pthread_mutex_lock(&c->mu);
+	return rc;
 }
 
 /* Every partition of t is there at `version` or newer (caller holds mu). */
@@ -1114,7 +1223,7 @@ static int wait_tensor(ps_client *c, tensor *t, uint64_t version,
 		c->wants_release = 0;
 	}
 	if (rc == PS_OK)
-		copy_out(c, t);
+		rc = copy_out(c, t);
 	return rc;
 }
 
@@ -1145,6 +1254,9 @@ int ps_client_create(const ps_config *cfg, ps_client **client_p)
 		pthread_condattr_destroy(&attr);
 	}
 	c->state = ST_CREATED;
+#ifdef PS_WITH_CUDA
+	c->cuda_device = -1;
+#endif
 	*client_p = c;
 	return PS_OK;
 }
@@ -1203,6 +1315,19 @@ int ps_client_start(ps_client *c)
 		rc = wait_tensor(c, &c->tensors[i],
 				 c->node.welcome.start_iteration, -1);
 	pthread_mutex_unlock(&c->mu);
+#ifdef PS_WITH_CUDA
+	if (rc == PS_OK && c->h2d) { /* device tensors hold them too */
+		char err[512];
+		int prev;
+		ps_cuda_current(&prev);
+		ps_cuda_set(c->cuda_device);
+		rc = ps_cuda_sync(c->h2d, err, sizeof(err));
+		ps_cuda_set(prev);
+		if (rc != PS_OK)
+			PS_ERROR("copying the initial parameters to CUDA "
+				 "device %d: %s", c->cuda_device, err);
+	}
+#endif
 	return rc;
 }
 
@@ -1283,6 +1408,303 @@ int ps_client_push(ps_client *c, uint32_t tensor_id, const float *grad,
 	return rc;
 }
 
+/* ---- tensors in device memory (DESIGN, device tensors) ---------------- */
+
+#ifndef PS_WITH_CUDA
+static int no_cuda(const char *fn)
+{
+	PS_ERROR("%s: this build has no CUDA support (configure with "
+		 "-DPS_WITH_CUDA=ON)", fn);
+	return PS_ENOTSUP;
+}
+
+int ps_client_declare_cuda(ps_client *c, const char *name, uint64_t numel,
+			   float *device_values, int device,
+			   uint32_t *tensor_p)
+{
+	(void)c, (void)name, (void)numel, (void)device_values, (void)device;
+	(void)tensor_p;
+	return no_cuda("ps_client_declare_cuda");
+}
+
+int ps_client_push_stream(ps_client *c, uint32_t tensor_id,
+			  const float *device_grad, uint64_t iteration,
+			  void *cuda_stream)
+{
+	(void)c, (void)tensor_id, (void)device_grad, (void)iteration;
+	(void)cuda_stream;
+	return no_cuda("ps_client_push_stream");
+}
+
+int ps_client_ready_event(ps_client *c, uint32_t tensor_id,
+			  uint64_t version, void *cuda_event)
+{
+	(void)c, (void)tensor_id, (void)version, (void)cuda_event;
+	return no_cuda("ps_client_ready_event");
+}
+#else
+/* Frees a device tensor's resources (on the client's device). */
+static void dev_free(ps_client *c, dev_tensor *d, uint32_t nparts)
+{
+	int prev;
+
+	if (!d)
+		return;
+	ps_cuda_current(&prev);
+	ps_cuda_set(c->cuda_device);
+	if (c->h2d)
+		ps_cuda_sync(c->h2d, NULL, 0);
+	if (c->d2h)
+		ps_cuda_sync(c->d2h, NULL, 0);
+	ps_cuda_host_free(d->mirror);
+	ps_cuda_host_free(d->grad);
+	ps_cuda_event_free(d->app_ev);
+	ps_cuda_event_free(d->h2d_done);
+	if (d->part_ev)
+		for (uint32_t k = 0; k < nparts; k++)
+			ps_cuda_event_free(d->part_ev[k]);
+	free(d->part_ev);
+	free(d->plan);
+	free(d);
+	ps_cuda_set(prev);
+}
+
+/* The CUDA side of a declaration, on the device made current. */
+static int dev_new(ps_client *c, const char *name, uint64_t numel,
+		   float *device_values, int device, dev_tensor **d_p)
+{
+	size_t bytes = numel * sizeof(float);
+	char what[PS_NAME_MAX + 64], err[1024];
+	dev_tensor *d;
+	int rc;
+
+	snprintf(what, sizeof(what), "device tensor '%s'", name);
+	if (c->cuda_device >= 0 && device != c->cuda_device) {
+		PS_ERROR("%s: on CUDA device %d, but this client's device "
+			 "tensors are on device %d (one device per client)",
+			 what, device, c->cuda_device);
+		return PS_EINVAL;
+	}
+	rc = ps_cuda_client_open(device, what, err, sizeof(err));
+	if (rc == PS_OK)
+		rc = ps_cuda_check_device_ptr(device_values, device, what, err,
+					      sizeof(err));
+	if (rc != PS_OK) {
+		PS_ERROR("%s", err);
+		return rc;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return PS_ENOMEM;
+	d->dev_values = device_values;
+	snprintf(what, sizeof(what), "pinned mirror of device tensor '%s'",
+		 name);
+	rc = ps_cuda_host_alloc((void **)&d->mirror, bytes, what, err,
+				sizeof(err));
+	if (rc == PS_OK) {
+		snprintf(what, sizeof(what),
+			 "pinned gradient staging of device tensor '%s'", name);
+		rc = ps_cuda_host_alloc((void **)&d->grad, bytes, what, err,
+					sizeof(err));
+	}
+	if (rc == PS_OK)
+		rc = ps_cuda_event_new(&d->app_ev, err, sizeof(err));
+	if (rc == PS_OK)
+		rc = ps_cuda_event_new(&d->h2d_done, err, sizeof(err));
+	if (rc == PS_OK && !c->d2h)
+		rc = ps_cuda_stream_new(&c->d2h, err, sizeof(err));
+	if (rc == PS_OK && !c->h2d)
+		rc = ps_cuda_stream_new(&c->h2d, err, sizeof(err));
+	if (rc == PS_OK) /* the initial values, as a host tensor has them */
+		rc = ps_cuda_copy(d->mirror, device_values, bytes, 1, err,
+				  sizeof(err));
+	if (rc != PS_OK) {
+		PS_ERROR("device tensor '%s' (%llu elements): %s", name,
+			 (unsigned long long)numel, err);
+		c->cuda_device = device; /* for dev_free */
+		dev_free(c, d, 0);
+		return rc;
+	}
+	*d_p = d;
+	return PS_OK;
+}
+
+int ps_client_declare_cuda(ps_client *c, const char *name, uint64_t numel,
+			   float *device_values, int device,
+			   uint32_t *tensor_p)
+{
+	dev_tensor *d = NULL;
+	int had = c ? c->cuda_device : -1;
+	int prev, rc;
+	uint32_t id;
+
+	if (!c || !name || !device_values || numel == 0 ||
+	    numel > SIZE_MAX / sizeof(float) ||
+	    strlen(name) >= PS_NAME_MAX || name[0] == '\0')
+		return PS_EINVAL;
+	if (c->state != ST_CREATED)
+		return PS_ESTATE;
+	for (uint32_t i = 0; i < c->ntensors; i++)
+		if (strcmp(c->tensors[i].name, name) == 0)
+			return PS_EINVAL;
+	ps_cuda_current(&prev);
+	rc = dev_new(c, name, numel, device_values, device, &d);
+	ps_cuda_set(prev);
+	if (rc != PS_OK) {
+		if (had < 0 && c->cuda_device >= 0) { /* streams made here */
+			ps_cuda_current(&prev);
+			ps_cuda_set(c->cuda_device);
+			ps_cuda_stream_free(c->d2h);
+			ps_cuda_stream_free(c->h2d);
+			c->d2h = c->h2d = NULL;
+			ps_cuda_set(prev);
+		}
+		c->cuda_device = had;
+		return rc;
+	}
+	c->cuda_device = device;
+	rc = ps_client_declare(c, name, numel, d->mirror, &id);
+	if (rc != PS_OK) {
+		dev_free(c, d, 0);
+		c->cuda_device = had;
+		return rc;
+	}
+	c->tensors[id].dev = d;
+	if (tensor_p)
+		*tensor_p = id;
+	return PS_OK;
+}
+
+/* A device tensor's push plan and events, made at its first push (the
+ * placement is known then). */
+static int dev_plan(ps_client *c, tensor *t, char *err, size_t cap)
+{
+	dev_tensor *d = t->dev;
+	int rc;
+
+	if (d->plan)
+		return PS_OK;
+	if (!c->numbers) {
+		snprintf(err, cap, "no gate order");
+		return PS_ESTATE;
+	}
+	d->plan = calloc(t->nparts, sizeof(*d->plan));
+	d->part_ev = calloc(t->nparts, sizeof(*d->part_ev));
+	if (!d->plan || !d->part_ev) {
+		snprintf(err, cap, "out of memory");
+		return PS_ENOMEM;
+	}
+	for (uint32_t k = 0; k < t->nparts; k++) {
+		rc = ps_cuda_event_new(&d->part_ev[k], err, cap);
+		if (rc != PS_OK)
+			return rc;
+	}
+	rc = ps_copy_plan(c->node.welcome.placement, c->numbers,
+			  (uint32_t)(t - c->tensors), d->plan);
+	if (rc != PS_OK) {
+		snprintf(err, cap, "copy plan: %s", ps_strerror(rc));
+		free(d->plan);
+		d->plan = NULL;
+	}
+	return rc;
+}
+
+/* The tensor's last push released: its staging may be written. */
+static int dev_staging_free(ps_client *c, tensor *t)
+{
+	int rc = PS_OK;
+
+	pthread_mutex_lock(&c->mu);
+	while (rc == PS_OK && t->inflight) {
+		if (c->state != ST_RUNNING) {
+			rc = c->state == ST_FAILED ? c->fail_code : PS_ESTATE;
+			break;
+		}
+		c->wants_release = 1;
+		rc = wait_until(c, -1);
+		c->wants_release = 0;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return rc;
+}
+
+int ps_client_push_stream(ps_client *c, uint32_t tensor_id,
+			  const float *device_grad, uint64_t iteration,
+			  void *cuda_stream)
+{
+	char err[1024] = "";
+	dev_tensor *d;
+	tensor *t;
+	int prev, rc;
+
+	if (!c || !device_grad || tensor_id >= c->ntensors)
+		return PS_EINVAL;
+	t = &c->tensors[tensor_id];
+	d = t->dev;
+	if (!d) {
+		PS_ERROR("ps_client_push_stream: tensor '%s' is in host memory "
+			 "(use ps_client_push)", t->name);
+		return PS_EINVAL;
+	}
+	if (c->state == ST_CREATED || c->state == ST_JOINING)
+		return PS_ESTATE;
+	rc = dev_staging_free(c, t);
+	if (rc != PS_OK)
+		return rc;
+	ps_cuda_current(&prev);
+	ps_cuda_set(c->cuda_device);
+	rc = dev_plan(c, t, err, sizeof(err));
+	/* the gradient is complete when the application's stream gets here */
+	if (rc == PS_OK)
+		rc = ps_cuda_stream_after(c->d2h, cuda_stream, d->app_ev, err,
+					  sizeof(err));
+	for (uint32_t k = 0; rc == PS_OK && k < t->nparts; k++) {
+		const ps_copy_step *s = &d->plan[k];
+		rc = ps_cuda_copy_async(d->grad + s->offset,
+					device_grad + s->offset,
+					s->numel * sizeof(float), 1, c->d2h,
+					d->part_ev[k], err, sizeof(err));
+	}
+	/* in the same order: the urgent partitions are there first */
+	for (uint32_t k = 0; rc == PS_OK && k < t->nparts; k++)
+		rc = ps_cuda_event_sync(d->part_ev[k], err, sizeof(err));
+	ps_cuda_set(prev);
+	if (rc != PS_OK) {
+		PS_ERROR("tensor '%s': copying the gradient of iteration %llu "
+			 "from CUDA device %d: %s", t->name,
+			 (unsigned long long)iteration, c->cuda_device, err);
+		return rc;
+	}
+	return ps_client_push(c, tensor_id, d->grad, iteration, 0);
+}
+
+int ps_client_ready_event(ps_client *c, uint32_t tensor_id,
+			  uint64_t version, void *cuda_event)
+{
+	char err[512];
+	int prev, rc;
+
+	if (!c || !cuda_event || tensor_id >= c->ntensors)
+		return PS_EINVAL;
+	if (!c->tensors[tensor_id].dev) {
+		PS_ERROR("ps_client_ready_event: tensor '%s' is in host memory",
+			 c->tensors[tensor_id].name);
+		return PS_EINVAL;
+	}
+	rc = ps_client_try(c, tensor_id, version); /* copies enqueued */
+	if (rc != PS_OK)
+		return rc;
+	ps_cuda_current(&prev);
+	ps_cuda_set(c->cuda_device);
+	rc = ps_cuda_record(cuda_event, c->h2d, err, sizeof(err));
+	ps_cuda_set(prev);
+	if (rc != PS_OK)
+		PS_ERROR("ps_client_ready_event: tensor '%s': %s",
+			 c->tensors[tensor_id].name, err);
+	return rc;
+}
+#endif
+
 int ps_client_wait(ps_client *c, uint32_t tensor_id, uint64_t version,
 		   int timeout_ms)
 {
@@ -1314,10 +1736,8 @@ int ps_client_try(ps_client *c, uint32_t tensor_id, uint64_t version)
 		rc = c->state == ST_FAILED ? c->fail_code : PS_ESTATE;
 	else if (!tensor_ready(c, &c->tensors[tensor_id], version))
 		rc = PS_EAGAIN;
-	else {
-		copy_out(c, &c->tensors[tensor_id]);
-		rc = PS_OK;
-	}
+	else
+		rc = copy_out(c, &c->tensors[tensor_id]);
 	pthread_mutex_unlock(&c->mu);
 	return rc;
 }
@@ -1499,8 +1919,22 @@ void ps_client_destroy(ps_client **client_p)
 	for (uint32_t i = 0; i < c->ntensors; i++) {
 		free(c->tensors[i].detached);
 		free(c->tensors[i].detached_part);
+#ifdef PS_WITH_CUDA
+		dev_free(c, c->tensors[i].dev, c->tensors[i].nparts);
+#endif
 	}
 	free(c->tensors);
+#ifdef PS_WITH_CUDA
+	if (c->cuda_device >= 0) {
+		int prev;
+		ps_cuda_current(&prev);
+		ps_cuda_set(c->cuda_device);
+		ps_cuda_stream_free(c->d2h);
+		ps_cuda_stream_free(c->h2d);
+		ps_cuda_set(prev);
+	}
+	free(c->numbers);
+#endif
 	if (c->proto) /* pushes never released: the job failed */
 		ps_wproto_foreach_waiting(c->proto, free_waiting, NULL);
 	ps_wproto_destroy(&c->proto);

@@ -141,6 +141,59 @@ int ps_client_wait_any(ps_client *c, uint64_t *seen, int timeout_ms);
  * into its values buffer. */
 int ps_client_pull(ps_client *c, uint32_t tensor, int timeout_ms);
 
+/* ---- tensors in CUDA device memory (docs/cuda.md) ----------------------
+ *
+ * Only in a build configured with -DPS_WITH_CUDA=ON. Elsewhere these
+ * functions exist, log "this build has no CUDA support (configure with
+ * -DPS_WITH_CUDA=ON)" and return PS_ENOTSUP. CUDA handles are passed as
+ * void * (a cudaStream_t, a cudaEvent_t): no CUDA header is needed here.
+ *
+ * A device tensor has a pinned host mirror owned by the library; received
+ * parameters land there first (ps_client_wait, ps_client_try and
+ * ps_client_pull copy them in, as into a host tensor's values) and are
+ * then copied to device_values on a stream of the library's, without
+ * blocking the calling thread: ps_client_ready_event says when they are
+ * there. ps_client_start returns with version 0 (or the checkpoint's) in
+ * device memory. The library's copies run on the tensor's device; the
+ * calling thread's current device is left as it was. All device tensors
+ * of a client are on one device. */
+
+/* Declares a float32 tensor of numel elements whose values live in device
+ * memory (device_values, a cudaMalloc'd pointer of CUDA device `device`),
+ * like ps_client_declare: device_values holds the initial values (read
+ * here) and receives parameters; it must outlive the client. PS_ENOTSUP
+ * without CUDA support or a usable device; PS_EINVAL for a device this
+ * machine lacks, a pointer that is not device memory of that device, or a
+ * device other than the client's earlier device tensors'; PS_ENOMEM when
+ * the pinned host memory (2 x numel floats) cannot be had; the log says
+ * which. */
+int ps_client_declare_cuda(ps_client *c, const char *name, uint64_t numel,
+			   float *device_values, int device,
+			   uint32_t *tensor_p);
+
+/* Pushes a device tensor's gradient (device_grad: numel floats of device
+ * memory) for an iteration. The gradient is produced by work enqueued on
+ * cuda_stream (a cudaStream_t; NULL: the legacy default stream): the
+ * library's copy stream waits for that work, then copies the gradient to
+ * pinned host memory partition by partition, in the gate's order (the
+ * partition sent first is copied first), and the push goes through the
+ * gate as ps_client_push's does. Returns once the copies are complete:
+ * device_grad may be overwritten then. Only after ps_client_start. */
+int ps_client_push_stream(ps_client *c, uint32_t tensor,
+			  const float *device_grad, uint64_t iteration,
+			  void *cuda_stream);
+
+/* Records cuda_event (a cudaEvent_t of the tensor's device, created by
+ * the caller) so that it completes once the device tensor's parameters of
+ * version >= version are in its device memory: wait on it in your own
+ * stream (cudaStreamWaitEvent) before kernels read them. Non-blocking,
+ * like ps_client_try: PS_OK (recorded; the parameters were taken as by
+ * ps_client_try), PS_EAGAIN when that version has not arrived yet (call
+ * ps_client_wait first to block until it has), PS_EINVAL for a host
+ * tensor. */
+int ps_client_ready_event(ps_client *c, uint32_t tensor, uint64_t version,
+			  void *cuda_event);
+
 /* Waits until every pushed gradient buffer has been released. */
 int ps_client_flush(ps_client *c, int timeout_ms);
 

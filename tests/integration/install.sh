@@ -25,6 +25,10 @@ exports=$(nm -D --defined-only "$libdir/libordo.so" | awk '$3 != "ORDO_0" {print
 other=$(grep -v '^ps_client_\|^ps_config_\(new\|free\|load\|set\)$\|^ps_strerror$\|^ps_err_from_errno$' <<<"$exports" || true)
 [ -z "$other" ] || fail "libordo.so exports more than the public API: $other"
 grep -q ps_client_push <<<"$exports" || fail "libordo.so does not export ps_client_push"
+# the device-memory API exists in every build (without CUDA: PS_ENOTSUP)
+for f in ps_client_declare_cuda ps_client_push_stream ps_client_ready_event; do
+	grep -qx "$f" <<<"$exports" || fail "libordo.so does not export $f"
+done
 if command -v help2man >/dev/null; then
 	[ -s "$prefix/share/man/man1/ps-launch.1" ] || fail "no man page for ps-launch"
 fi

@@ -1,0 +1,198 @@
+/*
+ * cuda/staging.c - see staging.h.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include <cuda_runtime_api.h>
+
+#include "cuda/device.h"
+#include "cuda/staging.h"
+#include "ordo/error.h"
+
+static int errf(char *err, size_t cap, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int errf(char *err, size_t cap, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && cap) {
+		va_start(ap, fmt);
+		vsnprintf(err, cap, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+static int cuda_err(cudaError_t e, char *err, size_t cap, const char *call)
+{
+	if (e == cudaSuccess)
+		return PS_OK;
+	return errf(err, cap, e == cudaErrorMemoryAllocation ? PS_ENOMEM
+							     : PS_EIO,
+		    "%s: %s", call, cudaGetErrorString(e));
+}
+
+void ps_cuda_current(int *device)
+{
+	if (cudaGetDevice(device) != cudaSuccess) {
+		(void)cudaGetLastError();
+		*device = -1;
+	}
+}
+
+void ps_cuda_set(int device)
+{
+	if (device >= 0 && cudaSetDevice(device) != cudaSuccess)
+		(void)cudaGetLastError();
+}
+
+int ps_cuda_client_open(int device, const char *what, char *err, size_t cap)
+{
+	int count = 0;
+	cudaError_t e = cudaGetDeviceCount(&count);
+	char why[768];
+	int rc;
+
+	if (e == cudaSuccess && count > 0 && (device < 0 || device >= count))
+		return errf(err, cap, PS_EINVAL,
+			    "%s: CUDA device %d asked, but this machine has "
+			    "%d CUDA device(s) (0 to %d)",
+			    what, device, count, count - 1);
+	(void)cudaGetLastError();
+	rc = ps_cuda_open(device, NULL, why, sizeof(why));
+	if (rc != PS_OK)
+		return errf(err, cap, rc, "%s: %s", what, why);
+	return PS_OK;
+}
+
+int ps_cuda_check_device_ptr(const void *ptr, int device, const char *what,
+			     char *err, size_t cap)
+{
+	struct cudaPointerAttributes a;
+	cudaError_t e = cudaPointerGetAttributes(&a, ptr);
+
+	if (e != cudaSuccess) {
+		(void)cudaGetLastError();
+		return errf(err, cap, PS_EINVAL,
+			    "%s: %p is not CUDA memory (%s)", what, ptr,
+			    cudaGetErrorString(e));
+	}
+	if (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged)
+		return errf(err, cap, PS_EINVAL,
+			    "%s: %p is %s memory, not device memory (declare "
+			    "host memory with ps_client_declare)", what, ptr,
+			    a.type == cudaMemoryTypeHost ? "pinned host"
+							 : "host");
+	if (a.type == cudaMemoryTypeDevice && a.device != device)
+		return errf(err, cap, PS_EINVAL,
+			    "%s: %p is memory of CUDA device %d, not of device "
+			    "%d", what, ptr, a.device, device);
+	return PS_OK;
+}
+
+int ps_cuda_host_alloc(void **ptr, size_t bytes, const char *what,
+		       char *err, size_t cap)
+{
+	cudaError_t e = cudaHostAlloc(ptr, bytes, cudaHostAllocPortable);
+
+	if (e == cudaSuccess)
+		return PS_OK;
+	(void)cudaGetLastError();
+	*ptr = NULL;
+	return errf(err, cap,
+		    e == cudaErrorMemoryAllocation ? PS_ENOMEM : PS_EIO,
+		    "cudaHostAlloc of %zu bytes (%s): %s", bytes, what,
+		    e == cudaErrorMemoryAllocation
+			    ? "out of pinned host memory"
+			    : cudaGetErrorString(e));
+}
+
+void ps_cuda_host_free(void *ptr)
+{
+	if (ptr)
+		cudaFreeHost(ptr);
+}
+
+int ps_cuda_stream_new(void **stream, char *err, size_t cap)
+{
+	cudaStream_t s;
+	cudaError_t e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+
+	*stream = e == cudaSuccess ? (void *)s : NULL;
+	return cuda_err(e, err, cap, "cudaStreamCreateWithFlags");
+}
+
+void ps_cuda_stream_free(void *stream)
+{
+	if (stream)
+		cudaStreamDestroy((cudaStream_t)stream);
+}
+
+int ps_cuda_event_new(void **event, char *err, size_t cap)
+{
+	cudaEvent_t ev;
+	cudaError_t e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+
+	*event = e == cudaSuccess ? (void *)ev : NULL;
+	return cuda_err(e, err, cap, "cudaEventCreateWithFlags");
+}
+
+void ps_cuda_event_free(void *event)
+{
+	if (event)
+		cudaEventDestroy((cudaEvent_t)event);
+}
+
+int ps_cuda_record(void *event, void *stream, char *err, size_t cap)
+{
+	return cuda_err(cudaEventRecord((cudaEvent_t)event,
+					(cudaStream_t)stream),
+			err, cap, "cudaEventRecord");
+}
+
+int ps_cuda_stream_after(void *stream, void *other, void *event, char *err,
+			 size_t cap)
+{
+	int rc = ps_cuda_record(event, other, err, cap);
+
+	if (rc != PS_OK)
+		return rc;
+	return cuda_err(cudaStreamWaitEvent((cudaStream_t)stream,
+					    (cudaEvent_t)event, 0),
+			err, cap, "cudaStreamWaitEvent");
+}
+
+int ps_cuda_copy_async(void *dst, const void *src, size_t bytes,
+		       int to_host, void *stream, void *done, char *err,
+		       size_t cap)
+{
+	int rc = cuda_err(cudaMemcpyAsync(dst, src, bytes,
+					  to_host ? cudaMemcpyDeviceToHost
+						  : cudaMemcpyHostToDevice,
+					  (cudaStream_t)stream),
+			  err, cap,
+			  to_host ? "cudaMemcpyAsync (device to host)"
+				  : "cudaMemcpyAsync (host to device)");
+
+	if (rc == PS_OK && done)
+		rc = ps_cuda_record(done, stream, err, cap);
+	return rc;
+}
+
+int ps_cuda_copy(void *dst, const void *src, size_t bytes, int to_host,
+		 char *err, size_t cap)
+{
+	return cuda_err(cudaMemcpy(dst, src, bytes,
+				   to_host ? cudaMemcpyDeviceToHost
+					   : cudaMemcpyHostToDevice),
+			err, cap,
+			to_host ? "cudaMemcpy (device to host)"
+				: "cudaMemcpy (host to device)");
+}
+
+int ps_cuda_event_sync(void *event, char *err, size_t cap)
+{
+	return cuda_err(cudaEventSynchronize((cudaEvent_t)event), err, cap,
+			"cudaEventSynchronize");
+}
