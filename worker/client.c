@@ -1261,11 +1261,11 @@ int ps_client_create(const ps_config *cfg, ps_client **client_p)
 	return PS_OK;
 }
 
-int ps_client_declare(ps_client *c, const char *name, uint64_t numel,
-		      float *values, uint32_t *tensor_p)
+/* The checks of a new tensor's declaration: arguments, state, a name not
+ * declared before. */
+static int declare_check(const ps_client *c, const char *name,
+			 uint64_t numel, const float *values)
 {
-	tensor *t;
-
 	if (!c || !name || !values || numel == 0 ||
 	    strlen(name) >= PS_NAME_MAX || name[0] == '\0')
 		return PS_EINVAL;
@@ -1274,6 +1274,17 @@ int ps_client_declare(ps_client *c, const char *name, uint64_t numel,
 	for (uint32_t i = 0; i < c->ntensors; i++)
 		if (strcmp(c->tensors[i].name, name) == 0)
 			return PS_EINVAL;
+	return PS_OK;
+}
+
+int ps_client_declare(ps_client *c, const char *name, uint64_t numel,
+		      float *values, uint32_t *tensor_p)
+{
+	tensor *t;
+	int rc = declare_check(c, name, numel, values);
+
+	if (rc != PS_OK)
+		return rc;
 	if (c->ntensors == c->cap) {
 		uint32_t cap = c->cap ? 2 * c->cap : 16;
 		tensor *n = realloc(c->tensors, cap * sizeof(*n));
@@ -1538,15 +1549,11 @@ int ps_client_declare_cuda(ps_client *c, const char *name, uint64_t numel,
 	int prev, rc;
 	uint32_t id;
 
-	if (!c || !name || !device_values || numel == 0 ||
-	    numel > SIZE_MAX / sizeof(float) ||
-	    strlen(name) >= PS_NAME_MAX || name[0] == '\0')
+	if (numel > SIZE_MAX / sizeof(float))
 		return PS_EINVAL;
-	if (c->state != ST_CREATED)
-		return PS_ESTATE;
-	for (uint32_t i = 0; i < c->ntensors; i++)
-		if (strcmp(c->tensors[i].name, name) == 0)
-			return PS_EINVAL;
+	rc = declare_check(c, name, numel, device_values);
+	if (rc != PS_OK)
+		return rc;
 	ps_cuda_current(&prev);
 	rc = dev_new(c, name, numel, device_values, device, &d);
 	ps_cuda_set(prev);
