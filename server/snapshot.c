@@ -518,7 +518,6 @@ int ps_snapshot_request(server *s, uint64_t iteration)
 {
 	snapshot *sn = &s->snap;
 	uint64_t top = 0;
-	char why[160];
 	int rc = PS_OK;
 
 	for (uint32_t k = 0; k < s->nparts; k++)
@@ -537,13 +536,13 @@ int ps_snapshot_request(server *s, uint64_t iteration)
 		return PS_OK;
 	}
 	if (sn->collect && sn->ready) {
-		snprintf(why, sizeof(why), "server %u is still writing "
-			 "checkpoint %llu and has %llu to write next",
-			 s->node.rank,
-			 (unsigned long long)sn->write->iteration,
-			 (unsigned long long)sn->collect->iteration);
-		send_done(s, iteration, PS_ESTATE, why);
-		return PS_OK;
+		/* one being written, the next collected: wait for the disk,
+		 * as a periodic one does (maybe_periodic), rather than refuse
+		 * a checkpoint asked for (the last one of a job, SIGUSR1) */
+		PS_WARN("checkpoint %llu waits for checkpoint %llu to reach "
+			"the disk", (unsigned long long)iteration,
+			(unsigned long long)sn->write->iteration);
+		reap(s);
 	}
 	drop_collect(s); /* a periodic one, or an older request */
 	rc = start_collecting(s, iteration, 1);
