@@ -17,25 +17,36 @@
 
 #define SLOTS_MAX 4096
 
-/* The host part of "[user@]host" resolved to IPv4. */
-static int resolve(const char *dest, char *addr, size_t cap, char *why,
-		   size_t whycap)
+int ps_resolve_ipv4(const char *host, char *addr, size_t cap, char *why,
+		    size_t whycap)
 {
-	const char *host = strrchr(dest, '@');
 	struct addrinfo hints = {.ai_family = AF_INET}, *res = NULL;
-	int rc;
+	int rc = getaddrinfo(host, NULL, &hints, &res);
 
-	host = host ? host + 1 : dest;
-	rc = getaddrinfo(host, NULL, &hints, &res);
 	if (rc != 0 || !res) {
-		snprintf(why, whycap, "cannot resolve '%s' to an IPv4 "
-			 "address here (%s); give it as addr=A.B.C.D", host,
-			 rc ? gai_strerror(rc) : "no address");
+		snprintf(why, whycap, "%s", rc ? gai_strerror(rc) : "no address");
 		return PS_ENOENT;
 	}
 	const struct sockaddr_in *sin = (const void *)res->ai_addr;
 	inet_ntop(AF_INET, &sin->sin_addr, addr, (socklen_t)cap);
 	freeaddrinfo(res);
+	return PS_OK;
+}
+
+/* The host part of "[user@]host" resolved to IPv4. */
+static int resolve(const char *dest, char *addr, size_t cap, char *why,
+		   size_t whycap)
+{
+	const char *host = strrchr(dest, '@');
+	char gai[96];
+
+	host = host ? host + 1 : dest;
+	if (ps_resolve_ipv4(host, addr, cap, gai, sizeof(gai)) != PS_OK) {
+		snprintf(why, whycap, "cannot resolve '%.200s' to an IPv4 "
+			 "address here (%s); give it as addr=A.B.C.D", host,
+			 gai);
+		return PS_ENOENT;
+	}
 	return PS_OK;
 }
 

@@ -40,6 +40,11 @@ typedef struct ps_host {
 int ps_hosts_load(const char *path, ps_host **hosts, int *n, char *err,
 		  size_t cap);
 
+/* The first IPv4 address of host, resolved here, into addr; PS_ENOENT
+ * with the resolver's reason in why. */
+int ps_resolve_ipv4(const char *host, char *addr, size_t cap, char *why,
+		    size_t whycap);
+
 /* The index of the host that runs rank (>= 0). */
 int ps_hosts_place(const ps_host *hosts, int n, int rank);
 

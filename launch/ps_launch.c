@@ -692,19 +692,6 @@ static int route_source(const char *host, int port, char *addr, size_t cap)
 	return rc;
 }
 
-/* The first IPv4 address of host, resolved here. */
-static int resolve_ipv4(const char *host, char *addr, size_t cap)
-{
-	struct addrinfo hints = {.ai_family = AF_INET}, *res = NULL;
-
-	if (getaddrinfo(host, NULL, &hints, &res) != 0 || !res)
-		return PS_ENOENT;
-	inet_ntop(AF_INET, &((struct sockaddr_in *)res->ai_addr)->sin_addr,
-		  addr, (socklen_t)cap);
-	freeaddrinfo(res);
-	return PS_OK;
-}
-
 /* Across machines a per-job key pair made here would reach no other
  * node: security.mode = curve needs a keys_dir every node has. */
 static int keys_shared(const ps_config *cfg, const char *mode)
@@ -765,8 +752,9 @@ static int run_rank(launch *l, const ps_config *cfg)
 		/* it binds the address: a host name is resolved here */
 		prog = "ps-scheduler";
 		if (!is_ipv4(cfg->cluster.scheduler_host)) {
-			if (resolve_ipv4(cfg->cluster.scheduler_host, addr,
-					 sizeof(addr)) != PS_OK) {
+			if (ps_resolve_ipv4(cfg->cluster.scheduler_host, addr,
+					    sizeof(addr), err,
+					    sizeof(err)) != PS_OK) {
 				fprintf(stderr, "ps-launch: --rank: "
 					"cluster.scheduler_host = %s does not "
 					"resolve to an IPv4 address here\n",
