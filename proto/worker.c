@@ -219,6 +219,25 @@ int ps_wproto_push(ps_wproto *w, uint32_t t, uint64_t it, void *ctx,
 	return PS_OK;
 }
 
+int ps_wproto_push_part(ps_wproto *w, uint32_t t, uint32_t part,
+			uint64_t it, void *ctx, char *why, size_t whylen)
+{
+	const ps_placement *pl = w->cfg.pl;
+
+	if (t >= pl->num_tensors || part < pl->first_part[t] ||
+	    part - pl->first_part[t] >= pl->part_count[t]) {
+		snprintf(why, whylen, "partition %u is not one of tensor %u's",
+			 part, t);
+		return PS_EINVAL;
+	}
+	if (pl->parts[part].ntensors > 1) {
+		snprintf(why, whylen, "tensor %u shares fused partition %u: "
+			 "it is pushed whole", t, part);
+		return PS_EINVAL;
+	}
+	return ready(w, part, t, it, 0, ctx);
+}
+
 int ps_wproto_stage_ready(ps_wproto *w, uint32_t part, uint64_t it,
 			  void *ctx)
 {

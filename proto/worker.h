@@ -19,6 +19,7 @@
  *                         whether the stage is new); once every member is
  *                         in, the driver hands the stage in with
  *                         ps_wproto_stage_ready.
+ *   ps_wproto_push_part   one partition of an unfused tensor, alone.
  *   ps_wproto_flush       the gate releases what it may now (the driver
  *                         calls it once a batch of pushes is in, so the
  *                         gate chooses among all of them).
@@ -84,6 +85,14 @@ typedef struct ps_wproto_staging {
  * PS_ENOMEM. */
 int ps_wproto_push(ps_wproto *w, uint32_t t, uint64_t it, void *ctx,
 		   ps_wproto_staging *st, char *why, size_t whylen);
+/* One partition `part` (global) of unfused tensor t enters the gate on
+ * its own, carrying ctx: for a driver whose partitions become ready one
+ * by one (a device tensor's, as each copy to the host completes). A
+ * tensor is pushed either whole or partition by partition in an
+ * iteration. PS_OK; PS_EINVAL with a reason when part is not t's or t is
+ * fused; PS_ENOMEM. */
+int ps_wproto_push_part(ps_wproto *w, uint32_t t, uint32_t part,
+			uint64_t it, void *ctx, char *why, size_t whylen);
 /* A complete stage of fused partition `part` enters the gate. */
 int ps_wproto_stage_ready(ps_wproto *w, uint32_t part, uint64_t it,
 			  void *ctx);
