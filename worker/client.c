@@ -83,9 +83,13 @@ typedef enum {
 	CMD_PROGRESS,
 } cmd_kind;
 
+/* A push of the whole tensor (cmd.part otherwise: one partition). */
+#define PUSH_WHOLE UINT32_MAX
+
 typedef struct cmd {
 	cmd_kind kind;
 	uint32_t tensor;
+	uint32_t part; /* CMD_PUSH: PUSH_WHOLE, or a global partition */
 	const float *data;
 	uint64_t iteration;
 	ps_wire_done done;
@@ -134,10 +138,11 @@ typedef struct tensor {
  *  - d2h: ps_client_push_stream makes it wait for the application's stream
  *    (an event recorded there), enqueues one copy per partition in the
  *    gate's order (worker/copy_plan.h, plain C), each followed by its
- *    event, waits for the events in that order, and then pushes `grad`
- *    like ps_client_push. The gate takes a tensor's partitions together
- *    (proto/worker.h), so the hand-over is per tensor; the order makes
- *    the urgent partitions' bytes land first all the same.
+ *    event, then waits for the events in that order and hands each
+ *    partition to the gate as soon as its own event completed
+ *    (ps_wproto_push_part): the communication thread sends partition k
+ *    while partition k + 1 is still being copied. A fused tensor is one
+ *    copy into its shared partition's stage, pushed whole.
  *  - h2d: after copy_out wrote partitions into the mirror, each is copied
  *    to device memory, then `h2d_done` is recorded; the next copy_out
  *    waits for it before it writes the mirror again.
@@ -407,9 +412,25 @@ static int queue_push(ps_client *c, const cmd *k)
 	stage *sg = NULL;
 	char why[512];
 	uint64_t now = ps_trace_now_us();
-	int rc = ps_wproto_push(c->proto, k->tensor, k->iteration,
-				(void *)k->data, &st, why, sizeof(why));
+	int rc;
 
+	if (k->part != PUSH_WHOLE) { /* one partition, as its copy is done */
+		rc = ps_wproto_push_part(c->proto, k->tensor, k->part,
+					 k->iteration, (void *)k->data, why,
+					 sizeof(why));
+		if (rc == PS_OK) {
+			c->slots[k->part].push_ready_us = now;
+			return PS_OK;
+		}
+		PS_ERROR("tensor '%s': %s", t->name, why);
+		pthread_mutex_lock(&c->mu);
+		t->inflight--; /* never queued */
+		pthread_cond_broadcast(&c->cv);
+		pthread_mutex_unlock(&c->mu);
+		return rc;
+	}
+	rc = ps_wproto_push(c->proto, k->tensor, k->iteration,
+			    (void *)k->data, &st, why, sizeof(why));
 	if (rc == PS_ESTATE)
 		PS_ERROR("tensor '%s': %s", t->name, why);
 	if (rc == PS_OK && st.fused) {
@@ -1385,28 +1406,29 @@ int ps_client_num_workers(const ps_client *c)
 		       : -1;
 }
 
-int ps_client_push(ps_client *c, uint32_t tensor_id, const float *grad,
-		   uint64_t iteration, int32_t priority)
+/* Tensor tensor_id's gradient (part = PUSH_WHOLE) or one partition of it
+ * enters the machine: sent from here when nobody drives, else queued for
+ * the driver. grad is the whole tensor's buffer in both cases. */
+static int push_cmd(ps_client *c, uint32_t tensor_id, const float *grad,
+		    uint64_t iteration, uint32_t part)
 {
-	cmd *k;
+	tensor *t = &c->tensors[tensor_id];
+	uint32_t held = part == PUSH_WHOLE ? t->nparts : 1;
+	cmd *k = calloc(1, sizeof(*k));
 	int rc;
 
-	if (!c || !grad || tensor_id >= c->ntensors)
-		return PS_EINVAL;
-	k = calloc(1, sizeof(*k));
 	if (!k)
 		return PS_ENOMEM;
 	k->kind = CMD_PUSH;
 	k->tensor = tensor_id;
+	k->part = part;
 	k->data = grad;
 	k->iteration = iteration;
-	(void)priority; /* the job's order decides (ordo.h) */
 	pthread_mutex_lock(&c->mu);
 	{
 		cmd *queued;
 		if (app_take_drive(c, &queued)) { /* sent from here */
-			c->tensors[tensor_id].inflight +=
-				c->tensors[tensor_id].nparts;
+			t->inflight += held;
 			rc = app_drive(c, queued, k, APP_NO_RECV);
 			pthread_mutex_unlock(&c->mu);
 			return rc;
@@ -1414,9 +1436,18 @@ int ps_client_push(ps_client *c, uint32_t tensor_id, const float *grad,
 	}
 	rc = enqueue(c, k);
 	if (rc == PS_OK)
-		c->tensors[tensor_id].inflight += c->tensors[tensor_id].nparts;
+		t->inflight += held;
 	pthread_mutex_unlock(&c->mu);
 	return rc;
+}
+
+int ps_client_push(ps_client *c, uint32_t tensor_id, const float *grad,
+		   uint64_t iteration, int32_t priority)
+{
+	if (!c || !grad || tensor_id >= c->ntensors)
+		return PS_EINVAL;
+	(void)priority; /* the job's order decides (ordo.h) */
+	return push_cmd(c, tensor_id, grad, iteration, PUSH_WHOLE);
 }
 
 /* ---- tensors in device memory (DESIGN, device tensors) ---------------- */
@@ -1616,6 +1647,15 @@ static int dev_plan(ps_client *c, tensor *t, char *err, size_t cap)
 	return rc;
 }
 
+static int dev_copy_failed(ps_client *c, const tensor *t, uint64_t it,
+			   const char *err, int rc)
+{
+	PS_ERROR("tensor '%s': copying the gradient of iteration %llu from "
+		 "CUDA device %d: %s", t->name, (unsigned long long)it,
+		 c->cuda_device, err);
+	return rc;
+}
+
 /* The tensor's last push released: its staging may be written. */
 static int dev_staging_free(ps_client *c, tensor *t)
 {
@@ -1672,17 +1712,44 @@ int ps_client_push_stream(ps_client *c, uint32_t tensor_id,
 					s->numel * sizeof(float), 1, c->d2h,
 					d->part_ev[k], err, sizeof(err));
 	}
-	/* in the same order: the urgent partitions are there first */
-	for (uint32_t k = 0; rc == PS_OK && k < t->nparts; k++)
-		rc = ps_cuda_event_sync(d->part_ev[k], err, sizeof(err));
-	ps_cuda_set(prev);
-	if (rc != PS_OK) {
-		PS_ERROR("tensor '%s': copying the gradient of iteration %llu "
-			 "from CUDA device %d: %s", t->name,
-			 (unsigned long long)iteration, c->cuda_device, err);
-		return rc;
+	if (t->fused) { /* one copy, one shared partition: pushed whole */
+		if (rc == PS_OK)
+			rc = ps_cuda_event_sync(d->part_ev[0], err,
+						sizeof(err));
+		ps_cuda_set(prev);
+		if (rc != PS_OK)
+			return dev_copy_failed(c, t, iteration, err, rc);
+		PS_DEBUG("tensor '%s' (%llu bytes, in fused partition %u) of "
+			 "iteration %llu copied from the device and handed to "
+			 "the gate", t->name,
+			 (unsigned long long)(t->numel * sizeof(float)),
+			 t->first_part, (unsigned long long)iteration);
+		return push_cmd(c, tensor_id, d->grad, iteration, PUSH_WHOLE);
 	}
-	return ps_client_push(c, tensor_id, d->grad, iteration, 0);
+	/* In the same order, each partition goes to the gate as soon as its
+	 * own copy is done: its send overlaps the copies behind it. Once a
+	 * copy failed the partitions after it are never handed in (their
+	 * bytes are not there); the job fails with the error. */
+	for (uint32_t k = 0; rc == PS_OK && k < t->nparts; k++) {
+		rc = ps_cuda_event_sync(d->part_ev[k], err, sizeof(err));
+		if (rc != PS_OK)
+			break;
+		rc = push_cmd(c, tensor_id, d->grad, iteration,
+			      d->plan[k].part);
+		if (rc != PS_OK) {
+			ps_cuda_set(prev);
+			return rc;
+		}
+		PS_DEBUG("tensor '%s' partition %u (%llu bytes) of iteration "
+			 "%llu copied from the device and handed to the gate",
+			 t->name, d->plan[k].part,
+			 (unsigned long long)(d->plan[k].numel * sizeof(float)),
+			 (unsigned long long)iteration);
+	}
+	ps_cuda_set(prev);
+	if (rc != PS_OK)
+		return dev_copy_failed(c, t, iteration, err, rc);
+	return PS_OK;
 }
 
 int ps_client_ready_event(ps_client *c, uint32_t tensor_id,

@@ -176,8 +176,9 @@ int ps_client_declare_cuda(ps_client *c, const char *name, uint64_t numel,
  * cuda_stream (a cudaStream_t; NULL: the legacy default stream): the
  * library's copy stream waits for that work, then copies the gradient to
  * pinned host memory partition by partition, in the gate's order (the
- * partition sent first is copied first), and the push goes through the
- * gate as ps_client_push's does. Returns once the copies are complete:
+ * partition sent first is copied first), and each partition enters the
+ * gate as soon as its own copy is complete, so its send overlaps the
+ * copies of the partitions after it. Returns once every copy is complete:
  * device_grad may be overwritten then. Only after ps_client_start. */
 int ps_client_push_stream(ps_client *c, uint32_t tensor,
 			  const float *device_grad, uint64_t iteration,
