@@ -287,6 +287,16 @@ static const option options[] = {
     ENUM(worker, compute, "sleep", compute_names,
          "How a replayed op spends its time: sleep (many workers fit on "
          "few cores) or spin (busy-wait: more precise, one core each)."),
+    ENUM(worker, gradients, "cpu", device_names,
+         "worker.mode = replay: where the replayed gradients and received "
+         "parameters live: cpu (host memory), or cuda (device memory of "
+         "worker.cuda_device; builds with -DPS_WITH_CUDA=ON): each push is "
+         "copied to pinned host memory partition by partition in the "
+         "gate's order and each arrival copied back, so the copies' cost "
+         "is in the measured iteration time (docs/cuda.md)."),
+    INT(worker, cuda_device, "0", 0, 255,
+        "worker.gradients = cuda: the CUDA device a replaying worker "
+        "uses, in the CUDA runtime's numbering."),
 
     /* [server] */
     ENUM(server, device, "cpu", device_names,
@@ -1361,7 +1371,18 @@ int ps_config_validate(const ps_config *cfg, char *err, size_t errlen)
 		return errf(err, errlen,
 		            "server.device = cuda: this build has no CUDA "
 		            "support (configure with -DPS_WITH_CUDA=ON)");
+	if (cfg->worker.gradients == PS_DEVICE_CUDA)
+		return errf(err, errlen,
+		            "worker.gradients = cuda: this build has no CUDA "
+		            "support (configure with -DPS_WITH_CUDA=ON)");
 #endif
+	if (cfg->worker.gradients == PS_DEVICE_CUDA &&
+	    cfg->worker.mode != PS_WORKER_REPLAY)
+		return errf(err, errlen,
+		            "worker.gradients = cuda: only replaying workers "
+		            "(worker.mode = replay) hold gradients in device "
+		            "memory; a program of your own declares device "
+		            "tensors with ps_client_declare_cuda");
 	if (cfg->security.mode == PS_SECURITY_CURVE &&
 	    cfg->transport.type != PS_TRANSPORT_TCP)
 		return errf(err, errlen,

@@ -96,6 +96,9 @@ struct ps_config {
 	struct {
 		int mode;    /* ps_worker_mode */
 		int compute; /* ps_compute_wait */
+		int gradients;   /* ps_server_device: where a replay's
+				  * gradients and parameters live */
+		int cuda_device; /* gradients = cuda: the CUDA device index */
 	} worker;
 	struct {
 		int device;      /* ps_server_device: where updates are applied */

@@ -28,6 +28,10 @@
 #include "proto/engine.h"
 #include "scheduler/efficiency.h"
 #include "worker/replay.h"
+#ifdef PS_WITH_CUDA
+#include "cuda/device.h"
+#include "cuda/staging.h"
+#endif
 
 typedef struct engine {
 	const ps_config *cfg;
@@ -44,7 +48,50 @@ typedef struct engine {
 	uint64_t woke;    /* when the host woke from that op */
 	double comm_us;   /* model bytes / bandwidth: one direction */
 	FILE *csv;
+#ifdef PS_WITH_CUDA
+	/* worker.gradients = cuda: every tensor in device memory, the
+	 * gradient pushed from device zeros, an event per tensor for its
+	 * parameters' copies to the device (DESIGN, device gradients) */
+	int cuda;
+	float **dev_values;
+	float *dev_zeros;
+	void **ready_ev;
+#endif
 } engine;
+
+#ifdef PS_WITH_CUDA
+/*
+ * DESIGN (device gradients, docs/cuda.md). With worker.gradients = cuda a
+ * replaying worker holds its parameters and gradients where a GPU
+ * framework does: each tensor is declared with ps_client_declare_cuda, a
+ * backward op's gradients are pushed with ps_client_push_stream (copied
+ * to pinned host memory partition by partition in the gate's order, each
+ * handed to the gate as its copy completes) and an op runs only once its
+ * parameters are in device memory: the copy of an arrival to the device
+ * is waited for (its event), as the op's kernels would wait in their
+ * stream. The host blocks where a GPU's stream would: the replayed device
+ * is the host's clock. So the copies' cost in both directions is part of
+ * the measured iteration time, beside the transfers' own.
+ */
+static int cuda_have(engine *e, uint32_t t, uint64_t it, int *have_p)
+{
+	char err[512];
+	int rc = ps_client_ready_event(e->client, t, it, e->ready_ev[t]);
+
+	if (rc == PS_EAGAIN) {
+		*have_p = 0;
+		return PS_OK;
+	}
+	if (rc == PS_OK)
+		rc = ps_cuda_event_sync(e->ready_ev[t], err, sizeof(err));
+	if (rc != PS_OK)
+		PS_ERROR("tensor '%s': waiting for its parameters' copy to "
+			 "CUDA device %d: %s", e->dag->tensors[t].name,
+			 e->cfg->worker.cuda_device,
+			 rc == PS_EIO ? err : ps_strerror(rc));
+	return rc;
+}
+#endif
 
 /* The engine's question: are version `it` of tensor t's parameters here?
  * (copied into the tensor's values on the way) */
@@ -56,6 +103,14 @@ static int have_params(void *ud, uint32_t t, uint64_t it, int *have_p)
 	*have_p = 1;
 	if (e->have[t] > it)
 		return PS_OK;
+#ifdef PS_WITH_CUDA
+	if (e->cuda) {
+		rc = cuda_have(e, t, it, have_p);
+		if (rc == PS_OK && *have_p)
+			e->have[t] = it + 1;
+		return rc;
+	}
+#endif
 	rc = ps_client_try(e->client, t, it);
 	if (rc == PS_EAGAIN) {
 		*have_p = 0;
@@ -119,9 +174,19 @@ static int finish_op(engine *e, uint32_t op, uint64_t it)
 	int rc = PS_OK;
 
 	if (o->kind == PS_OP_BACKWARD)
-		for (uint32_t k = 0; k < o->ntensors && rc == PS_OK; k++)
+		for (uint32_t k = 0; k < o->ntensors && rc == PS_OK; k++) {
+#ifdef PS_WITH_CUDA
+			if (e->cuda) { /* the legacy stream: no kernels */
+				rc = ps_client_push_stream(e->client,
+							   o->tensors[k],
+							   e->dev_zeros, it,
+							   NULL);
+				continue;
+			}
+#endif
 			rc = ps_client_push(e->client, o->tensors[k], e->zeros,
 					    it, (int32_t)o->tensors[k]);
+		}
 	ps_engine_op_done(e->engine, op);
 	return rc;
 }
@@ -164,6 +229,81 @@ static int run_iteration(engine *e, uint64_t it, iter_stats *st)
 	}
 }
 
+#ifdef PS_WITH_CUDA
+/* worker.gradients = cuda: device memory for every tensor (zeros, as a
+ * host tensor's values start) and for the pushed gradient, declared as
+ * device tensors. */
+static int cuda_setup(engine *e, uint64_t most)
+{
+	const ps_dag *d = e->dag;
+	int dev = e->cfg->worker.cuda_device;
+	ps_cuda_info info;
+	char err[1024];
+	int rc;
+
+	rc = ps_cuda_client_open(dev, "worker.gradients = cuda", err,
+				 sizeof(err));
+	if (rc == PS_OK)
+		rc = ps_cuda_open(dev, &info, err, sizeof(err));
+	if (rc != PS_OK) {
+		PS_ERROR("%s", err);
+		return rc;
+	}
+	e->dev_values = calloc(d->ntensors, sizeof(*e->dev_values));
+	e->ready_ev = calloc(d->ntensors, sizeof(*e->ready_ev));
+	if (!e->dev_values || !e->ready_ev)
+		return PS_ENOMEM;
+	rc = ps_cuda_alloc((void **)&e->dev_zeros, most * sizeof(float),
+			   "the replayed gradient", err, sizeof(err));
+	if (rc == PS_OK)
+		rc = ps_cuda_copy(e->dev_zeros, e->zeros, most * sizeof(float),
+				  0, err, sizeof(err));
+	for (uint32_t t = 0; t < d->ntensors && rc == PS_OK; t++) {
+		const ps_dag_tensor *x = &d->tensors[t];
+		rc = ps_cuda_alloc((void **)&e->dev_values[t],
+				   x->numel * sizeof(float), x->name, err,
+				   sizeof(err));
+		if (rc == PS_OK)
+			rc = ps_cuda_copy(e->dev_values[t], e->zeros,
+					  x->numel * sizeof(float), 0, err,
+					  sizeof(err));
+		if (rc == PS_OK)
+			rc = ps_cuda_event_new(&e->ready_ev[t], err,
+					       sizeof(err));
+		if (rc == PS_OK) {
+			rc = ps_client_declare_cuda(e->client, x->name,
+						    x->numel, e->dev_values[t],
+						    dev, NULL);
+			if (rc != PS_OK)
+				return rc; /* the client said why */
+		}
+	}
+	if (rc != PS_OK) {
+		PS_ERROR("worker.gradients = cuda: %s", err);
+		return rc;
+	}
+	e->cuda = 1;
+	PS_INFO("worker.gradients = cuda: device %d (%s, %.1f GiB): "
+		"gradients pushed from device memory through pinned host "
+		"staging, parameters copied back to the device", dev,
+		info.name, (double)info.total_bytes / 1073741824.0);
+	return PS_OK;
+}
+
+static void cuda_teardown(engine *e)
+{
+	if (e->dev_values)
+		for (uint32_t t = 0; t < e->dag->ntensors; t++)
+			ps_cuda_free(e->dev_values[t]);
+	if (e->ready_ev)
+		for (uint32_t t = 0; t < e->dag->ntensors; t++)
+			ps_cuda_event_free(e->ready_ev[t]);
+	ps_cuda_free(e->dev_zeros);
+	free(e->dev_values);
+	free(e->ready_ev);
+}
+#endif
+
 static int setup(engine *e)
 {
 	const ps_dag *d = e->dag;
@@ -177,22 +317,29 @@ static int setup(engine *e)
 	rc = ps_engine_create(d, have_params, e, &e->engine);
 	if (rc != PS_OK)
 		return rc;
-	for (uint32_t t = 0; t < d->ntensors && rc == PS_OK; t++) {
+	for (uint32_t t = 0; t < d->ntensors; t++) {
 		const ps_dag_tensor *x = &d->tensors[t];
-		e->values[t] = ps_alloc_big(x->numel * sizeof(float));
-		if (!e->values[t])
-			return PS_ENOMEM;
 		if (x->numel > most)
 			most = x->numel;
 		bytes += x->bytes;
-		rc = ps_client_declare(e->client, x->name, x->numel,
-				       e->values[t], NULL);
 	}
 	e->zeros = ps_alloc_big(most * sizeof(float));
 	if (!e->zeros)
 		return PS_ENOMEM;
 	e->comm_us = (double)bytes * 8.0 /
 		     (e->cfg->metrics.bandwidth_gbps * 1e9) * 1e6;
+#ifdef PS_WITH_CUDA
+	if (e->cfg->worker.gradients == PS_DEVICE_CUDA)
+		return cuda_setup(e, most);
+#endif
+	for (uint32_t t = 0; t < d->ntensors && rc == PS_OK; t++) {
+		const ps_dag_tensor *x = &d->tensors[t];
+		e->values[t] = ps_alloc_big(x->numel * sizeof(float));
+		if (!e->values[t])
+			return PS_ENOMEM;
+		rc = ps_client_declare(e->client, x->name, x->numel,
+				       e->values[t], NULL);
+	}
 	return rc;
 }
 
@@ -200,10 +347,15 @@ static void teardown(engine *e)
 {
 	uint64_t most = 0;
 
+#ifdef PS_WITH_CUDA
+	cuda_teardown(e);
+#endif
 	if (e->values)
 		for (uint32_t t = 0; t < e->dag->ntensors; t++) {
 			const ps_dag_tensor *x = &e->dag->tensors[t];
-			ps_free_big(e->values[t], x->numel * sizeof(float));
+			if (e->values[t])
+				ps_free_big(e->values[t],
+					    x->numel * sizeof(float));
 			if (x->numel > most)
 				most = x->numel;
 		}

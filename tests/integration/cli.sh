@@ -54,6 +54,9 @@ if ! grep -q '^PS_WITH_CUDA:BOOL=ON' "$BUILD/CMakeCache.txt"; then
 	grep -q "this build has no CUDA support" "$WORK/err.log" ||
 		fail "ps-launch, server.device = cuda without CUDA: no clear message"
 	pass "ps-launch: server.device = cuda without CUDA"
+	expect_config_error "worker.gradients = cuda without CUDA" \
+		"worker.gradients = cuda: this build has no CUDA support (configure with -DPS_WITH_CUDA=ON)" \
+		--set worker.gradients=cuda
 fi
 
 # Scheduler unreachable: the node gives up after connect_timeout_ms (the

@@ -721,6 +721,32 @@ static void test_validate(void **state)
 		assert_int_equal(ps_config_validate(&cfg, e, sizeof(e)), PS_OK);
 	}
 #endif
+	/* worker.gradients = cuda: a CUDA build, and replay only */
+	ps_config_defaults(&cfg);
+	assert_int_equal(cfg.worker.gradients, PS_DEVICE_CPU);
+	assert_int_equal(cfg.worker.cuda_device, 0);
+	cfg.worker.gradients = PS_DEVICE_CUDA;
+	cfg.worker.mode = PS_WORKER_REPLAY;
+	strcpy(cfg.model.file, "m.json");
+#ifndef PS_WITH_CUDA
+	expect_invalid(&cfg, "worker.gradients = cuda: this build has no "
+	                     "CUDA support (configure with -DPS_WITH_CUDA=ON)");
+#else
+	{
+		char e[256];
+		assert_int_equal(ps_config_validate(&cfg, e, sizeof(e)), PS_OK);
+	}
+	cfg.worker.mode = PS_WORKER_TRAIN;
+	expect_invalid(&cfg, "worker.gradients = cuda: only replaying "
+	                     "workers (worker.mode = replay) hold gradients in "
+	                     "device memory; a program of your own declares "
+	                     "device tensors with ps_client_declare_cuda");
+#endif
+	ps_config_defaults(&cfg);
+	cfg.worker.cuda_device = 256;
+	expect_invalid(&cfg, "worker.cuda_device: 256 is out of range "
+	                     "[0, 255]");
+
 	ps_config_defaults(&cfg);
 	cfg.server.cuda_device = 256;
 	expect_invalid(&cfg, "server.cuda_device: 256 is out of range "
@@ -901,6 +927,8 @@ static void test_reference(void **state)
 	                                   "compute_scale",
 	                                   "mode", /* worker.mode */
 	                                   "compute",
+	                                   "gradients",
+	                                   "cuda_device",
 	                                   "device", /* [server] */
 	                                   "cuda_device",
 	                                   "dir",
