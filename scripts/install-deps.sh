@@ -10,7 +10,7 @@ packages=(
 	iproute2 procps python3
 	gnuplot-nox
 	clang libclang-rt-14-dev help2man
-	python3-torch python3-sklearn
+	python3-torch python3-torchvision python3-sklearn
 	openssh-server openssh-client openmpi-bin mpich slurm-wlm munge
 )
 missing=()
