@@ -51,6 +51,36 @@
  * on every QP of the PD: a peer is trusted not to READ what it was not
  * offered (as with every verbs rendezvous).
  *
+ * DESIGN (device memory: GPUDirect RDMA; issue 17, docs/cuda.md). A
+ * PS_MEM_CUDA region is registered at once by ps_transport_reg_ex (not at
+ * the first send as host memory may be: the caller must learn now whether
+ * this path works, to fall back on another), on the transport's PD, which
+ * exists from the first listen on an RDMA address or the first connect:
+ * before that, or once the device is gone, it fails with PS_ENOTSUP and
+ * the reason. With a dma-buf descriptor: ibv_reg_dmabuf_mr(pd, offset,
+ * len, iova = the device pointer, fd, REMOTE_READ), so peers READ at the
+ * pointer's value as for host memory; without one: ibv_reg_mr on the
+ * device pointer, which the nvidia-peermem module resolves. Either way
+ * IBV_ACCESS_REMOTE_READ only: the peer READs, nobody writes. Sending: a
+ * payload inside a PS_MEM_CUDA registration goes by the READ rendezvous
+ * above whatever its size (ZC_MIN does not apply), so the CPU never reads
+ * it - the RTS carries its address and the registration's rkey, the
+ * receiver (unchanged) READs it into its own host buffer, the FIN hands it
+ * back. Chosen over gathering small device payloads into a SEND with a
+ * second SGE (the device MR's lkey) because the copy path builds each
+ * SEND's frames by memcpy into one registered buffer and splits a message
+ * over many SENDs under the credit accounting; a gather would need a
+ * second framing (an SGE per chunk, frames never shared with other
+ * messages) for what is a latency gain on small tensors only, while the
+ * rendezvous is the path already tested for every large payload. A
+ * payload said to be device memory (ps_transport_send_mem) but in no such
+ * registration, or one that runs past a registration's end, is refused
+ * with PS_EINVAL before anything reads it, as is a device payload whose
+ * header does not fit an RTS (ZC_HDR_MAX). Tested in the Soft-RoCE VM
+ * with host memory registered as PS_MEM_CUDA and then made PROT_NONE
+ * (tests/rdma/gpudirect.c): any CPU read there is a crash; a GPU, a
+ * GPU's dma-buf and nvidia-peermem were not available to test.
+ *
  * DESIGN (connections). Endpoints are "rdma://A.B.C.D:PORT" (a host name
  * is resolved, IPv4 only). listen() binds an rdma_cm id (RDMA_PS_TCP) and
  * listens; connect() resolves address and route and connects an RC QP,
@@ -2766,17 +2796,83 @@ unlock:
 
 /* ---- send, recv, wake, disconnect ---------------------------------------- */
 
-/* The registration of t holding [p, p + len), or NULL. */
-static ps_mr *find_mr(ps_transport *t, const void *p, size_t len)
+/* The registration of t of memory kind `kind` holding [p, p + len), or
+ * NULL. */
+static ps_mr *find_mr(ps_transport *t, const void *p, size_t len,
+                      ps_mem_kind kind)
 {
 	uintptr_t a = (uintptr_t)p;
 	for (ps_mr *mr = t->mrs; mr; mr = mr->next) {
 		uintptr_t b = (uintptr_t)mr->addr;
-		if (mr->kind == PS_MEM_HOST && a >= b && len <= mr->len &&
+		if (mr->kind == kind && a >= b && len <= mr->len &&
 		    a - b <= mr->len - len)
 			return mr;
 	}
 	return NULL;
+}
+
+/* How a payload stands to the PS_MEM_CUDA registrations (owner thread:
+ * t->mrs is the owner's; the payload is only compared as addresses, never
+ * read): PS_OK with *dev set and *rkey when it lies inside one (it goes by
+ * READ whatever its size: DESIGN, device memory); PS_OK with *dev clear
+ * when it touches none and kind is PS_MEM_HOST, or is empty; PS_EINVAL
+ * (logged) when kind says device memory but it lies in no registration,
+ * when it runs past a registration's end (the part outside is no memory
+ * the NIC may read, and the CPU may not read the part inside), or when
+ * its header is too long for an RTS; PS_EIO when its registration was
+ * released with the device. */
+static int device_payload(rdma_transport *rt, const void *payload,
+                          size_t len, size_t hdr_len, ps_mem_kind kind,
+                          bool *dev, uint32_t *rkey)
+{
+	*dev = false;
+	if (!len)
+		return PS_OK; /* nothing to read */
+	ps_mr *mr = find_mr(&rt->base, payload, len, PS_MEM_CUDA);
+	if (!mr) {
+		uintptr_t a = (uintptr_t)payload;
+		for (ps_mr *o = rt->base.mrs; o; o = o->next) {
+			uintptr_t b = (uintptr_t)o->addr;
+			/* len and o->len are at most MAX_PAYLOAD and user
+			 * addresses are < 2^63: no sum wraps */
+			if (o->kind != PS_MEM_CUDA || a >= b + o->len ||
+			    b >= a + len)
+				continue;
+			PS_ERROR("rdma: a payload of %zu bytes at %p runs past "
+			         "the device-memory registration of %zu "
+			         "bytes at %p: not sent (the NIC reads device "
+			         "memory only inside one registration, and "
+			         "the CPU never reads it)",
+			         len, payload, o->len, o->addr);
+			return PS_EINVAL;
+		}
+		if (kind != PS_MEM_CUDA)
+			return PS_OK;
+		PS_ERROR("rdma: a payload of %zu bytes at %p is said to be "
+		         "CUDA device memory but lies in no device-memory "
+		         "registration of this transport (ps_transport_reg_ex "
+		         "with PS_MEM_CUDA): not sent, since only the NIC may "
+		         "read it",
+		         len, payload);
+		return PS_EINVAL;
+	}
+	if (hdr_len > ZC_HDR_MAX) {
+		PS_ERROR("rdma: a payload in device memory is sent by READ "
+		         "rendezvous, whose header must fit in one SEND: "
+		         "%zu header bytes, at most %u",
+		         hdr_len, (unsigned)ZC_HDR_MAX);
+		return PS_EINVAL;
+	}
+	if (!mr->priv) {
+		PS_ERROR("rdma: the device-memory registration of %zu bytes at "
+		         "%p was released (the device is gone): a payload in "
+		         "it cannot be sent",
+		         mr->len, mr->addr);
+		return PS_EIO;
+	}
+	*rkey = ((struct ibv_mr *)mr->priv)->rkey;
+	*dev = true;
+	return PS_OK;
 }
 
 /* Decides how it's payload goes (owner thread, mu not held): a payload
@@ -2792,7 +2888,8 @@ static void choose_zero_copy(rdma_transport *rt, sitem *it)
 	pthread_mutex_unlock(&rt->mu);
 	if (!pd)
 		return; /* pd lives until stop, on this thread */
-	ps_mr *mr = find_mr(&rt->base, it->payload, (size_t)it->payload_len);
+	ps_mr *mr = find_mr(&rt->base, it->payload, (size_t)it->payload_len,
+	                    PS_MEM_HOST);
 	if (mr && !mr->priv)
 		mr->priv = ibv_reg_mr(pd, mr->addr, mr->len,
 		                      IBV_ACCESS_REMOTE_READ);
@@ -2815,13 +2912,15 @@ static void choose_zero_copy(rdma_transport *rt, sitem *it)
 	}
 }
 
-static int rdma_send_(ps_transport *t, ps_peer peer, const void *hdr,
-                      size_t hdr_len, void *payload, size_t payload_len,
-                      ps_free_fn *free_fn, void *hint)
+static int rdma_send_mem_(ps_transport *t, ps_peer peer, const void *hdr,
+                          size_t hdr_len, void *payload, size_t payload_len,
+                          ps_mem_kind kind, ps_free_fn *free_fn, void *hint)
 {
 	rdma_transport *rt = rt_of(t);
 	int rc = PS_OK;
 	conn *c = NULL;
+	uint32_t dev_rkey = 0;
+	bool dev;
 
 	if (hdr_len > MAX_HDR || payload_len > MAX_PAYLOAD) {
 		PS_ERROR("rdma: message too large (header %zu, payload %zu "
@@ -2829,6 +2928,12 @@ static int rdma_send_(ps_transport *t, ps_peer peer, const void *hdr,
 		         hdr_len, payload_len, MAX_HDR, MAX_PAYLOAD);
 		return PS_EINVAL;
 	}
+	/* before anything else: device memory must never reach the copy
+	 * path */
+	rc = device_payload(rt, payload, payload_len, hdr_len, kind, &dev,
+	                    &dev_rkey);
+	if (rc != PS_OK)
+		return rc; /* logged */
 	sitem *it = calloc(1, sizeof(*it));
 	if (!it || (hdr_len && !(it->hdr = malloc(hdr_len)))) {
 		PS_ERROR("rdma: out of memory sending a message");
@@ -2842,8 +2947,13 @@ static int rdma_send_(ps_transport *t, ps_peer peer, const void *hdr,
 	it->payload_len = payload_len;
 	it->free_fn = free_fn;
 	it->hint = hint;
-	if (peer < rt->npeers) /* npeers changes on this thread only */
+	if (dev) {
+		/* in a device-memory registration: READ, whatever the size */
+		it->rkey = dev_rkey;
+		it->zc = true;
+	} else if (peer < rt->npeers) { /* npeers changes on this thread */
 		choose_zero_copy(rt, it);
+	}
 
 	pthread_mutex_lock(&rt->mu);
 	if (peer >= rt->npeers) {
@@ -2906,6 +3016,14 @@ fail:
 	free(it->hdr);
 	free(it);
 	return rc;
+}
+
+static int rdma_send_(ps_transport *t, ps_peer peer, const void *hdr,
+                      size_t hdr_len, void *payload, size_t payload_len,
+                      ps_free_fn *free_fn, void *hint)
+{
+	return rdma_send_mem_(t, peer, hdr, hdr_len, payload, payload_len,
+	                      PS_MEM_HOST, free_fn, hint);
 }
 
 static int rdma_recv_(ps_transport *t, int timeout_ms, ps_msg **msg_p)
@@ -3018,21 +3136,94 @@ static void rdma_caps_(const ps_transport *t, ps_transport_caps *caps)
 	/* beyond LEND_MAX lent, a READ goes into a heap buffer registered
 	 * for it alone: holding messages never starves the pool */
 	caps->recv_lend_max = LEND_MAX;
+	/* PS_MEM_CUDA registrations (dma-buf or by address), payloads in
+	 * them READ by the peer whatever their size */
+	caps->device_memory = 1;
+}
+
+/* Registers device memory (DESIGN: device memory) at once on pd, or
+ * says why not: PS_ENOTSUP and a sentence in why. dev: the device's name;
+ * gone: why the device is gone ("" when it is not). */
+static int reg_device(struct ibv_pd *pd, const char *dev, const char *gone,
+                      ps_mr *mr, const ps_reg_req *req, char *why,
+                      size_t cap)
+{
+	struct ibv_mr *m;
+	int err;
+
+	if (gone[0]) {
+		snprintf(why, cap,
+		         "rdma: device %s is gone (%s): device memory cannot "
+		         "be registered",
+		         dev, gone);
+		return PS_ENOTSUP;
+	}
+	if (!pd) {
+		snprintf(why, cap, "rdma: no RDMA device bound yet: device "
+		         "memory is registered at once, on the device of the "
+		         "transport's first listen on an RDMA address or first "
+		         "connect, so register it after that");
+		return PS_ENOTSUP;
+	}
+	if (req->dmabuf_fd >= 0) {
+		/* iova = the device pointer: peers READ at the addresses the
+		 * RTS frames carry, the payloads' own */
+		m = ibv_reg_dmabuf_mr(pd, req->dmabuf_offset, mr->len,
+		                      (uint64_t)(uintptr_t)mr->addr,
+		                      req->dmabuf_fd, IBV_ACCESS_REMOTE_READ);
+		if (!m) {
+			err = errno;
+			snprintf(why, cap, "rdma: device %s cannot register "
+			         "dma-buf memory: ibv_reg_dmabuf_mr: %s",
+			         dev, strerror(err));
+			return PS_ENOTSUP;
+		}
+	} else {
+		m = ibv_reg_mr(pd, mr->addr, mr->len, IBV_ACCESS_REMOTE_READ);
+		if (!m) {
+			err = errno;
+			snprintf(why, cap,
+			         "rdma: device %s cannot register device "
+			         "memory by its address (%zu bytes at %p): "
+			         "ibv_reg_mr: %s (that needs the "
+			         "nvidia-peermem kernel module; a dma-buf of "
+			         "the memory needs none)",
+			         dev, mr->len, mr->addr, strerror(err));
+			return PS_ENOTSUP;
+		}
+	}
+	mr->priv = m;
+	PS_DEBUG("rdma: registered %zu bytes of device memory at %p on %s "
+	         "(%s), rkey 0x%x",
+	         mr->len, mr->addr, dev,
+	         req->dmabuf_fd >= 0 ? "dma-buf" : "by address", m->rkey);
+	return PS_OK;
 }
 
 /* Registers host memory for READs by peers (IBV_ACCESS_REMOTE_READ: an
  * rkey sent in an RTS frame). Without a device yet (nothing connected or
  * listening on a device address) nothing is registered now: the first
- * zero-copy send from the region registers it. */
-static int rdma_reg_(ps_transport *t, ps_mr *mr)
+ * zero-copy send from the region registers it. Device memory: reg_device,
+ * at once. */
+static int rdma_reg_(ps_transport *t, ps_mr *mr, const ps_reg_req *req,
+                     char *why, size_t cap)
 {
 	rdma_transport *rt = rt_of(t);
+	char dev[sizeof(rt->dev_name)], gone[sizeof(rt->dev_why)] = "";
 
-	if (mr->kind != PS_MEM_HOST)
-		return PS_ENOTSUP; /* CUDA is not built */
 	pthread_mutex_lock(&rt->mu);
 	struct ibv_pd *pd = rt->dev_dead ? NULL : rt->pd;
+	snprintf(dev, sizeof(dev), "%s", rt->dev_name);
+	if (rt->dev_dead)
+		snprintf(gone, sizeof(gone), "%s", rt->dev_why);
 	pthread_mutex_unlock(&rt->mu);
+	if (mr->kind == PS_MEM_CUDA)
+		return reg_device(pd, dev, gone, mr, req, why, cap);
+	if (mr->kind != PS_MEM_HOST) {
+		snprintf(why, cap, "rdma: unknown memory kind %d",
+		         (int)mr->kind);
+		return PS_ENOTSUP;
+	}
 	if (!pd)
 		return PS_OK;
 	mr->priv = ibv_reg_mr(pd, mr->addr, mr->len, IBV_ACCESS_REMOTE_READ);
@@ -3164,6 +3355,7 @@ const ps_transport_ops psi_rdma_ops = {
     .listen = rdma_listen_,
     .connect = rdma_connect_,
     .send = rdma_send_,
+    .send_mem = rdma_send_mem_,
     .recv = rdma_recv_,
     .wake = rdma_wake_,
     .disconnect = rdma_disconnect_,

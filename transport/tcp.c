@@ -862,6 +862,26 @@ static void tcp_caps(const ps_transport *t, ps_transport_caps *caps)
 	caps->zero_copy_recv = 1;     /* ZeroMQ's own buffers, lent */
 	caps->needs_registration = 0;
 	caps->recv_lend_max = UINT32_MAX; /* allocated per message */
+	caps->device_memory = 0;          /* tcp_reg */
+}
+
+/* Host memory needs no registration. Device memory is refused: ZeroMQ
+ * hands every payload to the kernel's socket layer, which reads it with
+ * the CPU (and a CUDA device pointer is no address the CPU can read). */
+static int tcp_reg(ps_transport *t, ps_mr *mr, const ps_reg_req *req,
+		   char *why, size_t cap)
+{
+	(void)t;
+	(void)req;
+	if (mr->kind == PS_MEM_HOST)
+		return PS_OK;
+	snprintf(why, cap,
+		 "tcp: the tcp transport cannot send CUDA device memory "
+		 "(%zu bytes at %p): ZeroMQ reads every payload with the "
+		 "CPU; copy it to host memory, or use transport.type = rdma "
+		 "(GPUDirect RDMA)",
+		 mr->len, mr->addr);
+	return PS_ENOTSUP;
 }
 
 /* Closes the sockets, flushing pending sends for at most linger_ms, and
@@ -906,6 +926,7 @@ const ps_transport_ops psi_tcp_ops = {
     .wake = tcp_wake,
     .disconnect = tcp_disconnect,
     .caps = tcp_caps,
+    .reg = tcp_reg,
     .stop = tcp_stop,
     .free = tcp_free,
 };

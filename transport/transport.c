@@ -13,6 +13,7 @@
  * handlers included).
  */
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,6 +140,37 @@ int ps_transport_send(ps_transport *t, ps_peer peer, const void *hdr,
 	                    free_fn, hint);
 }
 
+int ps_transport_send_mem(ps_transport *t, ps_peer peer, const void *hdr,
+			  size_t hdr_len, void *payload, size_t payload_len,
+			  ps_mem_kind kind, ps_free_fn *free_fn, void *hint)
+{
+	if (!t || !t->ops || (!hdr && hdr_len) || (!payload && payload_len)) {
+		PS_ERROR("transport: send: invalid argument");
+		return PS_EINVAL;
+	}
+	if (kind != PS_MEM_HOST && kind != PS_MEM_CUDA) {
+		PS_ERROR("transport: send: unknown memory kind %d", (int)kind);
+		return PS_EINVAL;
+	}
+	if (t->stopped)
+		return PS_ECLOSED;
+	if (t->ops->send_mem)
+		return t->ops->send_mem(t, peer, hdr, hdr_len, payload,
+					payload_len, kind, free_fn, hint);
+	if (kind == PS_MEM_CUDA) {
+		/* the backend would read the payload with the CPU */
+		PS_ERROR("transport: %s cannot send CUDA device memory (a "
+			 "payload of %zu bytes at %p): copy it to host memory "
+			 "first, or use the rdma transport",
+			 t->ops->name, payload_len, payload);
+		return PS_ENOTSUP;
+	}
+	if (!t->ops->send)
+		return PS_ENOTSUP;
+	return t->ops->send(t, peer, hdr, hdr_len, payload, payload_len,
+			    free_fn, hint);
+}
+
 int ps_transport_recv(ps_transport *t, int timeout_ms, ps_msg **msg_p)
 {
 	if (!t || !t->ops || !msg_p) {
@@ -181,37 +213,88 @@ void ps_transport_caps_of(const ps_transport *t, ps_transport_caps *caps)
 		t->ops->caps(t, caps);
 }
 
-int ps_transport_reg(ps_transport *t, void *addr, size_t len,
-		     ps_mem_kind kind, ps_mr **mr_p)
+/* Writes a whole sentence into why[cap] (when there is room) and returns
+ * rc. */
+static int say(char *why, size_t cap, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int say(char *why, size_t cap, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why && cap) {
+		va_start(ap, fmt);
+		vsnprintf(why, cap, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+static int reg_ex(ps_transport *t, const ps_reg_req *req, ps_mr **mr_p,
+		  char *why, size_t cap);
+
+int ps_transport_reg_ex(ps_transport *t, const ps_reg_req *req,
+			ps_mr **mr_p, char *why, size_t cap)
+{
+	/* the backend always gets a buffer: the caller's, or this one,
+	 * logged (the caller did not ask for the reason) */
+	char own[512];
+	int rc;
+
+	if (!why || !cap) {
+		why = own;
+		cap = sizeof(own);
+	}
+	why[0] = '\0';
+	if (mr_p)
+		*mr_p = NULL;
+	rc = reg_ex(t, req, mr_p, why, cap);
+	if (rc != PS_OK && rc != PS_ECLOSED && why == own)
+		PS_ERROR("%s", why);
+	return rc;
+}
+
+/* ps_transport_reg_ex with a reason buffer (why[0] == '\0'). */
+static int reg_ex(ps_transport *t, const ps_reg_req *req, ps_mr **mr_p,
+		  char *why, size_t cap)
 {
 	ps_mr *mr;
 	int rc;
 
-	if (!t || !t->ops || !addr || len == 0 || !mr_p) {
-		PS_ERROR("transport: reg: invalid argument (%zu bytes at %p)",
-			 len, addr);
-		return PS_EINVAL;
-	}
-	*mr_p = NULL;
+	if (!t || !t->ops || !req || !req->addr || req->len == 0 || !mr_p)
+		return say(why, cap, PS_EINVAL,
+			   "transport: reg: invalid argument (%zu bytes at "
+			   "%p)", req ? req->len : 0, req ? req->addr : NULL);
 	if (t->stopped)
-		return PS_ECLOSED;
-	if (kind != PS_MEM_HOST && kind != PS_MEM_CUDA) {
-		PS_ERROR("transport: reg: unknown memory kind %d", (int)kind);
-		return PS_EINVAL;
-	}
+		return say(why, cap, PS_ECLOSED,
+			   "transport: reg: the %s transport is stopped",
+			   t->ops->name);
+	if (req->kind != PS_MEM_HOST && req->kind != PS_MEM_CUDA)
+		return say(why, cap, PS_EINVAL,
+			   "transport: reg: unknown memory kind %d",
+			   (int)req->kind);
+	if (req->dmabuf_fd >= 0 && req->kind != PS_MEM_CUDA)
+		return say(why, cap, PS_EINVAL,
+			   "transport: reg: a dma-buf (descriptor %d) is "
+			   "registered as device memory (PS_MEM_CUDA) only",
+			   req->dmabuf_fd);
+	if (!t->ops->reg && req->kind != PS_MEM_HOST)
+		return say(why, cap, PS_ENOTSUP,
+			   "transport: %s cannot register CUDA device memory",
+			   t->ops->name);
 	mr = calloc(1, sizeof(*mr));
 	if (!mr)
-		return PS_ENOMEM;
-	mr->addr = addr;
-	mr->len = len;
-	mr->kind = kind;
-	rc = t->ops->reg ? t->ops->reg(t, mr)
-	     : kind == PS_MEM_HOST ? PS_OK : PS_ENOTSUP;
+		return say(why, cap, PS_ENOMEM,
+			   "transport: reg: out of memory");
+	mr->addr = req->addr;
+	mr->len = req->len;
+	mr->kind = req->kind;
+	rc = t->ops->reg ? t->ops->reg(t, mr, req, why, cap) : PS_OK;
 	if (rc != PS_OK) {
-		if (rc == PS_ENOTSUP)
-			PS_ERROR("transport: %s cannot use %s memory",
-				 t->ops->name,
-				 kind == PS_MEM_CUDA ? "CUDA" : "this");
+		if (!why[0])
+			say(why, cap, rc, "transport: %s cannot register %zu "
+			    "bytes of %s memory (%s)", t->ops->name, req->len,
+			    req->kind == PS_MEM_CUDA ? "CUDA" : "host",
+			    ps_strerror(rc));
 		free(mr);
 		return rc;
 	}
@@ -219,6 +302,25 @@ int ps_transport_reg(ps_transport *t, void *addr, size_t len,
 	t->mrs = mr;
 	*mr_p = mr;
 	return PS_OK;
+}
+
+int ps_transport_reg(ps_transport *t, void *addr, size_t len,
+		     ps_mem_kind kind, ps_mr **mr_p)
+{
+	ps_reg_req req = {.addr = addr, .len = len, .kind = kind,
+			  .dmabuf_fd = -1};
+
+	if (mr_p)
+		*mr_p = NULL;
+	if (kind == PS_MEM_CUDA && t && t->ops && !t->stopped && addr &&
+	    len && mr_p) {
+		PS_ERROR("transport: ps_transport_reg registers host memory "
+			 "only: register CUDA device memory with "
+			 "ps_transport_reg_ex, which says why a registration "
+			 "failed");
+		return PS_ENOTSUP;
+	}
+	return ps_transport_reg_ex(t, &req, mr_p, NULL, 0); /* logs */
 }
 
 /* Takes mr out of t's list and lets the backend release it. */

@@ -26,7 +26,30 @@
  *    backend needs registration; any other payload is still sent (the
  *    backend copies it through memory of its own, or registers it in a
  *    cache): registering is about speed, never about correctness. A
- *    memory kind says where the bytes live (host now; CUDA later).
+ *    memory kind says where the bytes live (host or CUDA device memory);
+ *    device memory is the exception to "about speed" (next item).
+ *  - Device memory (GPUDirect RDMA; docs/cuda.md). A PS_MEM_CUDA region
+ *    is registered with ps_transport_reg_ex, which either registers it
+ *    at once or fails with PS_ENOTSUP and a whole sentence saying why,
+ *    for the caller to log and to fall back on (another way to register
+ *    it, or staging through pinned host memory): the request gives a
+ *    dma-buf of the memory (cuda/gpudirect.h: ps_cuda_dmabuf_fd) or none,
+ *    when the device pointer is registered as it is (what the
+ *    nvidia-peermem kernel module serves). ps_transport_reg refuses
+ *    PS_MEM_CUDA, since it cannot hand the reason back. A payload inside
+ *    a PS_MEM_CUDA registration is never read by the CPU: the backend
+ *    lets the NIC take it from where it is, whatever its size, or the
+ *    send fails; a payload sent with ps_transport_send_mem(...,
+ *    PS_MEM_CUDA, ...) that lies in no such registration fails with
+ *    PS_EINVAL (logged) rather than being read. Only rdma can do this
+ *    (caps.device_memory); tcp refuses device memory, since ZeroMQ reads
+ *    every payload with the CPU. When the rdma backend can register:
+ *    once it has its RDMA device - its first listen on an RDMA device's
+ *    address (not 0.0.0.0, which names no device) or its first connect -
+ *    and until it stops; before that a PS_MEM_CUDA registration fails
+ *    ("rdma: no RDMA device bound yet") instead of being deferred as
+ *    host memory's is, because a registration that might fail later
+ *    would leave the caller without a fallback when it matters.
  *  - Received buffers: a received ps_msg may be held as long as the
  *    receiver likes - the client's slots keep one per partition, a node
  *    keeps up to 4096 messages that came before its WELCOME - and it stays
@@ -70,8 +93,25 @@ typedef void ps_free_fn(void *data, void *hint);
 /* Where memory lives. */
 typedef enum ps_mem_kind {
 	PS_MEM_HOST = 0,
-	PS_MEM_CUDA = 1, /* device memory (a later CUDA build) */
+	PS_MEM_CUDA = 1, /* CUDA device memory (GPUDirect RDMA; DESIGN) */
 } ps_mem_kind;
+
+/* What ps_transport_reg_ex registers. A zeroed request has dmabuf_fd 0,
+ * a real descriptor: callers set -1 when there is no dma-buf. */
+typedef struct ps_reg_req {
+	void *addr;      /* for PS_MEM_CUDA the device pointer, which is also
+	                  * the address peers read the payloads at */
+	size_t len;
+	ps_mem_kind kind;
+	/* PS_MEM_CUDA only: a dma-buf file descriptor exporting the memory
+	 * (ps_cuda_dmabuf_fd), with addr at dmabuf_offset bytes into it; or
+	 * -1: addr is registered as it is (ibv_reg_mr on the device pointer,
+	 * which needs the nvidia-peermem module). The transport neither
+	 * keeps nor closes the descriptor: the registration holds the
+	 * dma-buf itself, so the caller may close it once the call returned. */
+	int dmabuf_fd;
+	uint64_t dmabuf_offset;
+} ps_reg_req;
 
 /* A registration (ps_transport_reg). Callers treat it as opaque; the
  * wrappers keep each transport's list, the backend its own data in priv. */
@@ -92,6 +132,9 @@ typedef struct ps_transport_caps {
 	uint32_t recv_lend_max;  /* received buffers lent at a time before
 				  * copies are handed out (UINT32_MAX: no
 				  * limit) */
+	int device_memory;       /* PS_MEM_CUDA registrations can be tried
+				  * (ps_transport_reg_ex), and payloads in
+				  * them are sent without the CPU */
 } ps_transport_caps;
 
 typedef struct ps_transport_opts {
@@ -154,6 +197,12 @@ typedef struct ps_transport_ops {
 	int (*send)(ps_transport *t, ps_peer peer, const void *hdr,
 		    size_t hdr_len, void *payload, size_t payload_len,
 		    ps_free_fn *free_fn, void *hint);
+	/* send, with the payload's memory kind as the caller knows it
+	 * (ps_transport_send_mem). NULL: the backend sends host memory only
+	 * (the wrapper refuses PS_MEM_CUDA). */
+	int (*send_mem)(ps_transport *t, ps_peer peer, const void *hdr,
+			size_t hdr_len, void *payload, size_t payload_len,
+			ps_mem_kind kind, ps_free_fn *free_fn, void *hint);
 	/* Waits up to timeout_ms (-1: forever, 0: poll) for one message.
 	 * PS_OK with *msg_p set, PS_ETIMEDOUT, or PS_EAGAIN after a wake. */
 	int (*recv)(ps_transport *t, int timeout_ms, ps_msg **msg_p);
@@ -163,10 +212,14 @@ typedef struct ps_transport_ops {
 	int (*disconnect)(ps_transport *t, ps_peer peer);
 	/* What the backend can do (DESIGN above). */
 	void (*caps)(const ps_transport *t, ps_transport_caps *caps);
-	/* Registers mr->addr, mr->len of memory kind mr->kind, keeping what
-	 * it needs in mr->priv: PS_OK; PS_ENOTSUP for a kind the backend
-	 * cannot use; PS_ENOMEM. NULL: nothing to register (host memory). */
-	int (*reg)(ps_transport *t, ps_mr *mr);
+	/* Registers mr->addr, mr->len of memory kind mr->kind (req: the
+	 * whole request, its dma-buf), keeping what it needs in mr->priv:
+	 * PS_OK; PS_ENOTSUP for a kind the backend cannot use, or device
+	 * memory it could not register, with the reason in why (a whole
+	 * sentence beginning with the backend's name; why is never NULL,
+	 * cap > 0); PS_ENOMEM. NULL: nothing to register (host memory). */
+	int (*reg)(ps_transport *t, ps_mr *mr, const ps_reg_req *req,
+		   char *why, size_t cap);
 	void (*dereg)(ps_transport *t, ps_mr *mr);
 	/* Ends all I/O (DESIGN above); the transport stays allocated. The
 	 * wrappers answer PS_ECLOSED for every operation after it. */
@@ -199,13 +252,34 @@ int ps_transport_connect(ps_transport *t, const char *endpoint,
 int ps_transport_send(ps_transport *t, ps_peer peer, const void *hdr,
 		      size_t hdr_len, void *payload, size_t payload_len,
 		      ps_free_fn *free_fn, void *hint);
+/* ps_transport_send for a payload the caller knows to be of memory kind
+ * `kind` (PS_MEM_HOST: the same as ps_transport_send). PS_MEM_CUDA: the
+ * payload must lie inside one PS_MEM_CUDA registration of t, else
+ * PS_EINVAL (logged; the CPU never touches it); PS_ENOTSUP from a backend
+ * that cannot send device memory (tcp). A payload inside a PS_MEM_CUDA
+ * registration is sent without the CPU whichever call sends it. */
+int ps_transport_send_mem(ps_transport *t, ps_peer peer, const void *hdr,
+			  size_t hdr_len, void *payload, size_t payload_len,
+			  ps_mem_kind kind, ps_free_fn *free_fn, void *hint);
 int ps_transport_recv(ps_transport *t, int timeout_ms, ps_msg **msg_p);
 void ps_transport_wake(ps_transport *t);
 int ps_transport_disconnect(ps_transport *t, ps_peer peer);
 /* Fills *caps (zeros for a NULL transport). */
 void ps_transport_caps_of(const ps_transport *t, ps_transport_caps *caps);
+/* Host memory (PS_MEM_HOST): ps_transport_reg_ex without a dma-buf,
+ * failures logged. PS_MEM_CUDA is refused (PS_ENOTSUP, logged): device
+ * memory goes through ps_transport_reg_ex, whose reason the caller needs
+ * to choose another path. */
 int ps_transport_reg(ps_transport *t, void *addr, size_t len,
 		     ps_mem_kind kind, ps_mr **mr_p);
+/* Registers req's memory (DESIGN: device memory): PS_OK and *mr_p;
+ * PS_ENOTSUP when the backend cannot use that memory, or cannot register
+ * that device memory now, with a whole sentence in why[cap] ("rdma: device
+ * rxe0 cannot register dma-buf memory: ibv_reg_dmabuf_mr: Operation not
+ * supported"); PS_EINVAL for a bad request (also said in why); PS_ECLOSED
+ * after stop; PS_ENOMEM. why NULL: the reason is logged instead. */
+int ps_transport_reg_ex(ps_transport *t, const ps_reg_req *req,
+			ps_mr **mr_p, char *why, size_t cap);
 /* Releases *mr_p (NULL: nothing) and sets it to NULL; allowed after
  * ps_transport_stop, before ps_transport_free. */
 void ps_transport_dereg(ps_transport *t, ps_mr **mr_p);
