@@ -180,6 +180,19 @@ int ps_cuda_copy_async(void *dst, const void *src, size_t bytes,
 	return rc;
 }
 
+int ps_cuda_copy_d2d_async(void *dst, const void *src, size_t bytes,
+			   void *stream, void *done, char *err, size_t cap)
+{
+	int rc = cuda_err(cudaMemcpyAsync(dst, src, bytes,
+					  cudaMemcpyDeviceToDevice,
+					  (cudaStream_t)stream),
+			  err, cap, "cudaMemcpyAsync (device to device)");
+
+	if (rc == PS_OK && done)
+		rc = ps_cuda_record(done, stream, err, cap);
+	return rc;
+}
+
 int ps_cuda_copy(void *dst, const void *src, size_t bytes, int to_host,
 		 char *err, size_t cap)
 {

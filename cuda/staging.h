@@ -55,6 +55,10 @@ int ps_cuda_stream_after(void *stream, void *other, void *event, char *err,
 int ps_cuda_copy_async(void *dst, const void *src, size_t bytes,
 		       int to_host, void *stream, void *done, char *err,
 		       size_t cap);
+/* cudaMemcpyAsync device to device on stream; with done, it is recorded
+ * after the copy. */
+int ps_cuda_copy_d2d_async(void *dst, const void *src, size_t bytes,
+			   void *stream, void *done, char *err, size_t cap);
 /* cudaMemcpy (synchronous). */
 int ps_cuda_copy(void *dst, const void *src, size_t bytes, int to_host,
 		 char *err, size_t cap);

@@ -55,9 +55,12 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/config.h"
 #include "common/log.h"
@@ -71,6 +74,7 @@
 #include "scheduler/order.h"
 #ifdef PS_WITH_CUDA
 #include "cuda/device.h"
+#include "cuda/gpudirect.h"
 #include "cuda/staging.h"
 #include "worker/copy_plan.h"
 #endif
@@ -152,11 +156,19 @@ typedef struct tensor {
 typedef struct dev_tensor {
 	float *dev_values;
 	float *mirror, *grad; /* pinned, numel floats each */
+	/* GPUDirect RDMA (DESIGN, GPUDirect): the gradient's copy in device
+	 * memory registered with the transport, sent from there; NULL when
+	 * its pushes are staged through `grad` */
+	void *dgrad_alloc;    /* what ps_cuda_alloc gave */
+	float *dgrad;         /* its first host-page boundary */
+	struct ps_mr *dmr;
 	void *app_ev;         /* recorded in the application's stream */
 	void *h2d_done;       /* after the last host-to-device copy */
 	void **part_ev;       /* per partition: after its device-to-host copy */
 	ps_copy_step *plan;   /* the copies of a push, in the gate's order */
 } dev_tensor;
+
+static void dev_direct_all(ps_client *c);
 #endif
 
 typedef struct slot {
@@ -754,6 +766,9 @@ static int setup_after_join(ps_client *c)
 			return rc;
 		}
 	}
+#ifdef PS_WITH_CUDA
+	dev_direct_all(c); /* the transport has its device now */
+#endif
 	c->slots = calloc(pl->num_parts, sizeof(*c->slots));
 	c->stages = calloc(pl->num_parts, sizeof(*c->stages));
 	if (!c->slots || !c->stages)
@@ -990,8 +1005,14 @@ static void *comm_main(void *arg)
 	free(c->done_body); /* never sent: the job failed */
 	c->done_body = NULL;
 	ps_node_stop(&c->node, c->state == ST_SHUTDOWN ? 2000 : 200);
-	for (uint32_t i = 0; i < c->ntensors; i++)
+	for (uint32_t i = 0; i < c->ntensors; i++) {
 		ps_transport_dereg(c->node.transport, &c->tensors[i].mr);
+#ifdef PS_WITH_CUDA
+		if (c->tensors[i].dev)
+			ps_transport_dereg(c->node.transport,
+					   &c->tensors[i].dev->dmr);
+#endif
+	}
 	ps_node_close(&c->node, 0);
 	return NULL;
 }
@@ -1500,6 +1521,7 @@ static void dev_free(ps_client *c, dev_tensor *d, uint32_t nparts)
 		ps_cuda_sync(c->d2h, NULL, 0);
 	ps_cuda_host_free(d->mirror);
 	ps_cuda_host_free(d->grad);
+	ps_cuda_free(d->dgrad_alloc); /* deregistered with the transport */
 	ps_cuda_event_free(d->app_ev);
 	ps_cuda_event_free(d->h2d_done);
 	if (d->part_ev)
@@ -1613,6 +1635,133 @@ int ps_client_declare_cuda(ps_client *c, const char *name, uint64_t numel,
 	return PS_OK;
 }
 
+/*
+ * DESIGN (GPUDirect, docs/cuda.md). Where the transport can send device
+ * memory (caps.device_memory: rdma), each unfused device tensor gets a
+ * second device buffer, registered with the transport once the node has
+ * its RDMA device (after the WELCOME, on the driver's thread, which owns
+ * the transport): a push copies the gradient into it device to device,
+ * partition by partition in the gate's order, and each partition is sent
+ * from there, the NIC reading device memory: no copy to the host. The
+ * application's buffer is free when the push returns, as with staging.
+ * Registration is tried by dma-buf first (ps_cuda_dmabuf_fd, then
+ * ibv_reg_dmabuf_mr in the transport), then by the device pointer itself
+ * where nvidia-peermem is loaded; else, and for fused tensors (copied
+ * into a shared host stage) and on tcp, pushes are staged through pinned
+ * host memory. Received parameters always come through pinned host
+ * memory (the transport picks where a message lands). One log line says
+ * which path was taken and why the others were not.
+ */
+static int dev_direct(ps_client *c, tensor *t, const char **how,
+		      char *why_dmabuf, char *why_peer, size_t cap)
+{
+	dev_tensor *d = t->dev;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t bytes = (t->numel * sizeof(float) + page - 1) / page * page;
+	char what[PS_NAME_MAX + 64];
+	uint64_t off = 0;
+	int fd = -1, rc;
+
+	snprintf(what, sizeof(what), "GPUDirect send buffer of device tensor "
+		 "'%s'", t->name);
+	/* a page more, so the registered range is whole host pages inside
+	 * the allocation (what the driver exports as a dma-buf) */
+	rc = ps_cuda_alloc(&d->dgrad_alloc, bytes + page, what, why_dmabuf,
+			   cap);
+	if (rc != PS_OK) {
+		snprintf(why_peer, cap, "(no device memory for it)");
+		return rc;
+	}
+	d->dgrad = (float *)(((uintptr_t)d->dgrad_alloc + page - 1) /
+			     page * page);
+	rc = ps_cuda_dmabuf_fd(d->dgrad, bytes, &fd, &off, why_dmabuf, cap);
+	if (rc == PS_OK) {
+		rc = ps_transport_reg_ex(c->node.transport,
+					 &(ps_reg_req){.addr = d->dgrad,
+						       .len = bytes,
+						       .kind = PS_MEM_CUDA,
+						       .dmabuf_fd = fd,
+						       .dmabuf_offset = off},
+					 &d->dmr, why_dmabuf, cap);
+		close(fd); /* the registration holds the dma-buf */
+		if (rc == PS_OK) {
+			*how = "a dma-buf";
+			return PS_OK;
+		}
+	}
+	if (ps_cuda_peermem_loaded(why_peer, cap)) {
+		rc = ps_transport_reg_ex(c->node.transport,
+					 &(ps_reg_req){.addr = d->dgrad,
+						       .len = bytes,
+						       .kind = PS_MEM_CUDA,
+						       .dmabuf_fd = -1},
+					 &d->dmr, why_peer, cap);
+		if (rc == PS_OK) {
+			*how = "its device pointer (nvidia-peermem)";
+			return PS_OK;
+		}
+	} else {
+		rc = PS_ENOTSUP;
+	}
+	ps_cuda_free(d->dgrad_alloc);
+	d->dgrad_alloc = NULL;
+	d->dgrad = NULL;
+	return rc;
+}
+
+static void dev_direct_all(ps_client *c)
+{
+	char why_dmabuf[512] = "", why_peer[512] = "";
+	uint32_t direct = 0, staged = 0, fused = 0;
+	const char *how = NULL;
+	ps_transport_caps caps;
+	int prev;
+
+	if (c->cuda_device < 0)
+		return; /* no device tensor */
+	ps_transport_caps_of(c->node.transport, &caps);
+	ps_cuda_current(&prev);
+	ps_cuda_set(c->cuda_device);
+	for (uint32_t i = 0; i < c->ntensors; i++) {
+		tensor *t = &c->tensors[i];
+		if (!t->dev)
+			continue;
+		if (t->fused)
+			fused++;
+		else if (caps.device_memory &&
+			 dev_direct(c, t, &how, why_dmabuf, why_peer,
+				    sizeof(why_dmabuf)) == PS_OK)
+			direct++;
+		else
+			staged++;
+	}
+	ps_cuda_set(prev);
+	if (!caps.device_memory)
+		PS_INFO("device tensors: pushes staged through pinned host "
+			"memory, not GPUDirect RDMA: transport.type = tcp "
+			"sends host memory only (ZeroMQ reads payloads with "
+			"the CPU)");
+	else if (direct && !staged)
+		PS_INFO("device tensors: GPUDirect RDMA: %u tensor(s) pushed "
+			"from device memory registered by %s, no copy to the "
+			"host%s%s%s; %u fused tensor(s) staged through pinned "
+			"host memory; received parameters through pinned host "
+			"memory", direct, how, why_dmabuf[0] ? " (dma-buf: " : "",
+			why_dmabuf, why_dmabuf[0] ? ")" : "", fused);
+	else if (direct)
+		PS_WARN("device tensors: GPUDirect RDMA for %u tensor(s) "
+			"(registered by %s), %u staged through pinned host "
+			"memory: dma-buf: %s; nvidia-peermem: %s", direct, how,
+			staged, why_dmabuf, why_peer);
+	else if (staged)
+		PS_INFO("device tensors: pushes staged through pinned host "
+			"memory, not GPUDirect RDMA: dma-buf: %s; "
+			"nvidia-peermem: %s", why_dmabuf, why_peer);
+	else
+		PS_INFO("device tensors: %u fused tensor(s), staged through "
+			"pinned host memory", fused);
+}
+
 /* A device tensor's push plan and events, made at its first push (the
  * placement is known then). */
 static int dev_plan(ps_client *c, tensor *t, char *err, size_t cap)
@@ -1681,6 +1830,7 @@ int ps_client_push_stream(ps_client *c, uint32_t tensor_id,
 {
 	char err[1024] = "";
 	dev_tensor *d;
+	float *dst;
 	tensor *t;
 	int prev, rc;
 
@@ -1705,12 +1855,21 @@ int ps_client_push_stream(ps_client *c, uint32_t tensor_id,
 	if (rc == PS_OK)
 		rc = ps_cuda_stream_after(c->d2h, cuda_stream, d->app_ev, err,
 					  sizeof(err));
+	/* into pinned memory, or (GPUDirect) the registered device copy */
+	dst = d->dmr ? d->dgrad : d->grad;
 	for (uint32_t k = 0; rc == PS_OK && k < t->nparts; k++) {
 		const ps_copy_step *s = &d->plan[k];
-		rc = ps_cuda_copy_async(d->grad + s->offset,
-					device_grad + s->offset,
-					s->numel * sizeof(float), 1, c->d2h,
-					d->part_ev[k], err, sizeof(err));
+		size_t bytes = s->numel * sizeof(float);
+		rc = d->dmr ? ps_cuda_copy_d2d_async(dst + s->offset,
+						     device_grad + s->offset,
+						     bytes, c->d2h,
+						     d->part_ev[k], err,
+						     sizeof(err))
+			    : ps_cuda_copy_async(dst + s->offset,
+						 device_grad + s->offset,
+						 bytes, 1, c->d2h,
+						 d->part_ev[k], err,
+						 sizeof(err));
 	}
 	if (t->fused) { /* one copy, one shared partition: pushed whole */
 		if (rc == PS_OK)
@@ -1734,8 +1893,7 @@ int ps_client_push_stream(ps_client *c, uint32_t tensor_id,
 		rc = ps_cuda_event_sync(d->part_ev[k], err, sizeof(err));
 		if (rc != PS_OK)
 			break;
-		rc = push_cmd(c, tensor_id, d->grad, iteration,
-			      d->plan[k].part);
+		rc = push_cmd(c, tensor_id, dst, iteration, d->plan[k].part);
 		if (rc != PS_OK) {
 			ps_cuda_set(prev);
 			return rc;

@@ -57,6 +57,11 @@ for run in 1024:off 4096:on; do
 	[ "$n" -eq 2 ] || fail "$name: $n of 2 workers exact"
 	pass "$name: device tensors exact (emulated device)"
 done
+# over tcp the log says the pushes are staged, and why (never GPUDirect)
+n=$(grep -c "device tensors: pushes staged through pinned host memory, not GPUDirect RDMA: transport.type = tcp sends host memory only" \
+	"$WORK/emu_w2s2p1024foff.err.log")
+[ "$n" -eq 2 ] || fail "$n of 2 workers said their pushes are staged over tcp, and why"
+pass "over tcp both workers log that pushes are staged, and why"
 
 # negative control: the copies to pinned memory never waited for
 EMULATED_CUDA_NO_EVENT=1 job control 1024 off 2 &&

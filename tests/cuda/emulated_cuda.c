@@ -31,12 +31,17 @@
  * EMULATED_CUDA_COPY_US=N: a device-to-host copy takes N microseconds when
  * it runs (the time a real copy takes: the sends of the partitions
  * handed on before it then overlap it).
- * EMULATED_CUDA_TRACE=1: each device-to-host copy writes a line to stderr
- * when it has run, on the thread that made it run: read with the client's
- * debug lines from the same thread, the order of copies and hand-overs.
+ * EMULATED_CUDA_TRACE=1: each copy out of device memory (to the host, or
+ * to device memory) writes a line to stderr when it has run, on the thread
+ * that made it run: read with the client's debug lines from the same
+ * thread, the order of copies and hand-overs.
+ * EMULATED_CUDA_PEERMEM=1: ps_cuda_peermem_loaded says the nvidia-peermem
+ * module is loaded, so the client registers its "device" memory with the
+ * transport as it is (on rdma: real registrations of this host memory).
+ * ps_cuda_dmabuf_fd always refuses: there is no dma-buf exporter here.
  *
- * It defines every function of ordo_cuda's device.c and optimizer kernels
- * and every CUDA runtime function those callers use, so the linker takes
+ * It defines every function of ordo_cuda's device.c, gpudirect.c and
+ * optimizer kernels and every CUDA runtime function those callers use, so the linker takes
  * none from libordo_cuda.a or libcudart_static.a (cuda/staging.c is
  * compiled into the emulated client worker as it is).
  */
@@ -49,6 +54,7 @@
 #include <cuda_runtime_api.h>
 
 #include "cuda/device.h"
+#include "cuda/gpudirect.h"
 #include "cuda/optimizer_cuda.h"
 #include "ordo/error.h"
 #include "server/optimizer.h"
@@ -61,7 +67,7 @@ typedef struct op {
 	const void *src;
 	size_t n;
 	int val;
-	int to_host;
+	int to_host, from_device;
 	float *w, *v;
 	double *acc;
 	const float *g;
@@ -127,9 +133,10 @@ static void exec(op *o)
 		if (o->to_host && copy_us)
 			pause_us(atol(copy_us));
 		memcpy(o->dst, o->src, o->n);
-		if (o->to_host && getenv("EMULATED_CUDA_TRACE"))
-			fprintf(stderr, "emulated CUDA: device-to-host copy of "
-					"%zu bytes ran\n", o->n);
+		if (o->from_device && getenv("EMULATED_CUDA_TRACE"))
+			fprintf(stderr, "emulated CUDA: device-to-%s copy of "
+					"%zu bytes ran\n",
+				o->to_host ? "host" : "device", o->n);
 		break;
 	case OP_SET:
 		memset(o->dst, o->val, o->n);
@@ -371,9 +378,11 @@ cudaError_t cudaMemsetAsync(void *d, int v, size_t n, cudaStream_t s)
 cudaError_t cudaMemcpyAsync(void *d, const void *src, size_t n,
 			    enum cudaMemcpyKind k, cudaStream_t s)
 {
-	enqueue(stream_of(s), (op){.kind = OP_COPY, .dst = d, .src = src,
-				   .n = n,
-				   .to_host = k == cudaMemcpyDeviceToHost});
+	enqueue(stream_of(s),
+		(op){.kind = OP_COPY, .dst = d, .src = src, .n = n,
+		     .to_host = k == cudaMemcpyDeviceToHost,
+		     .from_device = k == cudaMemcpyDeviceToHost ||
+				    k == cudaMemcpyDeviceToDevice});
 	return cudaSuccess;
 }
 
@@ -483,4 +492,27 @@ int ps_cuda_sgd_apply_last(float *w, float *v, const double *acc,
 			     .first = first, .count = count, .lr = lr,
 			     .m = momentum});
 	return PS_OK;
+}
+
+int ps_cuda_dmabuf_fd(const void *dev_ptr, size_t len, int *fd,
+		      uint64_t *offset, char *err, size_t cap)
+{
+	(void)dev_ptr, (void)len;
+	*fd = -1;
+	*offset = 0;
+	snprintf(err, cap, "no dma-buf of device memory: the host emulation "
+		 "of CUDA has no dma-buf exporter");
+	return PS_ENOTSUP;
+}
+
+int ps_cuda_peermem_loaded(char *why, size_t cap)
+{
+	int on = getenv("EMULATED_CUDA_PEERMEM") != NULL;
+
+	if (why && cap)
+		snprintf(why, cap, on ? "nvidia-peermem stood in for by the "
+				        "host emulation (EMULATED_CUDA_PEERMEM)"
+				      : "nvidia-peermem is not loaded (host "
+				        "emulation of CUDA)");
+	return on;
 }

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# tests/rdma/vm.sh BUILD_DIR SOURCE_DIR EXPECTED - CTest `rdma_vm`: the
-# in-VM RDMA tests, all in one boot of scripts/rdma-vm (each boot costs
-# 10-25 s of TCG).
+# tests/rdma/vm.sh BUILD_DIR SOURCE_DIR EXPECTED [LABEL] - CTest `rdma_vm`:
+# the in-VM RDMA tests, all in one boot of scripts/rdma-vm (each boot costs
+# 10-25 s of TCG). LABEL (default rxe_guest) picks the guest tests:
+# tests/cuda's cuda_gpudirect_vm runs the gd_guest ones the same way.
 #
 # 1. `rdma-vm.sh setup` (idempotent; installs QEMU and the kernel on a fresh
 #    machine). Where the VM cannot be had (exit 3: no package registry, not
 #    root with packages missing) the test is skipped (77) with the reason;
 #    ORDO_RDMA_VM_REQUIRED=1 turns that skip into a failure.
-# 2. `rdma-vm.sh run -- ctest -L rxe_guest` on this build directory inside
+# 2. `rdma-vm.sh run -- ctest -L LABEL` on this build directory inside
 #    the VM. The build directory is not shared read-write (-w): the guest's
 #    ctest writes its Testing/ into the guest's tmpfs, so it cannot clobber
 #    the files of the host's ctest that is running this test.
@@ -17,6 +18,7 @@ set -euo pipefail
 build=$(cd "$1" && pwd)
 src=$(cd "$2" && pwd)
 expected=$3
+label=${4:-rxe_guest}
 vm=$src/scripts/rdma-vm/rdma-vm.sh
 
 setup_log=$(mktemp)
@@ -41,7 +43,7 @@ out=$(mktemp)
 trap 'rm -f "$setup_log" "$out"' EXIT
 rc=0
 (cd "$build" && bash "$vm" run -t 1200 -- \
-	ctest --test-dir "$build" -L rxe_guest --output-on-failure) >"$out" 2>&1 || rc=$?
+	ctest --test-dir "$build" -L "$label" --output-on-failure) >"$out" 2>&1 || rc=$?
 cat "$out"
 if [ $rc -ne 0 ]; then
 	case $rc in
@@ -59,4 +61,4 @@ if grep -q "did not run" "$out"; then
 	echo "FAIL: a guest test was skipped (see above)"
 	exit 1
 fi
-echo "rdma_vm: $expected guest tests passed in the VM"
+echo "rdma_vm: $expected $label tests passed in the VM"

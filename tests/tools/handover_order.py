@@ -37,7 +37,7 @@ while i < len(args):
         print(f"handover_order.py: unknown argument {args[i]}")
         sys.exit(2)
 
-copy = re.compile(r"^emulated CUDA: device-to-host copy of (\d+) bytes ran$")
+copy = re.compile(r"^emulated CUDA: device-to-(?:host|device) copy of (\d+) bytes ran$")
 part = re.compile(r"tensor '([^']+)' partition (\d+) \((\d+) bytes\) of "
                   r"iteration (\d+) copied from the device and handed to the gate$")
 fused = re.compile(r"tensor '([^']+)' \((\d+) bytes, in fused partition (\d+)\) "
