@@ -49,17 +49,20 @@ cmake -S . -B build-rdma -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPS_SANITIZE=ON \
 cmake --build build-rdma --target ordo_rdma_tests -j"$(nproc)"
 (cd build-rdma && ctest -L rdma --output-on-failure)
 
-# The CUDA build (docs/cuda.md): PS_WITH_CUDA=ON, Release, no sanitizers
-# (the CUDA runtime needs ASAN_OPTIONS=protect_shadow_gap=0 under ASan),
-# then `ctest -L cuda`. Only ordo_cuda and its tests are built. Each test
-# needs a CUDA device; without one (no GPU or no driver) it prints
-# "SKIP: no CUDA device: ..." and CTest counts it as skipped. Without nvcc
+# The CUDA build (docs/cuda.md): PS_WITH_CUDA=ON with PS_WITH_RDMA=ON
+# (GPUDirect RDMA), Release, no sanitizers (the CUDA runtime needs
+# ASAN_OPTIONS=protect_shadow_gap=0 under ASan), then `ctest -L cuda`. Only
+# ordo_cuda and its tests are built. The tests that need a CUDA device
+# print "SKIP: no CUDA device: ..." without one (no GPU or no driver) and
+# CTest counts them as skipped; the host emulation's tests run, one of them
+# (cuda_gpudirect_vm) in a second boot of the Soft-RoCE VM. Without nvcc
 # the stage is skipped, and says so.
 nvcc=$(command -v nvcc || true)
 [ -n "$nvcc" ] || { [ -x /usr/local/cuda/bin/nvcc ] && nvcc=/usr/local/cuda/bin/nvcc; }
 if [ -n "$nvcc" ]; then
 	cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=Release -DPS_WITH_CUDA=ON \
-		-DCMAKE_CUDA_COMPILER="$nvcc" -DPS_BUILD_BENCH=OFF >/dev/null
+		-DPS_WITH_RDMA=ON -DCMAKE_CUDA_COMPILER="$nvcc" \
+		-DPS_BUILD_BENCH=OFF >/dev/null
 	cmake --build build-cuda --target ordo_cuda_tests -j"$(nproc)"
 	(cd build-cuda && ctest -L cuda --output-on-failure -V)
 else
