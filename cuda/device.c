@@ -2,28 +2,14 @@
  * cuda/device.c - device choice and device memory, with errors that say
  * what was asked and what the machine has.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <cuda_runtime_api.h>
 
 #include "cuda/device.h"
+#include "common/errbuf.h"
 #include "ordo/error.h"
-
-static int errf(char *err, size_t cap, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int errf(char *err, size_t cap, int rc, const char *fmt, ...)
-{
-	if (err && cap) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, cap, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
 
 static double gib(size_t bytes)
 {
@@ -39,20 +25,20 @@ int ps_cuda_open(int index, ps_cuda_info *info, char *err, size_t cap)
 		if (e == cudaErrorInsufficientDriver) {
 			int rt = 0;
 			(void)cudaRuntimeGetVersion(&rt);
-			return errf(err, cap, PS_ENOTSUP,
-			            "no CUDA device: cudaGetDeviceCount: %s (no "
-			            "NVIDIA driver loaded, or one older than this "
-			            "CUDA %d.%d runtime)",
-			            cudaGetErrorString(e), rt / 1000,
-			            rt % 1000 / 10);
+			return ps_errf(
+			    err, cap, PS_ENOTSUP,
+			    "no CUDA device: cudaGetDeviceCount: %s (no "
+			    "NVIDIA driver loaded, or one older than this "
+			    "CUDA %d.%d runtime)",
+			    cudaGetErrorString(e), rt / 1000, rt % 1000 / 10);
 		}
-		return errf(err, cap, PS_ENOTSUP,
-		            "no CUDA device: cudaGetDeviceCount: %s",
-		            cudaGetErrorString(e));
+		return ps_errf(err, cap, PS_ENOTSUP,
+		               "no CUDA device: cudaGetDeviceCount: %s",
+		               cudaGetErrorString(e));
 	}
 	if (count <= 0)
-		return errf(err, cap, PS_ENOTSUP,
-		            "no CUDA device: cudaGetDeviceCount: 0 devices");
+		return ps_errf(err, cap, PS_ENOTSUP,
+		               "no CUDA device: cudaGetDeviceCount: 0 devices");
 	if (index < 0 || index >= count) {
 		char list[1024] = "";
 		size_t used = 0;
@@ -69,10 +55,11 @@ int ps_cuda_open(int index, ps_cuda_info *info, char *err, size_t cap)
 			used += (size_t)k;
 		}
 		(void)cudaGetLastError();
-		return errf(err, cap, PS_EINVAL,
-		            "server.cuda_device = %d, but this machine has %d "
-		            "CUDA device(s): %s",
-		            index, count, list);
+		return ps_errf(
+		    err, cap, PS_EINVAL,
+		    "server.cuda_device = %d, but this machine has %d "
+		    "CUDA device(s): %s",
+		    index, count, list);
 	}
 	struct cudaDeviceProp p;
 	e = cudaGetDeviceProperties(&p, index);
@@ -83,8 +70,8 @@ int ps_cuda_open(int index, ps_cuda_info *info, char *err, size_t cap)
 		e = cudaMemGetInfo(&free_b, &total_b);
 	if (e != cudaSuccess) {
 		(void)cudaGetLastError();
-		return errf(err, cap, PS_EIO, "CUDA device %d: %s", index,
-		            cudaGetErrorString(e));
+		return ps_errf(err, cap, PS_EIO, "CUDA device %d: %s", index,
+		               cudaGetErrorString(e));
 	}
 	if (info) {
 		memset(info, 0, sizeof(*info));
@@ -103,7 +90,8 @@ int ps_cuda_alloc(void **ptr, size_t bytes, const char *what, char *err,
 		  size_t cap)
 {
 	if (!ptr)
-		return errf(err, cap, PS_EINVAL, "ps_cuda_alloc: no pointer");
+		return ps_errf(err, cap, PS_EINVAL,
+		               "ps_cuda_alloc: no pointer");
 	*ptr = NULL;
 	cudaError_t e = cudaMalloc(ptr, bytes);
 	if (e == cudaSuccess)
@@ -120,16 +108,17 @@ int ps_cuda_alloc(void **ptr, size_t bytes, const char *what, char *err,
 	(void)cudaMemGetInfo(&free_b, &total_b);
 	(void)cudaGetLastError();
 	if (e == cudaErrorMemoryAllocation)
-		return errf(err, cap, PS_ENOMEM,
-		            "cudaMalloc of %zu bytes (%.2f GiB, %s) on CUDA "
-		            "device %d (%s): out of memory; the device has %zu "
-		            "bytes (%.2f GiB) free of %zu (%.2f GiB)",
-		            bytes, gib(bytes), what ? what : "buffer", dev, name,
-		            free_b, gib(free_b), total_b, gib(total_b));
-	return errf(err, cap, PS_EIO,
-	            "cudaMalloc of %zu bytes (%s) on CUDA device %d (%s): %s",
-	            bytes, what ? what : "buffer", dev, name,
-	            cudaGetErrorString(e));
+		return ps_errf(
+		    err, cap, PS_ENOMEM,
+		    "cudaMalloc of %zu bytes (%.2f GiB, %s) on CUDA "
+		    "device %d (%s): out of memory; the device has %zu "
+		    "bytes (%.2f GiB) free of %zu (%.2f GiB)",
+		    bytes, gib(bytes), what ? what : "buffer", dev, name,
+		    free_b, gib(free_b), total_b, gib(total_b));
+	return ps_errf(
+	    err, cap, PS_EIO,
+	    "cudaMalloc of %zu bytes (%s) on CUDA device %d (%s): %s", bytes,
+	    what ? what : "buffer", dev, name, cudaGetErrorString(e));
 }
 
 void ps_cuda_free(void *ptr)
@@ -144,5 +133,6 @@ int ps_cuda_sync(void *stream, char *err, size_t cap)
 	if (e == cudaSuccess)
 		return PS_OK;
 	(void)cudaGetLastError();
-	return errf(err, cap, PS_EIO, "CUDA stream: %s", cudaGetErrorString(e));
+	return ps_errf(err, cap, PS_EIO, "CUDA stream: %s",
+	               cudaGetErrorString(e));
 }

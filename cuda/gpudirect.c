@@ -11,7 +11,6 @@
  *
  * Compiled, never run (no GPU, no NVIDIA driver where it was written).
  */
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -21,21 +20,8 @@
 #include <cuda_runtime_api.h>
 
 #include "cuda/gpudirect.h"
+#include "common/errbuf.h"
 #include "ordo/error.h"
-
-static int errf(char *err, size_t cap, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int errf(char *err, size_t cap, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && cap) {
-		va_start(ap, fmt);
-		vsnprintf(err, cap, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
 
 /* The driver's entry point `sym` with the ABI of CUDA version `ver`:
  * PS_OK, or PS_ENOTSUP with why. */
@@ -52,18 +38,18 @@ static int entry(const char *sym, unsigned ver, void **fn, char *err,
 	(void)cudaGetLastError();
 	*fn = NULL;
 	if (e != cudaSuccess)
-		return errf(err, cap, PS_ENOTSUP,
-			    "no dma-buf of device memory: the CUDA driver's "
-			    "%s cannot be had: %s (no NVIDIA driver, or one "
-			    "older than this program's CUDA runtime)",
-			    sym, cudaGetErrorString(e));
-	return errf(err, cap, PS_ENOTSUP,
-		    "no dma-buf of device memory: the NVIDIA driver has no "
-		    "%s of CUDA %u.%u (%s)",
-		    sym, ver / 1000, ver % 1000 / 10,
-		    st == cudaDriverEntryPointVersionNotSufficent
-			    ? "the driver is older"
-			    : "symbol not found");
+		return ps_errf(err, cap, PS_ENOTSUP,
+		               "no dma-buf of device memory: the CUDA driver's "
+		               "%s cannot be had: %s (no NVIDIA driver, or one "
+		               "older than this program's CUDA runtime)",
+		               sym, cudaGetErrorString(e));
+	return ps_errf(err, cap, PS_ENOTSUP,
+	               "no dma-buf of device memory: the NVIDIA driver has no "
+	               "%s of CUDA %u.%u (%s)",
+	               sym, ver / 1000, ver % 1000 / 10,
+	               st == cudaDriverEntryPointVersionNotSufficent
+	                   ? "the driver is older"
+	                   : "symbol not found");
 }
 
 /* "CUDA_ERROR_NOT_SUPPORTED (operation not supported)", from the driver
@@ -99,32 +85,36 @@ int ps_cuda_dmabuf_fd(const void *dev_ptr, size_t len, int *fd,
 	CUresult r;
 
 	if (!dev_ptr || len == 0 || !fd || !offset)
-		return errf(err, cap, PS_EINVAL,
-			    "ps_cuda_dmabuf_fd: invalid argument (%zu bytes "
-			    "at %p)", len, dev_ptr);
+		return ps_errf(err, cap, PS_EINVAL,
+		               "ps_cuda_dmabuf_fd: invalid argument (%zu bytes "
+		               "at %p)",
+		               len, dev_ptr);
 	*fd = -1;
 	*offset = 0;
 	e = cudaPointerGetAttributes(&a, dev_ptr);
 	if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver) {
 		(void)cudaGetLastError();
-		return errf(err, cap, PS_ENOTSUP,
-			    "no dma-buf of %p: no usable CUDA driver or device "
-			    "(%s)", dev_ptr, cudaGetErrorString(e));
+		return ps_errf(
+		    err, cap, PS_ENOTSUP,
+		    "no dma-buf of %p: no usable CUDA driver or device "
+		    "(%s)",
+		    dev_ptr, cudaGetErrorString(e));
 	}
 	if (e != cudaSuccess) {
 		(void)cudaGetLastError();
-		return errf(err, cap, PS_EINVAL,
-			    "no dma-buf of %p: it is not CUDA memory (%s)",
-			    dev_ptr, cudaGetErrorString(e));
+		return ps_errf(err, cap, PS_EINVAL,
+		               "no dma-buf of %p: it is not CUDA memory (%s)",
+		               dev_ptr, cudaGetErrorString(e));
 	}
 	if (a.type != cudaMemoryTypeDevice)
-		return errf(err, cap, PS_EINVAL,
-			    "no dma-buf of %p: it is %s memory; only device "
-			    "memory (cudaMalloc) is exported as a dma-buf here",
-			    dev_ptr,
-			    a.type == cudaMemoryTypeManaged ? "managed"
-			    : a.type == cudaMemoryTypeHost  ? "pinned host"
-							    : "host");
+		return ps_errf(
+		    err, cap, PS_EINVAL,
+		    "no dma-buf of %p: it is %s memory; only device "
+		    "memory (cudaMalloc) is exported as a dma-buf here",
+		    dev_ptr,
+		    a.type == cudaMemoryTypeManaged ? "managed"
+		    : a.type == cudaMemoryTypeHost  ? "pinned host"
+		                                    : "host");
 
 	if ((rc = entry("cuGetErrorString", 6000, (void **)&get_error, err,
 			cap)) != PS_OK ||
@@ -147,9 +137,9 @@ int ps_cuda_dmabuf_fd(const void *dev_ptr, size_t len, int *fd,
 	e = cudaSetDevice(a.device);
 	if (e != cudaSuccess) {
 		(void)cudaGetLastError();
-		rc = errf(err, cap, PS_EIO,
-			  "no dma-buf of %p: cudaSetDevice(%d): %s", dev_ptr,
-			  a.device, cudaGetErrorString(e));
+		rc = ps_errf(err, cap, PS_EIO,
+		             "no dma-buf of %p: cudaSetDevice(%d): %s", dev_ptr,
+		             a.device, cudaGetErrorString(e));
 		goto restore;
 	}
 	r = device_get(&cudev, a.device);
@@ -157,20 +147,21 @@ int ps_cuda_dmabuf_fd(const void *dev_ptr, size_t len, int *fd,
 		r = device_attr(&ok, CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED,
 				cudev);
 	if (r != CUDA_SUCCESS) {
-		rc = errf(err, cap, PS_EIO,
-			  "no dma-buf of %p: CU_DEVICE_ATTRIBUTE_DMA_BUF_"
-			  "SUPPORTED of CUDA device %d: %s",
-			  dev_ptr, a.device,
-			  cu_err(get_error, r, msg, sizeof(msg)));
+		rc = ps_errf(err, cap, PS_EIO,
+		             "no dma-buf of %p: CU_DEVICE_ATTRIBUTE_DMA_BUF_"
+		             "SUPPORTED of CUDA device %d: %s",
+		             dev_ptr, a.device,
+		             cu_err(get_error, r, msg, sizeof(msg)));
 		goto restore;
 	}
 	if (!ok) {
-		rc = errf(err, cap, PS_ENOTSUP,
-			  "CUDA device %d cannot export its memory as a "
-			  "dma-buf (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED is "
-			  "0: that needs NVIDIA's open GPU kernel modules and "
-			  "a Linux kernel with dma-buf support)",
-			  a.device);
+		rc = ps_errf(
+		    err, cap, PS_ENOTSUP,
+		    "CUDA device %d cannot export its memory as a "
+		    "dma-buf (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED is "
+		    "0: that needs NVIDIA's open GPU kernel modules and "
+		    "a Linux kernel with dma-buf support)",
+		    a.device);
 		goto restore;
 	}
 
@@ -181,17 +172,17 @@ int ps_cuda_dmabuf_fd(const void *dev_ptr, size_t len, int *fd,
 	if (r == CUDA_SUCCESS)
 		r = ptr_attr(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, p);
 	if (r != CUDA_SUCCESS) {
-		rc = errf(err, cap, PS_EIO,
-			  "no dma-buf of %p: the allocation holding it: "
-			  "cuPointerGetAttribute: %s",
-			  dev_ptr, cu_err(get_error, r, msg, sizeof(msg)));
+		rc = ps_errf(err, cap, PS_EIO,
+		             "no dma-buf of %p: the allocation holding it: "
+		             "cuPointerGetAttribute: %s",
+		             dev_ptr, cu_err(get_error, r, msg, sizeof(msg)));
 		goto restore;
 	}
 	if (p - base > size || len > size - (p - base)) {
-		rc = errf(err, cap, PS_EINVAL,
-			  "no dma-buf of %zu bytes at %p: they run past the "
-			  "end of its allocation (%zu bytes at 0x%llx)",
-			  len, dev_ptr, size, (unsigned long long)base);
+		rc = ps_errf(err, cap, PS_EINVAL,
+		             "no dma-buf of %zu bytes at %p: they run past the "
+		             "end of its allocation (%zu bytes at 0x%llx)",
+		             len, dev_ptr, size, (unsigned long long)base);
 		goto restore;
 	}
 	pg = sysconf(_SC_PAGESIZE);
@@ -199,28 +190,29 @@ int ps_cuda_dmabuf_fd(const void *dev_ptr, size_t len, int *fd,
 	start = p & ~(page - 1);
 	end = (p + len + page - 1) & ~(page - 1);
 	if (start < base || end > base + size) {
-		rc = errf(err, cap, PS_EINVAL,
-			  "no dma-buf of %zu bytes at %p: the driver exports "
-			  "whole host pages (%llu bytes), and [0x%llx, 0x%llx) "
-			  "leaves the allocation of %zu bytes at 0x%llx: "
-			  "allocate device memory meant for GPUDirect RDMA "
-			  "in whole host pages",
-			  len, dev_ptr, (unsigned long long)page,
-			  (unsigned long long)start, (unsigned long long)end,
-			  size, (unsigned long long)base);
+		rc = ps_errf(
+		    err, cap, PS_EINVAL,
+		    "no dma-buf of %zu bytes at %p: the driver exports "
+		    "whole host pages (%llu bytes), and [0x%llx, 0x%llx) "
+		    "leaves the allocation of %zu bytes at 0x%llx: "
+		    "allocate device memory meant for GPUDirect RDMA "
+		    "in whole host pages",
+		    len, dev_ptr, (unsigned long long)page,
+		    (unsigned long long)start, (unsigned long long)end, size,
+		    (unsigned long long)base);
 		goto restore;
 	}
 	r = get_handle(&dfd, start, (size_t)(end - start),
 		       CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
 	if (r != CUDA_SUCCESS || dfd < 0) {
-		rc = errf(err, cap,
-			  r == CUDA_ERROR_NOT_SUPPORTED ? PS_ENOTSUP : PS_EIO,
-			  "no dma-buf of %zu bytes at %p on CUDA device %d: "
-			  "cuMemGetHandleForAddressRange: %s",
-			  len, dev_ptr, a.device,
-			  r != CUDA_SUCCESS
-				  ? cu_err(get_error, r, msg, sizeof(msg))
-				  : "no descriptor returned");
+		rc = ps_errf(
+		    err, cap,
+		    r == CUDA_ERROR_NOT_SUPPORTED ? PS_ENOTSUP : PS_EIO,
+		    "no dma-buf of %zu bytes at %p on CUDA device %d: "
+		    "cuMemGetHandleForAddressRange: %s",
+		    len, dev_ptr, a.device,
+		    r != CUDA_SUCCESS ? cu_err(get_error, r, msg, sizeof(msg))
+		                      : "no descriptor returned");
 		goto restore;
 	}
 	*fd = dfd;
@@ -240,17 +232,18 @@ int ps_cuda_peermem_loaded(char *why, size_t cap)
 	for (size_t i = 0; i < sizeof(mods) / sizeof(mods[0]); i++) {
 		snprintf(path, sizeof(path), "/sys/module/%s", mods[i]);
 		if (access(path, F_OK) == 0) {
-			errf(why, cap, 1,
-			     "the %s module is loaded (%s): ibv_reg_mr "
-			     "accepts device pointers",
-			     mods[i], path);
+			ps_errf(why, cap, 1,
+			        "the %s module is loaded (%s): ibv_reg_mr "
+			        "accepts device pointers",
+			        mods[i], path);
 			return 1;
 		}
 	}
-	errf(why, cap, 0,
-	     "nvidia-peermem is not loaded (neither /sys/module/nvidia_peermem "
-	     "nor /sys/module/nv_peer_mem): ibv_reg_mr cannot register device "
-	     "pointers (`modprobe nvidia-peermem` where the NVIDIA driver "
-	     "ships it)");
+	ps_errf(
+	    why, cap, 0,
+	    "nvidia-peermem is not loaded (neither /sys/module/nvidia_peermem "
+	    "nor /sys/module/nv_peer_mem): ibv_reg_mr cannot register device "
+	    "pointers (`modprobe nvidia-peermem` where the NVIDIA driver "
+	    "ships it)");
 	return 0;
 }

@@ -1,36 +1,22 @@
 /*
  * cuda/staging.c - see staging.h.
  */
-#include <stdarg.h>
 #include <stdio.h>
 
 #include <cuda_runtime_api.h>
 
 #include "cuda/device.h"
 #include "cuda/staging.h"
+#include "common/errbuf.h"
 #include "ordo/error.h"
-
-static int errf(char *err, size_t cap, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int errf(char *err, size_t cap, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && cap) {
-		va_start(ap, fmt);
-		vsnprintf(err, cap, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
 
 static int cuda_err(cudaError_t e, char *err, size_t cap, const char *call)
 {
 	if (e == cudaSuccess)
 		return PS_OK;
-	return errf(err, cap, e == cudaErrorMemoryAllocation ? PS_ENOMEM
-							     : PS_EIO,
-		    "%s: %s", call, cudaGetErrorString(e));
+	return ps_errf(err, cap,
+	               e == cudaErrorMemoryAllocation ? PS_ENOMEM : PS_EIO,
+	               "%s: %s", call, cudaGetErrorString(e));
 }
 
 void ps_cuda_current(int *device)
@@ -55,14 +41,14 @@ int ps_cuda_client_open(int device, const char *what, char *err, size_t cap)
 	int rc;
 
 	if (e == cudaSuccess && count > 0 && (device < 0 || device >= count))
-		return errf(err, cap, PS_EINVAL,
-			    "%s: CUDA device %d asked, but this machine has "
-			    "%d CUDA device(s) (0 to %d)",
-			    what, device, count, count - 1);
+		return ps_errf(err, cap, PS_EINVAL,
+		               "%s: CUDA device %d asked, but this machine has "
+		               "%d CUDA device(s) (0 to %d)",
+		               what, device, count, count - 1);
 	(void)cudaGetLastError();
 	rc = ps_cuda_open(device, NULL, why, sizeof(why));
 	if (rc != PS_OK)
-		return errf(err, cap, rc, "%s: %s", what, why);
+		return ps_errf(err, cap, rc, "%s: %s", what, why);
 	return PS_OK;
 }
 
@@ -74,20 +60,23 @@ int ps_cuda_check_device_ptr(const void *ptr, int device, const char *what,
 
 	if (e != cudaSuccess) {
 		(void)cudaGetLastError();
-		return errf(err, cap, PS_EINVAL,
-			    "%s: %p is not CUDA memory (%s)", what, ptr,
-			    cudaGetErrorString(e));
+		return ps_errf(err, cap, PS_EINVAL,
+		               "%s: %p is not CUDA memory (%s)", what, ptr,
+		               cudaGetErrorString(e));
 	}
 	if (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged)
-		return errf(err, cap, PS_EINVAL,
-			    "%s: %p is %s memory, not device memory (declare "
-			    "host memory with ps_client_declare)", what, ptr,
-			    a.type == cudaMemoryTypeHost ? "pinned host"
-							 : "host");
+		return ps_errf(
+		    err, cap, PS_EINVAL,
+		    "%s: %p is %s memory, not device memory (declare "
+		    "host memory with ps_client_declare)",
+		    what, ptr,
+		    a.type == cudaMemoryTypeHost ? "pinned host" : "host");
 	if (a.type == cudaMemoryTypeDevice && a.device != device)
-		return errf(err, cap, PS_EINVAL,
-			    "%s: %p is memory of CUDA device %d, not of device "
-			    "%d", what, ptr, a.device, device);
+		return ps_errf(
+		    err, cap, PS_EINVAL,
+		    "%s: %p is memory of CUDA device %d, not of device "
+		    "%d",
+		    what, ptr, a.device, device);
 	return PS_OK;
 }
 
@@ -100,12 +89,11 @@ int ps_cuda_host_alloc(void **ptr, size_t bytes, const char *what,
 		return PS_OK;
 	(void)cudaGetLastError();
 	*ptr = NULL;
-	return errf(err, cap,
-		    e == cudaErrorMemoryAllocation ? PS_ENOMEM : PS_EIO,
-		    "cudaHostAlloc of %zu bytes (%s): %s", bytes, what,
-		    e == cudaErrorMemoryAllocation
-			    ? "out of pinned host memory"
-			    : cudaGetErrorString(e));
+	return ps_errf(
+	    err, cap, e == cudaErrorMemoryAllocation ? PS_ENOMEM : PS_EIO,
+	    "cudaHostAlloc of %zu bytes (%s): %s", bytes, what,
+	    e == cudaErrorMemoryAllocation ? "out of pinned host memory"
+	                                   : cudaGetErrorString(e));
 }
 
 void ps_cuda_host_free(void *ptr)

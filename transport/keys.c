@@ -2,7 +2,6 @@
  * transport/keys.c - a job's CURVE key pair on disk (keys.h).
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -12,20 +11,9 @@
 
 #include <zmq.h>
 
+#include "common/errbuf.h"
 #include "ordo/error.h"
 #include "transport/keys.h"
-
-static int errf(char *err, size_t errlen, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int errf(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return rc;
-}
 
 static int write_key(const char *dir, const char *name, const char *key,
 		     mode_t mode, int force, char *err, size_t errlen)
@@ -36,10 +24,10 @@ static int write_key(const char *dir, const char *name, const char *key,
 		      O_WRONLY | O_CREAT | O_CLOEXEC | (force ? O_TRUNC : O_EXCL),
 		      mode);
 	if (fd < 0)
-		return errf(err, errlen, ps_err_from_errno(errno),
-			    "%s: %s%s", path, strerror(errno),
-			    errno == EEXIST ? " (ps-keygen --force replaces it)"
-					    : "");
+		return ps_errf(
+		    err, errlen, ps_err_from_errno(errno), "%s: %s%s", path,
+		    strerror(errno),
+		    errno == EEXIST ? " (ps-keygen --force replaces it)" : "");
 	char line[PS_KEY_Z85_LEN + 2];
 	int n = snprintf(line, sizeof(line), "%s\n", key);
 	int ok = fchmod(fd, mode) == 0 && write(fd, line, (size_t)n) == n &&
@@ -50,8 +38,8 @@ static int write_key(const char *dir, const char *name, const char *key,
 		e = errno;
 	}
 	if (!ok)
-		return errf(err, errlen, ps_err_from_errno(e), "%s: %s", path,
-			    strerror(e));
+		return ps_errf(err, errlen, ps_err_from_errno(e), "%s: %s",
+		               path, strerror(e));
 	return PS_OK;
 }
 
@@ -59,12 +47,13 @@ int ps_keys_generate(const char *dir, int force, char *err, size_t errlen)
 {
 	ps_job_keys k;
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-		return errf(err, errlen, ps_err_from_errno(errno),
-			    "%s: %s", dir, strerror(errno));
+		return ps_errf(err, errlen, ps_err_from_errno(errno), "%s: %s",
+		               dir, strerror(errno));
 	if (zmq_curve_keypair(k.pub, k.sec) != 0)
-		return errf(err, errlen, PS_ENOTSUP,
-			    "this libzmq cannot make CURVE keys (built "
-			    "without libsodium?): %s", zmq_strerror(errno));
+		return ps_errf(err, errlen, PS_ENOTSUP,
+		               "this libzmq cannot make CURVE keys (built "
+		               "without libsodium?): %s",
+		               zmq_strerror(errno));
 	int rc = write_key(dir, "job.key", k.sec, 0600, force, err, errlen);
 	if (rc == PS_OK)
 		rc = write_key(dir, "job.pub", k.pub, 0644, force, err, errlen);
@@ -81,35 +70,36 @@ static int read_key(const char *dir, const char *name, int private_,
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return errf(err, errlen, ps_err_from_errno(errno),
-			    "%s: %s (security.keys_dir holds the job's keys: "
-			    "ps-keygen DIR writes them)",
-			    path, strerror(errno));
+		return ps_errf(
+		    err, errlen, ps_err_from_errno(errno),
+		    "%s: %s (security.keys_dir holds the job's keys: "
+		    "ps-keygen DIR writes them)",
+		    path, strerror(errno));
 	if (fstat(fd, &st) != 0) {
 		close(fd);
-		return errf(err, errlen, PS_EIO, "%s: %s", path,
-			    strerror(errno));
+		return ps_errf(err, errlen, PS_EIO, "%s: %s", path,
+		               strerror(errno));
 	}
 	if (private_ && (st.st_mode & 077)) {
 		close(fd);
-		return errf(err, errlen, PS_EINVAL,
-			    "%s: readable by others (mode %04o): a secret "
-			    "key must be private (chmod 600 %s)",
-			    path, (unsigned)(st.st_mode & 07777), path);
+		return ps_errf(err, errlen, PS_EINVAL,
+		               "%s: readable by others (mode %04o): a secret "
+		               "key must be private (chmod 600 %s)",
+		               path, (unsigned)(st.st_mode & 07777), path);
 	}
 	ssize_t n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n < 0)
-		return errf(err, errlen, PS_EIO, "%s: %s", path,
-			    strerror(errno));
+		return ps_errf(err, errlen, PS_EIO, "%s: %s", path,
+		               strerror(errno));
 	buf[n] = '\0';
 	buf[strcspn(buf, "\r\n")] = '\0';
 	uint8_t bin[32];
 	if (strlen(buf) != PS_KEY_Z85_LEN || !zmq_z85_decode(bin, buf))
-		return errf(err, errlen, PS_EINVAL,
-			    "%s: not a CURVE key (one line of %d Z85 "
-			    "characters, as ps-keygen writes)",
-			    path, PS_KEY_Z85_LEN);
+		return ps_errf(err, errlen, PS_EINVAL,
+		               "%s: not a CURVE key (one line of %d Z85 "
+		               "characters, as ps-keygen writes)",
+		               path, PS_KEY_Z85_LEN);
 	memcpy(key, buf, PS_KEY_Z85_LEN + 1);
 	return PS_OK;
 }
@@ -120,11 +110,12 @@ int ps_keys_load(const char *dir, ps_job_keys *k, char *err, size_t errlen)
 	int rc;
 
 	if (!dir || !*dir)
-		return errf(err, errlen, PS_EINVAL,
-			    "security.mode = curve needs security.keys_dir, "
-			    "the directory with the job's key pair (ps-keygen "
-			    "DIR writes one; ps-launch makes one per job when "
-			    "keys_dir is empty)");
+		return ps_errf(
+		    err, errlen, PS_EINVAL,
+		    "security.mode = curve needs security.keys_dir, "
+		    "the directory with the job's key pair (ps-keygen "
+		    "DIR writes one; ps-launch makes one per job when "
+		    "keys_dir is empty)");
 	rc = read_key(dir, "job.key", 1, k->sec, err, errlen);
 	if (rc == PS_OK)
 		rc = read_key(dir, "job.pub", 0, k->pub, err, errlen);
@@ -132,9 +123,9 @@ int ps_keys_load(const char *dir, ps_job_keys *k, char *err, size_t errlen)
 		return rc;
 	if (zmq_curve_public(derived, k->sec) != 0 ||
 	    strcmp(derived, k->pub) != 0)
-		return errf(err, errlen, PS_EINVAL,
-			    "%s/job.pub is not the public key of job.key "
-			    "(files from two different pairs?)",
-			    dir);
+		return ps_errf(err, errlen, PS_EINVAL,
+		               "%s/job.pub is not the public key of job.key "
+		               "(files from two different pairs?)",
+		               dir);
 	return PS_OK;
 }

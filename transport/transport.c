@@ -13,11 +13,11 @@
  * handlers included).
  */
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/errbuf.h"
 #include "common/log.h"
 #include "transport/transport.h"
 
@@ -213,22 +213,6 @@ void ps_transport_caps_of(const ps_transport *t, ps_transport_caps *caps)
 		t->ops->caps(t, caps);
 }
 
-/* Writes a whole sentence into why[cap] (when there is room) and returns
- * rc. */
-static int say(char *why, size_t cap, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int say(char *why, size_t cap, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why && cap) {
-		va_start(ap, fmt);
-		vsnprintf(why, cap, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
-
 static int reg_ex(ps_transport *t, const ps_reg_req *req, ps_mr **mr_p,
 		  char *why, size_t cap);
 
@@ -261,40 +245,44 @@ static int reg_ex(ps_transport *t, const ps_reg_req *req, ps_mr **mr_p,
 	int rc;
 
 	if (!t || !t->ops || !req || !req->addr || req->len == 0 || !mr_p)
-		return say(why, cap, PS_EINVAL,
-			   "transport: reg: invalid argument (%zu bytes at "
-			   "%p)", req ? req->len : 0, req ? req->addr : NULL);
+		return ps_errf(why, cap, PS_EINVAL,
+		               "transport: reg: invalid argument (%zu bytes at "
+		               "%p)",
+		               req ? req->len : 0, req ? req->addr : NULL);
 	if (t->stopped)
-		return say(why, cap, PS_ECLOSED,
-			   "transport: reg: the %s transport is stopped",
-			   t->ops->name);
+		return ps_errf(why, cap, PS_ECLOSED,
+		               "transport: reg: the %s transport is stopped",
+		               t->ops->name);
 	if (req->kind != PS_MEM_HOST && req->kind != PS_MEM_CUDA)
-		return say(why, cap, PS_EINVAL,
-			   "transport: reg: unknown memory kind %d",
-			   (int)req->kind);
+		return ps_errf(why, cap, PS_EINVAL,
+		               "transport: reg: unknown memory kind %d",
+		               (int)req->kind);
 	if (req->dmabuf_fd >= 0 && req->kind != PS_MEM_CUDA)
-		return say(why, cap, PS_EINVAL,
-			   "transport: reg: a dma-buf (descriptor %d) is "
-			   "registered as device memory (PS_MEM_CUDA) only",
-			   req->dmabuf_fd);
+		return ps_errf(why, cap, PS_EINVAL,
+		               "transport: reg: a dma-buf (descriptor %d) is "
+		               "registered as device memory (PS_MEM_CUDA) only",
+		               req->dmabuf_fd);
 	if (!t->ops->reg && req->kind != PS_MEM_HOST)
-		return say(why, cap, PS_ENOTSUP,
-			   "transport: %s cannot register CUDA device memory",
-			   t->ops->name);
+		return ps_errf(
+		    why, cap, PS_ENOTSUP,
+		    "transport: %s cannot register CUDA device memory",
+		    t->ops->name);
 	mr = calloc(1, sizeof(*mr));
 	if (!mr)
-		return say(why, cap, PS_ENOMEM,
-			   "transport: reg: out of memory");
+		return ps_errf(why, cap, PS_ENOMEM,
+		               "transport: reg: out of memory");
 	mr->addr = req->addr;
 	mr->len = req->len;
 	mr->kind = req->kind;
 	rc = t->ops->reg ? t->ops->reg(t, mr, req, why, cap) : PS_OK;
 	if (rc != PS_OK) {
 		if (!why[0])
-			say(why, cap, rc, "transport: %s cannot register %zu "
-			    "bytes of %s memory (%s)", t->ops->name, req->len,
-			    req->kind == PS_MEM_CUDA ? "CUDA" : "host",
-			    ps_strerror(rc));
+			ps_errf(why, cap, rc,
+			        "transport: %s cannot register %zu "
+			        "bytes of %s memory (%s)",
+			        t->ops->name, req->len,
+			        req->kind == PS_MEM_CUDA ? "CUDA" : "host",
+			        ps_strerror(rc));
 		free(mr);
 		return rc;
 	}
