@@ -31,7 +31,7 @@
 
 #include "checkpoint/internal.h"
 
-#define BAD(...) psi_ckpt_fail(why, whylen, PS_EPROTO, __VA_ARGS__)
+#define BAD(...) ps_errf(why, whylen, PS_EPROTO, __VA_ARGS__)
 
 int ps_ckpt_path(const char *root, uint64_t iteration, char *buf, size_t cap)
 {
@@ -97,7 +97,7 @@ int psi_ckpt_coverage(const ps_tensor_desc *tensors, uint32_t ntensors,
 	}
 	order = malloc((total ? total : 1) * sizeof(*order));
 	if (!order)
-		return psi_ckpt_fail(why, whylen, PS_ENOMEM, "out of memory");
+		return ps_errf(why, whylen, PS_ENOMEM, "out of memory");
 	for (uint32_t i = 0; i < n; i++)
 		for (uint32_t j = 0; j < shards[i].nsegs; j++)
 			order[k++] = &shards[i].segs[j];
@@ -146,15 +146,14 @@ static int check_tensors(const ps_tensor_desc *tensors, uint32_t n, char *why,
                          size_t whylen)
 {
 	if (!tensors || n == 0 || n > PS_MAX_TENSORS)
-		return psi_ckpt_fail(why, whylen, PS_EINVAL,
-		                     "%u tensors (1 to 2^20 expected)", n);
+		return ps_errf(why, whylen, PS_EINVAL,
+		               "%u tensors (1 to 2^20 expected)", n);
 	for (uint32_t i = 0; i < n; i++)
 		if (memchr(tensors[i].name, '\0', PS_NAME_MAX) == NULL ||
 		    tensors[i].name[0] == '\0' || tensors[i].numel == 0 ||
 		    tensors[i].numel > (uint64_t)INT64_MAX)
-			return psi_ckpt_fail(why, whylen, PS_EINVAL,
-			                     "tensor %u: invalid name or size",
-			                     i);
+			return ps_errf(why, whylen, PS_EINVAL,
+			               "tensor %u: invalid name or size", i);
 	return PS_OK;
 }
 
@@ -177,18 +176,18 @@ int ps_ckpt_write_manifest(const char *dir, const ps_ckpt_meta *meta,
 	int rc;
 
 	if (!dir || !meta || !meta->mode)
-		return psi_ckpt_fail(why, whylen, PS_EINVAL,
-		                     "no directory, meta or mode");
+		return ps_errf(why, whylen, PS_EINVAL,
+		               "no directory, meta or mode");
 	if (nshards == 0 || nshards > PS_MAX_SERVERS)
-		return psi_ckpt_fail(why, whylen, PS_EINVAL,
-		                     "%u shards (1 to %u expected)", nshards,
-		                     PS_MAX_SERVERS);
+		return ps_errf(why, whylen, PS_EINVAL,
+		               "%u shards (1 to %u expected)", nshards,
+		               PS_MAX_SERVERS);
 	rc = check_tensors(tensors, ntensors, why, whylen);
 	if (rc)
 		return rc;
 	shards = calloc(nshards, sizeof(*shards));
 	if (!shards)
-		return psi_ckpt_fail(why, whylen, PS_ENOMEM, "out of memory");
+		return ps_errf(why, whylen, PS_ENOMEM, "out of memory");
 	for (uint32_t r = 0; r < nshards && !rc; r++) {
 		rc = psi_ckpt_join(path, sizeof(path), why, whylen,
 		                   "%s/shard-%u.bin", dir, r);
@@ -258,11 +257,11 @@ int ps_ckpt_open(const char *dir, ps_ckpt **ck_p, char *why, size_t whylen)
 	int rc;
 
 	if (!dir || !ck_p)
-		return psi_ckpt_fail(why, whylen, PS_EINVAL, "no directory");
+		return ps_errf(why, whylen, PS_EINVAL, "no directory");
 	ck = calloc(1, sizeof(*ck));
 	if (!ck || !(ck->dir = strdup(dir))) {
 		free(ck);
-		return psi_ckpt_fail(why, whylen, PS_ENOMEM, "out of memory");
+		return ps_errf(why, whylen, PS_ENOMEM, "out of memory");
 	}
 	rc = psi_ckpt_manifest_load(ck, why, whylen);
 	for (uint32_t i = 0; !rc && i < ck->nshards; i++)
@@ -332,29 +331,28 @@ int ps_ckpt_check_model(const ps_ckpt *ck, const ps_tensor_desc *tensors,
 
 		if (strncmp(a->name, b->name, PS_NAME_MAX) != 0 ||
 		    a->numel != b->numel)
-			return psi_ckpt_fail(
-			    why, whylen, PS_EINVAL,
-			    "tensor %u: the checkpoint has "
-			    "'%s' (%" PRIu64 " elements), the job '%.*s' "
-			    "(%" PRIu64 ")",
-			    i, a->name, a->numel, PS_NAME_MAX - 1, b->name,
-			    b->numel);
+			return ps_errf(why, whylen, PS_EINVAL,
+			               "tensor %u: the checkpoint has "
+			               "'%s' (%" PRIu64
+			               " elements), the job '%.*s' "
+			               "(%" PRIu64 ")",
+			               i, a->name, a->numel, PS_NAME_MAX - 1,
+			               b->name, b->numel);
 	}
 	if (n < ck->ntensors)
-		return psi_ckpt_fail(why, whylen, PS_EINVAL,
-		                     "tensor %u: the checkpoint has '%s' "
-		                     "(%" PRIu64 " elements), the job has "
-		                     "only %u tensors",
-		                     n, ck->tensors[n].name,
-		                     ck->tensors[n].numel, n);
+		return ps_errf(why, whylen, PS_EINVAL,
+		               "tensor %u: the checkpoint has '%s' "
+		               "(%" PRIu64 " elements), the job has "
+		               "only %u tensors",
+		               n, ck->tensors[n].name, ck->tensors[n].numel, n);
 	if (n > ck->ntensors)
-		return psi_ckpt_fail(why, whylen, PS_EINVAL,
-		                     "tensor %u: the job has '%.*s' "
-		                     "(%" PRIu64 " elements), the checkpoint "
-		                     "only %u tensors",
-		                     ck->ntensors, PS_NAME_MAX - 1,
-		                     tensors[ck->ntensors].name,
-		                     tensors[ck->ntensors].numel, ck->ntensors);
+		return ps_errf(why, whylen, PS_EINVAL,
+		               "tensor %u: the job has '%.*s' "
+		               "(%" PRIu64 " elements), the checkpoint "
+		               "only %u tensors",
+		               ck->ntensors, PS_NAME_MAX - 1,
+		               tensors[ck->ntensors].name,
+		               tensors[ck->ntensors].numel, ck->ntensors);
 	return PS_OK;
 }
 
@@ -452,15 +450,15 @@ int ps_ckpt_prune(const char *root, uint32_t keep, char *why, size_t whylen)
 	int rc, first = PS_OK;
 
 	if (!root || keep == 0)
-		return psi_ckpt_fail(why, whylen, PS_EINVAL,
-		                     "prune: no root, or keep = 0");
+		return ps_errf(why, whylen, PS_EINVAL,
+		               "prune: no root, or keep = 0");
 	rc = psi_ckpt_scan(root, &iters, &n, why, whylen);
 	if (rc)
 		return rc;
 	complete = calloc(n ? n : 1, 1);
 	if (!complete) {
 		free(iters);
-		return psi_ckpt_fail(why, whylen, PS_ENOMEM, "out of memory");
+		return ps_errf(why, whylen, PS_ENOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < n; i++) {
 		complete[i] =

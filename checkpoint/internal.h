@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/errbuf.h"
 #include "checkpoint/checkpoint.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -125,9 +126,6 @@ int psi_ckpt_probe(const char *path, uint64_t iteration, char *why,
 
 /* ---- files -------------------------------------------------------------- */
 
-/* Formats why ("%s" of fmt) and returns err. */
-int psi_ckpt_fail(char *why, size_t whylen, int err, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
 /* "PATH: WHAT: strerror(errnum)" into why; returns errnum's ps_err. */
 int psi_ckpt_sys_fail(char *why, size_t whylen, int errnum, const char *path,
                       const char *what);

@@ -25,25 +25,12 @@
 #define CRC_PIECE (1u << 30) /* crc32() takes uInt lengths */
 #define IO_PIECE  (1u << 30) /* one read/write call at most (Linux: 2 GiB) */
 
-int psi_ckpt_fail(char *why, size_t whylen, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why && whylen) {
-		va_start(ap, fmt);
-		vsnprintf(why, whylen, fmt, ap);
-		va_end(ap);
-	}
-	return err;
-}
-
 int psi_ckpt_sys_fail(char *why, size_t whylen, int errnum, const char *path,
                       const char *what)
 {
 	int err = ps_err_from_errno(errnum);
 
-	psi_ckpt_fail(why, whylen, err, "%s: %s: %s", path, what,
-	              strerror(errnum));
+	ps_errf(why, whylen, err, "%s: %s: %s", path, what, strerror(errnum));
 	return err == PS_OK ? PS_EIO : err;
 }
 
@@ -57,10 +44,10 @@ int psi_ckpt_join(char *buf, size_t cap, char *why, size_t whylen,
 	n = vsnprintf(buf, cap, fmt, ap);
 	va_end(ap);
 	if (n < 0 || (size_t)n >= cap)
-		return psi_ckpt_fail(why, whylen, PS_EINVAL,
-		                     "path too long (%d bytes, at most %zu): "
-		                     "%.64s...",
-		                     n, cap ? cap - 1 : 0, buf);
+		return ps_errf(why, whylen, PS_EINVAL,
+		               "path too long (%d bytes, at most %zu): "
+		               "%.64s...",
+		               n, cap ? cap - 1 : 0, buf);
 	return PS_OK;
 }
 
@@ -134,10 +121,10 @@ int psi_ckpt_read_at(int fd, void *p, uint64_t n, uint64_t off,
 	if (r < 0)
 		return psi_ckpt_sys_fail(why, whylen, errno, path, "read");
 	if (r > 0)
-		return psi_ckpt_fail(why, whylen, PS_EPROTO,
-		                     "%s: truncated (short read at byte "
-		                     "%" PRIu64 ")",
-		                     path, off);
+		return ps_errf(why, whylen, PS_EPROTO,
+		               "%s: truncated (short read at byte "
+		               "%" PRIu64 ")",
+		               path, off);
 	return PS_OK;
 }
 
@@ -301,8 +288,8 @@ int psi_ckpt_scan(const char *root, uint64_t **iters_p, size_t *n_p, char *why,
 			if (!more) {
 				free(iters);
 				closedir(d);
-				return psi_ckpt_fail(why, whylen, PS_ENOMEM,
-				                     "%s: out of memory", root);
+				return ps_errf(why, whylen, PS_ENOMEM,
+				               "%s: out of memory", root);
 			}
 			iters = more;
 		}

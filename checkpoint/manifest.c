@@ -137,11 +137,11 @@ int psi_ckpt_manifest_write(const char *dir, const ps_ckpt_meta *meta,
 		return rc;
 	root = build(meta, tensors, ntensors, shards, nshards);
 	if (!root)
-		return psi_ckpt_fail(why, whylen, PS_EINVAL,
-		                     "%s: cannot represent the checkpoint's "
-		                     "record (out of memory, a string that "
-		                     "is not UTF-8, or a number above 2^63)",
-		                     path);
+		return ps_errf(why, whylen, PS_EINVAL,
+		               "%s: cannot represent the checkpoint's "
+		               "record (out of memory, a string that "
+		               "is not UTF-8, or a number above 2^63)",
+		               path);
 	rc = canonical_crc(root, &crc);
 	if (!rc && json_object_set_new(root, "crc32", json_integer(crc)) != 0)
 		rc = PS_ENOMEM;
@@ -152,8 +152,7 @@ int psi_ckpt_manifest_write(const char *dir, const ps_ckpt_meta *meta,
 	json_decref(root);
 	if (rc) {
 		free(text);
-		return psi_ckpt_fail(why, whylen, rc, "%s: out of memory",
-		                     path);
+		return ps_errf(why, whylen, rc, "%s: out of memory", path);
 	}
 	fd = psi_ckpt_create_tmp(tmp, &rc, why, whylen);
 	if (fd >= 0) {
@@ -183,8 +182,8 @@ typedef struct reader {
 /* "PATH: 'WHERE' PROBLEM"; PS_EPROTO. */
 static int bad_member(const reader *r, const char *where, const char *problem)
 {
-	return psi_ckpt_fail(r->why, r->whylen, PS_EPROTO, "%s: '%s' %s",
-	                     r->path, where, problem);
+	return ps_errf(r->why, r->whylen, PS_EPROTO, "%s: '%s' %s", r->path,
+	               where, problem);
 }
 
 /* obj[key], as path prefix.key in messages, of the given type. */
@@ -246,8 +245,7 @@ static int get_str(const reader *r, const json_t *obj, const char *prefix,
 		return rc;
 	*out = strdup(json_string_value(v));
 	return *out ? PS_OK
-	            : psi_ckpt_fail(r->why, r->whylen, PS_ENOMEM,
-	                            "out of memory");
+	            : ps_errf(r->why, r->whylen, PS_ENOMEM, "out of memory");
 }
 
 /* root[key]: an array of 1 to max entries into *arr_p; *items_p: as many
@@ -270,8 +268,7 @@ static int get_list(const reader *r, const json_t *root, const char *key,
 	}
 	*items_p = calloc(n, size);
 	if (!*items_p)
-		return psi_ckpt_fail(r->why, r->whylen, PS_ENOMEM,
-		                     "out of memory");
+		return ps_errf(r->why, r->whylen, PS_ENOMEM, "out of memory");
 	*n_p = n;
 	return PS_OK;
 }
@@ -375,8 +372,8 @@ static int load_shards(const reader *r, const json_t *root, struct ps_ckpt *ck)
 			return rc;
 		sh->path = strdup(path);
 		if (!sh->path)
-			return psi_ckpt_fail(r->why, r->whylen, PS_ENOMEM,
-			                     "out of memory");
+			return ps_errf(r->why, r->whylen, PS_ENOMEM,
+			               "out of memory");
 		sh->rank = (uint32_t)rank;
 		sh->bytes = (uint64_t)bytes;
 		sh->nsegs = (uint32_t)segs;
@@ -438,30 +435,29 @@ static int check_envelope(const reader *r, json_t *root, uint32_t *crc_p)
 	if (rc)
 		return rc;
 	if (strcmp(json_string_value(format), FORMAT_NAME) != 0)
-		return psi_ckpt_fail(r->why, r->whylen, PS_EPROTO,
-		                     "%s: not an ordo checkpoint manifest "
-		                     "(format '%.64s')",
-		                     r->path, json_string_value(format));
+		return ps_errf(r->why, r->whylen, PS_EPROTO,
+		               "%s: not an ordo checkpoint manifest "
+		               "(format '%.64s')",
+		               r->path, json_string_value(format));
 	rc = get_int(r, root, "", "format_version", 1, INT64_MAX, &version);
 	if (rc)
 		return rc;
 	if (version > PS_CKPT_FORMAT)
-		return psi_ckpt_fail(r->why, r->whylen, PS_ENOTSUP,
-		                     "%s: format version %" PRId64
-		                     " is newer than this ordo reads (%d)",
-		                     r->path, version, PS_CKPT_FORMAT);
+		return ps_errf(r->why, r->whylen, PS_ENOTSUP,
+		               "%s: format version %" PRId64
+		               " is newer than this ordo reads (%d)",
+		               r->path, version, PS_CKPT_FORMAT);
 	rc = get_int(r, root, "", "crc32", 0, UINT32_MAX, &crc);
 	if (rc)
 		return rc;
 	json_object_del(root, "crc32");
 	if (canonical_crc(root, &actual) != PS_OK)
-		return psi_ckpt_fail(r->why, r->whylen, PS_ENOMEM,
-		                     "out of memory");
+		return ps_errf(r->why, r->whylen, PS_ENOMEM, "out of memory");
 	if (actual != (uint32_t)crc)
-		return psi_ckpt_fail(r->why, r->whylen, PS_EPROTO,
-		                     "%s: checksum mismatch (damaged or "
-		                     "edited)",
-		                     r->path);
+		return ps_errf(r->why, r->whylen, PS_EPROTO,
+		               "%s: checksum mismatch (damaged or "
+		               "edited)",
+		               r->path);
 	*crc_p = actual;
 	return PS_OK;
 }
@@ -483,28 +479,27 @@ int psi_ckpt_manifest_load(struct ps_ckpt *ck, char *why, size_t whylen)
 	f = fopen(path, "re");
 	if (!f) {
 		if (errno == ENOENT)
-			return psi_ckpt_fail(why, whylen, PS_ENOENT,
-			                     "%s: not a checkpoint (no %s)",
-			                     ck->dir, PS_CKPT_MANIFEST);
+			return ps_errf(why, whylen, PS_ENOENT,
+			               "%s: not a checkpoint (no %s)", ck->dir,
+			               PS_CKPT_MANIFEST);
 		return psi_ckpt_sys_fail(why, whylen, errno, path, "open");
 	}
 	if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode) ||
 	    (uint64_t)st.st_size > MANIFEST_MAX) {
 		fclose(f);
-		return psi_ckpt_fail(why, whylen, PS_EPROTO,
-		                     "%s: not a regular file of at most 1 GiB",
-		                     path);
+		return ps_errf(why, whylen, PS_EPROTO,
+		               "%s: not a regular file of at most 1 GiB", path);
 	}
 	root = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
 	fclose(f);
 	if (!root)
-		return psi_ckpt_fail(why, whylen, PS_EPROTO,
-		                     "%s: not valid JSON: line %d column %d: "
-		                     "%s",
-		                     path, je.line, je.column, je.text);
+		return ps_errf(why, whylen, PS_EPROTO,
+		               "%s: not valid JSON: line %d column %d: "
+		               "%s",
+		               path, je.line, je.column, je.text);
 	if (!json_is_object(root))
-		rc = psi_ckpt_fail(why, whylen, PS_EPROTO,
-		                   "%s: not a JSON object", path);
+		rc = ps_errf(why, whylen, PS_EPROTO, "%s: not a JSON object",
+		             path);
 	if (!rc)
 		rc = check_envelope(&r, root, &ck->manifest_crc);
 	if (!rc)

@@ -114,21 +114,20 @@ static int check_ranges(const ps_ckpt *ck, const ps_ckpt_range *ranges,
 		const ps_ckpt_range *r = &ranges[i];
 
 		if (r->tensor >= ck->ntensors)
-			return psi_ckpt_fail(why, whylen, PS_EINVAL,
-			                     "%s: range %zu: tensor %u; the "
-			                     "checkpoint has %u tensors",
-			                     ck->dir, i, r->tensor,
-			                     ck->ntensors);
+			return ps_errf(why, whylen, PS_EINVAL,
+			               "%s: range %zu: tensor %u; the "
+			               "checkpoint has %u tensors",
+			               ck->dir, i, r->tensor, ck->ntensors);
 		if (r->numel == 0 || r->offset > ck->tensors[r->tensor].numel ||
 		    r->numel > ck->tensors[r->tensor].numel - r->offset)
-			return psi_ckpt_fail(
-			    why, whylen, PS_EINVAL,
-			    "%s: range %zu: %" PRIu64 " elements from "
-			    "%" PRIu64 " are not within tensor '%s' "
-			    "(%" PRIu64 " elements)",
-			    ck->dir, i, r->numel, r->offset,
-			    ck->tensors[r->tensor].name,
-			    ck->tensors[r->tensor].numel);
+			return ps_errf(why, whylen, PS_EINVAL,
+			               "%s: range %zu: %" PRIu64
+			               " elements from "
+			               "%" PRIu64 " are not within tensor '%s' "
+			               "(%" PRIu64 " elements)",
+			               ck->dir, i, r->numel, r->offset,
+			               ck->tensors[r->tensor].name,
+			               ck->tensors[r->tensor].numel);
 	}
 	return PS_OK;
 }
@@ -176,11 +175,11 @@ static int read_array(reader *rd, const psi_ckpt_seg *s, bool momentum,
 		return rc;
 	if (psi_ckpt_crc(0, dst, bytes) !=
 	    (momentum ? s->momentum_crc : s->values_crc))
-		return psi_ckpt_fail(
-		    rd->why, rd->whylen, PS_EPROTO,
-		    "%s: checksum mismatch in %s", sh->path,
-		    psi_ckpt_describe(what, sizeof(what), s, momentum,
-		                      rd->ck->tensors, rd->ck->ntensors));
+		return ps_errf(rd->why, rd->whylen, PS_EPROTO,
+		               "%s: checksum mismatch in %s", sh->path,
+		               psi_ckpt_describe(what, sizeof(what), s,
+		                                 momentum, rd->ck->tensors,
+		                                 rd->ck->ntensors));
 	return PS_OK;
 }
 
@@ -192,10 +191,10 @@ static int load(reader *rd, const psi_ckpt_seg *s, bool momentum,
 	int rc;
 
 	if (reserve(&rd->buf[momentum], &rd->cap[momentum], bytes) != 0)
-		return psi_ckpt_fail(rd->why, rd->whylen, PS_ENOMEM,
-		                     "%s: out of memory for a segment of "
-		                     "%" PRIu64 " bytes",
-		                     rd->ck->shards[s->shard].path, bytes);
+		return ps_errf(rd->why, rd->whylen, PS_ENOMEM,
+		               "%s: out of memory for a segment of "
+		               "%" PRIu64 " bytes",
+		               rd->ck->shards[s->shard].path, bytes);
 	rc = read_array(rd, s, momentum, rd->buf[momentum]);
 	if (rc == PS_OK)
 		*out = rd->buf[momentum];
@@ -322,16 +321,16 @@ int ps_ckpt_read_ranges(const ps_ckpt *ck, ps_ckpt_range *ranges, size_t n,
 	int rc;
 
 	if (!ck || (n && !ranges))
-		return psi_ckpt_fail(why, whylen, PS_EINVAL,
-		                     "no checkpoint "
-		                     "or ranges");
+		return ps_errf(why, whylen, PS_EINVAL,
+		               "no checkpoint "
+		               "or ranges");
 	rc = check_ranges(ck, ranges, n, why, whylen);
 	if (rc)
 		return rc;
 	rd.keys = malloc((n ? n : 1) * sizeof(*rd.keys));
 	rd.filled = calloc(n ? n : 1, sizeof(*rd.filled));
 	if (!rd.keys || !rd.filled) {
-		rc = psi_ckpt_fail(why, whylen, PS_ENOMEM, "out of memory");
+		rc = ps_errf(why, whylen, PS_ENOMEM, "out of memory");
 		goto out;
 	}
 	rd.nkeys = n;
@@ -352,23 +351,23 @@ int ps_ckpt_read_ranges(const ps_ckpt *ck, ps_ckpt_range *ranges, size_t n,
 	}
 	rc = plan(&rd, &jobs, &njobs);
 	if (rc) {
-		psi_ckpt_fail(why, whylen, rc, "out of memory");
+		ps_errf(why, whylen, rc, "out of memory");
 		goto out;
 	}
 	for (size_t i = 0; i < njobs && !rc; i++)
 		rc = do_job(&rd, &jobs[i]);
 	for (size_t i = 0; i < n && !rc; i++)
 		if (rd.filled[i] != ranges[i].numel)
-			rc = psi_ckpt_fail(
-			    why, whylen, PS_EPROTO,
-			    "%s: range %zu (tensor '%s' "
-			    "elements %" PRIu64 "..%" PRIu64 "): %" PRIu64
-			    " elements found, "
-			    "not %" PRIu64,
-			    ck->dir, i, ck->tensors[ranges[i].tensor].name,
-			    ranges[i].offset,
-			    ranges[i].offset + ranges[i].numel - 1,
-			    rd.filled[i], ranges[i].numel);
+			rc = ps_errf(why, whylen, PS_EPROTO,
+			             "%s: range %zu (tensor '%s' "
+			             "elements %" PRIu64 "..%" PRIu64
+			             "): %" PRIu64 " elements found, "
+			             "not %" PRIu64,
+			             ck->dir, i,
+			             ck->tensors[ranges[i].tensor].name,
+			             ranges[i].offset,
+			             ranges[i].offset + ranges[i].numel - 1,
+			             rd.filled[i], ranges[i].numel);
 out:
 	if (rd.fd >= 0)
 		close(rd.fd);
@@ -386,17 +385,17 @@ int ps_ckpt_verify(const ps_ckpt *ck, char *why, size_t whylen)
 	int rc;
 
 	if (!ck)
-		return psi_ckpt_fail(why, whylen, PS_EINVAL, "no checkpoint");
+		return ps_errf(why, whylen, PS_EINVAL, "no checkpoint");
 	/* the manifest and every shard's header, table and trailer, read
 	 * again; then every byte of every shard */
 	rc = ps_ckpt_open(ck->dir, &again, why, whylen);
 	if (rc)
 		return rc;
 	if (again->manifest_crc != ck->manifest_crc)
-		rc = psi_ckpt_fail(why, whylen, PS_EPROTO,
-		                   "%s/%s: changed since the checkpoint was "
-		                   "opened",
-		                   ck->dir, PS_CKPT_MANIFEST);
+		rc = ps_errf(why, whylen, PS_EPROTO,
+		             "%s/%s: changed since the checkpoint was "
+		             "opened",
+		             ck->dir, PS_CKPT_MANIFEST);
 	ps_ckpt_close(&again);
 	for (uint32_t i = 0; !rc && i < ck->nshards; i++)
 		rc = psi_ckpt_shard_verify(&ck->shards[i], ck->tensors,
@@ -439,12 +438,11 @@ int ps_ckpt_export_npy(const ps_ckpt *ck, uint32_t tensor, int momentum,
 	int rc, fd;
 
 	if (!ck || !path)
-		return psi_ckpt_fail(why, whylen, PS_EINVAL,
-		                     "no checkpoint or path");
+		return ps_errf(why, whylen, PS_EINVAL, "no checkpoint or path");
 	if (tensor >= ck->ntensors)
-		return psi_ckpt_fail(why, whylen, PS_EINVAL,
-		                     "%s: tensor %u; the checkpoint has %u",
-		                     ck->dir, tensor, ck->ntensors);
+		return ps_errf(why, whylen, PS_EINVAL,
+		               "%s: tensor %u; the checkpoint has %u", ck->dir,
+		               tensor, ck->ntensors);
 	rc = psi_ckpt_join(tmp, sizeof(tmp), why, whylen, "%s.tmp", path);
 	if (rc)
 		return rc;
@@ -452,10 +450,10 @@ int ps_ckpt_export_npy(const ps_ckpt *ck, uint32_t tensor, int momentum,
 	bytes = r.numel * PS_ELEM_SIZE;
 	buf = bytes <= SIZE_MAX ? ps_alloc_big((size_t)bytes) : NULL;
 	if (!buf)
-		return psi_ckpt_fail(why, whylen, PS_ENOMEM,
-		                     "out of memory for tensor '%s' "
-		                     "(%" PRIu64 " bytes)",
-		                     ck->tensors[tensor].name, bytes);
+		return ps_errf(why, whylen, PS_ENOMEM,
+		               "out of memory for tensor '%s' "
+		               "(%" PRIu64 " bytes)",
+		               ck->tensors[tensor].name, bytes);
 	if (momentum)
 		r.momentum = buf;
 	else

@@ -276,12 +276,11 @@ static int layout(const ps_ckpt_segment *segs, uint32_t nsegs, psi_ckpt_seg *t,
 	uint64_t pos;
 
 	if (nsegs && !segs)
-		return psi_ckpt_fail(why, whylen, PS_EINVAL,
-		                     "%s: %u segments but no array", path,
-		                     nsegs);
+		return ps_errf(why, whylen, PS_EINVAL,
+		               "%s: %u segments but no array", path, nsegs);
 	if (!front_size(nsegs, &pos))
-		return psi_ckpt_fail(why, whylen, PS_EINVAL,
-		                     "%s: too many segments", path);
+		return ps_errf(why, whylen, PS_EINVAL, "%s: too many segments",
+		               path);
 	*data_at_p = pos;
 	for (uint32_t i = 0; i < nsegs; i++) {
 		const ps_ckpt_segment *s = &segs[i];
@@ -290,12 +289,11 @@ static int layout(const ps_ckpt_segment *segs, uint32_t nsegs, psi_ckpt_seg *t,
 		if (s->numel == 0 || !s->values ||
 		    s->numel > UINT64_MAX / PS_ELEM_SIZE ||
 		    s->offset > UINT64_MAX - s->numel)
-			return psi_ckpt_fail(why, whylen, PS_EINVAL,
-			                     "%s: segment %u (tensor %u, "
-			                     "offset %" PRIu64 ", %" PRIu64
-			                     " elements) is invalid",
-			                     path, i, s->tensor, s->offset,
-			                     s->numel);
+			return ps_errf(why, whylen, PS_EINVAL,
+			               "%s: segment %u (tensor %u, "
+			               "offset %" PRIu64 ", %" PRIu64
+			               " elements) is invalid",
+			               path, i, s->tensor, s->offset, s->numel);
 		t[i] = (psi_ckpt_seg){
 		    .tensor = s->tensor,
 		    .flags = s->momentum ? CK_SEG_MOMENTUM : 0,
@@ -318,10 +316,10 @@ static int layout(const ps_ckpt_segment *segs, uint32_t nsegs, psi_ckpt_seg *t,
 	*trailer_at_p = pos;
 	return PS_OK;
 too_big:
-	return psi_ckpt_fail(why, whylen, PS_EINVAL,
-	                     "%s: the segments add up to more bytes than a "
-	                     "file can hold",
-	                     path);
+	return ps_errf(why, whylen, PS_EINVAL,
+	               "%s: the segments add up to more bytes than a "
+	               "file can hold",
+	               path);
 }
 
 int ps_ckpt_write_shard(const char *dir, uint32_t rank, uint64_t iteration,
@@ -339,7 +337,7 @@ int ps_ckpt_write_shard(const char *dir, uint32_t rank, uint64_t iteration,
 	int rc, fd = -1;
 
 	if (!dir)
-		return psi_ckpt_fail(why, whylen, PS_EINVAL, "no directory");
+		return ps_errf(why, whylen, PS_EINVAL, "no directory");
 	rc = psi_ckpt_join(path, sizeof(path), why, whylen, "%s/shard-%u.bin",
 	                   dir, rank);
 	if (!rc)
@@ -349,16 +347,15 @@ int ps_ckpt_write_shard(const char *dir, uint32_t rank, uint64_t iteration,
 		return rc;
 	t = calloc(nsegs ? nsegs : 1, sizeof(*t));
 	if (!t)
-		return psi_ckpt_fail(why, whylen, PS_ENOMEM,
-		                     "%s: out of memory", path);
+		return ps_errf(why, whylen, PS_ENOMEM, "%s: out of memory",
+		               path);
 	rc = layout(segs, nsegs, t, &data_at, &trailer_at, path, why, whylen);
 	if (rc)
 		goto out;
 	front = calloc(1, (size_t)data_at);
 	os.stage = calloc(1, STAGE_SIZE);
 	if (!front || !os.stage) {
-		rc = psi_ckpt_fail(why, whylen, PS_ENOMEM, "%s: out of memory",
-		                   path);
+		rc = ps_errf(why, whylen, PS_ENOMEM, "%s: out of memory", path);
 		goto out;
 	}
 	rc = psi_ckpt_mkdirs(dir, why, whylen);
@@ -465,7 +462,7 @@ const char *psi_ckpt_describe(char *buf, size_t cap, const psi_ckpt_seg *s,
 }
 
 /* A damaged file: "PATH: MESSAGE", PS_EPROTO. */
-#define BAD(...) psi_ckpt_fail(why, whylen, PS_EPROTO, __VA_ARGS__)
+#define BAD(...) ps_errf(why, whylen, PS_EPROTO, __VA_ARGS__)
 
 static int decode_header(const uint8_t *h, const char *path, uint64_t size,
                          psi_ckpt_shard *sh, uint32_t *table_crc_p, char *why,
@@ -480,10 +477,10 @@ static int decode_header(const uint8_t *h, const char *path, uint64_t size,
 	if (get32(h + H_HEADER_CRC) != psi_ckpt_crc(0, h, H_HEADER_CRC))
 		return BAD("%s: header checksum mismatch", path);
 	if (version > PS_CKPT_FORMAT)
-		return psi_ckpt_fail(why, whylen, PS_ENOTSUP,
-		                     "%s: format version %u is newer than "
-		                     "this ordo reads (%d)",
-		                     path, version, PS_CKPT_FORMAT);
+		return ps_errf(why, whylen, PS_ENOTSUP,
+		               "%s: format version %u is newer than "
+		               "this ordo reads (%d)",
+		               path, version, PS_CKPT_FORMAT);
 	if (version == 0)
 		return BAD("%s: format version 0 is invalid", path);
 	sh->iteration = get64(h + H_ITERATION);
@@ -587,12 +584,11 @@ int psi_ckpt_shard_load(const char *path, uint32_t shard_index,
 	memset(sh, 0, sizeof(*sh));
 	sh->path = strdup(path);
 	if (!sh->path)
-		return psi_ckpt_fail(why, whylen, PS_ENOMEM, "out of memory");
+		return ps_errf(why, whylen, PS_ENOMEM, "out of memory");
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		rc = errno == ENOENT
-		         ? psi_ckpt_fail(why, whylen, PS_ENOENT, "%s: missing",
-		                         path)
+		         ? ps_errf(why, whylen, PS_ENOENT, "%s: missing", path)
 		         : psi_ckpt_sys_fail(why, whylen, errno, path, "open");
 		goto fail;
 	}
@@ -622,8 +618,7 @@ int psi_ckpt_shard_load(const char *path, uint32_t shard_index,
 	front = malloc(CK_HEADER_SIZE + table_bytes);
 	sh->segs = calloc(sh->nsegs ? sh->nsegs : 1, sizeof(*sh->segs));
 	if (!front || !sh->segs) {
-		rc = psi_ckpt_fail(why, whylen, PS_ENOMEM, "%s: out of memory",
-		                   path);
+		rc = ps_errf(why, whylen, PS_ENOMEM, "%s: out of memory", path);
 		goto fail;
 	}
 	memcpy(front, header, CK_HEADER_SIZE);
@@ -794,7 +789,7 @@ int psi_ckpt_shard_verify(const psi_ckpt_shard *sh,
 
 	is.buf = malloc(VERIFY_BUF);
 	if (!is.buf)
-		return psi_ckpt_fail(why, whylen, PS_ENOMEM, "out of memory");
+		return ps_errf(why, whylen, PS_ENOMEM, "out of memory");
 	is.fd = open(sh->path, O_RDONLY | O_CLOEXEC);
 	if (is.fd < 0) {
 		rc = psi_ckpt_sys_fail(why, whylen, errno, sh->path, "open");
