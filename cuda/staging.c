@@ -151,45 +151,39 @@ int ps_cuda_stream_after(void *stream, void *other, void *event, char *err,
 			err, cap, "cudaStreamWaitEvent");
 }
 
+static const struct {
+	enum cudaMemcpyKind kind;
+	const char *async, *sync; /* the call, in errors */
+} copies[] = {
+	[PS_CUDA_H2D] = {cudaMemcpyHostToDevice,
+			 "cudaMemcpyAsync (host to device)",
+			 "cudaMemcpy (host to device)"},
+	[PS_CUDA_D2H] = {cudaMemcpyDeviceToHost,
+			 "cudaMemcpyAsync (device to host)",
+			 "cudaMemcpy (device to host)"},
+	[PS_CUDA_D2D] = {cudaMemcpyDeviceToDevice,
+			 "cudaMemcpyAsync (device to device)",
+			 "cudaMemcpy (device to device)"},
+};
+
 int ps_cuda_copy_async(void *dst, const void *src, size_t bytes,
-		       int to_host, void *stream, void *done, char *err,
+		       ps_cuda_dir dir, void *stream, void *done, char *err,
 		       size_t cap)
 {
-	int rc = cuda_err(cudaMemcpyAsync(dst, src, bytes,
-					  to_host ? cudaMemcpyDeviceToHost
-						  : cudaMemcpyHostToDevice,
+	int rc = cuda_err(cudaMemcpyAsync(dst, src, bytes, copies[dir].kind,
 					  (cudaStream_t)stream),
-			  err, cap,
-			  to_host ? "cudaMemcpyAsync (device to host)"
-				  : "cudaMemcpyAsync (host to device)");
+			  err, cap, copies[dir].async);
 
 	if (rc == PS_OK && done)
 		rc = ps_cuda_record(done, stream, err, cap);
 	return rc;
 }
 
-int ps_cuda_copy_d2d_async(void *dst, const void *src, size_t bytes,
-			   void *stream, void *done, char *err, size_t cap)
-{
-	int rc = cuda_err(cudaMemcpyAsync(dst, src, bytes,
-					  cudaMemcpyDeviceToDevice,
-					  (cudaStream_t)stream),
-			  err, cap, "cudaMemcpyAsync (device to device)");
-
-	if (rc == PS_OK && done)
-		rc = ps_cuda_record(done, stream, err, cap);
-	return rc;
-}
-
-int ps_cuda_copy(void *dst, const void *src, size_t bytes, int to_host,
+int ps_cuda_copy(void *dst, const void *src, size_t bytes, ps_cuda_dir dir,
 		 char *err, size_t cap)
 {
-	return cuda_err(cudaMemcpy(dst, src, bytes,
-				   to_host ? cudaMemcpyDeviceToHost
-					   : cudaMemcpyHostToDevice),
-			err, cap,
-			to_host ? "cudaMemcpy (device to host)"
-				: "cudaMemcpy (host to device)");
+	return cuda_err(cudaMemcpy(dst, src, bytes, copies[dir].kind), err,
+			cap, copies[dir].sync);
 }
 
 int ps_cuda_event_sync(void *event, char *err, size_t cap)

@@ -50,17 +50,19 @@ int ps_cuda_record(void *event, void *stream, char *err, size_t cap);
  * recorded on other and stream waits on it (cudaStreamWaitEvent). */
 int ps_cuda_stream_after(void *stream, void *other, void *event, char *err,
 			 size_t cap);
-/* cudaMemcpyAsync on stream (to_host: device to host, else host to
- * device); with done, it is recorded after the copy. */
+/* Which way a copy goes. */
+typedef enum ps_cuda_dir {
+	PS_CUDA_H2D, /* host to device */
+	PS_CUDA_D2H, /* device to host */
+	PS_CUDA_D2D, /* device to device */
+} ps_cuda_dir;
+
+/* cudaMemcpyAsync on stream; with done, it is recorded after the copy. */
 int ps_cuda_copy_async(void *dst, const void *src, size_t bytes,
-		       int to_host, void *stream, void *done, char *err,
+		       ps_cuda_dir dir, void *stream, void *done, char *err,
 		       size_t cap);
-/* cudaMemcpyAsync device to device on stream; with done, it is recorded
- * after the copy. */
-int ps_cuda_copy_d2d_async(void *dst, const void *src, size_t bytes,
-			   void *stream, void *done, char *err, size_t cap);
 /* cudaMemcpy (synchronous). */
-int ps_cuda_copy(void *dst, const void *src, size_t bytes, int to_host,
+int ps_cuda_copy(void *dst, const void *src, size_t bytes, ps_cuda_dir dir,
 		 char *err, size_t cap);
 /* Blocks until the work recorded in event is done (an event never
  * recorded: at once). */

@@ -1157,7 +1157,8 @@ static int dev_copy_in(ps_client *c, tensor *t, uint64_t offset,
 	ps_cuda_set(c->cuda_device);
 	rc = ps_cuda_copy_async(t->dev->dev_values + offset,
 				t->dev->mirror + offset, numel * sizeof(float),
-				0, c->h2d, last ? t->dev->h2d_done : NULL, err,
+				PS_CUDA_H2D, c->h2d,
+				last ? t->dev->h2d_done : NULL, err,
 				sizeof(err));
 	ps_cuda_set(prev);
 	if (rc != PS_OK)
@@ -1580,7 +1581,7 @@ static int dev_new(ps_client *c, const char *name, uint64_t numel,
 	if (rc == PS_OK && !c->h2d)
 		rc = ps_cuda_stream_new(&c->h2d, err, sizeof(err));
 	if (rc == PS_OK) /* the initial values, as a host tensor has them */
-		rc = ps_cuda_copy(d->mirror, device_values, bytes, 1, err,
+		rc = ps_cuda_copy(d->mirror, device_values, bytes, PS_CUDA_D2H, err,
 				  sizeof(err));
 	if (rc != PS_OK) {
 		PS_ERROR("device tensor '%s' (%llu elements): %s", name,
@@ -1659,8 +1660,8 @@ static int dev_direct(ps_client *c, tensor *t, const char **how,
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	size_t bytes = (t->numel * sizeof(float) + page - 1) / page * page;
 	char what[PS_NAME_MAX + 64];
-	uint64_t off = 0;
-	int fd = -1, rc;
+	ps_reg_req req = {.kind = PS_MEM_CUDA, .dmabuf_fd = -1};
+	int rc;
 
 	snprintf(what, sizeof(what), "GPUDirect send buffer of device tensor "
 		 "'%s'", t->name);
@@ -1674,34 +1675,29 @@ static int dev_direct(ps_client *c, tensor *t, const char **how,
 	}
 	d->dgrad = (float *)(((uintptr_t)d->dgrad_alloc + page - 1) /
 			     page * page);
-	rc = ps_cuda_dmabuf_fd(d->dgrad, bytes, &fd, &off, why_dmabuf, cap);
+	req.addr = d->dgrad;
+	req.len = bytes;
+	rc = ps_cuda_dmabuf_fd(d->dgrad, bytes, &req.dmabuf_fd,
+			       &req.dmabuf_offset, why_dmabuf, cap);
 	if (rc == PS_OK) {
-		rc = ps_transport_reg_ex(c->node.transport,
-					 &(ps_reg_req){.addr = d->dgrad,
-						       .len = bytes,
-						       .kind = PS_MEM_CUDA,
-						       .dmabuf_fd = fd,
-						       .dmabuf_offset = off},
-					 &d->dmr, why_dmabuf, cap);
-		close(fd); /* the registration holds the dma-buf */
+		rc = ps_transport_reg_ex(c->node.transport, &req, &d->dmr,
+					 why_dmabuf, cap);
+		close(req.dmabuf_fd); /* the registration holds the dma-buf */
 		if (rc == PS_OK) {
 			*how = "a dma-buf";
 			return PS_OK;
 		}
 	}
+	rc = PS_ENOTSUP;
 	if (ps_cuda_peermem_loaded(why_peer, cap)) {
-		rc = ps_transport_reg_ex(c->node.transport,
-					 &(ps_reg_req){.addr = d->dgrad,
-						       .len = bytes,
-						       .kind = PS_MEM_CUDA,
-						       .dmabuf_fd = -1},
-					 &d->dmr, why_peer, cap);
+		req.dmabuf_fd = -1; /* the device pointer as it is */
+		req.dmabuf_offset = 0;
+		rc = ps_transport_reg_ex(c->node.transport, &req, &d->dmr,
+					 why_peer, cap);
 		if (rc == PS_OK) {
 			*how = "its device pointer (nvidia-peermem)";
 			return PS_OK;
 		}
-	} else {
-		rc = PS_ENOTSUP;
 	}
 	ps_cuda_free(d->dgrad_alloc);
 	d->dgrad_alloc = NULL;
@@ -1860,16 +1856,11 @@ int ps_client_push_stream(ps_client *c, uint32_t tensor_id,
 	for (uint32_t k = 0; rc == PS_OK && k < t->nparts; k++) {
 		const ps_copy_step *s = &d->plan[k];
 		size_t bytes = s->numel * sizeof(float);
-		rc = d->dmr ? ps_cuda_copy_d2d_async(dst + s->offset,
-						     device_grad + s->offset,
-						     bytes, c->d2h,
-						     d->part_ev[k], err,
-						     sizeof(err))
-			    : ps_cuda_copy_async(dst + s->offset,
-						 device_grad + s->offset,
-						 bytes, 1, c->d2h,
-						 d->part_ev[k], err,
-						 sizeof(err));
+		rc = ps_cuda_copy_async(dst + s->offset,
+					device_grad + s->offset, bytes,
+					d->dmr ? PS_CUDA_D2D : PS_CUDA_D2H,
+					c->d2h, d->part_ev[k], err,
+					sizeof(err));
 	}
 	if (t->fused) { /* one copy, one shared partition: pushed whole */
 		if (rc == PS_OK)

@@ -257,7 +257,7 @@ static int cuda_setup(engine *e, uint64_t most)
 			   "the replayed gradient", err, sizeof(err));
 	if (rc == PS_OK)
 		rc = ps_cuda_copy(e->dev_zeros, e->zeros, most * sizeof(float),
-				  0, err, sizeof(err));
+				  PS_CUDA_H2D, err, sizeof(err));
 	for (uint32_t t = 0; t < d->ntensors && rc == PS_OK; t++) {
 		const ps_dag_tensor *x = &d->tensors[t];
 		rc = ps_cuda_alloc((void **)&e->dev_values[t],
@@ -265,8 +265,8 @@ static int cuda_setup(engine *e, uint64_t most)
 				   sizeof(err));
 		if (rc == PS_OK)
 			rc = ps_cuda_copy(e->dev_values[t], e->zeros,
-					  x->numel * sizeof(float), 0, err,
-					  sizeof(err));
+					  x->numel * sizeof(float),
+					  PS_CUDA_H2D, err, sizeof(err));
 		if (rc == PS_OK)
 			rc = ps_cuda_event_new(&e->ready_ev[t], err,
 					       sizeof(err));
