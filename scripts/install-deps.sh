@@ -8,6 +8,7 @@ packages=(
 	libzmq3-dev libmsgpack-dev libinih-dev libgsl-dev libcmocka-dev
 	libjansson-dev zlib1g-dev libibverbs-dev librdmacm-dev
 	iproute2 procps python3
+	patchelf perftest ibverbs-utils
 	gnuplot-nox
 	clang libclang-rt-14-dev help2man
 	python3-torch python3-torchvision python3-sklearn
