@@ -26,7 +26,11 @@
  *     from cuda/optimizer_kernels.cu), the effective GB/s, and its ratio to
  *     a device-to-device cudaMemcpy of 256 MiB measured in the same run
  *     (read + write, counted like the kernels' bytes) and to the
- *     theoretical peak.
+ *     theoretical peak;
+ *  5. the CPU's side: memcpy of the tensor's bytes between pageable
+ *     buffers, into pinned memory and out of it (the client copies
+ *     arrived parameters into a device tensor's pinned mirror where a host
+ *     tensor's go into the application's pageable buffer), best of R.
  * GB/s are 10^9 bytes per second throughout.
  *
  * --quick: fewer repetitions, sizes up to 16 MiB, a 16 MiB tensor, 1M and
@@ -575,6 +579,54 @@ static void usage(FILE *f)
 		"opens.\n");
 }
 
+/* 5. memcpy of `bytes` on the CPU: pageable to pageable, pageable to
+ * pinned, pinned to pageable, best of reps; every buffer touched first. */
+static void host_table(const bufs *m, size_t bytes, int reps)
+{
+	struct {
+		const char *what;
+		void *dst;
+		const void *src;
+	} rows[3];
+	char *other = malloc(bytes);
+	char hb[32];
+
+	if (!other) {
+		fprintf(stderr, "cuda_copy: cannot malloc %zu bytes\n", bytes);
+		exit(1);
+	}
+	memset(other, 2, bytes);
+	rows[0].what = "pageable to pageable";
+	rows[0].dst = other;
+	rows[0].src = m->pageable;
+	rows[1].what = "pageable to pinned";
+	rows[1].dst = m->pinned;
+	rows[1].src = m->pageable;
+	rows[2].what = "pinned to pageable";
+	rows[2].dst = other;
+	rows[2].src = m->pinned;
+	printf("## The CPU's copies, pinned and pageable\n\n");
+	printf("One `memcpy` of %s on the host clock, best of %d: a device "
+	       "tensor's arrived parameters are copied into its pinned mirror "
+	       "where a host tensor's go into pageable memory.\n\n",
+	       human(bytes, hb, sizeof(hb)), reps);
+	printf("| copy | GB/s |\n|---|---:|\n");
+	for (int r = 0; r < 3; r++) {
+		double best = 0;
+		for (int i = 0; i < reps; i++) {
+			double t0 = now_s();
+			memcpy(rows[r].dst, rows[r].src, bytes);
+			double t = now_s() - t0;
+			if (i == 0 || t < best)
+				best = t;
+		}
+		printf("| %s | %.2f |\n", rows[r].what, gbps((double)bytes, best));
+	}
+	printf("\n");
+	fflush(stdout);
+	free(other);
+}
+
 int main(int argc, char **argv)
 {
 	static const size_t full_sizes[] = {64 * KiB, 256 * KiB, 1 * MiB,
@@ -632,6 +684,7 @@ int main(int argc, char **argv)
 	peak_table(&m, full_sizes, nsizes, reps, tensor, &d2h_peak,
 		   &h2d_peak);
 	path_table(&m, tensor, reps, d2h_peak, h2d_peak);
+	host_table(&m, tensor, reps);
 	CK(cudaFree(m.dev));
 	CK(cudaFreeHost(m.pinned));
 	free(m.pageable);
