@@ -86,6 +86,8 @@ static const char *const compute_names[] = {
     [PS_COMPUTE_SLEEP] = "sleep", [PS_COMPUTE_SPIN] = "spin", NULL};
 static const char *const device_names[] = {
     [PS_DEVICE_CPU] = "cpu", [PS_DEVICE_CUDA] = "cuda", NULL};
+static const char *const optimizer_names[] = {
+    [PS_OPTIMIZER_SGD] = "sgd", [PS_OPTIMIZER_NONE] = "none", NULL};
 static const char *const mode_names[] = {
     [PS_MODE_SYNC] = "sync", [PS_MODE_ASYNC] = "async", NULL};
 static const char *const preset_names[] = {
@@ -306,6 +308,13 @@ static const option options[] = {
          "sums live on the device and the new values are copied back "
          "after each update, equal to the CPU's bit for bit (checked on "
          "an NVIDIA H200, docs/cuda.md)."),
+    ENUM(server, optimizer, "sgd", optimizer_names,
+         "What a server does with each round's averaged gradient: sgd "
+         "(SGD with momentum, train.lr and train.momentum: the workers "
+         "receive new parameters) or none (the workers receive the "
+         "averaged gradient itself and step an optimizer of their own, "
+         "as ordo.torch.DistributedOptimizer does: any torch optimizer, "
+         "learning-rate schedule or clipping; docs/pytorch.md)."),
     INT(server, cuda_device, "0", 0, 255,
         "server.device = cuda: the CUDA device a server uses, in the CUDA "
         "runtime's numbering (within CUDA_VISIBLE_DEVICES; "

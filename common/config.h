@@ -42,6 +42,11 @@ typedef enum {
 typedef enum { PS_WORKER_TRAIN = 0, PS_WORKER_REPLAY = 1 } ps_worker_mode;
 typedef enum { PS_COMPUTE_SLEEP = 0, PS_COMPUTE_SPIN = 1 } ps_compute_wait;
 typedef enum { PS_DEVICE_CPU = 0, PS_DEVICE_CUDA = 1 } ps_server_device;
+/* server.optimizer: what a server does with a round's averaged gradient */
+typedef enum {
+	PS_OPTIMIZER_SGD = 0,  /* SGD with momentum: the new parameters */
+	PS_OPTIMIZER_NONE = 1  /* nothing: the average itself is sent back */
+} ps_server_optimizer;
 typedef enum { PS_SHARING_FIFO = 0, PS_SHARING_FAIR = 1 } ps_link_sharing;
 typedef enum {
 	PS_LINK_MODEL_AUTO = 0, /* transport.type's */
@@ -103,6 +108,7 @@ struct ps_config {
 	struct {
 		int device;      /* ps_server_device: where updates are applied */
 		int cuda_device; /* device = cuda: the CUDA device index */
+		int optimizer;   /* ps_server_optimizer */
 	} server;
 	struct {
 		int iterations;

@@ -52,6 +52,11 @@ int ps_cuda_sgd_apply_last(float *w, float *v, const double *acc,
 			   unsigned count, double lr, double momentum,
 			   void *stream);
 
+/* server.optimizer = none: w = the round's average, ps_avg_last's
+ * roundings (acc not read when first). */
+int ps_cuda_avg_last(float *w, const double *acc, const float *g, size_t n,
+		     int first, unsigned count, void *stream);
+
 #ifdef __cplusplus
 }
 #endif

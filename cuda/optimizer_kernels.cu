@@ -79,6 +79,20 @@ __global__ void sgd_apply_last(float *__restrict__ w, float *__restrict__ v,
 	}
 }
 
+/* server.optimizer = none: the average itself (ps_avg_last) */
+__global__ void avg_last(float *__restrict__ w,
+			 const double *__restrict__ acc,
+			 const float *__restrict__ g, size_t n, int first,
+			 double scale)
+{
+	for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x) {
+		double sum = first ? (double)g[i]
+				   : __dadd_rn(acc[i], (double)g[i]);
+		w[i] = __double2float_rn(__dmul_rn(sum, scale));
+	}
+}
+
 /* Blocks for n elements: one element per thread up to 2^20 blocks, then
  * the grid-stride loops take over. */
 unsigned blocks_for(size_t n)
@@ -157,4 +171,27 @@ extern "C" int ps_cuda_sgd_apply_last(float *w, float *v, const double *acc,
 			 (cudaStream_t)stream>>>(w, v, acc, g, n, first, scale,
 						 lrf, mf);
 	return launched("sgd_apply_last");
+}
+
+extern "C" int ps_cuda_avg_last(float *w, const double *acc, const float *g,
+				size_t n, int first, unsigned count,
+				void *stream)
+{
+	if (count == 0 || n == 0)
+		return PS_OK;
+	if (!w || !g || (!first && !acc))
+		return PS_EINVAL;
+	if (first && count == 1) { /* g itself, as ps_avg_last copies it */
+		cudaError_t e = cudaMemcpyAsync(w, g, n * sizeof(float),
+						cudaMemcpyDeviceToDevice,
+						(cudaStream_t)stream);
+		if (e == cudaSuccess)
+			return PS_OK;
+		ps_log(PS_LOG_ERROR, "avg_last: cudaMemcpyAsync: %s",
+		       cudaGetErrorString(e));
+		return PS_EIO;
+	}
+	avg_last<<<blocks_for(n), PS_CUDA_BLOCK, 0, (cudaStream_t)stream>>>(
+	    w, acc, g, n, first, 1.0 / (double)count);
+	return launched("avg_last");
 }

@@ -1097,6 +1097,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ps-launch: cannot find its own directory\n");
 		return 1;
 	}
+	if (!l.worker && cfg.worker.mode == PS_WORKER_TRAIN &&
+	    cfg.server.optimizer == PS_OPTIMIZER_NONE) {
+		fprintf(stderr, "ps-launch: server.optimizer = none sends the "
+			"averaged gradient back, for a --worker program that "
+			"steps its own optimizer (ordo.torch); ps-worker's "
+			"built-in model (worker.mode = train) needs "
+			"server.optimizer = sgd\n");
+		return 2;
+	}
 	if (l.rank_mode && l.hosts_file) {
 		fprintf(stderr, "ps-launch: --rank and --hosts exclude each "
 			"other: under srun/mpirun the cluster's launcher "

@@ -235,6 +235,7 @@ int ps_gpu_update(server *s, const ps_shard_op *op)
 	struct ps_gpu *g = s->gpu;
 	shard_part *p = &s->parts[op->k];
 	size_t o = at(s, p);
+	int none = s->cfg->server.optimizer == PS_OPTIMIZER_NONE;
 	cudaError_t e;
 	int rc = PS_OK;
 
@@ -243,7 +244,12 @@ int ps_gpu_update(server *s, const ps_shard_op *op)
 		size_t n = p->desc->numel - off < SLICE ? p->desc->numel - off
 							: SLICE;
 		rc = stage(g, op->ctx, off, n);
-		if (rc == PS_OK)
+		if (rc == PS_OK && none) /* server.optimizer = none */
+			rc = ps_cuda_avg_last(g->d_values + o + off,
+					      g->d_acc + o + off,
+					      g->d_grad + off, n, op->first,
+					      op->count, g->stream);
+		else if (rc == PS_OK)
 			rc = ps_cuda_sgd_apply_last(
 				g->d_values + o + off, g->d_momentum + o + off,
 				g->d_acc + o + off, g->d_grad + off, n,

@@ -5,6 +5,8 @@
  * them. The running sum and every intermediate of the update are doubles;
  * only the stored weights and momentum buffer are float32.
  */
+#include <string.h>
+
 #include "server/optimizer.h"
 
 /* (restrict on the definition only: parameter qualifiers do not change the
@@ -69,5 +71,25 @@ void ps_sgd_apply_last(float *restrict w, float *restrict v,
 		float vi = mf * v[i] + gi;
 		v[i] = vi;
 		w[i] = w[i] - lrf * vi;
+	}
+}
+
+/* server.optimizer = none: the round's average is the result. The sum and
+ * its rounding are ps_sgd_apply_last's, so a worker that steps SGD itself
+ * on it gets what the server's SGD would have given. */
+void ps_avg_last(float *restrict w, const double *restrict acc,
+		 const float *restrict g, size_t n, int first, unsigned count)
+{
+	if (count == 0)
+		return;
+	const double scale = 1.0 / (double)count;
+
+	if (first && count == 1) {
+		memcpy(w, g, n * sizeof(float));
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		double sum = first ? (double)g[i] : acc[i] + (double)g[i];
+		w[i] = (float)(sum * scale);
 	}
 }

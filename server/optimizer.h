@@ -1,5 +1,6 @@
 /*
- * server/optimizer.h - aggregation and SGD with momentum.
+ * server/optimizer.h - aggregation, SGD with momentum, and the plain
+ * average (server.optimizer = none).
  *
  * Pushed gradients are summed in double (ps_accum_set for the first push of
  * a round, ps_accum_add for the others), so the sum does not
@@ -40,5 +41,11 @@ void ps_sgd_apply(float *w, float *v, const double *acc, size_t n,
 void ps_sgd_apply_last(float *w, float *v, const double *acc, const float *g,
 		       size_t n, int first, unsigned count, double lr,
 		       double momentum);
+
+/* server.optimizer = none: w[i] = (float)((acc[i] + g[i]) / count), the
+ * round's averaged gradient (acc not read when first), rounded as
+ * ps_sgd_apply_last rounds it. */
+void ps_avg_last(float *w, const double *acc, const float *g, size_t n,
+		 int first, unsigned count);
 
 #endif /* ORDO_SERVER_OPTIMIZER_H */

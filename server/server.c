@@ -377,10 +377,15 @@ static int apply_update(server *s, const ps_shard_op *op)
 	for (size_t off = 0; off < p->desc->numel; off += SLICE) {
 		size_t n = p->desc->numel - off < SLICE ? p->desc->numel - off
 							: SLICE;
-		ps_sgd_apply_last(p->values->data + off, p->momentum + off,
-				  p->acc + off, g + off, n, op->first,
-				  op->count, s->cfg->train.lr,
-				  s->cfg->train.momentum);
+		if (s->cfg->server.optimizer == PS_OPTIMIZER_NONE)
+			ps_avg_last(p->values->data + off, p->acc + off,
+				    g + off, n, op->first, op->count);
+		else
+			ps_sgd_apply_last(p->values->data + off,
+					  p->momentum + off, p->acc + off,
+					  g + off, n, op->first, op->count,
+					  s->cfg->train.lr,
+					  s->cfg->train.momentum);
 		ps_node_tick(&s->node);
 	}
 #ifdef PS_WITH_CUDA

@@ -26,6 +26,15 @@ int main(int argc, char **argv)
 	if (st != PS_CLI_RUN)
 		return ps_cli_exit_status(st);
 	ps_log_init("worker", cfg.log.level);
+	/* the built-in model takes what comes back as its parameters */
+	if (cfg.worker.mode == PS_WORKER_TRAIN &&
+	    cfg.server.optimizer == PS_OPTIMIZER_NONE) {
+		PS_ERROR("server.optimizer = none sends the averaged gradient "
+			 "back, for a worker program that steps its own "
+			 "optimizer (ordo.torch); ps-worker's built-in model "
+			 "(worker.mode = train) needs server.optimizer = sgd");
+		return 2;
+	}
 	return cfg.worker.mode == PS_WORKER_REPLAY ? ps_replay_run(&cfg)
 						   : ps_trainer_run(&cfg);
 }

@@ -59,7 +59,7 @@
 #include "ordo/error.h"
 #include "server/optimizer.h"
 
-enum { OP_COPY, OP_SET, OP_ASET, OP_AADD, OP_APPLY, OP_LAST, OP_WAIT };
+enum { OP_COPY, OP_SET, OP_ASET, OP_AADD, OP_APPLY, OP_LAST, OP_AVG, OP_WAIT };
 
 typedef struct op {
 	int kind;
@@ -153,6 +153,9 @@ static void exec(op *o)
 	case OP_LAST:
 		ps_sgd_apply_last(o->w, o->v, o->acc, o->g, o->n, o->first,
 				  o->count, o->lr, o->m);
+		break;
+	case OP_AVG:
+		ps_avg_last(o->w, o->acc, o->g, o->n, o->first, o->count);
 		break;
 	default: /* OP_WAIT */
 		run_until(o->other, o->mark);
@@ -491,6 +494,15 @@ int ps_cuda_sgd_apply_last(float *w, float *v, const double *acc,
 			     .acc = (double *)acc, .g = g, .n = n,
 			     .first = first, .count = count, .lr = lr,
 			     .m = momentum});
+	return PS_OK;
+}
+
+int ps_cuda_avg_last(float *w, const double *acc, const float *g, size_t n,
+		     int first, unsigned count, void *stream)
+{
+	enqueue(kernel_stream(stream),
+		(op){.kind = OP_AVG, .w = w, .acc = (double *)acc, .g = g,
+			     .n = n, .first = first, .count = count});
 	return PS_OK;
 }
 

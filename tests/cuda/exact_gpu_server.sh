@@ -71,6 +71,20 @@ for W in 1 2 4; do
 	done
 done
 
+# 1b. server.optimizer = none on the GPU: the averages, exact
+for W in 1 2 4; do
+	name=gpu-none-w${W}s2
+	EXACT_WORKER_SIZES=1000,4097,10,1 \
+		launch "$name" 300 --worker "$TOOLS/exact_worker" \
+		--set server.device=cuda --set server.optimizer=none \
+		--set cluster.workers="$W" --set cluster.servers=2 \
+		--set scheduling.partition_size=1K --set train.iterations=6 ||
+		fail "$name: job exited $?"
+	all_exact "$name" "$W"
+	on_gpu "$name" 2
+	pass "$name: the averaged gradient on the GPU, exact"
+done
+
 # 2. Momentum: GPU = CPU, byte for byte
 mlp() { # NAME DEVICE [args...]
 	local name=$1 dev=$2

@@ -127,6 +127,9 @@ static void one_case(size_t n, unsigned count, double lr, double momentum)
 	fill(v, n);
 	memcpy(w2, w, n * sizeof(float));
 	memcpy(v2, v, n * sizeof(float));
+	float *w0 = malloc(n * sizeof(float));
+	assert_true(w0);
+	memcpy(w0, w, n * sizeof(float));
 
 	float *dg = dev_alloc(count * n * sizeof(float));
 	float *dw = dev_alloc(n * sizeof(float));
@@ -167,6 +170,16 @@ static void one_case(size_t n, unsigned count, double lr, double momentum)
 	EXPECT_SAME(v, gv, n, "sgd_apply_last: v");
 	EXPECT_SAME(w, gw, n, "sgd_apply_last: w");
 
+	/* server.optimizer = none: the average alone, from the same sum */
+	ps_avg_last(w2, acc, g + (count - 1) * n, n, first, count);
+	assert_int_equal(ps_cuda_avg_last(dw, dacc, dg + (count - 1) * n, n,
+	                                  first, count, NULL),
+	                 PS_OK);
+	sync_ok();
+	to_host(gw, dw, n * sizeof(float));
+	EXPECT_SAME(w2, gw, n, "avg_last");
+	memcpy(w2, w0, n * sizeof(float));
+
 	/* not first: acc holds the other pushes; the sum of all through
 	 * ps_accum_add + ps_sgd_apply (a different path to the same bits) */
 	if (count > 1) {
@@ -196,6 +209,7 @@ static void one_case(size_t n, unsigned count, double lr, double momentum)
 	free(w);
 	free(v);
 	free(w2);
+	free(w0);
 	free(v2);
 	free(gw);
 	free(gv);

@@ -42,6 +42,21 @@ expect_config_error "missing file" "$WORK/none.ini" --config "$WORK/none.ini"
 expect_config_error "bad --set" "train.iterations" --set train.iterations=abc
 expect_config_error "unknown --set key" "no.such" --set no.such=1
 ORDO_TRAIN_LR=abc expect_config_error "bad environment" "ORDO_TRAIN_LR"
+expect_config_error "an optimizer the servers do not know" \
+	"server.optimizer.*adagrad.*sgd, none" --set server.optimizer=adagrad
+# server.optimizer = none with ps-worker's built-in model: refused before
+# anything starts (ps-launch) or at the worker's start (ps-worker)
+timeout 120 "$BUILD/ps-launch" --set server.optimizer=none >/dev/null 2>"$WORK/err.log"
+rc=$?
+[ $rc -eq 2 ] || fail "ps-launch, server.optimizer = none with ps-worker: exit $rc, expected 2"
+grep -q "ps-worker's built-in model (worker.mode = train) needs server.optimizer = sgd" \
+	"$WORK/err.log" || fail "ps-launch, server.optimizer = none with ps-worker: no clear message"
+timeout 120 "$BUILD/ps-worker" --set server.optimizer=none >/dev/null 2>"$WORK/err.log"
+rc=$?
+[ $rc -eq 2 ] || fail "ps-worker, server.optimizer = none: exit $rc, expected 2"
+grep -q "needs server.optimizer = sgd" "$WORK/err.log" ||
+	fail "ps-worker, server.optimizer = none: no clear message"
+pass "server.optimizer = none refused for ps-worker's built-in model"
 # server.device = cuda needs a CUDA build (tests/cuda/no_device.sh checks
 # the CUDA build's start-up error)
 if ! grep -q '^PS_WITH_CUDA:BOOL=ON' "$BUILD/CMakeCache.txt"; then

@@ -1,7 +1,8 @@
 # Exactness: integer gradients, lr 1, no momentum; after every iteration
 # every parameter must equal the closed form (exact_worker checks), for
 # W workers (the argument) x S in {1,2,3} x partition sizes that split
-# unevenly, cut to single elements' worth of bytes, or exceed every tensor.
+# unevenly, cut to single elements' worth of bytes, or exceed every tensor;
+# then with server.optimizer = none, the averages themselves.
 source "$(dirname "$0")/lib.sh" "$@"
 W=${ARGS[0]}
 
@@ -19,5 +20,21 @@ for S in 1 2 3; do
 		[ "$n" -eq "$W" ] || fail "$name: $n of $W workers exact"
 		pass "$name"
 	done
+done
+# server.optimizer = none: the servers send each round's average back
+# (exact_worker checks it against the closed form); lr and momentum are
+# set to values the servers must ignore
+for S in 1 3; do
+	name=none-w${W}s$S
+	EXACT_WORKER_SIZES=1000,4097,10,1 \
+		launch "$name" 120 --worker "$TOOLS/exact_worker" \
+		--set cluster.workers="$W" --set cluster.servers="$S" \
+		--set scheduling.partition_size=1024 --set server.optimizer=none \
+		--set train.iterations=6 --set train.lr=0.3 \
+		--set train.momentum=0.9 ||
+		fail "$name: job exited $?"
+	n=$(grep -c "^exact: .* 0 wrong$" "$WORK/$name.out.log")
+	[ "$n" -eq "$W" ] || fail "$name: $n of $W workers exact"
+	pass "$name: the averaged gradient, exact"
 done
 assert_no_leftovers

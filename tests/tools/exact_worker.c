@@ -36,6 +36,10 @@
  * after every N-th iteration, milestones a test can wait on (bench/soak.sh
  * samples every process's memory at them).
  *
+ * With server.optimizer = none the servers send the round's average back
+ * instead of new parameters: after iteration i every value is m[k][j](i)
+ * itself (any lr and momentum then: the servers ignore them).
+ *
  * EXACT_WORKER_DUMP=FILE: worker 0 writes every tensor's final parameters
  * (float32, tensor after tensor) to FILE, so two jobs can be compared byte
  * for byte (cmp), e.g. server.device = cuda against cpu
@@ -155,7 +159,7 @@ int main(int argc, char **argv)
 	ps_config cfg;
 	int rc, status = 1, rank, workers, history;
 	const char *dump;
-	bool check;
+	bool check, avg;
 	uint64_t t0 = 0, first = 0, i = 0, hold_at;
 
 	ps_signals_install();
@@ -172,10 +176,12 @@ int main(int argc, char **argv)
 		return ps_cli_exit_status(st);
 	ps_log_init("exact-worker", cfg.log.level);
 	dump = getenv("EXACT_WORKER_DUMP");
-	check = cfg.train.lr == 1.0 && cfg.train.momentum == 0.0;
+	avg = cfg.server.optimizer == PS_OPTIMIZER_NONE;
+	check = avg || (cfg.train.lr == 1.0 && cfg.train.momentum == 0.0);
 	if ((!check && !dump) || cfg.train.mode != PS_MODE_SYNC) {
 		PS_ERROR("needs train.lr = 1, train.momentum = 0, sync mode "
-			 "(any lr and momentum with EXACT_WORKER_DUMP)");
+			 "(any lr and momentum with EXACT_WORKER_DUMP or "
+			 "server.optimizer = none)");
 		return 2;
 	}
 	rc = ps_client_create(&cfg, &c);
@@ -211,8 +217,11 @@ int main(int argc, char **argv)
 			  : workers;
 	for (uint32_t k = 0; check && k < o.n; k++)
 		for (uint64_t j = 0; j < o.sizes[k]; j++) {
-			for (uint64_t h = 0; h < first; h++)
+			for (uint64_t h = 0; h < first && !avg; h++)
 				expect[k][j] -= mean_grad(k, j, h, history);
+			if (avg && first > 0)
+				expect[k][j] = mean_grad(k, j, first - 1,
+							 history);
 			checked++;
 			if ((double)values[k][j] != expect[k][j] && wrong++ < 10)
 				PS_ERROR("resumed at iteration %llu: tensor %u "
@@ -248,7 +257,12 @@ int main(int argc, char **argv)
 			rc = ps_client_wait(c, k, i + 1, -1);
 			for (uint64_t j = 0; check && rc == PS_OK && j < o.sizes[k];
 			     j++) {
-				expect[k][j] -= mean_grad(k, j, i, workers);
+				if (avg) /* the average itself */
+					expect[k][j] =
+						mean_grad(k, j, i, workers);
+				else
+					expect[k][j] -=
+						mean_grad(k, j, i, workers);
 				checked++;
 				if ((double)values[k][j] == expect[k][j])
 					continue;

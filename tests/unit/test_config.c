@@ -721,6 +721,21 @@ static void test_validate(void **state)
 		assert_int_equal(ps_config_validate(&cfg, e, sizeof(e)), PS_OK);
 	}
 #endif
+	/* server.optimizer: sgd by default, none parsed */
+	ps_config_defaults(&cfg);
+	assert_int_equal(cfg.server.optimizer, PS_OPTIMIZER_SGD);
+	{
+		char e[256];
+		assert_int_equal(ps_config_set(&cfg, "server.optimizer=none", e,
+		                               sizeof(e)),
+		                 PS_OK);
+		assert_int_equal(cfg.server.optimizer, PS_OPTIMIZER_NONE);
+		assert_int_not_equal(ps_config_set(&cfg,
+		                                   "server.optimizer=adam", e,
+		                                   sizeof(e)),
+		                     PS_OK);
+		assert_non_null(strstr(e, "sgd, none"));
+	}
 	/* worker.gradients = cuda: a CUDA build, and replay only */
 	ps_config_defaults(&cfg);
 	assert_int_equal(cfg.worker.gradients, PS_DEVICE_CPU);
@@ -930,6 +945,7 @@ static void test_reference(void **state)
 	                                   "gradients",
 	                                   "cuda_device",
 	                                   "device", /* [server] */
+	                                   "optimizer",
 	                                   "cuda_device",
 	                                   "dir",
 	                                   "bandwidth_gbps",

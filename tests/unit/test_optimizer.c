@@ -206,6 +206,46 @@ static void test_apply_last_bit_identical(void **state)
 	}
 }
 
+/* server.optimizer = none: ps_avg_last leaves the average, computed as
+ * ps_sgd_apply_last computes the gradient it steps with: SGD with lr 1
+ * and momentum 0 from w = 0 gives -w of it, bit for bit; the first push
+ * of one is copied (its sign of zero kept); count 0 changes nothing. */
+static void test_avg_last(void **state)
+{
+	enum { N = 6 };
+	const float g1[N] = {1.5f, -3.0f, 0.1f, 1e-30f, -0.0f, 7.0f};
+	const float g2[N] = {2.5f, 1.0f, 0.2f, 3e-30f, 0.0f, -7.0f};
+	const float g3[N] = {0.0f, 2.0f, 0.3f, -1e-30f, -0.0f, 1.0f};
+	double acc[N];
+	float w[N], sw[N], sv[N];
+
+	(void)state;
+	ps_accum_set(acc, g1, N);
+	ps_accum_add(acc, g2, N);
+	memset(w, 0x7f, sizeof(w)); /* overwritten, never read */
+	ps_avg_last(w, acc, g3, N, 0, 3);
+	memset(sw, 0, sizeof(sw));
+	memset(sv, 0, sizeof(sv));
+	ps_sgd_apply_last(sw, sv, acc, g3, N, 0, 3, 1.0, 0.0);
+	for (int i = 0; i < N; i++) {
+		double sum = ((double)g1[i] + g2[i]) + g3[i];
+		float want = (float)(sum * (1.0 / 3.0));
+		assert_true(w[i] == want);
+		assert_true(w[i] == -sw[i]);
+		assert_true(w[i] == sv[i]);
+	}
+	/* the only push of a round: g itself, -0.0 included */
+	ps_avg_last(w, NULL, g1, N, 1, 1);
+	assert_memory_equal(w, g1, sizeof(w));
+	/* first with count 2 (the others arrived as nothing): g / 2 */
+	ps_avg_last(w, NULL, g2, N, 1, 2);
+	for (int i = 0; i < N; i++)
+		assert_true(w[i] == g2[i] / 2);
+	memcpy(sw, w, sizeof(w));
+	ps_avg_last(w, acc, g3, N, 0, 0);
+	assert_memory_equal(w, sw, sizeof(w));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -217,6 +257,7 @@ int main(void)
 	    cmocka_unit_test(test_accum_many),
 	    cmocka_unit_test(test_long_vector),
 	    cmocka_unit_test(test_apply_last_bit_identical),
+	    cmocka_unit_test(test_avg_last),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
