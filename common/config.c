@@ -1662,6 +1662,25 @@ int ps_config_set(ps_config *cfg, const char *assignment, char *err,
 	return set_assignment(cfg, assignment, "set", err, errlen);
 }
 
+int ps_config_get(const ps_config *cfg, const char *key, char *value,
+                  size_t cap)
+{
+	const option *o;
+	char buf[PS_CFG_STR + 8];
+
+	if (!cfg || !key || !value || cap == 0)
+		return PS_EINVAL;
+	o = strchr(key, '.') ? option_named(key) : NULL;
+	if (!o) {
+		snprintf(value, cap, "%s: no such key", key);
+		return PS_ENOENT;
+	}
+	format_value(cfg, o, buf, sizeof(buf));
+	if ((size_t)snprintf(value, cap, "%s", buf) >= cap)
+		return PS_EINVAL;
+	return PS_OK;
+}
+
 void ps_config_free(ps_config **cfg_p)
 {
 	if (!cfg_p || !*cfg_p)

@@ -65,6 +65,11 @@ int ps_config_load(ps_config *cfg, const char *path, char *err,
 /* Sets "section.key=value". */
 int ps_config_set(ps_config *cfg, const char *assignment, char *err,
 		  size_t errlen);
+/* The value of "section.key" as text, in the form ps_config_set takes
+ * (a size as "4M", an enum by name); PS_ENOENT for a key that does not
+ * exist (value then says so), PS_EINVAL when cap is too small. */
+int ps_config_get(const ps_config *cfg, const char *key, char *value,
+		  size_t cap);
 void ps_config_free(ps_config **cfg_p);
 
 /* ---- worker client ---------------------------------------------------- */

@@ -52,6 +52,7 @@ _sig = {
     "ps_config_new": (ctypes.c_int, [ctypes.POINTER(_c_p)]),
     "ps_config_load": (ctypes.c_int, [_c_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]),
     "ps_config_set": (ctypes.c_int, [_c_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]),
+    "ps_config_get": (ctypes.c_int, [_c_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]),
     "ps_config_free": (None, [ctypes.POINTER(_c_p)]),
     "ps_client_create": (ctypes.c_int, [_c_p, ctypes.POINTER(_c_p)]),
     "ps_client_declare": (ctypes.c_int, [_c_p, ctypes.c_char_p, ctypes.c_uint64, _f_p,
@@ -148,6 +149,12 @@ class Config:
     def set(self, assignment):
         err = ctypes.create_string_buffer(1024)
         _check(_lib.ps_config_set(self._p, assignment.encode(), err, len(err)), "config", err.value.decode())
+
+    def get(self, key):
+        """The value of "section.key" as text, e.g. get("train.lr")."""
+        buf = ctypes.create_string_buffer(512)
+        _check(_lib.ps_config_get(self._p, key.encode(), buf, len(buf)), "config", key)
+        return buf.value.decode()
 
     def close(self):
         if self._p:

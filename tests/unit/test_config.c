@@ -736,6 +736,29 @@ static void test_validate(void **state)
 		                     PS_OK);
 		assert_non_null(strstr(e, "sgd, none"));
 	}
+	/* ps_config_get: values as ps_config_set takes them */
+	{
+		char v[64];
+		ps_config_defaults(&cfg);
+		assert_int_equal(ps_config_get(&cfg, "server.optimizer", v,
+		                               sizeof(v)),
+		                 PS_OK);
+		assert_string_equal(v, "sgd");
+		assert_int_equal(ps_config_set(&cfg, "train.lr=0.25", v,
+		                               sizeof(v)),
+		                 PS_OK);
+		assert_int_equal(ps_config_get(&cfg, "train.lr", v, sizeof(v)),
+		                 PS_OK);
+		assert_string_equal(v, "0.25");
+		assert_int_equal(ps_config_get(&cfg, "train.nosuch", v,
+		                               sizeof(v)),
+		                 PS_ENOENT);
+		assert_non_null(strstr(v, "no such key"));
+		assert_int_equal(ps_config_get(&cfg, "nodot", v, sizeof(v)),
+		                 PS_ENOENT);
+		assert_int_equal(ps_config_get(&cfg, "server.optimizer", v, 2),
+		                 PS_EINVAL);
+	}
 	/* worker.gradients = cuda: a CUDA build, and replay only */
 	ps_config_defaults(&cfg);
 	assert_int_equal(cfg.worker.gradients, PS_DEVICE_CPU);
