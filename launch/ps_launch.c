@@ -88,6 +88,8 @@ typedef struct launch {
 	child *children;
 	int nchildren;
 	const char *worker; /* --worker PROGRAM, NULL: ps-worker */
+	char **prog_args;   /* -- PROGRAM ARGS...: ARGS (prog_nargs of them) */
+	int prog_nargs;
 	char worker_path[PATH_MAX + 256]; /* --worker dir/prog, absolute */
 	int failed_status;  /* first failure's status, 0 if none */
 	int64_t failed_at_ms;
@@ -150,14 +152,19 @@ static int own_option(const char *a, int *skip)
 /* path, our arguments less ps-launch's own, extra, the job's keys; NULL
  * terminated, malloc'd (the strings are not copied). */
 static char **job_argv(const launch *l, const char *path,
-		       const char *const *extra, int nextra)
+		       const char *const *extra, int nextra, int worker)
 {
-	char **argv = calloc((size_t)(l->argc + nextra + 3), sizeof(*argv));
+	char **argv = calloc((size_t)(l->argc + l->prog_nargs + nextra + 3),
+			     sizeof(*argv));
 	int k = 0, skip;
 
 	if (!argv)
 		return NULL;
 	argv[k++] = (char *)path;
+	/* -- PROGRAM ARGS: the program's own arguments first; ours follow
+	 * (ordo.torch.init() takes them out again) */
+	for (int i = 0; worker && i < l->prog_nargs; i++)
+		argv[k++] = l->prog_args[i];
 	for (int i = 1; i < l->argc; i++) {
 		if (own_option(l->argv[i], &skip)) {
 			i += skip;
@@ -233,7 +240,7 @@ static int spawn(launch *l, const char *prog, const char *name,
 		snprintf(path, sizeof(path), "%s", prog);
 	else
 		snprintf(path, sizeof(path), "%s/%s", l->dir, prog);
-	argv = job_argv(l, path, extra, nextra);
+	argv = job_argv(l, path, extra, nextra, l->worker && prog == l->worker);
 	if (!argv)
 		return PS_ENOMEM;
 	run = argv;
@@ -631,6 +638,11 @@ static int on_opt(void *ud, const char *name, const char *arg, char *err,
 		snprintf(err, errlen, "--%s needs an argument", name);
 		return PS_EINVAL;
 	}
+	if (strcmp(name, "worker") == 0 && l->prog_args) {
+		snprintf(err, errlen, "--worker and -- PROGRAM both name the "
+			 "workers' program: give one");
+		return PS_EINVAL;
+	}
 	if (strcmp(name, "worker") == 0) {
 		/* a path with a '/' is the shell's: from the current
 		 * directory (made absolute, for --hosts too); a bare name
@@ -657,6 +669,48 @@ static int on_opt(void *ud, const char *name, const char *arg, char *err,
 	else
 		return PS_EINVAL;
 	return PS_OK;
+}
+
+/* -- PROGRAM: a path with a '/' from the current directory, else the
+ * first executable PROGRAM on PATH, as l->worker (absolute); 0, or -1
+ * with the reason said. */
+static int find_program(launch *l, const char *prog)
+{
+	const char *path = getenv("PATH");
+	char cwd[PATH_MAX];
+
+	l->worker = l->worker_path;
+	if (strchr(prog, '/')) {
+		if (prog[0] == '/')
+			snprintf(l->worker_path, sizeof(l->worker_path), "%s",
+				 prog);
+		else if (!getcwd(cwd, sizeof(cwd)) ||
+			 (size_t)snprintf(l->worker_path,
+					  sizeof(l->worker_path), "%s/%s", cwd,
+					  prog) >= sizeof(l->worker_path)) {
+			fprintf(stderr, "ps-launch: -- %s: the path is too "
+				"long\n", prog);
+			return -1;
+		}
+		if (access(l->worker_path, X_OK) == 0)
+			return 0;
+		fprintf(stderr, "ps-launch: -- %s: %s\n", prog,
+			strerror(errno));
+		return -1;
+	}
+	for (const char *d = path ? path : ""; *d;) {
+		size_t n = strcspn(d, ":");
+		if (n > 0 && (size_t)snprintf(l->worker_path,
+					      sizeof(l->worker_path),
+					      "%.*s/%s", (int)n, d,
+					      prog) < sizeof(l->worker_path) &&
+		    access(l->worker_path, X_OK) == 0)
+			return 0;
+		d += n + (d[n] == ':');
+	}
+	fprintf(stderr, "ps-launch: -- %s: not found on PATH (%s)\n", prog,
+		path ? path : "unset");
+	return -1;
 }
 
 /* Is host a numeric IPv4 address? */
@@ -792,7 +846,8 @@ static int run_rank(launch *l, const ps_config *cfg)
 		snprintf(path, sizeof(path), "%s", prog);
 	else
 		snprintf(path, sizeof(path), "%s/%s", l->dir, prog);
-	char **argv = job_argv(l, path, extra, nextra);
+	char **argv = job_argv(l, path, extra, nextra,
+			       role == PS_ROLE_WORKER);
 	if (!argv)
 		return 1;
 	fflush(NULL);
@@ -1079,7 +1134,11 @@ int main(int argc, char **argv)
 			   "cluster.servers ps-server and cluster.workers "
 			   "ps-worker processes, all with these arguments, on "
 			   "this machine, over ssh (--hosts) or as one rank "
-			   "of srun/mpirun (--rank).",
+			   "of srun/mpirun (--rank). `ps-launch [OPTIONS] -- "
+			   "PROGRAM ARGS...` runs PROGRAM (a path, or found on "
+			   "PATH) as the workers with ARGS, followed by the "
+			   "job's --config/--set arguments (ordo.torch.init() "
+			   "takes those out).",
 		.opts = opts,
 		.on_opt = on_opt,
 		.ud = &l,
@@ -1089,6 +1148,22 @@ int main(int argc, char **argv)
 	ps_config cfg;
 
 	ps_signals_install();
+	/* -- PROGRAM ARGS...: the workers' program and its own arguments */
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--") != 0)
+			continue;
+		if (i + 1 >= argc) {
+			fprintf(stderr, "ps-launch: '--' must be followed by "
+				"the workers' program and its arguments\n");
+			return 2;
+		}
+		l.prog_args = &argv[i + 2];
+		l.prog_nargs = argc - i - 2;
+		if (find_program(&l, argv[i + 1]) != 0)
+			return 2;
+		argc = l.argc = i;
+		break;
+	}
 	st = ps_cli_parse(argc, argv, &info, &cfg);
 	if (st != PS_CLI_RUN)
 		return ps_cli_exit_status(st);
