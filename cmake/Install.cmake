@@ -52,7 +52,8 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/ordo.pc
 # lib/<triplet> (CMAKE_INSTALL_PREFIX=/usr): Debian's python3 looks only
 # in /usr/lib/python3/dist-packages.
 set(ORDO_PYTHON_DIR lib/python3/dist-packages)
-install(FILES python/ordo/__init__.py DESTINATION ${ORDO_PYTHON_DIR}/ordo)
+install(FILES python/ordo/__init__.py python/ordo/torch.py
+  DESTINATION ${ORDO_PYTHON_DIR}/ordo)
 install(CODE "
   file(WRITE \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${ORDO_PYTHON_DIR}/ordo/_libpath.py\"
     \"LIBORDO = '\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/libordo.so.${PROJECT_VERSION_MAJOR}'\\n\")

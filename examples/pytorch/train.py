@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""examples/pytorch/train.py - a PyTorch training script, data-parallel over
+ordo with ordo.torch (docs/pytorch.md). Its ordo lines are marked "# ordo".
+
+    ps-launch --set server.optimizer=none --set train.iterations=100 \\
+        -- python3 examples/pytorch/train.py --iterations 100 --optimizer adamw
+
+Each worker trains on its share of every global batch (--batch samples,
+split evenly); the servers average the gradients and every worker's own
+optimizer steps on the average, so the run computes what one process
+training on the whole batches computes: `train.py --reference` is that one
+process, for comparison (tests/integration/pytorch.sh compares the losses).
+
+Data: a synthetic classification set made from a fixed seed (no download):
+--samples points of --features dimensions, --classes classes. Models:
+  mlp      two linear layers;
+  branchy  the mlp with a frozen input layer and a branch used only on
+           even iterations (its parameters get no gradient on odd ones).
+Prints "loss IT VALUE" per iteration (a worker: "worker R loss IT VALUE",
+the loss of its share; the shares are equal, so the workers' mean is the
+batch's loss) and "final IT checksum" (the sum of all parameters) at the end.
+"""
+import argparse
+import math
+import sys
+
+import torch
+
+try:
+    import ordo.torch as ot  # ordo
+except (ImportError, OSError):  # --reference needs no ordo
+    ot = None
+
+
+def options(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--reference", action="store_true",
+                    help="train in one process on the whole batches (no ordo)")
+    ap.add_argument("--iterations", type=int, default=100)
+    ap.add_argument("--model", choices=["mlp", "branchy"], default="mlp")
+    ap.add_argument("--optimizer", choices=["sgd", "adam", "adamw"], default="sgd")
+    ap.add_argument("--lr", type=float, default=0.05)
+    ap.add_argument("--momentum", type=float, default=0.9)
+    ap.add_argument("--weight-decay", type=float, default=0.01)
+    ap.add_argument("--schedule", choices=["none", "cosine"], default="none")
+    ap.add_argument("--clip", type=float, default=0.0,
+                    help="clip the gradients' norm to this (0: no clipping)")
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--accumulate", type=int, default=1,
+                    help="backward() passes per step, each on a part of the batch")
+    ap.add_argument("--samples", type=int, default=2048)
+    ap.add_argument("--features", type=int, default=32)
+    ap.add_argument("--classes", type=int, default=10)
+    return ap.parse_args(argv)
+
+
+def dataset(args):
+    g = torch.Generator().manual_seed(1)
+    centers = torch.randn(args.classes, args.features, generator=g) * 0.3
+    y = torch.randint(0, args.classes, (args.samples,), generator=g)
+    x = centers[y] + torch.randn(args.samples, args.features, generator=g)
+    return x, y
+
+
+class Branchy(torch.nn.Module):
+    def __init__(self, f, c):
+        super().__init__()
+        self.embed = torch.nn.Linear(f, 64)
+        self.embed.requires_grad_(False)  # frozen: never sent
+        self.body = torch.nn.Linear(64, 64)
+        self.branch = torch.nn.Linear(64, 64)  # used on even iterations
+        self.head = torch.nn.Linear(64, c)
+        self.it = 0
+
+    def forward(self, x):
+        h = torch.relu(self.body(torch.relu(self.embed(x))))
+        if self.it % 2 == 0:
+            h = h + torch.relu(self.branch(h))
+        return self.head(h)
+
+
+def model(args):
+    torch.manual_seed(0)
+    if args.model == "branchy":
+        return Branchy(args.features, args.classes)
+    return torch.nn.Sequential(torch.nn.Linear(args.features, 64), torch.nn.ReLU(),
+                               torch.nn.Linear(64, args.classes))
+
+
+def optimizer(args, net):
+    params = [p for p in net.parameters() if p.requires_grad]
+    if args.optimizer == "adam":
+        return torch.optim.Adam(params, lr=args.lr)
+    if args.optimizer == "adamw":
+        return torch.optim.AdamW(params, lr=args.lr, weight_decay=args.weight_decay)
+    return torch.optim.SGD(params, lr=args.lr, momentum=args.momentum)
+
+
+def batch(x, y, it, args):
+    n = args.samples // args.batch
+    k = it % n
+    return x[k * args.batch:(k + 1) * args.batch], y[k * args.batch:(k + 1) * args.batch]
+
+
+def say(line):
+    # one write per line: the workers of a job share ps-launch's stdout
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def train(args, distributed):
+    x, y = dataset(args)
+    net = model(args)
+    opt = optimizer(args, net)
+    rank, size = 0, 1
+    if distributed:
+        opt = ot.DistributedOptimizer(opt, named_parameters=net.named_parameters(),  # ordo
+                                      backward_passes_per_step=args.accumulate)
+        rank, size = ot.rank(), ot.size()  # ordo
+    sched = None
+    if args.schedule == "cosine":
+        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=args.iterations)
+    if args.batch % (size * args.accumulate):
+        sys.exit("train.py: --batch %d does not split evenly over %d workers x %d passes"
+                 % (args.batch, size, args.accumulate))
+    if args.batch % size:
+        sys.exit("train.py: --batch %d does not split evenly over %d workers" % (args.batch, size))
+    share = args.batch // size
+    for it in range(args.iterations):
+        xb, yb = batch(x, y, it, args)
+        xb, yb = xb[rank * share:(rank + 1) * share], yb[rank * share:(rank + 1) * share]
+        if args.model == "branchy":
+            net.it = it
+        opt.zero_grad()
+        loss = 0.0
+        for xm, ym in zip(xb.chunk(args.accumulate), yb.chunk(args.accumulate)):
+            part = torch.nn.functional.cross_entropy(net(xm), ym) / args.accumulate
+            part.backward()
+            loss += part.detach()
+        if args.clip > 0:
+            if distributed:
+                opt.synchronize()  # ordo: clip the averaged gradients
+            torch.nn.utils.clip_grad_norm_(net.parameters(), args.clip)
+        opt.step()
+        if sched:
+            sched.step()
+        say("%sloss %d %.9g" % ("worker %d " % rank if distributed else "", it, loss.item()))
+    total = sum(p.detach().double().sum().item() for p in net.parameters())
+    say("%sfinal %d %.9g" % ("worker %d " % rank if distributed else "", args.iterations, total))
+    if distributed:
+        ot.shutdown()  # ordo
+
+
+def main():
+    if ot is not None and "--reference" not in sys.argv:
+        ot.init()  # ordo: takes ps-launch's --config/--set out of sys.argv
+    args = options()
+    if args.samples < args.batch:
+        sys.exit("train.py: --samples must be at least --batch")
+    if args.reference:
+        train(args, False)
+        return 0
+    if ot is None:
+        sys.exit("train.py: cannot import ordo.torch (PYTHONPATH=python, LIBORDO_PATH)")
+    train(args, True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,323 @@
+"""ordo.torch - data-parallel PyTorch training over ordo's parameter servers.
+
+    import ordo.torch as ot
+    ot.init()                                             # the job ps-launch started
+    model = Net()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)  # any optimizer
+    opt = ot.DistributedOptimizer(opt, named_parameters=model.named_parameters())
+    for x, y in batches(rank=ot.rank(), size=ot.size()):
+        opt.zero_grad(); loss_fn(model(x), y).backward(); opt.step()
+    ot.shutdown()
+
+Run it as the workers of a job: `ps-launch --set server.optimizer=none
+--worker train.py` (docs/pytorch.md).
+
+What the wrapper does:
+ - every parameter with requires_grad is declared to ordo, in the order
+   model.named_parameters() gives (frozen parameters are left out);
+ - at construction the job starts: every worker gets worker 0's initial
+   parameters (ordo's start sends them), so all replicas begin equal;
+ - each gradient is pushed the moment autograd has accumulated it into
+   p.grad (a hook on the parameter's AccumulateGrad node), so the sends of
+   the last layers overlap the backward pass of the first;
+ - step() makes sure every declared parameter was pushed this iteration
+   (one that got no gradient pushes zeros, so no round ever waits for it;
+   where its average is zero and it had no .grad, .grad stays None and the
+   optimizer skips it, as one process would),
+   waits for the servers' answers, and then:
+     server.optimizer = none (any optimizer): each parameter's .grad
+       becomes the average over the workers, and the wrapped optimizer
+       steps as it would in one process: Adam, AdamW, SGD, a learning-rate
+       scheduler, gradient clipping all work as in torch;
+     server.optimizer = sgd: the servers applied SGD with momentum
+       (train.lr, train.momentum); the new parameters are written into the
+       parameters' own memory and the wrapped optimizer does not step. It
+       must be a torch.optim.SGD with the same lr and momentum (checked).
+
+Gradient accumulation: backward_passes_per_step=N pushes after the N-th
+backward() of an iteration (p.grad then holds their sum, as in torch); a
+backward() more than N times before step() raises.
+
+The learning rate of server.optimizer = sgd is the job's train.lr; with
+none it is the wrapped optimizer's own (schedulers work on it).
+"""
+import atexit
+import os
+import sys
+
+import torch
+
+import ordo
+
+__all__ = ["init", "rank", "size", "local_rank", "DistributedOptimizer",
+           "shutdown", "client"]
+
+_job = {"config": None, "client": None, "optimizer": None}
+
+
+def _take_job_args(argv):
+    """Removes ps-launch's --config FILE and --set K=V from argv (in
+    place) and returns them."""
+    taken, i = [], 1
+    while i < len(argv):
+        if argv[i] in ("--config", "--set") and i + 1 < len(argv):
+            taken += argv[i:i + 2]
+            del argv[i:i + 2]
+        elif argv[i].startswith("--config=") or argv[i].startswith("--set="):
+            opt, val = argv[i].split("=", 1)
+            taken += [opt, val]
+            del argv[i]
+        else:
+            i += 1
+    return taken
+
+
+def init(argv=None):
+    """Reads the job's configuration. ps-launch gives a worker program
+    `--config FILE` and `--set SECTION.KEY=VALUE` arguments: init() takes
+    them out of sys.argv (or argv), so that the program's own argument
+    parser never sees them. Call it before parsing arguments. Returns the
+    ordo.Config."""
+    if _job["config"] is not None:
+        return _job["config"]
+    args = _take_job_args(sys.argv if argv is None else argv)
+    _job["config"] = ordo.Config(argv=args)
+    return _job["config"]
+
+
+def client():
+    """The job's ordo.Client (created by DistributedOptimizer)."""
+    if _job["client"] is None:
+        raise RuntimeError("ordo.torch: no job yet: create the "
+                           "DistributedOptimizer first")
+    return _job["client"]
+
+
+def rank():
+    """This worker's rank, 0 .. size() - 1."""
+    if _job["client"] is not None:
+        return _job["client"].rank
+    return int(os.environ.get("RANK", _env_rank()))
+
+
+def size():
+    """The number of workers."""
+    if _job["client"] is not None:
+        return _job["client"].num_workers
+    return int(os.environ.get("WORLD_SIZE", _config_value("cluster.workers")))
+
+
+def local_rank():
+    """This worker's rank among the workers of its host (0 where the
+    launcher does not say)."""
+    return int(os.environ.get("LOCAL_RANK", "0"))
+
+
+def _env_rank():
+    raise RuntimeError("ordo.torch: the rank is known once the job has "
+                       "started (create the DistributedOptimizer first)")
+
+
+def _config_value(key):
+    cfg = _job["config"] or init()
+    return cfg.get(key)
+
+
+def shutdown():
+    """Ends this worker's part in the job (waits for the last update;
+    called at exit if the program does not)."""
+    opt = _job["optimizer"]
+    c = _job["client"]
+    if c is None:
+        return
+    if opt is not None:
+        opt._ordo_finish()
+    c.close()
+    _job["client"] = None
+    _job["optimizer"] = None
+
+
+atexit.register(shutdown)
+
+
+class _Distributed:
+    """Mixed into the wrapped optimizer's own class (so isinstance checks
+    and learning-rate schedulers see a torch optimizer of that kind)."""
+
+    def _ordo_setup(self, named_parameters, passes):
+        cfg = _job["config"] or init()
+        if _job["client"] is not None:
+            raise RuntimeError("ordo.torch: one DistributedOptimizer per "
+                               "process")
+        if passes < 1:
+            raise ValueError("backward_passes_per_step must be at least 1")
+        self._ordo_passes = passes
+        self._ordo_none = cfg.get("server.optimizer") == "none"
+        params = {id(p) for g in self.param_groups for p in g["params"]}
+        if named_parameters is None:
+            named = [("param.%d" % k, p) for k, p in
+                     enumerate(p for g in self.param_groups for p in g["params"])]
+        else:
+            named = list(named_parameters)
+        seen, self._ordo_params = set(), []
+        for name, p in named:
+            if not p.requires_grad or id(p) in seen:
+                continue  # frozen, or shared (declared once)
+            if id(p) not in params:
+                continue  # not this optimizer's
+            if p.dtype != torch.float32:
+                raise TypeError("ordo.torch: parameter '%s' is %s: ordo "
+                                "moves float32 only" % (name, p.dtype))
+            if p.device.type != "cpu":
+                raise TypeError("ordo.torch: parameter '%s' is on %s: "
+                                "this version moves host (cpu) tensors"
+                                % (name, p.device))
+            seen.add(id(p))
+            self._ordo_params.append((name, p))
+        if not self._ordo_params:
+            raise ValueError("ordo.torch: no parameter to train (all frozen?)")
+        if not self._ordo_none:
+            self._ordo_check_sgd(cfg)
+        c = ordo.Client(cfg)
+        _job["client"], _job["optimizer"] = c, self
+        self._ordo_tensors, self._ordo_recv, self._ordo_send = [], [], []
+        for name, p in self._ordo_params:
+            if self._ordo_none:
+                # the averages arrive here; worker 0's initial values first
+                buf = p.detach().clone().reshape(-1).contiguous()
+            else:
+                if not p.data.is_contiguous():
+                    raise TypeError("ordo.torch: parameter '%s' is not "
+                                    "contiguous" % name)
+                buf = p.data.view(-1)  # the servers' SGD writes here
+            self._ordo_recv.append(buf)
+            # two send buffers: one may be in flight while the next fills
+            self._ordo_send.append([torch.empty(p.numel()), torch.empty(p.numel())])
+            self._ordo_tensors.append(c.declare(name, buf.numpy()))
+        c.start()
+        self._ordo_it = c.start_iteration()
+        if self._ordo_none and self._ordo_it == 0:
+            with torch.no_grad():  # worker 0's initial values, everywhere
+                for (_, p), buf in zip(self._ordo_params, self._ordo_recv):
+                    p.copy_(buf.view_as(p))
+        self._ordo_count = [0] * len(self._ordo_params)
+        self._ordo_pushed = [False] * len(self._ordo_params)
+        self._ordo_synced = False
+        self._ordo_hooks = []
+        for k, (_, p) in enumerate(self._ordo_params):
+            acc = p.expand_as(p).grad_fn.next_functions[0][0]
+            acc.register_hook(self._ordo_hook(k))
+            self._ordo_hooks.append(acc)  # the node must stay alive
+
+    def _ordo_check_sgd(self, cfg):
+        lr, m = float(cfg.get("train.lr")), float(cfg.get("train.momentum"))
+        if not isinstance(self, torch.optim.SGD):
+            raise TypeError("ordo.torch: server.optimizer = sgd runs SGD on "
+                            "the servers; wrap a torch.optim.SGD, or set "
+                            "server.optimizer = none to step %s on the "
+                            "workers" % type(self).__name__)
+        for g in self.param_groups:
+            if (abs(g["lr"] - lr) > 1e-12 * max(1.0, lr) or
+                    abs(g.get("momentum", 0.0) - m) > 1e-12 or
+                    g.get("weight_decay", 0.0) or g.get("nesterov", False) or
+                    g.get("dampening", 0.0)):
+                raise ValueError(
+                    "ordo.torch: server.optimizer = sgd applies train.lr = %g, "
+                    "train.momentum = %g on the servers, but the optimizer "
+                    "has lr %g, momentum %g%s: make them equal, or use "
+                    "server.optimizer = none" % (
+                        lr, m, g["lr"], g.get("momentum", 0.0),
+                        " and weight decay, dampening or nesterov"
+                        if g.get("weight_decay", 0.0) or g.get("nesterov", False)
+                        or g.get("dampening", 0.0) else ""))
+
+    def _ordo_hook(self, k):
+        def hook(*_):
+            self._ordo_count[k] += 1
+            n = self._ordo_count[k]
+            if n > self._ordo_passes or self._ordo_synced:
+                raise RuntimeError(
+                    "ordo.torch: backward() reached parameter '%s' %d times "
+                    "before step(): pass backward_passes_per_step=%d to the "
+                    "DistributedOptimizer to accumulate that many"
+                    % (self._ordo_params[k][0], n, n))
+            if n == self._ordo_passes:
+                self._ordo_push(k, self._ordo_params[k][1].grad)
+        return hook
+
+    def _ordo_push(self, k, grad):
+        buf = self._ordo_send[k][self._ordo_it % 2]
+        with torch.no_grad():
+            if grad is None:
+                buf.zero_()
+            else:
+                buf.copy_(grad.reshape(-1))
+        _job["client"].push(self._ordo_tensors[k], buf.numpy(), self._ordo_it, k)
+        self._ordo_pushed[k] = True
+
+    def synchronize(self):
+        """Pushes what backward() did not reach (zeros), then waits for
+        every parameter's answer of this iteration: with server.optimizer
+        = none each .grad is then the average, so it can be clipped or
+        inspected before step(). step() calls it if the program did not."""
+        if self._ordo_synced:
+            return
+        c = _job["client"]
+        for k, (_, p) in enumerate(self._ordo_params):
+            if not self._ordo_pushed[k]:
+                # no gradient this iteration: zeros complete the round
+                self._ordo_push(k, p.grad if self._ordo_count[k] else None)
+        for t in self._ordo_tensors:
+            c.wait(t, self._ordo_it + 1)
+        if self._ordo_none:
+            with torch.no_grad():
+                for (_, p), buf in zip(self._ordo_params, self._ordo_recv):
+                    avg = buf.view_as(p)
+                    if p.grad is not None:
+                        p.grad.copy_(avg)
+                    elif bool(torch.any(avg != 0)):
+                        p.grad = avg.clone()  # another worker's gradient
+                    # else no worker had one: .grad stays None and the
+                    # optimizer skips the parameter, as torch would
+        self._ordo_synced = True
+
+    def step(self, closure=None):
+        if closure is not None:
+            raise ValueError("ordo.torch: step(closure) is not supported")
+        self.synchronize()
+        result = None
+        if self._ordo_none:
+            result = super(self.__class__, self).step()
+        # else the servers stepped: the new values are in place
+        self._ordo_count = [0] * len(self._ordo_params)
+        self._ordo_pushed = [False] * len(self._ordo_params)
+        self._ordo_synced = False
+        self._ordo_it += 1
+        return result
+
+    @property
+    def iteration(self):
+        """The iteration the next step() completes (from 0, or where a
+        resumed job starts)."""
+        return self._ordo_it
+
+    def _ordo_finish(self):
+        _job["client"].finish(self._ordo_it)
+
+
+def DistributedOptimizer(optimizer, named_parameters=None,
+                         backward_passes_per_step=1):
+    """Wraps a torch.optim.Optimizer for training over ordo (the module's
+    docstring says how). Starts the job: every worker must create it, with
+    the same parameters in the same order."""
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError("ordo.torch.DistributedOptimizer wraps a "
+                        "torch.optim.Optimizer, got %s" % type(optimizer).__name__)
+    body = {k: v for k, v in _Distributed.__dict__.items()
+            if k not in ("__dict__", "__weakref__")}
+    cls = type(optimizer.__class__.__name__, (optimizer.__class__,), body)
+    opt = cls.__new__(cls)
+    # the wrapped optimizer's groups, defaults and state, as they are
+    opt.__dict__.update(optimizer.__dict__)
+    opt._ordo_setup(named_parameters, backward_passes_per_step)
+    return opt

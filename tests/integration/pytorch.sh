@@ -1,0 +1,126 @@
+# ordo.torch (python/ordo/torch.py) through examples/pytorch/train.py,
+# started as `ps-launch ... -- env python3 train.py ARGS` by 2 workers x 2
+# servers: at every one of 100 iterations the workers' mean loss equals
+# the loss of one process training on the whole batches with the same
+# torch optimizer (train.py --reference) within 1e-5 relative, and the
+# final parameters' checksums agree, for
+#   SGD with momentum, server.optimizer = none (the workers step) and
+#     = sgd (the servers step, the values written into the parameters);
+#   Adam and AdamW, server.optimizer = none;
+#   AdamW with a cosine learning-rate schedule and gradient clipping;
+#   a model with a frozen layer and a branch unused every other iteration;
+#   two backward() passes per step (backward_passes_per_step = 2).
+# Then the errors: an optimizer the servers cannot run with =sgd, lr
+# mismatches, a float64 parameter, backward() twice before step().
+# Skips (77) where /usr/bin/python3 lacks torch (Debian: python3-torch).
+source "$(dirname "$0")/lib.sh" "$@"
+py=/usr/bin/python3
+if ! $py -c "import torch" 2>/dev/null; then
+	echo "SKIP: $py cannot import torch (apt-get install python3-torch)"
+	exit 77
+fi
+ex=$SRC/examples/pytorch/train.py
+python_worker $py "$ex" # PYTHONPATH, LIBORDO_PATH, PY_ENV (ASan)
+N=100
+
+# run NAME SERVER_OPTIMIZER [--set ...] -- TRAIN.PY ARGS: the job and the
+# reference, compared
+run() {
+	local name=$1 sopt=$2
+	shift 2
+	local sets=()
+	while [ "$1" != "--" ]; do
+		sets+=("$1")
+		shift
+	done
+	shift
+	# shellcheck disable=SC2086
+	launch "$name" 600 --set cluster.workers=2 --set cluster.servers=2 \
+		--set server.optimizer="$sopt" --set train.iterations=$N "${sets[@]}" \
+		-- env $PY_ENV $py "$ex" --iterations $N "$@" ||
+		fail "$name: the job exited $?"
+	$py "$ex" --reference --iterations $N "$@" >"$WORK/$name.ref.log" 2>&1 ||
+		fail "$name: the single-process run failed: $(tail -n 3 "$WORK/$name.ref.log")"
+	$py - "$WORK/$name.out.log" "$WORK/$name.ref.log" $N >"$WORK/$name.check.log" 2>&1 <<'PY' ||
+import collections, sys
+n = int(sys.argv[3])
+w, final = collections.defaultdict(list), {}
+for line in open(sys.argv[1]):
+    f = line.split()
+    if f[:1] == ["worker"] and f[2] == "loss":
+        w[int(f[3])].append(float(f[4]))
+    elif f[:1] == ["worker"] and f[2] == "final":
+        final[int(f[1])] = float(f[4])
+ref, ref_final = {}, None
+for f in (l.split() for l in open(sys.argv[2])):
+    if f[:1] == ["loss"]:
+        ref[int(f[1])] = float(f[2])
+    elif f[:1] == ["final"]:
+        ref_final = float(f[2])
+assert sorted(w) == list(range(n)) and all(len(v) == 2 for v in w.values()), "missing losses"
+rel = max(abs(sum(w[i]) / 2 - ref[i]) / abs(ref[i]) for i in range(n))
+assert len(final) == 2 and final[0] == final[1], "the workers' parameters differ: %s" % final
+frel = abs(final[0] - ref_final) / max(abs(ref_final), 1.0)
+print("loss %.4f -> %.4f, largest relative difference from one process %.1e, checksum %.1e"
+      % (sum(w[0]) / 2, sum(w[n - 1]) / 2, rel, frel))
+assert rel <= 1e-5, "the losses differ from one process's by %.2e (relative)" % rel
+assert frel <= 1e-5, "the final parameters differ from one process's by %.2e" % frel
+PY
+		fail "$name: $(cat "$WORK/$name.check.log")"
+	pass "$name: $(cat "$WORK/$name.check.log")"
+}
+
+run sgd-none none -- --optimizer sgd --lr 0.05 --momentum 0.9
+run sgd-servers sgd --set train.lr=0.05 --set train.momentum=0.9 -- \
+	--optimizer sgd --lr 0.05 --momentum 0.9
+run adam-none none -- --optimizer adam --lr 0.01
+run adamw-none none -- --optimizer adamw --lr 0.01
+run adamw-cosine-clip none -- --optimizer adamw --lr 0.01 --schedule cosine --clip 1.0
+run branchy-adamw none -- --model branchy --optimizer adamw --lr 0.01
+run accumulate-adam none -- --optimizer adam --lr 0.01 --accumulate 2
+
+# errors: clear, at once, nothing left running
+fails() { # NAME PATTERN SERVER_OPTIMIZER [--set ...] -- ARGS: the job fails saying PATTERN
+	local name=$1 pattern=$2 sopt=$3
+	shift 3
+	local sets=()
+	while [ "$1" != "--" ]; do
+		sets+=("$1")
+		shift
+	done
+	shift
+	# shellcheck disable=SC2086
+	launch "$name" 120 --set cluster.workers=1 --set cluster.servers=1 \
+		--set server.optimizer="$sopt" --set train.iterations=3 \
+		--set cluster.connect_timeout_ms=3000 --set cluster.heartbeat_timeout_ms=2000 \
+		"${sets[@]}" \
+		-- env $PY_ENV $py "$@" && fail "$name: the job succeeded"
+	grep -q -- "$pattern" "$WORK/$name.err.log" || {
+		tail -n 20 "$WORK/$name.err.log"
+		fail "$name: no error saying '$pattern'"
+	}
+	pass "$name: $(grep -o -- "$pattern.*" "$WORK/$name.err.log" | head -1 | cut -c1-150)"
+}
+fails adam-on-sgd-servers "server.optimizer = sgd runs SGD on the servers" sgd -- \
+	"$ex" --iterations 3 --optimizer adam
+fails lr-mismatch "applies train.lr = 0.1, train.momentum = 0 on the servers, but the optimizer has lr 0.05" \
+	sgd --set train.lr=0.1 --set train.momentum=0 -- "$ex" --iterations 3 --optimizer sgd --lr 0.05
+cat >"$WORK/bad_models.py" <<'PYBAD'
+import sys, torch
+import ordo.torch as ot
+ot.init()
+what = sys.argv[1]
+net = torch.nn.Linear(4, 2)
+if what == "float64":
+    net = net.double()
+opt = ot.DistributedOptimizer(torch.optim.Adam(net.parameters()), named_parameters=net.named_parameters())
+x = torch.ones(3, 4, dtype=next(net.parameters()).dtype)
+net(x).sum().backward()
+net(x).sum().backward()  # twice before step()
+opt.step()
+PYBAD
+fails float64 "ordo.torch: parameter 'weight' is torch.float64: ordo moves float32 only" none -- \
+	"$WORK/bad_models.py" float64
+fails backward-twice "backward() reached parameter '.*' 2 times before step(): pass backward_passes_per_step=2" \
+	none -- "$WORK/bad_models.py" twice
+assert_no_leftovers
