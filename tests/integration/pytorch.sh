@@ -23,21 +23,23 @@ ex=$SRC/examples/pytorch/train.py
 python_worker $py "$ex" # PYTHONPATH, LIBORDO_PATH, PY_ENV (ASan)
 N=100
 
-# run NAME SERVER_OPTIMIZER [--set ...] -- TRAIN.PY ARGS: the job and the
+# job NAME LIMIT WORKERS SERVER_OPTIMIZER "SETS" PROGRAM ARGS...: a job of
+# WORKERS x WORKERS running python3 PROGRAM ARGS as its workers (SETS:
+# more ps-launch options, split at spaces)
+job() {
+	local name=$1 limit=$2 w=$3 sopt=$4 sets=$5
+	shift 5
+	# shellcheck disable=SC2086
+	launch "$name" "$limit" --set cluster.workers="$w" --set cluster.servers="$w" \
+		--set server.optimizer="$sopt" $sets -- env $PY_ENV $py "$@"
+}
+
+# run NAME SERVER_OPTIMIZER "SETS" TRAIN.PY-ARGS...: the job and the
 # reference, compared
 run() {
-	local name=$1 sopt=$2
-	shift 2
-	local sets=()
-	while [ "$1" != "--" ]; do
-		sets+=("$1")
-		shift
-	done
-	shift
-	# shellcheck disable=SC2086
-	launch "$name" 600 --set cluster.workers=2 --set cluster.servers=2 \
-		--set server.optimizer="$sopt" --set train.iterations=$N "${sets[@]}" \
-		-- env $PY_ENV $py "$ex" --iterations $N "$@" ||
+	local name=$1 sopt=$2 sets=$3
+	shift 3
+	job "$name" 600 2 "$sopt" "--set train.iterations=$N $sets" "$ex" --iterations $N "$@" ||
 		fail "$name: the job exited $?"
 	$py "$ex" --reference --iterations $N "$@" >"$WORK/$name.ref.log" 2>&1 ||
 		fail "$name: the single-process run failed: $(tail -n 3 "$WORK/$name.ref.log")"
@@ -70,41 +72,31 @@ PY
 	pass "$name: $(cat "$WORK/$name.check.log")"
 }
 
-run sgd-none none -- --optimizer sgd --lr 0.05 --momentum 0.9
-run sgd-servers sgd --set train.lr=0.05 --set train.momentum=0.9 -- \
+run sgd-none none "" --optimizer sgd --lr 0.05 --momentum 0.9
+run sgd-servers sgd "--set train.lr=0.05 --set train.momentum=0.9" \
 	--optimizer sgd --lr 0.05 --momentum 0.9
-run adam-none none -- --optimizer adam --lr 0.01
-run adamw-none none -- --optimizer adamw --lr 0.01
-run adamw-cosine-clip none -- --optimizer adamw --lr 0.01 --schedule cosine --clip 1.0
-run branchy-adamw none -- --model branchy --optimizer adamw --lr 0.01
-run accumulate-adam none -- --optimizer adam --lr 0.01 --accumulate 2
+run adam-none none "" --optimizer adam --lr 0.01
+run adamw-none none "" --optimizer adamw --lr 0.01
+run adamw-cosine-clip none "" --optimizer adamw --lr 0.01 --schedule cosine --clip 1.0
+run branchy-adamw none "" --model branchy --optimizer adamw --lr 0.01
+run accumulate-adam none "" --optimizer adam --lr 0.01 --accumulate 2
 
 # errors: clear, at once, nothing left running
-fails() { # NAME PATTERN SERVER_OPTIMIZER [--set ...] -- ARGS: the job fails saying PATTERN
-	local name=$1 pattern=$2 sopt=$3
-	shift 3
-	local sets=()
-	while [ "$1" != "--" ]; do
-		sets+=("$1")
-		shift
-	done
-	shift
-	# shellcheck disable=SC2086
-	launch "$name" 120 --set cluster.workers=1 --set cluster.servers=1 \
-		--set server.optimizer="$sopt" --set train.iterations=3 \
-		--set cluster.connect_timeout_ms=3000 --set cluster.heartbeat_timeout_ms=2000 \
-		"${sets[@]}" \
-		-- env $PY_ENV $py "$@" && fail "$name: the job succeeded"
+fails() { # NAME PATTERN SERVER_OPTIMIZER "SETS" PROGRAM ARGS: the job fails saying PATTERN
+	local name=$1 pattern=$2 sopt=$3 sets=$4
+	shift 4
+	job "$name" 120 1 "$sopt" "--set train.iterations=3 --set cluster.connect_timeout_ms=3000 \
+		--set cluster.heartbeat_timeout_ms=2000 $sets" "$@" && fail "$name: the job succeeded"
 	grep -q -- "$pattern" "$WORK/$name.err.log" || {
 		tail -n 20 "$WORK/$name.err.log"
 		fail "$name: no error saying '$pattern'"
 	}
 	pass "$name: $(grep -o -- "$pattern.*" "$WORK/$name.err.log" | head -1 | cut -c1-150)"
 }
-fails adam-on-sgd-servers "server.optimizer = sgd runs SGD on the servers" sgd -- \
+fails adam-on-sgd-servers "server.optimizer = sgd runs SGD on the servers" sgd "" \
 	"$ex" --iterations 3 --optimizer adam
 fails lr-mismatch "applies train.lr = 0.1, train.momentum = 0 on the servers, but the optimizer has lr 0.05" \
-	sgd --set train.lr=0.1 --set train.momentum=0 -- "$ex" --iterations 3 --optimizer sgd --lr 0.05
+	sgd "--set train.lr=0.1 --set train.momentum=0" "$ex" --iterations 3 --optimizer sgd --lr 0.05
 cat >"$WORK/bad_models.py" <<'PYBAD'
 import sys, torch
 import ordo.torch as ot
@@ -119,8 +111,8 @@ net(x).sum().backward()
 net(x).sum().backward()  # twice before step()
 opt.step()
 PYBAD
-fails float64 "ordo.torch: parameter 'weight' is torch.float64: ordo moves float32 only" none -- \
+fails float64 "ordo.torch: parameter 'weight' is torch.float64: ordo moves float32 only" none "" \
 	"$WORK/bad_models.py" float64
 fails backward-twice "backward() reached parameter '.*' 2 times before step(): pass backward_passes_per_step=2" \
-	none -- "$WORK/bad_models.py" twice
+	none "" "$WORK/bad_models.py" twice
 assert_no_leftovers
