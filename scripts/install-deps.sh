@@ -7,7 +7,7 @@ packages=(
 	build-essential dpkg-dev cmake pkg-config
 	libzmq3-dev libmsgpack-dev libinih-dev libgsl-dev libcmocka-dev
 	libjansson-dev zlib1g-dev libibverbs-dev librdmacm-dev
-	iproute2 procps python3
+	iproute2 procps python3 python3-venv
 	patchelf perftest ibverbs-utils
 	gnuplot-nox
 	clang libclang-rt-14-dev help2man

@@ -22,29 +22,56 @@ raise ordo.Error with the C library's message and code.
 
 The library is LIBORDO_PATH if set, else the libordo.so.0 this package was
 installed with (_libpath.py, written by `cmake --install`), else the one the
-dynamic linker finds.
+dynamic linker finds (the .deb's, or an installed prefix on its path); where
+none loads, the import fails naming all three.
+
+Installed with pip (`pip install ./python`, offline), the package holds no
+library: set LIBORDO_PATH, or install ordo (the .deb, `cmake --install`).
 """
+__version__ = "0.1.0"  # the project's (CMakeLists.txt); tests/integration/python.sh checks
 import ctypes
 import ctypes.util
 import os
 
-__all__ = ["Error", "Config", "Client", "library_path"]
+__all__ = ["Error", "Config", "Client", "library_path", "__version__"]
+
+
+def _installed_path():
+    try:
+        from ._libpath import LIBORDO  # written by cmake --install
+        return LIBORDO
+    except ImportError:
+        return None
 
 
 def library_path():
+    """The libordo.so.0 this package loads (see the module's docstring)."""
     path = os.environ.get("LIBORDO_PATH")
     if path:
         return path
-    try:
-        from ._libpath import LIBORDO  # written at install
-        if os.path.exists(LIBORDO):
-            return LIBORDO
-    except ImportError:
-        pass
+    installed = _installed_path()
+    if installed and os.path.exists(installed):
+        return installed
     return ctypes.util.find_library("ordo") or "libordo.so.0"
 
 
-_lib = ctypes.CDLL(library_path())
+def _load():
+    path = library_path()
+    try:
+        return ctypes.CDLL(path)
+    except OSError as e:
+        installed = _installed_path()
+        raise ImportError(
+            "ordo: cannot load libordo.so.0 (%s). Looked at: LIBORDO_PATH "
+            "(%s); the prefix this package was installed with (%s); the "
+            "dynamic linker's path (ldconfig, LD_LIBRARY_PATH: where the "
+            ".deb puts it). Set LIBORDO_PATH to the build's libordo.so.0, "
+            "or install ordo (the .deb, or cmake --install)." % (
+                e, os.environ.get("LIBORDO_PATH") or "unset",
+                installed or "none: not installed by cmake --install")) from None
+
+
+_lib = _load()
 _c_p = ctypes.c_void_p
 _f_p = ctypes.POINTER(ctypes.c_float)
 _sig = {
@@ -65,6 +92,7 @@ _sig = {
     "ps_client_push": (ctypes.c_int, [_c_p, ctypes.c_uint32, _f_p, ctypes.c_uint64, ctypes.c_int32]),
     "ps_client_wait": (ctypes.c_int, [_c_p, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_int]),
     "ps_client_try": (ctypes.c_int, [_c_p, ctypes.c_uint32, ctypes.c_uint64]),
+    "ps_client_pull": (ctypes.c_int, [_c_p, ctypes.c_uint32, ctypes.c_int]),
     "ps_client_flush": (ctypes.c_int, [_c_p, ctypes.c_int]),
     "ps_client_barrier": (ctypes.c_int, [_c_p, ctypes.c_int]),
     "ps_client_destroy": (None, [ctypes.POINTER(_c_p)]),
@@ -212,6 +240,11 @@ class Client:
 
     def wait(self, tensor, version, timeout_ms=-1):
         _check(_lib.ps_client_wait(self._p, tensor, version, timeout_ms), "wait")
+
+    def pull(self, tensor, timeout_ms=-1):
+        """Asynchronous mode (train.mode = async): fetches the tensor's
+        current values from the servers into its buffer."""
+        _check(_lib.ps_client_pull(self._p, tensor, timeout_ms), "pull")
 
     def try_wait(self, tensor, version):
         """True when the version has arrived (and was copied), else False."""

@@ -3,7 +3,8 @@
 # of tests/tools/exact_worker.c) run by ps-launch, 2 workers x 2 servers,
 # every parameter checked after every iteration; and the package's errors
 # (a bad key, a non-float32 buffer) raise ordo.Error / TypeError with the
-# library's message.
+# library's message; ordo.__version__; asynchronous mode (pull); pip
+# install into a fresh venv, offline, and the error without the library.
 source "$(dirname "$0")/lib.sh" "$@"
 py=/usr/bin/python3
 [ -x $py ] || py=$(command -v python3)
@@ -32,4 +33,56 @@ c.close()
 print("errors ok")
 PY
 pass "a bad key raises ordo.Error (PS_ECONFIG, naming the key); a float64 buffer raises TypeError"
+
+# ordo.__version__ is the project's
+want=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$BUILD/CMakeCache.txt")
+got=$(env $PY_ENV $py -c "import ordo; print(ordo.__version__)" 2>&1)
+[ "$got" = "$want" ] || fail "ordo.__version__ is '$got', the project is $want"
+pass "ordo.__version__ = $got"
+
+# asynchronous mode from Python: each push applied at once, pull fetches
+cat >"$WORK/async_worker.py" <<'PY'
+import array, sys, ordo
+c = ordo.Client(ordo.Config(argv=sys.argv[1:]))
+w = array.array("f", [1.0] * 8)
+t = c.declare("w", w)
+c.start()
+g = array.array("f", [0.5] * 8)
+for it in range(3):
+    c.push(t, g, it)
+    c.flush()
+    c.pull(t)
+    want = 1.0 - 0.5 * (it + 1)  # lr 1, no momentum, one worker
+    assert list(w) == [want] * 8, "after push %d: %s, expected %s" % (it, list(w), want)
+c.finish(3)
+c.close()
+print("async ok")
+PY
+python_worker $py "$WORK/async_worker.py"
+launch async 120 --worker "$WORK/worker" --set train.mode=async --set cluster.workers=1 \
+	--set cluster.servers=1 --set train.iterations=3 --set train.lr=1 \
+	--set train.momentum=0 || fail "the async Python job exited $?"
+grep -q "^async ok$" "$WORK/async.out.log" || fail "async: $(tail -n 5 "$WORK/async.err.log")"
+pass "asynchronous mode from Python: push, flush, pull"
+
+# pip into a fresh venv, offline (--no-index): the in-tree build backend
+# needs nothing to download, and importing ordo needs no torch (the venv
+# has none)
+if ! $py -c "import venv, ensurepip" 2>/dev/null; then
+	fail "$py has no venv/ensurepip (apt-get install python3-venv)"
+fi
+$py -m venv "$WORK/venv" >"$WORK/venv.log" 2>&1 || fail "python3 -m venv: $(tail -n 3 "$WORK/venv.log")"
+"$WORK/venv/bin/pip" install --no-index --quiet "$SRC/python" >"$WORK/pip.log" 2>&1 ||
+	fail "pip install ./python: $(tail -n 5 "$WORK/pip.log")"
+got=$(cd "$WORK" && env $PY_ENV "$WORK/venv/bin/python" -c "import ordo; print(ordo.__version__, ordo.library_path())" 2>&1 | tail -1)
+[ "$got" = "$want $LIBORDO_PATH" ] || fail "the venv's ordo: '$got'"
+"$WORK/venv/bin/pip" show ordo >"$WORK/show.log" 2>&1 && grep -q "^Version: $want" "$WORK/show.log" ||
+	fail "pip show ordo: $(cat "$WORK/show.log")"
+# without the library anywhere: an ImportError naming where it looked
+(cd "$WORK" && env -u LIBORDO_PATH LD_LIBRARY_PATH= "$WORK/venv/bin/python" -c "import ordo") \
+	>"$WORK/nolib.log" 2>&1 && fail "import ordo without libordo.so.0 succeeded"
+for where in "LIBORDO_PATH (unset)" "the prefix this package was installed with" "the dynamic linker's path"; do
+	grep -qF "$where" "$WORK/nolib.log" || fail "the missing-library error does not name '$where': $(cat "$WORK/nolib.log")"
+done
+pass "pip install ./python in a fresh venv, offline: ordo $want; without the library the import names LIBORDO_PATH, the install prefix and the linker's path"
 assert_no_leftovers
