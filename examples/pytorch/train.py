@@ -115,7 +115,7 @@ def train(args, distributed):
     rank, size = 0, 1
     if distributed:
         opt = ot.DistributedOptimizer(opt, named_parameters=net.named_parameters(),  # ordo
-                                      backward_passes_per_step=args.accumulate)
+                                      backward_passes_per_step=args.accumulate, model=net)
         rank, size = ot.rank(), ot.size()  # ordo
     sched = None
     if args.schedule == "cosine":
@@ -145,10 +145,10 @@ def train(args, distributed):
         if sched:
             sched.step()
         say("%sloss %d %.9g" % ("worker %d " % rank if distributed else "", it, loss.item()))
+    if distributed:
+        ot.shutdown()  # ordo: the last step's parameters in place
     total = sum(p.detach().double().sum().item() for p in net.parameters())
     say("%sfinal %d %.9g" % ("worker %d " % rank if distributed else "", args.iterations, total))
-    if distributed:
-        ot.shutdown()  # ordo
 
 
 def main():

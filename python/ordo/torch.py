@@ -33,6 +33,10 @@ What the wrapper does:
        (train.lr, train.momentum); the new parameters are written into the
        parameters' own memory and the wrapped optimizer does not step. It
        must be a torch.optim.SGD with the same lr and momentum (checked).
+       Given model=, step() does not wait at all: each module waits for
+       its own parameters just before its forward (forward pre-hooks), so
+       the first layers' values are used while the last ones still arrive;
+       wait_parameters() (and shutdown()) wait for all of them.
 
 Gradient accumulation: backward_passes_per_step=N pushes after the N-th
 backward() of an iteration (p.grad then holds their sum, as in torch); a
@@ -144,7 +148,7 @@ class _Distributed:
     """Mixed into the wrapped optimizer's own class (so isinstance checks
     and learning-rate schedulers see a torch optimizer of that kind)."""
 
-    def _ordo_setup(self, named_parameters, passes):
+    def _ordo_setup(self, named_parameters, passes, model):
         cfg = _job["config"] or init()
         if _job["client"] is not None:
             raise RuntimeError("ordo.torch: one DistributedOptimizer per "
@@ -208,6 +212,15 @@ class _Distributed:
             acc = p.expand_as(p).grad_fn.next_functions[0][0]
             acc.register_hook(self._ordo_hook(k))
             self._ordo_hooks.append(acc)  # the node must stay alive
+        # server.optimizer = sgd with the model given: no wait in step();
+        # each module waits for its own parameters just before its forward
+        self._ordo_lazy = not self._ordo_none and model is not None
+        if self._ordo_lazy:
+            index = {id(p): k for k, (_, p) in enumerate(self._ordo_params)}
+            for m in model.modules():
+                ks = [index[id(p)] for p in m.parameters(recurse=False) if id(p) in index]
+                if ks:
+                    m.register_forward_pre_hook(self._ordo_before_forward(ks))
 
     def _ordo_check_sgd(self, cfg):
         lr, m = float(cfg.get("train.lr")), float(cfg.get("train.momentum"))
@@ -255,6 +268,29 @@ class _Distributed:
         _job["client"].push(self._ordo_tensors[k], buf.numpy(), self._ordo_it, k)
         self._ordo_pushed[k] = True
 
+    def _ordo_before_forward(self, ks):
+        def hook(module, inputs):
+            c = _job["client"]
+            if c is None:
+                return
+            for k in ks:  # this iteration's parameters (arrived: at once)
+                c.wait(self._ordo_tensors[k], self._ordo_it)
+        return hook
+
+    def _ordo_complete_pushes(self):
+        for k, (_, p) in enumerate(self._ordo_params):
+            if not self._ordo_pushed[k]:
+                # no gradient this iteration: zeros complete the round
+                self._ordo_push(k, p.grad if self._ordo_count[k] else None)
+
+    def wait_parameters(self):
+        """server.optimizer = sgd with model=: waits for every parameter
+        of the last step (the forward passes wait for their own; this is
+        for reading them otherwise, e.g. to save the model)."""
+        c = _job["client"]
+        for t in self._ordo_tensors:
+            c.wait(t, self._ordo_it)
+
     def synchronize(self):
         """Pushes what backward() did not reach (zeros), then waits for
         every parameter's answer of this iteration: with server.optimizer
@@ -263,10 +299,7 @@ class _Distributed:
         if self._ordo_synced:
             return
         c = _job["client"]
-        for k, (_, p) in enumerate(self._ordo_params):
-            if not self._ordo_pushed[k]:
-                # no gradient this iteration: zeros complete the round
-                self._ordo_push(k, p.grad if self._ordo_count[k] else None)
+        self._ordo_complete_pushes()
         for t in self._ordo_tensors:
             c.wait(t, self._ordo_it + 1)
         if self._ordo_none:
@@ -284,8 +317,11 @@ class _Distributed:
     def step(self, closure=None):
         if closure is not None:
             raise ValueError("ordo.torch: step(closure) is not supported")
-        self.synchronize()
         result = None
+        if self._ordo_lazy:
+            self._ordo_complete_pushes()  # the forward passes wait
+        else:
+            self.synchronize()
         if self._ordo_none:
             result = super(self.__class__, self).step()
         # else the servers stepped: the new values are in place
@@ -302,14 +338,18 @@ class _Distributed:
         return self._ordo_it
 
     def _ordo_finish(self):
+        self.wait_parameters()  # the last step's values, in place
         _job["client"].finish(self._ordo_it)
 
 
 def DistributedOptimizer(optimizer, named_parameters=None,
-                         backward_passes_per_step=1):
+                         backward_passes_per_step=1, model=None):
     """Wraps a torch.optim.Optimizer for training over ordo (the module's
     docstring says how). Starts the job: every worker must create it, with
-    the same parameters in the same order."""
+    the same parameters in the same order. model (optional): with
+    server.optimizer = sgd, step() does not wait; each of model's modules
+    waits for its own parameters just before its forward, so the first
+    layers compute while the last ones' parameters still arrive."""
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise TypeError("ordo.torch.DistributedOptimizer wraps a "
                         "torch.optim.Optimizer, got %s" % type(optimizer).__name__)
@@ -319,5 +359,5 @@ def DistributedOptimizer(optimizer, named_parameters=None,
     opt = cls.__new__(cls)
     # the wrapped optimizer's groups, defaults and state, as they are
     opt.__dict__.update(optimizer.__dict__)
-    opt._ordo_setup(named_parameters, backward_passes_per_step)
+    opt._ordo_setup(named_parameters, backward_passes_per_step, model)
     return opt
