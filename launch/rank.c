@@ -17,6 +17,9 @@ static const struct {
 	{"SLURM_PROCID", "SLURM_NTASKS"},
 	{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
 	{"PMI_RANK", "PMI_SIZE"},
+	/* torchrun, and Kubeflow's PyTorchJob (examples/kubernetes/): last,
+	 * so that a launcher above wins where a program sets these too */
+	{"RANK", "WORLD_SIZE"},
 };
 
 /* A non-negative decimal int, the whole string. */
@@ -71,8 +74,9 @@ int ps_rank_from_env(ps_getenv_fn env, ps_rank *out, char *err, size_t cap)
 	snprintf(err, cap, "no rank in the environment: --rank is for "
 		 "processes started by srun (SLURM_PROCID, SLURM_NTASKS), "
 		 "Open MPI's mpirun (OMPI_COMM_WORLD_RANK, "
-		 "OMPI_COMM_WORLD_SIZE) or a PMI launcher (PMI_RANK, "
-		 "PMI_SIZE)");
+		 "OMPI_COMM_WORLD_SIZE), a PMI launcher (PMI_RANK, "
+		 "PMI_SIZE) or torchrun / a Kubernetes PyTorchJob (RANK, "
+		 "WORLD_SIZE)");
 	return PS_ENOENT;
 }
 

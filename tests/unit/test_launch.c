@@ -66,6 +66,19 @@ static void test_rank_each_launcher(void **state)
 	assert_int_equal(rank_of(both, &r, err, sizeof(err)), PS_OK);
 	assert_int_equal(r.rank, 0);
 	assert_string_equal(r.rank_var, "SLURM_PROCID");
+	/* torchrun / PyTorchJob's, after every other launcher's */
+	const char *torch[] = {"RANK=2", "WORLD_SIZE=6", NULL};
+	const char *torch_under_srun[] = {"RANK=2", "WORLD_SIZE=6",
+					  "SLURM_PROCID=1", "SLURM_NTASKS=6",
+					  NULL};
+	assert_int_equal(rank_of(torch, &r, err, sizeof(err)), PS_OK);
+	assert_int_equal(r.rank, 2);
+	assert_int_equal(r.size, 6);
+	assert_string_equal(r.rank_var, "RANK");
+	assert_string_equal(r.size_var, "WORLD_SIZE");
+	assert_int_equal(rank_of(torch_under_srun, &r, err, sizeof(err)),
+			 PS_OK);
+	assert_string_equal(r.rank_var, "SLURM_PROCID");
 }
 
 static void test_rank_errors(void **state)
@@ -84,6 +97,7 @@ static void test_rank_errors(void **state)
 	assert_int_equal(rank_of(none, &r, err, sizeof(err)), PS_ENOENT);
 	assert_non_null(strstr(err, "no rank in the environment"));
 	assert_non_null(strstr(err, "SLURM_PROCID"));
+	assert_non_null(strstr(err, "RANK, WORLD_SIZE"));
 	assert_int_equal(rank_of(half, &r, err, sizeof(err)), PS_EINVAL);
 	assert_string_equal(err, "SLURM_PROCID is set but SLURM_NTASKS is "
 				 "not");
