@@ -26,10 +26,7 @@ import sys
 
 import torch
 
-try:
-    import ordo.torch as ot  # ordo
-except (ImportError, OSError):  # --reference needs no ordo
-    ot = None
+ot = None  # ordo.torch: imported by main() unless --reference
 
 
 def options(argv=None):
@@ -152,7 +149,9 @@ def train(args, distributed):
 
 
 def main():
-    if ot is not None and "--reference" not in sys.argv:
+    global ot
+    if "--reference" not in sys.argv:
+        import ordo.torch as ot  # ordo
         ot.init()  # ordo: takes ps-launch's --config/--set out of sys.argv
     args = options()
     if args.samples < args.batch:
@@ -160,8 +159,6 @@ def main():
     if args.reference:
         train(args, False)
         return 0
-    if ot is None:
-        sys.exit("train.py: cannot import ordo.torch (PYTHONPATH=python, LIBORDO_PATH)")
     train(args, True)
     return 0
 

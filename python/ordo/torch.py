@@ -40,7 +40,7 @@ What the wrapper does:
 
 Gradient accumulation: backward_passes_per_step=N pushes after the N-th
 backward() of an iteration (p.grad then holds their sum, as in torch); a
-backward() more than N times before step() raises.
+backward() more than N times before step() makes that step() raise.
 
 The learning rate of server.optimizer = sgd is the job's train.lr; with
 none it is the wrapped optimizer's own (schedulers work on it).
@@ -180,6 +180,15 @@ class _Distributed:
             self._ordo_params.append((name, p))
         if not self._ordo_params:
             raise ValueError("ordo.torch: no parameter to train (all frozen?)")
+        missing = [p for g in self.param_groups for p in g["params"]
+                   if p.requires_grad and id(p) not in seen]
+        if missing:
+            raise ValueError("ordo.torch: %d of the optimizer's parameters "
+                             "(shapes %s) are not in named_parameters: they "
+                             "would train apart on every worker; pass "
+                             "model.named_parameters() of the model that "
+                             "holds them" % (len(missing), [tuple(p.shape)
+                                                             for p in missing[:4]]))
         if not self._ordo_none:
             self._ordo_check_sgd(cfg)
         c = ordo.Client(cfg)
@@ -207,6 +216,7 @@ class _Distributed:
         self._ordo_count = [0] * len(self._ordo_params)
         self._ordo_pushed = [False] * len(self._ordo_params)
         self._ordo_synced = False
+        self._ordo_error = None
         self._ordo_hooks = []
         for k, (_, p) in enumerate(self._ordo_params):
             acc = p.expand_as(p).grad_fn.next_functions[0][0]
@@ -245,18 +255,26 @@ class _Distributed:
                         or g.get("dampening", 0.0) else ""))
 
     def _ordo_hook(self, k):
+        # An exception must not cross autograd's engine (C++): a mistake
+        # found here is raised by the next synchronize() or step().
         def hook(*_):
             self._ordo_count[k] += 1
             n = self._ordo_count[k]
             if n > self._ordo_passes or self._ordo_synced:
-                raise RuntimeError(
-                    "ordo.torch: backward() reached parameter '%s' %d times "
-                    "before step(): pass backward_passes_per_step=%d to the "
-                    "DistributedOptimizer to accumulate that many"
-                    % (self._ordo_params[k][0], n, n))
+                if not self._ordo_error:
+                    self._ordo_error = (
+                        "ordo.torch: backward() reached parameter '%s' %d "
+                        "times before step(): pass backward_passes_per_step="
+                        "%d to the DistributedOptimizer to accumulate that "
+                        "many" % (self._ordo_params[k][0], n, n))
+                return
             if n == self._ordo_passes:
                 self._ordo_push(k, self._ordo_params[k][1].grad)
         return hook
+
+    def _ordo_raise(self):
+        if self._ordo_error:
+            raise RuntimeError(self._ordo_error)
 
     def _ordo_push(self, k, grad):
         buf = self._ordo_send[k][self._ordo_it % 2]
@@ -296,6 +314,7 @@ class _Distributed:
         every parameter's answer of this iteration: with server.optimizer
         = none each .grad is then the average, so it can be clipped or
         inspected before step(). step() calls it if the program did not."""
+        self._ordo_raise()
         if self._ordo_synced:
             return
         c = _job["client"]
@@ -317,6 +336,7 @@ class _Distributed:
     def step(self, closure=None):
         if closure is not None:
             raise ValueError("ordo.torch: step(closure) is not supported")
+        self._ordo_raise()
         result = None
         if self._ordo_lazy:
             self._ordo_complete_pushes()  # the forward passes wait

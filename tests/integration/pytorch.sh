@@ -11,7 +11,8 @@
 #   a model with a frozen layer and a branch unused every other iteration;
 #   two backward() passes per step (backward_passes_per_step = 2).
 # Then the errors: an optimizer the servers cannot run with =sgd, lr
-# mismatches, a float64 parameter, backward() twice before step().
+# mismatches, a float64 parameter, backward() twice before step(), an
+# optimizer parameter missing from named_parameters.
 # Skips (77) where /usr/bin/python3 lacks torch (Debian: python3-torch).
 source "$(dirname "$0")/lib.sh" "$@"
 py=/usr/bin/python3
@@ -105,7 +106,10 @@ what = sys.argv[1]
 net = torch.nn.Linear(4, 2)
 if what == "float64":
     net = net.double()
-opt = ot.DistributedOptimizer(torch.optim.Adam(net.parameters()), named_parameters=net.named_parameters())
+params = list(net.parameters())
+if what == "missing":  # the optimizer holds a layer named_parameters lacks
+    params += list(torch.nn.Linear(2, 2).parameters())
+opt = ot.DistributedOptimizer(torch.optim.Adam(params), named_parameters=net.named_parameters())
 x = torch.ones(3, 4, dtype=next(net.parameters()).dtype)
 net(x).sum().backward()
 net(x).sum().backward()  # twice before step()
@@ -115,4 +119,6 @@ fails float64 "ordo.torch: parameter 'weight' is torch.float64: ordo moves float
 	"$WORK/bad_models.py" float64
 fails backward-twice "backward() reached parameter '.*' 2 times before step(): pass backward_passes_per_step=2" \
 	none "" "$WORK/bad_models.py" twice
+fails missing-params "2 of the optimizer's parameters (shapes \[(2, 2), (2,)\]) are not in named_parameters" \
+	none "" "$WORK/bad_models.py" missing
 assert_no_leftovers
