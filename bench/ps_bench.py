@@ -1451,6 +1451,7 @@ class Bench:
         argv += ["--set", "cluster.scheduler_host=127.0.0.1",
                  "--set", "cluster.scheduler_port=0",
                  "--set", "cluster.connect_timeout_ms=100",
+                 "--set", "cluster.register_timeout_ms=100",
                  "--set", "log.level=error"]
         try:
             p = run_cmd(argv, check=False, timeout=10)

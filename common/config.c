@@ -203,8 +203,14 @@ static const option options[] = {
         "A node silent for this many milliseconds is declared dead and "
         "the job is aborted. Must exceed 2 * heartbeat_interval_ms."),
     INT(cluster, connect_timeout_ms, "10000", 100, 3600000,
-        "Milliseconds to wait for the scheduler to answer and for every "
-        "node to register before giving up."),
+        "Milliseconds a node keeps trying to reach the scheduler (and the "
+        "scheduler a node) before giving up."),
+    INT(cluster, register_timeout_ms, "300000", 100, 86400000,
+        "Milliseconds the scheduler waits for every server and worker to "
+        "register: a worker program that imports a large framework may "
+        "take long to start. From connect_timeout_ms on it says every 10 "
+        "s whom it is waiting for; under ps-launch a process that exits "
+        "before registering stops the job at once."),
     SIZE(cluster, early_bytes_max, "1G", 0, TIB,
          "Bytes a server or worker keeps of the messages that reach it "
          "before its WELCOME (a peer welcomed first may already send its "

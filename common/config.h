@@ -74,6 +74,7 @@ struct ps_config {
 		int heartbeat_interval_ms;
 		int heartbeat_timeout_ms;
 		int connect_timeout_ms;
+		int register_timeout_ms;
 		uint64_t early_bytes_max; /* kept before the WELCOME */
 	} cluster;
 	struct {

@@ -416,10 +416,17 @@ static int interrupted(coord *c)
 	return 1;
 }
 
+/* Registration says whom it waits for from connect_timeout_ms on (where
+ * a slow start used to fail), then every REGISTRATION_SAY_MS. */
+#define REGISTRATION_SAY_MS 10000
+
 static int registration(coord *c)
 {
+	int64_t start = ps_now_ms();
+	int64_t say_at = start + c->cfg->cluster.connect_timeout_ms;
+
 	while (!ps_membership_complete(c->ms)) {
-		int64_t left;
+		int64_t left, now = ps_now_ms();
 		ps_wire_header h;
 		ps_msg *msg = NULL;
 		char why[256];
@@ -427,11 +434,18 @@ static int registration(coord *c)
 
 		if (interrupted(c))
 			return PS_EINTR;
-		if (ps_membership_check_registration(c->ms, ps_now_ms(), &left,
-						     why, sizeof(why)) != PS_OK) {
+		if (ps_membership_check_registration(c->ms, now, &left, why,
+						     sizeof(why)) != PS_OK) {
 			abort_job(c, why);
 			return PS_ETIMEDOUT;
 		}
+		if (now >= say_at) {
+			ps_membership_waiting(c->ms, now, why, sizeof(why));
+			PS_INFO("%s", why);
+			say_at = now + REGISTRATION_SAY_MS;
+		}
+		if (left > say_at - now)
+			left = say_at - now > 1 ? say_at - now : 1;
 		rc = ps_transport_recv(c->t, (int)left, &msg);
 		if (rc == PS_ETIMEDOUT || rc == PS_EAGAIN)
 			continue;
@@ -1258,7 +1272,8 @@ int ps_coordinator_run(const ps_config *cfg, int ready_fd)
 		    &(ps_membership_config){
 			    .servers = c.servers,
 			    .workers = c.workers,
-			    .connect_timeout_ms = cfg->cluster.connect_timeout_ms,
+			    .register_timeout_ms =
+				    cfg->cluster.register_timeout_ms,
 			    .heartbeat_interval_ms =
 				    cfg->cluster.heartbeat_interval_ms,
 			    .heartbeat_timeout_ms =

@@ -182,16 +182,28 @@ int ps_membership_check_registration(const ps_membership *m, int64_t now,
 				     int64_t *left_p, char *why,
 				     size_t whylen)
 {
-	int64_t left = m->opened + m->cfg.connect_timeout_ms - now;
+	int64_t left = m->opened + m->cfg.register_timeout_ms - now;
 
 	*left_p = left > 1 ? left : 1;
 	if (ps_membership_complete(m) || left > 0)
 		return PS_OK;
 	snprintf(why, whylen, "only %u of %u server(s) and %u of %u worker(s) "
-		 "registered within %lld ms (cluster.connect_timeout_ms)",
+		 "registered within %lld ms (cluster.register_timeout_ms)",
 		 m->nservers, m->cfg.servers, m->nworkers, m->cfg.workers,
-		 (long long)m->cfg.connect_timeout_ms);
+		 (long long)m->cfg.register_timeout_ms);
 	return PS_ETIMEDOUT;
+}
+
+void ps_membership_waiting(const ps_membership *m, int64_t now, char *buf,
+			   size_t cap)
+{
+	snprintf(buf, cap, "waiting for %u of %u server(s) and %u of %u "
+		 "worker(s) to register (%lld s so far, at most %lld s: "
+		 "cluster.register_timeout_ms)",
+		 m->cfg.servers - m->nservers, m->cfg.servers,
+		 m->cfg.workers - m->nworkers, m->cfg.workers,
+		 (long long)((now - m->opened) / 1000),
+		 (long long)(m->cfg.register_timeout_ms / 1000));
 }
 
 uint32_t ps_membership_id_of(const ps_membership *m, uint32_t index)

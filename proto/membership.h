@@ -7,8 +7,9 @@
  * a worker's tensors the same as the first worker's) and gets a rank in
  * its role in registration order. Once all have registered, ids are
  * assigned: 0 the scheduler, then servers by rank, then workers by rank.
- * A job whose nodes do not all register within cluster.connect_timeout_ms
- * ends with a reason that counts who came.
+ * A job whose nodes do not all register within cluster.register_timeout_ms
+ * ends with a reason that counts who came; ps_membership_waiting says who
+ * is still awaited, for the driver's log while it waits.
  *
  * Running: every message from a member is "heard" (the driver gives the
  * time); the driver asks the machine at any time whether a heartbeat is
@@ -39,7 +40,7 @@ typedef struct ps_membership ps_membership;
 
 typedef struct ps_membership_config {
 	uint32_t servers, workers;
-	int64_t connect_timeout_ms;   /* registration */
+	int64_t register_timeout_ms;  /* registration */
 	int64_t heartbeat_interval_ms, heartbeat_timeout_ms;
 	/* A deliberate bug, for the simulation tests' proof that they can
 	 * fail (tests/dst); PS_MEMBERSHIP_FAULT_NONE everywhere else. */
@@ -82,6 +83,11 @@ int ps_membership_complete(const ps_membership *m);
 int ps_membership_check_registration(const ps_membership *m, int64_t now,
 				     int64_t *left_p, char *why,
 				     size_t whylen);
+
+/* "waiting for S of N server(s) and W of M worker(s) to register (T s so
+ * far, at most L s: ...)": who registration still waits for. */
+void ps_membership_waiting(const ps_membership *m, int64_t now, char *buf,
+			   size_t cap);
 /* Once complete: the ids. The id of registration index i. */
 uint32_t ps_membership_id_of(const ps_membership *m, uint32_t index);
 

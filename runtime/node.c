@@ -216,9 +216,11 @@ static int accept_welcome(ps_node *n, ps_msg *msg, const ps_wire_header *h)
 /* Waits for the WELCOME (or an ABORT) after REGISTER. */
 static int await_welcome(ps_node *n)
 {
-	/* The scheduler waits up to connect_timeout_ms for every node to
+	/* The scheduler waits up to register_timeout_ms for every node to
 	 * register; allow that plus the time to reach it. */
-	int64_t deadline = ps_now_ms() + 2 * (int64_t)n->cfg->cluster.connect_timeout_ms;
+	int64_t wait_ms = (int64_t)n->cfg->cluster.register_timeout_ms +
+			  n->cfg->cluster.connect_timeout_ms;
+	int64_t deadline = ps_now_ms() + wait_ms;
 	char why[256];
 
 	for (;;) {
@@ -231,7 +233,7 @@ static int await_welcome(ps_node *n)
 			PS_ERROR("no WELCOME from the scheduler within %d ms: "
 				 "not all %d server(s) and %d worker(s) "
 				 "registered?",
-				 2 * n->cfg->cluster.connect_timeout_ms,
+				 (int)wait_ms,
 				 n->cfg->cluster.servers,
 				 n->cfg->cluster.workers);
 			return PS_ETIMEDOUT;

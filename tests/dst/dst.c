@@ -981,7 +981,7 @@ static int setup(job *j, void **hold_ud)
 	rc = ps_membership_create(&(ps_membership_config){
 					  .servers = j->S,
 					  .workers = j->W,
-					  .connect_timeout_ms = 10000,
+					  .register_timeout_ms = 10000,
 					  .heartbeat_interval_ms = HB_INTERVAL,
 					  .heartbeat_timeout_ms = HB_TIMEOUT,
 					  .fault = membership_fault(j->fault)},

@@ -946,6 +946,7 @@ static void test_reference(void **state)
 	                                   "heartbeat_interval_ms",
 	                                   "heartbeat_timeout_ms",
 	                                   "connect_timeout_ms",
+	                                   "register_timeout_ms",
 	                                   "early_bytes_max",
 	                                   "type",
 	                                   "send_timeout_ms",
