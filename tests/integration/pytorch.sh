@@ -12,7 +12,8 @@
 #   two backward() passes per step (backward_passes_per_step = 2).
 # Then the errors: an optimizer the servers cannot run with =sgd, lr
 # mismatches, a float64 parameter, backward() twice before step(), an
-# optimizer parameter missing from named_parameters.
+# optimizer parameter missing from named_parameters, workers whose models
+# differ.
 # Skips (77) where /usr/bin/python3 lacks torch (Debian: python3-torch).
 source "$(dirname "$0")/lib.sh" "$@"
 py=/usr/bin/python3
@@ -99,13 +100,19 @@ fails adam-on-sgd-servers "server.optimizer = sgd runs SGD on the servers" sgd "
 fails lr-mismatch "applies train.lr = 0.1, train.momentum = 0 on the servers, but the optimizer has lr 0.05" \
 	sgd "--set train.lr=0.1 --set train.momentum=0" "$ex" --iterations 3 --optimizer sgd --lr 0.05
 cat >"$WORK/bad_models.py" <<'PYBAD'
-import sys, torch
+import os, sys, torch
 import ordo.torch as ot
 ot.init()
 what = sys.argv[1]
 net = torch.nn.Linear(4, 2)
 if what == "float64":
     net = net.double()
+if what == "mismatch":  # the first worker here builds another model
+    try:
+        os.mkdir(sys.argv[2])
+        net = torch.nn.Linear(4, 3)
+    except FileExistsError:
+        pass
 params = list(net.parameters())
 if what == "missing":  # the optimizer holds a layer named_parameters lacks
     params += list(torch.nn.Linear(2, 2).parameters())
@@ -121,4 +128,11 @@ fails backward-twice "backward() reached parameter '.*' 2 times before step(): p
 	none "" "$WORK/bad_models.py" twice
 fails missing-params "2 of the optimizer's parameters (shapes \[(2, 2), (2,)\]) are not in named_parameters" \
 	none "" "$WORK/bad_models.py" missing
+# workers whose models differ: refused at registration, naming the tensor
+# (two workers here: the fails helper runs one)
+job mismatch 120 2 none "--set train.iterations=3 --set cluster.heartbeat_timeout_ms=2000" \
+	"$WORK/bad_models.py" mismatch "$WORK/first" && fail "mismatch: the job succeeded"
+grep -q "tensor 0 is 'weight' ([0-9]* elements), worker 0 declared 'weight' ([0-9]*)" \
+	"$WORK/mismatch.err.log" || fail "mismatch: no error naming the tensor: $(tail -n 5 "$WORK/mismatch.err.log")"
+pass "workers with different models: refused at registration, naming tensor 0 'weight'"
 assert_no_leftovers
