@@ -148,8 +148,11 @@ typedef struct tensor {
  *    while partition k + 1 is still being copied. A fused tensor is one
  *    copy into its shared partition's stage, pushed whole.
  *  - h2d: after copy_out wrote partitions into the mirror, each is copied
- *    to device memory, then `h2d_done` is recorded; the next copy_out
- *    waits for it before it writes the mirror again.
+ *    to device memory, then `h2d_done` is recorded. copy_out waits for it
+ *    only before it writes a partition again whose last copy may still be
+ *    reading the mirror (the next version's): the partitions of one
+ *    version arrive, are written and copied without waiting for each
+ *    other's copies.
  *    ps_client_ready_event records the application's event on h2d.
  * Before `grad` is written again the tensor's last push must be released
  * by the transport (its inflight count is 0). */
@@ -165,6 +168,10 @@ typedef struct dev_tensor {
 	void *app_ev;         /* recorded in the application's stream */
 	void *h2d_done;       /* after the last host-to-device copy */
 	void **part_ev;       /* per partition: after its device-to-host copy */
+	/* per partition (one when fused): written into the mirror since the
+	 * client last waited for h2d_done, so its copy to the device may
+	 * still be reading it; NULL until the first copy_out */
+	uint8_t *dirty;
 	ps_copy_step *plan;   /* the copies of a push, in the gate's order */
 } dev_tensor;
 
@@ -1132,17 +1139,35 @@ static int64_t deadline_of(int timeout_ms)
 }
 
 #ifdef PS_WITH_CUDA
-/* A device tensor's mirror is about to be written: its last copies to
- * device memory must be done reading it. */
-static int dev_before_write(ps_client *c, tensor *t)
+/* Partition k (0 when fused) of a device tensor's mirror is about to be
+ * written: if it was written since the last wait, its copy to device
+ * memory may still be reading it, so every copy enqueued so far must be
+ * done first (h2d_done follows the latest). Other partitions of the same
+ * version need no wait: they are other bytes of the mirror. */
+static int dev_before_write(ps_client *c, tensor *t, uint32_t k)
 {
+	dev_tensor *d = t->dev;
+	uint32_t n = t->fused ? 1 : t->nparts;
 	char err[512];
-	int rc = ps_cuda_event_sync(t->dev->h2d_done, err, sizeof(err));
+	int rc;
 
 	(void)c;
-	if (rc != PS_OK)
+	if (!d->dirty)
+		d->dirty = calloc(n, 1); /* NULL: wait every time, as safe */
+	if (d->dirty && !d->dirty[k]) {
+		d->dirty[k] = 1;
+		return PS_OK;
+	}
+	rc = ps_cuda_event_sync(d->h2d_done, err, sizeof(err));
+	if (rc != PS_OK) {
 		PS_ERROR("tensor '%s': %s", t->name, err);
-	return rc;
+		return rc;
+	}
+	if (d->dirty) {
+		memset(d->dirty, 0, n);
+		d->dirty[k] = 1;
+	}
+	return PS_OK;
 }
 
 /* numel elements from element `offset` of the mirror go to device memory
@@ -1189,7 +1214,7 @@ static int copy_out(ps_client *c, tensor *t)
 			return PS_OK;
 #ifdef PS_WITH_CUDA
 		if (t->dev)
-			rc = dev_before_write(c, t);
+			rc = dev_before_write(c, t, 0);
 		if (rc != PS_OK)
 			return rc;
 #endif
@@ -1216,12 +1241,13 @@ static int copy_out(ps_client *c, tensor *t)
 	if (n == 0)
 		return PS_OK;
 	pthread_mutex_unlock(&c->mu);
-#ifdef PS_WITH_CUDA
-	if (t->dev)
-		rc = dev_before_write(c, t);
-#endif
 	for (uint32_t k = 0; k < n; k++) {
 		const ps_partition *p = &pl->parts[t->detached_part[k]];
+#ifdef PS_WITH_CUDA
+		if (rc == PS_OK && t->dev)
+			rc = dev_before_write(c, t,
+					      t->detached_part[k] - t->first_part);
+#endif
 		if (rc == PS_OK)
 			memcpy(t->values + p->offset, t->detached[k]->payload,
 			       t->detached[k]->payload_len);
@@ -1530,6 +1556,7 @@ static void dev_free(ps_client *c, dev_tensor *d, uint32_t nparts)
 			ps_cuda_event_free(d->part_ev[k]);
 	free(d->part_ev);
 	free(d->plan);
+	free(d->dirty);
 	free(d);
 	ps_cuda_set(prev);
 }
