@@ -205,6 +205,11 @@ static double bench_ordo(uint64_t psize, int W, int S, int iterations)
 	j.cfg.log.level = PS_LOG_WARN;
 	if (apply_sets(&j.cfg) != PS_OK)
 		return 0;
+	/* every process of the job starts here at once: one not registered
+	 * within connect_timeout_ms has failed (unless --set says otherwise) */
+	if (j.cfg.cluster.register_timeout_ms == 300000)
+		j.cfg.cluster.register_timeout_ms =
+			j.cfg.cluster.connect_timeout_ms;
 	if (trace_dir) {
 		snprintf(j.cfg.output.dir, sizeof(j.cfg.output.dir),
 			 "%s/%lluK-%dx%d", trace_dir,
