@@ -77,9 +77,13 @@ typedef struct child {
 static const struct {
 	const char *name;
 	int has_arg;
-} own_opts[] = {{"worker", 1}, {"rank", 0}, {"hosts", 1}, {"ssh", 1}};
+} own_opts[] = {{"worker", 1}, {"rank", 0}, {"hosts", 1}, {"ssh", 1},
+		{"env", 1}};
 
 #define SSH_WORDS_MAX 32
+#define ENV_NAMES_MAX 32
+
+extern char **environ;
 
 typedef struct launch {
 	char dir[PATH_MAX];
@@ -115,6 +119,8 @@ typedef struct launch {
 	int nhosts;
 	char *ssh_words[SSH_WORDS_MAX + 1]; /* --ssh COMMAND, split */
 	char ssh_buf[1024];
+	const char *env_names[ENV_NAMES_MAX]; /* --env NAME: for --hosts */
+	int nenv;
 	char cwd[PATH_MAX];  /* remote processes start there, if it exists */
 } launch;
 
@@ -181,8 +187,27 @@ static char **job_argv(const launch *l, const char *path,
 	return argv;
 }
 
+/* Does the environment entry NAME=VALUE go to remote processes: every
+ * ORDO_* (the configuration's environment layer, which every node must
+ * share) and each --env NAME. */
+static int forwarded(const launch *l, const char *entry)
+{
+	size_t n = strcspn(entry, "=");
+
+	if (!entry[n])
+		return 0;
+	if (strncmp(entry, "ORDO_", 5) == 0)
+		return 1;
+	for (int i = 0; i < l->nenv; i++)
+		if (strlen(l->env_names[i]) == n &&
+		    strncmp(entry, l->env_names[i], n) == 0)
+			return 1;
+	return 0;
+}
+
 /* The ssh command line that runs argv on host h under the wrapper:
- * SSH... DEST "cd CWD 2>/dev/null; exec sh -c WRAPPER ordo ARGV...".
+ * SSH... DEST "cd CWD 2>/dev/null; exec env VARS... sh -c WRAPPER ordo
+ * ARGV...", VARS the forwarded environment (forwarded()).
  * *cmd holds the last word (free it with the result). */
 static char **remote_argv(const launch *l, const ps_host *h, char **argv,
 			  char **cmd)
@@ -193,6 +218,9 @@ static char **remote_argv(const launch *l, const ps_host *h, char **argv,
 
 	for (char **a = argv; *a; a++)
 		cap += 4 * strlen(*a) + 3;
+	for (char **e = environ; *e; e++)
+		if (forwarded(l, *e))
+			cap += 4 * strlen(*e) + 3;
 	*cmd = malloc(cap);
 	while (l->ssh_words[nssh])
 		nssh++;
@@ -202,8 +230,16 @@ static char **remote_argv(const launch *l, const ps_host *h, char **argv,
 	len = (size_t)snprintf(*cmd, cap, "cd ");
 	if (ps_shell_quote(l->cwd, *cmd, cap, &len) != PS_OK)
 		goto fail;
-	len += (size_t)snprintf(*cmd + len, cap - len,
-				" 2>/dev/null; exec sh -c ");
+	len += (size_t)snprintf(*cmd + len, cap - len, " 2>/dev/null; exec env");
+	/* the ORDO_* configuration and --env's variables, as they are here */
+	for (char **e = environ; *e; e++) {
+		if (!forwarded(l, *e))
+			continue;
+		(*cmd)[len++] = ' ';
+		if (ps_shell_quote(*e, *cmd, cap, &len) != PS_OK)
+			goto fail;
+	}
+	len += (size_t)snprintf(*cmd + len, cap - len, " sh -c ");
 	if (ps_shell_quote(remote_wrapper, *cmd, cap, &len) != PS_OK)
 		goto fail;
 	len += (size_t)snprintf(*cmd + len, cap - len, " ordo");
@@ -666,6 +702,26 @@ static int on_opt(void *ud, const char *name, const char *arg, char *err,
 		l->hosts_file = arg;
 	else if (strcmp(name, "ssh") == 0)
 		return split_ssh(l, arg, err, errlen);
+	else if (strcmp(name, "env") == 0) {
+		size_t n = strspn(arg, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				       "abcdefghijklmnopqrstuvwxyz0123456789_");
+		if (arg[n] || (arg[0] >= '0' && arg[0] <= '9')) {
+			snprintf(err, errlen, "--env %s: not a variable name",
+				 arg);
+			return PS_EINVAL;
+		}
+		if (!getenv(arg)) {
+			snprintf(err, errlen, "--env %s: %s is not set here",
+				 arg, arg);
+			return PS_EINVAL;
+		}
+		if (l->nenv == ENV_NAMES_MAX) {
+			snprintf(err, errlen, "--env: at most %d variables",
+				 ENV_NAMES_MAX);
+			return PS_EINVAL;
+		}
+		l->env_names[l->nenv++] = arg;
+	}
 	else
 		return PS_EINVAL;
 	return PS_OK;
@@ -1117,6 +1173,11 @@ int main(int argc, char **argv)
 		{"ssh", "COMMAND",
 		 "the ssh command for --hosts, split at spaces (default: ssh "
 		 "-o BatchMode=yes)"},
+		{"env", "NAME",
+		 "with --hosts, give the remote processes the variable NAME "
+		 "as it is here (repeat for more; e.g. PYTHONPATH, "
+		 "LIBORDO_PATH, CUDA_VISIBLE_DEVICES); every ORDO_* variable "
+		 "goes to them anyway"},
 		{"rank", NULL,
 		 "be one process of a job started by srun or mpirun: rank 0 "
 		 "(SLURM_PROCID, OMPI_COMM_WORLD_RANK or PMI_RANK) runs the "

@@ -60,7 +60,8 @@ pass "server.optimizer = none refused for ps-worker's built-in model"
 # ps-launch -- PROGRAM ARGS: the program's errors at once, exit 2 (that
 # the arguments reach the program: tests/integration/pytorch.sh)
 for bad in "-- nosuchprog-$$:not found on PATH" "--:must be followed by the workers' program" \
-	"--worker x -- ls:--worker and -- PROGRAM both name" "-- ./nosuch/prog:No such file"; do
+	"--worker x -- ls:--worker and -- PROGRAM both name" "-- ./nosuch/prog:No such file" \
+	"--env NOPE_$$:is not set here" "--env 9x:not a variable name"; do
 	args=${bad%%:*} want=${bad#*:}
 	# shellcheck disable=SC2086
 	timeout 60 "$BUILD/ps-launch" $args >/dev/null 2>"$WORK/err.log"
@@ -68,7 +69,7 @@ for bad in "-- nosuchprog-$$:not found on PATH" "--:must be followed by the work
 	[ $rc -eq 2 ] || fail "ps-launch $args: exit $rc, expected 2"
 	grep -q -- "$want" "$WORK/err.log" || fail "ps-launch $args: no '$want' in: $(cat "$WORK/err.log")"
 done
-pass "ps-launch -- PROGRAM: a missing program, a bare '--', --worker with it"
+pass "ps-launch -- PROGRAM: a missing program, a bare '--', --worker with it; --env: unset, not a name"
 # server.device = cuda needs a CUDA build (tests/cuda/no_device.sh checks
 # the CUDA build's start-up error)
 if ! grep -q '^PS_WITH_CUDA:BOOL=ON' "$BUILD/CMakeCache.txt"; then

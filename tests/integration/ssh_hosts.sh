@@ -104,6 +104,16 @@ grep -q "^ps-launch: job completed: all 5 processes exited 0" "$err" || fail "no
 assert_no_leftovers
 pass "1 + 2 + 2 over ssh on 3 hosts: exact, each process on its host's address, summary and progress through ssh"
 
+# 1b. the environment: ORDO_* (the configuration's environment layer) and
+# --env NAME reach the remote processes, which ssh alone would not give
+# (3100 values, checked at the start and after each of 7 iterations)
+ORDO_TRAIN_ITERATIONS=7 EXACT_WORKER_SIZES=100,3000 launch_hosts env "${exact[@]}" \
+	--env EXACT_WORKER_SIZES || fail "the job with --env exited $?"
+n=$(grep -c '^exact: worker [01] of 2: 24800 values checked over iterations 1..7, 0 wrong$' \
+	"$WORK/env.out.log")
+[ "$n" -eq 2 ] || fail "--env/ORDO_*: $n of 2 remote workers used 7 iterations of 100 + 3000 values: $(grep '^exact' "$WORK/env.out.log")"
+pass "ORDO_TRAIN_ITERATIONS and --env EXACT_WORKER_SIZES reach the remote processes"
+
 # 2. SIGTERM mid-job: all stopped
 long=(--worker "$TOOLS/exact_worker" --set train.iterations=100000 --set train.lr=1 --set train.momentum=0)
 stop_midjob() {
