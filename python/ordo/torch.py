@@ -98,33 +98,27 @@ def client():
 
 
 def rank():
-    """This worker's rank, 0 .. size() - 1."""
-    if _job["client"] is not None:
-        return _job["client"].rank
-    return int(os.environ.get("RANK", _env_rank()))
+    """This worker's rank, 0 .. size() - 1, known once the job has started
+    (ordo numbers the workers as they register; a launcher's RANK counts
+    the scheduler and the servers too, so it is not this)."""
+    if _job["client"] is None:
+        raise RuntimeError("ordo.torch: the rank is known once the job has "
+                           "started (create the DistributedOptimizer first)")
+    return _job["client"].rank
 
 
 def size():
-    """The number of workers."""
+    """The number of workers (cluster.workers; a launcher's WORLD_SIZE
+    counts the scheduler and the servers too)."""
     if _job["client"] is not None:
         return _job["client"].num_workers
-    return int(os.environ.get("WORLD_SIZE", _config_value("cluster.workers")))
+    return int((_job["config"] or init()).get("cluster.workers"))
 
 
 def local_rank():
     """This worker's rank among the workers of its host (0 where the
     launcher does not say)."""
     return int(os.environ.get("LOCAL_RANK", "0"))
-
-
-def _env_rank():
-    raise RuntimeError("ordo.torch: the rank is known once the job has "
-                       "started (create the DistributedOptimizer first)")
-
-
-def _config_value(key):
-    cfg = _job["config"] or init()
-    return cfg.get(key)
 
 
 def shutdown():
