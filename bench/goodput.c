@@ -207,7 +207,7 @@ static double bench_ordo(uint64_t psize, int W, int S, int iterations)
 		return 0;
 	/* every process of the job starts here at once: one not registered
 	 * within connect_timeout_ms has failed (unless --set says otherwise) */
-	if (j.cfg.cluster.register_timeout_ms == 300000)
+	if (!ps_config_user_set(&j.cfg, "cluster.register_timeout_ms"))
 		j.cfg.cluster.register_timeout_ms =
 			j.cfg.cluster.connect_timeout_ms;
 	if (trace_dir) {

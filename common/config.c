@@ -1668,6 +1668,13 @@ int ps_config_set(ps_config *cfg, const char *assignment, char *err,
 	return set_assignment(cfg, assignment, "set", err, errlen);
 }
 
+int ps_config_user_set(const ps_config *cfg, const char *key)
+{
+	const option *o = strchr(key, '.') ? option_named(key) : NULL;
+
+	return o ? cfg->user_set[o - options] : 0;
+}
+
 int ps_config_get(const ps_config *cfg, const char *key, char *value,
                   size_t cap)
 {

@@ -195,6 +195,10 @@ struct ps_config {
 /* Fills cfg with every option's default. */
 void ps_config_defaults(ps_config *cfg);
 
+/* Did a file, the environment or a --set give "section.key" (1), or does
+ * it hold its default (0; also for a key that does not exist)? */
+int ps_config_user_set(const ps_config *cfg, const char *key);
+
 /*
  * Loads an INI file over cfg. On error returns PS_ECONFIG (PS_ENOENT if the
  * file cannot be opened) and writes "FILE:LINE: message" into err.

@@ -750,6 +750,11 @@ static void test_validate(void **state)
 		assert_int_equal(ps_config_get(&cfg, "train.lr", v, sizeof(v)),
 		                 PS_OK);
 		assert_string_equal(v, "0.25");
+		/* what was set, against what holds its default */
+		assert_int_equal(ps_config_user_set(&cfg, "train.lr"), 1);
+		assert_int_equal(
+		    ps_config_user_set(&cfg, "cluster.register_timeout_ms"), 0);
+		assert_int_equal(ps_config_user_set(&cfg, "train.nosuch"), 0);
 		assert_int_equal(ps_config_get(&cfg, "train.nosuch", v,
 		                               sizeof(v)),
 		                 PS_ENOENT);
