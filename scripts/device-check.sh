@@ -104,16 +104,18 @@ cuda_reason() { # the reason the CUDA steps cannot run, or nothing
 			echo "ps-server with server.device = cuda: $(tail -1 "$raw/cuda-probe.log")"
 	fi
 }
-rdma_dev=
-rdma_reason() {
+active_rdma_dev() { # the first RDMA device with an active port, or nothing
 	local d p
-	[ "$rdma_build" = 1 ] || { echo "the bundle is not an rdma build (PS_WITH_RDMA=OFF)"; return; }
 	for d in /sys/class/infiniband/*; do
 		[ -d "$d" ] || continue
 		for p in "$d"/ports/*; do
-			grep -q ACTIVE "$p/state" 2>/dev/null && { rdma_dev=$(basename "$d"); return; }
+			grep -q ACTIVE "$p/state" 2>/dev/null && { basename "$d"; return; }
 		done
 	done
+}
+rdma_reason() {
+	[ "$rdma_build" = 1 ] || { echo "the bundle is not an rdma build (PS_WITH_RDMA=OFF)"; return; }
+	[ -z "$(active_rdma_dev)" ] || return
 	if [ -z "$(ls /sys/class/infiniband 2>/dev/null)" ]; then
 		echo "no RDMA device (/sys/class/infiniband is empty or missing)"
 	else
@@ -274,10 +276,10 @@ step_gpu_vs_cpu_large() {
 }
 
 step_rdma() {
-	local r addr rc=0
+	local r addr rdma_dev rc=0
 	r=$(rdma_reason)
 	[ -z "$r" ] || { echo "SKIP: $r"; return 77; }
-	rdma_dev=$(find /sys/class/infiniband -mindepth 1 -maxdepth 1 -printf '%f\n' | sort | head -1)
+	rdma_dev=$(active_rdma_dev)
 	addr=$(ip -4 -o addr show 2>/dev/null | awk '$2 != "lo" { sub(/\/.*/, "", $4); print $4; exit }')
 	{
 		echo "Device $rdma_dev, address ${addr:-none}."
@@ -392,7 +394,7 @@ for s in $steps; do
 		echo "device-check: $s (at most $limit s)" >&2
 		# a step runs in its own process group, so a timeout ends all of it
 		STEP_DEADLINE=$(($(date +%s) + limit)) \
-			timeout --kill-after=10 "$limit" bash -c "$(declare -f); $(declare -p B src raw bundle CUDA_REASON NETNS_REASON min_cores cuda_build rdma_build rdma_dev 2>/dev/null); step_$s" \
+			timeout --kill-after=10 "$limit" bash -c "$(declare -f); $(declare -p B src raw bundle CUDA_REASON NETNS_REASON min_cores cuda_build rdma_build 2>/dev/null); step_$s" \
 			>"$raw/$s.log" 2>&1
 		rc=$?
 		case $rc in
