@@ -87,7 +87,8 @@ static const char *const compute_names[] = {
 static const char *const device_names[] = {
     [PS_DEVICE_CPU] = "cpu", [PS_DEVICE_CUDA] = "cuda", NULL};
 static const char *const optimizer_names[] = {
-    [PS_OPTIMIZER_SGD] = "sgd", [PS_OPTIMIZER_NONE] = "none", NULL};
+    [PS_OPTIMIZER_SGD] = "sgd", [PS_OPTIMIZER_NONE] = "none",
+    [PS_OPTIMIZER_ADAM] = "adam", [PS_OPTIMIZER_ADAMW] = "adamw", NULL};
 static const char *const mode_names[] = {
     [PS_MODE_SYNC] = "sync", [PS_MODE_ASYNC] = "async", NULL};
 static const char *const preset_names[] = {
@@ -316,10 +317,12 @@ static const option options[] = {
          "an NVIDIA H200, docs/cuda.md)."),
     ENUM(server, optimizer, "sgd", optimizer_names,
          "What a server does with each round's averaged gradient: sgd "
-         "(SGD with momentum, train.lr and train.momentum: the workers "
-         "receive new parameters) or none (the workers receive the "
-         "averaged gradient itself and step an optimizer of their own, "
-         "as ordo.torch.DistributedOptimizer does: any torch optimizer, "
+         "(SGD with momentum: train.lr, train.momentum), adam or adamw "
+         "(torch.optim.Adam / AdamW: train.lr, train.beta1, train.beta2, "
+         "train.eps, train.weight_decay) - the workers receive new "
+         "parameters - or none (the workers receive the averaged "
+         "gradient itself and step an optimizer of their own, as "
+         "ordo.torch.DistributedOptimizer does: any torch optimizer, "
          "learning-rate schedule or clipping; docs/pytorch.md)."),
     INT(server, cuda_device, "0", 0, 255,
         "server.device = cuda: the CUDA device a server uses, in the CUDA "
@@ -334,9 +337,26 @@ static const option options[] = {
         "Samples per iteration on each worker; at most "
         "model.samples_per_worker."),
     DOUBLE(train, lr, "0.1", 0, 100, false,
-           "Learning rate of SGD on the servers."),
+           "Learning rate of the servers' optimizer (sgd, adam, adamw) "
+           "for the gradients whose push does not carry one: a worker "
+           "may set it for the iterations from one on "
+           "(ps_client_set_lr; ordo.torch sends the wrapped "
+           "optimizer's, so a torch learning-rate scheduler drives it)."),
     DOUBLE(train, momentum, "0.9", 0, 1, true,
            "Momentum of SGD on the servers (0 = plain SGD)."),
+    DOUBLE(train, beta1, "0.9", 0, 1, true,
+           "server.optimizer = adam | adamw: the first moment's decay "
+           "(torch's betas[0])."),
+    DOUBLE(train, beta2, "0.999", 0, 1, true,
+           "server.optimizer = adam | adamw: the second moment's decay "
+           "(torch's betas[1])."),
+    DOUBLE(train, eps, "1e-8", 0, 1, false,
+           "server.optimizer = adam | adamw: added to the denominator "
+           "(torch's eps)."),
+    DOUBLE(train, weight_decay, "0", 0, 1, false,
+           "server.optimizer = adam: L2 penalty added to the gradient; "
+           "adamw: decoupled weight decay (torch's weight_decay; "
+           "torch.optim.AdamW's default is 0.01)."),
     ENUM(train, mode, "sync", mode_names,
          "sync: servers sum the gradients of all workers for an "
          "iteration, then update once; async: every push is applied at "

@@ -45,7 +45,9 @@ typedef enum { PS_DEVICE_CPU = 0, PS_DEVICE_CUDA = 1 } ps_server_device;
 /* server.optimizer: what a server does with a round's averaged gradient */
 typedef enum {
 	PS_OPTIMIZER_SGD = 0,  /* SGD with momentum: the new parameters */
-	PS_OPTIMIZER_NONE = 1  /* nothing: the average itself is sent back */
+	PS_OPTIMIZER_NONE = 1, /* nothing: the average itself is sent back */
+	PS_OPTIMIZER_ADAM = 2, /* Adam (torch.optim.Adam): new parameters */
+	PS_OPTIMIZER_ADAMW = 3 /* AdamW (torch.optim.AdamW) */
 } ps_server_optimizer;
 typedef enum { PS_SHARING_FIFO = 0, PS_SHARING_FAIR = 1 } ps_link_sharing;
 typedef enum {
@@ -116,6 +118,7 @@ struct ps_config {
 		int batch; /* per worker */
 		double lr;
 		double momentum;
+		double beta1, beta2, eps, weight_decay; /* adam, adamw */
 		int mode; /* ps_train_mode */
 		int64_t seed;
 		char dump_params[PS_CFG_STR]; /* worker 0 writes final params */

@@ -49,6 +49,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -530,7 +531,7 @@ int ps_wire_header_encode(const ps_wire_header *h, void *buf, size_t cap,
 	if (!h || !buf || !len_p)
 		return PS_EINVAL;
 	msgpack_packer_init(&pk, &f, fixbuf_write);
-	failed |= msgpack_pack_array(&pk, HEADER_FIELDS);
+	failed |= msgpack_pack_array(&pk, HEADER_FIELDS + (h->has_lr ? 1 : 0));
 	/* version 0 (a zeroed header) means this build's version */
 	failed |=
 	    msgpack_pack_uint32(&pk, h->version ? h->version : PS_WIRE_VERSION);
@@ -542,6 +543,8 @@ int ps_wire_header_encode(const ps_wire_header *h, void *buf, size_t cap,
 	failed |= msgpack_pack_uint64(&pk, h->iteration);
 	failed |= msgpack_pack_uint64(&pk, h->payload_len);
 	failed |= msgpack_pack_int32(&pk, h->priority);
+	if (h->has_lr)
+		failed |= msgpack_pack_double(&pk, h->lr);
 	if (failed) {
 		PS_ERROR("wire: header does not fit in %zu bytes", cap);
 		return PS_EINVAL;
@@ -600,6 +603,22 @@ static int header_walk(dctx *d, const msgpack_object *top, ps_wire_header *h)
 	h->iteration = v[6];
 	h->payload_len = v[7];
 	h->priority = prio;
+	h->has_lr = 0;
+	h->lr = 0;
+	if (a->size > HEADER_FIELDS) {
+		const msgpack_object *o = &a->ptr[HEADER_FIELDS];
+		if (o->type == MSGPACK_OBJECT_FLOAT32 ||
+		    o->type == MSGPACK_OBJECT_FLOAT64) {
+			double lr = o->via.f64;
+			if (!isfinite(lr) || lr < 0)
+				return bad(d, "element 9 (lr): %g is not a "
+					   "learning rate (finite, >= 0)", lr);
+			h->has_lr = 1;
+			h->lr = lr;
+		} else if (o->type != MSGPACK_OBJECT_NIL) {
+			return bad(d, "element 9 (lr): expected a float");
+		}
+	}
 	return PS_OK;
 }
 

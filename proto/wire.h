@@ -14,7 +14,9 @@
  * Header (msgpack array, in this order; decoders accept and ignore extra
  * trailing elements so that later versions may append fields):
  *   [version, type, job_id, sender, key, partition, iteration,
- *    payload_len, priority]
+ *    payload_len, priority (, lr)]
+ * lr (a float, finite and >= 0) only where a PUSH carries the learning
+ * rate its update is to use; absent otherwise (nil is read as absent).
  *
  * Threads: pure functions, thread-safe.
  */
@@ -96,6 +98,8 @@ typedef struct ps_wire_header {
 	uint64_t iteration;  /* parameter version / gradient iteration */
 	uint64_t payload_len;/* must equal the payload frame's length */
 	int32_t priority;    /* transfer priority (lower = sooner) */
+	int has_lr;          /* PUSH: lr is given (else train.lr applies) */
+	double lr;           /* PUSH: the learning rate of its update */
 } ps_wire_header;
 
 typedef struct ps_node_info {

@@ -5,6 +5,7 @@
  * them. The running sum and every intermediate of the update are doubles;
  * only the stored weights and momentum buffer are float32.
  */
+#include <math.h>
 #include <string.h>
 
 #include "server/optimizer.h"
@@ -91,5 +92,47 @@ void ps_avg_last(float *restrict w, const double *restrict acc,
 	for (size_t i = 0; i < n; i++) {
 		double sum = first ? (double)g[i] : acc[i] + (double)g[i];
 		w[i] = (float)(sum * scale);
+	}
+}
+
+void ps_adam_scalars_of(const ps_adam *a, ps_adam_scalars *s)
+{
+	const double step = (double)a->step;
+
+	s->step_size = (float)(a->lr / (1.0 - pow(a->beta1, step)));
+	s->bc2_sqrt = (float)sqrt(1.0 - pow(a->beta2, step));
+	s->beta1 = (float)a->beta1;
+	s->one_minus_beta1 = (float)(1.0 - a->beta1);
+	s->beta2 = (float)a->beta2;
+	s->one_minus_beta2 = (float)(1.0 - a->beta2);
+	s->eps = (float)a->eps;
+	s->wd = a->decoupled ? 0.0f : (float)a->weight_decay;
+	s->decay = a->decoupled ? (float)(1.0 - a->lr * a->weight_decay) : 1.0f;
+}
+
+/* torch's order: the decay (AdamW) or the L2 term (Adam), the moments,
+ * then param.addcdiv_(m, sqrt(s) / bc2_sqrt + eps, -step_size). */
+void ps_adam_apply_last(float *restrict w, float *restrict m,
+			float *restrict s, const double *restrict acc,
+			const float *restrict g, size_t n, int first,
+			unsigned count, const ps_adam *a)
+{
+	if (count == 0)
+		return;
+	ps_adam_scalars k;
+	ps_adam_scalars_of(a, &k);
+	const double scale = 1.0 / (double)count;
+
+	for (size_t i = 0; i < n; i++) {
+		double sum = first ? (double)g[i] : acc[i] + (double)g[i];
+		float gi = count == 1 && first ? g[i] : (float)(sum * scale);
+		float wi = w[i] * k.decay;
+		gi = gi + k.wd * w[i];
+		float mi = k.beta1 * m[i] + k.one_minus_beta1 * gi;
+		float si = k.beta2 * s[i] + k.one_minus_beta2 * gi * gi;
+		float denom = sqrtf(si) / k.bc2_sqrt + k.eps;
+		m[i] = mi;
+		s[i] = si;
+		w[i] = wi - k.step_size * (mi / denom);
 	}
 }

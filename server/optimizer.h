@@ -1,6 +1,6 @@
 /*
- * server/optimizer.h - aggregation, SGD with momentum, and the plain
- * average (server.optimizer = none).
+ * server/optimizer.h - aggregation, SGD with momentum, Adam and AdamW,
+ * and the plain average (server.optimizer = none).
  *
  * Pushed gradients are summed in double (ps_accum_set for the first push of
  * a round, ps_accum_add for the others), so the sum does not
@@ -20,6 +20,7 @@
 #define ORDO_SERVER_OPTIMIZER_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* acc[i] = g[i] (the first push of a round: no clearing pass needed) */
 void ps_accum_set(double *acc, const float *g, size_t n);
@@ -47,5 +48,40 @@ void ps_sgd_apply_last(float *w, float *v, const double *acc, const float *g,
  * ps_sgd_apply_last rounds it. */
 void ps_avg_last(float *w, const double *acc, const float *g, size_t n,
 		 int first, unsigned count);
+
+/*
+ * Adam and AdamW (server.optimizer = adam | adamw): torch.optim's
+ * single-tensor formulas, in the same order, for the step-th update
+ * (step >= 1) of the partition, g the round's average as above:
+ *     adam:  g = g + wd * w            adamw:  w = w * (1 - lr * wd)
+ *     m = b1 * m + (1 - b1) * g
+ *     s = b2 * s + (1 - b2) * g * g
+ *     w = w - (lr / (1 - b1^step)) * m / (sqrt(s) / sqrt(1 - b2^step) + eps)
+ * The per-step scalars are computed in double and rounded to float32
+ * once; the elementwise work is float32, as torch does it for float32
+ * parameters (m and s start at 0).
+ */
+typedef struct ps_adam {
+	double lr, beta1, beta2, eps, weight_decay;
+	int decoupled; /* 1: AdamW's decoupled weight decay */
+	uint64_t step; /* the update this is, from 1 */
+} ps_adam;
+
+/* The float32 scalars of one step (shared with the CUDA kernel). */
+typedef struct ps_adam_scalars {
+	float step_size; /* lr / (1 - b1^step) */
+	float bc2_sqrt;  /* sqrt(1 - b2^step) */
+	float beta1, one_minus_beta1, beta2, one_minus_beta2, eps;
+	float wd;        /* adam: L2 added to the gradient; 0 otherwise */
+	float decay;     /* adamw: 1 - lr * wd; 1 otherwise */
+} ps_adam_scalars;
+
+void ps_adam_scalars_of(const ps_adam *a, ps_adam_scalars *s_p);
+
+/* One Adam/AdamW step of the round, its last gradient g summed in on the
+ * way (as ps_sgd_apply_last): m and s are the first and second moments. */
+void ps_adam_apply_last(float *w, float *m, float *s, const double *acc,
+			const float *g, size_t n, int first, unsigned count,
+			const ps_adam *a);
 
 #endif /* ORDO_SERVER_OPTIMIZER_H */

@@ -157,6 +157,11 @@ static int setup_shard(server *s)
 	s->values_arena = ps_alloc_big(s->arena_numel * sizeof(float));
 	s->momentum_arena = ps_alloc_big(s->arena_numel * sizeof(float));
 	s->acc_arena = ps_alloc_big(s->arena_numel * sizeof(double));
+	if (ps_server_has_second(s)) {
+		s->second_arena = ps_alloc_big(s->arena_numel * sizeof(float));
+		if (!s->second_arena)
+			return PS_ENOMEM;
+	}
 	if (!s->values_arena || !s->momentum_arena || !s->acc_arena)
 		return PS_ENOMEM;
 	for (uint32_t k = 0; k < s->nparts; k++) {
@@ -168,6 +173,8 @@ static int setup_shard(server *s)
 		p->index = sp->index;
 		p->values = pbuf_new(n, s->values_arena + bytes / sizeof(float));
 		p->momentum = s->momentum_arena + bytes / sizeof(float);
+		if (s->second_arena)
+			p->second = s->second_arena + bytes / sizeof(float);
 		p->acc = s->acc_arena + bytes / sizeof(float);
 		if (!p->values)
 			return PS_ENOMEM;
@@ -204,6 +211,7 @@ static void free_shard(server *s)
 	/* the transport is closed: no send holds arena memory any more */
 	ps_free_big(s->values_arena, s->arena_numel * sizeof(float));
 	ps_free_big(s->momentum_arena, s->arena_numel * sizeof(float));
+	ps_free_big(s->second_arena, s->arena_numel * sizeof(float));
 	ps_free_big(s->acc_arena, s->arena_numel * sizeof(double));
 	free(s->parts);
 	free(s->scratch);
@@ -311,12 +319,53 @@ static void push_in(server *s, const ps_shard_op *op)
 	s->bytes_in += msg->payload_len;
 }
 
+int ps_server_has_second(const server *s)
+{
+	return s->cfg->server.optimizer == PS_OPTIMIZER_ADAM ||
+	       s->cfg->server.optimizer == PS_OPTIMIZER_ADAMW;
+}
+
+/* The push being run joins its partition's round: the round's learning
+ * rate is the lowest-ranked worker's (the same whatever order the pushes
+ * arrive in). */
+static void round_lr_add(server *s, shard_part *p, int first)
+{
+	if (first || s->push_rank < p->lr_rank) {
+		p->lr_rank = s->push_rank;
+		p->has_lr = s->push_has_lr;
+		p->lr = s->push_lr;
+	}
+}
+
+/* The Adam/AdamW step an update of p makes now. */
+void ps_server_adam(const server *s, const shard_part *p, ps_adam *a)
+{
+	const ps_config *cfg = s->cfg;
+	const ps_shard_part *sp = ps_shard_part_at(s->shard,
+						   (uint32_t)(p - s->parts));
+
+	*a = (ps_adam){.lr = ps_server_round_lr(s, p),
+		       .beta1 = cfg->train.beta1,
+		       .beta2 = cfg->train.beta2,
+		       .eps = cfg->train.eps,
+		       .weight_decay = cfg->train.weight_decay,
+		       .decoupled = cfg->server.optimizer == PS_OPTIMIZER_ADAMW,
+		       .step = sp->version + 1};
+}
+
+/* The learning rate of the round an update completes. */
+double ps_server_round_lr(const server *s, const shard_part *p)
+{
+	return p->has_lr ? p->lr : s->cfg->train.lr;
+}
+
 /* Sums a push's gradient into its partition (the op's message). */
 static int aggregate(server *s, const ps_shard_op *op)
 {
 	shard_part *p = &s->parts[op->k];
 	const float *g;
 
+	round_lr_add(s, p, op->first);
 #ifdef PS_WITH_CUDA
 	if (s->gpu) {
 		int rc = ps_gpu_aggregate(s, op);
@@ -350,6 +399,7 @@ static int apply_update(server *s, const ps_shard_op *op)
 	const float *g;
 	int rc;
 
+	round_lr_add(s, p, op->first);
 #ifdef PS_WITH_CUDA
 	if (s->gpu) {
 		/* the device writes the new values into the host buffer:
@@ -372,20 +422,32 @@ static int apply_update(server *s, const ps_shard_op *op)
 		PS_ERROR("out of memory updating partition %u", p->index);
 		return rc;
 	}
+	ps_adam adam;
+	ps_server_adam(s, p, &adam);
 	/* in slices, with heartbeats between: a whole 400 MB tensor takes
 	 * long enough to look dead */
 	for (size_t off = 0; off < p->desc->numel; off += SLICE) {
 		size_t n = p->desc->numel - off < SLICE ? p->desc->numel - off
 							: SLICE;
-		if (s->cfg->server.optimizer == PS_OPTIMIZER_NONE)
+		switch (s->cfg->server.optimizer) {
+		case PS_OPTIMIZER_NONE:
 			ps_avg_last(p->values->data + off, p->acc + off,
 				    g + off, n, op->first, op->count);
-		else
+			break;
+		case PS_OPTIMIZER_ADAM:
+		case PS_OPTIMIZER_ADAMW:
+			ps_adam_apply_last(p->values->data + off,
+					   p->momentum + off, p->second + off,
+					   p->acc + off, g + off, n, op->first,
+					   op->count, &adam);
+			break;
+		default:
 			ps_sgd_apply_last(p->values->data + off,
 					  p->momentum + off, p->acc + off,
 					  g + off, n, op->first, op->count,
-					  s->cfg->train.lr,
+					  ps_server_round_lr(s, p),
 					  s->cfg->train.momentum);
+		}
 		ps_node_tick(&s->node);
 	}
 #ifdef PS_WITH_CUDA
@@ -453,7 +515,12 @@ static uint32_t worker_rank(const server *s, uint32_t node)
 static int push_now(server *s, const ps_msg *msg, const ps_wire_header *h,
 		    int acked, char *why, size_t whylen)
 {
-	int rc = ps_shard_on_push(s->shard, worker_rank(s, h->sender),
+	int rc;
+
+	s->push_rank = worker_rank(s, h->sender);
+	s->push_has_lr = h->has_lr;
+	s->push_lr = h->lr;
+	rc = ps_shard_on_push(s->shard, worker_rank(s, h->sender),
 				  h->partition, h->key, h->iteration,
 				  h->priority, msg->payload_len, (void *)msg,
 				  acked, why, whylen);

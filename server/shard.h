@@ -18,6 +18,7 @@
 #include "common/config.h"
 #include "proto/shard.h"
 #include "runtime/node.h"
+#include "server/optimizer.h"
 
 /* Elements processed between two heartbeat checks (16 MiB of float32). */
 #define SLICE ((size_t)4 << 20)
@@ -38,8 +39,14 @@ typedef struct shard_part {
 	const ps_partition *desc;
 	uint32_t index; /* global partition index */
 	pbuf *values;
-	float *momentum;
+	float *momentum; /* sgd: the velocity; adam, adamw: the first moment */
+	float *second;   /* adam, adamw: the second moment; else NULL */
 	double *acc;
+	/* the learning rate of the round being summed: the lowest-ranked
+	 * worker's push's (has_lr 0: train.lr) */
+	uint32_t lr_rank;
+	int has_lr;
+	double lr;
 	/* asynchronous mode: pushes held back while a checkpoint waits for
 	 * the other workers' earlier ones (snapshot.h) */
 	struct held *held;
@@ -60,9 +67,9 @@ typedef struct snap {
 	uint32_t missing;  /* partitions not taken yet */
 	uint8_t *taken;    /* per local partition */
 	uint64_t *version; /* per local partition */
-	/* copies of the values and momentum, laid out as the arenas; kept
+	/* copies of the values and moments, laid out as the arenas; kept
 	 * (their pages faulted in) from one checkpoint to the next */
-	float *values, *momentum;
+	float *values, *momentum, *second;
 	ps_ckpt_segment *segs;
 	uint32_t nsegs;
 	char dir[PS_CKPT_PATH_MAX];
@@ -96,6 +103,7 @@ typedef struct server {
 	/* one huge-page arena each for the shard's values, momentum and
 	 * accumulators (see common/memory.h); partitions point into them */
 	float *values_arena, *momentum_arena;
+	float *second_arena; /* adam, adamw only */
 	double *acc_arena;
 	size_t arena_numel;
 	/* the values arena registered with the transport, whence parameters
@@ -106,6 +114,11 @@ typedef struct server {
 	size_t scratch_cap;
 	uint64_t bytes_in, bytes_out;
 	uint64_t nheld; /* pushes held back, all partitions */
+	/* the push being run (push_now): its sender's rank and learning
+	 * rate, for the ops it starts */
+	uint32_t push_rank;
+	int push_has_lr;
+	double push_lr;
 	uint64_t cow_ns; /* time copying values a send or snapshot held */
 	snapshot snap;
 #ifdef PS_WITH_CUDA
@@ -116,5 +129,12 @@ typedef struct server {
 } server;
 
 void pbuf_unref(void *data, void *hint);
+
+/* Whether the server's optimizer keeps a second moment (adam, adamw). */
+int ps_server_has_second(const server *s);
+/* The learning rate of the round an update of p completes. */
+double ps_server_round_lr(const server *s, const shard_part *p);
+/* The Adam/AdamW step an update of p makes now (its version + 1). */
+void ps_server_adam(const server *s, const shard_part *p, ps_adam *a);
 
 #endif /* ORDO_SERVER_SHARD_H */

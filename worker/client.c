@@ -54,6 +54,7 @@
  * the communication thread, which ends it as it would its own.
  */
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -190,6 +191,11 @@ typedef struct slot {
 	int pull_pending; /* async pull sent, no answer yet */
 } slot;
 
+/* Learning-rate changes a client remembers: pushes are sent at most a few
+ * iterations after they are made, so a push finds its iteration's rate
+ * among the newest changes. */
+#define LR_KEEP 64
+
 struct ps_client {
 	ps_config cfg;
 	tensor *tensors;
@@ -219,6 +225,15 @@ struct ps_client {
 	/* tuning (docs/tune.md): the application began iteration begun - 1
 	 * (0: none yet); the job stops before stop_at (0: no stop asked) */
 	uint64_t begun, stop_at;
+
+	/* the learning rates set for the servers' optimizer
+	 * (ps_client_set_lr): lr[k] from iteration lr_from[k] on, oldest
+	 * first, the newest LR_KEEP; guarded by lr_mu (read when a push is
+	 * sent) */
+	pthread_mutex_t lr_mu;
+	uint32_t nlr;
+	uint64_t lr_from[LR_KEEP];
+	double lr[LR_KEEP];
 
 	/* the driver's (DESIGN, driving); read-only for the application
 	 * once state is RUNNING */
@@ -316,6 +331,25 @@ static stage *stage_new(ps_client *c, uint32_t part)
 	return st;
 }
 
+/* The learning rate set for the pushes of `iteration`: 1 and *lr_p, or 0
+ * when none was set (the servers use train.lr). An iteration older than
+ * every change kept takes the oldest. */
+static int lr_of(ps_client *c, uint64_t iteration, double *lr_p)
+{
+	int found = 0;
+
+	pthread_mutex_lock(&c->lr_mu);
+	for (uint32_t k = c->nlr; k-- > 0;) {
+		if (c->lr_from[k] <= iteration || k == 0) {
+			*lr_p = c->lr[k];
+			found = 1;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&c->lr_mu);
+	return found;
+}
+
 /* Sends one partition: from a tensor's buffer (base = the tensor's
  * values or gradient; the tensor's inflight count must already include
  * it) or, with st, from a stage (counted in fused_inflight). Whichever
@@ -334,6 +368,9 @@ static int send_part(ps_client *c, tensor *t, stage *st, uint32_t part,
 	};
 	size_t len = p->numel * sizeof(float);
 	int rc;
+
+	if (type == PS_MSG_PUSH)
+		h.has_lr = lr_of(c, iteration, &h.lr);
 
 	rc = ps_node_send(&c->node, ps_node_server_id(&c->node, p->server), &h,
 			  st ? (void *)st->data : (void *)(base + p->offset),
@@ -1314,6 +1351,7 @@ int ps_client_create(const ps_config *cfg, ps_client **client_p)
 	c->cfg = *cfg;
 	ps_config_finalize(&c->cfg);
 	pthread_mutex_init(&c->mu, NULL);
+	pthread_mutex_init(&c->lr_mu, NULL);
 	{
 		pthread_condattr_t attr;
 		pthread_condattr_init(&attr);
@@ -1496,6 +1534,33 @@ int ps_client_push(ps_client *c, uint32_t tensor_id, const float *grad,
 		return PS_EINVAL;
 	(void)priority; /* the job's order decides (ordo.h) */
 	return push_cmd(c, tensor_id, grad, iteration, PUSH_WHOLE);
+}
+
+int ps_client_set_lr(ps_client *c, uint64_t iteration, double lr)
+{
+	if (!c)
+		return PS_EINVAL;
+	if (!isfinite(lr) || lr < 0) {
+		PS_ERROR("ps_client_set_lr: %g is not a learning rate (finite, "
+			 ">= 0)", lr);
+		return PS_EINVAL;
+	}
+	pthread_mutex_lock(&c->lr_mu);
+	/* a change from an iteration at or before the newest replaces the
+	 * changes it covers */
+	while (c->nlr > 0 && c->lr_from[c->nlr - 1] >= iteration)
+		c->nlr--;
+	if (c->nlr == LR_KEEP) {
+		memmove(c->lr_from, c->lr_from + 1,
+			(LR_KEEP - 1) * sizeof(c->lr_from[0]));
+		memmove(c->lr, c->lr + 1, (LR_KEEP - 1) * sizeof(c->lr[0]));
+		c->nlr--;
+	}
+	c->lr_from[c->nlr] = iteration;
+	c->lr[c->nlr] = lr;
+	c->nlr++;
+	pthread_mutex_unlock(&c->lr_mu);
+	return PS_OK;
 }
 
 /* ---- tensors in device memory (DESIGN, device tensors) ---------------- */
@@ -2191,6 +2256,7 @@ void ps_client_destroy(ps_client **client_p)
 	pthread_cond_destroy(&c->cv);
 	pthread_cond_destroy(&c->comm_cv);
 	pthread_mutex_destroy(&c->mu);
+	pthread_mutex_destroy(&c->lr_mu);
 	free(c);
 	*client_p = NULL;
 }

@@ -125,6 +125,16 @@ int ps_client_num_workers(const ps_client *c);
 int ps_client_push(ps_client *c, uint32_t tensor, const float *grad,
 		   uint64_t iteration, int32_t priority);
 
+/* The learning rate of the servers' optimizer (server.optimizer = sgd,
+ * adam, adamw) for the updates made from this worker's gradients of
+ * iteration `iteration` and later, until a later call: every push carries
+ * its iteration's rate (those before the first call carry none, and the
+ * servers use train.lr). In synchronous mode an update uses the rate of
+ * the lowest-ranked worker's push of the round: call it on every worker,
+ * as a learning-rate schedule runs on every worker. PS_EINVAL (logged)
+ * for a rate that is negative, NaN or infinite. */
+int ps_client_set_lr(ps_client *c, uint64_t iteration, double lr);
+
 /* Waits until the tensor's parameters of version >= version have arrived
  * and copies them into its values buffer. timeout_ms -1: no limit (the
  * job's heartbeats still end it if a node dies). PS_EABORTED if the job
