@@ -1,6 +1,6 @@
 /*
- * cuda/optimizer_cuda.h - server/optimizer.h's aggregation and SGD step on
- * a CUDA device (PS_WITH_CUDA=ON; docs/cuda.md).
+ * cuda/optimizer_cuda.h - server/optimizer.h's aggregation and SGD and
+ * Adam steps on a CUDA device (PS_WITH_CUDA=ON; docs/cuda.md).
  *
  * Every pointer is device memory; stream is a cudaStream_t passed as void *
  * (NULL: the legacy default stream) so that C callers need no CUDA header.
@@ -30,6 +30,8 @@
 extern "C" {
 #endif
 
+#include "server/optimizer.h" /* ps_adam_scalars */
+
 /* Threads per block of every kernel (tests use sizes that are not
  * multiples of it). */
 #define PS_CUDA_BLOCK 256
@@ -56,6 +58,13 @@ int ps_cuda_sgd_apply_last(float *w, float *v, const double *acc,
  * roundings (acc not read when first). */
 int ps_cuda_avg_last(float *w, const double *acc, const float *g, size_t n,
 		     int first, unsigned count, void *stream);
+
+/* server.optimizer = adam | adamw: ps_adam_apply_last with the step's
+ * scalars (ps_adam_scalars_of, on the host); m and s the moments. */
+int ps_cuda_adam_apply_last(float *w, float *m, float *s, const double *acc,
+			    const float *g, size_t n, int first,
+			    unsigned count, const ps_adam_scalars *k,
+			    void *stream);
 
 #ifdef __cplusplus
 }

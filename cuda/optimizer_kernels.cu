@@ -93,6 +93,34 @@ __global__ void avg_last(float *__restrict__ w,
 	}
 }
 
+/* Adam / AdamW (ps_adam_apply_last), operation for operation */
+__global__ void adam_apply_last(float *__restrict__ w, float *__restrict__ m,
+				float *__restrict__ s,
+				const double *__restrict__ acc,
+				const float *__restrict__ g, size_t n,
+				int first, double scale, ps_adam_scalars k)
+{
+	for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x) {
+		double sum = first ? (double)g[i]
+				   : __dadd_rn(acc[i], (double)g[i]);
+		float gi = __double2float_rn(__dmul_rn(sum, scale));
+		float wi = __fmul_rn(w[i], k.decay);
+		gi = __fadd_rn(gi, __fmul_rn(k.wd, w[i]));
+		float mi = __fadd_rn(__fmul_rn(k.beta1, m[i]),
+				     __fmul_rn(k.one_minus_beta1, gi));
+		float si = __fadd_rn(__fmul_rn(k.beta2, s[i]),
+				     __fmul_rn(__fmul_rn(k.one_minus_beta2, gi),
+					       gi));
+		float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(si), k.bc2_sqrt),
+					k.eps);
+		m[i] = mi;
+		s[i] = si;
+		w[i] = __fsub_rn(wi, __fmul_rn(k.step_size,
+					       __fdiv_rn(mi, denom)));
+	}
+}
+
 /* Blocks for n elements: one element per thread up to 2^20 blocks, then
  * the grid-stride loops take over. */
 unsigned blocks_for(size_t n)
@@ -194,4 +222,19 @@ extern "C" int ps_cuda_avg_last(float *w, const double *acc, const float *g,
 	avg_last<<<blocks_for(n), PS_CUDA_BLOCK, 0, (cudaStream_t)stream>>>(
 	    w, acc, g, n, first, 1.0 / (double)count);
 	return launched("avg_last");
+}
+
+extern "C" int ps_cuda_adam_apply_last(float *w, float *m, float *s,
+				       const double *acc, const float *g,
+				       size_t n, int first, unsigned count,
+				       const ps_adam_scalars *k, void *stream)
+{
+	if (count == 0 || n == 0)
+		return PS_OK;
+	if (!w || !m || !s || !g || !k || (!first && !acc))
+		return PS_EINVAL;
+	adam_apply_last<<<blocks_for(n), PS_CUDA_BLOCK, 0,
+			  (cudaStream_t)stream>>>(w, m, s, acc, g, n, first,
+						  1.0 / (double)count, *k);
+	return launched("adam_apply_last");
 }

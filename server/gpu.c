@@ -29,6 +29,7 @@ struct ps_gpu {
 	cudaEvent_t staged; /* the last copy out of h_stage is done */
 	int staged_pending;
 	float *d_values, *d_momentum;
+	float *d_second; /* adam, adamw: the second moment */
 	double *d_acc;
 	float *d_grad;  /* a push's gradient (the largest partition) */
 	float *h_stage; /* pinned, the largest partition */
@@ -111,6 +112,9 @@ int ps_gpu_setup(server *s)
 	if (rc == PS_OK)
 		rc = dev_alloc((void **)&g->d_momentum, n * sizeof(float),
 			       "the shard's momentum");
+	if (rc == PS_OK && ps_server_has_second(s))
+		rc = dev_alloc((void **)&g->d_second, n * sizeof(float),
+			       "the shard's second moment (Adam)");
 	if (rc == PS_OK)
 		rc = dev_alloc((void **)&g->d_acc, n * sizeof(double),
 			       "the shard's gradient sums, in double");
@@ -133,6 +137,9 @@ int ps_gpu_setup(server *s)
 	g->stage_numel = big;
 	/* v starts at 0, as the CPU's zeroed arena */
 	e = cudaMemsetAsync(g->d_momentum, 0, n * sizeof(float), g->stream);
+	if (e == cudaSuccess && g->d_second)
+		e = cudaMemsetAsync(g->d_second, 0, n * sizeof(float),
+				    g->stream);
 	if (e == cudaSuccess)
 		e = cudaStreamSynchronize(g->stream);
 	if (e != cudaSuccess)
@@ -160,6 +167,9 @@ int ps_gpu_upload(server *s, const shard_part *p, int momentum)
 	if (e == cudaSuccess && momentum)
 		e = cudaMemcpyAsync(g->d_momentum + at(s, p), p->momentum,
 				    bytes, cudaMemcpyHostToDevice, g->stream);
+	if (e == cudaSuccess && momentum && g->d_second)
+		e = cudaMemcpyAsync(g->d_second + at(s, p), p->second, bytes,
+				    cudaMemcpyHostToDevice, g->stream);
 	if (e == cudaSuccess)
 		e = cudaStreamSynchronize(g->stream);
 	return e == cudaSuccess ? PS_OK : cuda_fail("uploading values", e);
@@ -235,25 +245,38 @@ int ps_gpu_update(server *s, const ps_shard_op *op)
 	struct ps_gpu *g = s->gpu;
 	shard_part *p = &s->parts[op->k];
 	size_t o = at(s, p);
-	int none = s->cfg->server.optimizer == PS_OPTIMIZER_NONE;
+	int kind = s->cfg->server.optimizer;
+	ps_adam adam;
+	ps_adam_scalars k;
 	cudaError_t e;
 	int rc = PS_OK;
+
+	ps_server_adam(s, p, &adam);
+	ps_adam_scalars_of(&adam, &k);
 
 	for (size_t off = 0; off < p->desc->numel && rc == PS_OK;
 	     off += SLICE) {
 		size_t n = p->desc->numel - off < SLICE ? p->desc->numel - off
 							: SLICE;
 		rc = stage(g, op->ctx, off, n);
-		if (rc == PS_OK && none) /* server.optimizer = none */
+		if (rc != PS_OK)
+			break;
+		if (kind == PS_OPTIMIZER_NONE)
 			rc = ps_cuda_avg_last(g->d_values + o + off,
 					      g->d_acc + o + off,
 					      g->d_grad + off, n, op->first,
 					      op->count, g->stream);
-		else if (rc == PS_OK)
+		else if (g->d_second) /* adam, adamw */
+			rc = ps_cuda_adam_apply_last(
+				g->d_values + o + off, g->d_momentum + o + off,
+				g->d_second + o + off, g->d_acc + o + off,
+				g->d_grad + off, n, op->first, op->count, &k,
+				g->stream);
+		else
 			rc = ps_cuda_sgd_apply_last(
 				g->d_values + o + off, g->d_momentum + o + off,
 				g->d_acc + o + off, g->d_grad + off, n,
-				op->first, op->count, s->cfg->train.lr,
+				op->first, op->count, adam.lr,
 				s->cfg->train.momentum, g->stream);
 		ps_node_tick(&s->node);
 	}
@@ -284,6 +307,10 @@ int ps_gpu_momentum_to_host(server *s, const shard_part *p)
 	e = cudaMemcpyAsync(p->momentum, g->d_momentum + at(s, p),
 			    p->desc->numel * sizeof(float),
 			    cudaMemcpyDeviceToHost, g->stream);
+	if (e == cudaSuccess && g->d_second)
+		e = cudaMemcpyAsync(p->second, g->d_second + at(s, p),
+				    p->desc->numel * sizeof(float),
+				    cudaMemcpyDeviceToHost, g->stream);
 	if (e == cudaSuccess)
 		e = cudaStreamSynchronize(g->stream);
 	return e == cudaSuccess ? PS_OK
@@ -302,6 +329,7 @@ void ps_gpu_free(server *s)
 		(void)cudaStreamSynchronize(g->stream);
 	ps_cuda_free(g->d_values);
 	ps_cuda_free(g->d_momentum);
+	ps_cuda_free(g->d_second);
 	ps_cuda_free(g->d_acc);
 	ps_cuda_free(g->d_grad);
 	if (g->h_stage)

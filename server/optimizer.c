@@ -115,17 +115,16 @@ void ps_adam_scalars_of(const ps_adam *a, ps_adam_scalars *s)
 void ps_adam_apply_last(float *restrict w, float *restrict m,
 			float *restrict s, const double *restrict acc,
 			const float *restrict g, size_t n, int first,
-			unsigned count, const ps_adam *a)
+			unsigned count, const ps_adam_scalars *kp)
 {
 	if (count == 0)
 		return;
-	ps_adam_scalars k;
-	ps_adam_scalars_of(a, &k);
+	const ps_adam_scalars k = *kp;
 	const double scale = 1.0 / (double)count;
 
 	for (size_t i = 0; i < n; i++) {
 		double sum = first ? (double)g[i] : acc[i] + (double)g[i];
-		float gi = count == 1 && first ? g[i] : (float)(sum * scale);
+		float gi = (float)(sum * scale);
 		float wi = w[i] * k.decay;
 		gi = gi + k.wd * w[i];
 		float mi = k.beta1 * m[i] + k.one_minus_beta1 * gi;

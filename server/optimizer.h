@@ -78,10 +78,11 @@ typedef struct ps_adam_scalars {
 
 void ps_adam_scalars_of(const ps_adam *a, ps_adam_scalars *s_p);
 
-/* One Adam/AdamW step of the round, its last gradient g summed in on the
- * way (as ps_sgd_apply_last): m and s are the first and second moments. */
+/* One Adam/AdamW step of the round with the step's scalars (from
+ * ps_adam_scalars_of), its last gradient g summed in on the way (as
+ * ps_sgd_apply_last): m and s are the first and second moments. */
 void ps_adam_apply_last(float *w, float *m, float *s, const double *acc,
 			const float *g, size_t n, int first, unsigned count,
-			const ps_adam *a);
+			const ps_adam_scalars *k);
 
 #endif /* ORDO_SERVER_OPTIMIZER_H */

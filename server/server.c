@@ -423,7 +423,9 @@ static int apply_update(server *s, const ps_shard_op *op)
 		return rc;
 	}
 	ps_adam adam;
+	ps_adam_scalars adam_k;
 	ps_server_adam(s, p, &adam);
+	ps_adam_scalars_of(&adam, &adam_k);
 	/* in slices, with heartbeats between: a whole 400 MB tensor takes
 	 * long enough to look dead */
 	for (size_t off = 0; off < p->desc->numel; off += SLICE) {
@@ -439,7 +441,7 @@ static int apply_update(server *s, const ps_shard_op *op)
 			ps_adam_apply_last(p->values->data + off,
 					   p->momentum + off, p->second + off,
 					   p->acc + off, g + off, n, op->first,
-					   op->count, &adam);
+					   op->count, &adam_k);
 			break;
 		default:
 			ps_sgd_apply_last(p->values->data + off,

@@ -93,6 +93,7 @@ _sig = {
     "ps_client_wait": (ctypes.c_int, [_c_p, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_int]),
     "ps_client_try": (ctypes.c_int, [_c_p, ctypes.c_uint32, ctypes.c_uint64]),
     "ps_client_pull": (ctypes.c_int, [_c_p, ctypes.c_uint32, ctypes.c_int]),
+    "ps_client_set_lr": (ctypes.c_int, [_c_p, ctypes.c_uint64, ctypes.c_double]),
     "ps_client_flush": (ctypes.c_int, [_c_p, ctypes.c_int]),
     "ps_client_barrier": (ctypes.c_int, [_c_p, ctypes.c_int]),
     "ps_client_destroy": (None, [ctypes.POINTER(_c_p)]),
@@ -237,6 +238,16 @@ class Client:
         held = self._pushed.setdefault(tensor, [])
         held.append((iteration, grad, keep))
         del held[:-2]
+
+    def set_lr(self, iteration, lr):
+        """The learning rate of the servers' optimizer (server.optimizer =
+        sgd, adam, adamw) for this worker's gradients of `iteration` and
+        later (ps_client_set_lr)."""
+        lr = float(lr)
+        if not (lr >= 0 and lr != float("inf")):
+            raise ValueError("ordo: learning rate %r: it must be finite and "
+                             ">= 0" % lr)
+        _check(_lib.ps_client_set_lr(self._p, iteration, lr), "set_lr")
 
     def wait(self, tensor, version, timeout_ms=-1):
         _check(_lib.ps_client_wait(self._p, tensor, version, timeout_ms), "wait")

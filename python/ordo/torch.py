@@ -42,8 +42,8 @@ Gradient accumulation: backward_passes_per_step=N pushes after the N-th
 backward() of an iteration (p.grad then holds their sum, as in torch); a
 backward() more than N times before step() makes that step() raise.
 
-The learning rate of server.optimizer = sgd is the job's train.lr; with
-none it is the wrapped optimizer's own (schedulers work on it).
+The learning rate is always the wrapped optimizer's own: with none it
+steps with it, with sgd/adam/adamw every push carries it to the servers.
 """
 import atexit
 import os
@@ -54,7 +54,7 @@ import torch
 import ordo
 
 __all__ = ["init", "rank", "size", "local_rank", "DistributedOptimizer",
-           "shutdown", "client"]
+           "shutdown", "client", "forward_order"]
 
 _job = {"config": None, "client": None, "optimizer": None}
 
@@ -138,6 +138,35 @@ def shutdown():
 atexit.register(shutdown)
 
 
+def forward_order(model, named):
+    """The (name, parameter) pairs of `named` in the order model's forward
+    uses them, as torch.fx traces it (modules called, attributes read),
+    those it does not reach after them in their own order; with the reason
+    as second value, `named` as it is where the model cannot be traced
+    (control flow on tensors, unsupported calls)."""
+    try:
+        import torch.fx
+        gm = torch.fx.symbolic_trace(model)
+    except Exception as e:  # any tracing failure: keep the given order
+        return list(named), "%s: %s" % (type(e).__name__, e)
+    rank = {}
+    for node in gm.graph.nodes:
+        if node.op == "call_module":
+            used = list(gm.get_submodule(node.target).parameters())
+        elif node.op == "get_attr":
+            obj = gm
+            for part in node.target.split("."):
+                obj = getattr(obj, part, None)
+            used = [obj] if isinstance(obj, torch.nn.Parameter) else []
+        else:
+            continue
+        for p in used:
+            rank.setdefault(id(p), len(rank))
+    last = len(rank)
+    keyed = [(rank.get(id(p), last), k, (n, p)) for k, (n, p) in enumerate(named)]
+    return [pair for _, _, pair in sorted(keyed, key=lambda x: x[:2])], None
+
+
 class _Distributed:
     """Mixed into the wrapped optimizer's own class (so isinstance checks
     and learning-rate schedulers see a torch optimizer of that kind)."""
@@ -150,7 +179,8 @@ class _Distributed:
         if passes < 1:
             raise ValueError("backward_passes_per_step must be at least 1")
         self._ordo_passes = passes
-        self._ordo_none = cfg.get("server.optimizer") == "none"
+        mode = cfg.get("server.optimizer")
+        self._ordo_none = mode == "none"
         params = {id(p) for g in self.param_groups for p in g["params"]}
         if named_parameters is None:
             named = [("param.%d" % k, p) for k, p in
@@ -174,6 +204,14 @@ class _Distributed:
             self._ordo_params.append((name, p))
         if not self._ordo_params:
             raise ValueError("ordo.torch: no parameter to train (all frozen?)")
+        # the transfer order (scheduling.order layer/tio/tao follow the
+        # declaration order): the order forward uses the parameters in
+        self.transfer_order_source = "named_parameters"
+        if model is not None:
+            self._ordo_params, why = forward_order(model, self._ordo_params)
+            self.transfer_order_source = ("named_parameters (torch.fx could "
+                                          "not trace the model: %s)" % why
+                                          if why else "torch.fx trace")
         missing = [p for g in self.param_groups for p in g["params"]
                    if p.requires_grad and id(p) not in seen]
         if missing:
@@ -184,7 +222,8 @@ class _Distributed:
                              "holds them" % (len(missing), [tuple(p.shape)
                                                              for p in missing[:4]]))
         if not self._ordo_none:
-            self._ordo_check_sgd(cfg)
+            self._ordo_check_server(cfg, mode)
+        self._ordo_lr_sent, self._ordo_lr_it = None, None
         c = ordo.Client(cfg)
         _job["client"], _job["optimizer"] = c, self
         self._ordo_tensors, self._ordo_recv, self._ordo_send = [], [], []
@@ -216,8 +255,9 @@ class _Distributed:
             acc = p.expand_as(p).grad_fn.next_functions[0][0]
             acc.register_hook(self._ordo_hook(k))
             self._ordo_hooks.append(acc)  # the node must stay alive
-        # server.optimizer = sgd with the model given: no wait in step();
-        # each module waits for its own parameters just before its forward
+        # the servers step (sgd, adam, adamw) and the model is given: no
+        # wait in step(); each module waits for its own parameters just
+        # before its forward
         self._ordo_lazy = not self._ordo_none and model is not None
         if self._ordo_lazy:
             index = {id(p): k for k, (_, p) in enumerate(self._ordo_params)}
@@ -226,27 +266,94 @@ class _Distributed:
                 if ks:
                     m.register_forward_pre_hook(self._ordo_before_forward(ks))
 
-    def _ordo_check_sgd(self, cfg):
-        lr, m = float(cfg.get("train.lr")), float(cfg.get("train.momentum"))
-        if not isinstance(self, torch.optim.SGD):
-            raise TypeError("ordo.torch: server.optimizer = sgd runs SGD on "
-                            "the servers; wrap a torch.optim.SGD, or set "
+    # server.optimizer: the torch optimizer it runs, and the job's keys
+    # that must equal the wrapped optimizer's settings
+    _ORDO_SERVER = {
+        "sgd": ("SGD", (("momentum", "train.momentum"),),
+                (("weight_decay", 0.0), ("dampening", 0.0), ("nesterov", False),
+                 ("maximize", False))),
+        "adam": ("Adam", (("betas0", "train.beta1"), ("betas1", "train.beta2"),
+                          ("eps", "train.eps"), ("weight_decay", "train.weight_decay")),
+                 (("amsgrad", False), ("maximize", False))),
+        "adamw": ("AdamW", (("betas0", "train.beta1"), ("betas1", "train.beta2"),
+                            ("eps", "train.eps"), ("weight_decay", "train.weight_decay")),
+                  (("amsgrad", False), ("maximize", False))),
+    }
+
+    def _ordo_check_server(self, cfg, mode):
+        """server.optimizer = sgd | adam | adamw: the servers step; the
+        wrapped optimizer must be that optimizer with the job's settings
+        (the learning rate excepted: each push carries the wrapped
+        optimizer's, so schedulers drive it)."""
+        name, keys, fixed = self._ORDO_SERVER[mode]
+        want = getattr(torch.optim, name)
+        exact = isinstance(self, want) and not (
+            mode == "adam" and isinstance(self, torch.optim.AdamW))
+        if not exact:
+            raise TypeError("ordo.torch: server.optimizer = %s runs %s on the "
+                            "servers; wrap a torch.optim.%s, or set "
                             "server.optimizer = none to step %s on the "
-                            "workers" % type(self).__name__)
+                            "workers" % (mode, name, name, type(self).__name__))
+        lrs = {g["lr"] for g in self.param_groups}
+        if len(lrs) > 1:
+            raise ValueError("ordo.torch: server.optimizer = %s: the parameter "
+                             "groups have different learning rates %s; the "
+                             "servers apply one: use server.optimizer = none"
+                             % (mode, sorted(lrs)))
         for g in self.param_groups:
-            if (abs(g["lr"] - lr) > 1e-12 * max(1.0, lr) or
-                    abs(g.get("momentum", 0.0) - m) > 1e-12 or
-                    g.get("weight_decay", 0.0) or g.get("nesterov", False) or
-                    g.get("dampening", 0.0)):
-                raise ValueError(
-                    "ordo.torch: server.optimizer = sgd applies train.lr = %g, "
-                    "train.momentum = %g on the servers, but the optimizer "
-                    "has lr %g, momentum %g%s: make them equal, or use "
-                    "server.optimizer = none" % (
-                        lr, m, g["lr"], g.get("momentum", 0.0),
-                        " and weight decay, dampening or nesterov"
-                        if g.get("weight_decay", 0.0) or g.get("nesterov", False)
-                        or g.get("dampening", 0.0) else ""))
+            have = dict(g)
+            if "betas" in g:
+                have["betas0"], have["betas1"] = g["betas"]
+            for opt_key, cfg_key in keys:
+                v, c = float(have.get(opt_key, 0.0)), float(cfg.get(cfg_key))
+                if abs(v - c) > 1e-12 * max(1.0, abs(c)):
+                    shown = "betas" if opt_key.startswith("betas") else opt_key
+                    raise ValueError(
+                        "ordo.torch: server.optimizer = %s runs on the servers "
+                        "with %s = %g, but the optimizer has %s %s: make them "
+                        "equal (--set %s=%r), or use server.optimizer = none"
+                        % (mode, cfg_key, c, shown,
+                           tuple(g["betas"]) if shown == "betas" else g.get(opt_key),
+                           cfg_key, v))
+            for opt_key, default in fixed:
+                if have.get(opt_key, default) != default:
+                    raise ValueError(
+                        "ordo.torch: server.optimizer = %s does not run %s = "
+                        "%r on the servers: use server.optimizer = none"
+                        % (mode, opt_key, have.get(opt_key)))
+
+    def set_lr(self, lr):
+        """Sets every parameter group's learning rate (what a torch
+        learning-rate scheduler does): with the servers stepping, the
+        gradients pushed from now on carry it."""
+        lr = float(lr)
+        if not (lr >= 0 and lr != float("inf")):
+            raise ValueError("ordo.torch: set_lr(%r): a learning rate is "
+                             "finite and >= 0" % lr)
+        for g in self.param_groups:
+            g["lr"] = lr
+
+    def _ordo_send_lr(self):
+        """Before this iteration's first push: the servers' learning rate
+        is the wrapped optimizer's (one scheduler step may have changed
+        it). Runs inside autograd's hooks: errors are kept for step()."""
+        self._ordo_lr_it = self._ordo_it
+        lrs = {g["lr"] for g in self.param_groups}
+        if len(lrs) != 1:
+            self._ordo_error = self._ordo_error or (
+                "ordo.torch: the parameter groups' learning rates became %s; "
+                "the servers apply one: use server.optimizer = none" % sorted(lrs))
+            return
+        lr = float(lrs.pop())
+        if lr == self._ordo_lr_sent:
+            return
+        try:
+            _job["client"].set_lr(self._ordo_it, lr)
+            self._ordo_lr_sent = lr
+        except (ValueError, ordo.Error) as e:
+            self._ordo_error = self._ordo_error or (
+                "ordo.torch: learning rate %r at iteration %d: %s"
+                % (lr, self._ordo_it, e))
 
     def _ordo_hook(self, k):
         # An exception must not cross autograd's engine (C++): a mistake
@@ -271,6 +378,8 @@ class _Distributed:
             raise RuntimeError(self._ordo_error)
 
     def _ordo_push(self, k, grad):
+        if not self._ordo_none and self._ordo_lr_it != self._ordo_it:
+            self._ordo_send_lr()
         buf = self._ordo_send[k][self._ordo_it % 2]
         with torch.no_grad():
             if grad is None:
@@ -344,6 +453,13 @@ class _Distributed:
         self._ordo_synced = False
         self._ordo_it += 1
         return result
+
+    @property
+    def transfer_order(self):
+        """The parameters' names in the order they were declared: the
+        order the gate sends them in under scheduling.order = layer, tio
+        or tao (transfer_order_source says where it came from)."""
+        return [name for name, _ in self._ordo_params]
 
     @property
     def iteration(self):

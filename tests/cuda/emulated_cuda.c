@@ -59,7 +59,10 @@
 #include "ordo/error.h"
 #include "server/optimizer.h"
 
-enum { OP_COPY, OP_SET, OP_ASET, OP_AADD, OP_APPLY, OP_LAST, OP_AVG, OP_WAIT };
+enum {
+	OP_COPY, OP_SET, OP_ASET, OP_AADD, OP_APPLY, OP_LAST, OP_AVG, OP_ADAM,
+	OP_WAIT
+};
 
 typedef struct op {
 	int kind;
@@ -68,8 +71,9 @@ typedef struct op {
 	size_t n;
 	int val;
 	int to_host, from_device;
-	float *w, *v;
+	float *w, *v, *s; /* s: OP_ADAM's second moment */
 	double *acc;
+	ps_adam_scalars k; /* OP_ADAM */
 	const float *g;
 	int first;
 	unsigned count;
@@ -156,6 +160,10 @@ static void exec(op *o)
 		break;
 	case OP_AVG:
 		ps_avg_last(o->w, o->acc, o->g, o->n, o->first, o->count);
+		break;
+	case OP_ADAM:
+		ps_adam_apply_last(o->w, o->v, o->s, o->acc, o->g, o->n,
+				   o->first, o->count, &o->k);
 		break;
 	default: /* OP_WAIT */
 		run_until(o->other, o->mark);
@@ -503,6 +511,18 @@ int ps_cuda_avg_last(float *w, const double *acc, const float *g, size_t n,
 	enqueue(kernel_stream(stream),
 		(op){.kind = OP_AVG, .w = w, .acc = (double *)acc, .g = g,
 			     .n = n, .first = first, .count = count});
+	return PS_OK;
+}
+
+int ps_cuda_adam_apply_last(float *w, float *m, float *s, const double *acc,
+			    const float *g, size_t n, int first,
+			    unsigned count, const ps_adam_scalars *k,
+			    void *stream)
+{
+	enqueue(kernel_stream(stream),
+		(op){.kind = OP_ADAM, .w = w, .v = m, .s = s,
+			     .acc = (double *)acc, .g = g, .n = n,
+			     .first = first, .count = count, .k = *k});
 	return PS_OK;
 }
 

@@ -226,6 +226,79 @@ static void test_bit_equal(void **state)
 				one_case(sizes[s], count, lrs[l][0], lrs[l][1]);
 }
 
+/* Adam and AdamW: three steps of a round of `count` pushes, the moments
+ * carried over, on both sides: the same bits. */
+static void adam_case(size_t n, unsigned count, int decoupled)
+{
+	float *g = malloc(count * n * sizeof(float));
+	float *w = malloc(n * sizeof(float)), *m = calloc(n, sizeof(float));
+	float *sq = calloc(n, sizeof(float)), *gw = malloc(n * sizeof(float));
+	double *acc = malloc(n * sizeof(double));
+	assert_true(g && w && m && sq && gw && acc);
+	fill(g, count * n);
+	fill(w, n);
+	float *dg = dev_alloc(count * n * sizeof(float));
+	float *dw = dev_alloc(n * sizeof(float));
+	float *dm = dev_alloc(n * sizeof(float));
+	float *ds = dev_alloc(n * sizeof(float));
+	double *dacc = dev_alloc(n * sizeof(double));
+	to_dev(dg, g, count * n * sizeof(float));
+	to_dev(dw, w, n * sizeof(float));
+	to_dev(dm, m, n * sizeof(float));
+	to_dev(ds, sq, n * sizeof(float));
+
+	for (uint64_t step = 1; step <= 3; step++) {
+		ps_adam a = {.lr = 0.01 * (double)step, .beta1 = 0.9,
+			     .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.05,
+			     .decoupled = decoupled, .step = step};
+		ps_adam_scalars k;
+		ps_adam_scalars_of(&a, &k);
+		for (unsigned j = 0; j + 1 < count; j++) {
+			if (j == 0) {
+				ps_accum_set(acc, g, n);
+				assert_int_equal(ps_cuda_accum_set(dacc, dg, n,
+				                                   NULL), PS_OK);
+			} else {
+				ps_accum_add(acc, g + j * n, n);
+				assert_int_equal(ps_cuda_accum_add(dacc,
+				                 dg + j * n, n, NULL), PS_OK);
+			}
+		}
+		ps_adam_apply_last(w, m, sq, acc, g + (count - 1) * n, n,
+		                   count == 1, count, &k);
+		assert_int_equal(ps_cuda_adam_apply_last(dw, dm, ds, dacc,
+		                 dg + (count - 1) * n, n, count == 1, count,
+		                 &k, NULL), PS_OK);
+	}
+	sync_ok();
+	to_host(gw, dw, n * sizeof(float));
+	EXPECT_SAME(w, gw, n, decoupled ? "adamw: w" : "adam: w");
+	to_host(gw, dm, n * sizeof(float));
+	EXPECT_SAME(m, gw, n, "adam: first moment");
+	to_host(gw, ds, n * sizeof(float));
+	EXPECT_SAME(sq, gw, n, "adam: second moment");
+	ps_cuda_free(dg);
+	ps_cuda_free(dw);
+	ps_cuda_free(dm);
+	ps_cuda_free(ds);
+	ps_cuda_free(dacc);
+	free(g);
+	free(w);
+	free(m);
+	free(sq);
+	free(gw);
+	free(acc);
+}
+
+static void test_adam_bit_equal(void **state)
+{
+	(void)state;
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
+		for (unsigned count = 1; count <= 3; count++)
+			for (int decoupled = 0; decoupled <= 1; decoupled++)
+				adam_case(sizes[s], count, decoupled);
+}
+
 /* ps_sgd_apply_last with first and count > 1: the sum is g alone (acc is
  * not read), averaged over count. */
 static void test_first_with_count(void **state)
@@ -331,6 +404,7 @@ int main(void)
 	       info.free_bytes, info.total_bytes);
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_bit_equal),
+	    cmocka_unit_test(test_adam_bit_equal),
 	    cmocka_unit_test(test_first_with_count),
 	    cmocka_unit_test(test_bad_arguments),
 	    cmocka_unit_test(test_bad_index),

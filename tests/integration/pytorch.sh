@@ -82,6 +82,45 @@ run adamw-none none "" --optimizer adamw --lr 0.01
 run adamw-cosine-clip none "" --optimizer adamw --lr 0.01 --schedule cosine --clip 1.0
 run branchy-adamw none "" --model branchy --optimizer adamw --lr 0.01
 run accumulate-adam none "" --optimizer adam --lr 0.01 --accumulate 2
+# the servers step Adam / AdamW; the learning rate each push carries
+run adam-servers adam "" --optimizer adam --lr 0.01
+run adamw-cosine-servers adamw "--set train.weight_decay=0.01" \
+	--optimizer adamw --lr 0.01 --weight-decay 0.01 --schedule cosine
+run sgd-cosine-servers sgd "--set train.momentum=0.9" \
+	--optimizer sgd --lr 0.05 --momentum 0.9 --schedule cosine
+run branchy-adamw-servers adamw "--set train.weight_decay=0.01" \
+	--model branchy --optimizer adamw --lr 0.01 --weight-decay 0.01
+
+# the transfer order from the model: forward's order as torch.fx traces
+# it (a head declared before the body it follows, a bare parameter read in
+# between), the given order where tracing fails (control flow on a tensor)
+cat >"$WORK/order.py" <<'PYORDER'
+import torch
+from ordo.torch import forward_order
+class Rev(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = torch.nn.Linear(8, 2)
+        self.scale = torch.nn.Parameter(torch.ones(8))
+        self.body = torch.nn.Linear(4, 8)
+    def forward(self, x):
+        return self.head(self.body(x) * self.scale)
+class Dyn(Rev):
+    def forward(self, x):
+        return self.head(self.body(x if x.sum() > 0 else -x))
+m = Rev()
+got, why = forward_order(m, list(m.named_parameters()))
+assert [n for n, _ in got] == ["body.weight", "body.bias", "scale", "head.weight",
+                               "head.bias"] and why is None, (got, why)
+m = Dyn()
+got, why = forward_order(m, list(m.named_parameters()))
+assert [n for n, _ in got] == [n for n, _ in m.named_parameters()], got
+assert "control flow" in why, why
+print("forward order traced; untraceable model keeps its order (%s)" % why.split(":")[0])
+PYORDER
+# shellcheck disable=SC2086
+out=$(env $PY_ENV $py "$WORK/order.py" 2>&1) || fail "transfer order: $out"
+pass "transfer order: $out"
 
 # errors: clear, at once, nothing left running
 fails() { # NAME PATTERN SERVER_OPTIMIZER "SETS" PROGRAM ARGS: the job fails saying PATTERN
@@ -97,8 +136,13 @@ fails() { # NAME PATTERN SERVER_OPTIMIZER "SETS" PROGRAM ARGS: the job fails say
 }
 fails adam-on-sgd-servers "server.optimizer = sgd runs SGD on the servers" sgd "" \
 	"$ex" --iterations 3 --optimizer adam
-fails lr-mismatch "applies train.lr = 0.1, train.momentum = 0 on the servers, but the optimizer has lr 0.05" \
-	sgd "--set train.lr=0.1 --set train.momentum=0" "$ex" --iterations 3 --optimizer sgd --lr 0.05
+fails momentum-mismatch "server.optimizer = sgd runs on the servers with train.momentum = 0, but the optimizer has momentum 0.9" \
+	sgd "--set train.momentum=0" "$ex" --iterations 3 --optimizer sgd --momentum 0.9
+fails betas-mismatch "server.optimizer = adam runs on the servers with train.beta2 = 0.99, but the optimizer has betas (0.9, 0.999)" \
+	adam "--set train.beta2=0.99" "$ex" --iterations 3 --optimizer adam
+fails adam-on-adamw-servers "server.optimizer = adamw runs AdamW on the servers; wrap a torch.optim.AdamW" \
+	adamw "" "$ex" --iterations 3 --optimizer adam
+fails unknown-optimizer "server.optimizer.*rmsprop" rmsprop "" "$ex" --iterations 3
 cat >"$WORK/bad_models.py" <<'PYBAD'
 import os, sys, torch
 import ordo.torch as ot
@@ -117,6 +161,12 @@ params = list(net.parameters())
 if what == "missing":  # the optimizer holds a layer named_parameters lacks
     params += list(torch.nn.Linear(2, 2).parameters())
 opt = ot.DistributedOptimizer(torch.optim.Adam(params), named_parameters=net.named_parameters())
+if what == "set_lr":  # a negative learning rate, then one set behind set_lr's back
+    try:
+        opt.set_lr(-0.5)
+    except ValueError as e:
+        print(e, file=sys.stderr)
+    opt.param_groups[0]["lr"] = float("nan")
 x = torch.ones(3, 4, dtype=next(net.parameters()).dtype)
 net(x).sum().backward()
 net(x).sum().backward()  # twice before step()
@@ -124,6 +174,10 @@ opt.step()
 PYBAD
 fails float64 "ordo.torch: parameter 'weight' is torch.float64: ordo moves float32 only" none "" \
 	"$WORK/bad_models.py" float64
+fails set-lr "set_lr(-0.5): a learning rate is finite and >= 0" adam "" "$WORK/bad_models.py" set_lr
+grep -q "learning rate nan at iteration 0: .*must be finite" "$WORK/set-lr.err.log" ||
+	fail "set-lr: a NaN learning rate in the optimizer's group is not refused at step()"
+pass "set-lr: a NaN learning rate in a group: refused at step(), naming the iteration"
 fails backward-twice "backward() reached parameter '.*' 2 times before step(): pass backward_passes_per_step=2" \
 	none "" "$WORK/bad_models.py" twice
 fails missing-params "2 of the optimizer's parameters (shapes \[(2, 2), (2,)\]) are not in named_parameters" \

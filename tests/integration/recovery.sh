@@ -2,7 +2,7 @@
 # worker was killed (kill -9, mid-iteration) from the newest complete
 # checkpoint, and the job ends exactly as an uninterrupted run: every value
 # of the exactness job exact (no update lost, none applied twice), and SGD
-# with momentum bit-identical. Without ps-launch's restarts, a dead node
+# with momentum and AdamW on the servers bit-identical. Without ps-launch's restarts, a dead node
 # fails the job and the scheduler names the checkpoint to resume from.
 source "$(dirname "$0")/lib.sh" "$@"
 SIZES=1000,4097,10,1
@@ -74,6 +74,26 @@ restarted momentum 1
 cmp -s "$WORK/straight.params" "$WORK/momentum.params" ||
 	fail "momentum: recovered parameters differ from the uninterrupted run's"
 pass "momentum: server killed, recovered, parameters identical to an uninterrupted run"
+
+# 2b. AdamW on the servers: both moments in the checkpoints; killed and
+#     recovered = uninterrupted, bit for bit.
+adamw="--set server.optimizer=adamw --set train.lr=0.01 --set train.weight_decay=0.01"
+# shellcheck disable=SC2086
+launch straight-adamw 300 $adamw --set train.iterations=150 \
+	--set train.dump_params="$WORK/straight-adamw.params" ||
+	fail "uninterrupted AdamW run exited $?"
+# shellcheck disable=SC2086
+start_job adamw $adamw --set train.iterations=150 \
+	--set train.dump_params="$WORK/adamw.params" \
+	--set checkpoint.dir="$WORK/adamw" --set checkpoint.every=10 \
+	--set fault.restarts=1
+job=$JOB_PID
+kill_after adamw 2 server
+wait $job || fail "adamw: recovered job exited $?"
+restarted adamw 1
+cmp -s "$WORK/straight-adamw.params" "$WORK/adamw.params" ||
+	fail "adamw: recovered parameters differ from the uninterrupted run's"
+pass "adamw: server killed, recovered, parameters identical to an uninterrupted run"
 
 # 3. Asynchronous mode: a server killed, recovered; every partition ends
 #    at workers x iterations updates (every push applied exactly once).

@@ -246,6 +246,94 @@ static void test_avg_last(void **state)
 	assert_memory_equal(w, sw, sizeof(w));
 }
 
+/* Adam and AdamW against the formulas evaluated in double over five
+ * steps of three workers' gradients (torch.optim's, docs/pytorch.md):
+ * float32 results within a few ulps of them; the moments too. */
+static void adam_against_double(int decoupled)
+{
+	enum { N = 257, W = 3, STEPS = 5 };
+	static float w[N], m[N], sq[N], g[W][N];
+	static double rw[N], rm[N], rs[N];
+	double acc[N];
+	const double lr = 0.003, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0.1;
+	uint32_t seed = 7;
+
+	memset(m, 0, sizeof(m));
+	memset(sq, 0, sizeof(sq));
+	for (int i = 0; i < N; i++) {
+		w[i] = (float)((i % 17) - 8) * 0.125f;
+		rw[i] = w[i];
+		rm[i] = rs[i] = 0;
+	}
+	for (uint64_t step = 1; step <= STEPS; step++) {
+		for (int k = 0; k < W; k++)
+			for (int i = 0; i < N; i++) {
+				seed = seed * 1103515245u + 12345u;
+				g[k][i] = (float)((int)(seed >> 16) % 2001 -
+						  1000) / 1000.0f;
+			}
+		ps_accum_set(acc, g[0], N);
+		ps_accum_add(acc, g[1], N);
+		ps_adam a = {.lr = lr * (double)step, .beta1 = b1, .beta2 = b2,
+			     .eps = eps, .weight_decay = wd,
+			     .decoupled = decoupled, .step = step};
+		ps_adam_scalars k;
+		ps_adam_scalars_of(&a, &k);
+		ps_adam_apply_last(w, m, sq, acc, g[2], N, 0, W, &k);
+		for (int i = 0; i < N; i++) {
+			double gi = ((double)g[0][i] + g[1][i] + g[2][i]) / W;
+			if (decoupled)
+				rw[i] *= 1 - a.lr * wd;
+			else
+				gi += wd * rw[i];
+			rm[i] = b1 * rm[i] + (1 - b1) * gi;
+			rs[i] = b2 * rs[i] + (1 - b2) * gi * gi;
+			double denom = sqrt(rs[i]) / sqrt(1 - pow(b2, step)) +
+				       eps;
+			rw[i] -= a.lr / (1 - pow(b1, step)) * rm[i] / denom;
+		}
+	}
+	for (int i = 0; i < N; i++) {
+		assert_true(fabs(w[i] - rw[i]) <= 1e-5 * fmax(1, fabs(rw[i])));
+		assert_true(fabs(m[i] - rm[i]) <= 1e-5 * fmax(1e-3, fabs(rm[i])));
+		assert_true(fabs(sq[i] - rs[i]) <= 1e-5 * fmax(1e-6, fabs(rs[i])));
+	}
+}
+
+static void test_adam(void **state)
+{
+	(void)state;
+	adam_against_double(0);
+}
+
+static void test_adamw(void **state)
+{
+	(void)state;
+	adam_against_double(1);
+}
+
+/* The first step of Adam moves every weight by lr (times sign(g)) when
+ * eps is negligible: m / sqrt(s) = g / |g| after bias correction. Count 0
+ * changes nothing. */
+static void test_adam_first_step(void **state)
+{
+	float w[4] = {1, 1, 1, 1}, m[4] = {0}, sq[4] = {0};
+	const float g[4] = {0.5f, -2.0f, 1e-3f, -7.0f};
+	ps_adam a = {.lr = 0.25, .beta1 = 0.9, .beta2 = 0.999, .eps = 0,
+		     .step = 1};
+	ps_adam_scalars k;
+
+	(void)state;
+	ps_adam_scalars_of(&a, &k);
+	ps_adam_apply_last(w, m, sq, NULL, g, 4, 1, 1, &k);
+	for (int i = 0; i < 4; i++)
+		assert_true(fabsf(w[i] - (g[i] > 0 ? 0.75f : 1.25f)) < 1e-6f);
+	float before[4];
+	memcpy(before, w, sizeof(w));
+	ps_adam_apply_last(w, m, sq, NULL, g, 4, 1, 0, &k);
+	assert_memory_equal(w, before, sizeof(w));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -258,6 +346,9 @@ int main(void)
 	    cmocka_unit_test(test_long_vector),
 	    cmocka_unit_test(test_apply_last_bit_identical),
 	    cmocka_unit_test(test_avg_last),
+	    cmocka_unit_test(test_adam),
+	    cmocka_unit_test(test_adamw),
+	    cmocka_unit_test(test_adam_first_step),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
