@@ -85,7 +85,8 @@ static int for_each_piece(const ps_placement *pl, const ps_partition *d,
 typedef struct load_ctx {
 	ps_ckpt_range *ranges;
 	size_t n;
-	float *values, *momentum; /* the partition's */
+	float *values, *momentum, *second; /* the partition's (second may be
+					    * NULL: not kept) */
 } load_ctx;
 
 static int add_range(void *ud, uint32_t tensor, uint64_t tensor_offset,
@@ -99,6 +100,7 @@ static int add_range(void *ud, uint32_t tensor, uint64_t tensor_offset,
 		.numel = numel,
 		.values = l->values + part_offset,
 		.momentum = l->momentum + part_offset,
+		.second = l->second ? l->second + part_offset : NULL,
 	};
 	return PS_OK;
 }
@@ -147,6 +149,7 @@ int ps_snapshot_load(server *s)
 		shard_part *p = &s->parts[k];
 		l.values = p->values->data;
 		l.momentum = p->momentum;
+		l.second = p->second;
 		rc = for_each_piece(pl, p->desc, add_range, &l);
 	}
 	if (rc == PS_OK)
@@ -250,6 +253,12 @@ static int prepare_slot(server *s, snap *c)
 			return PS_ENOMEM;
 		memset(c->values, 0, bytes);
 		memset(c->momentum, 0, bytes);
+		if (ps_server_has_second(s)) {
+			c->second = ps_alloc_big(bytes);
+			if (!c->second)
+				return PS_ENOMEM;
+			memset(c->second, 0, bytes);
+		}
 	}
 	return PS_OK;
 }
@@ -294,7 +303,7 @@ static int start_collecting(server *s, uint64_t iteration, int requested)
 typedef struct seg_ctx {
 	snap *c;
 	uint64_t version;
-	const float *values, *momentum;
+	const float *values, *momentum, *second; /* second: NULL if not kept */
 } seg_ctx;
 
 static int add_segment(void *ud, uint32_t tensor, uint64_t tensor_offset,
@@ -309,6 +318,7 @@ static int add_segment(void *ud, uint32_t tensor, uint64_t tensor_offset,
 		.version = g->version,
 		.values = g->values + part_offset,
 		.momentum = g->momentum + part_offset,
+		.second = g->second ? g->second + part_offset : NULL,
 	};
 	return PS_OK;
 }
@@ -344,7 +354,8 @@ static int start_writing(server *s)
 		seg_ctx g = {.c = c,
 			     .version = c->version[k],
 			     .values = c->values + at,
-			     .momentum = c->momentum + at};
+			     .momentum = c->momentum + at,
+			     .second = c->second ? c->second + at : NULL};
 		for_each_piece(pl, s->parts[k].desc, add_segment, &g);
 	}
 	rc = ps_ckpt_path(s->cfg->checkpoint.dir, c->iteration, c->dir,
@@ -417,7 +428,7 @@ static int take(server *s, uint32_t k)
 	uint64_t t0 = ps_now_ns();
 
 #ifdef PS_WITH_CUDA
-	/* server.device = cuda: the momentum lives on the device; the host
+	/* server.device = cuda: the moments live on the device; the host
 	 * arena is brought up to date here only (server/gpu.h). The values
 	 * are on the host after every update already. */
 	if (s->gpu) {
@@ -429,8 +440,11 @@ static int take(server *s, uint32_t k)
 	c->version[k] = state(s, p)->version;
 	memcpy(c->values + at, p->values->data, p->desc->numel * sizeof(float));
 	memcpy(c->momentum + at, p->momentum, p->desc->numel * sizeof(float));
+	if (c->second)
+		memcpy(c->second + at, p->second,
+		       p->desc->numel * sizeof(float));
 	c->taken[k] = 1;
-	c->bytes += 2 * p->desc->numel * sizeof(float);
+	c->bytes += (c->second ? 3 : 2) * p->desc->numel * sizeof(float);
 	c->take_ns += ps_now_ns() - t0;
 	if (--c->missing > 0)
 		return PS_OK;
@@ -598,6 +612,7 @@ void ps_snapshot_free(server *s)
 		snap *c = &sn->slot[i];
 		ps_free_big(c->values, s->arena_numel * sizeof(float));
 		ps_free_big(c->momentum, s->arena_numel * sizeof(float));
+		ps_free_big(c->second, s->arena_numel * sizeof(float));
 		free(c->taken);
 		free(c->version);
 		*c = (snap){0};

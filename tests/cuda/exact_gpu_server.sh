@@ -14,6 +14,8 @@
 #    resumed on the GPU under another layout, exact; and a momentum run
 #    checkpointed at 10 and resumed, both on the GPU, ends with the
 #    parameters of an uninterrupted CPU run (cmp).
+# 4. AdamW on the servers: GPU = CPU (cmp), and checkpointed on the GPU by
+#    3 servers, resumed by 1, = an uninterrupted CPU run (cmp).
 #
 # Without a device (no GPU, no driver) it prints "SKIP: ..." with
 # ps-server's reason and exits 77.
@@ -144,4 +146,24 @@ on_gpu second 1
 cmp "$WORK/straight.params" "$WORK/second.params" ||
 	fail "momentum: checkpointed and resumed on the GPU, the parameters differ from an uninterrupted CPU run"
 pass "momentum: checkpoint at 10 and resume on the GPU = uninterrupted CPU run (cmp)"
+
+# 4. AdamW: GPU = CPU byte for byte, and its two moments through a
+#    checkpoint on the GPU (written by 3 servers, resumed by 1)
+rm -rf "$CK"
+adamw=(--set server.optimizer=adamw --set train.lr=0.01 --set train.weight_decay=0.01)
+mlp adamw-straight cpu "${adamw[@]}" --set cluster.workers=2 --set cluster.servers=2
+mlp adamw-gpu cuda "${adamw[@]}" --set cluster.workers=2 --set cluster.servers=3 \
+	--set scheduling.partition_size=1K
+on_gpu adamw-gpu 3
+cmp "$WORK/adamw-straight.params" "$WORK/adamw-gpu.params" ||
+	fail "adamw: the GPU's parameters differ from the CPU's"
+mlp adamw-first cuda "${adamw[@]}" --set cluster.workers=2 --set cluster.servers=3 \
+	--set scheduling.partition_size=1K --set checkpoint.dir="$CK" \
+	--set checkpoint.every=10 --set train.iterations=10
+mlp adamw-second cuda "${adamw[@]}" --set cluster.workers=2 --set cluster.servers=1 \
+	--set checkpoint.dir="$CK" --set checkpoint.resume=latest
+on_gpu adamw-second 1
+cmp "$WORK/adamw-straight.params" "$WORK/adamw-second.params" ||
+	fail "adamw: checkpointed and resumed on the GPU, the parameters differ from an uninterrupted CPU run"
+pass "adamw: GPU = CPU (cmp); checkpoint at 10 and resume on the GPU = uninterrupted CPU run (cmp)"
 assert_no_leftovers
