@@ -136,7 +136,7 @@ env = {}
 exec(check[0], env)        # the manifest's checksum, as documented
 exec(reader[0], env)       # defines read_shard
 man = env["m"]
-assert man["format"] == "ordo-checkpoint" and man["format_version"] == 1
+assert man["format"] == "ordo-checkpoint" and man["format_version"] == 2
 assert [t["name"] for t in man["tensors"]] == ["conv.w", "conv.b", "fc.w", "fc.b", "out.w"]
 seen = 0
 for s in man["shards"]:
@@ -151,7 +151,8 @@ for s in man["shards"]:
     assert tail[5] == zlib.crc32(data[trailer_at:trailer_at + 28])
     it, rank, segs = env["read_shard"](s["file"])
     assert it == 20 and rank == s["rank"] and len(segs) == s["segments"] == n
-    for t, off, values, momentum in segs:
+    for t, off, values, momentum, second in segs:
+        assert second is None
         vals = struct.unpack(f"<{len(values) // 4}f", values)
         assert all(x == (t * 100000 + off + i) * 0.25 for i, x in enumerate(vals))
         if t == 1:
@@ -218,13 +219,13 @@ python3 - "$tmp/newer/manifest.json" <<'PY'
 import json, sys, zlib
 p = sys.argv[1]
 m = json.load(open(p))
-m["format_version"] = 2
+m["format_version"] = 3
 del m["crc32"]
 canon = json.dumps(m, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
 m["crc32"] = zlib.crc32(canon.encode())
 json.dump(m, open(p, "w"), indent=2)
 PY
-expect 1 "manifest.json: format version 2 is newer than this ordo reads (1)" -- \
+expect 1 "manifest.json: format version 3 is newer than this ordo reads (2)" -- \
 	verify "$tmp/newer"
 printf 'garbage' >"$tmp/newer/manifest.json"
 expect 1 "manifest.json: not valid JSON" -- show "$tmp/newer"

@@ -710,7 +710,8 @@ static void edit_manifest(const char *dir, void (*edit)(json_t *), int fix)
 
 static void newer(json_t *m)
 {
-	json_object_set_new(m, "format_version", json_integer(2));
+	json_object_set_new(m, "format_version",
+	                    json_integer(PS_CKPT_FORMAT + 1));
 }
 
 static void no_seed(json_t *m)
@@ -777,8 +778,8 @@ static void test_manifest_edits(void **state)
 	(void)state;
 	edit_manifest(dir, newer, 1);
 	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_ENOTSUP);
-	assert_why("manifest.json: format version 2 is newer than this ordo "
-	           "reads (1)");
+	assert_why("manifest.json: format version 3 is newer than this ordo "
+	           "reads (2)");
 	edit_manifest(dir, newer, 0); /* still refused: newer, not damaged */
 	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_ENOTSUP);
 
