@@ -5,7 +5,7 @@
  *   ps-ckpt list ROOT                      one line per ckpt-* directory
  *   ps-ckpt show DIR [--config]            the manifest's record
  *   ps-ckpt verify DIR                     every byte, every checksum
- *   ps-ckpt export DIR TENSOR FILE.npy [--momentum]
+ *   ps-ckpt export DIR TENSOR FILE.npy [--momentum | --second]
  *
  * DIR is a checkpoint directory or a root holding ckpt-* directories (the
  * newest complete one is used). Exit status: 0 done, 1 a bad or missing
@@ -27,47 +27,53 @@
 #include "ordo/ordo.h"
 
 #define PROG    "ps-ckpt"
-#define MAX_POS 3 /* positional arguments after the command */
+#define MAX_POS   3 /* positional arguments after the command */
+#define MAX_FLAGS 2 /* options of one command, which exclude each other */
 
 typedef struct command {
 	const char *name;
-	const char *args;    /* synopsis after the name */
-	int npos;            /* positional arguments */
-	const char *flag;    /* its one option, or NULL */
-	const char *summary; /* one line for --help */
-	const char *help;    /* what it does (several lines) */
-	int (*run)(char **pos, bool flag);
+	const char *args;             /* synopsis after the name */
+	int npos;                     /* positional arguments */
+	const char *flags[MAX_FLAGS]; /* its options (without "--"), if any */
+	const char *summary;          /* one line for --help */
+	const char *help;             /* what it does (several lines) */
+	int (*run)(char **pos, int flag); /* flag: 1 + the index of the
+	                                     option given; 0: none */
 } command;
 
-static int cmd_list(char **pos, bool flag);
-static int cmd_show(char **pos, bool flag);
-static int cmd_verify(char **pos, bool flag);
-static int cmd_export(char **pos, bool flag);
+static int cmd_list(char **pos, int flag);
+static int cmd_show(char **pos, int flag);
+static int cmd_verify(char **pos, int flag);
+static int cmd_export(char **pos, int flag);
 
 static const command commands[] = {
-    {"list", "ROOT", 1, NULL,
+    {"list", "ROOT", 1, {NULL},
      "the ckpt-* directories in ROOT: complete or why not",
      "Every ckpt-<12 digits> directory under ROOT, oldest first: the\n"
      "iteration, 'complete' or 'incomplete' and why (one line), the\n"
      "bytes of its files and the time it was written (UTC).\n",
      cmd_list},
-    {"show", "DIR [--config]", 1, "config",
+    {"show", "DIR [--config]", 1, {"config"},
      "the record: iteration, layout, seed, tensors, shards",
      "The checkpoint's record: iteration, mode, layout, seed, tensors\n"
      "(index, name, elements) and shards (file, bytes, segments).\n"
      "--config prints only the configuration (INI) it was written with.\n",
      cmd_show},
-    {"verify", "DIR", 1, NULL, "read every byte and check every checksum",
+    {"verify", "DIR", 1, {NULL}, "read every byte and check every checksum",
      "Reads every byte of every shard and checks every checksum, the\n"
      "manifest's included. Prints 'ok: ...' or the first problem (exit "
      "1).\n",
      cmd_verify},
-    {"export", "DIR TENSOR FILE.npy [--momentum]", 3, "momentum",
-     "a tensor's values (or momentum) as NumPy .npy",
+    /* flag 1, 2: ps_ckpt_array's PS_CKPT_MOMENTUM, PS_CKPT_SECOND */
+    {"export", "DIR TENSOR FILE.npy [--momentum | --second]", 3,
+     {"momentum", "second"},
+     "a tensor's values (or optimizer state) as NumPy .npy",
      "Writes a tensor (by name, or by index) as NumPy .npy (format 1.0,\n"
-     "'<f4', shape (numel,)); --momentum: its optimizer momentum.\n",
+     "'<f4', shape (numel,)): its values; --momentum: its optimizer\n"
+     "momentum (first moment); --second: its second moment (Adam,\n"
+     "AdamW). What a checkpoint does not store is exported as zeros.\n",
      cmd_export},
-    {NULL, NULL, 0, NULL, NULL, NULL, NULL},
+    {NULL, NULL, 0, {NULL}, NULL, NULL, NULL},
 };
 
 static void usage(FILE *out)
@@ -233,7 +239,7 @@ static uint64_t dir_size(const char *dir, time_t *mtime)
 	return total;
 }
 
-static int cmd_list(char **pos, bool flag)
+static int cmd_list(char **pos, int flag)
 {
 	char path[PS_CKPT_PATH_MAX], why[PS_CKPT_PATH_MAX + 256];
 	const char *root = pos[0];
@@ -280,7 +286,7 @@ static int cmd_list(char **pos, bool flag)
 
 /* ---- show, verify ------------------------------------------------------- */
 
-static int cmd_show(char **pos, bool config_only)
+static int cmd_show(char **pos, int config_only)
 {
 	const ps_ckpt_meta *m;
 	const ps_tensor_desc *t;
@@ -324,7 +330,7 @@ static int cmd_show(char **pos, bool config_only)
 	return 0;
 }
 
-static int cmd_verify(char **pos, bool flag)
+static int cmd_verify(char **pos, int flag)
 {
 	char why[PS_CKPT_PATH_MAX + 256], size[32];
 	uint64_t bytes = 0;
@@ -367,8 +373,9 @@ static int64_t find_tensor(const ps_ckpt *ck, const char *name)
 	return -1;
 }
 
-static int cmd_export(char **pos, bool momentum)
+static int cmd_export(char **pos, int flag)
 {
+	ps_ckpt_array array = (ps_ckpt_array)flag; /* see commands[] */
 	char why[PS_CKPT_PATH_MAX + 256], names[512] = "";
 	int64_t t;
 	ps_ckpt *ck;
@@ -391,26 +398,35 @@ static int cmd_export(char **pos, bool momentum)
 		ps_ckpt_close(&ck);
 		return st;
 	}
-	if (ps_ckpt_export_npy(ck, (uint32_t)t, momentum, pos[2], why,
+	if (ps_ckpt_export_npy(ck, (uint32_t)t, array, pos[2], why,
 	                       sizeof(why)) != PS_OK) {
 		ps_ckpt_close(&ck);
 		return failure("%s", why);
 	}
 	printf("ok: %s: tensor %" PRId64 " '%s' (%" PRIu64 " elements, %s)\n",
 	       pos[2], t, ck->tensors[t].name, ck->tensors[t].numel,
-	       momentum ? "momentum" : "values");
+	       psi_ckpt_array_name(array));
 	ps_ckpt_close(&ck);
 	return 0;
 }
 
 /* ---- main --------------------------------------------------------------- */
 
+/* 1 + the index of c's option `name` (without "--"); 0: none such. */
+static int find_flag(const command *c, const char *name)
+{
+	for (int f = 0; f < MAX_FLAGS && c->flags[f]; f++)
+		if (strcmp(name, c->flags[f]) == 0)
+			return f + 1;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const command *cmd = NULL;
 	char *pos[MAX_POS + 1];
-	bool options = true, help = false, flag = false;
-	int npos = 0, st;
+	bool options = true, help = false;
+	int npos = 0, flag = 0, st;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -423,8 +439,16 @@ int main(int argc, char **argv)
 			printf(PROG " (ordo " ORDO_VERSION_STRING ")\n");
 			return 0;
 		} else if (options && a[0] == '-' && a[1] == '-' && cmd &&
-		           cmd->flag && strcmp(a + 2, cmd->flag) == 0) {
-			flag = true;
+		           find_flag(cmd, a + 2) > 0) {
+			int f = find_flag(cmd, a + 2);
+
+			if (flag && flag != f)
+				return usage_error("%s: --%s and --%s exclude "
+				                   "each other",
+				                   cmd->name,
+				                   cmd->flags[flag - 1],
+				                   cmd->flags[f - 1]);
+			flag = f;
 		} else if (options && a[0] == '-' && a[1] != '\0') {
 			return usage_error("unknown option '%s'%s%s", a,
 			                   cmd ? " for " : "",

@@ -170,6 +170,9 @@ expect 2 "unknown command 'frobnicate'" -- frobnicate "$root"
 expect 2 "export needs DIR TENSOR FILE.npy" -- export "$c20" fc.w
 expect 2 "show: unexpected argument 'extra'" -- show "$c20" extra
 expect 2 "unknown option '--momentum' for show" -- show "$c20" --momentum
+expect 2 "export: --momentum and --second exclude each other" -- \
+	export "$c20" fc.w "$tmp/x.npy" --momentum --second
+expect 2 "unknown option '--second' for verify" -- verify "$c20" --second
 expect 2 "unknown option '--bogus'" -- verify "$c20" --bogus
 expect 1 "$tmp/nowhere: not a checkpoint (no manifest.json)" -- verify "$tmp/nowhere"
 expect 1 "$tmp/nowhere: cannot read the directory: No such file or directory" -- \
