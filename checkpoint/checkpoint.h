@@ -10,10 +10,11 @@
  *
  * Stored per tensor, not per partition: a shard file is a list of segments,
  * each a run of elements of one tensor (values, the optimizer's momentum
- * and second moment, and the version of the partition it came from). A fused partition gives one
- * segment per tensor it holds. So a checkpoint written by S servers with
- * partition size P can be read back into any other placement: a reader asks
- * for ranges of tensors and gets them from whatever segments cover them.
+ * and second moment, and the version of the partition it came from). A
+ * fused partition gives one segment per tensor it holds. So a checkpoint
+ * written by S servers with partition size P can be read back into any
+ * other placement: a reader asks for ranges of tensors and gets them from
+ * whatever segments cover them.
  *
  * Who calls what:
  *   server     ps_ckpt_write_shard (from a background thread)
@@ -177,15 +178,14 @@ typedef struct ps_ckpt_range {
 
 /*
  * Fills every range from the shards (a momentum or second moment that a
- * segment does not store reads as zeros). Each segment that overlaps any range
- * is read once and its checksums verified before anything is copied out of
- * it, so the cost is linear in the bytes of the overlapping segments
+ * segment does not store reads as zeros). Each segment that overlaps any
+ * range is read once and its checksums verified before anything is copied
+ * out of it, so the cost is linear in the bytes of the overlapping segments
  * whatever the number of ranges. (A segment wholly inside the only range
  * that wants it is read straight into that range's buffers and checked
- * there.) Ranges have numel > 0 and may be in any order. A range outside
- * its tensor, a checksum mismatch or a short read is an error naming the
- * file; the destination buffers may then be partly written and must not
- * be used.
+ * there.) Ranges have numel > 0 and may be in any order. A range outside its
+ * tensor, a checksum mismatch or a short read is an error naming the file;
+ * the destination buffers may then be partly written and must not be used.
  */
 int ps_ckpt_read_ranges(const ps_ckpt *ck, ps_ckpt_range *ranges, size_t n,
 			char *why, size_t whylen);

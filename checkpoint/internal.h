@@ -30,7 +30,7 @@
 #define CK_TAIL_MAGIC   "ORDOTAIL"
 /* Entry flags: which arrays besides the values are stored (else zeros);
  * array a >= 1 has bit a - 1. */
-#define CK_SEG_FLAG(a)  (1u << ((a) - 1))
+#define CK_SEG_FLAG(a)  (1u << ((a)-1))
 #define CK_SEG_MOMENTUM CK_SEG_FLAG(PS_CKPT_MOMENTUM)
 #define CK_SEG_SECOND   CK_SEG_FLAG(PS_CKPT_SECOND) /* format 2 on */
 #define CK_ITER_LIMIT   1000000000000ull /* 10^12: ckpt-<12 digits> */

@@ -27,18 +27,19 @@
 #include "ordo/ordo.h"
 
 #define PROG    "ps-ckpt"
-#define MAX_POS   3 /* positional arguments after the command */
-#define MAX_FLAGS 2 /* options of one command, which exclude each other */
+#define MAX_POS 3 /* positional arguments after the command */
 
 typedef struct command {
 	const char *name;
-	const char *args;             /* synopsis after the name */
-	int npos;                     /* positional arguments */
-	const char *flags[MAX_FLAGS]; /* its options (without "--"), if any */
-	const char *summary;          /* one line for --help */
-	const char *help;             /* what it does (several lines) */
-	int (*run)(char **pos, int flag); /* flag: 1 + the index of the
-	                                     option given; 0: none */
+	const char *args; /* synopsis after the name */
+	int npos;         /* positional arguments */
+	/* its options (without "--"), which exclude each other: a list
+	 * ending in NULL, or NULL */
+	const char *const *flags;
+	const char *summary; /* one line for --help */
+	const char *help;    /* what it does (several lines) */
+	/* flag: 1 + the index in flags of the option given; 0: none */
+	int (*run)(char **pos, int flag);
 } command;
 
 static int cmd_list(char **pos, int flag);
@@ -46,34 +47,36 @@ static int cmd_show(char **pos, int flag);
 static int cmd_verify(char **pos, int flag);
 static int cmd_export(char **pos, int flag);
 
+static const char *const show_flags[] = {"config", NULL};
+/* 1 + the index: ps_ckpt_array's PS_CKPT_MOMENTUM, PS_CKPT_SECOND */
+static const char *const export_flags[] = {"momentum", "second", NULL};
+
 static const command commands[] = {
-    {"list", "ROOT", 1, {NULL},
+    {"list", "ROOT", 1, NULL,
      "the ckpt-* directories in ROOT: complete or why not",
      "Every ckpt-<12 digits> directory under ROOT, oldest first: the\n"
      "iteration, 'complete' or 'incomplete' and why (one line), the\n"
      "bytes of its files and the time it was written (UTC).\n",
      cmd_list},
-    {"show", "DIR [--config]", 1, {"config"},
+    {"show", "DIR [--config]", 1, show_flags,
      "the record: iteration, layout, seed, tensors, shards",
      "The checkpoint's record: iteration, mode, layout, seed, tensors\n"
      "(index, name, elements) and shards (file, bytes, segments).\n"
      "--config prints only the configuration (INI) it was written with.\n",
      cmd_show},
-    {"verify", "DIR", 1, {NULL}, "read every byte and check every checksum",
+    {"verify", "DIR", 1, NULL, "read every byte and check every checksum",
      "Reads every byte of every shard and checks every checksum, the\n"
      "manifest's included. Prints 'ok: ...' or the first problem (exit "
      "1).\n",
      cmd_verify},
-    /* flag 1, 2: ps_ckpt_array's PS_CKPT_MOMENTUM, PS_CKPT_SECOND */
-    {"export", "DIR TENSOR FILE.npy [--momentum | --second]", 3,
-     {"momentum", "second"},
+    {"export", "DIR TENSOR FILE.npy [--momentum | --second]", 3, export_flags,
      "a tensor's values (or optimizer state) as NumPy .npy",
      "Writes a tensor (by name, or by index) as NumPy .npy (format 1.0,\n"
      "'<f4', shape (numel,)): its values; --momentum: its optimizer\n"
      "momentum (first moment); --second: its second moment (Adam,\n"
      "AdamW). What a checkpoint does not store is exported as zeros.\n",
      cmd_export},
-    {NULL, NULL, 0, {NULL}, NULL, NULL, NULL},
+    {NULL, NULL, 0, NULL, NULL, NULL, NULL},
 };
 
 static void usage(FILE *out)
@@ -375,7 +378,7 @@ static int64_t find_tensor(const ps_ckpt *ck, const char *name)
 
 static int cmd_export(char **pos, int flag)
 {
-	ps_ckpt_array array = (ps_ckpt_array)flag; /* see commands[] */
+	ps_ckpt_array array = (ps_ckpt_array)flag; /* see export_flags */
 	char why[PS_CKPT_PATH_MAX + 256], names[512] = "";
 	int64_t t;
 	ps_ckpt *ck;
@@ -415,7 +418,7 @@ static int cmd_export(char **pos, int flag)
 /* 1 + the index of c's option `name` (without "--"); 0: none such. */
 static int find_flag(const command *c, const char *name)
 {
-	for (int f = 0; f < MAX_FLAGS && c->flags[f]; f++)
+	for (int f = 0; c->flags && c->flags[f]; f++)
 		if (strcmp(name, c->flags[f]) == 0)
 			return f + 1;
 	return 0;

@@ -39,7 +39,7 @@ typedef struct rkey {
 typedef struct job {
 	const psi_ckpt_seg *seg;
 	size_t first;
-	unsigned want; /* bit a: some range wants array a */
+	unsigned want;         /* bit a: some range wants array a */
 	ps_ckpt_range *direct; /* the one range that holds all of it */
 } job;
 
@@ -437,9 +437,8 @@ static size_t npy_header(char *buf, uint64_t numel)
 	return total;
 }
 
-int ps_ckpt_export_npy(const ps_ckpt *ck, uint32_t tensor,
-                       ps_ckpt_array array, const char *path, char *why,
-                       size_t whylen)
+int ps_ckpt_export_npy(const ps_ckpt *ck, uint32_t tensor, ps_ckpt_array array,
+                       const char *path, char *why, size_t whylen)
 {
 	char tmp[PS_CKPT_PATH_MAX], header[128];
 	ps_ckpt_range r = {.tensor = tensor, .offset = 0};

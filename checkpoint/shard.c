@@ -4,13 +4,14 @@
  *
  * DESIGN: the writer lays the file out before writing a byte (header and
  * table, then every segment's values, momentum and second moment - those
- * it stores - each at a 64-byte boundary, then the trailer) and then writes the data front to back
- * (the header's place left as a hole, filled last). Small arrays are
- * gathered in a staging buffer; large ones go straight from the caller's
- * memory in pwrite calls of up to CHUNK bytes. Meanwhile a helper thread
- * computes every array's crc32 from the same memory: zlib's crc32 costs
- * about twice the copy into the page cache, and computed between the
- * writes it halved the writer's speed (measured against dd conv=fsync).
+ * it stores - each at a 64-byte boundary, then the trailer) and then
+ * writes the data front to back (the header's place left as a hole,
+ * filled last). Small arrays are gathered in a staging buffer; large ones
+ * go straight from the caller's memory in pwrite calls of up to CHUNK
+ * bytes. Meanwhile a helper thread computes every array's crc32 from the
+ * same memory: zlib's crc32 costs about twice the copy into the page
+ * cache, and computed between the writes it halved the writer's speed
+ * (measured against dd conv=fsync).
  * The header and table, which hold those checksums, are written last, at
  * offset 0. The checksum of the whole file before the trailer is put
  * together from the arrays' checksums (crc32_combine) and the zeros of
@@ -157,8 +158,8 @@ static void encode_entry(uint8_t *e, const psi_ckpt_seg *s)
 
 const char *psi_ckpt_array_name(int a)
 {
-	static const char *const names[PS_CKPT_NARRAYS] = {
-	    "values", "momentum", "second moment"};
+	static const char *const names[PS_CKPT_NARRAYS] = {"values", "momentum",
+	                                                   "second moment"};
 
 	return a >= 0 && a < PS_CKPT_NARRAYS ? names[a] : "?";
 }
@@ -279,7 +280,8 @@ static void *crc_all(void *arg)
 		seg_arrays(&job->segs[i], arr);
 		for (int a = 0; a < PS_CKPT_NARRAYS; a++)
 			if (arr[a])
-				job->t[i].crc[a] = crc_array(job, arr[a], bytes);
+				job->t[i].crc[a] =
+				    crc_array(job, arr[a], bytes);
 	}
 	return NULL;
 }
@@ -576,8 +578,8 @@ static int decode_entry(const uint8_t *e, psi_ckpt_shard *sh, uint32_t i,
 	psi_ckpt_seg *s = &sh->segs[i];
 	bool v1 = sh->format < 2;
 	uint32_t known = v1 ? CK_SEG_MOMENTUM : CK_SEG_MOMENTUM | CK_SEG_SECOND;
-	uint64_t bytes, reserved = v1 ? get64(e + E_SECOND_CRC)
-	                              : get32(e + E_RESERVED);
+	uint64_t bytes,
+	    reserved = v1 ? get64(e + E_SECOND_CRC) : get32(e + E_RESERVED);
 
 	s->tensor = get32(e + E_TENSOR);
 	s->flags = get32(e + E_FLAGS);
