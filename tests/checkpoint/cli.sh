@@ -90,6 +90,10 @@ run export "$c20" fc.w "$tmp/fc.w.npy"
 has "^ok: $tmp/fc.w.npy: tensor 2 'fc.w' (4099 elements, values)$" "export"
 run export "$c20" 0 "$tmp/conv.w.m.npy" --momentum
 run export "$root" conv.b "$tmp/conv.b.m.npy" --momentum
+run export "$c20" conv.w "$tmp/conv.w.s.npy" --second
+has "^ok: $tmp/conv.w.s.npy: tensor 0 'conv.w' (1000 elements, second moment)$" "export --second"
+run export "$c20" 1 "$tmp/conv.b.s.npy" --second
+run export "$c20" fc.b "$tmp/fc.b.s.npy" --second
 [ -e "$tmp/fc.w.npy.tmp" ] && fail "export left its temporary file"
 python3 - "$tmp" <<'PY' || fail ".npy contents"
 import ast, struct, sys
@@ -107,13 +111,20 @@ def load(name):
     assert len(b) == 10 + hlen + 4 * n
     return list(struct.unpack_from(f"<{n}f", b, 10 + hlen))
 # ckpt_fixture.h: value (t * 100000 + i) * 0.25, momentum -i - t * 0.5,
-# conv.b (t = 1) without momentum (zeros)
+# conv.b (t = 1) without momentum (zeros); second moment i * 0.5 + t + 0.125
+# for conv.w and conv.b (t <= 1), none (zeros) for the others
 v = load("fc.w.npy")
 assert len(v) == 4099 and all(x == (2 * 100000 + i) * 0.25 for i, x in enumerate(v))
 m = load("conv.w.m.npy")
 assert len(m) == 1000 and all(x == -i for i, x in enumerate(m))
 z = load("conv.b.m.npy")
 assert z == [0.0] * 7, z
+s = load("conv.w.s.npy")
+assert len(s) == 1000 and all(x == i * 0.5 + 0.125 for i, x in enumerate(s))
+s = load("conv.b.s.npy")
+assert s == [i * 0.5 + 1.125 for i in range(7)], s
+z = load("fc.b.s.npy")
+assert z == [0.0] * 13, z
 try:
     import numpy
 except ImportError:
@@ -152,7 +163,6 @@ for s in man["shards"]:
     it, rank, segs = env["read_shard"](s["file"])
     assert it == 20 and rank == s["rank"] and len(segs) == s["segments"] == n
     for t, off, values, momentum, second in segs:
-        assert second is None
         vals = struct.unpack(f"<{len(values) // 4}f", values)
         assert all(x == (t * 100000 + off + i) * 0.25 for i, x in enumerate(vals))
         if t == 1:
@@ -160,6 +170,11 @@ for s in man["shards"]:
         else:
             mom = struct.unpack(f"<{len(momentum) // 4}f", momentum)
             assert all(x == -(off + i) - t * 0.5 for i, x in enumerate(mom))
+        if t > 1:
+            assert second is None
+        else:
+            sec = struct.unpack(f"<{len(second) // 4}f", second)
+            assert all(x == (off + i) * 0.5 + t + 0.125 for i, x in enumerate(sec))
         seen += len(vals)
 assert seen == sum(t["numel"] for t in man["tensors"]), seen
 PY
