@@ -9,11 +9,12 @@
  * (PS_CKPT_FORMAT); every file carries checksums (zlib's crc32).
  *
  * Stored per tensor, not per partition: a shard file is a list of segments,
- * each a run of elements of one tensor (values, optimizer momentum, and the
- * version of the partition it came from). A fused partition gives one
- * segment per tensor it holds. So a checkpoint written by S servers with
- * partition size P can be read back into any other placement: a reader asks
- * for ranges of tensors and gets them from whatever segments cover them.
+ * each a run of elements of one tensor (values, the optimizer's momentum
+ * and second moment, and the version of the partition it came from). A
+ * fused partition gives one segment per tensor it holds. So a checkpoint
+ * written by S servers with partition size P can be read back into any
+ * other placement: a reader asks for ranges of tensors and gets them from
+ * whatever segments cover them.
  *
  * Who calls what:
  *   server     ps_ckpt_write_shard (from a background thread)
@@ -24,7 +25,8 @@
  *
  * Errors: every failing call returns a ps_err and writes into why a message
  * that names the file and the problem ("ckpt-000000000010/shard-1.bin:
- * checksum mismatch in segment 3 (tensor 'fc1.weight' elements 0..4095)").
+ * checksum mismatch in segment 3 (tensor 'fc1.weight' elements 0..4095,
+ * second moment)").
  * Codes: PS_ENOENT a file or checkpoint that is not there, PS_ENOTSUP a
  * format version newer than PS_CKPT_FORMAT, PS_EPROTO a damaged or
  * inconsistent file (checksum, size, layout, gap or overlap), PS_EINVAL a
@@ -47,7 +49,7 @@
 #include "ordo/error.h"
 #include "scheduler/placement.h" /* ps_tensor_desc */
 
-#define PS_CKPT_FORMAT 1 /* the format version this code writes */
+#define PS_CKPT_FORMAT 2 /* the format version this code writes */
 #define PS_CKPT_MANIFEST "manifest.json"
 #define PS_CKPT_PATH_MAX 4096
 
@@ -58,8 +60,19 @@ typedef struct ps_ckpt_segment {
 	uint64_t numel;   /* > 0 */
 	uint64_t version; /* updates applied to the partition it came from */
 	const float *values;
-	const float *momentum; /* NULL: all zeros */
+	const float *momentum; /* NULL: not stored (all zeros) */
+	const float *second;   /* NULL: not stored (all zeros) */
 } ps_ckpt_segment;
+
+/* The arrays a segment holds, in the order a shard file stores them:
+ * the values, the optimizer's first moment (momentum) and its second
+ * moment (Adam, AdamW). */
+typedef enum ps_ckpt_array {
+	PS_CKPT_VALUES = 0,
+	PS_CKPT_MOMENTUM = 1,
+	PS_CKPT_SECOND = 2,
+} ps_ckpt_array;
+#define PS_CKPT_NARRAYS 3
 
 /* What the manifest records about the job that wrote the checkpoint. */
 typedef struct ps_ckpt_meta {
@@ -159,19 +172,20 @@ typedef struct ps_ckpt_range {
 	uint64_t numel;
 	float *values;    /* receives numel values; NULL: not wanted */
 	float *momentum;  /* receives numel values; NULL: not wanted */
+	float *second;    /* receives numel values; NULL: not wanted */
 	uint64_t version; /* out: the smallest version of the pieces read */
 } ps_ckpt_range;
 
 /*
- * Fills every range from the shards. Each segment that overlaps any range
- * is read once and its checksums verified before anything is copied out of
- * it, so the cost is linear in the bytes of the overlapping segments
+ * Fills every range from the shards (a momentum or second moment that a
+ * segment does not store reads as zeros). Each segment that overlaps any
+ * range is read once and its checksums verified before anything is copied
+ * out of it, so the cost is linear in the bytes of the overlapping segments
  * whatever the number of ranges. (A segment wholly inside the only range
  * that wants it is read straight into that range's buffers and checked
- * there.) Ranges have numel > 0 and may be in any order. A range outside
- * its tensor, a checksum mismatch or a short read is an error naming the
- * file; the destination buffers may then be partly written and must not
- * be used.
+ * there.) Ranges have numel > 0 and may be in any order. A range outside its
+ * tensor, a checksum mismatch or a short read is an error naming the file;
+ * the destination buffers may then be partly written and must not be used.
  */
 int ps_ckpt_read_ranges(const ps_ckpt *ck, ps_ckpt_range *ranges, size_t n,
 			char *why, size_t whylen);
@@ -179,9 +193,11 @@ int ps_ckpt_read_ranges(const ps_ckpt *ck, ps_ckpt_range *ranges, size_t n,
 /* Reads every byte of every shard and checks every checksum. */
 int ps_ckpt_verify(const ps_ckpt *ck, char *why, size_t whylen);
 
-/* Writes a tensor's values (momentum: its optimizer momentum) as NumPy's
- * .npy (format 1.0, '<f4', shape (numel,)), atomically. */
-int ps_ckpt_export_npy(const ps_ckpt *ck, uint32_t tensor, int momentum,
-		       const char *path, char *why, size_t whylen);
+/* Writes one array of a tensor (its values, momentum or second moment)
+ * as NumPy's .npy (format 1.0, '<f4', shape (numel,)), atomically.
+ * PS_EINVAL for an array that is none of ps_ckpt_array's. */
+int ps_ckpt_export_npy(const ps_ckpt *ck, uint32_t tensor,
+		       ps_ckpt_array array, const char *path, char *why,
+		       size_t whylen);
 
 #endif /* ORDO_CHECKPOINT_CHECKPOINT_H */

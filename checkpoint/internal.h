@@ -8,6 +8,7 @@
 #ifndef ORDO_CHECKPOINT_INTERNAL_H
 #define ORDO_CHECKPOINT_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,28 +28,43 @@
 #define CK_TRAILER_SIZE 32u
 #define CK_MAGIC        "ORDOCKPT" /* 8 bytes, no NUL */
 #define CK_TAIL_MAGIC   "ORDOTAIL"
-#define CK_SEG_MOMENTUM 1u /* entry flag: momentum stored (else zeros) */
+/* Entry flags: which arrays besides the values are stored (else zeros);
+ * array a >= 1 has bit a - 1. */
+#define CK_SEG_FLAG(a)  (1u << ((a)-1))
+#define CK_SEG_MOMENTUM CK_SEG_FLAG(PS_CKPT_MOMENTUM)
+#define CK_SEG_SECOND   CK_SEG_FLAG(PS_CKPT_SECOND) /* format 2 on */
 #define CK_ITER_LIMIT   1000000000000ull /* 10^12: ckpt-<12 digits> */
 
-/* One segment as the table records it. */
+/* One segment as the table records it; its arrays indexed by
+ * ps_ckpt_array. */
 typedef struct psi_ckpt_seg {
 	uint32_t tensor;
-	uint32_t flags; /* CK_SEG_MOMENTUM */
+	uint32_t flags; /* CK_SEG_MOMENTUM, CK_SEG_SECOND */
 	uint64_t offset;
 	uint64_t numel;
 	uint64_t version;
-	uint64_t values_at;   /* byte offset in the file */
-	uint64_t momentum_at; /* 0 without CK_SEG_MOMENTUM */
-	uint32_t values_crc;
-	uint32_t momentum_crc; /* 0 without CK_SEG_MOMENTUM */
-	uint32_t shard;        /* index of the shard in its list (not stored) */
-	uint32_t index;        /* index in the shard's table (not stored) */
+	uint64_t at[PS_CKPT_NARRAYS];  /* byte offset in the file; 0: not
+	                                  stored (the second moment's is
+	                                  computed, not read from the table) */
+	uint32_t crc[PS_CKPT_NARRAYS]; /* 0: not stored */
+	uint32_t shard; /* index of the shard in its list (not stored) */
+	uint32_t index; /* index in the shard's table (not stored) */
 } psi_ckpt_seg;
+
+/* Whether s stores array a (the values always; the others by flag). */
+static inline bool psi_ckpt_stored(const psi_ckpt_seg *s, int a)
+{
+	return a == PS_CKPT_VALUES || (s->flags & CK_SEG_FLAG(a));
+}
+
+/* "values", "momentum" or "second moment". */
+const char *psi_ckpt_array_name(int a);
 
 /* A shard file whose header, table and trailer were read and checked. */
 typedef struct psi_ckpt_shard {
 	char *path;
 	uint32_t rank;
+	uint32_t format; /* the header's format version */
 	uint32_t nsegs;
 	uint64_t iteration;
 	uint64_t bytes;      /* the file's size */
@@ -70,10 +86,11 @@ int psi_ckpt_shard_load(const char *path, uint32_t shard_index,
 int psi_ckpt_shard_verify(const psi_ckpt_shard *sh,
                           const ps_tensor_desc *tensors, uint32_t ntensors,
                           char *why, size_t whylen);
-/* "segment 3 (tensor 'fc1.weight' elements 0..4095, values)" into buf
- * (tensors may be NULL: the index instead of the name); returns buf. */
+/* "segment 3 (tensor 'fc1.weight' elements 0..4095, second moment)"
+ * into buf for array a of s (tensors may be NULL: the index instead of
+ * the name); returns buf. */
 const char *psi_ckpt_describe(char *buf, size_t cap, const psi_ckpt_seg *s,
-                              int momentum, const ps_tensor_desc *tensors,
+                              int a, const ps_tensor_desc *tensors,
                               uint32_t ntensors);
 void psi_ckpt_shard_free(psi_ckpt_shard *sh);
 

@@ -5,7 +5,7 @@
  *   ps-ckpt list ROOT                      one line per ckpt-* directory
  *   ps-ckpt show DIR [--config]            the manifest's record
  *   ps-ckpt verify DIR                     every byte, every checksum
- *   ps-ckpt export DIR TENSOR FILE.npy [--momentum]
+ *   ps-ckpt export DIR TENSOR FILE.npy [--momentum | --second]
  *
  * DIR is a checkpoint directory or a root holding ckpt-* directories (the
  * newest complete one is used). Exit status: 0 done, 1 a bad or missing
@@ -31,18 +31,25 @@
 
 typedef struct command {
 	const char *name;
-	const char *args;    /* synopsis after the name */
-	int npos;            /* positional arguments */
-	const char *flag;    /* its one option, or NULL */
+	const char *args; /* synopsis after the name */
+	int npos;         /* positional arguments */
+	/* its options (without "--"), which exclude each other: a list
+	 * ending in NULL, or NULL */
+	const char *const *flags;
 	const char *summary; /* one line for --help */
 	const char *help;    /* what it does (several lines) */
-	int (*run)(char **pos, bool flag);
+	/* flag: 1 + the index in flags of the option given; 0: none */
+	int (*run)(char **pos, int flag);
 } command;
 
-static int cmd_list(char **pos, bool flag);
-static int cmd_show(char **pos, bool flag);
-static int cmd_verify(char **pos, bool flag);
-static int cmd_export(char **pos, bool flag);
+static int cmd_list(char **pos, int flag);
+static int cmd_show(char **pos, int flag);
+static int cmd_verify(char **pos, int flag);
+static int cmd_export(char **pos, int flag);
+
+static const char *const show_flags[] = {"config", NULL};
+/* 1 + the index: ps_ckpt_array's PS_CKPT_MOMENTUM, PS_CKPT_SECOND */
+static const char *const export_flags[] = {"momentum", "second", NULL};
 
 static const command commands[] = {
     {"list", "ROOT", 1, NULL,
@@ -51,7 +58,7 @@ static const command commands[] = {
      "iteration, 'complete' or 'incomplete' and why (one line), the\n"
      "bytes of its files and the time it was written (UTC).\n",
      cmd_list},
-    {"show", "DIR [--config]", 1, "config",
+    {"show", "DIR [--config]", 1, show_flags,
      "the record: iteration, layout, seed, tensors, shards",
      "The checkpoint's record: iteration, mode, layout, seed, tensors\n"
      "(index, name, elements) and shards (file, bytes, segments).\n"
@@ -62,10 +69,12 @@ static const command commands[] = {
      "manifest's included. Prints 'ok: ...' or the first problem (exit "
      "1).\n",
      cmd_verify},
-    {"export", "DIR TENSOR FILE.npy [--momentum]", 3, "momentum",
-     "a tensor's values (or momentum) as NumPy .npy",
+    {"export", "DIR TENSOR FILE.npy [--momentum | --second]", 3, export_flags,
+     "a tensor's values (or optimizer state) as NumPy .npy",
      "Writes a tensor (by name, or by index) as NumPy .npy (format 1.0,\n"
-     "'<f4', shape (numel,)); --momentum: its optimizer momentum.\n",
+     "'<f4', shape (numel,)): its values; --momentum: its optimizer\n"
+     "momentum (first moment); --second: its second moment (Adam,\n"
+     "AdamW). What a checkpoint does not store is exported as zeros.\n",
      cmd_export},
     {NULL, NULL, 0, NULL, NULL, NULL, NULL},
 };
@@ -233,7 +242,7 @@ static uint64_t dir_size(const char *dir, time_t *mtime)
 	return total;
 }
 
-static int cmd_list(char **pos, bool flag)
+static int cmd_list(char **pos, int flag)
 {
 	char path[PS_CKPT_PATH_MAX], why[PS_CKPT_PATH_MAX + 256];
 	const char *root = pos[0];
@@ -280,7 +289,7 @@ static int cmd_list(char **pos, bool flag)
 
 /* ---- show, verify ------------------------------------------------------- */
 
-static int cmd_show(char **pos, bool config_only)
+static int cmd_show(char **pos, int config_only)
 {
 	const ps_ckpt_meta *m;
 	const ps_tensor_desc *t;
@@ -324,7 +333,7 @@ static int cmd_show(char **pos, bool config_only)
 	return 0;
 }
 
-static int cmd_verify(char **pos, bool flag)
+static int cmd_verify(char **pos, int flag)
 {
 	char why[PS_CKPT_PATH_MAX + 256], size[32];
 	uint64_t bytes = 0;
@@ -367,8 +376,9 @@ static int64_t find_tensor(const ps_ckpt *ck, const char *name)
 	return -1;
 }
 
-static int cmd_export(char **pos, bool momentum)
+static int cmd_export(char **pos, int flag)
 {
+	ps_ckpt_array array = (ps_ckpt_array)flag; /* see export_flags */
 	char why[PS_CKPT_PATH_MAX + 256], names[512] = "";
 	int64_t t;
 	ps_ckpt *ck;
@@ -391,26 +401,35 @@ static int cmd_export(char **pos, bool momentum)
 		ps_ckpt_close(&ck);
 		return st;
 	}
-	if (ps_ckpt_export_npy(ck, (uint32_t)t, momentum, pos[2], why,
+	if (ps_ckpt_export_npy(ck, (uint32_t)t, array, pos[2], why,
 	                       sizeof(why)) != PS_OK) {
 		ps_ckpt_close(&ck);
 		return failure("%s", why);
 	}
 	printf("ok: %s: tensor %" PRId64 " '%s' (%" PRIu64 " elements, %s)\n",
 	       pos[2], t, ck->tensors[t].name, ck->tensors[t].numel,
-	       momentum ? "momentum" : "values");
+	       psi_ckpt_array_name(array));
 	ps_ckpt_close(&ck);
 	return 0;
 }
 
 /* ---- main --------------------------------------------------------------- */
 
+/* 1 + the index of c's option `name` (without "--"); 0: none such. */
+static int find_flag(const command *c, const char *name)
+{
+	for (int f = 0; c->flags && c->flags[f]; f++)
+		if (strcmp(name, c->flags[f]) == 0)
+			return f + 1;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const command *cmd = NULL;
 	char *pos[MAX_POS + 1];
-	bool options = true, help = false, flag = false;
-	int npos = 0, st;
+	bool options = true, help = false;
+	int npos = 0, flag = 0, st;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -423,8 +442,16 @@ int main(int argc, char **argv)
 			printf(PROG " (ordo " ORDO_VERSION_STRING ")\n");
 			return 0;
 		} else if (options && a[0] == '-' && a[1] == '-' && cmd &&
-		           cmd->flag && strcmp(a + 2, cmd->flag) == 0) {
-			flag = true;
+		           find_flag(cmd, a + 2) > 0) {
+			int f = find_flag(cmd, a + 2);
+
+			if (flag && flag != f)
+				return usage_error("%s: --%s and --%s exclude "
+				                   "each other",
+				                   cmd->name,
+				                   cmd->flags[flag - 1],
+				                   cmd->flags[f - 1]);
+			flag = f;
 		} else if (options && a[0] == '-' && a[1] != '\0') {
 			return usage_error("unknown option '%s'%s%s", a,
 			                   cmd ? " for " : "",

@@ -27,9 +27,6 @@
 #include "checkpoint/internal.h"
 #include "common/memory.h"
 
-#define WANT_VALUES   1u
-#define WANT_MOMENTUM 2u
-
 /* A range, sorted; maxend: the largest end of the tensor's ranges up to
  * and including this one (non-decreasing within a tensor). */
 typedef struct rkey {
@@ -42,7 +39,7 @@ typedef struct rkey {
 typedef struct job {
 	const psi_ckpt_seg *seg;
 	size_t first;
-	unsigned want;
+	unsigned want;         /* bit a: some range wants array a */
 	ps_ckpt_range *direct; /* the one range that holds all of it */
 } job;
 
@@ -64,7 +61,9 @@ static int cmp_job(const void *a, const void *b)
 
 	if (x->shard != y->shard)
 		return x->shard < y->shard ? -1 : 1;
-	return x->values_at < y->values_at ? -1 : x->values_at > y->values_at;
+	return x->at[PS_CKPT_VALUES] < y->at[PS_CKPT_VALUES]
+	           ? -1
+	           : x->at[PS_CKPT_VALUES] > y->at[PS_CKPT_VALUES];
 }
 
 /* The first key that can overlap a segment starting at (tensor, off). */
@@ -101,8 +100,8 @@ typedef struct reader {
 	uint64_t *filled; /* per range */
 	int fd;
 	uint32_t fd_shard;
-	float *buf[2]; /* a segment's values [0] and momentum [1] */
-	size_t cap[2]; /* bytes */
+	float *buf[PS_CKPT_NARRAYS]; /* a segment's arrays */
+	size_t cap[PS_CKPT_NARRAYS]; /* bytes */
 	char *why;
 	size_t whylen;
 } reader;
@@ -132,6 +131,21 @@ static int check_ranges(const ps_ckpt *ck, const ps_ckpt_range *ranges,
 	return PS_OK;
 }
 
+/* Where r receives array a (ps_ckpt_array), or NULL for no such array. */
+static float **slot(ps_ckpt_range *r, int a)
+{
+	switch (a) {
+	case PS_CKPT_VALUES:
+		return &r->values;
+	case PS_CKPT_MOMENTUM:
+		return &r->momentum;
+	case PS_CKPT_SECOND:
+		return &r->second;
+	default:
+		return NULL;
+	}
+}
+
 /* Grows *buf to bytes. */
 static int reserve(float **buf, size_t *cap, uint64_t bytes)
 {
@@ -150,9 +164,8 @@ static int reserve(float **buf, size_t *cap, uint64_t bytes)
 	return 0;
 }
 
-/* Reads one array of s into dst and checks its crc32. */
-static int read_array(reader *rd, const psi_ckpt_seg *s, bool momentum,
-                      float *dst)
+/* Reads array a of s into dst and checks its crc32. */
+static int read_array(reader *rd, const psi_ckpt_seg *s, int a, float *dst)
 {
 	const psi_ckpt_shard *sh = &rd->ck->shards[s->shard];
 	uint64_t bytes = s->numel * PS_ELEM_SIZE;
@@ -168,36 +181,33 @@ static int read_array(reader *rd, const psi_ckpt_seg *s, bool momentum,
 			return psi_ckpt_sys_fail(rd->why, rd->whylen, errno,
 			                         sh->path, "open");
 	}
-	rc = psi_ckpt_read_at(rd->fd, dst, bytes,
-	                      momentum ? s->momentum_at : s->values_at,
-	                      sh->path, rd->why, rd->whylen);
+	rc = psi_ckpt_read_at(rd->fd, dst, bytes, s->at[a], sh->path, rd->why,
+	                      rd->whylen);
 	if (rc)
 		return rc;
-	if (psi_ckpt_crc(0, dst, bytes) !=
-	    (momentum ? s->momentum_crc : s->values_crc))
+	if (psi_ckpt_crc(0, dst, bytes) != s->crc[a])
 		return ps_errf(rd->why, rd->whylen, PS_EPROTO,
 		               "%s: checksum mismatch in %s", sh->path,
-		               psi_ckpt_describe(what, sizeof(what), s,
-		                                 momentum, rd->ck->tensors,
+		               psi_ckpt_describe(what, sizeof(what), s, a,
+		                                 rd->ck->tensors,
 		                                 rd->ck->ntensors));
 	return PS_OK;
 }
 
-/* Reads one array of s into the reader's buffer for it: *out. */
-static int load(reader *rd, const psi_ckpt_seg *s, bool momentum,
-                const float **out)
+/* Reads array a of s into the reader's buffer for it: *out. */
+static int load(reader *rd, const psi_ckpt_seg *s, int a, const float **out)
 {
 	uint64_t bytes = s->numel * PS_ELEM_SIZE;
 	int rc;
 
-	if (reserve(&rd->buf[momentum], &rd->cap[momentum], bytes) != 0)
+	if (reserve(&rd->buf[a], &rd->cap[a], bytes) != 0)
 		return ps_errf(rd->why, rd->whylen, PS_ENOMEM,
 		               "%s: out of memory for a segment of "
 		               "%" PRIu64 " bytes",
 		               rd->ck->shards[s->shard].path, bytes);
-	rc = read_array(rd, s, momentum, rd->buf[momentum]);
+	rc = read_array(rd, s, a, rd->buf[a]);
 	if (rc == PS_OK)
-		*out = rd->buf[momentum];
+		*out = rd->buf[a];
 	return rc;
 }
 
@@ -206,38 +216,35 @@ static int do_job(reader *rd, const job *j)
 {
 	const psi_ckpt_seg *s = j->seg;
 	uint64_t bytes = s->numel * PS_ELEM_SIZE;
-	bool stored_m = s->flags & CK_SEG_MOMENTUM;
-	const float *v = NULL, *m = NULL;
+	const float *src[PS_CKPT_NARRAYS] = {NULL}; /* NULL: zeros */
 	int rc;
 
 	if (j->direct) {
 		ps_ckpt_range *r = j->direct;
 		uint64_t at = s->offset - r->offset;
 
-		if (r->values) {
-			rc = read_array(rd, s, false, r->values + at);
+		for (int a = 0; a < PS_CKPT_NARRAYS; a++) {
+			float *dst = *slot(r, a);
+
+			if (!dst)
+				continue;
+			if (!psi_ckpt_stored(s, a)) {
+				memset(dst + at, 0, (size_t)bytes);
+				continue;
+			}
+			rc = read_array(rd, s, a, dst + at);
 			if (rc)
 				return rc;
-		}
-		if (r->momentum && stored_m) {
-			rc = read_array(rd, s, true, r->momentum + at);
-			if (rc)
-				return rc;
-		} else if (r->momentum) {
-			memset(r->momentum + at, 0, (size_t)bytes);
 		}
 		rd->filled[r - rd->ranges] += s->numel;
 		if (s->version < r->version)
 			r->version = s->version;
 		return PS_OK;
 	}
-	if (j->want & WANT_VALUES) {
-		rc = load(rd, s, false, &v);
-		if (rc)
-			return rc;
-	}
-	if ((j->want & WANT_MOMENTUM) && stored_m) {
-		rc = load(rd, s, true, &m);
+	for (int a = 0; a < PS_CKPT_NARRAYS; a++) {
+		if (!(j->want & (1u << a)) || !psi_ckpt_stored(s, a))
+			continue;
+		rc = load(rd, s, a, &src[a]);
 		if (rc)
 			return rc;
 	}
@@ -252,15 +259,17 @@ static int do_job(reader *rd, const job *j)
 		if (rd->keys[k].end <= s->offset)
 			continue; /* ends before s (reached by maxend) */
 		len = (size_t)(hi - lo) * PS_ELEM_SIZE;
+		for (int a = 0; a < PS_CKPT_NARRAYS; a++) {
+			float *dst = *slot(r, a);
 
-		if (r->values)
-			memcpy(r->values + (lo - r->offset),
-			       v + (lo - s->offset), len);
-		if (r->momentum && m)
-			memcpy(r->momentum + (lo - r->offset),
-			       m + (lo - s->offset), len);
-		else if (r->momentum)
-			memset(r->momentum + (lo - r->offset), 0, len);
+			if (!dst)
+				continue;
+			if (src[a])
+				memcpy(dst + (lo - r->offset),
+				       src[a] + (lo - s->offset), len);
+			else
+				memset(dst + (lo - r->offset), 0, len);
+		}
 		rd->filled[rd->keys[k].idx] += hi - lo;
 		if (s->version < r->version)
 			r->version = s->version;
@@ -290,8 +299,9 @@ static int plan(reader *rd, job **jobs_p, size_t *njobs_p)
 
 			if (rd->keys[k].end <= s->offset)
 				continue;
-			j.want |= (r->values ? WANT_VALUES : 0) |
-			          (r->momentum ? WANT_MOMENTUM : 0);
+			for (int a = 0; a < PS_CKPT_NARRAYS; a++)
+				if (*slot(r, a))
+					j.want |= 1u << a;
 			j.direct =
 			    r->offset <= s->offset &&
 			            rd->keys[k].end >= s->offset + s->numel
@@ -371,8 +381,8 @@ int ps_ckpt_read_ranges(const ps_ckpt *ck, ps_ckpt_range *ranges, size_t n,
 out:
 	if (rd.fd >= 0)
 		close(rd.fd);
-	free(rd.buf[0]);
-	free(rd.buf[1]);
+	for (int a = 0; a < PS_CKPT_NARRAYS; a++)
+		free(rd.buf[a]);
 	free(jobs);
 	free(rd.keys);
 	free(rd.filled);
@@ -427,11 +437,12 @@ static size_t npy_header(char *buf, uint64_t numel)
 	return total;
 }
 
-int ps_ckpt_export_npy(const ps_ckpt *ck, uint32_t tensor, int momentum,
+int ps_ckpt_export_npy(const ps_ckpt *ck, uint32_t tensor, ps_ckpt_array array,
                        const char *path, char *why, size_t whylen)
 {
 	char tmp[PS_CKPT_PATH_MAX], header[128];
 	ps_ckpt_range r = {.tensor = tensor, .offset = 0};
+	float **dst = slot(&r, (int)array);
 	uint64_t bytes;
 	size_t hlen;
 	float *buf;
@@ -439,6 +450,12 @@ int ps_ckpt_export_npy(const ps_ckpt *ck, uint32_t tensor, int momentum,
 
 	if (!ck || !path)
 		return ps_errf(why, whylen, PS_EINVAL, "no checkpoint or path");
+	if (!dst)
+		return ps_errf(why, whylen, PS_EINVAL,
+		               "array %d: not values (%d), momentum (%d) or "
+		               "second moment (%d)",
+		               (int)array, PS_CKPT_VALUES, PS_CKPT_MOMENTUM,
+		               PS_CKPT_SECOND);
 	if (tensor >= ck->ntensors)
 		return ps_errf(why, whylen, PS_EINVAL,
 		               "%s: tensor %u; the checkpoint has %u", ck->dir,
@@ -454,10 +471,7 @@ int ps_ckpt_export_npy(const ps_ckpt *ck, uint32_t tensor, int momentum,
 		               "out of memory for tensor '%s' "
 		               "(%" PRIu64 " bytes)",
 		               ck->tensors[tensor].name, bytes);
-	if (momentum)
-		r.momentum = buf;
-	else
-		r.values = buf;
+	*dst = buf;
 	rc = ps_ckpt_read_ranges(ck, &r, 1, why, whylen);
 	if (rc)
 		goto out;

@@ -3,14 +3,15 @@
  * and verifier of internal.h. The byte layout is docs/checkpoint-format.md.
  *
  * DESIGN: the writer lays the file out before writing a byte (header and
- * table, then every segment's values and momentum, each at a 64-byte
- * boundary, then the trailer) and then writes the data front to back
- * (the header's place left as a hole, filled last). Small arrays are
- * gathered in a staging buffer; large ones go straight from the caller's
- * memory in pwrite calls of up to CHUNK bytes. Meanwhile a helper thread
- * computes every array's crc32 from the same memory: zlib's crc32 costs
- * about twice the copy into the page cache, and computed between the
- * writes it halved the writer's speed (measured against dd conv=fsync).
+ * table, then every segment's values, momentum and second moment - those
+ * it stores - each at a 64-byte boundary, then the trailer) and then
+ * writes the data front to back (the header's place left as a hole,
+ * filled last). Small arrays are gathered in a staging buffer; large ones
+ * go straight from the caller's memory in pwrite calls of up to CHUNK
+ * bytes. Meanwhile a helper thread computes every array's crc32 from the
+ * same memory: zlib's crc32 costs about twice the copy into the page
+ * cache, and computed between the writes it halved the writer's speed
+ * (measured against dd conv=fsync).
  * The header and table, which hold those checksums, are written last, at
  * offset 0. The checksum of the whole file before the trailer is put
  * together from the arrays' checksums (crc32_combine) and the zeros of
@@ -122,7 +123,8 @@ enum {
 	E_MOMENTUM_AT = 40,
 	E_VALUES_CRC = 48,
 	E_MOMENTUM_CRC = 52,
-	E_RESERVED = 56, /* 8 bytes of zeros */
+	E_SECOND_CRC = 56, /* format 2 on; format 1: reserved (zeros) */
+	E_RESERVED = 60,   /* 4 bytes of zeros */
 
 	T_MAGIC = 0,
 	T_ITERATION = 8,
@@ -132,6 +134,13 @@ enum {
 	T_TRAILER_CRC = 28,
 };
 
+/* Where an entry keeps each array's offset and crc32, by ps_ckpt_array.
+ * The second moment's offset is not kept: the layout is canonical, so a
+ * reader computes it (as it checks every offset that is kept). */
+static const int E_AT[PS_CKPT_NARRAYS] = {E_VALUES_AT, E_MOMENTUM_AT, -1};
+static const int E_CRC[PS_CKPT_NARRAYS] = {E_VALUES_CRC, E_MOMENTUM_CRC,
+                                           E_SECOND_CRC};
+
 static void encode_entry(uint8_t *e, const psi_ckpt_seg *s)
 {
 	memset(e, 0, CK_ENTRY_SIZE);
@@ -140,10 +149,28 @@ static void encode_entry(uint8_t *e, const psi_ckpt_seg *s)
 	put64(e + E_OFFSET, s->offset);
 	put64(e + E_NUMEL, s->numel);
 	put64(e + E_VERSION, s->version);
-	put64(e + E_VALUES_AT, s->values_at);
-	put64(e + E_MOMENTUM_AT, s->momentum_at);
-	put32(e + E_VALUES_CRC, s->values_crc);
-	put32(e + E_MOMENTUM_CRC, s->momentum_crc);
+	for (int a = 0; a < PS_CKPT_NARRAYS; a++) {
+		if (E_AT[a] >= 0)
+			put64(e + E_AT[a], s->at[a]);
+		put32(e + E_CRC[a], s->crc[a]);
+	}
+}
+
+const char *psi_ckpt_array_name(int a)
+{
+	static const char *const names[PS_CKPT_NARRAYS] = {"values", "momentum",
+	                                                   "second moment"};
+
+	return a >= 0 && a < PS_CKPT_NARRAYS ? names[a] : "?";
+}
+
+/* The caller's arrays of s by ps_ckpt_array (NULL: not stored). */
+static void seg_arrays(const ps_ckpt_segment *s,
+                       const float *arr[PS_CKPT_NARRAYS])
+{
+	arr[PS_CKPT_VALUES] = s->values;
+	arr[PS_CKPT_MOMENTUM] = s->momentum;
+	arr[PS_CKPT_SECOND] = s->second;
 }
 
 /* ---- writing ------------------------------------------------------------ */
@@ -206,12 +233,25 @@ static int os_put_array(ostream *os, const void *p, uint64_t n)
 	return 0;
 }
 
+/* Appends every array that s stores. */
+static int os_put_segment(ostream *os, const ps_ckpt_segment *s)
+{
+	const float *arr[PS_CKPT_NARRAYS];
+
+	seg_arrays(s, arr);
+	for (int a = 0; a < PS_CKPT_NARRAYS; a++)
+		if (arr[a] &&
+		    os_put_array(os, arr[a], s->numel * PS_ELEM_SIZE) != 0)
+			return -1;
+	return 0;
+}
+
 /* The checksums of every array, computed on a helper thread while the
  * main thread writes them (crc32 costs about twice the copy into the page
  * cache: interleaved, it would halve the writer's speed). */
 typedef struct crc_job {
 	const ps_ckpt_segment *segs;
-	psi_ckpt_seg *t; /* values_crc and momentum_crc are written */
+	psi_ckpt_seg *t; /* their crc[] is written */
 	uint32_t nsegs;
 	atomic_int stop; /* set when the write failed: give up */
 } crc_job;
@@ -235,12 +275,13 @@ static void *crc_all(void *arg)
 
 	for (uint32_t i = 0; i < job->nsegs; i++) {
 		uint64_t bytes = job->segs[i].numel * PS_ELEM_SIZE;
+		const float *arr[PS_CKPT_NARRAYS];
 
-		job->t[i].values_crc =
-		    crc_array(job, job->segs[i].values, bytes);
-		if (job->segs[i].momentum)
-			job->t[i].momentum_crc =
-			    crc_array(job, job->segs[i].momentum, bytes);
+		seg_arrays(&job->segs[i], arr);
+		for (int a = 0; a < PS_CKPT_NARRAYS; a++)
+			if (arr[a])
+				job->t[i].crc[a] =
+				    crc_array(job, arr[a], bytes);
 	}
 	return NULL;
 }
@@ -257,10 +298,11 @@ static uint32_t file_crc(const uint8_t *front, uint64_t data_at,
 		uint64_t bytes = t[i].numel * PS_ELEM_SIZE;
 		uint64_t pad = (CK_ALIGN - bytes % CK_ALIGN) % CK_ALIGN;
 
-		for (int m = 0; m < 1 + !!(t[i].flags & CK_SEG_MOMENTUM); m++) {
-			crc = (uint32_t)crc32_combine(
-			    crc, m ? t[i].momentum_crc : t[i].values_crc,
-			    (z_off_t)bytes);
+		for (int a = 0; a < PS_CKPT_NARRAYS; a++) {
+			if (!psi_ckpt_stored(&t[i], a))
+				continue;
+			crc = (uint32_t)crc32_combine(crc, t[i].crc[a],
+			                              (z_off_t)bytes);
 			crc = psi_ckpt_crc(crc, zeros, pad);
 		}
 	}
@@ -285,6 +327,7 @@ static int layout(const ps_ckpt_segment *segs, uint32_t nsegs, psi_ckpt_seg *t,
 	for (uint32_t i = 0; i < nsegs; i++) {
 		const ps_ckpt_segment *s = &segs[i];
 		uint64_t bytes = s->numel * PS_ELEM_SIZE;
+		const float *arr[PS_CKPT_NARRAYS];
 
 		if (s->numel == 0 || !s->values ||
 		    s->numel > UINT64_MAX / PS_ELEM_SIZE ||
@@ -296,17 +339,18 @@ static int layout(const ps_ckpt_segment *segs, uint32_t nsegs, psi_ckpt_seg *t,
 			               path, i, s->tensor, s->offset, s->numel);
 		t[i] = (psi_ckpt_seg){
 		    .tensor = s->tensor,
-		    .flags = s->momentum ? CK_SEG_MOMENTUM : 0,
 		    .offset = s->offset,
 		    .numel = s->numel,
 		    .version = s->version,
-		    .values_at = pos,
 		    .index = i,
 		};
-		if (!advance(&pos, bytes))
-			goto too_big;
-		if (s->momentum) {
-			t[i].momentum_at = pos;
+		seg_arrays(s, arr);
+		for (int a = 0; a < PS_CKPT_NARRAYS; a++) {
+			if (!arr[a])
+				continue;
+			if (a != PS_CKPT_VALUES)
+				t[i].flags |= CK_SEG_FLAG(a);
+			t[i].at[a] = pos;
 			if (!advance(&pos, bytes))
 				goto too_big;
 		}
@@ -375,14 +419,9 @@ int ps_ckpt_write_shard(const char *dir, uint32_t rank, uint64_t iteration,
 		crc_all(&job);
 	os.fd = fd;
 	os.pos = data_at;
-	for (uint32_t i = 0; i < nsegs; i++) {
-		uint64_t bytes = segs[i].numel * PS_ELEM_SIZE;
-
-		if (os_put_array(&os, segs[i].values, bytes) != 0 ||
-		    (segs[i].momentum &&
-		     os_put_array(&os, segs[i].momentum, bytes) != 0))
+	for (uint32_t i = 0; i < nsegs; i++)
+		if (os_put_segment(&os, &segs[i]) != 0)
 			break;
-	}
 	if (!os.err)
 		os_flush(&os);
 	if (threaded) {
@@ -441,10 +480,10 @@ out:
 /* ---- reading ------------------------------------------------------------ */
 
 const char *psi_ckpt_describe(char *buf, size_t cap, const psi_ckpt_seg *s,
-                              int momentum, const ps_tensor_desc *tensors,
+                              int a, const ps_tensor_desc *tensors,
                               uint32_t ntensors)
 {
-	const char *arr = momentum ? "momentum" : "values";
+	const char *arr = psi_ckpt_array_name(a);
 
 	if (tensors && s->tensor < ntensors)
 		snprintf(buf, cap,
@@ -483,6 +522,7 @@ static int decode_header(const uint8_t *h, const char *path, uint64_t size,
 		               path, version, PS_CKPT_FORMAT);
 	if (version == 0)
 		return BAD("%s: format version 0 is invalid", path);
+	sh->format = version;
 	sh->iteration = get64(h + H_ITERATION);
 	sh->rank = get32(h + H_RANK);
 	sh->nsegs = get32(h + H_NSEGS);
@@ -530,39 +570,45 @@ static int decode_trailer(const uint8_t *t, const psi_ckpt_shard *sh,
 }
 
 /* Decodes entry i and checks it against the canonical layout (pos: where
- * its values must start; advanced past it). */
+ * its values must start; advanced past its last array). Format 1 knows
+ * no second moment: its bytes 56..63 are all reserved. */
 static int decode_entry(const uint8_t *e, psi_ckpt_shard *sh, uint32_t i,
                         uint64_t *pos, char *why, size_t whylen)
 {
 	psi_ckpt_seg *s = &sh->segs[i];
-	uint64_t bytes, reserved = get64(e + E_RESERVED);
+	bool v1 = sh->format < 2;
+	uint32_t known = v1 ? CK_SEG_MOMENTUM : CK_SEG_MOMENTUM | CK_SEG_SECOND;
+	uint64_t bytes,
+	    reserved = v1 ? get64(e + E_SECOND_CRC) : get32(e + E_RESERVED);
 
 	s->tensor = get32(e + E_TENSOR);
 	s->flags = get32(e + E_FLAGS);
 	s->offset = get64(e + E_OFFSET);
 	s->numel = get64(e + E_NUMEL);
 	s->version = get64(e + E_VERSION);
-	s->values_at = get64(e + E_VALUES_AT);
-	s->momentum_at = get64(e + E_MOMENTUM_AT);
-	s->values_crc = get32(e + E_VALUES_CRC);
-	s->momentum_crc = get32(e + E_MOMENTUM_CRC);
+	for (int a = 0; a < PS_CKPT_NARRAYS; a++) {
+		s->at[a] = E_AT[a] >= 0 ? get64(e + E_AT[a]) : 0;
+		s->crc[a] = v1 && a == PS_CKPT_SECOND ? 0 : get32(e + E_CRC[a]);
+	}
 	s->index = i;
 	bytes = s->numel * PS_ELEM_SIZE;
-	if ((s->flags & ~CK_SEG_MOMENTUM) || reserved || s->numel == 0 ||
+	if ((s->flags & ~known) || reserved || s->numel == 0 ||
 	    s->numel > UINT64_MAX / PS_ELEM_SIZE ||
 	    s->offset > UINT64_MAX - s->numel)
 		return BAD("%s: segment %u is invalid (flags %#x, %" PRIu64
 		           " elements)",
 		           sh->path, i, s->flags, s->numel);
-	if (s->values_at != *pos || !advance(pos, bytes) ||
-	    *pos > sh->trailer_at)
-		goto misplaced;
-	if (s->flags & CK_SEG_MOMENTUM) {
-		if (s->momentum_at != *pos || !advance(pos, bytes) ||
-		    *pos > sh->trailer_at)
+	for (int a = 0; a < PS_CKPT_NARRAYS; a++) {
+		if (!psi_ckpt_stored(s, a)) {
+			if (s->at[a] || s->crc[a])
+				goto misplaced;
+			continue;
+		}
+		if (E_AT[a] >= 0 && s->at[a] != *pos)
 			goto misplaced;
-	} else if (s->momentum_at || s->momentum_crc) {
-		goto misplaced;
+		s->at[a] = *pos;
+		if (!advance(pos, bytes) || *pos > sh->trailer_at)
+			goto misplaced;
 	}
 	return PS_OK;
 misplaced:
@@ -739,9 +785,9 @@ static int is_span(istream *is, uint64_t off, uint64_t n, bool zero,
 	return PS_OK;
 }
 
-/* Checks one array (values or momentum) of segment s and the padding that
- * follows it; *pos moves past both. */
-static int verify_array(istream *is, const psi_ckpt_seg *s, bool momentum,
+/* Checks array a of segment s and the padding that follows it; *pos
+ * moves past both. */
+static int verify_array(istream *is, const psi_ckpt_seg *s, int a,
                         uint64_t *pos, char *why, size_t whylen)
 {
 	uint64_t bytes = s->numel * PS_ELEM_SIZE, end = *pos;
@@ -752,9 +798,9 @@ static int verify_array(istream *is, const psi_ckpt_seg *s, bool momentum,
 	rc = is_span(is, *pos, bytes, false, &crc, why, whylen);
 	if (rc)
 		return rc;
-	if (crc != (momentum ? s->momentum_crc : s->values_crc))
+	if (crc != s->crc[a])
 		return BAD("%s: checksum mismatch in %s", is->path,
-		           psi_ckpt_describe(what, sizeof(what), s, momentum,
+		           psi_ckpt_describe(what, sizeof(what), s, a,
 		                             is->tensors, is->ntensors));
 	advance(&end, bytes);
 	rc = is_span(is, *pos + bytes, end - *pos - bytes, true, NULL, why,
@@ -807,13 +853,11 @@ int psi_ckpt_shard_verify(const psi_ckpt_shard *sh,
 		    sh->data_at - CK_HEADER_SIZE -
 		        (uint64_t)sh->nsegs * CK_ENTRY_SIZE,
 		    true, NULL, why, whylen);
-	for (uint32_t i = 0; !rc && i < sh->nsegs; i++) {
-		const psi_ckpt_seg *s = &sh->segs[i];
-
-		rc = verify_array(&is, s, false, &pos, why, whylen);
-		if (!rc && (s->flags & CK_SEG_MOMENTUM))
-			rc = verify_array(&is, s, true, &pos, why, whylen);
-	}
+	for (uint32_t i = 0; !rc && i < sh->nsegs; i++)
+		for (int a = 0; !rc && a < PS_CKPT_NARRAYS; a++)
+			if (psi_ckpt_stored(&sh->segs[i], a))
+				rc = verify_array(&is, &sh->segs[i], a, &pos,
+				                  why, whylen);
 	if (!rc && is.crc != sh->file_crc)
 		rc = BAD("%s: file checksum mismatch", sh->path);
 out:

@@ -90,6 +90,10 @@ run export "$c20" fc.w "$tmp/fc.w.npy"
 has "^ok: $tmp/fc.w.npy: tensor 2 'fc.w' (4099 elements, values)$" "export"
 run export "$c20" 0 "$tmp/conv.w.m.npy" --momentum
 run export "$root" conv.b "$tmp/conv.b.m.npy" --momentum
+run export "$c20" conv.w "$tmp/conv.w.s.npy" --second
+has "^ok: $tmp/conv.w.s.npy: tensor 0 'conv.w' (1000 elements, second moment)$" "export --second"
+run export "$c20" 1 "$tmp/conv.b.s.npy" --second
+run export "$c20" fc.b "$tmp/fc.b.s.npy" --second
 [ -e "$tmp/fc.w.npy.tmp" ] && fail "export left its temporary file"
 python3 - "$tmp" <<'PY' || fail ".npy contents"
 import ast, struct, sys
@@ -107,13 +111,20 @@ def load(name):
     assert len(b) == 10 + hlen + 4 * n
     return list(struct.unpack_from(f"<{n}f", b, 10 + hlen))
 # ckpt_fixture.h: value (t * 100000 + i) * 0.25, momentum -i - t * 0.5,
-# conv.b (t = 1) without momentum (zeros)
+# conv.b (t = 1) without momentum (zeros); second moment i * 0.5 + t + 0.125
+# for conv.w and conv.b (t <= 1), none (zeros) for the others
 v = load("fc.w.npy")
 assert len(v) == 4099 and all(x == (2 * 100000 + i) * 0.25 for i, x in enumerate(v))
 m = load("conv.w.m.npy")
 assert len(m) == 1000 and all(x == -i for i, x in enumerate(m))
 z = load("conv.b.m.npy")
 assert z == [0.0] * 7, z
+s = load("conv.w.s.npy")
+assert len(s) == 1000 and all(x == i * 0.5 + 0.125 for i, x in enumerate(s))
+s = load("conv.b.s.npy")
+assert s == [i * 0.5 + 1.125 for i in range(7)], s
+z = load("fc.b.s.npy")
+assert z == [0.0] * 13, z
 try:
     import numpy
 except ImportError:
@@ -136,7 +147,7 @@ env = {}
 exec(check[0], env)        # the manifest's checksum, as documented
 exec(reader[0], env)       # defines read_shard
 man = env["m"]
-assert man["format"] == "ordo-checkpoint" and man["format_version"] == 1
+assert man["format"] == "ordo-checkpoint" and man["format_version"] == 2
 assert [t["name"] for t in man["tensors"]] == ["conv.w", "conv.b", "fc.w", "fc.b", "out.w"]
 seen = 0
 for s in man["shards"]:
@@ -151,7 +162,7 @@ for s in man["shards"]:
     assert tail[5] == zlib.crc32(data[trailer_at:trailer_at + 28])
     it, rank, segs = env["read_shard"](s["file"])
     assert it == 20 and rank == s["rank"] and len(segs) == s["segments"] == n
-    for t, off, values, momentum in segs:
+    for t, off, values, momentum, second in segs:
         vals = struct.unpack(f"<{len(values) // 4}f", values)
         assert all(x == (t * 100000 + off + i) * 0.25 for i, x in enumerate(vals))
         if t == 1:
@@ -159,6 +170,11 @@ for s in man["shards"]:
         else:
             mom = struct.unpack(f"<{len(momentum) // 4}f", momentum)
             assert all(x == -(off + i) - t * 0.5 for i, x in enumerate(mom))
+        if t > 1:
+            assert second is None
+        else:
+            sec = struct.unpack(f"<{len(second) // 4}f", second)
+            assert all(x == (off + i) * 0.5 + t + 0.125 for i, x in enumerate(sec))
         seen += len(vals)
 assert seen == sum(t["numel"] for t in man["tensors"]), seen
 PY
@@ -169,6 +185,9 @@ expect 2 "unknown command 'frobnicate'" -- frobnicate "$root"
 expect 2 "export needs DIR TENSOR FILE.npy" -- export "$c20" fc.w
 expect 2 "show: unexpected argument 'extra'" -- show "$c20" extra
 expect 2 "unknown option '--momentum' for show" -- show "$c20" --momentum
+expect 2 "export: --momentum and --second exclude each other" -- \
+	export "$c20" fc.w "$tmp/x.npy" --momentum --second
+expect 2 "unknown option '--second' for verify" -- verify "$c20" --second
 expect 2 "unknown option '--bogus'" -- verify "$c20" --bogus
 expect 1 "$tmp/nowhere: not a checkpoint (no manifest.json)" -- verify "$tmp/nowhere"
 expect 1 "$tmp/nowhere: cannot read the directory: No such file or directory" -- \
@@ -218,13 +237,13 @@ python3 - "$tmp/newer/manifest.json" <<'PY'
 import json, sys, zlib
 p = sys.argv[1]
 m = json.load(open(p))
-m["format_version"] = 2
+m["format_version"] = 3
 del m["crc32"]
 canon = json.dumps(m, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
 m["crc32"] = zlib.crc32(canon.encode())
 json.dump(m, open(p, "w"), indent=2)
 PY
-expect 1 "manifest.json: format version 2 is newer than this ordo reads (1)" -- \
+expect 1 "manifest.json: format version 3 is newer than this ordo reads (2)" -- \
 	verify "$tmp/newer"
 printf 'garbage' >"$tmp/newer/manifest.json"
 expect 1 "manifest.json: not valid JSON" -- show "$tmp/newer"

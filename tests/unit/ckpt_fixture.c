@@ -38,6 +38,23 @@ float ckpt_fix_momentum(uint32_t t, uint64_t i)
 	return t == 1 ? 0.0f : -(float)i - (float)t * 0.5f;
 }
 
+float ckpt_fix_second(uint32_t t, uint64_t i)
+{
+	return t <= 1 ? (float)i * 0.5f + (float)t + 0.125f : 0.0f;
+}
+
+float ckpt_fix_array(ps_ckpt_array a, uint32_t t, uint64_t i)
+{
+	switch (a) {
+	case PS_CKPT_MOMENTUM:
+		return ckpt_fix_momentum(t, i);
+	case PS_CKPT_SECOND:
+		return ckpt_fix_second(t, i);
+	default:
+		return ckpt_fix_value(t, i);
+	}
+}
+
 uint64_t ckpt_fix_version(uint32_t t, uint64_t offset)
 {
 	return 100 + t * 10 + offset % 7;
@@ -53,31 +70,32 @@ int ckpt_fix_write_shard(const char *dir, uint32_t shard, uint64_t iteration,
 
 	for (size_t k = 0; k < nsp && !rc; k++) {
 		const ckpt_fix_spec *s = &sp[k];
-		float *v, *m = NULL;
+		/* which arrays the segment stores: see ckpt_fixture.h */
+		int stored[PS_CKPT_NARRAYS] = {1, s->tensor != 1,
+		                               s->tensor <= 1};
+		float *arr[PS_CKPT_NARRAYS] = {NULL};
 
 		if (s->shard != shard)
 			continue;
-		v = malloc(s->numel * sizeof(float));
-		if (s->tensor != 1)
-			m = malloc(s->numel * sizeof(float));
+		for (int a = 0; a < PS_CKPT_NARRAYS; a++) {
+			if (!stored[a])
+				continue;
+			arr[a] = malloc(s->numel * sizeof(float));
+			if (!arr[a])
+				rc = PS_ENOMEM;
+			for (uint64_t i = 0; arr[a] && i < s->numel; i++)
+				arr[a][i] = ckpt_fix_array(
+				    (ps_ckpt_array)a, s->tensor, s->offset + i);
+		}
 		segs[n++] = (ps_ckpt_segment){
 		    .tensor = s->tensor,
 		    .offset = s->offset,
 		    .numel = s->numel,
 		    .version = ckpt_fix_version(s->tensor, s->offset),
-		    .values = v,
-		    .momentum = m,
+		    .values = arr[PS_CKPT_VALUES],
+		    .momentum = arr[PS_CKPT_MOMENTUM],
+		    .second = arr[PS_CKPT_SECOND],
 		};
-		if (!v || (s->tensor != 1 && !m)) {
-			rc = PS_ENOMEM;
-			break;
-		}
-		for (uint64_t i = 0; i < s->numel; i++) {
-			v[i] = ckpt_fix_value(s->tensor, s->offset + i);
-			if (m)
-				m[i] =
-				    ckpt_fix_momentum(s->tensor, s->offset + i);
-		}
 	}
 	if (!rc)
 		rc = ps_ckpt_write_shard(dir, shard, iteration, segs, n, why,
@@ -85,6 +103,7 @@ int ckpt_fix_write_shard(const char *dir, uint32_t shard, uint64_t iteration,
 	for (uint32_t i = 0; i < n; i++) {
 		free((void *)segs[i].values);
 		free((void *)segs[i].momentum);
+		free((void *)segs[i].second);
 	}
 	free(segs);
 	return rc;

@@ -4,6 +4,9 @@
  * back under another cut, every refusal of write_manifest and open with
  * its message, a full disk, latest and prune, the .npy export, and random
  * single-byte corruption that must never crash nor return wrong data.
+ * The second moment: every combination of stored arrays, its place in the
+ * file, its checksum; a format-1 file (written by the format-1 writer)
+ * still read; a newer format refused.
  *
  * Every checkpoint lives under one mkdtemp() directory, removed (whole
  * tree) at the end.
@@ -127,8 +130,8 @@ static void assert_why(const char *needle)
 /* ---- reading back ------------------------------------------------------- */
 
 /* Fills and checks ranges of chunk elements over every tensor (shuffled
- * with seed), values and momentum; versions: the smallest of the written
- * segments each range overlaps. */
+ * with seed), values, momentum and second moment; versions: the smallest
+ * of the written segments each range overlaps. */
 static int read_cut(const ps_ckpt *ck, uint64_t chunk, unsigned seed)
 {
 	size_t n = 0, cap = 0;
@@ -151,6 +154,7 @@ static int read_cut(const ps_ckpt *ck, uint64_t chunk, unsigned seed)
 			    .numel = len,
 			    .values = malloc(len * sizeof(float)),
 			    .momentum = malloc(len * sizeof(float)),
+			    .second = malloc(len * sizeof(float)),
 			};
 		}
 	srand(seed);
@@ -172,6 +176,8 @@ static int read_cut(const ps_ckpt *ck, uint64_t chunk, unsigned seed)
 			            ckpt_fix_value(r[i].tensor, el));
 			assert_true(r[i].momentum[e] ==
 			            ckpt_fix_momentum(r[i].tensor, el));
+			assert_true(r[i].second[e] ==
+			            ckpt_fix_second(r[i].tensor, el));
 		}
 		for (size_t k = 0; k < NCUT; k++)
 			if (CUT[k].tensor == r[i].tensor &&
@@ -186,6 +192,7 @@ static int read_cut(const ps_ckpt *ck, uint64_t chunk, unsigned seed)
 	for (size_t i = 0; i < n; i++) {
 		free(r[i].values);
 		free(r[i].momentum);
+		free(r[i].second);
 	}
 	free(r);
 	return rc;
@@ -223,11 +230,13 @@ static void test_round_trip(void **state)
 	for (size_t k = 0; k < NCUT; k++) {
 		float *v = malloc(CUT[k].numel * sizeof(float));
 		float *mo = malloc(CUT[k].numel * sizeof(float));
+		float *se = malloc(CUT[k].numel * sizeof(float));
 		ps_ckpt_range r = {.tensor = CUT[k].tensor,
 		                   .offset = CUT[k].offset,
 		                   .numel = CUT[k].numel,
 		                   .values = v,
-		                   .momentum = mo};
+		                   .momentum = mo,
+		                   .second = se};
 
 		assert_int_equal(
 		    ps_ckpt_read_ranges(ck, &r, 1, why, sizeof(why)), PS_OK);
@@ -238,9 +247,12 @@ static void test_round_trip(void **state)
 			            ckpt_fix_value(r.tensor, r.offset + e));
 			assert_true(mo[e] ==
 			            ckpt_fix_momentum(r.tensor, r.offset + e));
+			assert_true(se[e] ==
+			            ckpt_fix_second(r.tensor, r.offset + e));
 		}
 		free(v);
 		free(mo);
+		free(se);
 	}
 	/* other cuts: many small ranges, crossing segments and shards */
 	assert_int_equal(read_cut(ck, 37, 1), PS_OK);
@@ -248,17 +260,25 @@ static void test_round_trip(void **state)
 	assert_int_equal(read_cut(ck, 1000, 3), PS_OK);
 	assert_int_equal(read_cut(ck, 5000, 4), PS_OK);
 
-	/* values only, momentum only, overlapping ranges */
+	/* values only, momentum only, second moment only (conv.w across
+	 * its two shards; fc.w stores none: zeros), overlapping ranges */
 	{
-		float a[200], b[300], c[2];
-		ps_ckpt_range r[3] = {
+		float a[200], b[300], c[2], d[20], z[10];
+		ps_ckpt_range r[5] = {
 		    {.tensor = 2, .offset = 1950, .numel = 200, .values = a},
 		    {.tensor = 2, .offset = 1900, .numel = 300, .momentum = b},
 		    {.tensor = 2, .offset = 2046, .numel = 2, .values = c},
+		    {.tensor = 0, .offset = 320, .numel = 20, .second = d},
+		    {.tensor = 2, .offset = 2040, .numel = 10, .second = z},
 		};
 
 		assert_int_equal(
-		    ps_ckpt_read_ranges(ck, r, 3, why, sizeof(why)), PS_OK);
+		    ps_ckpt_read_ranges(ck, r, 5, why, sizeof(why)), PS_OK);
+		for (int e = 0; e < 20; e++)
+			assert_true(d[e] ==
+			            ckpt_fix_second(0, 320 + (uint64_t)e));
+		for (int e = 0; e < 10; e++)
+			assert_true(z[e] == 0.0f);
 		for (int e = 0; e < 200; e++)
 			assert_true(a[e] ==
 			            ckpt_fix_value(2, 1950 + (uint64_t)e));
@@ -361,8 +381,10 @@ static void test_big_shard(void **state)
 	const char *dir = at("big");
 	float *v = malloc((BIG_NUMEL + TAIL) * sizeof(float));
 	float *m = malloc(BIG_NUMEL * sizeof(float));
+	float *s2 = malloc(BIG_NUMEL * sizeof(float));
 	float *out = malloc((BIG_NUMEL + TAIL) * sizeof(float));
 	float *mout = malloc((BIG_NUMEL + TAIL) * sizeof(float));
+	float *sout = malloc((BIG_NUMEL + TAIL) * sizeof(float));
 	float tiny[3] = {1.5f, 2.5f, 3.5f};
 	ps_ckpt_range r[6];
 	ps_ckpt *ck;
@@ -370,12 +392,16 @@ static void test_big_shard(void **state)
 	(void)state;
 	assert_non_null(v);
 	assert_non_null(m);
+	assert_non_null(s2);
 	assert_non_null(out);
 	assert_non_null(mout);
+	assert_non_null(sout);
 	for (uint32_t i = 0; i < BIG_NUMEL + TAIL; i++)
 		v[i] = (float)i;
-	for (uint32_t i = 0; i < BIG_NUMEL; i++)
+	for (uint32_t i = 0; i < BIG_NUMEL; i++) {
 		m[i] = -(float)i;
+		s2[i] = (float)i * 0.5f + 1.0f;
+	}
 	{
 		ps_ckpt_segment segs[3] = {
 		    {.tensor = 0,
@@ -383,7 +409,8 @@ static void test_big_shard(void **state)
 		     .numel = BIG_NUMEL,
 		     .version = 5,
 		     .values = v,
-		     .momentum = m},
+		     .momentum = m,
+		     .second = s2},
 		    {.tensor = 1,
 		     .offset = 0,
 		     .numel = 3,
@@ -404,13 +431,17 @@ static void test_big_shard(void **state)
 	r[0] = (ps_ckpt_range){.tensor = 0,
 	                       .numel = BIG_NUMEL + TAIL,
 	                       .values = out,
-	                       .momentum = mout};
+	                       .momentum = mout,
+	                       .second = sout};
 	assert_int_equal(ps_ckpt_read_ranges(ck, r, 1, why, sizeof(why)),
 	                 PS_OK);
 	assert_memory_equal(out, v, (BIG_NUMEL + TAIL) * sizeof(float));
 	assert_memory_equal(mout, m, BIG_NUMEL * sizeof(float));
-	for (uint32_t i = 0; i < TAIL; i++)
+	assert_memory_equal(sout, s2, BIG_NUMEL * sizeof(float));
+	for (uint32_t i = 0; i < TAIL; i++) {
 		assert_true(mout[BIG_NUMEL + i] == 0.0f);
+		assert_true(sout[BIG_NUMEL + i] == 0.0f);
+	}
 	assert_int_equal(r[0].version, 4);
 	/* five ranges across the segment border: through the buffer */
 	memset(out, 0, (BIG_NUMEL + TAIL) * sizeof(float));
@@ -429,8 +460,10 @@ static void test_big_shard(void **state)
 	ps_ckpt_close(&ck);
 	free(v);
 	free(m);
+	free(s2);
 	free(out);
 	free(mout);
+	free(sout);
 }
 
 /* ---- write_manifest's checks -------------------------------------------- */
@@ -593,15 +626,26 @@ static void test_open_flipped(void **state)
 	flip(dir, "shard-1.bin", 20, "shard-1.bin: header checksum mismatch");
 	flip(dir, "shard-1.bin", 64 + 64 + 9,
 	     "shard-1.bin: segment table checksum mismatch");
-	/* segment 0 of shard 1: conv.w 333..999, values then momentum */
+	/* segment 0 of shard 1: conv.w 333..999, values, momentum, second
+	 * moment (667 * 4 = 2668 bytes each, 2688 with the padding) */
 	flip(dir, "shard-1.bin", 384 + 100,
 	     "shard-1.bin: checksum mismatch in segment 0 (tensor 'conv.w' "
 	     "elements 333..999, values)");
 	flip(dir, "shard-1.bin", 384 + 2688 + 5,
 	     "shard-1.bin: checksum mismatch in segment 0 (tensor 'conv.w' "
 	     "elements 333..999, momentum)");
-	/* padding after the values of conv.w (667 * 4 = 2668 bytes) */
+	flip(dir, "shard-1.bin", 384 + 2 * 2688 + 2667,
+	     "shard-1.bin: checksum mismatch in segment 0 (tensor 'conv.w' "
+	     "elements 333..999, second moment)");
+	/* segment 1: conv.b, values (7 * 4 bytes, 64 with the padding) and
+	 * second moment, no momentum */
+	flip(dir, "shard-1.bin", 384 + 3 * 2688 + 64,
+	     "shard-1.bin: checksum mismatch in segment 1 (tensor 'conv.b' "
+	     "elements 0..6, second moment)");
+	/* padding after each array of conv.w */
 	flip(dir, "shard-1.bin", 384 + 2670, "should be padding");
+	flip(dir, "shard-1.bin", 384 + 3 * 2688 - 1, "should be padding");
+	flip(dir, "shard-1.bin", 384 + 3 * 2688 + 64 + 28, "should be padding");
 	flip(dir, "manifest.json", 30, "manifest.json");
 
 	/* a flipped value: open succeeds, the read fails, nothing wrong is
@@ -613,7 +657,7 @@ static void test_open_flipped(void **state)
 
 		snprintf(path, sizeof(path), "%s/shard-1.bin", dir);
 		b = slurp(path, &len);
-		b[384 + 2 * 2688] ^= 1;
+		b[384 + 3 * 2688] ^= 1;
 		spit(path, b, len);
 		assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)),
 		                 PS_OK);
@@ -625,7 +669,7 @@ static void test_open_flipped(void **state)
 		assert_int_equal(ps_ckpt_verify(ck, why, sizeof(why)),
 		                 PS_EPROTO);
 		ps_ckpt_close(&ck);
-		b[384 + 2 * 2688] ^= 1;
+		b[384 + 3 * 2688] ^= 1;
 		spit(path, b, len);
 		free(b);
 	}
@@ -710,7 +754,8 @@ static void edit_manifest(const char *dir, void (*edit)(json_t *), int fix)
 
 static void newer(json_t *m)
 {
-	json_object_set_new(m, "format_version", json_integer(2));
+	json_object_set_new(m, "format_version",
+	                    json_integer(PS_CKPT_FORMAT + 1));
 }
 
 static void no_seed(json_t *m)
@@ -777,8 +822,8 @@ static void test_manifest_edits(void **state)
 	(void)state;
 	edit_manifest(dir, newer, 1);
 	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_ENOTSUP);
-	assert_why("manifest.json: format version 2 is newer than this ordo "
-	           "reads (1)");
+	assert_why("manifest.json: format version 3 is newer than this ordo "
+	           "reads (2)");
 	edit_manifest(dir, newer, 0); /* still refused: newer, not damaged */
 	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_ENOTSUP);
 
@@ -1008,7 +1053,7 @@ static void test_prune(void **state)
 
 /* ---- .npy --------------------------------------------------------------- */
 
-static void check_npy(const char *path, uint32_t t, int momentum)
+static void check_npy(const char *path, uint32_t t, ps_ckpt_array a)
 {
 	char want[128];
 	uint8_t *b;
@@ -1032,8 +1077,7 @@ static void check_npy(const char *path, uint32_t t, int momentum)
 		float f;
 
 		memcpy(&f, b + 10 + hlen + i * 4, 4);
-		assert_true(f == (momentum ? ckpt_fix_momentum(t, i)
-		                           : ckpt_fix_value(t, i)));
+		assert_true(f == ckpt_fix_array(a, t, i));
 	}
 	free(b);
 }
@@ -1045,27 +1089,467 @@ static void test_export_npy(void **state)
 
 	(void)state;
 	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_OK);
-	assert_int_equal(
-	    ps_ckpt_export_npy(ck, 2, 0, at("fc.w.npy"), why, sizeof(why)),
-	    PS_OK);
-	check_npy(at("fc.w.npy"), 2, 0);
-	assert_int_equal(
-	    ps_ckpt_export_npy(ck, 0, 1, at("conv.w.m.npy"), why, sizeof(why)),
-	    PS_OK);
-	check_npy(at("conv.w.m.npy"), 0, 1);
-	assert_int_equal(
-	    ps_ckpt_export_npy(ck, 1, 1, at("conv.b.m.npy"), why, sizeof(why)),
-	    PS_OK);
-	check_npy(at("conv.b.m.npy"), 1, 1); /* zeros */
+	static const struct {
+		uint32_t tensor;
+		ps_ckpt_array array;
+		const char *file;
+	} cases[] = {
+	    {2, PS_CKPT_VALUES, "fc.w.npy"},
+	    {0, PS_CKPT_MOMENTUM, "conv.w.m.npy"},
+	    {1, PS_CKPT_MOMENTUM, "conv.b.m.npy"}, /* zeros */
+	    {0, PS_CKPT_SECOND, "conv.w.s.npy"},   /* across both shards */
+	    {1, PS_CKPT_SECOND, "conv.b.s.npy"},   /* without momentum */
+	    {2, PS_CKPT_SECOND, "fc.w.s.npy"},     /* zeros */
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(ps_ckpt_export_npy(
+		                     ck, cases[i].tensor, cases[i].array,
+		                     at("%s", cases[i].file), why, sizeof(why)),
+		                 PS_OK);
+		check_npy(at("%s", cases[i].file), cases[i].tensor,
+		          cases[i].array);
+	}
 	assert_false(exists(at("fc.w.npy.tmp")));
 	assert_int_equal(
 	    ps_ckpt_export_npy(ck, NT, 0, at("x.npy"), why, sizeof(why)),
 	    PS_EINVAL);
+	assert_int_equal(ps_ckpt_export_npy(ck, 0, (ps_ckpt_array)3,
+	                                    at("x.npy"), why, sizeof(why)),
+	                 PS_EINVAL);
+	assert_why("array 3: not values (0), momentum (1) or second moment "
+	           "(2)");
+	assert_false(exists(at("x.npy")));
 	assert_int_not_equal(ps_ckpt_export_npy(ck, 0, 0,
 	                                        at("plain-npy/x/y.npy"), why,
 	                                        sizeof(why)),
 	                     PS_OK);
 	ps_ckpt_close(&ck);
+}
+
+/* ---- the second moment ------------------------------------------------ */
+
+/* Little-endian fields of a shard file (docs/checkpoint-format.md). */
+static uint32_t le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+static void put_le32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t crc_of(const uint8_t *p, size_t n)
+{
+	return (uint32_t)crc32(0, p, (uInt)n);
+}
+
+/* After an edit of the shard file at path: its table, header and trailer
+ * checksums set to match its bytes. Returns its file crc32. */
+static uint32_t reseal_shard(const char *path)
+{
+	size_t len;
+	uint8_t *b = slurp(path, &len), *t = b + len - 32;
+	uint32_t n = le32(b + 28), file;
+
+	put_le32(b + 56, crc_of(b + 64, 64 * (size_t)n));
+	put_le32(b + 60, crc_of(b, 60));
+	put_le32(t + 20, crc_of(b, 64 + 64 * (size_t)n));
+	file = crc_of(b, len - 32);
+	put_le32(t + 24, file);
+	put_le32(t + 28, crc_of(t, 28));
+	spit(path, b, len);
+	free(b);
+	return file;
+}
+
+static uint32_t resealed_crc; /* for shard0_crc */
+
+static void shard0_crc(json_t *m)
+{
+	json_object_set_new(json_array_get(json_object_get(m, "shards"), 0),
+	                    "crc32", json_integer(resealed_crc));
+}
+
+/* Edits the 4 bytes at off of dir's shard 0 to v and reseals it (and the
+ * manifest's record of it). */
+static void patch_shard0(const char *dir, size_t off, uint32_t v)
+{
+	char path[PATH_CAP];
+	uint8_t *b;
+	size_t len;
+
+	snprintf(path, sizeof(path), "%s/shard-0.bin", dir);
+	b = slurp(path, &len);
+	put_le32(b + off, v);
+	spit(path, b, len);
+	free(b);
+	resealed_crc = reseal_shard(path);
+	edit_manifest(dir, shard0_crc, 1);
+}
+
+/* Sets the 4 bytes at off of dir's shard 0 (zeros) to v: open must
+ * refuse the file, why containing needle. Then sets them back, and the
+ * checkpoint must open and verify. */
+static void refused_edit(const char *dir, size_t off, uint32_t v,
+                         const char *needle)
+{
+	ps_ckpt *ck;
+
+	patch_shard0(dir, off, v);
+	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_EPROTO);
+	assert_why(needle);
+	patch_shard0(dir, off, 0);
+	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_OK);
+	assert_int_equal(ps_ckpt_verify(ck, why, sizeof(why)), PS_OK);
+	ps_ckpt_close(&ck);
+}
+
+/* Tensor "w" of 50 elements in four segments, one of each kind: none
+ * (values only), momentum only, second moment only, both; on two shards
+ * (0: the first and third, 1: the others). */
+enum { W_NUMEL = 50 };
+static const struct {
+	uint64_t offset, numel;
+	int momentum, second;
+} W_SEGS[4] = {{0, 10, 0, 0}, {10, 17, 1, 0}, {27, 6, 0, 1}, {33, 17, 1, 1}};
+
+static float w_value(uint64_t i)
+{
+	return (float)i + 0.5f;
+}
+
+/* Element i's momentum or second moment as written (zeros where its
+ * segment stores none). */
+static float w_state(uint64_t i, ps_ckpt_array a)
+{
+	for (int k = 0; k < 4; k++)
+		if (i >= W_SEGS[k].offset &&
+		    i < W_SEGS[k].offset + W_SEGS[k].numel)
+			return a == PS_CKPT_MOMENTUM
+			           ? (W_SEGS[k].momentum ? -(float)i : 0.0f)
+			           : (W_SEGS[k].second ? (float)i * 0.25f + 100
+			                               : 0.0f);
+	fail_msg("element %" PRIu64 " is in no segment", i);
+	return 0;
+}
+
+/* Reads [off, off + n) of w in ranges of `chunk`, every array, and
+ * checks them. */
+static void check_w(const ps_ckpt *ck, uint64_t off, uint64_t n, uint64_t chunk)
+{
+	float v[W_NUMEL], m[W_NUMEL], s2[W_NUMEL];
+	ps_ckpt_range r[W_NUMEL];
+	size_t nr = 0;
+
+	memset(v, 0xff, sizeof(v));
+	memset(m, 0xff, sizeof(m));
+	memset(s2, 0xff, sizeof(s2));
+	for (uint64_t o = off; o < off + n; o += chunk)
+		r[nr++] = (ps_ckpt_range){
+		    .tensor = 0,
+		    .offset = o,
+		    .numel = off + n - o < chunk ? off + n - o : chunk,
+		    .values = v + o,
+		    .momentum = m + o,
+		    .second = s2 + o,
+		};
+	assert_int_equal(ps_ckpt_read_ranges(ck, r, nr, why, sizeof(why)),
+	                 PS_OK);
+	for (uint64_t i = off; i < off + n; i++) {
+		assert_true(v[i] == w_value(i));
+		assert_true(m[i] == w_state(i, PS_CKPT_MOMENTUM));
+		assert_true(s2[i] == w_state(i, PS_CKPT_SECOND));
+	}
+}
+
+static void test_second_moment(void **state)
+{
+	ps_tensor_desc model[1] = {{"w", W_NUMEL}};
+	float v[W_NUMEL], m[W_NUMEL], s2[W_NUMEL];
+	const char *dir = at("second");
+	char path[PATH_CAP];
+	ps_ckpt_meta meta = CKPT_FIX_META;
+	ps_ckpt *ck;
+	uint8_t *b;
+	size_t len;
+
+	(void)state;
+	for (uint64_t i = 0; i < W_NUMEL; i++) {
+		v[i] = w_value(i);
+		m[i] = -(float)i;
+		s2[i] = (float)i * 0.25f + 100;
+	}
+	for (uint32_t shard = 0; shard < 2; shard++) {
+		ps_ckpt_segment segs[2];
+		uint32_t n = 0;
+
+		for (int k = (int)shard; k < 4; k += 2)
+			segs[n++] = (ps_ckpt_segment){
+			    .tensor = 0,
+			    .offset = W_SEGS[k].offset,
+			    .numel = W_SEGS[k].numel,
+			    .version = 20 + (uint64_t)k,
+			    .values = v + W_SEGS[k].offset,
+			    .momentum = W_SEGS[k].momentum
+			                    ? m + W_SEGS[k].offset
+			                    : NULL,
+			    .second =
+			        W_SEGS[k].second ? s2 + W_SEGS[k].offset : NULL,
+			};
+		assert_int_equal(ps_ckpt_write_shard(dir, shard, 6, segs, n,
+		                                     why, sizeof(why)),
+		                 PS_OK);
+	}
+	meta.iteration = 6;
+	assert_int_equal(
+	    ps_ckpt_write_manifest(dir, &meta, model, 1, 2, why, sizeof(why)),
+	    PS_OK);
+
+	/* the bytes as documented: shard 0 holds segments 0 (values only:
+	 * 40 bytes, 64 with the padding) and 2 (27..32: values, then the
+	 * second moment right after them, its offset not recorded) */
+	snprintf(path, sizeof(path), "%s/shard-0.bin", dir);
+	b = slurp(path, &len);
+	assert_int_equal(le32(b + 8), 2); /* format version */
+	assert_int_equal(len, 64 + 2 * 64 + 64 + 64 + 64 + 32);
+	assert_int_equal(le32(b + 64 + 4), 0); /* flags of segment 0 */
+	{
+		const uint8_t *e = b + 128; /* segment 2's entry */
+
+		assert_int_equal(le32(e + 4), 2);    /* flags: bit 1 */
+		assert_int_equal(le32(e + 32), 256); /* values offset */
+		assert_int_equal(le32(e + 40), 0);   /* no momentum */
+		assert_int_equal(le32(e + 52), 0);
+		assert_int_equal(le32(e + 56),
+		                 crc_of((uint8_t *)(s2 + 27), 24));
+		assert_int_equal(le32(e + 60), 0); /* reserved */
+		assert_memory_equal(b + 320, s2 + 27, 24);
+	}
+	free(b);
+	/* shard 1: segment 1 (momentum only), segment 3 (both): 17 elements
+	 * are 68 bytes, 128 with the padding */
+	snprintf(path, sizeof(path), "%s/shard-1.bin", dir);
+	b = slurp(path, &len);
+	assert_int_equal(len, 64 + 2 * 64 + 5 * 128 + 32);
+	assert_int_equal(le32(b + 128 + 4), 3);
+	assert_memory_equal(b + 192 + 4 * 128, s2 + 33, 68);
+	free(b);
+
+	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_OK);
+	assert_int_equal(ps_ckpt_verify(ck, why, sizeof(why)), PS_OK);
+	/* one range: each segment read straight into it; then ranges that
+	 * cross segments and shards, through the reader's buffers */
+	check_w(ck, 0, W_NUMEL, W_NUMEL);
+	check_w(ck, 0, W_NUMEL, 1);
+	check_w(ck, 0, W_NUMEL, 3);
+	check_w(ck, 5, 40, 7);
+	check_w(ck, 26, 9, 9);
+	/* the second moment alone, across all four segments */
+	{
+		float out[44];
+		ps_ckpt_range r = {
+		    .tensor = 0, .offset = 3, .numel = 44, .second = out};
+
+		assert_int_equal(
+		    ps_ckpt_read_ranges(ck, &r, 1, why, sizeof(why)), PS_OK);
+		for (uint64_t i = 0; i < 44; i++)
+			assert_true(out[i] == w_state(3 + i, PS_CKPT_SECOND));
+		assert_int_equal(r.version, 20);
+	}
+	ps_ckpt_close(&ck);
+
+	/* a flipped byte of a second moment: the values still read, the
+	 * second moment does not, verify names it */
+	snprintf(path, sizeof(path), "%s/shard-0.bin", dir);
+	b = slurp(path, &len);
+	b[320 + 9] ^= 0x04;
+	spit(path, b, len);
+	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_OK);
+	{
+		float out[6];
+		ps_ckpt_range r = {
+		    .tensor = 0, .offset = 27, .numel = 6, .values = out};
+
+		assert_int_equal(
+		    ps_ckpt_read_ranges(ck, &r, 1, why, sizeof(why)), PS_OK);
+		r = (ps_ckpt_range){
+		    .tensor = 0, .offset = 27, .numel = 6, .second = out};
+		assert_int_equal(
+		    ps_ckpt_read_ranges(ck, &r, 1, why, sizeof(why)),
+		    PS_EPROTO);
+		assert_why("shard-0.bin: checksum mismatch in segment 1 "
+		           "(tensor 'w' elements 27..32, second moment)");
+	}
+	assert_int_equal(ps_ckpt_verify(ck, why, sizeof(why)), PS_EPROTO);
+	assert_why("shard-0.bin: checksum mismatch in segment 1 (tensor 'w' "
+	           "elements 27..32, second moment)");
+	ps_ckpt_close(&ck);
+	b[320 + 9] ^= 0x04;
+	spit(path, b, len);
+	free(b);
+
+	/* entries that do not match the file: a second moment flagged but
+	 * not there (the next segment is then out of place); unflagged but
+	 * with a checksum; a reserved byte set; an unknown flag */
+	refused_edit(dir, 64 + 4, 2,
+	             "shard-0.bin: segment 1: its data lies outside the file "
+	             "or out of place");
+	refused_edit(dir, 64 + 56, 1,
+	             "shard-0.bin: segment 0: its data lies outside the file "
+	             "or out of place");
+	refused_edit(dir, 64 + 60, 1,
+	             "shard-0.bin: segment 0 is invalid (flags 0, 10 "
+	             "elements)");
+	refused_edit(dir, 64 + 4, 4,
+	             "shard-0.bin: segment 0 is invalid (flags 0x4");
+}
+
+/* ---- format versions ---------------------------------------------------- */
+
+/* A checkpoint written by the format-1 writer: tensor "w" (5 elements),
+ * segment 0 elements 0..2 with momentum, segment 1 elements 3..4
+ * without; iteration 7. */
+static const uint8_t V1_SHARD[416] = {
+    0x4f, 0x52, 0x44, 0x4f, 0x43, 0x4b, 0x50, 0x54, 0x01, 0x00, 0x00, 0x00,
+    0x40, 0x00, 0x00, 0x00, 0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x40, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0xc0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x80, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xf0, 0x8f, 0xd2, 0x50,
+    0xec, 0x35, 0x22, 0x10, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0xc0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x18, 0x23, 0x84, 0x9e, 0xa4, 0x95, 0x35, 0x5b,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x0c, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x40, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x1b, 0xda, 0xea, 0xec,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0xc0, 0x3f, 0x00, 0x00, 0x10, 0xc0, 0x00, 0x00, 0x40, 0x40,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xbe, 0x00, 0x00, 0x80, 0x3e,
+    0x00, 0x00, 0x80, 0xc0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x3f,
+    0x00, 0x00, 0xf8, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x4f, 0x52, 0x44, 0x4f, 0x54, 0x41, 0x49, 0x4c, 0x07, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x73, 0xf0, 0xf3, 0x57,
+    0xf1, 0x92, 0x93, 0xba, 0x1e, 0xa3, 0xe7, 0x98,
+};
+static const char V1_MANIFEST[] =
+    "{\"format\":\"ordo-checkpoint\",\"format_version\":1,\"itera"
+    "tion\":7,\"mode\":\"sync\",\"layout\":{\"workers\":1,\"serve"
+    "rs\":1,\"partition_size\":12,\"preset\":\"ordo\"},\"seed\":3"
+    ",\"tensors\":[{\"name\":\"w\",\"numel\":5}],\"shards\":[{\"f"
+    "ile\":\"shard-0.bin\",\"rank\":0,\"bytes\":416,\"segments\":"
+    "2,\"crc32\":3130233585}],\"config\":\"[train]\\nseed = 3\\n\""
+    ",\"crc32\":2481265922}";
+static const float V1_VALUES[5] = {1.5f, -2.25f, 3.0f, 0.5f, 7.75f};
+static const float V1_MOMENTUM[5] = {-0.125f, 0.25f, -4.0f, 0, 0};
+
+static void test_format1(void **state)
+{
+	const char *dir = at("v1");
+	char path[PATH_CAP];
+	float v[5], m[5], s2[5];
+	ps_ckpt_range r = {
+	    .tensor = 0, .numel = 5, .values = v, .momentum = m, .second = s2};
+	ps_ckpt *ck;
+
+	(void)state;
+	assert_int_equal(mkdir(dir, 0755), 0);
+	snprintf(path, sizeof(path), "%s/shard-0.bin", dir);
+	spit(path, V1_SHARD, sizeof(V1_SHARD));
+	assert_non_null(test_write_file(dir, "manifest.json", V1_MANIFEST));
+	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_OK);
+	assert_int_equal(ps_ckpt_info(ck)->iteration, 7);
+	assert_int_equal(ps_ckpt_verify(ck, why, sizeof(why)), PS_OK);
+	memset(s2, 0xff, sizeof(s2));
+	assert_int_equal(ps_ckpt_read_ranges(ck, &r, 1, why, sizeof(why)),
+	                 PS_OK);
+	assert_memory_equal(v, V1_VALUES, sizeof(v));
+	assert_memory_equal(m, V1_MOMENTUM, sizeof(m));
+	for (int i = 0; i < 5; i++)
+		assert_true(s2[i] == 0.0f); /* format 1 has none */
+	assert_int_equal(r.version, 11);
+	ps_ckpt_close(&ck);
+
+	/* this writer, given the same segments, lays out the same bytes:
+	 * only the version and the checksums that cover it differ */
+	{
+		ps_ckpt_segment segs[2] = {
+		    {.tensor = 0,
+		     .offset = 0,
+		     .numel = 3,
+		     .version = 11,
+		     .values = V1_VALUES,
+		     .momentum = V1_MOMENTUM},
+		    {.tensor = 0,
+		     .offset = 3,
+		     .numel = 2,
+		     .version = 12,
+		     .values = V1_VALUES + 3},
+		};
+		uint8_t *b;
+		size_t len;
+
+		assert_int_equal(ps_ckpt_write_shard(at("v2"), 0, 7, segs, 2,
+		                                     why, sizeof(why)),
+		                 PS_OK);
+		b = slurp(at("v2/shard-0.bin"), &len);
+		assert_int_equal(len, sizeof(V1_SHARD));
+		assert_int_equal(le32(b + 8), 2);
+		assert_memory_equal(b, V1_SHARD, 8);
+		assert_memory_equal(b + 12, V1_SHARD + 12, 60 - 12);
+		assert_memory_equal(b + 64, V1_SHARD + 64, len - 64 - 12);
+		free(b);
+	}
+
+	/* format 1 knows no second moment: flag bit 1, or any of entry
+	 * bytes 56..63, is a damaged file */
+	refused_edit(dir, 128 + 4, 2,
+	             "shard-0.bin: segment 1 is invalid (flags 0x2, 2 "
+	             "elements)");
+	refused_edit(dir, 128 + 56, 0x1234,
+	             "shard-0.bin: segment 1 is invalid (flags 0, 2 "
+	             "elements)");
+	refused_edit(dir, 128 + 60, 1,
+	             "shard-0.bin: segment 1 is invalid (flags 0, 2 "
+	             "elements)");
+}
+
+static void test_newer_shard(void **state)
+{
+	const char *dir = write_ckpt(at("newer-shard"), 3, 1);
+	char path[PATH_CAP];
+	ps_ckpt *ck;
+	uint8_t *b;
+	size_t len;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/shard-0.bin", dir);
+	b = slurp(path, &len);
+	put_le32(b + 8, PS_CKPT_FORMAT + 1);
+	put_le32(b + 60, crc_of(b, 60)); /* the header's checksum holds */
+	spit(path, b, len);
+	free(b);
+	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_ENOTSUP);
+	assert_why("shard-0.bin: format version 3 is newer than this ordo "
+	           "reads (2)");
 }
 
 /* ---- random corruption -------------------------------------------------- */
@@ -1153,6 +1637,9 @@ int main(void)
 	    cmocka_unit_test(test_latest),
 	    cmocka_unit_test(test_prune),
 	    cmocka_unit_test(test_export_npy),
+	    cmocka_unit_test(test_second_moment),
+	    cmocka_unit_test(test_format1),
+	    cmocka_unit_test(test_newer_shard),
 	    cmocka_unit_test(test_random_corruption),
 	};
 
