@@ -59,41 +59,32 @@ for round in 1 2 3; do
 	done
 done
 
-# 2. SGD with momentum: killed and recovered = uninterrupted, bit for bit.
-launch straight 300 --set train.momentum=0.9 --set train.lr=0.05 \
-	--set train.iterations=150 --set train.dump_params="$WORK/straight.params" ||
-	fail "uninterrupted run exited $?"
-start_job momentum --set train.momentum=0.9 --set train.lr=0.05 \
-	--set train.iterations=150 --set train.dump_params="$WORK/momentum.params" \
-	--set checkpoint.dir="$WORK/momentum" --set checkpoint.every=10 \
-	--set fault.restarts=1
-job=$JOB_PID
-kill_after momentum 2 server
-wait $job || fail "momentum: recovered job exited $?"
-restarted momentum 1
-cmp -s "$WORK/straight.params" "$WORK/momentum.params" ||
-	fail "momentum: recovered parameters differ from the uninterrupted run's"
-pass "momentum: server killed, recovered, parameters identical to an uninterrupted run"
-
-# 2b. AdamW on the servers: both moments in the checkpoints; killed and
-#     recovered = uninterrupted, bit for bit.
-adamw="--set server.optimizer=adamw --set train.lr=0.01 --set train.weight_decay=0.01"
-# shellcheck disable=SC2086
-launch straight-adamw 300 $adamw --set train.iterations=150 \
-	--set train.dump_params="$WORK/straight-adamw.params" ||
-	fail "uninterrupted AdamW run exited $?"
-# shellcheck disable=SC2086
-start_job adamw $adamw --set train.iterations=150 \
-	--set train.dump_params="$WORK/adamw.params" \
-	--set checkpoint.dir="$WORK/adamw" --set checkpoint.every=10 \
-	--set fault.restarts=1
-job=$JOB_PID
-kill_after adamw 2 server
-wait $job || fail "adamw: recovered job exited $?"
-restarted adamw 1
-cmp -s "$WORK/straight-adamw.params" "$WORK/adamw.params" ||
-	fail "adamw: recovered parameters differ from the uninterrupted run's"
-pass "adamw: server killed, recovered, parameters identical to an uninterrupted run"
+# 2. The servers' optimizer state through a kill: killed and recovered =
+#    uninterrupted, bit for bit. SGD with momentum (the velocity), and
+#    AdamW (both moments in the checkpoints).
+# same_as_straight NAME SETS...: an uninterrupted run and one whose
+# server is killed, with the same settings, end with the same parameters
+same_as_straight() {
+	local name=$1
+	shift
+	launch "straight-$name" 300 "$@" --set train.iterations=150 \
+		--set train.dump_params="$WORK/straight-$name.params" ||
+		fail "$name: uninterrupted run exited $?"
+	start_job "$name" "$@" --set train.iterations=150 \
+		--set train.dump_params="$WORK/$name.params" \
+		--set checkpoint.dir="$WORK/$name" --set checkpoint.every=10 \
+		--set fault.restarts=1
+	local job=$JOB_PID
+	kill_after "$name" 2 server
+	wait $job || fail "$name: recovered job exited $?"
+	restarted "$name" 1
+	cmp -s "$WORK/straight-$name.params" "$WORK/$name.params" ||
+		fail "$name: recovered parameters differ from the uninterrupted run's"
+	pass "$name: server killed, recovered, parameters identical to an uninterrupted run"
+}
+same_as_straight momentum --set train.momentum=0.9 --set train.lr=0.05
+same_as_straight adamw --set server.optimizer=adamw --set train.lr=0.01 \
+	--set train.weight_decay=0.01
 
 # 3. Asynchronous mode: a server killed, recovered; every partition ends
 #    at workers x iterations updates (every push applied exactly once).
