@@ -30,7 +30,7 @@
 extern "C" {
 #endif
 
-#include "server/optimizer.h" /* ps_adam_scalars */
+#include "common/adam_scalars.h"
 
 /* Threads per block of every kernel (tests use sizes that are not
  * multiples of it). */

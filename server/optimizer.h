@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/adam_scalars.h"
+
 /* acc[i] = g[i] (the first push of a round: no clearing pass needed) */
 void ps_accum_set(double *acc, const float *g, size_t n);
 
@@ -66,15 +68,6 @@ typedef struct ps_adam {
 	int decoupled; /* 1: AdamW's decoupled weight decay */
 	uint64_t step; /* the update this is, from 1 */
 } ps_adam;
-
-/* The float32 scalars of one step (shared with the CUDA kernel). */
-typedef struct ps_adam_scalars {
-	float step_size; /* lr / (1 - b1^step) */
-	float bc2_sqrt;  /* sqrt(1 - b2^step) */
-	float beta1, one_minus_beta1, beta2, one_minus_beta2, eps;
-	float wd;        /* adam: L2 added to the gradient; 0 otherwise */
-	float decay;     /* adamw: 1 - lr * wd; 1 otherwise */
-} ps_adam_scalars;
 
 void ps_adam_scalars_of(const ps_adam *a, ps_adam_scalars *s_p);
 
