@@ -293,6 +293,8 @@ static void pack_header(mp *m, uint32_t n, int bad_at,
 			badf(&m->pk);
 		else if (i < 9)
 			msgpack_pack_uint64(&m->pk, vals[i]);
+		else if (i == 9) /* lr */
+			msgpack_pack_double(&m->pk, 0.5);
 		else
 			msgpack_pack_str_with_body(&m->pk, "future", 6);
 	}
@@ -345,6 +347,10 @@ static void pk_v2(msgpack_packer *pk)
 static void pk_type0(msgpack_packer *pk)
 {
 	msgpack_pack_uint32(pk, 0);
+}
+static void pk_lr_negative(msgpack_packer *pk)
+{
+	msgpack_pack_double(pk, -1.0);
 }
 static void pk_type_end(msgpack_packer *pk)
 {
@@ -408,6 +414,29 @@ static void test_header_rejects(void **state)
 	              "8 elements, expected at least 9");
 	expect_header(0, -1, NULL, PS_EPROTO, "expected at least 1");
 	expect_header(12, -1, NULL, PS_OK, NULL); /* extras ignored */
+	expect_header(10, 9, pk_lr_negative, PS_EPROTO,
+	              "element 9 (lr): -1 is not a learning rate");
+	expect_header(10, 9, pk_type0, PS_EPROTO,
+	              "element 9 (lr): expected a float");
+	/* a push's learning rate round-trips */
+	{
+		ps_wire_header h = {.type = PS_MSG_PUSH, .has_lr = 1, .lr = 0.125};
+		ps_wire_header out;
+		char buf[PS_WIRE_HEADER_MAX], why[256];
+		size_t len;
+
+		assert_int_equal(ps_wire_header_encode(&h, buf, sizeof(buf), &len),
+		                 PS_OK);
+		assert_int_equal(ps_wire_header_decode(buf, len, &out, why,
+		                                       sizeof(why)), PS_OK);
+		assert_true(out.has_lr && out.lr == 0.125);
+		h.has_lr = 0;
+		assert_int_equal(ps_wire_header_encode(&h, buf, sizeof(buf), &len),
+		                 PS_OK);
+		assert_int_equal(ps_wire_header_decode(buf, len, &out, why,
+		                                       sizeof(why)), PS_OK);
+		assert_false(out.has_lr);
+	}
 
 	/* not an array */
 	{
