@@ -324,8 +324,8 @@ static void test_file_errors(void **state)
 	(void)state;
 	expect_file_error("; comment\n[train]\nlrr = 0.1\n", 3,
 	                  "unknown key 'train.lrr'; keys in section 'train': "
-	                  "iterations, batch, lr, momentum, mode, seed, "
-	                  "dump_params");
+	                  "iterations, batch, lr, momentum, beta1, beta2, "
+	                  "eps, weight_decay, mode, seed, dump_params");
 	expect_file_error("[cluster]\nservers = 2\n\n\n\n[trian]\nlr = 0.1\n",
 	                  7,
 	                  "unknown key 'trian.lr' (section 'trian'); known "
@@ -511,8 +511,8 @@ static void test_set_errors(void **state)
 	expect_set_error(
 	    "train.lrr", "1",
 	    "--set: unknown key 'train.lrr'; keys in section "
-	    "'train': iterations, batch, lr, momentum, mode, seed, "
-	    "dump_params");
+	    "'train': iterations, batch, lr, momentum, beta1, beta2, eps, "
+	    "weight_decay, mode, seed, dump_params");
 	expect_set_error("trian.lr", "1",
 	                 "--set: unknown key 'trian.lr' (section 'trian'); "
 	                 "known sections: " SECTIONS);
@@ -730,11 +730,15 @@ static void test_validate(void **state)
 		                               sizeof(e)),
 		                 PS_OK);
 		assert_int_equal(cfg.server.optimizer, PS_OPTIMIZER_NONE);
+		assert_int_equal(ps_config_set(&cfg, "server.optimizer=adamw",
+		                               e, sizeof(e)),
+		                 PS_OK);
+		assert_int_equal(cfg.server.optimizer, PS_OPTIMIZER_ADAMW);
 		assert_int_not_equal(ps_config_set(&cfg,
-		                                   "server.optimizer=adam", e,
+		                                   "server.optimizer=rmsprop", e,
 		                                   sizeof(e)),
 		                     PS_OK);
-		assert_non_null(strstr(e, "sgd, none"));
+		assert_non_null(strstr(e, "sgd, none, adam, adamw"));
 	}
 	/* ps_config_get: values as ps_config_set takes them */
 	{
@@ -982,6 +986,10 @@ static void test_reference(void **state)
 	                                   "batch",
 	                                   "lr",
 	                                   "momentum",
+	                                   "beta1",
+	                                   "beta2",
+	                                   "eps",
+	                                   "weight_decay",
 	                                   "mode",
 	                                   "seed",
 	                                   "dump_params",
