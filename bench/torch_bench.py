@@ -156,6 +156,11 @@ def parse_args(argv):
                     help="netns: one namespace per host, links shaped (root); "
                     "loopback: every process on 127.0.0.1, links not shaped; "
                     "auto: netns where possible")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="an ordo config key for every ordo run, e.g. "
+                    "scheduling.credit_size=8M (repeatable; the cluster's "
+                    "size and addresses, server.optimizer, train.iterations, "
+                    "scheduling.preset and output.dir are the benchmark's)")
     ap.add_argument("--loss-tolerance", type=float, default=1e-5,
                     help="largest relative difference of a loss or checksum "
                     "between any two runs of a model (default 1e-5)")
@@ -184,6 +189,15 @@ def parse_args(argv):
         raise UsageError("--bandwidth-gbps must be in [0.001, 400]")
     if not 0 < a.loss_tolerance < 1:
         raise UsageError("--loss-tolerance must be in (0, 1)")
+    for kv in a.set:
+        key = kv.partition("=")[0]
+        if "=" not in kv or not re.match(r"^[a-z_]+\.[a-z_]+$", key):
+            raise UsageError("--set %s: not SECTION.KEY=VALUE" % kv)
+        if key.startswith("cluster.") or key in (
+                "server.optimizer", "train.iterations", "scheduling.preset",
+                "output.dir"):
+            raise UsageError("--set %s: the benchmark sets %s itself"
+                             % (kv, key))
     a.gpu_ms = model_values("gpu-ms", a.gpu_ms)
     a.cpu_ms = model_values("cpu-ms", a.cpu_ms)
     if not os.path.isfile(a.python) or not os.access(a.python, os.X_OK):
@@ -421,7 +435,8 @@ class Bench:
 
             def sets(host):
                 return ["--config", ini] + ps_bench.node_sets(
-                    c.addr[host], c.addr["sched"])
+                    c.addr[host], c.addr["sched"]) + [
+                        x for kv in a.set for x in ("--set", kv)]
             rfd, wfd = os.pipe()
             try:
                 procs.append(self.spawn(
@@ -598,6 +613,9 @@ class Bench:
                      "the workers' hosts" % (
                          a.workers, a.batch, a.batch * a.workers, a.threads,
                          a.servers))
+        if a.set:
+            lines.append("- ordo runs also with: %s" % ", ".join(
+                "`%s`" % kv for kv in a.set))
         lines.append("- per run: %d warm-up + %d measured iterations; %d "
                      "repetition(s), the order of the configurations "
                      "rotated each time" % (a.warmup, a.iterations,
