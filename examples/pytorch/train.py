@@ -12,29 +12,43 @@ training on the whole batches computes: `train.py --reference` is that one
 process, for comparison (tests/integration/pytorch.sh compares the losses).
 
 Data: a synthetic classification set made from a fixed seed (no download):
---samples points of --features dimensions, --classes classes. Models:
-  mlp      two linear layers;
-  branchy  the mlp with a frozen input layer and a branch used only on
-           even iterations (its parameters get no gradient on odd ones).
-Prints "loss IT VALUE" per iteration (a worker: "worker R loss IT VALUE",
-the loss of its share; the shares are equal, so the workers' mean is the
-batch's loss) and "final IT checksum" (the sum of all parameters) at the end.
+--samples points of --features dimensions, --classes classes; for the image
+models, every iteration's global batch of 3x32x32 images (CIFAR-sized) and
+labels is drawn on the fly from a generator seeded with the iteration.
+Models:
+  mlp           two linear layers;
+  branchy       the mlp with a frozen input layer and a branch used only on
+                even iterations (its parameters get no gradient on odd ones);
+  resnet18, mobilenet_v2
+                torchvision's (weights=None, --classes outputs), train mode.
+--ddp trains with torch DDP (gloo) instead of ordo, for comparison: started
+once per worker with RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT set
+(bench/torch_bench.py does). Prints "loss IT VALUE" per iteration (a
+worker: "worker R loss IT VALUE", the loss of its share; the shares are
+equal, so the workers' mean is the batch's loss), with --timing also
+"worker R time IT SECONDS" (the monotonic clock when the iteration ended),
+and "final IT checksum" (the sum of all parameters) at the end.
 """
 import argparse
 import math
 import sys
+import time
 
 import torch
 
-ot = None  # ordo.torch: imported by main() unless --reference
+ot = None  # ordo.torch: imported by main() unless --reference or --ddp
 
 
 def options(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reference", action="store_true",
                     help="train in one process on the whole batches (no ordo)")
+    ap.add_argument("--ddp", action="store_true",
+                    help="train with torch DDP (gloo backend; RANK, WORLD_SIZE, "
+                    "MASTER_ADDR, MASTER_PORT from the environment), not ordo")
     ap.add_argument("--iterations", type=int, default=100)
-    ap.add_argument("--model", choices=["mlp", "branchy"], default="mlp")
+    ap.add_argument("--model", choices=["mlp", "branchy"] + IMAGE_MODELS,
+                    default="mlp")
     ap.add_argument("--optimizer", choices=["sgd", "adam", "adamw"], default="sgd")
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--momentum", type=float, default=0.9)
@@ -48,10 +62,27 @@ def options(argv=None):
     ap.add_argument("--samples", type=int, default=2048)
     ap.add_argument("--features", type=int, default=32)
     ap.add_argument("--classes", type=int, default=10)
-    return ap.parse_args(argv)
+    ap.add_argument("--timing", action="store_true",
+                    help="also print when each iteration ended")
+    ap.add_argument("--threads", type=int, default=0,
+                    help="torch's intra-op threads (0: torch's default)")
+    args = ap.parse_args(argv)
+    if args.reference and args.ddp:
+        ap.error("--reference and --ddp exclude each other")
+    for name in ("batch", "accumulate", "samples", "features", "classes"):
+        if getattr(args, name) < 1:
+            ap.error("--%s must be at least 1" % name)
+    if args.iterations < 0 or args.threads < 0:
+        ap.error("--iterations and --threads must be 0 or more")
+    return args
+
+
+IMAGE_MODELS = ["resnet18", "mobilenet_v2"]
 
 
 def dataset(args):
+    if args.model in IMAGE_MODELS:
+        return None, None  # drawn per iteration (batch())
     g = torch.Generator().manual_seed(1)
     centers = torch.randn(args.classes, args.features, generator=g) * 0.3
     y = torch.randint(0, args.classes, (args.samples,), generator=g)
@@ -78,6 +109,10 @@ class Branchy(torch.nn.Module):
 
 def model(args):
     torch.manual_seed(0)
+    if args.model in IMAGE_MODELS:
+        import torchvision
+        return getattr(torchvision.models, args.model)(weights=None,
+                                                       num_classes=args.classes)
     if args.model == "branchy":
         return Branchy(args.features, args.classes)
     return torch.nn.Sequential(torch.nn.Linear(args.features, 64), torch.nn.ReLU(),
@@ -94,6 +129,10 @@ def optimizer(args, net):
 
 
 def batch(x, y, it, args):
+    if args.model in IMAGE_MODELS:
+        g = torch.Generator().manual_seed(1000003 * (it + 1))
+        return (torch.randn(args.batch, 3, 32, 32, generator=g),
+                torch.randint(0, args.classes, (args.batch,), generator=g))
     n = args.samples // args.batch
     k = it % n
     return x[k * args.batch:(k + 1) * args.batch], y[k * args.batch:(k + 1) * args.batch]
@@ -105,12 +144,35 @@ def say(line):
     sys.stdout.flush()
 
 
+def image_model(name, batch_size):
+    """For model/generate.py (MODULE:FUNCTION): the model and an input of
+    batch_size CIFAR-sized images."""
+    net = model(options(["--model", name]))
+    net.train()
+    return net, torch.randn(batch_size, 3, 32, 32)
+
+
+def fx_resnet18(batch_size):
+    return image_model("resnet18", batch_size)
+
+
+def fx_mobilenet_v2(batch_size):
+    return image_model("mobilenet_v2", batch_size)
+
+
 def train(args, distributed):
+    if args.threads:
+        torch.set_num_threads(args.threads)
     x, y = dataset(args)
     net = model(args)
     opt = optimizer(args, net)
     rank, size = 0, 1
-    if distributed:
+    if args.ddp:
+        import torch.distributed as dist
+        dist.init_process_group("gloo")  # env:// (RANK, WORLD_SIZE, MASTER_*)
+        rank, size = dist.get_rank(), dist.get_world_size()
+        net = torch.nn.parallel.DistributedDataParallel(net)
+    elif distributed:
         opt = ot.DistributedOptimizer(opt, named_parameters=net.named_parameters(),  # ordo
                                       backward_passes_per_step=args.accumulate, model=net)
         rank, size = ot.rank(), ot.size()  # ordo
@@ -135,14 +197,19 @@ def train(args, distributed):
             part.backward()
             loss += part.detach()
         if args.clip > 0:
-            if distributed:
+            if distributed and not args.ddp:
                 opt.synchronize()  # ordo: clip the averaged gradients
             torch.nn.utils.clip_grad_norm_(net.parameters(), args.clip)
         opt.step()
         if sched:
             sched.step()
         say("%sloss %d %.9g" % ("worker %d " % rank if distributed else "", it, loss.item()))
-    if distributed:
+        if args.timing:
+            say("%stime %d %.6f" % ("worker %d " % rank if distributed else "", it,
+                                    time.monotonic()))
+    if args.ddp:
+        torch.distributed.destroy_process_group()
+    elif distributed:
         ot.shutdown()  # ordo: the last step's parameters in place
     total = sum(p.detach().double().sum().item() for p in net.parameters())
     say("%sfinal %d %.9g" % ("worker %d " % rank if distributed else "", args.iterations, total))
@@ -150,7 +217,7 @@ def train(args, distributed):
 
 def main():
     global ot
-    if "--reference" not in sys.argv:
+    if not {"--reference", "--ddp"} & set(sys.argv):
         import ordo.torch as ot  # ordo
         ot.init()  # ordo: takes ps-launch's --config/--set out of sys.argv
     args = options()
@@ -159,7 +226,7 @@ def main():
     if args.reference:
         train(args, False)
         return 0
-    train(args, True)
+    train(args, True)  # over ordo, or torch DDP with --ddp
     return 0
 
 
