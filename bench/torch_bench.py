@@ -419,7 +419,11 @@ class Bench:
         if run["system"] == "ddp":
             port = DDP_PORT if self.mode == "netns" else free_port()
             for i, w in enumerate(workers):
-                e = ["env", "RANK=%d" % i, "WORLD_SIZE=%d" % a.workers,
+                # DDP loads no ordo library: a sanitizer runtime
+                # preloaded for ordo's (the test suite's ASan build)
+                # only breaks torch's C++ exceptions in gloo's threads
+                e = ["env", "-u", "LD_PRELOAD",
+                     "RANK=%d" % i, "WORLD_SIZE=%d" % a.workers,
                      "MASTER_ADDR=%s" % c.addr[workers[0]],
                      "MASTER_PORT=%d" % port]
                 procs.append(self.spawn(w, e + wargs + ["--ddp"],
