@@ -306,6 +306,13 @@ static const option options[] = {
     INT(worker, cuda_device, "0", 0, 255,
         "worker.gradients = cuda: the CUDA device a replaying worker "
         "uses, in the CUDA runtime's numbering."),
+    INT(worker, rank, "-1", -1, 8191,
+        "The rank this worker asks for when it registers, 0 .. "
+        "cluster.workers - 1 (ps-launch gives each worker it starts its "
+        "own, the RANK it also puts in the worker's environment); -1: "
+        "any, the scheduler numbering the workers that ask for none in "
+        "the order they register. Two workers asking for one rank, or a "
+        "rank outside the job, are refused."),
 
     /* [server] */
     ENUM(server, device, "cpu", device_names,

@@ -107,6 +107,7 @@ struct ps_config {
 		int gradients;   /* ps_server_device: where a replay's
 				  * gradients and parameters live */
 		int cuda_device; /* gradients = cuda: the CUDA device index */
+		int rank;        /* asked for at registration; -1: any */
 	} worker;
 	struct {
 		int device;      /* ps_server_device: where updates are applied */

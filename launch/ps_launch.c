@@ -210,7 +210,7 @@ static int forwarded(const launch *l, const char *entry)
  * ARGV...", VARS the forwarded environment (forwarded()).
  * *cmd holds the last word (free it with the result). */
 static char **remote_argv(const launch *l, const ps_host *h, char **argv,
-			  char **cmd)
+			  const char *const *envs, char **cmd)
 {
 	size_t cap = 4096, len = 0;
 	int nssh = 0;
@@ -221,6 +221,8 @@ static char **remote_argv(const launch *l, const ps_host *h, char **argv,
 	for (char **e = environ; *e; e++)
 		if (forwarded(l, *e))
 			cap += 4 * strlen(*e) + 3;
+	for (const char *const *e = envs; e && *e; e++)
+		cap += 4 * strlen(*e) + 3;
 	*cmd = malloc(cap);
 	while (l->ssh_words[nssh])
 		nssh++;
@@ -235,6 +237,11 @@ static char **remote_argv(const launch *l, const ps_host *h, char **argv,
 	for (char **e = environ; *e; e++) {
 		if (!forwarded(l, *e))
 			continue;
+		(*cmd)[len++] = ' ';
+		if (ps_shell_quote(*e, *cmd, cap, &len) != PS_OK)
+			goto fail;
+	}
+	for (const char *const *e = envs; e && *e; e++) { /* the worker's */
 		(*cmd)[len++] = ' ';
 		if (ps_shell_quote(*e, *cmd, cap, &len) != PS_OK)
 			goto fail;
@@ -261,10 +268,11 @@ fail:
 }
 
 /* Starts DIR/prog with our arguments plus extra ones, here (host NULL)
- * or on host over ssh. out_fd >= 0: the process's stdout. */
+ * or on host over ssh, with the NAME=VALUE entries of envs (NULL: none)
+ * added to its environment. out_fd >= 0: the process's stdout. */
 static int spawn(launch *l, const char *prog, const char *name,
-		 const char *const *extra, int nextra, const ps_host *host,
-		 int out_fd)
+		 const char *const *extra, int nextra,
+		 const char *const *envs, const ps_host *host, int out_fd)
 {
 	char path[PATH_MAX + 32];
 	char **argv, **run, *cmd = NULL;
@@ -281,7 +289,7 @@ static int spawn(launch *l, const char *prog, const char *name,
 		return PS_ENOMEM;
 	run = argv;
 	if (host) {
-		run = remote_argv(l, host, argv, &cmd);
+		run = remote_argv(l, host, argv, envs, &cmd);
 		if (!run || pipe(ctl) != 0 ||
 		    fcntl(ctl[1], F_SETFD, FD_CLOEXEC) != 0 ||
 		    fcntl(ctl[1], F_SETFL, O_NONBLOCK) != 0) {
@@ -307,6 +315,8 @@ static int spawn(launch *l, const char *prog, const char *name,
 			dup2(ctl[0], STDIN_FILENO);
 		if (out_fd >= 0)
 			dup2(out_fd, STDOUT_FILENO);
+		for (const char *const *e = envs; !host && e && *e; e++)
+			putenv((char *)*e); /* the child's copy of our memory */
 		if (host)
 			execvp(run[0], run);
 		else
@@ -606,7 +616,7 @@ static int start_scheduler(launch *l, const ps_config *cfg,
 	l->p_first_ms = 0;
 	l->p_last = 0;
 	l->p_forward = host != NULL;
-	rc = spawn(l, "ps-scheduler", "scheduler", args, n, host,
+	rc = spawn(l, "ps-scheduler", "scheduler", args, n, NULL, host,
 		   host ? fds[1] : -1);
 	close(fds[1]);
 	int fl = fcntl(fds[0], F_GETFL);
@@ -827,7 +837,8 @@ static int run_rank(launch *l, const ps_config *cfg)
 	const int servers = cfg->cluster.servers, workers = cfg->cluster.workers;
 	const int total = 1 + servers + workers;
 	char err[512], setarg[128], addr[64], path[PATH_MAX + 32];
-	const char *extra[2] = {"--set", setarg}, *prog;
+	char rankarg[48];
+	const char *extra[4] = {"--set", setarg}, *prog;
 	int nextra = 0, idx;
 	ps_rank r;
 	uint32_t role;
@@ -902,6 +913,19 @@ static int run_rank(launch *l, const ps_config *cfg)
 		snprintf(path, sizeof(path), "%s", prog);
 	else
 		snprintf(path, sizeof(path), "%s/%s", l->dir, prog);
+	if (role == PS_ROLE_WORKER) {
+		/* the worker's own rank: asked for at registration, and the
+		 * RANK/WORLD_SIZE a training script reads (the launcher's
+		 * count the scheduler and the servers too) */
+		char v[32];
+		snprintf(rankarg, sizeof(rankarg), "worker.rank=%d", idx);
+		extra[nextra++] = "--set";
+		extra[nextra++] = rankarg;
+		snprintf(v, sizeof(v), "%d", idx);
+		setenv("RANK", v, 1);
+		snprintf(v, sizeof(v), "%d", workers);
+		setenv("WORLD_SIZE", v, 1);
+	}
 	char **argv = job_argv(l, path, extra, nextra,
 			       role == PS_ROLE_WORKER);
 	if (!argv)
@@ -1051,11 +1075,13 @@ static void run_job(launch *l, const ps_config *cfg, const char *resume)
 	common[nc++] = portarg;
 	for (int r = 1; rc == PS_OK && r < total; r++) {
 		const ps_host *h = host_of(l, r);
-		const char *extra[8];
+		const char *extra[12];
 		char name[32], bindarg[96];
 		int ne = nc, idx;
 		uint32_t role;
 
+		char rankarg[48], envbuf[4][48];
+		const char *envs[5] = {NULL};
 		memcpy(extra, common, (size_t)nc * sizeof(*extra));
 		/* on a host: its address, unless the config names one */
 		if (h && !cfg->cluster.interface[0] &&
@@ -1067,9 +1093,31 @@ static void run_job(launch *l, const ps_config *cfg, const char *resume)
 		}
 		ps_rank_role(r, servers, cfg->cluster.workers, &role, &idx);
 		snprintf(name, sizeof(name), "%s #%d", ps_role_name(role), idx);
+		if (role == PS_ROLE_WORKER) {
+			/* its rank, asked for at registration, and the
+			 * environment torchrun would give it */
+			int local = 0, on_host = 0;
+			for (int q = 1 + servers; q < total; q++)
+				if (host_of(l, q) == h) {
+					on_host++;
+					local += q < r;
+				}
+			snprintf(rankarg, sizeof(rankarg), "worker.rank=%d", idx);
+			extra[ne++] = "--set";
+			extra[ne++] = rankarg;
+			snprintf(envbuf[0], sizeof(envbuf[0]), "RANK=%d", idx);
+			snprintf(envbuf[1], sizeof(envbuf[1]), "WORLD_SIZE=%d",
+				 cfg->cluster.workers);
+			snprintf(envbuf[2], sizeof(envbuf[2]), "LOCAL_RANK=%d",
+				 local);
+			snprintf(envbuf[3], sizeof(envbuf[3]),
+				 "LOCAL_WORLD_SIZE=%d", on_host);
+			for (int k = 0; k < 4; k++)
+				envs[k] = envbuf[k];
+		}
 		rc = spawn(l, role == PS_ROLE_SERVER ? "ps-server"
 			   : l->worker ? l->worker : "ps-worker",
-			   name, extra, ne, h, -1);
+			   name, extra, ne, envs, h, -1);
 	}
 	if (rc != PS_OK && !l->failed_status) {
 		l->failed_status = 1;

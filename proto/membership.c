@@ -10,6 +10,7 @@
 
 typedef struct member {
 	ps_node_info info;
+	uint32_t want; /* workers: 1 + the rank asked for; 0: any */
 	int64_t last_heard;
 	int unreachable, done, in_barrier;
 } member;
@@ -72,21 +73,45 @@ static int same_tensors(const ps_membership *m, const ps_wire_register *r,
 			char *why, size_t whylen)
 {
 	if (r->num_tensors != m->ntensors) {
-		snprintf(why, whylen, "declares %u tensors, worker 0 declared "
-			 "%u", r->num_tensors, m->ntensors);
+		snprintf(why, whylen, "declares %u tensors, the first worker "
+			 "to register declared %u", r->num_tensors,
+			 m->ntensors);
 		return 0;
 	}
 	for (uint32_t i = 0; i < r->num_tensors; i++) {
 		const ps_tensor_desc *a = &m->tensors[i], *b = &r->tensors[i];
 		if (strcmp(a->name, b->name) != 0 || a->numel != b->numel) {
 			snprintf(why, whylen, "tensor %u is '%s' (%llu "
-				 "elements), worker 0 declared '%s' (%llu)", i,
+				 "elements), the first worker to register "
+				 "declared '%s' (%llu)", i,
 				 b->name, (unsigned long long)b->numel,
 				 a->name, (unsigned long long)a->numel);
 			return 0;
 		}
 	}
 	return 1;
+}
+
+/* After the last registration: the workers that asked for no rank take
+ * the ranks no one asked for, lowest first, in registration order. */
+static void settle_ranks(ps_membership *m)
+{
+	uint32_t next = 0;
+
+	for (uint32_t i = 0; i < m->nreg; i++) {
+		member *x = &m->reg[i];
+		if (x->info.role != PS_ROLE_WORKER || x->want)
+			continue;
+		for (;;) {
+			int taken = 0;
+			for (uint32_t j = 0; j < m->nreg && !taken; j++)
+				taken = m->reg[j].want == next + 1;
+			if (!taken)
+				break;
+			next++;
+		}
+		x->info.rank = next++;
+	}
 }
 
 /* After the last registration: members by id. */
@@ -160,12 +185,39 @@ ps_member_verdict ps_membership_register(ps_membership *m,
 			return PS_MEMBER_FATAL;
 		}
 	}
+	if (!server && r->want_rank) {
+		if (r->want_rank > m->cfg.workers) {
+			snprintf(why, whylen, "worker pid %d on %s asks for rank "
+				 "%u (worker.rank), but the job has %u "
+				 "worker(s) (cluster.workers): ranks 0..%u",
+				 s->pid, s->host, r->want_rank - 1,
+				 m->cfg.workers, m->cfg.workers - 1);
+			return PS_MEMBER_REFUSED;
+		}
+		for (uint32_t i = 0; i < m->nreg; i++)
+			if (m->reg[i].want == r->want_rank) {
+				snprintf(why, whylen, "worker pid %d on %s asks "
+					 "for rank %u (worker.rank), which "
+					 "worker pid %d on %s has already",
+					 s->pid, s->host, r->want_rank - 1,
+					 m->reg[i].info.pid,
+					 m->reg[i].info.host);
+				return PS_MEMBER_REFUSED;
+			}
+	}
 	x = &m->reg[m->nreg];
 	memset(x, 0, sizeof(*x));
 	x->info = *s;
-	x->info.rank = server ? m->nservers++ : m->nworkers++;
+	/* a worker's rank is final once every node has registered
+	 * (settle_ranks): until then, the one it asked for or its place */
+	x->want = server ? 0 : r->want_rank;
+	x->info.rank = server ? m->nservers++
+		       : r->want_rank ? (m->nworkers++, r->want_rank - 1)
+				      : m->nworkers++;
 	x->last_heard = now;
 	*index_p = m->nreg++;
+	if (ps_membership_complete(m))
+		settle_ranks(m);
 	if (ps_membership_complete(m) && assign_ids(m) != PS_OK) {
 		snprintf(why, whylen, "out of memory");
 		return PS_MEMBER_FATAL;

@@ -4,8 +4,11 @@
  *
  * Registration: servers and workers REGISTER (in any order); each is
  * checked (its transport identity, its role, not twice, not one too many,
- * a worker's tensors the same as the first worker's) and gets a rank in
- * its role in registration order. Once all have registered, ids are
+ * a worker's tensors the same as the first worker's). A server gets a
+ * rank in registration order; a worker the rank it asks for (worker.rank:
+ * one no other worker asked for, within cluster.workers, or it is
+ * refused), and the workers that ask for none the ranks left, lowest
+ * first, in registration order, once all have registered. Then ids are
  * assigned: 0 the scheduler, then servers by rank, then workers by rank.
  * A job whose nodes do not all register within cluster.register_timeout_ms
  * ends with a reason that counts who came; ps_membership_waiting says who

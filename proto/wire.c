@@ -793,9 +793,11 @@ int ps_wire_register_encode(const ps_wire_register *r, void **buf_p,
 		return PS_EINVAL;
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	failed |= msgpack_pack_array(&pk, 2);
+	failed |= msgpack_pack_array(&pk, r->want_rank ? 3 : 2);
 	failed |= node_pack(&pk, &r->self);
 	failed |= tensors_pack(&pk, r->tensors, r->num_tensors);
+	if (r->want_rank)
+		failed |= msgpack_pack_uint32(&pk, r->want_rank);
 	return sbuf_finish(&sb, failed, buf_p, len_p);
 }
 
@@ -826,6 +828,14 @@ int ps_wire_register_decode(const void *buf, size_t len, ps_wire_register *r_p,
 		rc = tensors_walk(&d, &a->ptr[1], "register", &r.tensors,
 		                  &r.num_tensors);
 	}
+	if (rc == PS_OK && a->size > 2) {
+		uint64_t want;
+		rc = get_uint(&d, &a->ptr[2], "register: element 2 (rank asked "
+		              "for, plus 1)", PS_MAX_NODES, &want);
+		r.want_rank = (uint32_t)want;
+	}
+	if (rc != PS_OK)
+		free(r.tensors);
 	msgpack_unpacked_destroy(&u);
 	if (rc == PS_OK)
 		*r_p = r;

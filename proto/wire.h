@@ -114,6 +114,8 @@ typedef struct ps_node_info {
 
 typedef struct ps_wire_register {
 	ps_node_info self;        /* id and rank are ignored */
+	uint32_t want_rank;       /* workers: 1 + the rank asked for
+				   * (worker.rank); 0: any */
 	uint32_t num_tensors;     /* workers declare their tensors */
 	ps_tensor_desc *tensors;
 } ps_wire_register;

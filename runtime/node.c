@@ -165,6 +165,8 @@ static int send_register(ps_node *n, const ps_tensor_desc *tensors,
 		 n->endpoint);
 	reg.num_tensors = ntensors;
 	reg.tensors = (ps_tensor_desc *)tensors;
+	if (n->role == PS_ROLE_WORKER && n->cfg->worker.rank >= 0)
+		reg.want_rank = (uint32_t)n->cfg->worker.rank + 1;
 	rc = ps_wire_register_encode(&reg, &body, &len);
 	if (rc != PS_OK)
 		return rc;

@@ -98,13 +98,19 @@ def client():
 
 
 def rank():
-    """This worker's rank, 0 .. size() - 1, known once the job has started
-    (ordo numbers the workers as they register; a launcher's RANK counts
-    the scheduler and the servers too, so it is not this)."""
-    if _job["client"] is None:
+    """This worker's rank, 0 .. size() - 1. Under ps-launch it is known
+    from init() on (the worker.rank ps-launch gives the worker, which it
+    asks for at registration; also its RANK); otherwise once the job has
+    started (ordo numbers the workers as they register)."""
+    if _job["client"] is not None:
+        return _job["client"].rank
+    asked = int((_job["config"] or init()).get("worker.rank"))
+    if asked < 0:
         raise RuntimeError("ordo.torch: the rank is known once the job has "
-                           "started (create the DistributedOptimizer first)")
-    return _job["client"].rank
+                           "started (create the DistributedOptimizer first), "
+                           "or from init() when worker.rank is set (ps-launch "
+                           "sets it)")
+    return asked
 
 
 def size():
@@ -116,8 +122,8 @@ def size():
 
 
 def local_rank():
-    """This worker's rank among the workers of its host (0 where the
-    launcher does not say)."""
+    """This worker's rank among the workers of its host: LOCAL_RANK, which
+    ps-launch sets (0 where no launcher says)."""
     return int(os.environ.get("LOCAL_RANK", "0"))
 
 

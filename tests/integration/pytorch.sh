@@ -122,6 +122,30 @@ PYORDER
 out=$(env $PY_ENV $py "$WORK/order.py" 2>&1) || fail "transfer order: $out"
 pass "transfer order: $out"
 
+# the environment a worker gets from ps-launch, as torchrun gives it, and
+# RANK is ordo's rank of the worker (asked for at registration)
+cat >"$WORK/env.py" <<'PYENV'
+import os, sys, torch
+import ordo.torch as ot
+ot.init()
+net = torch.nn.Linear(3, 1)
+opt = ot.DistributedOptimizer(torch.optim.SGD(net.parameters(), lr=0.1),
+                              named_parameters=net.named_parameters())
+net(torch.ones(2, 3)).sum().backward()
+opt.step()
+sys.stdout.write("env %s %s %s %s rank %d size %d local %d\n" % (  # one write
+    os.environ.get("RANK"), os.environ.get("WORLD_SIZE"), os.environ.get("LOCAL_RANK"),
+    os.environ.get("LOCAL_WORLD_SIZE"), ot.rank(), ot.size(), ot.local_rank()))
+sys.stdout.flush()
+ot.shutdown()
+PYENV
+job env 120 3 none "--set train.iterations=1" "$WORK/env.py" || fail "env: the job exited $?"
+for r in 0 1 2; do
+	grep -q "^env $r 3 $r 3 rank $r size 3 local $r$" "$WORK/env.out.log" ||
+		fail "env: worker $r: $(grep '^env' "$WORK/env.out.log" | tr '\n' ';')"
+done
+pass "env: workers 0..2 get RANK = ordo's rank, WORLD_SIZE 3, LOCAL_RANK, LOCAL_WORLD_SIZE 3"
+
 # errors: clear, at once, nothing left running
 fails() { # NAME PATTERN SERVER_OPTIMIZER "SETS" PROGRAM ARGS: the job fails saying PATTERN
 	local name=$1 pattern=$2 sopt=$3 sets=$4
@@ -186,7 +210,7 @@ fails missing-params "2 of the optimizer's parameters (shapes \[(2, 2), (2,)\]) 
 # (two workers here: the fails helper runs one)
 job mismatch 120 2 none "--set train.iterations=3 --set cluster.heartbeat_timeout_ms=2000" \
 	"$WORK/bad_models.py" mismatch "$WORK/first" && fail "mismatch: the job succeeded"
-grep -q "tensor 0 is 'weight' ([0-9]* elements), worker 0 declared 'weight' ([0-9]*)" \
+grep -q "tensor 0 is 'weight' ([0-9]* elements), the first worker to register declared 'weight' ([0-9]*)" \
 	"$WORK/mismatch.err.log" || fail "mismatch: no error naming the tensor: $(tail -n 5 "$WORK/mismatch.err.log")"
 pass "workers with different models: refused at registration, naming tensor 0 'weight'"
 assert_no_leftovers

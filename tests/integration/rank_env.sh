@@ -31,7 +31,12 @@ for want in "rank 0 of 5 (RANK): scheduler" "rank 2 of 5 (RANK): server #1" \
 	"rank 4 of 5 (RANK): worker #1"; do
 	grep -qhF "ps-launch: $want" "$WORK"/rank?-5.err.log || fail "no '$want'"
 done
-pass "RANK/WORLD_SIZE: 1 scheduler, 2 servers, 2 workers by RANK, exact"
+# each worker is ordo's worker of its RANK (it asks for that rank)
+grep -q "^exact: worker 0 of 2" "$WORK/rank3-5.out.log" ||
+	fail "rank 3 is not worker 0: $(grep '^exact' "$WORK/rank3-5.out.log")"
+grep -q "^exact: worker 1 of 2" "$WORK/rank4-5.out.log" ||
+	fail "rank 4 is not worker 1: $(grep '^exact' "$WORK/rank4-5.out.log")"
+pass "RANK/WORLD_SIZE: 1 scheduler, 2 servers, 2 workers by RANK (rank 3 worker 0, rank 4 worker 1), exact"
 
 ranks 4 && fail "WORLD_SIZE = 4 for a 5-process job ran"
 for r in 0 1 2 3; do

@@ -977,6 +977,7 @@ static void test_reference(void **state)
 	                                   "compute",
 	                                   "gradients",
 	                                   "cuda_device",
+	                                   "rank",
 	                                   "device", /* [server] */
 	                                   "optimizer",
 	                                   "cuda_device",

@@ -552,8 +552,18 @@ static void test_register_roundtrip(void **state)
 		assert_string_equal(out.tensors[i].name, t[i].name);
 		assert_int_equal(out.tensors[i].numel, t[i].numel);
 	}
+	assert_int_equal(out.want_rank, 0); /* not asked: any */
 	ps_wire_register_clear(&out);
 	assert_null(out.tensors);
+	ps_wire_free(buf, NULL);
+
+	/* a worker asking for rank 6 (worker.rank): 1 + 6 on the wire */
+	r.want_rank = 7;
+	assert_int_equal(ps_wire_register_encode(&r, &buf, &len), PS_OK);
+	assert_int_equal(
+	    ps_wire_register_decode(buf, len, &out, why, sizeof(why)), PS_OK);
+	assert_int_equal(out.want_rank, 7);
+	ps_wire_register_clear(&out);
 	ps_wire_free(buf, NULL);
 
 	/* a server: no tensors, empty strings */
