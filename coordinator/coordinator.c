@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,11 @@ typedef struct coord {
 	ps_placement *placement;
 	uint32_t *priority; /* per tensor (scheduling.order); NULL: fifo */
 	uint64_t dropped;
+	/* the data of the barrier being gathered, from its root worker
+	 * (ps_client_broadcast), shared by the BARRIER_DONEs that carry
+	 * it; NULL: none */
+	struct bcast *bcast;
+	uint32_t bcast_from; /* the root's node id */
 	int64_t started_ms;
 	uint64_t start_iteration; /* of the checkpoint resumed, or 0 */
 	ckpt_slot ckpt[CKPT_SLOTS];
@@ -79,6 +85,23 @@ typedef struct coord {
 		int stopping;     /* it asked for a stop at a checkpoint */
 	} tuner;
 } coord;
+
+/* A broadcast's bytes, sent to every worker from one buffer: freed by
+ * the last send's release (the transport's threads may release). */
+typedef struct bcast {
+	atomic_int refs;
+	size_t len;
+	unsigned char data[];
+} bcast;
+
+static void bcast_unref(void *data, void *hint)
+{
+	bcast *b = hint;
+
+	(void)data;
+	if (atomic_fetch_sub(&b->refs, 1) == 1)
+		free(b);
+}
 
 static void describe(const member *m, char *buf, size_t cap)
 {
@@ -192,6 +215,69 @@ static int handle_register(coord *c, const ps_msg *msg,
 	PS_INFO("registered %s %u: pid %d on %s, %s",
 		ps_role_name(info->role), info->rank, info->pid, info->host,
 		info->endpoint);
+	return PS_OK;
+}
+
+/* BARRIER from worker m; with a payload, the data its root broadcasts
+ * (ps_client_broadcast: one worker sends it, every worker gets it with
+ * the BARRIER_DONE). */
+static int barrier(coord *c, const member *m, const ps_msg *msg,
+		   const ps_wire_header *h)
+{
+	char why[PS_REASON_MAX];
+	int released;
+
+	if (msg->payload_len && c->bcast) {
+		char a[160], b[160];
+		describe(&c->members[c->bcast_from], a, sizeof(a));
+		describe(m, b, sizeof(b));
+		snprintf(why, sizeof(why), "two workers broadcast as the root "
+			 "of one broadcast (barrier %u): %s and %s: every "
+			 "worker must name the same root", h->key, a, b);
+		abort_job(c, why);
+		return PS_EABORTED;
+	}
+	if (ps_membership_barrier(c->ms, h->sender, h->key, &released, why,
+				  sizeof(why)) != PS_OK) {
+		psi_note_drop(++c->dropped, "BARRIER", why);
+		return PS_OK;
+	}
+	if (msg->payload_len) {
+		c->bcast = malloc(sizeof(*c->bcast) + msg->payload_len);
+		if (!c->bcast) {
+			abort_job(c, "out of memory holding a broadcast");
+			return PS_EABORTED;
+		}
+		atomic_init(&c->bcast->refs, 1);
+		c->bcast->len = msg->payload_len;
+		memcpy(c->bcast->data, msg->payload, msg->payload_len);
+		c->bcast_from = h->sender;
+	}
+	if (!released)
+		return PS_OK;
+	bcast *b = c->bcast;
+	c->bcast = NULL;
+	for (uint32_t r = 0; r < c->workers; r++) {
+		ps_peer peer = c->members[1 + c->servers + r].peer;
+		if (!b) {
+			send_msg(c, peer, PS_MSG_BARRIER_DONE, h->key, NULL, 0);
+			continue;
+		}
+		ps_wire_header d = {.version = PS_WIRE_VERSION,
+				    .type = PS_MSG_BARRIER_DONE,
+				    .job_id = c->job_id,
+				    .key = h->key,
+				    .payload_len = b->len};
+		uint8_t buf[PS_WIRE_HEADER_MAX];
+		size_t hlen;
+		atomic_fetch_add(&b->refs, 1);
+		if (ps_wire_header_encode(&d, buf, sizeof(buf), &hlen) != PS_OK ||
+		    ps_transport_send(c->t, peer, buf, hlen, b->data, b->len,
+				      bcast_unref, b) != PS_OK)
+			bcast_unref(NULL, b);
+	}
+	if (b)
+		bcast_unref(NULL, b);
 	return PS_OK;
 }
 
@@ -1130,18 +1216,8 @@ static int handle_running(coord *c, const ps_msg *msg,
 		return PS_OK;
 	case PS_MSG_PEER_LOST:
 		return peer_lost(c, msg, h);
-	case PS_MSG_BARRIER: {
-		int released;
-		if (ps_membership_barrier(c->ms, h->sender, h->key, &released,
-					  why, sizeof(why)) != PS_OK) {
-			psi_note_drop(++c->dropped, "BARRIER", why);
-			return PS_OK;
-		}
-		for (uint32_t r = 0; released && r < c->workers; r++)
-			send_msg(c, c->members[1 + c->servers + r].peer,
-				 PS_MSG_BARRIER_DONE, h->key, NULL, 0);
-		return PS_OK;
-	}
+	case PS_MSG_BARRIER:
+		return barrier(c, m, msg, h);
 	case PS_MSG_DONE: {
 		ps_wire_done d;
 		int all;
@@ -1341,6 +1417,8 @@ out:
 	ps_placement_free(&c.placement);
 	free(c.priority);
 	ps_membership_destroy(&c.ms);
+	if (c.bcast)
+		bcast_unref(NULL, c.bcast);
 	free(c.members);
 	return status;
 }

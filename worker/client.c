@@ -98,6 +98,10 @@ typedef struct cmd {
 	const float *data;
 	uint64_t iteration;
 	ps_wire_done done;
+	/* CMD_BARRIER: the bytes a broadcast's root sends (malloc'd; the
+	 * transport frees them), or NULL */
+	void *payload;
+	size_t payload_len;
 	struct cmd *next;
 } cmd;
 
@@ -221,6 +225,11 @@ struct ps_client {
 	uint32_t nparts;
 	uint32_t fused_inflight; /* staged transfers not yet released */
 	uint64_t barriers_done, barriers_asked;
+	/* the data the last BARRIER_DONE brought (a broadcast), for the
+	 * application; NULL: none */
+	void *bcast;
+	size_t bcast_len;
+	uint64_t bcast_barrier;
 	ps_client_stats stats;
 	/* tuning (docs/tune.md): the application began iteration begun - 1
 	 * (0: none yet); the job stops before stop_at (0: no stop asked) */
@@ -567,7 +576,13 @@ static int run_command(ps_client *c, cmd *k)
 		return send_pulls(c, &c->tensors[k->tensor]);
 	case CMD_BARRIER:
 		h.type = PS_MSG_BARRIER;
-		return ps_node_send(&c->node, 0, &h, NULL, 0, NULL, NULL);
+		h.payload_len = k->payload_len;
+		rc = ps_node_send(&c->node, 0, &h, k->payload, k->payload_len,
+				  k->payload ? ps_wire_free : NULL, NULL);
+		if (rc != PS_OK)
+			free(k->payload);
+		k->payload = NULL;
+		return rc;
 	case CMD_DONE:
 		rc = ps_wire_done_encode(&k->done, &body, &len);
 		if (rc != PS_OK)
@@ -741,6 +756,18 @@ static int handle(ps_client *c, ps_msg *msg, const ps_wire_header *h)
 			break;
 		}
 		pthread_mutex_lock(&c->mu);
+		free(c->bcast); /* a broadcast nobody claimed */
+		c->bcast = NULL;
+		c->bcast_len = 0;
+		if (msg->payload_len) { /* a broadcast's data */
+			c->bcast = malloc(msg->payload_len);
+			if (c->bcast) {
+				memcpy(c->bcast, msg->payload,
+				       msg->payload_len);
+				c->bcast_len = msg->payload_len;
+			}
+		}
+		c->bcast_barrier = h->key;
 		c->barriers_done++;
 		pthread_cond_broadcast(&c->cv);
 		pthread_mutex_unlock(&c->mu);
@@ -2126,24 +2153,36 @@ int ps_client_flush(ps_client *c, int timeout_ms)
 	return rc;
 }
 
-int ps_client_barrier(ps_client *c, int timeout_ms)
+/* A barrier; send (len bytes, or NULL) goes to the scheduler with it (a
+ * broadcast's root), and recv (len bytes, or NULL) receives what the
+ * barrier's root sent. */
+static int barrier_with(ps_client *c, const void *send, void *recv,
+			size_t len, int64_t deadline)
 {
-	int64_t deadline = deadline_of(timeout_ms);
-	uint64_t target;
-	cmd *k;
+	uint64_t target, number;
+	cmd *k = calloc(1, sizeof(*k));
 	int rc;
 
-	if (!c)
-		return PS_EINVAL;
-	k = calloc(1, sizeof(*k));
 	if (!k)
 		return PS_ENOMEM;
 	k->kind = CMD_BARRIER;
+	if (send) {
+		k->payload = malloc(len ? len : 1);
+		if (!k->payload) {
+			free(k);
+			return PS_ENOMEM;
+		}
+		memcpy(k->payload, send, len);
+		k->payload_len = len;
+	}
 	pthread_mutex_lock(&c->mu);
-	k->iteration = c->barriers_asked;
+	number = c->barriers_asked;
+	k->iteration = number;
 	rc = enqueue(c, k);
 	if (rc == PS_OK)
 		c->barriers_asked++;
+	else
+		free(k->payload);
 	target = c->barriers_asked;
 	while (rc == PS_OK && c->barriers_done < target) {
 		if (c->state != ST_RUNNING) {
@@ -2152,8 +2191,63 @@ int ps_client_barrier(ps_client *c, int timeout_ms)
 		}
 		rc = wait_until(c, deadline);
 	}
+	if (rc == PS_OK && recv) {
+		if (c->bcast_barrier != number || c->bcast_len != len) {
+			PS_ERROR("ps_client_broadcast: barrier %llu brought %zu "
+				 "bytes, this worker expects %zu: every worker "
+				 "must broadcast as many bytes from the same "
+				 "root", (unsigned long long)number,
+				 c->bcast_barrier == number ? c->bcast_len : 0,
+				 len);
+			rc = PS_EPROTO;
+		} else if (len) {
+			memcpy(recv, c->bcast, len);
+		}
+	}
+	free(c->bcast);
+	c->bcast = NULL;
+	c->bcast_len = 0;
 	pthread_mutex_unlock(&c->mu);
 	return rc;
+}
+
+int ps_client_barrier(ps_client *c, int timeout_ms)
+{
+	if (!c)
+		return PS_EINVAL;
+	return barrier_with(c, NULL, NULL, 0, deadline_of(timeout_ms));
+}
+
+int ps_client_broadcast(ps_client *c, int root, void *buf, size_t len,
+			int timeout_ms)
+{
+	int64_t deadline = deadline_of(timeout_ms);
+	int rank;
+	size_t chunk, off = 0;
+
+	if (!c || (!buf && len))
+		return PS_EINVAL;
+	rank = ps_client_rank(c);
+	if (rank < 0)
+		return PS_ESTATE;
+	if (root < 0 || root >= ps_client_num_workers(c)) {
+		PS_ERROR("ps_client_broadcast: root %d is not a worker's rank "
+			 "(0..%d)", root, ps_client_num_workers(c) - 1);
+		return PS_EINVAL;
+	}
+	/* in messages the transport takes (transport.max_message), every
+	 * worker cutting the same len alike */
+	chunk = (size_t)ps_config_max_message(&c->cfg);
+	do {
+		size_t n = len - off < chunk ? len - off : chunk;
+		int rc = barrier_with(c, rank == root ? (char *)buf + off : NULL,
+				      rank == root ? NULL : (char *)buf + off,
+				      n, deadline);
+		if (rc != PS_OK)
+			return rc;
+		off += n;
+	} while (off < len);
+	return PS_OK;
 }
 
 int ps_client_finish(ps_client *c, const ps_client_result *result)
@@ -2257,6 +2351,7 @@ void ps_client_destroy(ps_client **client_p)
 	pthread_cond_destroy(&c->comm_cv);
 	pthread_mutex_destroy(&c->mu);
 	pthread_mutex_destroy(&c->lr_mu);
+	free(c->bcast);
 	free(c);
 	*client_p = NULL;
 }

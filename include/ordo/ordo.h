@@ -216,6 +216,16 @@ int ps_client_flush(ps_client *c, int timeout_ms);
 /* Barrier over all workers. */
 int ps_client_barrier(ps_client *c, int timeout_ms);
 
+/* Every worker calls it with the same root and len: root's len bytes at
+ * buf are copied into buf on every other worker, bit for bit (through the
+ * scheduler, in messages of at most transport.max_message bytes, each a
+ * barrier). For what the servers do not hold: buffers, optimizer state,
+ * a model loaded on one worker. PS_EINVAL for a root that is not a
+ * worker's rank; PS_EPROTO (logged) when the workers disagree on the root
+ * or the length; the job ends if two workers broadcast as root at once. */
+int ps_client_broadcast(ps_client *c, int root, void *buf, size_t len,
+			int timeout_ms);
+
 /* What a worker reports at the end, for the job summary. */
 typedef struct ps_client_result {
 	uint64_t iterations;

@@ -96,6 +96,8 @@ _sig = {
     "ps_client_set_lr": (ctypes.c_int, [_c_p, ctypes.c_uint64, ctypes.c_double]),
     "ps_client_flush": (ctypes.c_int, [_c_p, ctypes.c_int]),
     "ps_client_barrier": (ctypes.c_int, [_c_p, ctypes.c_int]),
+    "ps_client_broadcast": (ctypes.c_int, [_c_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t,
+                                           ctypes.c_int]),
     "ps_client_destroy": (None, [ctypes.POINTER(_c_p)]),
 }
 for _name, (_res, _args) in _sig.items():
@@ -272,6 +274,18 @@ class Client:
 
     def barrier(self, timeout_ms=-1):
         _check(_lib.ps_client_barrier(self._p, timeout_ms), "barrier")
+
+    def broadcast(self, root, buf, timeout_ms=-1):
+        """Collective: every worker calls it with the same root and a
+        writable buffer of the same size (bytearray, a contiguous numpy
+        array, anything with the buffer protocol); root's bytes end up in
+        every worker's buffer, bit for bit."""
+        view = memoryview(buf)
+        if view.readonly or not view.c_contiguous:
+            raise ValueError("ordo: broadcast needs a writable, contiguous buffer")
+        n = view.nbytes
+        arr = (ctypes.c_char * n).from_buffer(view.cast("B")) if n else None
+        _check(_lib.ps_client_broadcast(self._p, root, arr, n, timeout_ms), "broadcast")
 
     def finish(self, iterations, seconds=0.0, last_loss=0.0):
         r = _Result(iterations=iterations, seconds=seconds, last_loss=last_loss)

@@ -54,7 +54,8 @@ import torch
 import ordo
 
 __all__ = ["init", "rank", "size", "local_rank", "DistributedOptimizer",
-           "shutdown", "client", "forward_order"]
+           "shutdown", "client", "forward_order", "broadcast_object",
+           "broadcast_parameters", "broadcast_optimizer_state"]
 
 _job = {"config": None, "client": None, "optimizer": None}
 
@@ -125,6 +126,78 @@ def local_rank():
     """This worker's rank among the workers of its host: LOCAL_RANK, which
     ps-launch sets (0 where no launcher says)."""
     return int(os.environ.get("LOCAL_RANK", "0"))
+
+
+def broadcast_object(obj, root_rank=0):
+    """Collective (every worker calls it): returns root_rank's obj on every
+    worker, pickled (torch tensors included) and sent through the
+    scheduler. Only the job's own workers can send it (as every message of
+    a job; cluster.curve keeps strangers out)."""
+    c = client()
+    import pickle
+    me = rank() == root_rank
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL) if me else b""
+    size = bytearray(len(data).to_bytes(8, "little"))
+    c.broadcast(root_rank, size)
+    buf = bytearray(data) if me else bytearray(int.from_bytes(size, "little"))
+    c.broadcast(root_rank, buf)
+    return obj if me else pickle.loads(bytes(buf))
+
+
+def _named_tensors(params):
+    items = list(params.items()) if isinstance(params, dict) else list(params)
+    for name, t in items:
+        if not isinstance(t, torch.Tensor):
+            raise TypeError("ordo.torch.broadcast_parameters: '%s' is a %s, not "
+                            "a tensor" % (name, type(t).__name__))
+    return items
+
+
+def broadcast_parameters(params, root_rank=0):
+    """Collective: every tensor of params (a state_dict, or (name, tensor)
+    pairs such as model.named_parameters()) becomes root_rank's, bit for
+    bit, whatever its dtype (BatchNorm's running statistics and counters
+    included). Every worker must pass the same names, shapes and dtypes
+    (checked first: the first difference is named). Parameters the job
+    declared start equal on every worker anyway (worker 0's initial
+    values); with the servers stepping (sgd, adam, adamw) the servers hold
+    them, so a model loaded after the DistributedOptimizer was made is
+    not theirs: load it before."""
+    items = _named_tensors(params)
+    mine = [(n, tuple(t.shape), str(t.dtype)) for n, t in items]
+    theirs = broadcast_object(mine, root_rank)
+    if theirs != mine:
+        diff = next((k for k in range(min(len(mine), len(theirs)))
+                     if mine[k] != theirs[k]), min(len(mine), len(theirs)))
+        raise ValueError(
+            "ordo.torch.broadcast_parameters: worker %d's tensor %d is %s, "
+            "the root's (worker %d) %s" % (
+                rank(), diff, mine[diff] if diff < len(mine) else "missing",
+                root_rank, theirs[diff] if diff < len(theirs) else "missing"))
+    if not items:
+        return
+    with torch.no_grad():
+        flat = torch.cat([t.detach().cpu().contiguous().reshape(-1).view(torch.uint8)
+                          for _, t in items])
+        client().broadcast(root_rank, flat.numpy())
+        if rank() == root_rank:
+            return
+        off = 0
+        for _, t in items:
+            n = t.numel() * t.element_size()
+            t.copy_(flat[off:off + n].view(t.dtype).view(t.shape))
+            off += n
+
+
+def broadcast_optimizer_state(optimizer, root_rank=0):
+    """Collective: every worker's optimizer takes root_rank's state
+    (optimizer.load_state_dict of its state_dict): the moments of an
+    optimizer the workers step (server.optimizer = none), its step counts
+    and hyper-parameters. With the servers stepping, their state is the
+    servers' (and in the checkpoints); the workers' is empty."""
+    state = broadcast_object(optimizer.state_dict(), root_rank)
+    if rank() != root_rank:
+        optimizer.load_state_dict(state)
 
 
 def shutdown():

@@ -3,7 +3,8 @@
 # of tests/tools/exact_worker.c) run by ps-launch, 2 workers x 2 servers,
 # every parameter checked after every iteration; and the package's errors
 # (a bad key, a non-float32 buffer) raise ordo.Error / TypeError with the
-# library's message; ordo.__version__; asynchronous mode (pull); pip
+# library's message; Client.broadcast; ordo.__version__; asynchronous
+# mode (pull); pip
 # install into a fresh venv, offline, and the error without the library.
 source "$(dirname "$0")/lib.sh" "$@"
 py=/usr/bin/python3
@@ -33,6 +34,40 @@ c.close()
 print("errors ok")
 PY
 pass "a bad key raises ordo.Error (PS_ECONFIG, naming the key); a float64 buffer raises TypeError"
+
+# Client.broadcast (ps_client_broadcast): worker 1's 3.5 MiB reach worker 0
+# bit for bit in four messages of at most transport.max_message = 1 MiB;
+# two workers that both broadcast as root end the job, saying so
+cat >"$WORK/bcast.py" <<'PY'
+import array, hashlib, sys, ordo
+c = ordo.Client(ordo.Config(argv=sys.argv[2:]))
+c.declare("w", array.array("f", [0.0] * 8))
+c.start()
+n = 7 << 19
+buf = bytearray(hashlib.sha256(b"%d" % c.rank).digest() * (n // 32))
+root = c.rank if sys.argv[1] == "own" else 1
+c.broadcast(root, buf)
+sys.stdout.write("bcast %d %s\n" % (c.rank, hashlib.sha256(buf).hexdigest()[:16]))
+sys.stdout.flush()
+c.finish(0)
+c.close()
+PY
+cat >"$WORK/bcast" <<SH
+#!/bin/sh
+exec env $PY_ENV $py "$WORK/bcast.py" "\$BCAST_ROOT" "\$@"
+SH
+chmod +x "$WORK/bcast"
+BCAST_ROOT=1 launch bcast 120 --worker "$WORK/bcast" --set train.iterations=0 \
+	--set transport.max_message=1M || fail "broadcast: the job exited $?"
+want=$($py -c 'import hashlib; print(hashlib.sha256(hashlib.sha256(b"1").digest() * ((7 << 19) // 32)).hexdigest()[:16])')
+[ "$(grep -c "^bcast [01] $want$" "$WORK/bcast.out.log")" -eq 2 ] ||
+	fail "broadcast: not worker 1's bytes on both: $(grep '^bcast' "$WORK/bcast.out.log" | tr '\n' ';')"
+pass "Client.broadcast: worker 1's 3.5 MiB on both workers, bit for bit, in 1 MiB messages"
+BCAST_ROOT=own launch bcast-two 120 --worker "$WORK/bcast" --set train.iterations=0 \
+	--set cluster.heartbeat_timeout_ms=2000 && fail "two roots: the job succeeded"
+grep -q "two workers broadcast as the root of one broadcast (barrier 0): worker [01] .* and worker [01] .*: every worker must name the same root" \
+	"$WORK/bcast-two.err.log" || fail "two roots: no clear error: $(tail -n 5 "$WORK/bcast-two.err.log")"
+pass "two workers broadcasting as root: the job ends naming both"
 
 # ordo.__version__ is the project's
 want=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$BUILD/CMakeCache.txt")

@@ -146,6 +146,58 @@ for r in 0 1 2; do
 done
 pass "env: workers 0..2 get RANK = ordo's rank, WORLD_SIZE 3, LOCAL_RANK, LOCAL_WORLD_SIZE 3"
 
+# broadcasts: a model whose buffers and optimizer state differ per worker
+# (BatchNorm's running statistics and counter, Adam's moments and step,
+# one layer not declared at all) becomes worker 1's everywhere, bit for
+# bit; workers that disagree on the tensors are told which differs
+cat >"$WORK/bcast.py" <<'PYB'
+import hashlib, sys, torch
+import ordo.torch as ot
+ot.init()
+torch.manual_seed(0)
+net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8), torch.nn.Linear(8, 2))
+opt = ot.DistributedOptimizer(torch.optim.Adam(net.parameters(), lr=0.01),
+                              named_parameters=net.named_parameters())
+me = ot.rank()
+torch.manual_seed(100 + me)  # from here on the workers differ
+net(torch.randn(16, 4)).sum().backward()
+opt.step()
+extra = torch.nn.Linear(3, 3)  # never declared
+state = opt.state_dict()
+for st in state["state"].values():
+    st["exp_avg"].add_(me)
+opt.load_state_dict(state)
+ot.broadcast_parameters(net.state_dict(), root_rank=1)
+ot.broadcast_parameters(extra.named_parameters(), root_rank=1)
+ot.broadcast_optimizer_state(opt, root_rank=1)
+h = hashlib.sha256()
+for t in list(net.state_dict().values()) + list(extra.parameters()):
+    h.update(t.detach().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
+for st in opt.state_dict()["state"].values():
+    for v in st.values():
+        h.update(v.detach().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
+sys.stdout.write("bcast %d %s %d\n" % (me, h.hexdigest()[:16],
+                 int(net[1].num_batches_tracked)))
+sys.stdout.flush()
+if len(sys.argv) > 1:  # worker 0 offers another set of tensors
+    try:
+        ot.broadcast_parameters(net.state_dict() if me else extra.state_dict(), 1)
+    except ValueError as e:
+        print(e, file=sys.stderr)
+        sys.exit(3)
+ot.shutdown()
+PYB
+job bcast 120 2 none "--set train.iterations=1" "$WORK/bcast.py" || fail "bcast: the job exited $?"
+n=$(grep '^bcast' "$WORK/bcast.out.log" | awk '{print $3, $4}' | sort -u | wc -l)
+[ "$n" -eq 1 ] && [ "$(grep -c '^bcast' "$WORK/bcast.out.log")" -eq 2 ] ||
+	fail "bcast: the workers differ after the broadcasts: $(grep '^bcast' "$WORK/bcast.out.log" | tr '\n' ';')"
+pass "broadcast_parameters/broadcast_optimizer_state: buffers, an undeclared layer, Adam's state equal worker 1's on both workers ($(grep -m1 '^bcast' "$WORK/bcast.out.log" | cut -d' ' -f3))"
+job bcast-differ 120 2 none "--set train.iterations=1 --set cluster.heartbeat_timeout_ms=2000" \
+	"$WORK/bcast.py" differ && fail "bcast-differ: the job succeeded"
+grep -q "broadcast_parameters: worker 0's tensor 0 is ('weight', (3, 3), 'torch.float32'), the root's (worker 1) ('0.weight', (8, 4), 'torch.float32')" \
+	"$WORK/bcast-differ.err.log" || fail "bcast-differ: no error naming the tensor: $(tail -n 5 "$WORK/bcast-differ.err.log")"
+pass "broadcast_parameters with different tensors: the first difference named"
+
 # errors: clear, at once, nothing left running
 fails() { # NAME PATTERN SERVER_OPTIMIZER "SETS" PROGRAM ARGS: the job fails saying PATTERN
 	local name=$1 pattern=$2 sopt=$3 sets=$4
