@@ -95,6 +95,13 @@ static uint32_t fix_shard(unsigned char *s, size_t len)
 				put32(e + 48, crc(s + at, 4 * numel));
 			if (mat && numel < len / 4 && mat <= len - 4 * numel)
 				put32(e + 52, crc(s + mat, 4 * numel));
+			/* the second moment (flag bit 1): no offset stored,
+			 * the next array of the canonical layout */
+			uint64_t sat = (mat ? mat : at) +
+				       ((4 * numel + 63) & ~(uint64_t)63);
+			if ((get32(e + 4) & 2) && numel < len / 4 &&
+			    sat <= len - 4 * numel)
+				put32(e + 56, crc(s + sat, 4 * numel));
 		}
 		put32(s + 56, crc(s + 64, 64 * n));
 	}
