@@ -925,6 +925,13 @@ static int comm_needed(const ps_client *c)
 	return !c->unwindowed_sync || c->done_body != NULL;
 }
 
+/* A command and what it still owns (a broadcast's bytes not sent). */
+static void cmd_free(cmd *k)
+{
+	free(k->payload);
+	free(k);
+}
+
 /* The driver runs queued commands (all freed; after an error, only
  * freed). */
 static int run_commands(ps_client *c, cmd *k, int rc)
@@ -933,7 +940,7 @@ static int run_commands(ps_client *c, cmd *k, int rc)
 		cmd *next = k->next;
 		if (rc == PS_OK)
 			rc = run_command(c, k);
-		free(k);
+		cmd_free(k);
 		k = next;
 	}
 	return rc;
@@ -1094,7 +1101,7 @@ static int enqueue(ps_client *c, cmd *k)
 {
 	/* caller holds mu */
 	if (c->state != ST_RUNNING) {
-		free(k);
+		cmd_free(k);
 		return c->state == ST_FAILED ? c->fail_code : PS_ESTATE;
 	}
 	if (c->tail)
@@ -2178,11 +2185,9 @@ static int barrier_with(ps_client *c, const void *send, void *recv,
 	pthread_mutex_lock(&c->mu);
 	number = c->barriers_asked;
 	k->iteration = number;
-	rc = enqueue(c, k);
+	rc = enqueue(c, k); /* k is the queue's, or freed */
 	if (rc == PS_OK)
 		c->barriers_asked++;
-	else
-		free(k->payload);
 	target = c->barriers_asked;
 	while (rc == PS_OK && c->barriers_done < target) {
 		if (c->state != ST_RUNNING) {
@@ -2312,7 +2317,7 @@ void ps_client_destroy(ps_client **client_p)
 	}
 	while (c->head) {
 		cmd *next = c->head->next;
-		free(c->head);
+		cmd_free(c->head);
 		c->head = next;
 	}
 	if (c->slots) {
