@@ -398,6 +398,21 @@ def pid_is_bench(pid):
     return "ps-bench" in cmd or "ps_bench" in cmd
 
 
+def kill_group(p, timeout=5):
+    """SIGKILL to a still running process's group (started with
+    start_new_session), then waits for it at most timeout seconds."""
+    if p.poll() is not None:
+        return
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    try:
+        p.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pass
+
+
 def list_netns():
     p = run_cmd(["ip", "netns", "list"], check=False)
     return [line.split()[0] for line in p.stdout.splitlines() if line.strip()]
@@ -1839,15 +1854,7 @@ class Bench:
 
     def cleanup(self):
         for p in Run.LIVE:
-            if p.poll() is None:
-                try:
-                    os.killpg(p.pid, signal.SIGKILL)
-                except OSError:
-                    pass
-                try:
-                    p.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    pass
+            kill_group(p)
         for c in self.clusters.values():
             c.teardown()
         if self.cluster and self.cluster not in self.clusters.values():

@@ -296,12 +296,7 @@ class Bench:
 
     def teardown(self):
         for p in self.live:
-            if p.poll() is None:
-                try:
-                    os.killpg(p.pid, signal.SIGKILL)
-                except OSError:
-                    pass
-                p.wait()
+            ps_bench.kill_group(p, timeout=None)
         if self.cluster:
             self.cluster.teardown()
 
