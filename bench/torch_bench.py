@@ -203,7 +203,30 @@ def parse_args(argv):
     if not os.path.isfile(a.python) or not os.access(a.python, os.X_OK):
         raise UsageError("--python %s: not an executable" % a.python)
     a.bin_dir = find_bin_dir(a.bin_dir)
+    check_sets(a)
     return a
+
+
+def check_sets(a):
+    """--set's keys and values as every node will read them (ordo's own
+    configuration parser, through the Python package): a key ordo does
+    not know or a bad value stops here, not in every run's logs."""
+    if not a.set:
+        return
+    code = ("import sys, ordo\n"
+            "try:\n"
+            "    ordo.Config(sets=sys.argv[1:])\n"
+            "except ordo.Error as e:\n"
+            "    sys.exit(str(e))\n")
+    env = dict(os.environ, PYTHONPATH=os.path.join(SOURCE_DIR, "python"),
+               LIBORDO_PATH=os.path.join(a.bin_dir, "libordo.so.0"))
+    p = subprocess.run([a.python, "-c", code] + a.set, env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True)
+    if p.returncode:
+        lines = (p.stderr or p.stdout).strip().splitlines()
+        raise UsageError("--set: %s" % (lines[-1] if lines else
+                                         "refused (exit %d)" % p.returncode))
 
 
 def find_bin_dir(arg):

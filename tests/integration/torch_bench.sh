@@ -46,7 +46,8 @@ pass "DDP and ordo (both layouts) trained MobileNet-V2, losses equal: $(grep -o 
 for bad in "--models vgg" "--presets fast" "--layouts mixed" "--workers 0" \
 	"--gpu-ms resnet18" "--gpu-ms resnet18=-1" "--cpu-ms nosuch=3" \
 	"--nic-gbps 0" "--bandwidth-gbps 9999" "--loss-tolerance 2" \
-	"--bin-dir $WORK/none" "--python $WORK/none"; do
+	"--bin-dir $WORK/none" "--python $WORK/none" "--set train.nosuch=1" \
+	"--set scheduling.credit_size=lots"; do
 	# shellcheck disable=SC2086
 	python3 "$bench" $bad --out "$WORK/bad" >"$WORK/bad.log" 2>&1
 	rc=$?
