@@ -4,6 +4,8 @@
 #  1. a 1 + 2 + 2 job (one host with slots=2), scheduler_port = 0 (the
 #     port comes back through ssh): exact, every process listening on its
 #     host's address, the scheduler's summary forwarded, progress lines.
+#     The environment: ORDO_*, --env NAME, and each worker's RANK,
+#     WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE reach the remote processes.
 #  2. SIGTERM to ps-launch mid-job: every remote process stops, status
 #     143, nothing left on any host.
 #  3. SIGKILL to ps-launch mid-job: its ssh's stdin closes, and the
@@ -113,6 +115,23 @@ n=$(grep -c '^exact: worker [01] of 2: 24800 values checked over iterations 1..7
 	"$WORK/env.out.log")
 [ "$n" -eq 2 ] || fail "--env/ORDO_*: $n of 2 remote workers used 7 iterations of 100 + 3000 values: $(grep '^exact' "$WORK/env.out.log")"
 pass "ORDO_TRAIN_ITERATIONS and --env EXACT_WORKER_SIZES reach the remote processes"
+
+# 1c. every remote worker gets its own RANK, WORLD_SIZE, LOCAL_RANK and
+# LOCAL_WORLD_SIZE (worker #0 alone on host 3, worker #1 alone on host 1)
+cat >"$WORK/envworker" <<SH
+#!/bin/sh
+echo "\$RANK \$WORLD_SIZE \$LOCAL_RANK \$LOCAL_WORLD_SIZE" >"$WORK/wenv.\$RANK"
+exec "$TOOLS/exact_worker" "\$@"
+SH
+chmod +x "$WORK/envworker"
+EXACT_WORKER_SIZES=100 launch_hosts wenv --worker "$WORK/envworker" --set train.lr=1 \
+	--set train.momentum=0 --set train.iterations=2 --env EXACT_WORKER_SIZES ||
+	fail "the job with the environment worker exited $?"
+for r in 0 1; do
+	[ "$(cat "$WORK/wenv.$r" 2>/dev/null)" = "$r 2 0 1" ] ||
+		fail "remote worker $r: RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE = '$(cat "$WORK/wenv.$r" 2>/dev/null)'"
+done
+pass "remote workers: RANK 0 and 1, WORLD_SIZE 2, LOCAL_RANK 0, LOCAL_WORLD_SIZE 1 (one worker per host)"
 
 # 2. SIGTERM mid-job: all stopped
 long=(--worker "$TOOLS/exact_worker" --set train.iterations=100000 --set train.lr=1 --set train.momentum=0)
