@@ -262,14 +262,17 @@ int main(int argc, char **argv)
 	}
 	if (best) {
 		char part[32], credit[32];
+		double avg, spread;
+		uint32_t times = tuner_pair_measured(t, best->pair, &avg,
+						     &spread);
 		ps_config_format_size(best->pair.partition, part,
 				      sizeof(part));
 		ps_config_format_size(best->pair.credit, credit,
 				      sizeof(credit));
-		printf("ps-tune: best: partition %s, credit %s (trial %u, "
-		       "%.1f samples/s measured); %s/best.ini\n",
-		       part, credit, best->index, best->samples_per_s,
-		       cfg.output.dir);
+		printf("ps-tune: best: partition %s, credit %s (%.1f "
+		       "samples/s, the mean of %u trial(s) of the pair, "
+		       "first trial %u); %s/best.ini\n",
+		       part, credit, avg, times, best->index, cfg.output.dir);
 		fflush(stdout);
 	}
 	if (o.sim) {

@@ -91,12 +91,17 @@ int tune_write_csv(tuner *t, const char *dir)
 int tune_write_best(tuner *t, const char *dir, const char *backend)
 {
 	char tmp[PS_CFG_STR + 64], part[32], credit[32];
-	double mean = NAN, sd = NAN;
+	double mean = NAN, sd = NAN, avg, spread;
 	const tune_trial *b = tuner_best(t, &mean, &sd);
+	uint32_t times;
+	char spread_s[48] = "";
 	FILE *f;
 
 	if (!b)
 		return PS_ENOENT;
+	times = tuner_pair_measured(t, b->pair, &avg, &spread);
+	if (times > 1)
+		snprintf(spread_s, sizeof(spread_s), ", sd %.1f", spread);
 	f = open_tmp(dir, "best.ini", tmp, sizeof(tmp));
 	if (!f)
 		return PS_EIO;
@@ -104,13 +109,13 @@ int tune_write_best(tuner *t, const char *dir, const char *backend)
 	ps_config_format_size(b->pair.credit, credit, sizeof(credit));
 	fprintf(f, "; ps-tune (%s): the best of %u trials: the largest "
 		"posterior mean among the measured pairs\n"
-		"; model: %.1f samples/s (sd %.1f); measured at trial %u: "
-		"%.1f samples/s\n"
+		"; model: %.1f samples/s (sd %.1f); measured %u time(s) "
+		"(first at trial %u): mean %.1f samples/s%s\n"
 		"; use it: copy these lines into the job's file, or --set "
 		"scheduling.partition_size=%s --set scheduling.credit_size=%s\n"
 		"[scheduling]\npartition_size = %s\ncredit_size = %s\n",
-		backend, tuner_count(t), mean, sd, b->index, b->samples_per_s,
-		part, credit, part, credit);
+		backend, tuner_count(t), mean, sd, times, b->index, avg,
+		spread_s, part, credit, part, credit);
 	return close_tmp(f, dir, "best.ini", tmp);
 }
 

@@ -277,6 +277,26 @@ const tune_trial *tuner_trial(const tuner *t, uint32_t i)
 	return i < t->n ? &t->trials[i] : NULL;
 }
 
+uint32_t tuner_pair_measured(const tuner *t, tune_pair pair, double *mean_p,
+			     double *sd_p)
+{
+	double sum = 0, sq = 0;
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < t->n; i++) {
+		const tune_trial *tr = &t->trials[i];
+		if (!tr->ok || tr->pair.partition != pair.partition ||
+		    tr->pair.credit != pair.credit)
+			continue;
+		sum += tr->samples_per_s;
+		sq += tr->samples_per_s * tr->samples_per_s;
+		n++;
+	}
+	*mean_p = n ? sum / n : NAN;
+	*sd_p = n > 1 ? sqrt(fmax(0.0, (sq - sum * sum / n) / (n - 1))) : NAN;
+	return n;
+}
+
 const tune_trial *tuner_best(tuner *t, double *mean_p, double *sd_p)
 {
 	uint32_t *idx = calloc(t->n + 1, sizeof(*idx));

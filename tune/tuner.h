@@ -80,4 +80,12 @@ const tune_trial *tuner_trial(const tuner *t, uint32_t i);
  * mean_p/sd_p, the model's mean and sd there. */
 const tune_trial *tuner_best(tuner *t, double *mean_p, double *sd_p);
 
+/* How a pair measured, over every trial that measured it: the number of
+ * those trials (0: none), their mean samples/s and sample standard
+ * deviation (NAN with fewer than two). What a report gives as the pair's
+ * value: a pair measured again is worth its mean, not its first
+ * sample. */
+uint32_t tuner_pair_measured(const tuner *t, tune_pair pair, double *mean_p,
+			     double *sd_p);
+
 #endif /* ORDO_TUNE_TUNER_H */

@@ -82,6 +82,10 @@ if command -v gnuplot >/dev/null; then
 fi
 grep -q "^ps-tune: the job trained on with the best pair" \
 	"$WORK/$name.out.log" || fail "$name: did not train on"
+grep -q "^ps-tune: best: partition .*, credit .* ([0-9.]* samples/s, the mean of [0-9]* trial(s) of the pair, first trial [0-9]*)" \
+	"$WORK/$name.out.log" || fail "$name: the best line does not give the pair's mean: $(grep '^ps-tune: best' "$WORK/$name.out.log")"
+grep -q "^; model: .* samples/s (sd .*); measured [0-9]* time(s) (first at trial [0-9]*): mean [0-9.]* samples/s" \
+	"$WORK/$name/best.ini" || fail "$name: best.ini does not give the pair's mean: $(head -n 3 "$WORK/$name/best.ini")"
 pass "$name: partition ${part[*]}: two restarts, every value exact over 1..400"
 
 # 2. Credit-only trials (the partition fixed): live changes at iteration
