@@ -401,6 +401,13 @@ static double neg_ei(const gsl_vector *t, void *params)
 
 double ps_gp_propose(const ps_gp *gp, size_t ncand, double *x_p)
 {
+	return ps_gp_propose_where(gp, ncand, NULL, NULL, x_p);
+}
+
+double ps_gp_propose_where(const ps_gp *gp, size_t ncand,
+			   int (*allowed)(void *ud, const double *x),
+			   void *ud, double *x_p)
+{
 	size_t d = gp->d, top[REFINE], ntop = 0;
 	double top_ei[REFINE], best_mean, sd, best_ei = -1.0;
 	double *cand = malloc((ncand ? ncand : 1) * d * sizeof(double));
@@ -420,6 +427,8 @@ double ps_gp_propose(const ps_gp *gp, size_t ncand, double *x_p)
 		size_t slot;
 
 		gsl_qrng_get(q, cand + c * d);
+		if (allowed && !allowed(ud, cand + c * d))
+			continue;
 		ei = ps_gp_ei(gp, cand + c * d, e.best);
 		if (ntop < REFINE) {
 			slot = ntop++;
@@ -439,6 +448,8 @@ double ps_gp_propose(const ps_gp *gp, size_t ncand, double *x_p)
 		for (size_t i = 0; i < d; i++)
 			gsl_vector_set(t, i, cand[top[k] * d + i]);
 		v = -minimise(&f, t, 0.05);
+		if (allowed && !allowed(ud, t->data)) /* left what is allowed */
+			v = -1.0;
 		if (v < top_ei[k]) { /* refinement lost: keep the candidate */
 			v = top_ei[k];
 			for (size_t i = 0; i < d; i++)
@@ -454,5 +465,7 @@ out:
 	free(cand);
 	gsl_qrng_free(q);
 	gsl_vector_free(t);
+	if (allowed && ntop == 0) /* nothing allowed: the unrestricted one */
+		return ps_gp_propose_where(gp, ncand, NULL, NULL, x_p);
 	return best_ei < 0.0 ? 0.0 : best_ei;
 }

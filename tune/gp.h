@@ -65,6 +65,13 @@ double ps_gp_log_lik(const ps_gp *gp);
  * into x_p and returns its EI. */
 double ps_gp_propose(const ps_gp *gp, size_t ncand, double *x_p);
 
+/* ps_gp_propose among the points allowed(ud, x) accepts (a refinement that
+ * leaves them keeps its candidate); where no candidate is allowed, the
+ * unrestricted proposal. */
+double ps_gp_propose_where(const ps_gp *gp, size_t ncand,
+			   int (*allowed)(void *ud, const double *x),
+			   void *ud, double *x_p);
+
 /* Index of the data point with the largest posterior mean: the reported
  * best (not the luckiest sample). */
 size_t ps_gp_best_index(const ps_gp *gp);

@@ -217,6 +217,21 @@ static int fit(tuner *t, int failed, ps_gp **gp_p, uint32_t *idx)
 	return rc;
 }
 
+/* A pair measured this often is known well enough: the model proposes
+ * other pairs (ps-tune measures a pair again to see past one noisy
+ * sample, the prior's especially, but not over and over). */
+#define CONFIRMED 2
+
+/* Whether the pair at x is worth a trial: not confirmed yet. */
+static int unconfirmed(void *ud, const double *x)
+{
+	const tuner *t = ud;
+	double mean, sd;
+
+	return tuner_pair_measured(t, tuner_pair_at(t, x), &mean, &sd) <
+	       CONFIRMED;
+}
+
 int tuner_propose(tuner *t, tune_trial *next)
 {
 	uint32_t design = tuner_design_trials(t);
@@ -231,7 +246,8 @@ int tuner_propose(tuner *t, tune_trial *next)
 	if (rc != PS_OK)
 		return rc;
 	if (gp) {
-		next->ei = ps_gp_propose(gp, CANDIDATES, next->x);
+		next->ei = ps_gp_propose_where(gp, CANDIDATES, unconfirmed, t,
+					       next->x);
 		ps_gp_predict(gp, next->x, &next->mean, &next->sd);
 		ps_gp_free(&gp);
 	} else if (t->prior && t->n == 0) {

@@ -371,6 +371,41 @@ static void test_interpolates(void **state)
 	ps_gp_free(&gp);
 }
 
+static int left_of_03(void *ud, const double *x)
+{
+	(void)ud;
+	return x[0] < 0.3;
+}
+
+static int nowhere(void *ud, const double *x)
+{
+	(void)ud, (void)x;
+	return 0;
+}
+
+/* ps_gp_propose_where: a peak at 0.7 draws the unrestricted proposal
+ * beyond 0.3; restricted to x < 0.3 the proposal stays there; with
+ * nothing allowed, the unrestricted proposal. */
+static void test_propose_where(void **state)
+{
+	double x[6], y[6], free_x, left_x, none_x;
+	ps_gp *gp = NULL;
+
+	(void)state;
+	for (int i = 0; i < 6; i++) {
+		x[i] = i / 5.0;
+		y[i] = 100.0 - 200.0 * (x[i] - 0.7) * (x[i] - 0.7);
+	}
+	assert_int_equal(ps_gp_fit(x, y, 6, 1, NULL, NULL, &gp), PS_OK);
+	ps_gp_propose(gp, 256, &free_x);
+	assert_true(free_x > 0.3);
+	ps_gp_propose_where(gp, 256, left_of_03, NULL, &left_x);
+	assert_true(left_x < 0.3);
+	ps_gp_propose_where(gp, 256, nowhere, NULL, &none_x);
+	assert_true(none_x == free_x);
+	ps_gp_free(&gp);
+}
+
 /* Noisy samples: the noise is estimated, and the reported best is the
  * best posterior mean, not the luckiest sample. */
 static void test_noise_and_best(void **state)
@@ -618,6 +653,7 @@ int main(void)
 		cmocka_unit_test(test_posterior_three_points),
 		cmocka_unit_test(test_recovers_length_scales),
 		cmocka_unit_test(test_ei_closed_form),
+		cmocka_unit_test(test_propose_where),
 		cmocka_unit_test(test_interpolates),
 		cmocka_unit_test(test_noise_and_best),
 		cmocka_unit_test(test_prior_mean),
