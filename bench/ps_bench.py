@@ -1007,11 +1007,14 @@ def read_tune(d, dilation):
             text = f.read()
     except OSError:
         return out
-    m = re.search(r"measured at trial (\d+)", text)
+    # "measured N time(s) (first at trial I): mean X samples/s": the
+    # pair's value is the mean of its trials
+    m = re.search(r"\(first at trial (\d+)\): mean ([0-9.]+) samples/s", text)
     mean = re.search(r"model: ([0-9.]+) samples/s", text)
     byid = {t["trial"]: t for t in out["trials"]}
     if m and int(m.group(1)) in byid:
         b = dict(byid[int(m.group(1))])
+        b["samples_per_s"] = float(m.group(2)) * dilation
         b["mean"] = float(mean.group(1)) * dilation if mean else None
         out["best"] = b
         ok = [t for t in out["trials"] if t["ok"]]
@@ -1971,8 +1974,8 @@ class Bench:
             log("    ps-tune FAILED: %s (log: %s)" % (rec["reason"], logf))
         else:
             b = rec["best"]
-            log("    best %s/%s: %.1f samples/s measured at trial %d of %d "
-                "(%.0f s)" % (size_label(b["partition"]),
+            log("    best %s/%s: %.1f samples/s measured (first at trial %d "
+                "of %d) (%.0f s)" % (size_label(b["partition"]),
                               size_label(b["credit"]), b["samples_per_s"],
                               b["trial"], len(rec["trials"]), rec["wall_s"]))
         return rec
@@ -2003,7 +2006,7 @@ class Bench:
            fmt_dur(self.wall), self.out))
         w("")
         w("| model | Gbit/s | preset | seed | trials ok | best pair "
-          "(partition/credit) | its samples/s (trial) | model mean | best "
+          "(partition/credit) | its samples/s (first trial) | model mean | best "
           "measured samples/s (trial) | wall s |")
         w("|---|---:|---|---:|---:|---|---:|---:|---:|---:|")
         for r in self.tunes:
@@ -2025,8 +2028,9 @@ class Bench:
             w("| " + " | ".join(cells) + " |")
         w("")
         w("Best pair: best.ini's, the measured pair with the largest "
-          "posterior mean (not the luckiest sample); its samples/s as "
-          "measured in its trial. Every trial: tune/*/tune.csv.")
+          "posterior mean (not the luckiest sample); its samples/s: the "
+          "mean of every trial that measured the pair (the first of them "
+          "in brackets). Every trial: tune/*/tune.csv.")
         text = "\n".join(out) + "\n"
         with open(os.path.join(self.out, "report.md"), "w") as f:
             f.write(text)
