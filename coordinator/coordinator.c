@@ -108,8 +108,12 @@ static void describe(const member *m, char *buf, size_t cap)
 	ps_membership_describe(&m->info, buf, cap);
 }
 
-static int send_msg(coord *c, ps_peer peer, uint32_t type, uint32_t key,
-		    void *body, size_t len)
+/* A message from the scheduler; the body goes to the transport with
+ * free_fn(body, hint) as its release, and stays the caller's when the send
+ * fails. */
+static int send_msg_with(coord *c, ps_peer peer, uint32_t type, uint32_t key,
+			 void *body, size_t len, ps_free_fn *free_fn,
+			 void *hint)
 {
 	ps_wire_header h = {
 		.version = PS_WIRE_VERSION,
@@ -125,7 +129,17 @@ static int send_msg(coord *c, ps_peer peer, uint32_t type, uint32_t key,
 
 	if (rc == PS_OK)
 		rc = ps_transport_send(c->t, peer, buf, hlen, body, len,
-				       body ? ps_wire_free : NULL, NULL);
+				       free_fn, hint);
+	return rc;
+}
+
+/* A message with a malloc'd body (or none), freed whatever happens. */
+static int send_msg(coord *c, ps_peer peer, uint32_t type, uint32_t key,
+		    void *body, size_t len)
+{
+	int rc = send_msg_with(c, peer, type, key, body, len,
+			       body ? ps_wire_free : NULL, NULL);
+
 	if (rc != PS_OK)
 		free(body);
 	return rc;
@@ -263,17 +277,9 @@ static int barrier(coord *c, const member *m, const ps_msg *msg,
 			send_msg(c, peer, PS_MSG_BARRIER_DONE, h->key, NULL, 0);
 			continue;
 		}
-		ps_wire_header d = {.version = PS_WIRE_VERSION,
-				    .type = PS_MSG_BARRIER_DONE,
-				    .job_id = c->job_id,
-				    .key = h->key,
-				    .payload_len = b->len};
-		uint8_t buf[PS_WIRE_HEADER_MAX];
-		size_t hlen;
 		atomic_fetch_add(&b->refs, 1);
-		if (ps_wire_header_encode(&d, buf, sizeof(buf), &hlen) != PS_OK ||
-		    ps_transport_send(c->t, peer, buf, hlen, b->data, b->len,
-				      bcast_unref, b) != PS_OK)
+		if (send_msg_with(c, peer, PS_MSG_BARRIER_DONE, h->key,
+				  b->data, b->len, bcast_unref, b) != PS_OK)
 			bcast_unref(NULL, b);
 	}
 	if (b)

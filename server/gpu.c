@@ -245,14 +245,17 @@ int ps_gpu_update(server *s, const ps_shard_op *op)
 	struct ps_gpu *g = s->gpu;
 	shard_part *p = &s->parts[op->k];
 	size_t o = at(s, p);
-	int kind = s->cfg->server.optimizer;
-	ps_adam adam;
+	const int kind = s->cfg->server.optimizer;
+	const double lr = ps_server_round_lr(s, p);
 	ps_adam_scalars k;
 	cudaError_t e;
 	int rc = PS_OK;
 
-	ps_server_adam(s, p, &adam);
-	ps_adam_scalars_of(&adam, &k);
+	if (ps_server_has_second(s)) { /* adam, adamw */
+		ps_adam adam;
+		ps_server_adam(s, p, &adam);
+		ps_adam_scalars_of(&adam, &k);
+	}
 
 	for (size_t off = 0; off < p->desc->numel && rc == PS_OK;
 	     off += SLICE) {
@@ -266,7 +269,7 @@ int ps_gpu_update(server *s, const ps_shard_op *op)
 					      g->d_acc + o + off,
 					      g->d_grad + off, n, op->first,
 					      op->count, g->stream);
-		else if (g->d_second) /* adam, adamw */
+		else if (kind == PS_OPTIMIZER_ADAM || kind == PS_OPTIMIZER_ADAMW)
 			rc = ps_cuda_adam_apply_last(
 				g->d_values + o + off, g->d_momentum + o + off,
 				g->d_second + o + off, g->d_acc + o + off,
@@ -276,7 +279,7 @@ int ps_gpu_update(server *s, const ps_shard_op *op)
 			rc = ps_cuda_sgd_apply_last(
 				g->d_values + o + off, g->d_momentum + o + off,
 				g->d_acc + o + off, g->d_grad + off, n,
-				op->first, op->count, adam.lr,
+				op->first, op->count, lr,
 				s->cfg->train.momentum, g->stream);
 		ps_node_tick(&s->node);
 	}

@@ -422,10 +422,13 @@ static int apply_update(server *s, const ps_shard_op *op)
 		PS_ERROR("out of memory updating partition %u", p->index);
 		return rc;
 	}
-	ps_adam adam;
+	const double lr = ps_server_round_lr(s, p);
 	ps_adam_scalars adam_k;
-	ps_server_adam(s, p, &adam);
-	ps_adam_scalars_of(&adam, &adam_k);
+	if (ps_server_has_second(s)) { /* adam, adamw */
+		ps_adam adam;
+		ps_server_adam(s, p, &adam);
+		ps_adam_scalars_of(&adam, &adam_k);
+	}
 	/* in slices, with heartbeats between: a whole 400 MB tensor takes
 	 * long enough to look dead */
 	for (size_t off = 0; off < p->desc->numel; off += SLICE) {
@@ -446,8 +449,7 @@ static int apply_update(server *s, const ps_shard_op *op)
 		default:
 			ps_sgd_apply_last(p->values->data + off,
 					  p->momentum + off, p->acc + off,
-					  g + off, n, op->first, op->count,
-					  ps_server_round_lr(s, p),
+					  g + off, n, op->first, op->count, lr,
 					  s->cfg->train.momentum);
 		}
 		ps_node_tick(&s->node);
@@ -522,7 +524,7 @@ static int push_now(server *s, const ps_msg *msg, const ps_wire_header *h,
 	s->push_rank = worker_rank(s, h->sender);
 	s->push_has_lr = h->has_lr;
 	s->push_lr = h->lr;
-	rc = ps_shard_on_push(s->shard, worker_rank(s, h->sender),
+	rc = ps_shard_on_push(s->shard, s->push_rank,
 				  h->partition, h->key, h->iteration,
 				  h->priority, msg->payload_len, (void *)msg,
 				  acked, why, whylen);

@@ -21,7 +21,7 @@ out=$WORK/out
 # shellcheck disable=SC2086 # PY_ENV: NAME=VALUE words, empty without ASan
 env $PY_ENV python3 "$bench" --mode loopback --bin-dir "$BUILD" --models mobilenet_v2 \
 	--presets ordo --batch 4 --warmup 1 --iterations 2 --repetitions 1 \
-	--run-timeout 120 --out "$out" >"$WORK/bench.out.log" 2>"$WORK/bench.err.log" ||
+	--run-timeout 300 --out "$out" >"$WORK/bench.out.log" 2>"$WORK/bench.err.log" ||
 	fail "torch_bench.py exited $?: $(tail -n 5 "$WORK/bench.err.log")"
 for f in report.md results.csv runs.csv losses.csv; do
 	[ -s "$out/$f" ] || fail "no $f"
