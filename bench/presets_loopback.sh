@@ -32,7 +32,7 @@ gate_ns() {
 }
 echo "| preset | samples/s | mean E | S | straggler effect | gate ns/send (servers) | gate ns/push (workers) |"
 echo "|---|---:|---:|---:|---:|---:|---:|"
-for p in baseline p3 tictac-tio tictac-tao bytescheduler ordo; do
+for p in baseline tensorflow mxnet p3 tictac-tio tictac-tao bytescheduler ordo; do
 	row=$("$build/ps-launch" --config "$ini" --set model.file="$model" \
 		--set scheduling.preset="$p" --set train.iterations="$iterations" \
 		2>"$log" | sed -n "s/^summary: throughput \([0-9.]*\) samples\/s, ordering efficiency E \([-0-9.na]*\) (mean), speedup bound S \([0-9.]*\), straggler effect \([0-9.]*\)$/| $p | \1 | \2 | \3 | \4 |/p")

@@ -33,8 +33,8 @@ import sys
 import threading
 import time
 
-PRESETS = ["baseline", "p3", "tictac-tio", "tictac-tao", "bytescheduler",
-           "ordo"]
+PRESETS = ["baseline", "tensorflow", "mxnet", "p3", "tictac-tio",
+           "tictac-tao", "bytescheduler", "ordo"]
 TRANSPORTS = ["tcp", "rdma"]
 NS_PREFIX = "ordo-bench-"
 SUBNET = "10.77.0"

@@ -13,7 +13,7 @@ sim=$build/ps-sim
 [ -x "$sim" ] || { echo "no $sim: build it (cmake --build $build --target ps-sim)" >&2; exit 1; }
 echo "| preset | iterations | iteration ms | samples/s | events | wall s | peak RSS MiB |"
 echo "|---|---|---|---|---|---|---|"
-for p in baseline p3 tictac-tio tictac-tao bytescheduler ordo; do
+for p in baseline tensorflow mxnet p3 tictac-tio tictac-tao bytescheduler ordo; do
 	out=$("$sim" --set model.file="$src/conf/models/resnet50.json" \
 		--set cluster.workers=1024 --set cluster.servers=64 \
 		--set train.iterations="$iters" --set scheduling.preset="$p" \

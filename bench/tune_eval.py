@@ -33,8 +33,8 @@ SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True  # no __pycache__ in the tree
 sys.path.insert(0, os.path.join(SRC, "bench"))
 from ps_bench import size_label  # noqa: E402 (after the path is set)
-PRESETS = ["baseline", "p3", "tictac-tio", "tictac-tao", "bytescheduler",
-           "ordo"]
+PRESETS = ["baseline", "tensorflow", "mxnet", "p3", "tictac-tio",
+           "tictac-tao", "bytescheduler", "ordo"]
 GRID = "256K,1M,4M,16M,64M"
 STEPS = ["grid", "tune", "prior", "presets", "tune10", "presets10",
          "faithful", "presets25"]

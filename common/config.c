@@ -65,6 +65,10 @@ typedef struct option {
 	const char *help;
 	size_t offset; /* into struct ps_config */
 	size_t fsize;  /* sizeof the field */
+	/* a shorthand with no field of its own: setting it sets these two
+	 * keys of its section (scheduling.order = push_order and
+	 * params_order) */
+	const char *both[2];
 } option;
 
 static const char *const sections[] = {
@@ -93,6 +97,8 @@ static const char *const mode_names[] = {
     [PS_MODE_SYNC] = "sync", [PS_MODE_ASYNC] = "async", NULL};
 static const char *const preset_names[] = {
     [PS_PRESET_BASELINE] = "baseline",
+    [PS_PRESET_TENSORFLOW] = "tensorflow",
+    [PS_PRESET_MXNET] = "mxnet",
     [PS_PRESET_P3] = "p3",
     [PS_PRESET_TICTAC_TIO] = "tictac-tio",
     [PS_PRESET_TICTAC_TAO] = "tictac-tao",
@@ -112,16 +118,38 @@ static const char *const link_model_names[] = {
     [PS_LINK_MODEL_RDMA] = "rdma", NULL};
 
 /* What each preset sets, in the syntax of the keys (see docs/presets.md
- * for why). A preset fills in only the keys not set explicitly. */
+ * for why, direction by direction). A preset fills in only the keys not
+ * set explicitly. The order of the fields is that of preset_keys. */
+#define PRESET_KEYS 10
+static const char *const preset_keys[PRESET_KEYS] = {
+    "scheduling.push_order",   "scheduling.push_gate",
+    "scheduling.push_credit_size", "scheduling.params_order",
+    "scheduling.params_gate",  "scheduling.params_credit_size",
+    "scheduling.params_barrier", "scheduling.partition_size",
+    "scheduling.fusion",       "scheduling.placement"};
 static const struct preset {
-	const char *order, *gate, *partition_size, *credit_size, *fusion;
+	const char *v[PRESET_KEYS];
 } presets[PS_PRESET_COUNT] = {
-    [PS_PRESET_BASELINE] = {"fifo", "fifo", "1T", "0", "off"},
-    [PS_PRESET_P3] = {"layer", "priority", "160K", "160K", "off"},
-    [PS_PRESET_TICTAC_TIO] = {"tio", "counter", "1T", "0", "off"},
-    [PS_PRESET_TICTAC_TAO] = {"tao", "counter", "1T", "0", "off"},
-    [PS_PRESET_BYTESCHEDULER] = {"layer", "priority", "4M", "bdp", "off"},
-    [PS_PRESET_ORDO] = {"tail", "priority", "1M", "bdp", "on"},
+    /*                          pushes                    parameters
+     *                          order    gate   credit    order    gate
+     *                          credit barrier partition fusion placement */
+    [PS_PRESET_BASELINE] = {{"fifo", "fifo", "0", "fifo", "fifo", "0",
+                             "off", "1T", "off", "balanced"}},
+    [PS_PRESET_TENSORFLOW] = {{"fifo", "fifo", "0", "fifo", "fifo", "0",
+                               "on", "1T", "off", "round-robin"}},
+    [PS_PRESET_MXNET] = {{"fifo", "fifo", "0", "fifo", "fifo", "0", "off",
+                          "1T", "off", "mxnet"}},
+    [PS_PRESET_P3] = {{"layer", "priority", "160K", "layer", "priority",
+                       "160K", "off", "160K", "off", "balanced"}},
+    [PS_PRESET_TICTAC_TIO] = {{"fifo", "fifo", "0", "tio", "counter", "0",
+                               "on", "1T", "off", "round-robin"}},
+    [PS_PRESET_TICTAC_TAO] = {{"fifo", "fifo", "0", "tao", "counter", "0",
+                               "on", "1T", "off", "round-robin"}},
+    [PS_PRESET_BYTESCHEDULER] = {{"layer", "priority", "bdp", "layer",
+                                  "priority", "bdp", "off", "4M", "off",
+                                  "balanced"}},
+    [PS_PRESET_ORDO] = {{"tail", "priority", "bdp", "tail", "priority",
+                         "bdp", "off", "1M", "on", "balanced"}},
 };
 static const char *const then_names[] = {[PS_TUNE_THEN_TRAIN] = "train",
                                          [PS_TUNE_THEN_STOP] = "stop", NULL};
@@ -130,6 +158,7 @@ static const char *const prior_names[] = {[PS_TUNE_PRIOR_NONE] = "none",
 static const char *const place_names[] = {[PS_PLACE_BALANCED] = "balanced",
                                           [PS_PLACE_ROUND_ROBIN] =
                                               "round-robin",
+                                          [PS_PLACE_MXNET] = "mxnet",
                                           NULL};
 static const char *const level_names[] = {[PS_LOG_ERROR] = "error",
                                           [PS_LOG_WARN] = "warn",
@@ -137,10 +166,13 @@ static const char *const level_names[] = {[PS_LOG_ERROR] = "error",
                                           [PS_LOG_DEBUG] = "debug",
                                           NULL};
 
-#define FIELD(sec, k)                                                          \
+#define FIELD(sec, k) FIELD_AT(sec, k, k)
+/* a key whose field has another path: scheduling.push_order is
+ * scheduling.push.order */
+#define FIELD_AT(sec, k, path)                                                 \
 	.section = #sec, .key = #k,                                            \
-	.offset = offsetof(struct ps_config, sec.k),                           \
-	.fsize = sizeof(((struct ps_config *)0)->sec.k)
+	.offset = offsetof(struct ps_config, sec.path),                        \
+	.fsize = sizeof(((struct ps_config *)0)->sec.path)
 
 #define INT(sec, k, d, lo, hi, h)                                              \
 	{                                                                      \
@@ -170,6 +202,23 @@ static const char *const level_names[] = {[PS_LOG_ERROR] = "error",
 	{                                                                      \
 		FIELD(sec, k), .type = OPT_ENUM, .def = d, .names = n,         \
 		               .help = h                                       \
+	}
+#define ENUM_AT(sec, k, path, d, n, h)                                         \
+	{                                                                      \
+		FIELD_AT(sec, k, path), .type = OPT_ENUM, .def = d,            \
+		                        .names = n, .help = h                  \
+	}
+#define SIZE_AT(sec, k, path, d, lo, hi, h)                                    \
+	{                                                                      \
+		FIELD_AT(sec, k, path), .type = OPT_SIZE, .def = d,            \
+		                        .umin = lo, .umax = hi, .help = h      \
+	}
+/* a shorthand for two keys of its section: no field, no default of its
+ * own (its type and names are those of the two keys) */
+#define BOTH(sec, k, type_, n, lo, hi, a, b, h)                                \
+	{                                                                      \
+		.section = #sec, .key = #k, .type = type_, .def = "",          \
+		.names = n, .umin = lo, .umax = hi, .both = {a, b}, .help = h  \
 	}
 
 static const option options[] = {
@@ -376,33 +425,66 @@ static const option options[] = {
 
     /* [scheduling] */
     ENUM(scheduling, preset, "baseline", preset_names,
-         "A named combination of order, gate, partition_size, "
-         "credit_size and fusion (docs/presets.md); it sets those of the "
-         "five not set explicitly. baseline: fifo, fifo, whole tensors, no "
-         "credit limit, no fusion; p3: layer, priority, 160K, 160K "
-         "(stop-and-wait); tictac-tio / tictac-tao: tio / tao, counter, "
-         "whole tensors, unlimited; bytescheduler: layer, priority, 4M, "
-         "BDP; ordo: tail, priority, 1M, BDP, fusion on. BDP: the "
-         "bandwidth-delay product in partitions, at least two "
-         "(docs/presets.md)."),
-    ENUM(scheduling, order, "fifo", order_names,
-         "Priority of transfers, from the model's DAG: fifo (none), layer "
-         "(forward position), tio / tao (TicTac), tail (largest "
-         "remaining compute first). Without model.file, every order but "
-         "fifo follows the tensors' declaration order."),
-    ENUM(scheduling, gate, "fifo", gate_names,
-         "How a sender releases ready transfers: fifo, priority "
-         "(highest-priority ready transfer first) or counter (TicTac's "
-         "strict order per receiver and iteration)."),
+         "A named scheduling policy as its paper's system built it, "
+         "direction by direction (docs/presets.md); it sets the "
+         "push_*, params_*, partition_size, fusion and placement keys "
+         "not set explicitly. baseline: a plain PS (fifo both ways, "
+         "whole tensors, balanced placement); tensorflow: TensorFlow's "
+         "PS (parameters after a barrier, in a random order; round-robin "
+         "placement); mxnet: MXNet's KVStore (as baseline, with its "
+         "placement); p3: layer priority both ways, 160K slices, one in "
+         "flight; tictac-tio / tictac-tao: pushes as produced, parameters "
+         "in TIO / TAO order under the counter gate, after the barrier; "
+         "bytescheduler: layer priority both ways, 4M partitions, BDP "
+         "credit; ordo: tail priority both ways, 1M partitions, BDP "
+         "credit, fusion. BDP: the bandwidth-delay product in "
+         "partitions, at least two."),
+    BOTH(scheduling, order, OPT_ENUM, order_names, 0, 0,
+         "push_order", "params_order",
+         "Shorthand: sets push_order and params_order alike."),
+    BOTH(scheduling, gate, OPT_ENUM, gate_names, 0, 0, "push_gate",
+         "params_gate", "Shorthand: sets push_gate and params_gate alike."),
+    BOTH(scheduling, credit_size, OPT_SIZE, NULL, 0, TIB,
+         "push_credit_size", "params_credit_size",
+         "Shorthand: sets push_credit_size and params_credit_size alike."),
+    ENUM_AT(scheduling, push_order, push.order, "fifo", order_names,
+            "Priority of the workers' gradient pushes, from the model's "
+            "DAG: fifo (none), layer (forward position), tio / tao "
+            "(TicTac), tail (largest remaining compute first). Without "
+            "model.file, every order but fifo follows the tensors' "
+            "declaration order."),
+    ENUM_AT(scheduling, push_gate, push.gate, "fifo", gate_names,
+            "How a worker releases its ready pushes: fifo (as the "
+            "backward pass produces them), priority (the most urgent "
+            "ready push first) or counter (TicTac's strict order per "
+            "receiver and iteration)."),
+    SIZE_AT(scheduling, push_credit_size, push.credit_size, "0", 0, TIB,
+            "Bytes of pushes a worker may have handed to the transport "
+            "and not yet had acknowledged; 0 = unlimited, else at least "
+            "partition_size (credit = partition_size is P3's "
+            "stop-and-wait)."),
+    ENUM_AT(scheduling, params_order, params.order, "fifo", order_names,
+            "Priority of the servers' parameter sends (values as "
+            "push_order)."),
+    ENUM_AT(scheduling, params_gate, params.gate, "fifo", gate_names,
+            "How a server releases its ready parameter sends (values as "
+            "push_gate; counter is TicTac's enforcement at the PS)."),
+    SIZE_AT(scheduling, params_credit_size, params.credit_size, "0", 0,
+            TIB,
+            "Bytes of parameters a server may have handed to the "
+            "transport and not yet had acknowledged; 0 = unlimited, else "
+            "at least partition_size."),
+    ENUM(scheduling, params_barrier, "off", switch_names,
+         "on: a server sends an iteration's parameters only once it has "
+         "updated every partition it holds, and readies them in a random "
+         "order, different per worker and iteration (TensorFlow's PS: "
+         "workers read every parameter at the start of the next "
+         "iteration, in no enforced order). Synchronous training only."),
     SIZE(scheduling, partition_size, "1T", 4, TIB,
          "Tensors are cut into partitions of at most this many bytes, "
          "placed on servers independently; a multiple of 4 (float32). "
-         "1T keeps every tensor whole."),
-    SIZE(scheduling, credit_size, "0", 0, TIB,
-         "Bytes a sender may have handed to the transport and not yet "
-         "acknowledged, per sender; 0 = unlimited, else at least "
-         "partition_size (credit = partition_size is P3's "
-         "stop-and-wait)."),
+         "1T keeps every tensor whole. Both directions share it: the "
+         "partition is what a server places, sums and updates."),
     ENUM(scheduling, fusion, "off", switch_names,
          "on: tensors smaller than partition_size are fused with their "
          "neighbours (in the order the backward pass produces them) into "
@@ -411,7 +493,12 @@ static const option options[] = {
          "every tensor travels on its own."),
     ENUM(scheduling, placement, "balanced", place_names,
          "How partitions are assigned to servers: balanced (largest "
-         "partition first onto the least-loaded server) or round-robin."),
+         "partition first onto the least-loaded server), round-robin "
+         "(partition i on server i mod servers: TensorFlow's "
+         "replica_device_setter) or mxnet (MXNet's KVStore: a tensor of "
+         "a million elements or more in one equal piece per server, "
+         "others whole on server (index x 9973) mod servers; pieces "
+         "larger than partition_size are cut further; no fusion)."),
 
     /* [log] */
     ENUM(log, level, "info", level_names,
@@ -422,7 +509,9 @@ static const option options[] = {
     STRING(output, dir, "",
            "Directory for a run's records: each process writes its "
            "timeline (ROLE-RANK.json, Chrome trace events) and workers "
-           "their per-iteration metrics (metrics-worker-RANK.csv); "
+           "their per-iteration metrics (metrics-worker-RANK.csv), the "
+           "scheduler the job's effective configuration (config.ini), "
+           "transfer orders (order.csv) and placement (placement.csv); "
            "ps-launch merges the timelines into timeline.json. Empty = "
            "none."),
 
@@ -944,37 +1033,69 @@ static const option *option_named(const char *key)
 /* Stores a value; a value not from the defaults marks the option as set
  * by the user, and setting scheduling.preset fills in the preset's keys
  * the user has not set. */
+/* The direction whose credit o is, or NULL. */
+static ps_direction_sched *credit_of(ps_config *cfg, const option *o)
+{
+	if (o == option_named("scheduling.push_credit_size"))
+		return &cfg->scheduling.push;
+	if (o == option_named("scheduling.params_credit_size"))
+		return &cfg->scheduling.params;
+	return NULL;
+}
+
+/* The other key of o's section named `key` (a shorthand's half). */
+static const option *sibling(const option *o, const char *key)
+{
+	return find_option(o->section, strlen(o->section), key);
+}
+
 static int set_value(ps_config *cfg, const option *o, const char *value,
                      const char *origin, char *err, size_t errlen)
 {
-	static const char *const preset_keys[] = {
-	    "scheduling.order", "scheduling.gate", "scheduling.partition_size",
-	    "scheduling.credit_size", "scheduling.fusion"};
 	const struct preset *p;
-	int rc = parse_value(cfg, o, value, origin, err, errlen);
+	ps_direction_sched *d;
+	int rc;
 
+	if (o->both[0]) {
+		option as = *sibling(o, o->both[0]);
+
+		if (strcmp(origin, "default") == 0)
+			return PS_OK; /* its two keys have their own */
+		as.key = o->key; /* errors name the key the user wrote */
+		rc = parse_value(cfg, &as, value, origin, err, errlen);
+		if (rc != PS_OK)
+			return rc;
+		for (int i = 0; i < 2; i++) {
+			rc = set_value(cfg, sibling(o, o->both[i]), value,
+			               origin, err, errlen);
+			if (rc != PS_OK)
+				return rc;
+		}
+		cfg->user_set[o - options] = 1;
+		return PS_OK;
+	}
+	rc = parse_value(cfg, o, value, origin, err, errlen);
 	if (rc != PS_OK || strcmp(origin, "default") == 0)
 		return rc;
 	cfg->user_set[o - options] = 1;
-	if (o == option_named("scheduling.credit_size"))
-		cfg->scheduling.credit_auto = 0;
+	if ((d = credit_of(cfg, o)))
+		d->credit_auto = 0;
 	if (o != option_named("scheduling.preset"))
 		return PS_OK;
 	p = &presets[cfg->scheduling.preset];
-	const char *values[] = {p->order, p->gate, p->partition_size,
-	                        p->credit_size, p->fusion};
-	for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+	for (size_t i = 0; i < PRESET_KEYS; i++) {
 		const option *k = option_named(preset_keys[i]);
 		if (cfg->user_set[k - options])
 			continue;
-		if (strcmp(values[i], "bdp") == 0) { /* ps_config_finalize */
-			cfg->scheduling.credit_size = 0;
-			cfg->scheduling.credit_auto = 1;
+		d = credit_of(cfg, k);
+		if (strcmp(p->v[i], "bdp") == 0) { /* ps_config_finalize */
+			d->credit_size = 0;
+			d->credit_auto = 1;
 			continue;
 		}
-		if (k == option_named("scheduling.credit_size"))
-			cfg->scheduling.credit_auto = 0;
-		rc = parse_value(cfg, k, values[i], "preset", err, errlen);
+		if (d)
+			d->credit_auto = 0;
+		rc = parse_value(cfg, k, p->v[i], "preset", err, errlen);
 		if (rc != PS_OK)
 			return rc;
 	}
@@ -1003,31 +1124,61 @@ uint64_t ps_config_bdp_credit(const ps_config *cfg)
 
 void ps_config_finalize(ps_config *cfg)
 {
-	if (cfg->scheduling.credit_auto)
-		cfg->scheduling.credit_size = ps_config_bdp_credit(cfg);
+	if (cfg->scheduling.push.credit_auto)
+		cfg->scheduling.push.credit_size = ps_config_bdp_credit(cfg);
+	if (cfg->scheduling.params.credit_auto)
+		cfg->scheduling.params.credit_size = ps_config_bdp_credit(cfg);
+}
+
+static void describe_size(uint64_t bytes, int none, const char *word,
+                          char *buf, size_t cap)
+{
+	if (none)
+		snprintf(buf, cap, "%s", word);
+	else
+		ps_config_format_size(bytes, buf, cap);
+}
+
+int ps_config_directions_alike(const ps_config *cfg)
+{
+	const ps_direction_sched *up = &cfg->scheduling.push,
+	                         *down = &cfg->scheduling.params;
+
+	return up->order == down->order && up->gate == down->gate &&
+	       up->credit_size == down->credit_size &&
+	       !cfg->scheduling.params_barrier;
 }
 
 void ps_config_describe_scheduling(const ps_config *cfg, char *buf,
                                    size_t cap)
 {
-	char part[32], credit[32];
+	const ps_direction_sched *up = &cfg->scheduling.push,
+	                         *down = &cfg->scheduling.params;
+	char part[32], cu[32], cd[32];
 
-	if (cfg->scheduling.partition_size >= TIB)
-		snprintf(part, sizeof(part), "whole tensors");
-	else
-		ps_config_format_size(cfg->scheduling.partition_size, part,
-		                      sizeof(part));
-	if (cfg->scheduling.credit_size == 0)
-		snprintf(credit, sizeof(credit), "unlimited");
-	else
-		ps_config_format_size(cfg->scheduling.credit_size, credit,
-		                      sizeof(credit));
+	describe_size(cfg->scheduling.partition_size,
+	              cfg->scheduling.partition_size >= TIB, "whole tensors",
+	              part, sizeof(part));
+	describe_size(up->credit_size, up->credit_size == 0, "unlimited", cu,
+	              sizeof(cu));
+	describe_size(down->credit_size, down->credit_size == 0, "unlimited",
+	              cd, sizeof(cd));
+	if (ps_config_directions_alike(cfg)) {
+		snprintf(buf, cap,
+		         "preset %s: order %s, gate %s, partition %s, credit "
+		         "%s, fusion %s",
+		         preset_names[cfg->scheduling.preset],
+		         order_names[up->order], gate_names[up->gate], part, cu,
+		         switch_names[cfg->scheduling.fusion]);
+		return;
+	}
 	snprintf(buf, cap,
-	         "preset %s: order %s, gate %s, partition %s, credit %s, "
-	         "fusion %s",
-	         preset_names[cfg->scheduling.preset],
-	         order_names[cfg->scheduling.order],
-	         gate_names[cfg->scheduling.gate], part, credit,
+	         "preset %s: pushes order %s, gate %s, credit %s; parameters "
+	         "%sorder %s, gate %s, credit %s; partition %s, fusion %s",
+	         preset_names[cfg->scheduling.preset], order_names[up->order],
+	         gate_names[up->gate], cu,
+	         cfg->scheduling.params_barrier ? "after a barrier, " : "",
+	         order_names[down->order], gate_names[down->gate], cd, part,
 	         switch_names[cfg->scheduling.fusion]);
 }
 
@@ -1397,6 +1548,8 @@ int ps_config_validate(const ps_config *cfg, char *err, size_t errlen)
 	if (!cfg)
 		return errf(err, errlen, "no configuration");
 	for (size_t i = 0; i < NOPTIONS; i++) {
+		if (options[i].both[0])
+			continue; /* no field: its two keys are checked */
 		rc = check_bounds(cfg, &options[i], err, errlen);
 		if (rc != PS_OK)
 			return rc;
@@ -1455,17 +1608,33 @@ int ps_config_validate(const ps_config *cfg, char *err, size_t errlen)
 		            "of 4 bytes (whole float32 elements)",
 		            a);
 	}
-	if (cfg->scheduling.credit_size != 0 &&
-	    cfg->scheduling.credit_size < cfg->scheduling.partition_size) {
-		ps_config_format_size(cfg->scheduling.credit_size, a,
-		                      sizeof(a));
+	for (int dir = 0; dir < 2; dir++) {
+		const ps_direction_sched *d = dir ? &cfg->scheduling.params
+		                                  : &cfg->scheduling.push;
+		if (d->credit_size == 0 ||
+		    d->credit_size >= cfg->scheduling.partition_size)
+			continue;
+		ps_config_format_size(d->credit_size, a, sizeof(a));
 		ps_config_format_size(cfg->scheduling.partition_size, b,
 		                      sizeof(b));
 		return errf(err, errlen,
-		            "scheduling.credit_size (%s) must be 0 (unlimited) "
-		            "or at least scheduling.partition_size (%s)",
-		            a, b);
+		            "scheduling.%s_credit_size (%s) must be 0 "
+		            "(unlimited) or at least scheduling.partition_size "
+		            "(%s)",
+		            dir ? "params" : "push", a, b);
 	}
+	if (cfg->scheduling.placement == PS_PLACE_MXNET &&
+	    cfg->scheduling.fusion)
+		return errf(err, errlen,
+		            "scheduling.placement = mxnet places every tensor "
+		            "by itself, as MXNet's KVStore does: it needs "
+		            "scheduling.fusion = off");
+	if (cfg->scheduling.params_barrier && cfg->train.mode != PS_MODE_SYNC)
+		return errf(err, errlen,
+		            "scheduling.params_barrier = on needs train.mode = "
+		            "sync (the barrier waits for an iteration's "
+		            "updates; asynchronous training has no iteration "
+		            "to wait for)");
 	if (cfg->worker.mode == PS_WORKER_REPLAY && !cfg->model.file[0])
 		return errf(err, errlen,
 		            "worker.mode = replay needs model.file (a model "
@@ -1578,8 +1747,9 @@ void ps_config_write_ini(const ps_config *cfg, FILE *out)
 	for (size_t s = 0; sections[s]; s++) {
 		fprintf(out, "\n[%s]\n", sections[s]);
 		for (size_t i = 0; i < NOPTIONS; i++) {
-			if (strcmp(options[i].section, sections[s]) != 0)
-				continue;
+			if (strcmp(options[i].section, sections[s]) != 0 ||
+			    options[i].both[0])
+				continue; /* a shorthand: its two keys say it */
 			format_value(cfg, &options[i], value, sizeof(value));
 			fprintf(out, "%s = %s\n", options[i].key, value);
 		}
@@ -1619,9 +1789,13 @@ void ps_config_write_reference(FILE *out)
 
 			if (strcmp(o->section, sections[s]) != 0)
 				continue;
-			fprintf(out, "| `%s` | %s | `%s` | ", o->key,
-			        type_name(o->type),
-			        o->def[0] ? o->def : "\"\"");
+			if (o->both[0])
+				fprintf(out, "| `%s` | %s | (its two keys') | ",
+				        o->key, type_name(o->type));
+			else
+				fprintf(out, "| `%s` | %s | `%s` | ", o->key,
+				        type_name(o->type),
+				        o->def[0] ? o->def : "\"\"");
 			switch (o->type) {
 			case OPT_INT:
 			case OPT_INT64:
@@ -1715,7 +1889,24 @@ int ps_config_get(const ps_config *cfg, const char *key, char *value,
 		snprintf(value, cap, "%s: no such key", key);
 		return PS_ENOENT;
 	}
-	format_value(cfg, o, buf, sizeof(buf));
+	if (o->both[0]) {
+		/* a shorthand has a value while its two keys agree */
+		char other[PS_CFG_STR + 8];
+
+		format_value(cfg, sibling(o, o->both[0]), buf, sizeof(buf));
+		format_value(cfg, sibling(o, o->both[1]), other,
+		             sizeof(other));
+		if (strcmp(buf, other) != 0) {
+			snprintf(value, cap,
+			         "%s.%s: %s = %s but %s = %s: ask for one of "
+			         "them",
+			         o->section, o->key, o->both[0], buf,
+			         o->both[1], other);
+			return PS_EINVAL;
+		}
+	} else {
+		format_value(cfg, o, buf, sizeof(buf));
+	}
 	if ((size_t)snprintf(value, cap, "%s", buf) >= cap)
 		return PS_EINVAL;
 	return PS_OK;

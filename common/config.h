@@ -29,9 +29,15 @@ typedef enum { PS_RDMA_POLL_EVENT = 0, PS_RDMA_POLL_BUSY = 1 } ps_rdma_poll;
 typedef enum { PS_SECURITY_NONE = 0, PS_SECURITY_CURVE = 1 } ps_security_mode;
 typedef enum { PS_MODE_SYNC = 0, PS_MODE_ASYNC = 1 } ps_train_mode;
 typedef enum { PS_MODEL_SOFTMAX = 0, PS_MODEL_MLP = 1 } ps_model_kind;
-typedef enum { PS_PLACE_BALANCED = 0, PS_PLACE_ROUND_ROBIN = 1 } ps_place_strategy;
+typedef enum {
+	PS_PLACE_BALANCED = 0,
+	PS_PLACE_ROUND_ROBIN = 1,
+	PS_PLACE_MXNET = 2
+} ps_place_strategy;
 typedef enum {
 	PS_PRESET_BASELINE = 0,
+	PS_PRESET_TENSORFLOW,
+	PS_PRESET_MXNET,
 	PS_PRESET_P3,
 	PS_PRESET_TICTAC_TIO,
 	PS_PRESET_TICTAC_TAO,
@@ -39,6 +45,17 @@ typedef enum {
 	PS_PRESET_ORDO,
 	PS_PRESET_COUNT
 } ps_preset;
+/* How the transfers of one direction are scheduled: the workers' gradient
+ * pushes or the servers' parameter sends (docs/presets.md). */
+typedef struct ps_direction_sched {
+	int order;            /* ps_order_kind (scheduler/order.h) */
+	int gate;             /* ps_gate_kind (scheduler/gate.h) */
+	uint64_t credit_size; /* bytes; 0 = unlimited */
+	/* the preset's credit follows the bandwidth-delay product
+	 * (ps_config_finalize); not a key: cleared when the credit is set
+	 * explicitly */
+	int credit_auto;
+} ps_direction_sched;
 typedef enum { PS_WORKER_TRAIN = 0, PS_WORKER_REPLAY = 1 } ps_worker_mode;
 typedef enum { PS_COMPUTE_SLEEP = 0, PS_COMPUTE_SPIN = 1 } ps_compute_wait;
 typedef enum { PS_DEVICE_CPU = 0, PS_DEVICE_CUDA = 1 } ps_server_device;
@@ -125,16 +142,15 @@ struct ps_config {
 		char dump_params[PS_CFG_STR]; /* worker 0 writes final params */
 	} train;
 	struct {
-		int preset;              /* ps_preset */
-		int order;               /* ps_order_kind (scheduler/order.h) */
-		int gate;                /* ps_gate_kind (scheduler/gate.h) */
+		int preset; /* ps_preset */
+		/* workers' gradient pushes (scheduling.push_*) and servers'
+		 * parameter sends (scheduling.params_*) */
+		ps_direction_sched push, params;
+		int params_barrier;      /* 1: an iteration's parameters go
+					  * once the server updated them all,
+					  * in a random order (TensorFlow) */
 		uint64_t partition_size; /* bytes */
-		uint64_t credit_size;    /* bytes; 0 = unlimited */
 		int fusion;              /* 1: fuse small tensors (PACE) */
-		/* the preset's credit follows the bandwidth-delay product
-		 * (ps_config_finalize); not a key: cleared when credit_size
-		 * is set explicitly */
-		int credit_auto;
 		int placement;           /* ps_place_strategy */
 	} scheduling;
 	struct {
@@ -239,7 +255,8 @@ int ps_config_validate(const ps_config *cfg, char *err, size_t errlen);
 void ps_config_finalize(ps_config *cfg);
 
 /* The credit a preset derives: partition_size times max(2, 1 +
- * ceil(BDP / partition_size)), BDP = bandwidth x 2 link.latency_us. */
+ * ceil(BDP / partition_size)), BDP = bandwidth x 2 link.latency_us (the
+ * same for both directions: they share the link and the partitions). */
 uint64_t ps_config_bdp_credit(const ps_config *cfg);
 
 /* Writes the effective configuration as INI text (every key). */
@@ -249,8 +266,15 @@ void ps_config_write_ini(const ps_config *cfg, FILE *out);
  * Markdown table grouped by section; the README embeds this output. */
 void ps_config_write_reference(FILE *out);
 
+/* Whether pushes and parameter sends are scheduled alike (same order,
+ * gate and credit, no barrier). */
+int ps_config_directions_alike(const ps_config *cfg);
+
 /* One line describing the scheduling settings in force ("preset p3:
- * order layer, gate priority, partition 160K, credit 160K"). */
+ * order layer, gate priority, partition 160K, credit 160K, fusion off"),
+ * direction by direction where the two differ ("preset tictac-tio:
+ * pushes fifo/fifo/unlimited, parameters tio/counter/unlimited after a
+ * barrier; partition whole tensors, fusion off"). */
 void ps_config_describe_scheduling(const ps_config *cfg, char *buf,
 				   size_t cap);
 

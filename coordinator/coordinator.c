@@ -61,7 +61,9 @@ typedef struct coord {
 	const ps_tensor_desc *tensors; /* the machine's: what workers declared */
 	uint32_t ntensors;
 	ps_placement *placement;
-	uint32_t *priority; /* per tensor (scheduling.order); NULL: fifo */
+	/* per tensor: the order of parameter sends (scheduling.params_order)
+	 * and of pushes (scheduling.push_order); NULL: fifo */
+	uint32_t *priority, *push_priority;
 	uint64_t dropped;
 	/* the data of the barrier being gathered, from its root worker
 	 * (ps_client_broadcast), shared by the BARRIER_DONEs that carry
@@ -324,6 +326,7 @@ static int send_welcomes(coord *c)
 			.nodes = nodes,
 			.placement = c->placement,
 			.priority = c->priority,
+			.push_priority = c->push_priority,
 			.start_iteration = c->start_iteration,
 		};
 		void *body;
@@ -377,67 +380,110 @@ static int same_as_model(const coord *c, const ps_dag *d)
 	return 1;
 }
 
+/* DIR/config.ini: the configuration the job runs with, every key. */
+static void write_config_ini(const coord *c)
+{
+	FILE *f = ps_output_open(c->cfg, "config.ini");
+
+	if (!f)
+		return;
+	ps_config_write_ini(c->cfg, f);
+	fclose(f);
+}
+
 static void write_order_csv(const coord *c)
 {
 	FILE *f = ps_output_open(c->cfg, "order.csv");
 
 	if (!f)
 		return;
-	fprintf(f, "tensor,name,priority\n");
+	fprintf(f, "tensor,name,push_priority,params_priority\n");
 	for (uint32_t i = 0; i < c->ntensors; i++)
-		fprintf(f, "%u,%s,%u\n", i, c->tensors[i].name,
+		fprintf(f, "%u,%s,%u,%u\n", i, c->tensors[i].name,
+			c->push_priority ? c->push_priority[i] : 0,
 			c->priority ? c->priority[i] : 0);
 	fclose(f);
 }
 
+/* One direction's order: NULL for fifo, else one number per tensor. */
+static int order_for(coord *c, const ps_dag *dag, ps_order_kind kind,
+		     uint32_t **prio_p)
+{
+	ps_time_oracle oracle = {
+		.latency_us = 0.0,
+		.bandwidth_bytes_per_us =
+			c->cfg->metrics.bandwidth_gbps * 1e3 / 8.0,
+	};
+	uint32_t *prio;
+	int rc = PS_OK;
+
+	*prio_p = NULL;
+	if (kind == PS_ORDER_FIFO)
+		return PS_OK;
+	prio = calloc(c->ntensors ? c->ntensors : 1, sizeof(*prio));
+	if (!prio)
+		return PS_ENOMEM;
+	if (!dag)
+		for (uint32_t i = 0; i < c->ntensors; i++)
+			prio[i] = i;
+	else
+		rc = ps_order_compute(dag, kind, &oracle, prio);
+	if (rc != PS_OK) {
+		free(prio);
+		return rc;
+	}
+	*prio_p = prio;
+	return PS_OK;
+}
+
 /*
- * The transfer order, once per job: from model.file's DAG when there is
- * one (replay), else the declaration order (a program declares its tensors
- * in forward order, and without a DAG that is all an order can know).
+ * The transfer orders, once per job, one per direction: from model.file's
+ * DAG when there is one (replay), else the declaration order (a program
+ * declares its tensors in forward order, and without a DAG that is all an
+ * order can know).
  */
 static int compute_order(coord *c)
 {
 	const ps_config *cfg = c->cfg;
-	ps_time_oracle oracle = {
-		.latency_us = 0.0,
-		.bandwidth_bytes_per_us = cfg->metrics.bandwidth_gbps * 1e3 /
-					  8.0,
-	};
-	char line[256], err[1024];
+	ps_order_kind up = (ps_order_kind)cfg->scheduling.push.order,
+		      down = (ps_order_kind)cfg->scheduling.params.order;
+	char line[320], err[1024];
 	ps_dag *dag = NULL;
 	int rc = PS_OK;
 
 	ps_config_describe_scheduling(cfg, line, sizeof(line));
-	printf("scheduling: %s (worker pushes and server parameter sends "
-	       "alike)\n", line);
-	if (cfg->scheduling.order == PS_ORDER_FIFO) {
-		write_order_csv(c);
-		return PS_OK;
+	printf("scheduling: %s%s\n", line,
+	       ps_config_directions_alike(cfg)
+		       ? " (worker pushes and server parameter sends alike)"
+		       : "");
+	if (up != PS_ORDER_FIFO || down != PS_ORDER_FIFO) {
+		if (!cfg->model.file[0]) {
+			printf("scheduling: no model.file: orders other than "
+			       "fifo follow the tensors' declaration "
+			       "order\n");
+		} else {
+			rc = ps_dag_load(cfg->model.file,
+					 cfg->model.compute_scale, &dag, err,
+					 sizeof(err));
+			if (rc != PS_OK)
+				PS_ERROR("cannot load model.file: %s", err);
+			else if (!same_as_model(c, dag))
+				rc = PS_EINVAL;
+		}
 	}
-	c->priority = calloc(c->ntensors, sizeof(*c->priority));
-	if (!c->priority)
-		return PS_ENOMEM;
-	if (!cfg->model.file[0]) {
-		for (uint32_t i = 0; i < c->ntensors; i++)
-			c->priority[i] = i;
-		printf("scheduling: no model.file: order %s follows the "
-		       "tensors' declaration order\n",
-		       ps_order_name((ps_order_kind)cfg->scheduling.order));
-	} else {
-		rc = ps_dag_load(cfg->model.file, cfg->model.compute_scale,
-				 &dag, err, sizeof(err));
+	if (rc == PS_OK) {
+		rc = order_for(c, dag, down, &c->priority);
+		if (rc == PS_OK)
+			rc = order_for(c, dag, up, &c->push_priority);
 		if (rc != PS_OK)
-			PS_ERROR("cannot load model.file: %s", err);
-		else if (!same_as_model(c, dag))
-			rc = PS_EINVAL;
-		else
-			rc = ps_order_compute(
-				dag, (ps_order_kind)cfg->scheduling.order,
-				&oracle, c->priority);
-		ps_dag_free(&dag);
+			PS_ERROR("cannot compute the transfer order: %s",
+				 ps_strerror(rc));
 	}
-	if (rc == PS_OK)
+	ps_dag_free(&dag);
+	if (rc == PS_OK) {
 		write_order_csv(c);
+		write_config_ini(c);
+	}
 	fflush(stdout);
 	return rc;
 }
@@ -1059,11 +1105,13 @@ static void change_credit(coord *c, const ps_msg *msg)
 		psi_note_drop(++c->dropped, "CREDIT", why);
 		return;
 	}
-	if (credit == 0 || !c->cfg->scheduling.credit_size ||
+	if (credit == 0 || !c->cfg->scheduling.push.credit_size ||
+	    !c->cfg->scheduling.params.credit_size ||
 	    credit < c->cfg->scheduling.partition_size) {
 		PS_WARN("tuner: credit %llu refused: a live change needs a "
-			"window before (scheduling.credit_size) and after, at "
-			"least scheduling.partition_size",
+			"window before in both directions "
+			"(scheduling.push_credit_size and params_credit_size) "
+			"and after, at least scheduling.partition_size",
 			(unsigned long long)credit);
 		return;
 	}
@@ -1422,6 +1470,7 @@ out:
 	ps_transport_destroy(&c.t, 2000);
 	ps_placement_free(&c.placement);
 	free(c.priority);
+	free(c.push_priority);
 	ps_membership_destroy(&c.ms);
 	if (c.bcast)
 		bcast_unref(NULL, c.bcast);

@@ -21,6 +21,7 @@
 
 typedef struct part_state {
 	ps_shard_part pub;
+	int held;          /* barrier: updated, its sends wait */
 	uint8_t *pushed;   /* sync: per worker rank, accepted this version */
 	uint32_t accepted; /* sync: pushes accepted this version */
 	uint64_t *unacked; /* per worker rank: PARAMS sent, not acknowledged
@@ -50,6 +51,12 @@ struct ps_shard {
 	PS_RING(ps_shard_msg) msgs;
 	ps_shard_stats st;
 	uint64_t params_acks; /* PARAMS_ACKs accepted (fault injection) */
+	/* barrier: sends of version barrier_v wait until all nparts local
+	 * partitions have it (barrier_in of them do); 0: not started */
+	uint64_t barrier_v;
+	uint32_t barrier_in;
+	uint32_t *held, nheld; /* local partitions whose sends wait */
+	uint32_t *perm;        /* workers x nparts: the release orders */
 };
 
 /* ---- queues ------------------------------------------------------------ */
@@ -107,16 +114,14 @@ static int drain(ps_shard *sh)
 }
 
 /* Whether pushes get a PUSH_ACK: always in asynchronous mode; in
- * synchronous mode only with a credit window (the worker's credit returns
- * when the bytes are here). Without one the partition's next PARAMS is the
- * acknowledgement (proto/worker.h): one message fewer per push. The
- * worker's window and the server's are the same key (scheduling.
- * credit_size) and a live CREDIT changes both; while they differ, PARAMS
- * still acknowledge, later. */
+ * synchronous mode only when the workers have a credit window for their
+ * pushes (their credit returns when the bytes are here). Without one the
+ * partition's next PARAMS is the acknowledgement (proto/worker.h): one
+ * message fewer per push. A live CREDIT never opens or closes a window
+ * (the scheduler changes only windows that exist in both directions). */
 static int acks_sent(const ps_shard *sh)
 {
-	return sh->cfg.async || ps_gate_credit(sh->gate) != 0 ||
-	       (sh->credit_pending && sh->credit_next != 0);
+	return sh->cfg.async || sh->cfg.push_credit != 0;
 }
 
 /* Partition k's current version becomes ready to go to `worker`. */
@@ -160,6 +165,86 @@ static int broadcast(ps_shard *sh, uint32_t k)
 	for (uint32_t w = 0; w < sh->cfg.workers && rc == PS_OK; w++)
 		rc = send_params(sh, k, w);
 	return rc;
+}
+
+/* ---- the barrier ------------------------------------------------------- */
+
+static uint64_t splitmix64(uint64_t *x)
+{
+	uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* Local partitions at version barrier_v or later. */
+static void barrier_count(ps_shard *sh)
+{
+	sh->barrier_in = 0;
+	for (uint32_t k = 0; k < sh->nparts; k++)
+		sh->barrier_in += sh->parts[k].pub.version >= sh->barrier_v;
+}
+
+/* Every local partition has version barrier_v: the held sends become
+ * ready, in a seeded random order per worker (Fisher-Yates), interleaved
+ * across workers as their connections would carry them. */
+static int barrier_release(ps_shard *sh)
+{
+	uint32_t n = sh->nheld, W = sh->cfg.workers;
+	int rc = PS_OK;
+
+	for (uint32_t w = 0; w < W; w++) {
+		uint32_t *perm = &sh->perm[(size_t)w * sh->nparts];
+		uint64_t seed = ((uint64_t)sh->cfg.server << 40) ^
+				(sh->barrier_v << 16) ^ w;
+
+		memcpy(perm, sh->held, n * sizeof(*perm));
+		for (uint32_t i = n; i > 1; i--) {
+			uint32_t j = (uint32_t)(splitmix64(&seed) % i);
+			uint32_t t = perm[i - 1];
+			perm[i - 1] = perm[j];
+			perm[j] = t;
+		}
+	}
+	for (uint32_t i = 0; i < n; i++)
+		sh->parts[sh->held[i]].held = 0;
+	sh->nheld = 0;
+	for (uint32_t i = 0; i < n && rc == PS_OK; i++)
+		for (uint32_t w = 0; w < W && rc == PS_OK; w++)
+			rc = send_params(sh, sh->perm[(size_t)w * sh->nparts + i],
+					 w);
+	sh->barrier_v++;
+	barrier_count(sh);
+	return rc;
+}
+
+/* Partition k was updated: with the barrier its sends wait for the
+ * others'; without, they are ready now. */
+static int updated(ps_shard *sh, uint32_t k)
+{
+	part_state *p = &sh->parts[k];
+
+	if (!sh->cfg.barrier)
+		return broadcast(sh, k);
+	if (sh->barrier_v == 0) { /* the first update of this run */
+		sh->barrier_v = p->pub.version;
+		barrier_count(sh);
+	} else if (p->pub.version == sh->barrier_v) {
+		sh->barrier_in++;
+	}
+	if (p->held) {
+		/* updated twice before the others once: cannot happen in
+		 * synchronous training (the next version needs every
+		 * worker's push, which needs this one); sent rather than
+		 * lost */
+		int rc = broadcast(sh, k);
+		if (rc != PS_OK)
+			return rc;
+	} else {
+		p->held = 1;
+		sh->held[sh->nheld++] = k;
+	}
+	return sh->barrier_in == sh->nparts ? barrier_release(sh) : PS_OK;
 }
 
 /* ---- setup ------------------------------------------------------------- */
@@ -212,6 +297,17 @@ int ps_shard_create(const ps_shard_config *cfg, ps_shard **sh_p)
 				goto nomem;
 		}
 	}
+	if (cfg->barrier && !cfg->async) {
+		sh->held = calloc(sh->nparts ? sh->nparts : 1,
+				  sizeof(*sh->held));
+		sh->perm = calloc((size_t)cfg->workers *
+					  (sh->nparts ? sh->nparts : 1),
+				  sizeof(*sh->perm));
+		if (!sh->held || !sh->perm)
+			goto nomem;
+	} else {
+		sh->cfg.barrier = 0;
+	}
 	rc = ps_gate_create(cfg->gate, cfg->credit, cfg->workers, &sh->gate);
 	if (rc != PS_OK) {
 		ps_shard_destroy(&sh);
@@ -256,6 +352,8 @@ void ps_shard_destroy(ps_shard **sh_p)
 	free(sh->parts);
 	free(sh->local);
 	free(sh->numbers);
+	free(sh->held);
+	free(sh->perm);
 	free(sh->ops.v);
 	free(sh->msgs.v);
 	free(sh);
@@ -593,7 +691,7 @@ int ps_shard_op_done(ps_shard *sh)
 			return PS_OK;
 		memset(p->pushed, 0, sh->cfg.workers);
 		p->accepted = 0;
-		return broadcast(sh, op.k);
+		return updated(sh, op.k);
 	}
 	return PS_EINVAL;
 }

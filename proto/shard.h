@@ -44,6 +44,12 @@
  *    duplicated one is refused: it cannot enlarge the window).
  *  - CREDIT: a new window from the first parameter send of version
  *    `from` on.
+ *  - barrier (synchronous only): the sends of version v become ready
+ *    only once every partition the server owns has version v, then in a
+ *    random order per worker (a seeded permutation per server, version
+ *    and worker, interleaved across workers): TensorFlow's PS, where
+ *    workers read every parameter at the start of the next iteration in
+ *    no enforced order.
  *
  * Values: a parameter send is ready when its version is made and goes out
  * when the gate releases it. The driver decides what it sends then: the
@@ -73,9 +79,13 @@ typedef struct ps_shard_config {
 			   * with .server == rank */
 	uint32_t workers;
 	int async;
-	ps_gate_kind gate;
+	ps_gate_kind gate;       /* of the parameter sends */
 	uint64_t credit;         /* bytes; 0 = no window */
-	const uint32_t *numbers; /* per global partition: its gate number
+	uint64_t push_credit;    /* the workers' window for their pushes:
+				  * with one, pushes get a PUSH_ACK */
+	int barrier;             /* see "barrier" above */
+	const uint32_t *numbers; /* per global partition: the gate number of
+				  * its parameter sends
 				  * (ps_order_partition_numbers); copied */
 	/* Optional. hold(ud, k, worker): a send of local partition k to
 	 * worker became ready; its result is the message's `held`.

@@ -13,12 +13,14 @@
  *   part      [tensor, index, offset, numel, server]   (uints)
  *   REGISTER  [node, [tensor...]]
  *   WELCOME   [your_id, num_servers, num_workers, [node...], placement,
- *              priorities?, start_iteration?]
+ *              priorities?, start_iteration?, push_priorities?]
  *              placement: nil, or [partition_size, [tensor...], [part...]]
  *              priorities (optional, with a placement only): one uint32
- *              per tensor, the transfer order, or nil
+ *              per tensor, the order of parameter sends, or nil
  *              start_iteration (optional, uint64, absent = 0): the
  *              iteration of the checkpoint the job resumes from
+ *              push_priorities (optional; absent: as priorities): the
+ *              order of gradient pushes, or nil
  *              on num_servers servers; rebuilt and checked with
  *              ps_placement_from_parts. nodes are indexed by id: node i has
  *              id i, role scheduler (i == 0), server (1..S, rank i - 1) or
@@ -905,6 +907,20 @@ static int placement_pack(msgpack_packer *pk, const ps_placement *p)
 	return failed;
 }
 
+/* One of a WELCOME's priority arrays: nil when there is none. */
+static int priorities_pack(msgpack_packer *pk, const ps_placement *pl,
+                           const uint32_t *prio)
+{
+	int failed = 0;
+
+	if (!prio || !pl)
+		return msgpack_pack_nil(pk);
+	failed |= msgpack_pack_array(pk, pl->num_tensors);
+	for (uint32_t i = 0; i < pl->num_tensors; i++)
+		failed |= msgpack_pack_uint32(pk, prio[i]);
+	return failed;
+}
+
 int ps_wire_welcome_encode(const ps_wire_welcome *w, void **buf_p,
                            size_t *len_p)
 {
@@ -942,8 +958,12 @@ int ps_wire_welcome_encode(const ps_wire_welcome *w, void **buf_p,
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
 	int with_prio = w->priority && w->placement;
 	int with_start = w->start_iteration > 0;
+	int with_push = w->placement != NULL;
 
-	failed |= msgpack_pack_array(&pk, with_start ? 7 : with_prio ? 6 : 5);
+	failed |= msgpack_pack_array(&pk, with_push    ? 8
+					  : with_start ? 7
+					  : with_prio  ? 6
+						       : 5);
 	failed |= msgpack_pack_uint32(&pk, w->your_id);
 	failed |= msgpack_pack_uint32(&pk, w->num_servers);
 	failed |= msgpack_pack_uint32(&pk, w->num_workers);
@@ -952,15 +972,12 @@ int ps_wire_welcome_encode(const ps_wire_welcome *w, void **buf_p,
 		failed |= node_pack(&pk, &w->nodes[i]);
 	if (!failed)
 		failed |= placement_pack(&pk, w->placement);
-	if (!failed && with_prio) {
-		failed |= msgpack_pack_array(&pk, w->placement->num_tensors);
-		for (uint32_t i = 0; i < w->placement->num_tensors; i++)
-			failed |= msgpack_pack_uint32(&pk, w->priority[i]);
-	} else if (!failed && with_start) {
-		failed |= msgpack_pack_nil(&pk);
-	}
-	if (!failed && with_start)
+	if (!failed && (with_prio || with_start || with_push))
+		failed |= priorities_pack(&pk, w->placement, w->priority);
+	if (!failed && (with_start || with_push))
 		failed |= msgpack_pack_uint64(&pk, w->start_iteration);
+	if (!failed && with_push)
+		failed |= priorities_pack(&pk, w->placement, w->push_priority);
 	return sbuf_finish(&sb, failed, buf_p, len_p);
 }
 
@@ -1124,6 +1141,20 @@ int ps_wire_welcome_decode(const void *buf, size_t len, ps_wire_welcome *w_p,
 	if (rc == PS_OK && a->size >= 7)
 		rc = get_uint(&d, &a->ptr[6], "start_iteration", UINT64_MAX,
 		              &w.start_iteration);
+	if (rc == PS_OK && a->size >= 8 && w.placement &&
+	    a->ptr[7].type != MSGPACK_OBJECT_NIL)
+		rc = priorities_walk(&d, &a->ptr[7], w.placement->num_tensors,
+		                     &w.push_priority);
+	if (rc == PS_OK && a->size < 8 && w.priority) {
+		/* one order for both directions */
+		size_t n = w.placement->num_tensors * sizeof(*w.priority);
+		w.push_priority = malloc(n ? n : 1);
+		if (!w.push_priority)
+			rc = bad(&d, "out of memory (%u priorities)",
+			         w.placement->num_tensors);
+		else
+			memcpy(w.push_priority, w.priority, n);
+	}
 out:
 	msgpack_unpacked_destroy(&u);
 	if (rc != PS_OK) {
@@ -1140,6 +1171,7 @@ void ps_wire_welcome_clear(ps_wire_welcome *w)
 		return;
 	free(w->nodes);
 	free(w->priority);
+	free(w->push_priority);
 	ps_placement_free(&w->placement);
 	memset(w, 0, sizeof(*w));
 }

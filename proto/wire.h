@@ -127,9 +127,13 @@ typedef struct ps_wire_welcome {
 	uint32_t num_nodes; /* 1 + servers + workers, indexed by id */
 	ps_node_info *nodes;
 	ps_placement *placement; /* NULL for the scheduler's own use */
-	/* transfer priority per tensor of the placement (scheduling.order);
-	 * NULL when not sent: every tensor 0 */
+	/* transfer priority per tensor of the placement, of the servers'
+	 * parameter sends (scheduling.params_order) and of the workers'
+	 * pushes (scheduling.push_order); NULL: every tensor 0. A WELCOME
+	 * without the push element (older peers) means the same as
+	 * priority. */
 	uint32_t *priority;
+	uint32_t *push_priority;
 	/* iteration the job starts at: 0, or the checkpoint's it resumes */
 	uint64_t start_iteration;
 } ps_wire_welcome;

@@ -344,7 +344,7 @@ int ps_wproto_on_params(ps_wproto *w, uint32_t from, uint32_t part,
 	}
 	s->version = version;
 	s->have = 1;
-	if (w->cfg.credit) {
+	if (w->cfg.params_credit) {
 		/* with a credit window the server needs to know the bytes
 		 * arrived */
 		rc = push_msg(w, &(ps_wproto_msg){

@@ -32,7 +32,8 @@
  *                         in flight (on_params says so in *acked_p).
  *   ps_wproto_done        the application finished: DONE goes once no
  *                         push waits or is unacknowledged.
- *   ps_wproto_next_msg    PUSH, PARAMS_ACK (with a credit window), DONE.
+ *   ps_wproto_next_msg    PUSH, PARAMS_ACK (when the servers have a
+ *                         credit window), DONE.
  *
  * ps-worker's client library (worker/client.c) drives it on its
  * communication thread; ps-sim (sim/cluster.c) for every simulated worker.
@@ -55,8 +56,11 @@ typedef struct ps_wproto ps_wproto;
 
 typedef struct ps_wproto_config {
 	const ps_placement *pl;
-	ps_gate_kind gate;
-	uint64_t credit;         /* bytes; 0 = no window, no PARAMS_ACK */
+	ps_gate_kind gate;       /* of the pushes */
+	uint64_t credit;         /* bytes; 0 = no window */
+	uint64_t params_credit;  /* the servers' window for their parameter
+				  * sends: with one, PARAMS get a
+				  * PARAMS_ACK */
 	int sync;                /* synchronous training: a partition's
 				  * PARAMS acknowledge its push still in
 				  * flight (a server without a credit window

@@ -10,6 +10,12 @@
  * server with the fewest bytes so far (ties: lowest rank). A binary min-heap
  * keyed on (bytes, rank) makes it O(P log P + P log S). PS_PLACE_ROUND_ROBIN
  * (partition i on server i % S) is the baseline it is compared with.
+ * PS_PLACE_MXNET is MXNet's KVStore over ps-lite (kvstore_dist.h): a
+ * tensor of MXNET_BIGARRAY elements or more is split into one piece per
+ * server, piece i = round(n (i + 1) / S) - round(n i / S) elements on
+ * server i; a smaller one goes whole to server (key x 9973) mod S, its key
+ * being its index. Pieces larger than a partition are cut further, each
+ * cut on its piece's server; there is no fusion.
  *
  * Fusion groups tensors before placing: walking from the last tensor to the
  * first (backward order), a run of consecutive tensors each smaller than a
@@ -79,6 +85,40 @@ static uint64_t parts_of(uint64_t numel, uint64_t per_part)
 	return numel / per_part + (numel % per_part != 0);
 }
 
+/* MXNet's bound (MXNET_KVSTORE_BIGARRAY_BOUND's default) */
+#define MXNET_BIGARRAY 1000000ULL
+
+/* Elements of the first i of `servers` pieces of an array of numel:
+ * round(numel * i / servers), halves up. */
+static uint64_t mxnet_edge(uint64_t numel, uint32_t i, uint32_t servers)
+{
+	unsigned __int128 x = (unsigned __int128)numel * i * 2 + servers;
+
+	return (uint64_t)(x / ((unsigned __int128)servers * 2));
+}
+
+/* How many pieces MXNet splits tensor t into. */
+static uint32_t mxnet_pieces(uint64_t numel, uint32_t servers)
+{
+	return servers > 1 && numel >= MXNET_BIGARRAY ? servers : 1;
+}
+
+/* Partitions of a tensor of numel under strategy. */
+static uint64_t tensor_parts(uint64_t numel, uint64_t per_part,
+                             uint32_t servers, int strategy)
+{
+	uint32_t pieces = strategy == PS_PLACE_MXNET
+	                      ? mxnet_pieces(numel, servers)
+	                      : 1;
+	uint64_t count = 0;
+
+	for (uint32_t i = 0; i < pieces; i++)
+		count += parts_of(mxnet_edge(numel, i + 1, pieces) -
+		                      mxnet_edge(numel, i, pieces),
+		                  per_part);
+	return count;
+}
+
 /* Checks the inputs of ps_placement_compute; logs and returns PS_EINVAL. */
 static int check_inputs(const ps_tensor_desc *tensors, uint32_t n,
                         uint64_t partition_size, uint32_t servers, int strategy,
@@ -102,7 +142,8 @@ static int check_inputs(const ps_tensor_desc *tensors, uint32_t n,
 		         (unsigned long long)partition_size, PS_ELEM_SIZE);
 		return PS_EINVAL;
 	}
-	if (strategy != PS_PLACE_BALANCED && strategy != PS_PLACE_ROUND_ROBIN) {
+	if (strategy != PS_PLACE_BALANCED && strategy != PS_PLACE_ROUND_ROBIN &&
+	    strategy != PS_PLACE_MXNET) {
 		PS_ERROR("placement: unknown strategy %d", strategy);
 		return PS_EINVAL;
 	}
@@ -129,7 +170,7 @@ static int check_inputs(const ps_tensor_desc *tensors, uint32_t n,
 			return PS_EINVAL;
 		}
 		total += numel * PS_ELEM_SIZE;
-		count = parts_of(numel, per_part);
+		count = tensor_parts(numel, per_part, servers, strategy);
 		if (count > PS_MAX_PARTS - nparts) {
 			PS_ERROR("placement: more than %u partitions (tensor "
 			         "%u, %s); use a larger partition size",
@@ -244,6 +285,38 @@ static void fusion_runs(const ps_tensor_desc *tensors, uint32_t n,
 	}
 }
 
+/* Writes tensor t's partitions from parts[*g] on, MXNet's way: its
+ * pieces, each cut into partitions on the piece's server. */
+static void cut_mxnet(ps_placement *p, uint32_t t, uint64_t per_part,
+                      uint32_t *g)
+{
+	uint64_t numel = p->tensors[t].numel;
+	uint32_t S = p->num_servers, pieces = mxnet_pieces(numel, S);
+
+	p->first_part[t] = *g;
+	for (uint32_t i = 0; i < pieces; i++) {
+		uint64_t off = mxnet_edge(numel, i, pieces),
+		         end = mxnet_edge(numel, i + 1, pieces);
+		uint32_t server = pieces > 1
+		                      ? i
+		                      : (uint32_t)(((uint64_t)t * 9973) % S);
+
+		while (off < end) {
+			uint64_t left = end - off;
+			ps_partition *part = &p->parts[(*g)++];
+
+			*part = (ps_partition){
+			    .tensor = t,
+			    .index = p->part_count[t]++,
+			    .offset = off,
+			    .numel = left < per_part ? left : per_part,
+			    .server = server,
+			    .ntensors = 1};
+			off += part->numel;
+		}
+	}
+}
+
 /* Writes tensor t's partitions from parts[*g] on (one fused partition when
  * run > 1) and fills the per-tensor index. */
 static void cut_tensor(ps_placement *p, uint32_t t, uint32_t run,
@@ -305,15 +378,20 @@ int ps_placement_compute(const ps_tensor_desc *tensors, uint32_t n,
 	p->partition_size = partition_size;
 	per_part = partition_size / PS_ELEM_SIZE;
 	memcpy(p->tensors, tensors, (size_t)n * sizeof(*tensors));
-	fusion_runs(tensors, n, per_part, fuse, run);
-	for (uint32_t t = 0; t < n; t++)
-		if (run[t] > 0)
-			cut_tensor(p, t, run[t], per_part, &g);
+	if (strategy == PS_PLACE_MXNET) {
+		for (uint32_t t = 0; t < n; t++)
+			cut_mxnet(p, t, per_part, &g);
+	} else {
+		fusion_runs(tensors, n, per_part, fuse, run);
+		for (uint32_t t = 0; t < n; t++)
+			if (run[t] > 0)
+				cut_tensor(p, t, run[t], per_part, &g);
+		for (uint32_t i = 0; i < g; i++)
+			p->parts[i].server = i % servers;
+	}
 	free(run);
 	p->num_parts = g; /* nparts was the count without fusion */
 	p->first_part[n] = g;
-	for (uint32_t i = 0; i < g; i++)
-		p->parts[i].server = i % servers;
 	if (strategy == PS_PLACE_BALANCED) {
 		rc = place_balanced(p);
 		if (rc != PS_OK) {
@@ -613,10 +691,11 @@ static void human_bytes(uint64_t bytes, char *buf, size_t cap)
 static const char *strategy_of(const ps_placement *p)
 {
 	static const int strategies[] = {PS_PLACE_BALANCED,
-	                                 PS_PLACE_ROUND_ROBIN};
-	static const char *const names[] = {"balanced", "round-robin"};
+	                                 PS_PLACE_ROUND_ROBIN, PS_PLACE_MXNET};
+	static const char *const names[] = {"balanced", "round-robin",
+	                                    "mxnet"};
 
-	for (size_t k = 0; k < 2; k++) {
+	for (size_t k = 0; k < 3; k++) {
 		ps_placement *q = NULL;
 		int same;
 

@@ -22,7 +22,11 @@
  * the server with the fewest bytes so far (ties: lowest rank; equal sizes
  * keep global order) - the LPT rule, within 4/3 of the optimum makespan and
  * far better than round-robin or hashing when one tensor dominates (VGG16's
- * fc6). Round-robin is kept as the baseline it is compared with.
+ * fc6). Round-robin is kept as the baseline it is compared with (and as
+ * TensorFlow's replica_device_setter); mxnet is MXNet's KVStore (a tensor
+ * of a million elements or more in one equal piece per server, others
+ * whole on server (index x 9973) mod S; pieces cut further by
+ * partition_size; no fusion: fuse is ignored).
  *
  * The placement is a pure function of (tensors, partition_size, servers,
  * strategy): every node that has the same inputs gets the same result.

@@ -116,7 +116,7 @@ static int setup_shard(server *s)
 
 	s->workers = s->node.welcome.num_workers;
 	rc = ps_order_partition_numbers(pl, s->node.welcome.priority,
-					s->cfg->scheduling.gate ==
+					s->cfg->scheduling.params.gate ==
 						PS_GATE_COUNTER,
 					&numbers);
 	if (rc != PS_OK)
@@ -127,8 +127,10 @@ static int setup_shard(server *s)
 			.server = s->node.rank,
 			.workers = s->workers,
 			.async = s->cfg->train.mode == PS_MODE_ASYNC,
-			.gate = (ps_gate_kind)s->cfg->scheduling.gate,
-			.credit = s->cfg->scheduling.credit_size,
+			.gate = (ps_gate_kind)s->cfg->scheduling.params.gate,
+			.credit = s->cfg->scheduling.params.credit_size,
+			.push_credit = s->cfg->scheduling.push.credit_size,
+			.barrier = s->cfg->scheduling.params_barrier,
 			.numbers = numbers,
 			.hold = hold_values,
 			.drop = drop_values,
@@ -631,7 +633,8 @@ static int handle_credit(server *s, const ps_msg *msg,
 	uint64_t credit;
 
 	if (ps_wire_credit_decode(h, msg->payload, msg->payload_len,
-				  s->cfg->scheduling.credit_size, &credit, why,
+				  s->cfg->scheduling.params.credit_size, &credit,
+				  why,
 				  whylen) != PS_OK)
 		return PS_EPROTO;
 	ps_shard_on_credit(s->shard, credit, h->iteration);

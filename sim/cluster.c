@@ -83,7 +83,9 @@ typedef struct sim {
 	ps_link_model lm;
 	ps_placement *pl;
 	uint32_t W, S, K;
-	uint32_t *number;     /* per partition: gate number */
+	uint32_t *number;     /* per partition: gate number of its
+			       * parameter sends */
+	uint32_t *push_number; /* ... and of its pushes */
 	uint64_t *part_bytes; /* per partition */
 	uint32_t *tparts, *tparts_first; /* per tensor: its partitions */
 	worker *w;
@@ -893,7 +895,7 @@ static void push_arrive(sim *s, const msg *m, double t)
 	}
 	rc = ps_shard_on_push(s->shard[srv], m->worker, part,
 			      s->pl->parts[part].tensor, m->iteration,
-			      (int32_t)s->number[part], s->part_bytes[part],
+			      (int32_t)s->push_number[part], s->part_bytes[part],
 			      NULL, 0, why, sizeof(why));
 	if (rc == PS_EPROTO)
 		server_protocol_error(s, srv, "a push", why);
@@ -919,12 +921,48 @@ static void params_acked(sim *s, uint32_t srv, uint32_t w, uint32_t part,
 
 /* ---- setup ------------------------------------------------------------- */
 
+/* One direction's gate numbers per partition: the coordinator's order
+ * (metrics.bandwidth_gbps oracle, no a), renumbered for its gate. */
+static int direction_numbers(sim *s, const ps_direction_sched *dir,
+			     uint32_t **numbers_p, char *err, size_t errlen)
+{
+	uint32_t *prio = NULL;
+	int rc;
+
+	if (dir->order != PS_ORDER_FIFO) {
+		ps_time_oracle oracle = {
+			.latency_us = 0.0,
+			.bandwidth_bytes_per_us =
+				s->cfg->metrics.bandwidth_gbps * 1e3 / 8.0};
+		prio = calloc(s->dag->ntensors ? s->dag->ntensors : 1,
+			      sizeof(*prio));
+		if (!prio)
+			return PS_ENOMEM;
+		rc = ps_order_compute(s->dag, (ps_order_kind)dir->order,
+				      &oracle, prio);
+		if (rc != PS_OK) {
+			free(prio);
+			snprintf(err, errlen, "cannot compute order %s: %s",
+				 ps_order_name((ps_order_kind)dir->order),
+				 ps_strerror(rc));
+			return rc;
+		}
+	}
+	rc = ps_order_partition_numbers(s->pl, prio,
+					dir->gate == PS_GATE_COUNTER,
+					numbers_p);
+	free(prio);
+	if (rc != PS_OK)
+		snprintf(err, errlen, "cannot number the partitions: %s",
+			 ps_strerror(rc));
+	return rc;
+}
+
 static int setup(sim *s, char *err, size_t errlen)
 {
 	const ps_config *cfg = s->cfg;
 	const ps_dag *d = s->dag;
 	ps_tensor_desc *descs;
-	uint32_t *prio = NULL;
 	uint32_t P, T = d->ntensors;
 	uint64_t total_bytes = 0;
 	int rc;
@@ -947,35 +985,13 @@ static int setup(sim *s, char *err, size_t errlen)
 			 "servers: %s", d->name, T, s->S, ps_strerror(rc));
 		return rc;
 	}
-	/* the coordinator's order: metrics.bandwidth_gbps oracle, no a */
-	if (cfg->scheduling.order != PS_ORDER_FIFO) {
-		ps_time_oracle oracle = {
-			.latency_us = 0.0,
-			.bandwidth_bytes_per_us =
-				cfg->metrics.bandwidth_gbps * 1e3 / 8.0};
-		prio = calloc(T, sizeof(*prio));
-		if (!prio)
-			return PS_ENOMEM;
-		rc = ps_order_compute(d, (ps_order_kind)cfg->scheduling.order,
-				      &oracle, prio);
-		if (rc != PS_OK) {
-			free(prio);
-			snprintf(err, errlen, "cannot compute order %s: %s",
-				 ps_order_name((ps_order_kind)
-						       cfg->scheduling.order),
-				 ps_strerror(rc));
-			return rc;
-		}
-	}
-	rc = ps_order_partition_numbers(s->pl, prio,
-					cfg->scheduling.gate == PS_GATE_COUNTER,
-					&s->number);
-	free(prio);
-	if (rc != PS_OK) {
-		snprintf(err, errlen, "cannot number the partitions: %s",
-			 ps_strerror(rc));
+	rc = direction_numbers(s, &cfg->scheduling.params, &s->number, err,
+			       errlen);
+	if (rc == PS_OK)
+		rc = direction_numbers(s, &cfg->scheduling.push,
+				       &s->push_number, err, errlen);
+	if (rc != PS_OK)
 		return rc;
-	}
 	P = s->pl->num_parts;
 	s->part_bytes = calloc(P, sizeof(*s->part_bytes));
 	s->tparts_first = calloc((size_t)T + 1, sizeof(uint32_t));
@@ -1017,10 +1033,12 @@ static int setup(sim *s, char *err, size_t errlen)
 		rc = ps_wproto_create(
 			&(ps_wproto_config){
 				.pl = s->pl,
-				.gate = (ps_gate_kind)cfg->scheduling.gate,
-				.credit = cfg->scheduling.credit_size,
+				.gate = (ps_gate_kind)cfg->scheduling.push.gate,
+				.credit = cfg->scheduling.push.credit_size,
+				.params_credit =
+					cfg->scheduling.params.credit_size,
 				.sync = 1,
-				.numbers = s->number},
+				.numbers = s->push_number},
 			&k->proto);
 		if (rc != PS_OK)
 			return rc;
@@ -1035,8 +1053,11 @@ static int setup(sim *s, char *err, size_t errlen)
 				.pl = s->pl,
 				.server = srv,
 				.workers = s->W,
-				.gate = (ps_gate_kind)cfg->scheduling.gate,
-				.credit = cfg->scheduling.credit_size,
+				.gate = (ps_gate_kind)cfg->scheduling.params
+						.gate,
+				.credit = cfg->scheduling.params.credit_size,
+				.push_credit = cfg->scheduling.push.credit_size,
+				.barrier = cfg->scheduling.params_barrier,
 				.numbers = s->number,
 				.hold = param_ready,
 				.ud = s},
@@ -1145,6 +1166,7 @@ static void teardown(sim *s)
 	free(s->tparts);
 	free(s->tparts_first);
 	free(s->number);
+	free(s->push_number);
 	free(s->msgs);
 	free(s->push_ready);
 	free(s->push_sent);
@@ -1266,7 +1288,8 @@ static void results(sim *s, ps_sim_result *r)
 		.machine_message_us =
 			s->machine_cap > 0 ? s->cfg->sim.machine_message_us : 0.0,
 		.machine_message_min_bytes = (double)s->msg_min,
-		.credit = s->cfg->scheduling.credit_size != 0,
+		.credit = s->cfg->scheduling.push.credit_size != 0 ||
+			  s->cfg->scheduling.params.credit_size != 0,
 		.fair = s->fair,
 	};
 	ps_sim_bounds_compute(s->dag, s->pl, s->W, &s->lm, &c, &r->bounds);

@@ -70,7 +70,10 @@ double tune_sim_samples(tune_sim *s, tune_pair pair)
 	double v;
 
 	s->cfg.scheduling.partition_size = pair.partition;
-	s->cfg.scheduling.credit_size = pair.credit;
+	/* the pair's credit is both directions' window, as the trial's
+	 * --set scheduling.credit_size makes it */
+	s->cfg.scheduling.push.credit_size = pair.credit;
+	s->cfg.scheduling.params.credit_size = pair.credit;
 	if (ps_sim_run(&s->cfg, s->dag, &s->lm, &r, err, sizeof(err)) !=
 	    PS_OK) {
 		PS_ERROR("ps-sim: %s", err);

@@ -686,7 +686,8 @@ static int handle_credit(ps_client *c, const ps_msg *msg,
 	uint64_t credit;
 
 	if (ps_wire_credit_decode(h, msg->payload, msg->payload_len,
-				  c->cfg.scheduling.credit_size, &credit, why,
+				  c->cfg.scheduling.push.credit_size, &credit,
+				  why,
 				  whylen) != PS_OK)
 		return PS_EPROTO;
 	ps_wproto_on_credit(c->proto, credit, h->iteration);
@@ -846,19 +847,24 @@ static int setup_after_join(ps_client *c)
 		return PS_ENOMEM;
 	c->nparts = pl->num_parts;
 	c->unwindowed_sync = c->cfg.train.mode == PS_MODE_SYNC &&
-			     c->cfg.scheduling.credit_size == 0;
+			     c->cfg.scheduling.push.credit_size == 0;
 	{
 		uint32_t *numbers = NULL;
 		rc = ps_order_partition_numbers(
-			pl, c->node.welcome.priority,
-			c->cfg.scheduling.gate == PS_GATE_COUNTER, &numbers);
+			pl, c->node.welcome.push_priority,
+			c->cfg.scheduling.push.gate == PS_GATE_COUNTER,
+			&numbers);
 		if (rc == PS_OK)
 			rc = ps_wproto_create(
 				&(ps_wproto_config){
 					.pl = pl,
-					.gate = (ps_gate_kind)
-							c->cfg.scheduling.gate,
-					.credit = c->cfg.scheduling.credit_size,
+					.gate = (ps_gate_kind)c->cfg
+							.scheduling.push.gate,
+					.credit = c->cfg.scheduling.push
+							  .credit_size,
+					.params_credit = c->cfg.scheduling
+								 .params
+								 .credit_size,
 					.sync = c->cfg.train.mode ==
 						PS_MODE_SYNC,
 					.numbers = numbers,

@@ -8,7 +8,7 @@
 # (77) where network namespaces cannot be made (not root, no iproute2).
 source "$(dirname "$0")/lib.sh" "$@"
 BENCH=$BUILD/ps-bench
-PRESETS="baseline p3 tictac-tio tictac-tao bytescheduler ordo"
+PRESETS="baseline tensorflow mxnet p3 tictac-tio tictac-tao bytescheduler ordo"
 [ -x "$BENCH" ] || fail "$BENCH not built"
 
 # the same probe ps-bench makes
@@ -85,7 +85,7 @@ for p in $PRESETS; do
 	grep -q "^| resnet50 | 1 | $p | [0-9.]* | [0-9.]* | [0-9.]* |$" "$out" ||
 		fail "report: no TCP-vs-RDMA prediction for preset $p"
 done
-grep -q "^- runs: 6, 6 completed, 0 failed" "$out" || fail "report: not every run completed"
+grep -q "^- runs: 8, 8 completed, 0 failed" "$out" || fail "report: not every run completed"
 grep -q "each in its own network namespace" "$out" || fail "report: not in netns mode"
 grep -q "LOOPBACK\|loopback mode" "$out" && fail "report warns of loopback in netns mode"
 grep -q "^- ps-sim.s links .*: 1 Gbit/s: links of [0-9.]* Gbit/s.*, machine moving [0-9.]* Gbit/s .*, [0-9]* us per message" "$out" ||
@@ -119,7 +119,7 @@ for r in tcp:
     else:
         assert float(r["sim_iteration_ms"]) > 0, r
 runs = list(csv.DictReader(open(os.path.join(out, "runs.csv"))))
-assert len(runs) == 6 and all(r["status"] == "ok" for r in runs), runs
+assert len(runs) == len(presets) and all(r["status"] == "ok" for r in runs), runs
 for r in runs:
     ev = json.load(open(r["timeline"]))
     assert isinstance(ev, list) and len(ev) > 100, r["timeline"]

@@ -1,25 +1,50 @@
 # Ordered transfers end to end: every preset trains exactly (partitions,
-# gates and credit windows in both directions lose and repeat nothing);
-# VGG16 and Inception-v3 replay with every preset; the timeline shows the
-# servers' parameter sends and the workers' gradient pushes released in the
-# computed order: strictly per receiver and iteration under the counter
-# gate, and under the priority gate never a release while something more
-# urgent was waiting.
+# gates, credit windows and the parameter barrier, in both directions,
+# lose and repeat nothing) for every W, S in {1,2,3}; VGG16 and
+# Inception-v3 replay with every preset; the timeline shows each
+# direction's transfers released as its gate says (config.ini's push_gate
+# for the workers' pushes, params_gate for the servers' parameter sends:
+# counter - strictly per receiver and iteration; priority - never a
+# release while something more urgent was waiting; fifo - in the order
+# they became ready), and with the barrier no parameter send ready before
+# its server's last update of the iteration.
 source "$(dirname "$0")/lib.sh" "$@"
-PRESETS="baseline p3 tictac-tio tictac-tao bytescheduler ordo"
+PRESETS="baseline tensorflow mxnet p3 tictac-tio tictac-tao bytescheduler ordo"
 
 for p in $PRESETS; do
-	EXACT_WORKER_SIZES=1000,100000,10,50000 \
-		launch "exact-$p" 120 --worker "$TOOLS/exact_worker" \
-		--set scheduling.preset="$p" --set train.iterations=5 \
-		--set train.lr=1 --set train.momentum=0 ||
-		fail "$p: exactness job exited $?"
-	n=$(grep -c "^exact: .* 0 wrong$" "$WORK/exact-$p.out.log")
-	[ "$n" -eq 2 ] || fail "$p: $n of 2 workers exact"
-	grep "^scheduling: preset $p:" "$WORK/exact-$p.out.log" >/dev/null ||
+	for W in 1 2 3; do
+		for S in 1 2 3; do
+			name=exact-$p-w${W}s$S
+			EXACT_WORKER_SIZES=1000,100000,10,50000 \
+				launch "$name" 120 --worker "$TOOLS/exact_worker" \
+				--set scheduling.preset="$p" \
+				--set cluster.workers=$W --set cluster.servers=$S \
+				--set train.iterations=5 --set train.lr=1 \
+				--set train.momentum=0 ||
+				fail "$name: exactness job exited $?"
+			n=$(grep -c "^exact: .* 0 wrong$" "$WORK/$name.out.log")
+			[ "$n" -eq $W ] || fail "$name: $n of $W workers exact"
+		done
+	done
+	grep "^scheduling: preset $p:" "$WORK/exact-$p-w1s1.out.log" >/dev/null ||
 		fail "$p: settings not printed at start-up"
 done
-pass "every preset exact: $(grep -h '^scheduling: preset' "$WORK"/exact-*.out.log | sed 's/ (worker.*//' | paste -sd';')"
+pass "every preset exact, W and S in {1,2,3}: $(grep -h '^scheduling: preset' "$WORK"/exact-*-w1s1.out.log | sed 's/ (worker.*//' | paste -sd';')"
+
+# MXNet's placement splits a tensor of a million elements or more into one
+# piece per server: exact too, and the placement says so
+for S in 2 3; do
+	EXACT_WORKER_SIZES=1000,1000001,10 \
+		launch "mxnet-s$S" 120 --worker "$TOOLS/exact_worker" \
+		--set scheduling.preset=mxnet --set cluster.servers=$S \
+		--set train.iterations=3 --set train.lr=1 --set train.momentum=0 ||
+		fail "mxnet S=$S: exactness job exited $?"
+	n=$(grep -c "^exact: .* 0 wrong$" "$WORK/mxnet-s$S.out.log")
+	[ "$n" -eq 2 ] || fail "mxnet S=$S: $n of 2 workers exact"
+	grep -q "placement: $((S + 2)) partitions .*(mxnet)" "$WORK/mxnet-s$S.out.log" ||
+		fail "mxnet S=$S: the large tensor was not split over the servers"
+done
+pass "MXNet's placement (a large tensor split over the servers) exact"
 
 # Fusion beside cutting: with 256 KiB partitions the 100000-element tensor
 # is cut in two while the small ones around it are fused (two fused
@@ -46,14 +71,27 @@ for model in vgg16 inception_v3; do
 			--set model.file="$SRC/conf/models/$model.json" \
 			--set scheduling.preset="$p" --set train.iterations=2 \
 			--set output.dir="$out" || fail "$model $p: replay exited $?"
-		case $p in
-		tictac-*) gate=counter ;;
-		baseline) continue ;;
-		*) gate=priority ;;
-		esac
-		python3 "$SRC/tests/tools/release_order.py" "$out" "$gate" ||
+		python3 "$SRC/tests/tools/release_order.py" "$out" ||
 			fail "$model $p: transfers released out of order"
 	done
 done
 pass "VGG16 and Inception-v3 replayed with every preset; release orders held"
+
+# Not vacuous: a broken push order fails under each gate (fifo: TicTac's
+# pushes; priority: ordo's), and the barrier check fails on a timeline
+# without a barrier (the baseline's, its config.ini saying there was one).
+for p in tictac-tio ordo; do
+	rc=0
+	python3 "$SRC/tests/tools/release_order.py" --break-order \
+		"$WORK/inception_v3-$p" >"$WORK/broken.log" 2>&1 || rc=$?
+	[ $rc -eq 1 ] || { cat "$WORK/broken.log"; fail "$p: the check of a broken order exited $rc, not 1"; }
+done
+cp -r "$WORK/inception_v3-baseline" "$WORK/no-barrier"
+sed -i 's/^params_barrier = off$/params_barrier = on/' "$WORK/no-barrier/config.ini"
+rc=0
+python3 "$SRC/tests/tools/release_order.py" "$WORK/no-barrier" \
+	>"$WORK/broken.log" 2>&1 || rc=$?
+[ $rc -eq 1 ] && grep -q "barrier" "$WORK/broken.log" ||
+	{ cat "$WORK/broken.log"; fail "the barrier check passed a timeline without a barrier (exit $rc)"; }
+pass "the checks fail on a broken order and on a missing barrier"
 assert_no_leftovers

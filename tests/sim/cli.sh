@@ -32,7 +32,7 @@ common=(--set model.file="$model" --set cluster.workers=4
 	--set cluster.servers=2 --set train.iterations=3)
 
 # --- JSON: one object with the keys the benchmark reads -----------------
-for p in baseline p3 tictac-tio tictac-tao bytescheduler ordo; do
+for p in baseline tensorflow mxnet p3 tictac-tio tictac-tao bytescheduler ordo; do
 	if ! "$sim" "${common[@]}" --set scheduling.preset=$p --json \
 		>"$tmp/$p.json" 2>"$tmp/err"; then
 		fail "preset $p: $(cat "$tmp/err")"

@@ -24,7 +24,7 @@ common=(--set model.file="$src/conf/models/resnet50.json"
 	--set link.sharing=fair)
 
 # --- TCP vs RDMA for every preset -----------------------------------------
-for p in baseline p3 tictac-tio tictac-tao bytescheduler ordo; do
+for p in baseline tensorflow mxnet p3 tictac-tio tictac-tao bytescheduler ordo; do
 	for m in tcp rdma; do
 		"$sim" "${common[@]}" --set scheduling.preset=$p \
 			--set link.model=$m --json >"$tmp/$p-$m.json" \

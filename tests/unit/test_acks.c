@@ -4,7 +4,9 @@
  * in flight, and in synchronous mode a partition's PARAMS acknowledge its
  * push. A server's (proto/shard.h): no PUSH_ACK in synchronous mode
  * without a credit window, and a PARAMS_ACK must match a PARAMS sent to
- * that worker and not yet acknowledged.
+ * that worker and not yet acknowledged. Each direction's window decides
+ * its own acknowledgements: PUSH_ACKs follow the workers' push window,
+ * PARAMS_ACKs the servers' parameter window.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -29,7 +31,8 @@ typedef struct fixture {
 	ps_wproto *w;
 } fixture;
 
-static void setup(fixture *f, uint64_t credit, int sync)
+static void setup2(fixture *f, uint64_t credit, uint64_t params_credit,
+		   int sync)
 {
 	ps_tensor_desc td[2] = {{.name = "a", .numel = 100},
 				{.name = "b", .numel = 100}};
@@ -44,10 +47,18 @@ static void setup(fixture *f, uint64_t credit, int sync)
 						  .pl = f->pl,
 						  .gate = PS_GATE_FIFO,
 						  .credit = credit,
+						  .params_credit =
+							  params_credit,
 						  .sync = sync,
 						  .numbers = f->numbers},
 					  &f->w),
 			 PS_OK);
+}
+
+/* The same window both ways. */
+static void setup(fixture *f, uint64_t credit, int sync)
+{
+	setup2(f, credit, credit, sync);
 }
 
 static void teardown(fixture *f)
@@ -175,7 +186,8 @@ static void test_same_version_acknowledges_nothing(void **state)
 /* One server holding both partitions of the fixture's placement, for two
  * workers; INIT of partition 0 from worker 0, run: version 0 goes to both
  * workers (through a window of `credit` bytes). */
-static ps_shard *shard_with_params(fixture *f, uint64_t credit, int async)
+static ps_shard *shard_with_params(fixture *f, uint64_t credit,
+				   uint64_t push_credit, int async)
 {
 	ps_shard *sh;
 	ps_shard_op op;
@@ -190,6 +202,7 @@ static ps_shard *shard_with_params(fixture *f, uint64_t credit, int async)
 						 .async = async,
 						 .gate = PS_GATE_FIFO,
 						 .credit = credit,
+						 .push_credit = push_credit,
 						 .numbers = f->numbers},
 					 &sh),
 			 PS_OK);
@@ -214,7 +227,7 @@ static void test_params_ack_must_match(void **state)
 
 	(void)state;
 	setup(&f, 1024, 1);
-	sh = shard_with_params(&f, 1024, 0);
+	sh = shard_with_params(&f, 1024, 1024, 0);
 	/* partition 1 was never sent: its ack is forged */
 	assert_int_equal(ps_shard_on_params_ack(sh, 0, 1, why, sizeof(why)),
 			 PS_EPROTO);
@@ -238,7 +251,8 @@ static void test_params_ack_must_match(void **state)
 
 /* The pushes of both workers for partition 0's version 0, summed and
  * updated; how many PUSH_ACKs come out. */
-static int push_acks_of_a_round(uint64_t credit, int async)
+static int push_acks_of_a_round(uint64_t push_credit, uint64_t params_credit,
+				int async)
 {
 	fixture f;
 	ps_shard *sh;
@@ -247,8 +261,8 @@ static int push_acks_of_a_round(uint64_t credit, int async)
 	char why[128];
 	int acks = 0;
 
-	setup(&f, credit, !async);
-	sh = shard_with_params(&f, credit, async);
+	setup2(&f, push_credit, params_credit, !async);
+	sh = shard_with_params(&f, params_credit, push_credit, async);
 	for (uint32_t w = 0; w < 2; w++) {
 		assert_int_equal(ps_shard_on_push(sh, w, 0, 0, 0, 0, 400, NULL,
 						  0, why, sizeof(why)),
@@ -269,9 +283,32 @@ static int push_acks_of_a_round(uint64_t credit, int async)
 static void test_push_acks_only_with_window_or_async(void **state)
 {
 	(void)state;
-	assert_int_equal(push_acks_of_a_round(0, 0), 0);
-	assert_int_equal(push_acks_of_a_round(1024, 0), 2);
-	assert_int_equal(push_acks_of_a_round(0, 1), 2);
+	assert_int_equal(push_acks_of_a_round(0, 0, 0), 0);
+	assert_int_equal(push_acks_of_a_round(1024, 1024, 0), 2);
+	assert_int_equal(push_acks_of_a_round(0, 0, 1), 2);
+	/* the workers' push window decides, not the server's own */
+	assert_int_equal(push_acks_of_a_round(1024, 0, 0), 2);
+	assert_int_equal(push_acks_of_a_round(0, 1024, 0), 0);
+}
+
+/* A worker acknowledges PARAMS when the servers have a window for them,
+ * whatever its own window for pushes. */
+static void test_params_acks_follow_the_params_window(void **state)
+{
+	fixture f;
+	int acked = -1;
+	ps_wproto_msg m;
+
+	(void)state;
+	setup2(&f, 0, 1 << 20, 1);
+	assert_int_equal(params(&f, 0, 1, &acked), PS_OK);
+	assert_int_equal(ps_wproto_next_msg(f.w, &m), 1);
+	assert_int_equal(m.kind, PS_WPROTO_MSG_PARAMS_ACK);
+	teardown(&f);
+	setup2(&f, 1 << 20, 0, 1);
+	assert_int_equal(params(&f, 0, 1, &acked), PS_OK);
+	assert_int_equal(ps_wproto_next_msg(f.w, &m), 0);
+	teardown(&f);
 }
 
 int main(void)
@@ -283,6 +320,7 @@ int main(void)
 	    cmocka_unit_test(test_same_version_acknowledges_nothing),
 	    cmocka_unit_test(test_params_ack_must_match),
 	    cmocka_unit_test(test_push_acks_only_with_window_or_async),
+	    cmocka_unit_test(test_params_acks_follow_the_params_window),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

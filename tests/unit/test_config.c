@@ -226,9 +226,9 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg.scheduling.preset, PS_PRESET_BASELINE);
 	/* the defaults are the baseline preset: whole tensors, fifo */
 	assert_int_equal(cfg.scheduling.partition_size, 1ull << 40);
-	assert_int_equal(cfg.scheduling.credit_size, 0);
-	assert_int_equal(cfg.scheduling.order, 0);
-	assert_int_equal(cfg.scheduling.gate, 0);
+	assert_int_equal(cfg.scheduling.push.credit_size, 0);
+	assert_int_equal(cfg.scheduling.push.order, 0);
+	assert_int_equal(cfg.scheduling.push.gate, 0);
 	assert_int_equal(cfg.scheduling.placement, PS_PLACE_BALANCED);
 	assert_int_equal(cfg.log.level, PS_LOG_INFO);
 	assert_int_equal(ps_config_validate(&cfg, err, sizeof(err)), PS_OK);
@@ -286,7 +286,7 @@ static void test_good_file(void **state)
 	assert_true(cfg.train.seed == INT64_MAX);
 	assert_string_equal(cfg.train.dump_params, "/tmp/params.bin");
 	assert_int_equal(cfg.scheduling.partition_size, 160 * 1024);
-	assert_int_equal(cfg.scheduling.credit_size, 1024 * 1024);
+	assert_int_equal(cfg.scheduling.push.credit_size, 1024 * 1024);
 	assert_int_equal(cfg.scheduling.placement, PS_PLACE_ROUND_ROBIN);
 	assert_int_equal(cfg.log.level, PS_LOG_DEBUG);
 	/* untouched keys keep their defaults */
@@ -650,12 +650,31 @@ static void test_validate(void **state)
 
 	ps_config_defaults(&cfg);
 	cfg.scheduling.partition_size = 4 << 20;
-	cfg.scheduling.credit_size = 1 << 20;
-	expect_invalid(&cfg, "scheduling.credit_size (1M) must be 0 "
+	cfg.scheduling.push.credit_size = 1 << 20;
+	expect_invalid(&cfg, "scheduling.push_credit_size (1M) must be 0 "
 	                     "(unlimited) or at least "
 	                     "scheduling.partition_size (4M)");
-	cfg.scheduling.credit_size = 4 << 20;
+	cfg.scheduling.push.credit_size = 4 << 20;
 	assert_int_equal(ps_config_validate(&cfg, NULL, 0), PS_OK);
+	cfg.scheduling.params.credit_size = 2 << 20;
+	expect_invalid(&cfg, "scheduling.params_credit_size (2M) must be 0 "
+	                     "(unlimited) or at least "
+	                     "scheduling.partition_size (4M)");
+	cfg.scheduling.params.credit_size = 0;
+	cfg.scheduling.params_barrier = 1;
+	assert_int_equal(ps_config_validate(&cfg, NULL, 0), PS_OK);
+	cfg.scheduling.placement = PS_PLACE_MXNET;
+	cfg.scheduling.fusion = 1;
+	expect_invalid(&cfg, "scheduling.placement = mxnet places every "
+	                     "tensor by itself, as MXNet's KVStore does: it "
+	                     "needs scheduling.fusion = off");
+	cfg.scheduling.fusion = 0;
+	assert_int_equal(ps_config_validate(&cfg, NULL, 0), PS_OK);
+	cfg.train.mode = PS_MODE_ASYNC;
+	expect_invalid(&cfg, "scheduling.params_barrier = on needs "
+	                     "train.mode = sync (the barrier waits for an "
+	                     "iteration's updates; asynchronous training has "
+	                     "no iteration to wait for)");
 
 	/* ps-tune's bounds */
 	ps_config_defaults(&cfg);
@@ -875,7 +894,11 @@ static void assert_same_config(const ps_config *a, const ps_config *b)
 	SAME_STR(train.dump_params);
 	SAME(scheduling.preset);
 	SAME(scheduling.partition_size);
-	SAME(scheduling.credit_size);
+	SAME(scheduling.push.credit_size);
+	SAME(scheduling.params.credit_size);
+	SAME(scheduling.push.order);
+	SAME(scheduling.params.gate);
+	SAME(scheduling.params_barrier);
 	SAME(scheduling.placement);
 	SAME(log.level);
 }
@@ -995,11 +1018,18 @@ static void test_reference(void **state)
 	                                   "seed",
 	                                   "dump_params",
 	                                   "preset",
-	                                   "partition_size",
-	                                   "credit_size",
-	                                   "fusion",
 	                                   "order",
 	                                   "gate",
+	                                   "credit_size",
+	                                   "push_order",
+	                                   "push_gate",
+	                                   "push_credit_size",
+	                                   "params_order",
+	                                   "params_gate",
+	                                   "params_credit_size",
+	                                   "params_barrier",
+	                                   "partition_size",
+	                                   "fusion",
 	                                   "placement",
 	                                   "level",
 	                                   "dir", /* [checkpoint] */
@@ -1318,10 +1348,10 @@ static void test_presets(void **state)
 	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.preset", "p3",
 	                                  "--set", err, sizeof(err)),
 	                 PS_OK);
-	assert_int_equal(cfg.scheduling.order, 1); /* layer */
-	assert_int_equal(cfg.scheduling.gate, 1);  /* priority */
+	assert_int_equal(cfg.scheduling.push.order, 1); /* layer */
+	assert_int_equal(cfg.scheduling.push.gate, 1);  /* priority */
 	assert_int_equal(cfg.scheduling.partition_size, 160 * 1024);
-	assert_int_equal(cfg.scheduling.credit_size, 160 * 1024);
+	assert_int_equal(cfg.scheduling.push.credit_size, 160 * 1024);
 	ps_config_describe_scheduling(&cfg, line, sizeof(line));
 	assert_string_equal(line, "preset p3: order layer, gate priority, "
 	                          "partition 160K, credit 160K, fusion off");
@@ -1335,9 +1365,18 @@ static void test_presets(void **state)
 	                                  "tictac-tao", "--set", err,
 	                                  sizeof(err)),
 	                 PS_OK);
-	assert_int_equal(cfg.scheduling.order, 3); /* tao */
-	assert_int_equal(cfg.scheduling.gate, 2);  /* counter */
+	/* TicTac ordered the parameters at the PS; pushes as produced */
+	assert_int_equal(cfg.scheduling.params.order, 3); /* tao */
+	assert_int_equal(cfg.scheduling.params.gate, 2);  /* counter */
+	assert_int_equal(cfg.scheduling.params_barrier, 1);
+	assert_int_equal(cfg.scheduling.push.order, 0); /* fifo */
+	assert_int_equal(cfg.scheduling.push.gate, 0);
 	assert_int_equal(cfg.scheduling.partition_size, 1 << 20);
+	ps_config_describe_scheduling(&cfg, line, sizeof(line));
+	assert_string_equal(line, "preset tictac-tao: pushes order fifo, gate "
+	                          "fifo, credit unlimited; parameters after a "
+	                          "barrier, order tao, gate counter, credit "
+	                          "unlimited; partition 1M, fusion off");
 	/* explicit after the preset, then another preset */
 	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.gate", "fifo",
 	                                  "--set", err, sizeof(err)),
@@ -1346,17 +1385,21 @@ static void test_presets(void **state)
 	                                  "bytescheduler", "--set", err,
 	                                  sizeof(err)),
 	                 PS_OK);
-	assert_int_equal(cfg.scheduling.order, 1);         /* layer */
-	assert_int_equal(cfg.scheduling.gate, 0);          /* kept: fifo */
+	assert_int_equal(cfg.scheduling.push.order, 1);         /* layer */
+	assert_int_equal(cfg.scheduling.params.order, 1);
+	assert_int_equal(cfg.scheduling.push.gate, 0);          /* kept: fifo */
+	assert_int_equal(cfg.scheduling.params.gate, 0);
+	assert_int_equal(cfg.scheduling.params_barrier, 0); /* its own */
 	assert_int_equal(cfg.scheduling.partition_size, 1 << 20); /* kept */
 	ps_config_finalize(&cfg);
-	assert_int_equal(cfg.scheduling.credit_size, 2 << 20); /* 2 x 1M */
+	assert_int_equal(cfg.scheduling.push.credit_size, 2 << 20); /* 2 x 1M */
 	assert_int_equal(ps_config_validate(&cfg, err, sizeof(err)), PS_OK);
 	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.preset", "p4",
 	                                  "--set", err, sizeof(err)),
 	                 PS_ECONFIG);
-	assert_non_null(strstr(err, "baseline, p3, tictac-tio, tictac-tao, "
-	                            "bytescheduler, ordo"));
+	assert_non_null(strstr(err, "baseline, tensorflow, mxnet, p3, "
+	                            "tictac-tio, tictac-tao, bytescheduler, "
+	                            "ordo"));
 
 	/* ordo fuses small tensors unless told not to */
 	ps_config_defaults(&cfg);
@@ -1383,6 +1426,138 @@ static void test_presets(void **state)
 	assert_non_null(strstr(err, "off, on"));
 }
 
+/* Each direction has its own order, gate and credit; scheduling.order,
+ * gate and credit_size set both, in the order the layers give them. */
+static void test_directions(void **state)
+{
+	ps_config cfg;
+	char err[512], line[320], v[256];
+	char *text;
+
+	(void)state;
+	ps_config_defaults(&cfg);
+	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.order", "tio",
+	                                  "--set", err, sizeof(err)),
+	                 PS_OK);
+	assert_int_equal(cfg.scheduling.push.order, 2);
+	assert_int_equal(cfg.scheduling.params.order, 2);
+	assert_int_equal(ps_config_get(&cfg, "scheduling.order", v, sizeof(v)),
+	                 PS_OK);
+	assert_string_equal(v, "tio");
+	/* the specific key after the shorthand wins for its direction */
+	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.push_order",
+	                                  "fifo", "--set", err, sizeof(err)),
+	                 PS_OK);
+	assert_int_equal(cfg.scheduling.push.order, 0);
+	assert_int_equal(cfg.scheduling.params.order, 2);
+	assert_int_equal(ps_config_get(&cfg, "scheduling.order", v, sizeof(v)),
+	                 PS_EINVAL);
+	assert_string_equal(v, "scheduling.order: push_order = fifo but "
+	                       "params_order = tio: ask for one of them");
+	assert_int_equal(ps_config_get(&cfg, "scheduling.params_order", v,
+	                               sizeof(v)),
+	                 PS_OK);
+	assert_string_equal(v, "tio");
+	/* ...and the shorthand after it sets both again */
+	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.order", "layer",
+	                                  "--set", err, sizeof(err)),
+	                 PS_OK);
+	assert_int_equal(cfg.scheduling.push.order, 1);
+	assert_int_equal(cfg.scheduling.params.order, 1);
+	/* the shorthand is a key of its own for the user, not in the INI */
+	assert_int_equal(ps_config_user_set(&cfg, "scheduling.order"), 1);
+	assert_int_equal(ps_config_user_set(&cfg, "scheduling.push_order"), 1);
+	text = config_to_string(&cfg, 0);
+	assert_null(strstr(text, "\norder ="));
+	assert_non_null(strstr(text, "\npush_order = layer\n"));
+	assert_non_null(strstr(text, "\nparams_order = layer\n"));
+	free(text);
+	/* errors name the key given */
+	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.gate", "random",
+	                                  "--set", err, sizeof(err)),
+	                 PS_ECONFIG);
+	assert_string_equal(err, "--set: scheduling.gate: 'random' is not one "
+	                         "of: fifo, priority, counter");
+	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.credit_size", "-1",
+	                                  "--set", err, sizeof(err)),
+	                 PS_ECONFIG);
+	assert_non_null(strstr(err, "--set: scheduling.credit_size: "));
+
+	/* a direction's credit set explicitly survives a preset; the other
+	 * direction's follows the preset's BDP rule */
+	ps_config_defaults(&cfg);
+	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.params_credit_size",
+	                                  "0", "--set", err, sizeof(err)),
+	                 PS_OK);
+	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.preset", "ordo",
+	                                  "--set", err, sizeof(err)),
+	                 PS_OK);
+	ps_config_finalize(&cfg);
+	assert_int_equal(cfg.scheduling.push.credit_size, 2 << 20);
+	assert_int_equal(cfg.scheduling.params.credit_size, 0);
+	ps_config_describe_scheduling(&cfg, line, sizeof(line));
+	assert_string_equal(line, "preset ordo: pushes order tail, gate "
+	                          "priority, credit 2M; parameters order tail, "
+	                          "gate priority, credit unlimited; partition "
+	                          "1M, fusion on");
+	assert_int_equal(ps_config_validate(&cfg, err, sizeof(err)), PS_OK);
+
+	/* the environment takes the shorthand too */
+	{
+		char *envp[] = {"ORDO_SCHEDULING_GATE=counter",
+		                "ORDO_SCHEDULING_PARAMS_BARRIER=on", NULL};
+		ps_config_defaults(&cfg);
+		assert_int_equal(ps_config_apply_env(&cfg, envp, err,
+		                                     sizeof(err)),
+		                 PS_OK);
+		assert_int_equal(cfg.scheduling.push.gate, 2);
+		assert_int_equal(cfg.scheduling.params.gate, 2);
+		assert_int_equal(cfg.scheduling.params_barrier, 1);
+	}
+
+	/* every preset, direction by direction (docs/presets.md) */
+	{
+		static const struct {
+			const char *preset;
+			int up_order, up_gate, down_order, down_gate, barrier,
+			    placement;
+		} want[] = {
+		    {"baseline", 0, 0, 0, 0, 0, PS_PLACE_BALANCED},
+		    {"tensorflow", 0, 0, 0, 0, 1, PS_PLACE_ROUND_ROBIN},
+		    {"mxnet", 0, 0, 0, 0, 0, PS_PLACE_MXNET},
+		    {"p3", 1, 1, 1, 1, 0, PS_PLACE_BALANCED},
+		    {"tictac-tio", 0, 0, 2, 2, 1, PS_PLACE_ROUND_ROBIN},
+		    {"tictac-tao", 0, 0, 3, 2, 1, PS_PLACE_ROUND_ROBIN},
+		    {"bytescheduler", 1, 1, 1, 1, 0, PS_PLACE_BALANCED},
+		    {"ordo", 4, 1, 4, 1, 0, PS_PLACE_BALANCED},
+		};
+		for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+			ps_config_defaults(&cfg);
+			assert_int_equal(
+			    ps_config_set_kv(&cfg, "scheduling.preset",
+			                     want[i].preset, "--set", err,
+			                     sizeof(err)),
+			    PS_OK);
+			assert_int_equal(cfg.scheduling.push.order,
+			                 want[i].up_order);
+			assert_int_equal(cfg.scheduling.push.gate,
+			                 want[i].up_gate);
+			assert_int_equal(cfg.scheduling.params.order,
+			                 want[i].down_order);
+			assert_int_equal(cfg.scheduling.params.gate,
+			                 want[i].down_gate);
+			assert_int_equal(cfg.scheduling.params_barrier,
+			                 want[i].barrier);
+			assert_int_equal(cfg.scheduling.placement,
+			                 want[i].placement);
+			ps_config_finalize(&cfg);
+			assert_int_equal(ps_config_validate(&cfg, err,
+			                                    sizeof(err)),
+			                 PS_OK);
+		}
+	}
+}
+
 /* A preset's credit follows the bandwidth-delay product, worked out when
  * every layer is in (the bandwidth may come after the preset); an
  * explicit credit_size, before or after the preset, wins. */
@@ -1396,10 +1571,10 @@ static void test_bdp_credit(void **state)
 	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.preset", "ordo",
 	                                  "--set", err, sizeof(err)),
 	                 PS_OK);
-	assert_int_equal(cfg.scheduling.credit_auto, 1);
+	assert_int_equal(cfg.scheduling.push.credit_auto, 1);
 	/* 10 Gbit/s x 2 x 20 us = 50 kB < 1M: two partitions */
 	ps_config_finalize(&cfg);
-	assert_int_equal(cfg.scheduling.credit_size, 2 << 20);
+	assert_int_equal(cfg.scheduling.push.credit_size, 2 << 20);
 	/* 400 Gbit/s x 2 x 100 us = 10 MB = 9.54 partitions: 1 + 10 */
 	assert_int_equal(ps_config_set_kv(&cfg, "metrics.bandwidth_gbps",
 	                                  "400", "--set", err, sizeof(err)),
@@ -1408,28 +1583,28 @@ static void test_bdp_credit(void **state)
 	                                  "--set", err, sizeof(err)),
 	                 PS_OK);
 	ps_config_finalize(&cfg);
-	assert_int_equal(cfg.scheduling.credit_size, 11 << 20);
+	assert_int_equal(cfg.scheduling.push.credit_size, 11 << 20);
 	ps_config_finalize(&cfg); /* idempotent */
-	assert_int_equal(cfg.scheduling.credit_size, 11 << 20);
+	assert_int_equal(cfg.scheduling.push.credit_size, 11 << 20);
 	/* link.bandwidth_gbps, when set, is the link's */
 	assert_int_equal(ps_config_set_kv(&cfg, "link.bandwidth_gbps", "40",
 	                                  "--set", err, sizeof(err)),
 	                 PS_OK);
 	ps_config_finalize(&cfg);
-	assert_int_equal(cfg.scheduling.credit_size, 2 << 20);
+	assert_int_equal(cfg.scheduling.push.credit_size, 2 << 20);
 	/* smaller partitions, more of them */
 	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.partition_size",
 	                                  "256K", "--set", err, sizeof(err)),
 	                 PS_OK);
 	ps_config_finalize(&cfg);
-	assert_int_equal(cfg.scheduling.credit_size, 5 * (256 << 10));
+	assert_int_equal(cfg.scheduling.push.credit_size, 5 * (256 << 10));
 	assert_int_equal(ps_config_validate(&cfg, err, sizeof(err)), PS_OK);
 	/* explicit after the preset */
 	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.credit_size", "8M",
 	                                  "--set", err, sizeof(err)),
 	                 PS_OK);
 	ps_config_finalize(&cfg);
-	assert_int_equal(cfg.scheduling.credit_size, 8 << 20);
+	assert_int_equal(cfg.scheduling.push.credit_size, 8 << 20);
 	/* explicit before the preset */
 	ps_config_defaults(&cfg);
 	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.credit_size", "3M",
@@ -1440,7 +1615,7 @@ static void test_bdp_credit(void **state)
 	                                  sizeof(err)),
 	                 PS_OK);
 	ps_config_finalize(&cfg);
-	assert_int_equal(cfg.scheduling.credit_size, 3 << 20);
+	assert_int_equal(cfg.scheduling.push.credit_size, 3 << 20);
 	/* another preset after it: its own credit */
 	ps_config_defaults(&cfg);
 	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.preset", "ordo",
@@ -1450,7 +1625,7 @@ static void test_bdp_credit(void **state)
 	                                  "--set", err, sizeof(err)),
 	                 PS_OK);
 	ps_config_finalize(&cfg);
-	assert_int_equal(cfg.scheduling.credit_size, 160 << 10);
+	assert_int_equal(cfg.scheduling.push.credit_size, 160 << 10);
 	/* whole tensors: nothing to count in, unlimited */
 	ps_config_defaults(&cfg);
 	cfg.scheduling.partition_size = 1ull << 40;
@@ -1475,6 +1650,7 @@ int main(void)
 	    cmocka_unit_test(test_write_ini),
 	    cmocka_unit_test(test_reference),
 	    cmocka_unit_test(test_presets),
+	    cmocka_unit_test(test_directions),
 	    cmocka_unit_test(test_enum_name),
 	    cmocka_unit_test(test_cli_help_version),
 	    cmocka_unit_test(test_cli_parse),

@@ -536,6 +536,87 @@ static void test_from_parts(void **state)
 	ps_placement_free(&p);
 }
 
+/* MXNet's KVStore placement: an array of a million elements or more in
+ * one equal piece per server (piece i on server i), a smaller one whole on
+ * server (index x 9973) mod S; pieces larger than a partition cut further,
+ * on their piece's server; one server: nothing split. */
+static void test_mxnet(void **state)
+{
+	ps_tensor_desc t[4] = {tensor("a", 2000001), tensor("b", 10),
+	                       tensor("c", 999999), tensor("d", 3000000)};
+	ps_placement *p = NULL, *back = NULL;
+	char why[256];
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(ps_placement_compute(t, 4, 1ull << 40, 0, 3,
+	                                      PS_PLACE_MXNET, &p),
+	                 PS_OK);
+	check_invariants(p);
+	assert_int_equal(p->num_parts, 3 + 1 + 1 + 3);
+	/* a: 2000001 / 3 = 666667 each */
+	for (uint32_t i = 0; i < 3; i++) {
+		assert_int_equal(p->parts[i].tensor, 0);
+		assert_int_equal(p->parts[i].numel, 666667);
+		assert_int_equal(p->parts[i].server, i);
+	}
+	assert_int_equal(p->parts[3].server, 9973 % 3);     /* b: 1 */
+	assert_int_equal(p->parts[4].server, 2 * 9973 % 3); /* c: 2 */
+	assert_int_equal(p->parts[4].numel, 999999);        /* under the bound */
+	for (uint32_t i = 0; i < 3; i++) {
+		assert_int_equal(p->parts[5 + i].numel, 1000000);
+		assert_int_equal(p->parts[5 + i].server, i);
+	}
+	/* its print names it; a node receiving it accepts it */
+	f = open_memstream(&text, &len);
+	assert_non_null(f);
+	ps_placement_print(p, f);
+	fclose(f);
+	assert_non_null(strstr(text, "(mxnet)"));
+	free(text);
+	assert_int_equal(ps_placement_from_parts(p->tensors, 4, p->parts,
+	                                         p->num_parts, 3,
+	                                         p->partition_size, &back, why,
+	                                         sizeof(why)),
+	                 PS_OK);
+	ps_placement_free(&back);
+	ps_placement_free(&p);
+
+	/* uneven pieces: the edges are rounded, 2000000 on 3 servers is
+	 * 666667, 666666, 666667 */
+	t[0].numel = 2000000;
+	assert_int_equal(ps_placement_compute(t, 1, 1ull << 40, 0, 3,
+	                                      PS_PLACE_MXNET, &p),
+	                 PS_OK);
+	assert_int_equal(p->parts[0].numel, 666667);
+	assert_int_equal(p->parts[1].numel, 666666);
+	assert_int_equal(p->parts[2].numel, 666667);
+	ps_placement_free(&p);
+
+	/* partitions of 1 MiB (262144 elements) cut each piece further */
+	assert_int_equal(ps_placement_compute(t, 4, 1ull << 20, 0, 2,
+	                                      PS_PLACE_MXNET, &p),
+	                 PS_OK);
+	check_invariants(p);
+	for (uint32_t i = 0; i < p->num_parts; i++) {
+		const ps_partition *q = &p->parts[i];
+		if (q->tensor == 0)
+			assert_int_equal(q->server, q->offset < 1000000 ? 0 : 1);
+	}
+	/* a: 1000000 per piece = 4 partitions each */
+	assert_int_equal(p->part_count[0], 8);
+	ps_placement_free(&p);
+
+	/* one server: nothing split, everything on it */
+	assert_int_equal(ps_placement_compute(t, 4, 1ull << 40, 0, 1,
+	                                      PS_PLACE_MXNET, &p),
+	                 PS_OK);
+	assert_int_equal(p->num_parts, 4);
+	ps_placement_free(&p);
+}
+
 static void test_print_and_imbalance(void **state)
 {
 	ps_tensor_desc t[2] = {tensor("w", 3 * 1024 * 1024), tensor("b", 10)};
@@ -729,6 +810,7 @@ int main(void)
 	    cmocka_unit_test(test_sweep),
 	    cmocka_unit_test(test_compute_rejects),
 	    cmocka_unit_test(test_from_parts),
+	    cmocka_unit_test(test_mxnet),
 	    cmocka_unit_test(test_print_and_imbalance),
 	    cmocka_unit_test(test_fusion_groups),
 	    cmocka_unit_test(test_fusion_balance),

@@ -815,6 +815,53 @@ static void test_welcome_roundtrip(void **state)
 		free(buf);
 	}
 	w.start_iteration = 0;
+	w.priority = prio;
+
+	/* each direction its own order; a push order of nil is fifo */
+	uint32_t push[5] = {0, 1, 2, 3, 4};
+	for (int with_push = 1; with_push >= 0; with_push--) {
+		w.push_priority = with_push ? push : NULL;
+		assert_int_equal(ps_wire_welcome_encode(&w, &buf, &len), PS_OK);
+		if (ps_wire_welcome_decode(buf, len, &out, why, sizeof(why)) !=
+		    PS_OK)
+			fail_msg("welcome: %s", why);
+		assert_memory_equal(out.priority, prio, sizeof(prio));
+		if (with_push)
+			assert_memory_equal(out.push_priority, push,
+			                    sizeof(push));
+		else
+			assert_null(out.push_priority);
+		ps_wire_welcome_clear(&out);
+		free(buf);
+	}
+	w.push_priority = NULL;
+
+	/* a WELCOME without the push element (one order for both
+	 * directions): the pushes follow the parameters' order */
+	{
+		msgpack_unpacked u;
+		mp m;
+
+		assert_int_equal(ps_wire_welcome_encode(&w, &buf, &len), PS_OK);
+		msgpack_unpacked_init(&u);
+		assert_int_equal(msgpack_unpack_next(&u, buf, len, NULL),
+		                 MSGPACK_UNPACK_SUCCESS);
+		assert_int_equal(u.data.via.array.size, 8);
+		mp_init(&m);
+		msgpack_pack_array(&m.pk, 6);
+		for (uint32_t i = 0; i < 6; i++)
+			msgpack_pack_object(&m.pk, u.data.via.array.ptr[i]);
+		if (ps_wire_welcome_decode(m.sb.data, m.sb.size, &out, why,
+		                           sizeof(why)) != PS_OK)
+			fail_msg("welcome: %s", why);
+		assert_memory_equal(out.priority, prio, sizeof(prio));
+		assert_non_null(out.push_priority);
+		assert_memory_equal(out.push_priority, prio, sizeof(prio));
+		ps_wire_welcome_clear(&out);
+		mp_free(&m);
+		msgpack_unpacked_destroy(&u);
+		free(buf);
+	}
 	w.priority = NULL;
 	ps_wire_welcome_clear(&w);
 	assert_null(w.nodes);
