@@ -124,8 +124,9 @@ static int acks_sent(const ps_shard *sh)
 	return sh->cfg.async || sh->cfg.push_credit != 0;
 }
 
-/* Partition k's current version becomes ready to go to `worker`. */
-static int send_params(ps_shard *sh, uint32_t k, uint32_t worker)
+/* Partition k's current version becomes ready to go to `worker` (in the
+ * gate, not yet released). */
+static int ready_params(ps_shard *sh, uint32_t k, uint32_t worker)
 {
 	part_state *p = &sh->parts[k];
 	pending *e = malloc(sizeof(*e));
@@ -152,9 +153,16 @@ static int send_params(ps_shard *sh, uint32_t k, uint32_t worker)
 		if (sh->cfg.drop)
 			sh->cfg.drop(sh->cfg.ud, e->held);
 		free(e);
-		return rc;
 	}
-	return drain(sh);
+	return rc;
+}
+
+/* Ready, then released as far as the gate allows. */
+static int send_params(ps_shard *sh, uint32_t k, uint32_t worker)
+{
+	int rc = ready_params(sh, k, worker);
+
+	return rc == PS_OK ? drain(sh) : rc;
 }
 
 /* Ready, then drain, worker by worker (rank order). */
@@ -187,7 +195,9 @@ static void barrier_count(ps_shard *sh)
 
 /* Every local partition has version barrier_v: the held sends become
  * ready, in a seeded random order per worker (Fisher-Yates), interleaved
- * across workers as their connections would carry them. */
+ * across workers as their connections would carry them; all of them
+ * before the gate releases any, so that an ordering gate chooses among
+ * the whole iteration. */
 static int barrier_release(ps_shard *sh)
 {
 	uint32_t n = sh->nheld, W = sh->cfg.workers;
@@ -195,8 +205,10 @@ static int barrier_release(ps_shard *sh)
 
 	for (uint32_t w = 0; w < W; w++) {
 		uint32_t *perm = &sh->perm[(size_t)w * sh->nparts];
-		uint64_t seed = ((uint64_t)sh->cfg.server << 40) ^
-				(sh->barrier_v << 16) ^ w;
+		uint64_t seed = sh->cfg.server;
+
+		seed = splitmix64(&seed) ^ sh->barrier_v;
+		seed = splitmix64(&seed) ^ w;
 
 		memcpy(perm, sh->held, n * sizeof(*perm));
 		for (uint32_t i = n; i > 1; i--) {
@@ -211,36 +223,33 @@ static int barrier_release(ps_shard *sh)
 	sh->nheld = 0;
 	for (uint32_t i = 0; i < n && rc == PS_OK; i++)
 		for (uint32_t w = 0; w < W && rc == PS_OK; w++)
-			rc = send_params(sh, sh->perm[(size_t)w * sh->nparts + i],
-					 w);
+			rc = ready_params(sh,
+					  sh->perm[(size_t)w * sh->nparts + i],
+					  w);
 	sh->barrier_v++;
 	barrier_count(sh);
-	return rc;
+	return rc == PS_OK ? drain(sh) : rc;
 }
 
-/* Partition k was updated: with the barrier its sends wait for the
- * others'; without, they are ready now. */
-static int updated(ps_shard *sh, uint32_t k)
+/* Partition k was updated from version `was`: with the barrier its sends
+ * wait for the others'; without, they are ready now. */
+static int updated(ps_shard *sh, uint32_t k, uint64_t was)
 {
 	part_state *p = &sh->parts[k];
 
 	if (!sh->cfg.barrier)
 		return broadcast(sh, k);
 	if (sh->barrier_v == 0) { /* the first update of this run */
-		sh->barrier_v = p->pub.version;
+		sh->barrier_v = was + 1;
 		barrier_count(sh);
-	} else if (p->pub.version == sh->barrier_v) {
+	} else if (was < sh->barrier_v && p->pub.version >= sh->barrier_v) {
 		sh->barrier_in++;
 	}
-	if (p->held) {
-		/* updated twice before the others once: cannot happen in
-		 * synchronous training (the next version needs every
-		 * worker's push, which needs this one); sent rather than
-		 * lost */
-		int rc = broadcast(sh, k);
-		if (rc != PS_OK)
-			return rc;
-	} else {
+	/* held already: updated twice before the others once, which
+	 * synchronous training cannot do (the next version needs every
+	 * worker's push, which needs this one); it goes at the release,
+	 * with its newest version */
+	if (!p->held) {
 		p->held = 1;
 		sh->held[sh->nheld++] = k;
 	}
@@ -667,6 +676,7 @@ int ps_shard_op_done(ps_shard *sh)
 {
 	ps_shard_op op;
 	part_state *p;
+	uint64_t was;
 
 	if (!sh->running)
 		return PS_EINVAL;
@@ -681,6 +691,7 @@ int ps_shard_op_done(ps_shard *sh)
 		sh->st.pushes++;
 		return op.ack ? push_ack(sh, &op) : PS_OK;
 	case PS_SHARD_OP_UPDATE:
+		was = p->pub.version;
 		sh->st.pushes++;
 		p->pub.version++;
 		if (sh->cfg.fault == PS_SHARD_FAULT_VERSION_SKIP && op.k == 0 &&
@@ -691,7 +702,7 @@ int ps_shard_op_done(ps_shard *sh)
 			return PS_OK;
 		memset(p->pushed, 0, sh->cfg.workers);
 		p->accepted = 0;
-		return updated(sh, op.k);
+		return updated(sh, op.k, was);
 	}
 	return PS_EINVAL;
 }

@@ -2,7 +2,10 @@
  * tests/dst/dst.c - deterministic simulation testing of the protocol core.
  *
  * Each seed builds a small random job (workers, servers, tensors, partition
- * size, fusion, gate, credit, iterations) and runs it through the real
+ * size, fusion, iterations, and per direction - the workers' pushes and the
+ * servers' parameter sends - a gate kind, a credit window and gate numbers
+ * from its own tensor priorities; in about one seed of three the servers'
+ * barrier) and runs it through the real
  * server machines (proto/shard.h) and the real gates (scheduler/gate.h),
  * and worker machines (proto/worker.h), with the real aggregation and
  * optimizer (server/optimizer.h), under a
@@ -17,11 +20,21 @@
  *
  * After every step it checks:
  *  - every gate's bytes in flight equal what it released minus what was
- *    acknowledged (counted from the messages), and never exceed the window
- *    (or the one transfer larger than it);
- *  - each gate's release order: fifo - the order transfers became ready;
- *    priority - no pending transfer had a smaller number (ties: earlier);
- *    counter - per receiver and iteration, numbers never go back;
+ *    acknowledged (counted from the messages), and never exceed its
+ *    direction's window (or the one transfer larger than it);
+ *  - each gate's release order, by its own direction's kind (a worker's:
+ *    the pushes'; a server's: the parameter sends'): fifo - the order
+ *    transfers became ready; priority - no pending transfer had a smaller
+ *    number (ties: earlier); counter - per receiver and iteration, numbers
+ *    never go back; every message carries its direction's gate number;
+ *  - acknowledgements per direction (synchronous mode): a server sends a
+ *    PUSH_ACK iff the pushes have a window (otherwise the PARAMS
+ *    acknowledge the push), a worker acknowledges every PARAMS iff the
+ *    parameter sends have one, and never otherwise;
+ *  - with the barrier, a server readies (hold()) no parameter send of
+ *    version v while a partition it owns is below version v (sends become
+ *    ready when the barrier lets them, not when their update is done: the
+ *    checkers learn of a ready send only through hold());
  *  - every PARAMS a worker receives is the next version of its partition,
  *    with values exactly the closed form (integer gradients, lr 1,
  *    momentum 0, power-of-two worker counts: every value is exact);
@@ -47,6 +60,11 @@
  *            [--fault credit-leak|version-skip|drop-early|blind-scheduler|
  *                     blame-reporter]
  *            [--expect-failure] [--verbose]
+ *
+ * --fault credit-leak needs PARAMS_ACKs to leak from: it always draws a
+ * window for the parameter sends. --fault version-skip draws no barrier
+ * (the barrier would wait forever for the skipped version: a deadlock, not
+ * the version gap the test looks for).
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -139,18 +157,28 @@ typedef struct channel {
 	uint32_t weight; /* slow channels are picked less often */
 } channel;
 
-/* What a checker knows of one gate: transfers ready and not released. */
+/* What a checker knows of one gate: transfers ready and not released.
+ * A machine's gate may release a transfer well before the driver takes
+ * the message (the server's barrier readies a version's sends one after
+ * another, the gate releasing some as each comes): each transfer notes
+ * how many the gate had released when it became ready (the machine's
+ * counter), so a release is checked only against the transfers ready
+ * before it. */
 typedef struct shadow {
 	struct pend {
 		uint32_t part, receiver;
 		uint64_t iteration, seq;
+		uint64_t after; /* the gate's releases before it was ready */
 		uint32_t number;
 	} *v;
 	uint32_t n, cap;
 	uint64_t seq;
+	uint64_t released;  /* releases taken from the machine */
 	uint64_t in_flight; /* released - acknowledged, from the messages */
 	uint32_t *last;     /* counter: per receiver, last number released */
 	uint64_t *last_it;  /* ... and its iteration */
+	int kind;           /* the gate's (its direction's) kind */
+	uint64_t credit;    /* and window */
 } shadow;
 
 typedef struct wk {
@@ -161,6 +189,7 @@ typedef struct wk {
 	int pushed;        /* iteration it's pushes are in */
 	int done_sent;     /* its DONE went out */
 	uint32_t weight;   /* stragglers compute less often */
+	uint64_t params_in, params_acks; /* PARAMS received, acknowledged */
 } wk;
 
 typedef struct srv {
@@ -179,11 +208,14 @@ typedef struct job {
 	int fault;
 	int verbose;
 	uint32_t W, S, T, K, P;
-	int gate;
-	uint64_t credit, partition_size;
+	/* per direction: the workers' pushes, the servers' parameter sends */
+	int push_gate, params_gate;
+	uint64_t push_credit, params_credit;
+	uint32_t *push_numbers, *params_numbers; /* per partition */
+	int barrier; /* the servers' (proto/shard.h) */
+	uint64_t partition_size;
 	int fuse;
 	ps_placement *pl;
-	uint32_t *numbers;
 	wk *w;
 	srv *s;
 	channel *ch; /* [from * N + to], nodes: workers, then servers */
@@ -413,8 +445,9 @@ static void free_msg(msg *m)
 
 /* ---- the shadow of a gate: its order, checked ------------------------- */
 
+/* A transfer became ready; the gate had released `after` before. */
 static int shadow_ready(shadow *sh, uint32_t part, uint32_t receiver,
-			uint64_t iteration, uint32_t number)
+			uint64_t iteration, uint32_t number, uint64_t after)
 {
 	if (sh->n == sh->cap) {
 		uint32_t cap = sh->cap ? 2 * sh->cap : 64;
@@ -428,20 +461,26 @@ static int shadow_ready(shadow *sh, uint32_t part, uint32_t receiver,
 				       .receiver = receiver,
 				       .iteration = iteration,
 				       .seq = sh->seq++,
+				       .after = after,
 				       .number = number};
 	return PS_OK;
 }
 
-/* A release of (part, receiver, iteration) by a gate of `kind`. */
+/* A release of (part, receiver, iteration) by the gate sh shadows - its
+ * `released`-th, as messages leave the machine in the order the gate
+ * released them - checked against the order of its kind (sh->kind: its
+ * direction's) among the transfers ready by then. */
 static int shadow_release(job *j, shadow *sh, const char *who, uint32_t part,
 			  uint32_t receiver, uint64_t iteration,
 			  uint64_t bytes)
 {
 	uint32_t at = UINT32_MAX;
+	uint64_t nth = sh->released++;
 
 	for (uint32_t i = 0; i < sh->n; i++)
 		if (sh->v[i].part == part && sh->v[i].receiver == receiver &&
 		    sh->v[i].iteration == iteration &&
+		    sh->v[i].after <= nth &&
 		    (at == UINT32_MAX || sh->v[i].seq < sh->v[at].seq))
 			at = i;
 	if (at == UINT32_MAX)
@@ -451,11 +490,13 @@ static int shadow_release(job *j, shadow *sh, const char *who, uint32_t part,
 	struct pend r = sh->v[at];
 	for (uint32_t i = 0; i < sh->n; i++) {
 		const struct pend *q = &sh->v[i];
-		if (j->gate == PS_GATE_FIFO && q->seq < r.seq)
+		if (q->after > nth) /* ready after this release */
+			continue;
+		if (sh->kind == PS_GATE_FIFO && q->seq < r.seq)
 			return fail(j, "%s's fifo gate released partition %u "
 				    "before partition %u, ready earlier", who,
 				    r.part, q->part);
-		if (j->gate == PS_GATE_PRIORITY &&
+		if (sh->kind == PS_GATE_PRIORITY &&
 		    (q->number < r.number ||
 		     (q->number == r.number && q->seq < r.seq)))
 			return fail(j, "%s's priority gate released partition "
@@ -463,7 +504,7 @@ static int shadow_release(job *j, shadow *sh, const char *who, uint32_t part,
 				    "(number %u)", who, r.part, r.number,
 				    q->part, q->number);
 	}
-	if (j->gate == PS_GATE_COUNTER) {
+	if (sh->kind == PS_GATE_COUNTER) {
 		if (sh->last_it[receiver] == r.iteration + 1 &&
 		    r.number < sh->last[receiver])
 			return fail(j, "%s's counter gate went back from number "
@@ -513,10 +554,20 @@ static int worker_send(job *j, uint32_t w)
 			continue;
 		}
 		if (m.kind == PS_WPROTO_MSG_PARAMS_ACK) {
+			if (!j->params_credit)
+				return fail(j, "worker %u acknowledged PARAMS of "
+					    "partition %u, but the parameter "
+					    "sends have no credit window", w,
+					    m.part);
+			k->params_acks++;
 			rc = send_msg(j, w, j->W + m.server, M_PARAMS_ACK,
 				      m.part, m.iteration, 0, NULL);
 			continue;
 		}
+		if (m.priority != (int32_t)j->push_numbers[m.part])
+			return fail(j, "worker %u pushed partition %u with gate "
+				    "number %d, not the pushes' %u", w, m.part,
+				    m.priority, j->push_numbers[m.part]);
 		uint64_t n = j->pl->parts[m.part].numel;
 		float *g = malloc(n * sizeof(float));
 		if (!g)
@@ -556,8 +607,11 @@ static int worker_can_compute(const job *j, uint32_t w)
 /* A partition's push became ready in the machine's gate. */
 static int mirror_ready(job *j, uint32_t w, uint32_t p)
 {
+	ps_wproto_stats st;
+
+	ps_wproto_get_stats(j->w[w].proto, &st);
 	return shadow_ready(&j->w[w].sh, p, j->pl->parts[p].server,
-			    j->w[w].it, j->numbers[p]);
+			    j->w[w].it, j->push_numbers[p], st.pushes);
 }
 
 /* Iteration it's gradients, tensor by tensor in a random order (as a
@@ -613,10 +667,10 @@ static int worker_receive(job *j, uint32_t w, uint32_t from, msg *m)
 	char why[256];
 	int rc, acked;
 
-	if (m->type == M_PUSH_ACK && !j->credit)
+	if (m->type == M_PUSH_ACK && !j->push_credit)
 		return fail(j, "worker %u: a PUSH_ACK of partition %u without "
-			    "a credit window (its PARAMS acknowledge it)", w,
-			    p);
+			    "a credit window for the pushes (its PARAMS "
+			    "acknowledge it)", w, p);
 	if (m->type == M_PUSH_ACK) {
 		rc = ps_wproto_on_push_ack(k->proto, from, p, why,
 					   sizeof(why));
@@ -648,15 +702,24 @@ static int worker_receive(job *j, uint32_t w, uint32_t from, msg *m)
 		return fail(j, "worker %u refused PARAMS of partition %u: %s",
 			    w, p, why);
 	if (acked) { /* no window: these PARAMS acknowledge the push */
-		if (j->credit)
+		if (j->push_credit)
 			return fail(j, "worker %u: PARAMS of partition %u "
 				    "acknowledged a push the server's PUSH_ACK "
-				    "should have (credit window %" PRIu64 ")",
-				    w, p, j->credit);
+				    "should have (push credit window %" PRIu64
+				    ")", w, p, j->push_credit);
 		k->sh.in_flight -= part_bytes(j, p);
 	}
 	if (rc == PS_OK)
+		k->params_in++;
+	if (rc == PS_OK)
 		rc = worker_send(j, w);
+	/* every PARAMS acknowledged at once iff the parameter sends have a
+	 * window (proto/worker.h) */
+	if (rc == PS_OK &&
+	    k->params_acks != (j->params_credit ? k->params_in : 0))
+		return fail(j, "worker %u acknowledged %" PRIu64 " of %" PRIu64
+			    " PARAMS (params credit window %" PRIu64 ")", w,
+			    k->params_acks, k->params_in, j->params_credit);
 	for (uint32_t q = 0; q < j->P && rc == PS_OK; q++)
 		if (!holds(j, w, q, k->it + 1))
 			return PS_OK;
@@ -674,15 +737,33 @@ static int worker_receive(job *j, uint32_t w, uint32_t from, msg *m)
 
 /* ---- servers ----------------------------------------------------------- */
 
+/* A send of server s's local partition k to `worker` became ready (the
+ * machine calls it from inside an event or op_done: a failure is recorded
+ * in j->failure and ends the seed after the step). */
 static void *hold(void *ud, uint32_t k, uint32_t worker)
 {
 	void **h = ud;
 	job *j = h[0];
 	uint32_t s = (uint32_t)(uintptr_t)h[1];
-	const ps_shard_part *sp = ps_shard_part_at(j->s[s].sh, k);
+	const ps_shard *sh = j->s[s].sh;
+	const ps_shard_part *sp = ps_shard_part_at(sh, k);
 
+	/* the barrier: version v goes to nobody before every partition the
+	 * server owns has it */
+	for (uint32_t q = 0; j->barrier && q < ps_shard_nparts(sh); q++) {
+		const ps_shard_part *o = ps_shard_part_at(sh, q);
+		if (o->version < sp->version)
+			fail(j, "server %u readied PARAMS of partition %u "
+			     "version %" PRIu64 " for worker %u while its "
+			     "partition %u is at version %" PRIu64 " (barrier)",
+			     s, sp->index, sp->version, worker, o->index,
+			     o->version);
+	}
+	ps_shard_stats st;
+
+	ps_shard_get_stats(sh, &st);
 	if (shadow_ready(&j->s[s].shd, sp->index, worker, sp->version,
-			 j->numbers[sp->index]) != PS_OK)
+			 j->params_numbers[sp->index], st.sends) != PS_OK)
 		fail(j, "out of memory");
 	return NULL;
 }
@@ -698,9 +779,27 @@ static int server_send(job *j, uint32_t s)
 		uint32_t to = m.worker;
 		int rc;
 		if (m.kind == PS_SHARD_MSG_PUSH_ACK) {
+			/* synchronous: only when the pushes have a window */
+			if (!j->push_credit)
+				return fail(j, "server %u sent a PUSH_ACK of "
+					    "partition %u to worker %u, but the "
+					    "pushes have no credit window", s,
+					    m.partition, to);
+			if (m.priority != (int32_t)j->push_numbers[m.partition])
+				return fail(j, "server %u's PUSH_ACK of partition "
+					    "%u carries number %d, not the push's "
+					    "%u", s, m.partition, m.priority,
+					    j->push_numbers[m.partition]);
 			rc = send_msg(j, j->W + s, to, M_PUSH_ACK, m.partition,
 				      m.iteration, m.priority, NULL);
 		} else {
+			if (m.priority !=
+			    (int32_t)j->params_numbers[m.partition])
+				return fail(j, "server %u sent PARAMS of "
+					    "partition %u with gate number %d, "
+					    "not the parameter sends' %u", s,
+					    m.partition, m.priority,
+					    j->params_numbers[m.partition]);
 			uint64_t n = j->pl->parts[m.partition].numel;
 			float *vals = malloc(n * sizeof(float));
 			if (!vals)
@@ -804,20 +903,31 @@ static uint64_t largest_part(const job *j)
 	return m;
 }
 
+/* released: the machine's count of its gate's releases (every message
+ * is taken after each step, so the shadow has seen each of them). */
 static int check_gate(job *j, const ps_gate *g, const shadow *sh,
-		      const char *who)
+		      uint64_t released, const char *who)
 {
 	uint64_t f = ps_gate_in_flight(g);
-	uint64_t bound = j->credit > largest_part(j) ? j->credit
-						     : largest_part(j);
+	uint64_t bound = sh->credit > largest_part(j) ? sh->credit
+						      : largest_part(j);
 
+	if (released != sh->released)
+		return fail(j, "%s's machine counts %" PRIu64 " releases of its "
+			    "gate, its messages %" PRIu64, who, released,
+			    sh->released);
 	if (f != sh->in_flight)
 		return fail(j, "%s's gate counts %" PRIu64 " bytes in flight, "
 			    "its messages %" PRIu64 " (credit leaked or "
 			    "invented)", who, f, sh->in_flight);
-	if (j->credit && f > bound)
+	if (ps_gate_credit(g) != sh->credit)
+		return fail(j, "%s's gate has a window of %" PRIu64 ", not its "
+			    "direction's %" PRIu64, who, ps_gate_credit(g),
+			    sh->credit);
+	if (sh->credit && f > bound)
 		return fail(j, "%s's gate has %" PRIu64 " bytes in flight, "
-			    "above its window of %" PRIu64, who, f, j->credit);
+			    "above its window of %" PRIu64, who, f,
+			    sh->credit);
 	return PS_OK;
 }
 
@@ -826,15 +936,19 @@ static int check_all(job *j)
 	char who[32];
 
 	for (uint32_t w = 0; w < j->W; w++) {
+		ps_wproto_stats st;
+		ps_wproto_get_stats(j->w[w].proto, &st);
 		snprintf(who, sizeof(who), "worker %u", w);
 		if (check_gate(j, ps_wproto_gate(j->w[w].proto), &j->w[w].sh,
-			       who) != PS_OK)
+			       st.pushes, who) != PS_OK)
 			return PS_EPROTO;
 	}
 	for (uint32_t s = 0; s < j->S; s++) {
+		ps_shard_stats st;
+		ps_shard_get_stats(j->s[s].sh, &st);
 		snprintf(who, sizeof(who), "server %u", s);
 		if (check_gate(j, ps_shard_gate(j->s[s].sh), &j->s[s].shd,
-			       who) != PS_OK)
+			       st.sends, who) != PS_OK)
 			return PS_EPROTO;
 	}
 	return PS_OK;
@@ -882,7 +996,7 @@ static int check_end(job *j)
 static int setup(job *j, void **hold_ud)
 {
 	ps_tensor_desc td[8];
-	uint32_t prio[8];
+	uint32_t push_prio[8], params_prio[8];
 	static const uint64_t credits[] = {0, 4, 64, 512, 4096, 1u << 20};
 	static const uint64_t sizes[] = {4, 16, 64, 256, 1024, 1u << 30};
 	int rc;
@@ -892,21 +1006,35 @@ static int setup(job *j, void **hold_ud)
 	j->S = 1 + rng_below(&j->rng, 3);
 	j->T = 1 + rng_below(&j->rng, 6);
 	j->K = 1 + rng_below(&j->rng, 4);
-	j->gate = (int)rng_below(&j->rng, 3);
-	j->credit = credits[rng_below(&j->rng, 6)];
+	/* each direction its own gate, window and numbers */
+	j->push_gate = (int)rng_below(&j->rng, 3);
+	j->push_credit = credits[rng_below(&j->rng, 6)];
+	j->params_gate = (int)rng_below(&j->rng, 3);
+	j->params_credit = credits[rng_below(&j->rng, 6)];
+	if (j->fault == FAULT_CREDIT_LEAK && !j->params_credit)
+		/* the leak is in PARAMS_ACKs: only a window has them */
+		j->params_credit = credits[1 + rng_below(&j->rng, 5)];
+	j->barrier = rng_below(&j->rng, 3) == 0;
+	if (j->fault == FAULT_VERSION_SKIP)
+		j->barrier = 0; /* see the header */
 	j->partition_size = sizes[rng_below(&j->rng, 6)];
 	j->fuse = (int)rng_below(&j->rng, 2);
 	for (uint32_t t = 0; t < j->T; t++) {
 		snprintf(td[t].name, sizeof(td[t].name), "t%u", t);
 		td[t].numel = 1 + rng_below(&j->rng, 200);
-		prio[t] = rng_below(&j->rng, 4);
+		push_prio[t] = rng_below(&j->rng, 4);
+		params_prio[t] = rng_below(&j->rng, 4);
 	}
 	rc = ps_placement_compute(td, j->T, j->partition_size, j->fuse, j->S,
 				  (int)rng_below(&j->rng, 2), &j->pl);
 	if (rc == PS_OK)
-		rc = ps_order_partition_numbers(j->pl, prio,
-						j->gate == PS_GATE_COUNTER,
-						&j->numbers);
+		rc = ps_order_partition_numbers(j->pl, push_prio,
+						j->push_gate == PS_GATE_COUNTER,
+						&j->push_numbers);
+	if (rc == PS_OK)
+		rc = ps_order_partition_numbers(
+			j->pl, params_prio, j->params_gate == PS_GATE_COUNTER,
+			&j->params_numbers);
 	if (rc != PS_OK)
 		return fail(j, "cannot place the job: %s", ps_strerror(rc));
 	j->P = j->pl->num_parts;
@@ -923,15 +1051,18 @@ static int setup(job *j, void **hold_ud)
 		k->weight = rng_below(&j->rng, 4) ? 8 : 1; /* stragglers */
 		k->sh.last = calloc(j->S, sizeof(uint32_t));
 		k->sh.last_it = calloc(j->S, sizeof(uint64_t));
+		k->sh.kind = j->push_gate;
+		k->sh.credit = j->push_credit;
 		if (!k->sh.last || !k->sh.last_it)
 			return PS_ENOMEM;
-		rc = ps_wproto_create(&(ps_wproto_config){
-					      .pl = j->pl,
-					      .gate = (ps_gate_kind)j->gate,
-					      .credit = j->credit,
-					      .sync = 1,
-					      .numbers = j->numbers},
-				      &k->proto);
+		rc = ps_wproto_create(
+			&(ps_wproto_config){.pl = j->pl,
+					    .gate = (ps_gate_kind)j->push_gate,
+					    .credit = j->push_credit,
+					    .params_credit = j->params_credit,
+					    .sync = 1,
+					    .numbers = j->push_numbers},
+			&k->proto);
 		if (rc != PS_OK)
 			return rc;
 		rc = ps_join_create(JOIN_MAX, UINT64_MAX, join_fault(j->fault),
@@ -947,9 +1078,11 @@ static int setup(job *j, void **hold_ud)
 					     .pl = j->pl,
 					     .server = s,
 					     .workers = j->W,
-					     .gate = (ps_gate_kind)j->gate,
-					     .credit = j->credit,
-					     .numbers = j->numbers,
+					     .gate = (ps_gate_kind)j->params_gate,
+					     .credit = j->params_credit,
+					     .push_credit = j->push_credit,
+					     .barrier = j->barrier,
+					     .numbers = j->params_numbers,
 					     .hold = hold,
 					     .ud = &hold_ud[2 * s],
 					     .fault = shard_fault(j->fault)},
@@ -962,6 +1095,8 @@ static int setup(job *j, void **hold_ud)
 		v->acc = calloc(n + 1, sizeof(double *));
 		v->shd.last = calloc(j->W, sizeof(uint32_t));
 		v->shd.last_it = calloc(j->W, sizeof(uint64_t));
+		v->shd.kind = j->params_gate;
+		v->shd.credit = j->params_credit;
 		if (!v->values || !v->mom || !v->acc || !v->shd.last ||
 		    !v->shd.last_it)
 			return PS_ENOMEM;
@@ -1059,7 +1194,8 @@ static void teardown(job *j)
 	free(j->w);
 	free(j->s);
 	free(j->ch);
-	free(j->numbers);
+	free(j->push_numbers);
+	free(j->params_numbers);
 	free(j->last_hb);
 	ps_membership_destroy(&j->ms);
 	ps_placement_free(&j->pl);
@@ -1230,6 +1366,22 @@ static int run_seed(job *j)
 	void **hold_ud = calloc(8, sizeof(void *));
 	int rc = hold_ud ? setup(j, hold_ud) : PS_ENOMEM;
 
+	if (rc == PS_OK && j->verbose) {
+		/* the drawn settings, per direction, and every partition's
+		 * numbers (push/params) */
+		fprintf(stderr, "seed %" PRIu64 ": W=%u S=%u T=%u P=%u K=%u "
+			"push: gate=%s credit=%" PRIu64 "; params: gate=%s "
+			"credit=%" PRIu64 "; barrier=%d\n  numbers "
+			"(partition:push/params):", j->seed, j->W, j->S, j->T,
+			j->P, j->K, ps_gate_name((ps_gate_kind)j->push_gate),
+			j->push_credit,
+			ps_gate_name((ps_gate_kind)j->params_gate),
+			j->params_credit, j->barrier);
+		for (uint32_t p = 0; p < j->P; p++)
+			fprintf(stderr, " %u:%u/%u", p, j->push_numbers[p],
+				j->params_numbers[p]);
+		fprintf(stderr, "\n");
+	}
 	while (rc == PS_OK && !j->failure[0]) {
 		int64_t a = pick(j);
 		if (a < 0 && j->dead >= 0) {
@@ -1318,13 +1470,18 @@ int main(int argc, char **argv)
 			failed++;
 			if (!expect_failure || failed <= 3)
 				printf("seed %" PRIu64 " (W=%u S=%u T=%u P=%u "
-				       "K=%u gate=%s credit=%" PRIu64
-				       " partition=%" PRIu64 " fusion=%d) failed "
-				       "after %" PRIu64 " steps: %s\n  replay: "
-				       "%s --seed %" PRIu64 "%s%s --verbose\n",
+				       "K=%u push: gate=%s credit=%" PRIu64
+				       " params: gate=%s credit=%" PRIu64
+				       " barrier=%d partition=%" PRIu64
+				       " fusion=%d) failed after %" PRIu64
+				       " steps: %s\n  replay: %s --seed %" PRIu64
+				       "%s%s --verbose\n",
 				       s, j.W, j.S, j.T, j.P, j.K,
-				       ps_gate_name((ps_gate_kind)j.gate),
-				       j.credit, j.partition_size, j.fuse,
+				       ps_gate_name((ps_gate_kind)j.push_gate),
+				       j.push_credit,
+				       ps_gate_name((ps_gate_kind)j.params_gate),
+				       j.params_credit, j.barrier,
+				       j.partition_size, j.fuse,
 				       j.steps, j.failure, argv[0], s,
 				       fault ? " --fault " : "",
 				       fault ? fault_names[fault] : "");
