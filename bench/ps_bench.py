@@ -54,6 +54,8 @@ SCENARIO_KEYS = {
     "bandwidths_gbps": "link bandwidths in Gbit/s, per direction",
     "transports": "tcp and/or rdma",
     "presets": "scheduling presets (docs/presets.md)",
+    "reference": "the preset speedups are measured against (default "
+                 "baseline, else the first preset)",
     "workers": "worker processes (one namespace each)",
     "servers": "server processes (one namespace each)",
     "warmup": "iterations run before the measured ones, per run",
@@ -304,6 +306,14 @@ def build_plan(sc, args):
         label, base, part, credit = parse_preset(v)
         plan["presets"].append(label)
         plan["preset_def"][label] = (base, part, credit)
+    ref = getattr(args, "reference", None) or sc.get("reference")
+    if ref is None:
+        ref = "baseline" if "baseline" in plan["presets"] or \
+            not plan["presets"] else plan["presets"][0]
+    elif ref not in plan["presets"]:
+        raise UsageError("reference '%s' is not among the presets (%s)" %
+                         (ref, ", ".join(plan["presets"])))
+    plan["reference"] = ref
     if not plan["models"] or not plan["bandwidths"] or \
             not plan["presets"] or not plan["transports"]:
         raise UsageError("empty axis: every one of models, bandwidths, "
@@ -643,9 +653,10 @@ class Cluster:
         """Gbit/s of payload per busy host link: bulk TCP streams from
         every worker to every server at once (one per pair, as the job's
         connections), total payload over the window in which all ran
-        (after each stream's first read) / the number of workers, capped
-        by the servers' side the same way; None where it cannot be
-        measured."""
+        (after each stream's first read) / the number of hosts on the
+        smaller side (the side whose links are full: the servers' when
+        workers outnumber them, as in one PS and four workers); None
+        where it cannot be measured."""
         servers = [n for n, role, _ in self.nodes if role == "server"]
         workers = [n for n, role, _ in self.nodes if role == "worker"]
         if self.mode != "netns" or not servers or not workers:
@@ -681,7 +692,7 @@ class Cluster:
                 t1 = float(b) if t1 is None else max(t1, float(b))
             if t1 - t0 < 0.1 * seconds:
                 return None
-            per_host = total / max(len(workers), len(servers))
+            per_host = total / min(len(workers), len(servers))
             return per_host * 8.0 / (t1 - t0) / 1e9
         except (subprocess.TimeoutExpired, ValueError, OSError):
             return None
@@ -2109,9 +2120,10 @@ class Bench:
             sim = self.sim.get(k)
             a["sim"] = sim
             rows.append(a)
-        # speedups over baseline
+        # speedups over the reference preset
         for a in rows:
-            base = [b for b in rows if b["preset"] == "baseline" and
+            base = [b for b in rows
+                    if b["preset"] == self.plan["reference"] and
                     (b["model"], b["bw"], b["transport"]) ==
                     (a["model"], a["bw"], a["transport"])]
             a["speedup"] = a["ci"] = None
@@ -2229,7 +2241,8 @@ class Bench:
         w("")
         hdr = ["model", "Gbit/s", "transport", "preset", "runs ok",
                "iteration ms (median)", "spread min-max", "samples/s",
-               "speedup vs baseline [95% CI]", "E", "straggler",
+               "speedup vs %s [95%% CI]" % self.plan["reference"], "E",
+               "straggler",
                "busiest NIC Gbit/s (% of link)", "CPU busy %", "sim ms",
                "physical lower ms", "measured / lower"]
         w("| " + " | ".join(hdr) + " |")
@@ -2294,7 +2307,8 @@ class Bench:
         w("")
         w("Iteration ms: per run, the mean over the measured iterations of "
           "the slowest worker's iteration time; median and min-max over "
-          "the repetitions. Speedup: baseline's median iteration time over "
+          "the repetitions. Speedup: " + self.plan["reference"] +
+          "'s median iteration time over "
           "this preset's, 95% percentile-bootstrap interval over the "
           "repetitions ((iter.): over iterations, when a configuration has "
           "one repetition). E: TicTac's ordering efficiency (mean over "
@@ -2379,7 +2393,8 @@ class Bench:
         out = []
         for m, _ in self.plan["models"]:
             for bw in self.plan["bandwidths"]:
-                base = self.predicted.get((m, bw, "baseline"), {}).get("rdma")
+                base = self.predicted.get(
+                    (m, bw, self.plan["reference"]), {}).get("rdma")
                 for p in self.plan["presets"]:
                     sim = self.predicted.get((m, bw, p), {}).get("rdma")
                     sp = None
@@ -2545,7 +2560,7 @@ class Bench:
                                  "%.4f" % rx])
 
     def plot(self, rows):
-        """plot.png: speedup over baseline with its 95% CI, one cluster per
+        """plot.png: speedup over the reference with its 95% CI, one cluster per
         model x bandwidth, one bar per preset."""
         self.plot_note = ""
         if self.args.no_plot:
@@ -2581,14 +2596,15 @@ class Bench:
                 f.write('"%s %s Gbit/s" %s\n' % (g[0], bw_label(g[1]),
                                            " ".join(cells)))
         png = os.path.join(self.out, "plot.png")
-        title = "ordo presets: speedup over baseline (95%% CI)%s" % (
+        title = "ordo presets: speedup over %s (95%% CI)%s" % (
+            self.plan["reference"],
             "" if self.mode == "netns" else " - LOOPBACK, links not shaped")
         script = [
             "set terminal png size %d,520" % max(720, 60 * len(groups) *
                                                  (1 + len(presets))),
             "set output '%s'" % png,
             "set title '%s'" % title,
-            "set ylabel 'speedup over baseline'",
+            "set ylabel 'speedup over %s'" % self.plan["reference"],
             "set style data histogram",
             "set style histogram errorbars gap 1 lw 1",
             "set style fill solid 0.8 border -1",
@@ -2778,6 +2794,10 @@ def parse_args(argv):
                     "predicted.csv; needs neither root nor an RDMA device")
     ap.add_argument("--presets", metavar="LIST",
                     help="override the presets: " + ", ".join(PRESETS))
+    ap.add_argument("--reference", metavar="PRESET",
+                    help="the preset speedups are measured against "
+                    "(default: the scenario's reference, else baseline "
+                    "when it runs, else the first preset)")
     ap.add_argument("--workers", type=int, metavar="N",
                     help="worker processes")
     ap.add_argument("--servers", type=int, metavar="N",
