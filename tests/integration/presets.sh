@@ -11,19 +11,25 @@
 source "$(dirname "$0")/lib.sh" "$@"
 PRESETS="baseline tensorflow mxnet p3 tictac-tio tictac-tao bytescheduler ordo"
 
+# exact NAME W SIZES [ps-launch args...]: a job (lr 1, no momentum) whose
+# W workers each found every value exact
+exact() {
+	local name=$1 w=$2 sizes=$3 n
+	shift 3
+	EXACT_WORKER_SIZES=$sizes launch "$name" 120 \
+		--worker "$TOOLS/exact_worker" --set cluster.workers="$w" \
+		--set train.lr=1 --set train.momentum=0 "$@" ||
+		fail "$name: exactness job exited $?"
+	n=$(grep -c "^exact: .* 0 wrong$" "$WORK/$name.out.log")
+	[ "$n" -eq "$w" ] || fail "$name: $n of $w workers exact"
+}
+
 for p in $PRESETS; do
 	for W in 1 2 3; do
 		for S in 1 2 3; do
-			name=exact-$p-w${W}s$S
-			EXACT_WORKER_SIZES=1000,100000,10,50000 \
-				launch "$name" 120 --worker "$TOOLS/exact_worker" \
+			exact "exact-$p-w${W}s$S" $W 1000,100000,10,50000 \
 				--set scheduling.preset="$p" \
-				--set cluster.workers=$W --set cluster.servers=$S \
-				--set train.iterations=5 --set train.lr=1 \
-				--set train.momentum=0 ||
-				fail "$name: exactness job exited $?"
-			n=$(grep -c "^exact: .* 0 wrong$" "$WORK/$name.out.log")
-			[ "$n" -eq $W ] || fail "$name: $n of $W workers exact"
+				--set cluster.servers=$S --set train.iterations=5
 		done
 	done
 	grep "^scheduling: preset $p:" "$WORK/exact-$p-w1s1.out.log" >/dev/null ||
@@ -34,13 +40,8 @@ pass "every preset exact, W and S in {1,2,3}: $(grep -h '^scheduling: preset' "$
 # MXNet's placement splits a tensor of a million elements or more into one
 # piece per server: exact too, and the placement says so
 for S in 2 3; do
-	EXACT_WORKER_SIZES=1000,1000001,10 \
-		launch "mxnet-s$S" 120 --worker "$TOOLS/exact_worker" \
-		--set scheduling.preset=mxnet --set cluster.servers=$S \
-		--set train.iterations=3 --set train.lr=1 --set train.momentum=0 ||
-		fail "mxnet S=$S: exactness job exited $?"
-	n=$(grep -c "^exact: .* 0 wrong$" "$WORK/mxnet-s$S.out.log")
-	[ "$n" -eq 2 ] || fail "mxnet S=$S: $n of 2 workers exact"
+	exact "mxnet-s$S" 2 1000,1000001,10 --set scheduling.preset=mxnet \
+		--set cluster.servers=$S --set train.iterations=3
 	grep -q "placement: $((S + 2)) partitions .*(mxnet)" "$WORK/mxnet-s$S.out.log" ||
 		fail "mxnet S=$S: the large tensor was not split over the servers"
 done
@@ -50,15 +51,10 @@ pass "MXNet's placement (a large tensor split over the servers) exact"
 # is cut in two while the small ones around it are fused (two fused
 # partitions: tensors 2-4 and 6-7), under both gates that order transfers.
 for p in ordo tictac-tao; do
-	EXACT_WORKER_SIZES=1000,100000,10,50000,7,300000,3000,20 \
-		launch "fused-$p" 120 --worker "$TOOLS/exact_worker" \
+	exact "fused-$p" 2 1000,100000,10,50000,7,300000,3000,20 \
 		--set scheduling.preset="$p" --set scheduling.fusion=on \
 		--set scheduling.partition_size=256K \
-		--set scheduling.credit_size=512K --set train.iterations=5 \
-		--set train.lr=1 --set train.momentum=0 ||
-		fail "fused $p: exactness job exited $?"
-	n=$(grep -c "^exact: .* 0 wrong$" "$WORK/fused-$p.out.log")
-	[ "$n" -eq 2 ] || fail "fused $p: $n of 2 workers exact"
+		--set scheduling.credit_size=512K --set train.iterations=5
 	grep -q "2 of them fused from small tensors" "$WORK/fused-$p.out.log" ||
 		fail "fused $p: the placement did not fuse as expected"
 done
