@@ -235,9 +235,9 @@ timeout --foreground --kill-after=10 900 "$BENCH" --quick --mode netns \
 	"${RUN_TIMEOUT[@]}" --no-calibration --out "$WORK/q3" >"$WORK/q3.out.log" 2>"$WORK/q3.err.log" &
 bench=$!
 # mid-run: the second run's job is up and a worker is iterating
-wait_for "$WORK/q3.err.log" '\[2/6\]'
-# (p3's first iteration under ASan can take minutes on a loaded machine:
-# its stop-and-wait moves the initial parameters 160 KiB at a time)
+wait_for "$WORK/q3.err.log" '\[2/[0-9]*\]'
+# (a first iteration under ASan can take minutes on a loaded machine: p3's
+# stop-and-wait moves the initial parameters 160 KiB at a time)
 # (host w0 runs whichever worker rank registered first: any rank's line)
 poll_until 900 grep -qs '^worker [0-9]* iter ' "$WORK/q3/runs/002/w0.log" ||
 	fail "run 2's worker on w0 never finished an iteration"
