@@ -306,13 +306,17 @@ def build_plan(sc, args):
         label, base, part, credit = parse_preset(v)
         plan["presets"].append(label)
         plan["preset_def"][label] = (base, part, credit)
-    ref = getattr(args, "reference", None) or sc.get("reference")
+    # the reference: --reference (must run), else the scenario's when it
+    # runs (--presets may leave it out), else baseline, else the first
+    ref = getattr(args, "reference", None)
+    if ref is not None and ref not in plan["presets"]:
+        raise UsageError("--reference %s is not among the presets (%s)" %
+                         (ref, ", ".join(plan["presets"])))
+    if ref is None and sc.get("reference") in plan["presets"]:
+        ref = sc["reference"]
     if ref is None:
         ref = "baseline" if "baseline" in plan["presets"] or \
             not plan["presets"] else plan["presets"][0]
-    elif ref not in plan["presets"]:
-        raise UsageError("reference '%s' is not among the presets (%s)" %
-                         (ref, ", ".join(plan["presets"])))
     plan["reference"] = ref
     if not plan["models"] or not plan["bandwidths"] or \
             not plan["presets"] or not plan["transports"]:

@@ -50,7 +50,7 @@ for bad in "--quick --presets baseline,nosuch" "--quick --bandwidths 0" \
 	"--quick --presets ordo@4M/1M" "--quick --presets ordo@1M/3" \
 	"--quick --grid 1M,fast" "--quick --dilation 0.5" "--quick --dilation x" \
 	"--quick --tune --presets p3,ordo" "--quick --tune --tune-seeds none" \
-	"--quick --tune --set tune.seed=4"; do
+	"--quick --tune --set tune.seed=4" "--quick --reference p4"; do
 	# shellcheck disable=SC2086
 	"$BENCH" $bad --out "$WORK/bad" >"$WORK/bad.out.log" 2>"$WORK/bad.err.log"
 	rc=$?
