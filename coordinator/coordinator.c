@@ -473,8 +473,17 @@ static int compute_order(coord *c)
 	}
 	if (rc == PS_OK) {
 		rc = order_for(c, dag, down, &c->priority);
-		if (rc == PS_OK)
+		if (rc == PS_OK && up == down && c->priority) {
+			/* the same order: computed once */
+			size_t n = c->ntensors * sizeof(*c->priority);
+			c->push_priority = malloc(n ? n : 1);
+			if (!c->push_priority)
+				rc = PS_ENOMEM;
+			else
+				memcpy(c->push_priority, c->priority, n);
+		} else if (rc == PS_OK) {
 			rc = order_for(c, dag, up, &c->push_priority);
+		}
 		if (rc != PS_OK)
 			PS_ERROR("cannot compute the transfer order: %s",
 				 ps_strerror(rc));

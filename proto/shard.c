@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/mix64.h"
 #include "ordo/error.h"
 #include "proto/ring.h"
 #include "proto/shard.h"
@@ -177,14 +178,6 @@ static int broadcast(ps_shard *sh, uint32_t k)
 
 /* ---- the barrier ------------------------------------------------------- */
 
-static uint64_t splitmix64(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
 /* Local partitions at version barrier_v or later. */
 static void barrier_count(ps_shard *sh)
 {
@@ -207,12 +200,12 @@ static int barrier_release(ps_shard *sh)
 		uint32_t *perm = &sh->perm[(size_t)w * sh->nparts];
 		uint64_t seed = sh->cfg.server;
 
-		seed = splitmix64(&seed) ^ sh->barrier_v;
-		seed = splitmix64(&seed) ^ w;
+		seed = ps_splitmix64(&seed) ^ sh->barrier_v;
+		seed = ps_splitmix64(&seed) ^ w;
 
 		memcpy(perm, sh->held, n * sizeof(*perm));
 		for (uint32_t i = n; i > 1; i--) {
-			uint32_t j = (uint32_t)(splitmix64(&seed) % i);
+			uint32_t j = (uint32_t)(ps_splitmix64(&seed) % i);
 			uint32_t t = perm[i - 1];
 			perm[i - 1] = perm[j];
 			perm[j] = t;

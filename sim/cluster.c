@@ -985,14 +985,24 @@ static int setup(sim *s, char *err, size_t errlen)
 			 "servers: %s", d->name, T, s->S, ps_strerror(rc));
 		return rc;
 	}
+	P = s->pl->num_parts;
 	rc = direction_numbers(s, &cfg->scheduling.params, &s->number, err,
 			       errlen);
-	if (rc == PS_OK)
-		rc = direction_numbers(s, &cfg->scheduling.push,
-				       &s->push_number, err, errlen);
 	if (rc != PS_OK)
 		return rc;
-	P = s->pl->num_parts;
+	if (cfg->scheduling.push.order == cfg->scheduling.params.order &&
+	    cfg->scheduling.push.gate == cfg->scheduling.params.gate) {
+		/* the same numbers: the order is computed once */
+		s->push_number = malloc((P ? P : 1) * sizeof(uint32_t));
+		if (!s->push_number)
+			return PS_ENOMEM;
+		memcpy(s->push_number, s->number, P * sizeof(uint32_t));
+	} else {
+		rc = direction_numbers(s, &cfg->scheduling.push,
+				       &s->push_number, err, errlen);
+		if (rc != PS_OK)
+			return rc;
+	}
 	s->part_bytes = calloc(P, sizeof(*s->part_bytes));
 	s->tparts_first = calloc((size_t)T + 1, sizeof(uint32_t));
 	s->iter_end = calloc(s->K, sizeof(*s->iter_end));

@@ -24,6 +24,7 @@
 #include <gsl/gsl_rng.h>
 
 #include "common/log.h"
+#include "common/mix64.h"
 #include "worker/model.h"
 
 #define MAX_TENSORS 4
@@ -59,18 +60,10 @@ struct ps_dataset {
 	int32_t *y; /* spw */
 };
 
-static uint64_t mix64(uint64_t z)
-{
-	z += 0x9e3779b97f4a7c15ull;
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 /* MT19937 uses the low 32 bits of its seed: fold all 64 in. */
 static void rng_seed(gsl_rng *r, uint64_t s)
 {
-	uint64_t h = mix64(s);
+	uint64_t h = ps_mix64(s);
 	gsl_rng_set(r, (unsigned long)((h ^ (h >> 32)) & 0xffffffffull));
 }
 
@@ -475,7 +468,7 @@ int ps_dataset_create(const ps_config *cfg, uint64_t seed, int rank,
 	for (size_t i = 0; i < tn; i++)
 		teacher[i] = gsl_ran_gaussian(r, tscale);
 
-	sample_base = mix64(seed ^ SEED_SAMPLES);
+	sample_base = ps_mix64(seed ^ SEED_SAMPLES);
 	for (size_t j = 0; j < spw; j++) {
 		uint64_t k = (uint64_t)rank * (uint64_t)spw + j; /* global */
 		float *xj = d->x + j * in;
