@@ -1372,7 +1372,25 @@ class Bench:
         ]
         if run_dir:
             lines += ["[output]", "dir = %s" % run_dir]
+            if run["transport"] == "tcp":
+                # auto sizes are chosen by the scheduler with ps-sim: on
+                # the links ps-sim's prediction of the run is made on
+                lines += self.sim_ini(self.sim_link(run["bw"]))
         return "\n".join(lines) + "\n"
+
+    def sim_ini(self, link):
+        """sim_sets(link) and fair sharing as INI lines, by section."""
+        argv = self.sim_sets(link) + ["--set", "link.sharing=fair"]
+        by_section = {}
+        for kv in argv[1::2]:
+            key, value = kv.split("=", 1)
+            section, name = key.split(".", 1)
+            by_section.setdefault(section, []).append(
+                "%s = %s" % (name, value))
+        lines = []
+        for section, keys in by_section.items():
+            lines += ["[%s]" % section] + keys
+        return lines
 
     # -- simulator -------------------------------------------------------------
     def simulate(self, run):

@@ -148,8 +148,8 @@ static const struct preset {
     [PS_PRESET_BYTESCHEDULER] = {{"layer", "priority", "bdp", "layer",
                                   "priority", "bdp", "off", "4M", "off",
                                   "balanced"}},
-    [PS_PRESET_ORDO] = {{"tail", "priority", "bdp", "tail", "priority",
-                         "bdp", "off", "1M", "on", "balanced"}},
+    [PS_PRESET_ORDO] = {{"tail", "priority", "auto", "tail", "priority",
+                         "auto", "off", "auto", "on", "balanced"}},
 };
 static const char *const then_names[] = {[PS_TUNE_THEN_TRAIN] = "train",
                                          [PS_TUNE_THEN_STOP] = "stop", NULL};
@@ -436,8 +436,8 @@ static const option options[] = {
          "flight; tictac-tio / tictac-tao: pushes as produced, parameters "
          "in TIO / TAO order under the counter gate, after the barrier; "
          "bytescheduler: layer priority both ways, 4M partitions, BDP "
-         "credit; ordo: tail priority both ways, 1M partitions, BDP "
-         "credit, fusion. BDP: the bandwidth-delay product in "
+         "credit; ordo: tail priority both ways, fusion, partition and "
+         "credit sizes auto. BDP: the bandwidth-delay product in "
          "partitions, at least two."),
     BOTH(scheduling, order, OPT_ENUM, order_names, 0, 0,
          "push_order", "params_order",
@@ -462,7 +462,8 @@ static const option options[] = {
             "Bytes of pushes a worker may have handed to the transport "
             "and not yet had acknowledged; 0 = unlimited, else at least "
             "partition_size (credit = partition_size is P3's "
-            "stop-and-wait)."),
+            "stop-and-wait); auto: chosen at the start with "
+            "partition_size (docs/auto-sizes.md)."),
     ENUM_AT(scheduling, params_order, params.order, "fifo", order_names,
             "Priority of the servers' parameter sends (values as "
             "push_order)."),
@@ -473,7 +474,7 @@ static const option options[] = {
             TIB,
             "Bytes of parameters a server may have handed to the "
             "transport and not yet had acknowledged; 0 = unlimited, else "
-            "at least partition_size."),
+            "at least partition_size; auto as push_credit_size."),
     ENUM(scheduling, params_barrier, "off", switch_names,
          "on: a server sends an iteration's parameters only once it has "
          "updated every partition it holds, and readies them in a random "
@@ -483,8 +484,10 @@ static const option options[] = {
     SIZE(scheduling, partition_size, "1T", 4, TIB,
          "Tensors are cut into partitions of at most this many bytes, "
          "placed on servers independently; a multiple of 4 (float32). "
-         "1T keeps every tensor whole. Both directions share it: the "
-         "partition is what a server places, sums and updates."),
+         "1T keeps every tensor whole. auto: the scheduler chooses it at "
+         "the start by simulating the job's model on its links "
+         "(docs/auto-sizes.md). Both directions share it: the partition "
+         "is what a server places, sums and updates."),
     ENUM(scheduling, fusion, "off", switch_names,
          "on: tensors smaller than partition_size are fused with their "
          "neighbours (in the order the backward pass produces them) into "
@@ -813,6 +816,10 @@ void ps_config_format_size(uint64_t bytes, char *buf, size_t cap)
 
 	if (!buf || cap == 0)
 		return;
+	if (bytes == PS_SIZE_AUTO) {
+		snprintf(buf, cap, "auto");
+		return;
+	}
 	while (bytes != 0 && s < 3 && bytes % KIB == 0) {
 		bytes /= KIB;
 		s++;
@@ -874,6 +881,23 @@ static bool has_space_semicolon(const char *s)
  */
 static int set_value(ps_config *cfg, const option *o, const char *value,
                      const char *origin, char *err, size_t errlen);
+static int fill_preset(ps_config *cfg, int preset, int all, char *err,
+                       size_t errlen);
+
+/* The sizes that may be "auto": chosen at the job's start (PS_SIZE_AUTO). */
+static bool size_auto_ok(const option *o)
+{
+	static const char *const keys[] = {"partition_size", "credit_size",
+	                                   "push_credit_size",
+	                                   "params_credit_size"};
+
+	if (o->type != OPT_SIZE || strcmp(o->section, "scheduling") != 0)
+		return false;
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (strcmp(o->key, keys[i]) == 0)
+			return true;
+	return false;
+}
 
 /* Parses and stores one value (no bookkeeping: see set_value). */
 static int parse_value(ps_config *cfg, const option *o, const char *value,
@@ -927,6 +951,10 @@ static int parse_value(ps_config *cfg, const option *o, const char *value,
 		uint64_t v = 0, mult = 1;
 		const char *p = value;
 
+		if (size_auto_ok(o) && strcmp(value, "auto") == 0) {
+			*(uint64_t *)field(cfg, o) = PS_SIZE_AUTO;
+			return PS_OK;
+		}
 		if (!isdigit((unsigned char)*p))
 			goto bad_size;
 		for (; isdigit((unsigned char)*p); p++) {
@@ -1030,9 +1058,6 @@ static const option *option_named(const char *key)
 	return find_option(key, (size_t)(dot - key), dot + 1);
 }
 
-/* Stores a value; a value not from the defaults marks the option as set
- * by the user, and setting scheduling.preset fills in the preset's keys
- * the user has not set. */
 /* The direction whose credit o is, or NULL. */
 static ps_direction_sched *credit_of(ps_config *cfg, const option *o)
 {
@@ -1052,7 +1077,6 @@ static const option *sibling(const option *o, const char *key)
 static int set_value(ps_config *cfg, const option *o, const char *value,
                      const char *origin, char *err, size_t errlen)
 {
-	const struct preset *p;
 	ps_direction_sched *d;
 	int rc;
 
@@ -1079,27 +1103,62 @@ static int set_value(ps_config *cfg, const option *o, const char *value,
 		return rc;
 	cfg->user_set[o - options] = 1;
 	if ((d = credit_of(cfg, o)))
-		d->credit_auto = 0;
+		d->credit_bdp = 0;
 	if (o != option_named("scheduling.preset"))
 		return PS_OK;
-	p = &presets[cfg->scheduling.preset];
+	return fill_preset(cfg, cfg->scheduling.preset, 0, err, errlen);
+}
+
+/* Sets preset's keys: those the user has not set, or every one (all). */
+static int fill_preset(ps_config *cfg, int preset, int all, char *err,
+                       size_t errlen)
+{
+	const struct preset *p = &presets[preset];
+	ps_direction_sched *d;
+	int rc;
+
 	for (size_t i = 0; i < PRESET_KEYS; i++) {
 		const option *k = option_named(preset_keys[i]);
-		if (cfg->user_set[k - options])
+		if (!all && cfg->user_set[k - options])
 			continue;
 		d = credit_of(cfg, k);
 		if (strcmp(p->v[i], "bdp") == 0) { /* ps_config_finalize */
 			d->credit_size = 0;
-			d->credit_auto = 1;
+			d->credit_bdp = 1;
 			continue;
 		}
 		if (d)
-			d->credit_auto = 0;
+			d->credit_bdp = 0;
 		rc = parse_value(cfg, k, p->v[i], "preset", err, errlen);
 		if (rc != PS_OK)
 			return rc;
 	}
 	return PS_OK;
+}
+
+int ps_config_apply_preset(ps_config *cfg, int preset, char *err,
+                           size_t errlen)
+{
+	int rc;
+
+	if (preset < 0 || preset >= PS_PRESET_COUNT)
+		return errf(err, errlen, "no preset %d", preset);
+	rc = fill_preset(cfg, preset, 1, err, errlen);
+	if (rc != PS_OK)
+		return rc;
+	cfg->scheduling.preset = preset;
+	ps_config_finalize(cfg);
+	return PS_OK;
+}
+
+int ps_config_preset_has_auto(int preset)
+{
+	if (preset < 0 || preset >= PS_PRESET_COUNT)
+		return 0;
+	for (size_t i = 0; i < PRESET_KEYS; i++)
+		if (strcmp(presets[preset].v[i], "auto") == 0)
+			return 1;
+	return 0;
 }
 
 uint64_t ps_config_bdp_credit(const ps_config *cfg)
@@ -1112,6 +1171,8 @@ uint64_t ps_config_bdp_credit(const ps_config *cfg)
 	double bdp = gbps * 1e9 / 8.0 * 2.0 * cfg->link.latency_us * 1e-6;
 	double n;
 
+	if (part == PS_SIZE_AUTO)
+		return 0; /* not chosen yet: finalize again once it is */
 	if (part >= TIB)
 		return 0; /* whole tensors: no partition to count in */
 	n = ceil(bdp / (double)part) + 1.0;
@@ -1124,9 +1185,9 @@ uint64_t ps_config_bdp_credit(const ps_config *cfg)
 
 void ps_config_finalize(ps_config *cfg)
 {
-	if (cfg->scheduling.push.credit_auto)
+	if (cfg->scheduling.push.credit_bdp)
 		cfg->scheduling.push.credit_size = ps_config_bdp_credit(cfg);
-	if (cfg->scheduling.params.credit_auto)
+	if (cfg->scheduling.params.credit_bdp)
 		cfg->scheduling.params.credit_size = ps_config_bdp_credit(cfg);
 }
 
@@ -1157,7 +1218,9 @@ void ps_config_describe_scheduling(const ps_config *cfg, char *buf,
 	char part[32], cu[32], cd[32];
 
 	describe_size(cfg->scheduling.partition_size,
-	              cfg->scheduling.partition_size >= TIB, "whole tensors",
+	              cfg->scheduling.partition_size >= TIB &&
+	                  cfg->scheduling.partition_size != PS_SIZE_AUTO,
+	              "whole tensors",
 	              part, sizeof(part));
 	describe_size(up->credit_size, up->credit_size == 0, "unlimited", cu,
 	              sizeof(cu));
@@ -1502,6 +1565,8 @@ static int check_bounds(const ps_config *cfg, const option *o, char *err,
 	}
 	case OPT_SIZE: {
 		uint64_t v = *(const uint64_t *)cfield(cfg, o);
+		if (v == PS_SIZE_AUTO && size_auto_ok(o))
+			break;
 		if (v < o->umin || v > o->umax)
 			return errf(err, errlen,
 			            "%s.%s: %" PRIu64 " is out of range %s",
@@ -1535,6 +1600,8 @@ uint64_t ps_config_max_message(const ps_config *cfg)
 	if (m)
 		return m;
 	m = cfg->scheduling.partition_size;
+	if (m == PS_SIZE_AUTO)
+		m = PS_AUTO_PARTITION_MAX; /* the largest auto may choose */
 	if (m < PS_CONTROL_MESSAGE_MAX)
 		m = PS_CONTROL_MESSAGE_MAX;
 	return m > 4 * GIB ? 4 * GIB : m;
@@ -1600,7 +1667,8 @@ int ps_config_validate(const ps_config *cfg, char *err, size_t errlen)
 		            cfg->cluster.heartbeat_timeout_ms,
 		            cfg->cluster.heartbeat_interval_ms,
 		            2 * cfg->cluster.heartbeat_interval_ms);
-	if (cfg->scheduling.partition_size % 4 != 0) {
+	if (cfg->scheduling.partition_size != PS_SIZE_AUTO &&
+	    cfg->scheduling.partition_size % 4 != 0) {
 		ps_config_format_size(cfg->scheduling.partition_size, a,
 		                      sizeof(a));
 		return errf(err, errlen,
@@ -1611,7 +1679,8 @@ int ps_config_validate(const ps_config *cfg, char *err, size_t errlen)
 	for (int dir = 0; dir < 2; dir++) {
 		const ps_direction_sched *d = dir ? &cfg->scheduling.params
 		                                  : &cfg->scheduling.push;
-		if (d->credit_size == 0 ||
+		if (d->credit_size == 0 || d->credit_size == PS_SIZE_AUTO ||
+		    cfg->scheduling.partition_size == PS_SIZE_AUTO ||
 		    d->credit_size >= cfg->scheduling.partition_size)
 			continue;
 		ps_config_format_size(d->credit_size, a, sizeof(a));
@@ -1807,8 +1876,9 @@ void ps_config_write_reference(FILE *out)
 				format_range(o, range, sizeof(range));
 				fprintf(out,
 				        "%s bytes; suffix K, M, G, T = "
-				        "1024^1..4",
-				        range);
+				        "1024^1..4%s",
+				        range,
+				        size_auto_ok(o) ? "; or `auto`" : "");
 				break;
 			case OPT_STRING:
 				fprintf(out, "at most %d characters", STR_MAX);

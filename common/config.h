@@ -45,6 +45,12 @@ typedef enum {
 	PS_PRESET_ORDO,
 	PS_PRESET_COUNT
 } ps_preset;
+/* A size chosen when the job starts ("auto": scheduling.partition_size
+ * and the credit sizes; sim/auto_sizes.h), never sent or used as bytes. */
+#define PS_SIZE_AUTO UINT64_MAX
+/* The largest partition auto chooses: what every node accepts as one
+ * frame without knowing the choice (ps_config_max_message). */
+#define PS_AUTO_PARTITION_MAX ((uint64_t)64 << 20)
 /* How the transfers of one direction are scheduled: the workers' gradient
  * pushes or the servers' parameter sends (docs/presets.md). */
 typedef struct ps_direction_sched {
@@ -54,7 +60,7 @@ typedef struct ps_direction_sched {
 	/* the preset's credit follows the bandwidth-delay product
 	 * (ps_config_finalize); not a key: cleared when the credit is set
 	 * explicitly */
-	int credit_auto;
+	int credit_bdp;
 } ps_direction_sched;
 typedef enum { PS_WORKER_TRAIN = 0, PS_WORKER_REPLAY = 1 } ps_worker_mode;
 typedef enum { PS_COMPUTE_SLEEP = 0, PS_COMPUTE_SPIN = 1 } ps_compute_wait;
@@ -253,6 +259,14 @@ int ps_config_validate(const ps_config *cfg, char *err, size_t errlen);
  * (docs/presets.md). Idempotent; ps_cli_parse and ps_client_create call
  * it. */
 void ps_config_finalize(ps_config *cfg);
+
+/* Sets every key of a preset (even those set by the user) and finalizes:
+ * the configuration a preset runs with, for comparing presets on one job
+ * (sim/auto_sizes.h). */
+int ps_config_apply_preset(ps_config *cfg, int preset, char *err,
+			   size_t errlen);
+/* Whether a preset leaves a size to be chosen at the start (auto). */
+int ps_config_preset_has_auto(int preset);
 
 /* The credit a preset derives: partition_size times max(2, 1 +
  * ceil(BDP / partition_size)), BDP = bandwidth x 2 link.latency_us (the

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "checkpoint/checkpoint.h"
@@ -31,6 +32,8 @@
 #include "scheduler/order.h"
 #include "scheduler/placement.h"
 #include "model/dag.h"
+#include "sim/auto_sizes.h"
+#include "sim/link.h"
 #include "transport/transport.h"
 
 typedef struct member {
@@ -51,7 +54,9 @@ typedef struct ckpt_slot {
 } ckpt_slot;
 
 typedef struct coord {
-	const ps_config *cfg;
+	const ps_config *cfg; /* &in_force */
+	/* the job's configuration with its auto sizes chosen */
+	ps_config in_force;
 	ps_transport *t;
 	ps_node_info self;
 	uint64_t job_id;
@@ -328,6 +333,9 @@ static int send_welcomes(coord *c)
 			.priority = c->priority,
 			.push_priority = c->push_priority,
 			.start_iteration = c->start_iteration,
+			.has_credit = 1,
+			.push_credit = c->cfg->scheduling.push.credit_size,
+			.params_credit = c->cfg->scheduling.params.credit_size,
 		};
 		void *body;
 		size_t len;
@@ -378,6 +386,59 @@ static int same_as_model(const coord *c, const ps_dag *d)
 			return 0;
 		}
 	return 1;
+}
+
+/*
+ * scheduling.partition_size / *_credit_size = auto: chosen now, before the
+ * placement, by simulating the job's model on its links
+ * (sim/auto_sizes.h); the partitions reach every node in the WELCOME's
+ * placement, the credits in its credit element. Without model.file there
+ * are no timings to simulate: the stated fallback.
+ */
+static int choose_sizes(coord *c)
+{
+	ps_config *cfg = &c->in_force;
+	ps_auto_choice ch;
+	ps_link_model lm;
+	ps_dag *dag = NULL;
+	char err[1024], line[768], why[1100];
+	struct timespec t0, t1;
+	int rc = PS_OK;
+
+	if (!ps_auto_sizes_wanted(cfg))
+		return PS_OK;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (!cfg->model.file[0]) {
+		ps_auto_sizes_fallback(cfg, &ch);
+	} else {
+		rc = ps_dag_load(cfg->model.file, cfg->model.compute_scale,
+				 &dag, err, sizeof(err));
+		if (rc == PS_OK && !same_as_model(c, dag)) {
+			snprintf(err, sizeof(err), "the workers' tensors are "
+				 "not model.file's");
+			rc = PS_EINVAL;
+		}
+		if (rc == PS_OK)
+			rc = ps_link_model_from_config(cfg, &lm, err,
+						       sizeof(err));
+		if (rc == PS_OK)
+			rc = ps_auto_sizes_choose(cfg, dag, &lm, &ch, err,
+						  sizeof(err));
+		ps_dag_free(&dag);
+		if (rc != PS_OK) {
+			snprintf(why, sizeof(why),
+				 "cannot choose the auto sizes: %s", err);
+			abort_job(c, why);
+			return PS_EABORTED;
+		}
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ps_auto_choice_describe(&ch, line, sizeof(line));
+	printf("scheduling: %s; chosen in %.3f s\n", line,
+	       (double)(t1.tv_sec - t0.tv_sec) +
+		       (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
+	fflush(stdout);
+	return PS_OK;
 }
 
 /* DIR/config.ini: the configuration the job runs with, every key. */
@@ -1401,7 +1462,8 @@ int ps_coordinator_run(const ps_config *cfg, int ready_fd)
 
 	memset(&c, 0, sizeof(c));
 	c.progress_fd = -1;
-	c.cfg = cfg;
+	c.in_force = *cfg;
+	c.cfg = &c.in_force;
 	c.servers = (uint32_t)cfg->cluster.servers;
 	c.workers = (uint32_t)cfg->cluster.workers;
 	c.job_id = ps_random_id();
@@ -1449,6 +1511,8 @@ int ps_coordinator_run(const ps_config *cfg, int ready_fd)
 		rc = open_resume(&c);
 	if (rc == PS_OK)
 		rc = prepare_checkpoints(&c);
+	if (rc == PS_OK)
+		rc = choose_sizes(&c);
 	if (rc == PS_OK)
 		rc = place(&c);
 	if (rc == PS_OK)

@@ -13,7 +13,8 @@
  *   part      [tensor, index, offset, numel, server]   (uints)
  *   REGISTER  [node, [tensor...]]
  *   WELCOME   [your_id, num_servers, num_workers, [node...], placement,
- *              priorities?, start_iteration?, push_priorities?]
+ *              priorities?, start_iteration?, push_priorities?,
+ *              credits?]
  *              placement: nil, or [partition_size, [tensor...], [part...]]
  *              priorities (optional, with a placement only): one uint32
  *              per tensor, the order of parameter sends, or nil
@@ -21,6 +22,10 @@
  *              iteration of the checkpoint the job resumes from
  *              push_priorities (optional; absent: as priorities): the
  *              order of gradient pushes, or nil
+ *              credits (optional; absent or nil: each node's own
+ *              config): [push_credit, params_credit], the windows in
+ *              force (bytes, 0 = unlimited; the scheduler chose them
+ *              where the config says auto)
  *              on num_servers servers; rebuilt and checked with
  *              ps_placement_from_parts. nodes are indexed by id: node i has
  *              id i, role scheduler (i == 0), server (1..S, rank i - 1) or
@@ -959,8 +964,10 @@ int ps_wire_welcome_encode(const ps_wire_welcome *w, void **buf_p,
 	int with_prio = w->priority && w->placement;
 	int with_start = w->start_iteration > 0;
 	int with_push = w->placement != NULL;
+	int with_credit = w->has_credit && w->placement;
 
-	failed |= msgpack_pack_array(&pk, with_push    ? 8
+	failed |= msgpack_pack_array(&pk, with_credit  ? 9
+					  : with_push  ? 8
 					  : with_start ? 7
 					  : with_prio  ? 6
 						       : 5);
@@ -978,6 +985,11 @@ int ps_wire_welcome_encode(const ps_wire_welcome *w, void **buf_p,
 		failed |= msgpack_pack_uint64(&pk, w->start_iteration);
 	if (!failed && with_push)
 		failed |= priorities_pack(&pk, w->placement, w->push_priority);
+	if (!failed && with_credit) {
+		failed |= msgpack_pack_array(&pk, 2);
+		failed |= msgpack_pack_uint64(&pk, w->push_credit);
+		failed |= msgpack_pack_uint64(&pk, w->params_credit);
+	}
 	return sbuf_finish(&sb, failed, buf_p, len_p);
 }
 
@@ -1145,6 +1157,18 @@ int ps_wire_welcome_decode(const void *buf, size_t len, ps_wire_welcome *w_p,
 	    a->ptr[7].type != MSGPACK_OBJECT_NIL)
 		rc = priorities_walk(&d, &a->ptr[7], w.placement->num_tensors,
 		                     &w.push_priority);
+	if (rc == PS_OK && a->size >= 9 &&
+	    a->ptr[8].type != MSGPACK_OBJECT_NIL) {
+		const msgpack_object_array *ca;
+		rc = get_array(&d, &a->ptr[8], "credits", 2, 2, &ca);
+		if (rc == PS_OK)
+			rc = get_uint(&d, &ca->ptr[0], "push credit",
+			              PS_WIRE_CREDIT_MAX, &w.push_credit);
+		if (rc == PS_OK)
+			rc = get_uint(&d, &ca->ptr[1], "params credit",
+			              PS_WIRE_CREDIT_MAX, &w.params_credit);
+		w.has_credit = rc == PS_OK;
+	}
 	if (rc == PS_OK && a->size < 8 && w.priority) {
 		/* one order for both directions */
 		size_t n = w.placement->num_tensors * sizeof(*w.priority);

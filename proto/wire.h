@@ -35,6 +35,7 @@
 #define PS_ENDPOINT_MAX 128
 #define PS_REASON_MAX 512
 #define PS_MAX_NODES 8192
+#define PS_WIRE_CREDIT_MAX ((uint64_t)1 << 40) /* scheduling.*_credit_size */
 
 typedef enum ps_msg_type {
 	PS_MSG_REGISTER = 1, /* node -> scheduler: body ps_wire_register */
@@ -136,6 +137,11 @@ typedef struct ps_wire_welcome {
 	uint32_t *push_priority;
 	/* iteration the job starts at: 0, or the checkpoint's it resumes */
 	uint64_t start_iteration;
+	/* the credit windows in force (bytes, 0 = unlimited), sent with a
+	 * placement: what the scheduler chose for auto sizes. has_credit 0
+	 * (an older scheduler): each node keeps its config's. */
+	int has_credit;
+	uint64_t push_credit, params_credit;
 } ps_wire_welcome;
 
 typedef struct ps_wire_done {

@@ -115,6 +115,12 @@ static int setup_shard(server *s)
 	int rc;
 
 	s->workers = s->node.welcome.num_workers;
+	if (s->node.welcome.has_credit) { /* the scheduler's, auto chosen */
+		s->in_force.scheduling.push.credit_size =
+			s->node.welcome.push_credit;
+		s->in_force.scheduling.params.credit_size =
+			s->node.welcome.params_credit;
+	}
 	rc = ps_order_partition_numbers(pl, s->node.welcome.priority,
 					s->cfg->scheduling.params.gate ==
 						PS_GATE_COUNTER,
@@ -733,7 +739,8 @@ int ps_server_run(const ps_config *cfg)
 	if (check_device(cfg) != PS_OK)
 		return 1; /* before anything is set up */
 	memset(&s, 0, sizeof(s));
-	s.cfg = cfg;
+	s.in_force = *cfg;
+	s.cfg = &s.in_force;
 	rc = ps_node_join(&s.node, cfg, PS_ROLE_SERVER, NULL, 0);
 	if (rc != PS_OK)
 		goto out;

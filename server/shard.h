@@ -94,7 +94,10 @@ typedef struct snapshot {
 } snapshot;
 
 typedef struct server {
-	const ps_config *cfg;
+	const ps_config *cfg; /* &in_force */
+	/* the job's configuration, with the credit windows in force (the
+	 * WELCOME's: the scheduler chose them where the config says auto) */
+	ps_config in_force;
 	ps_node node;
 	uint32_t workers;
 	ps_shard *shard; /* the protocol (proto/shard.h) */

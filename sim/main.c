@@ -24,6 +24,7 @@
 #include "common/cli.h"
 #include "common/log.h"
 #include "model/dag.h"
+#include "sim/auto_sizes.h"
 #include "sim/cluster.h"
 #include "sim/fit.h"
 #include "sim/link.h"
@@ -129,6 +130,15 @@ static void print_json(const ps_config *cfg, const ps_dag *dag,
 	json_object_set_new(link, "fitted",
 			    json_boolean(cfg->link.fit_file[0] != 0));
 	json_object_set_new(j, "link", link);
+	json_object_set_new(j, "partition_size",
+			    json_integer((json_int_t)cfg->scheduling
+						 .partition_size));
+	json_object_set_new(j, "push_credit_size",
+			    json_integer((json_int_t)cfg->scheduling.push
+						 .credit_size));
+	json_object_set_new(j, "params_credit_size",
+			    json_integer((json_int_t)cfg->scheduling.params
+						 .credit_size));
 	json_object_set_new(j, "partitions", json_integer(r->partitions));
 	json_object_set_new(j, "fused_partitions", json_integer(r->fused));
 	json_object_set_new(j, "messages", json_integer((json_int_t)r->messages));
@@ -192,6 +202,7 @@ int main(int argc, char **argv)
 	};
 	struct timespec t0, t1;
 	ps_sim_result r;
+	ps_auto_choice ch;
 	ps_link_model lm;
 	ps_dag *dag = NULL;
 	ps_config cfg;
@@ -224,6 +235,19 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ps-sim: error: cannot load model.file: %s\n",
 			err);
 		return 1;
+	}
+	rc = ps_auto_sizes_choose(&cfg, dag, &lm, &ch, err, sizeof(err));
+	if (rc != PS_OK) {
+		fprintf(stderr, "ps-sim: error: cannot choose the auto sizes: "
+			"%s\n", err);
+		ps_dag_free(&dag);
+		return 1;
+	}
+	if (ch.chosen) {
+		char line[768];
+		ps_auto_choice_describe(&ch, line, sizeof(line));
+		/* as the scheduler says it; on stderr beside --json */
+		fprintf(o.json ? stderr : stdout, "scheduling: %s\n", line);
 	}
 	rc = ps_sim_run(&cfg, dag, &lm, &r, err, sizeof(err));
 	if (rc != PS_OK) {

@@ -846,6 +846,12 @@ static int setup_after_join(ps_client *c)
 	if (!c->slots || !c->stages)
 		return PS_ENOMEM;
 	c->nparts = pl->num_parts;
+	if (c->node.welcome.has_credit) { /* the scheduler's, auto chosen */
+		c->cfg.scheduling.push.credit_size =
+			c->node.welcome.push_credit;
+		c->cfg.scheduling.params.credit_size =
+			c->node.welcome.params_credit;
+	}
 	c->unwindowed_sync = c->cfg.train.mode == PS_MODE_SYNC &&
 			     c->cfg.scheduling.push.credit_size == 0;
 	{

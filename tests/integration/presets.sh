@@ -24,18 +24,40 @@ exact() {
 	[ "$n" -eq "$w" ] || fail "$name: $n of $w workers exact"
 }
 
+# ordo's sizes are auto: the scheduler simulates the job's model (a chain
+# of the exact worker's tensors) and chooses them before the WELCOME
+python3 "$SRC/tests/tools/chain_model.py" 1000,100000,10,50000 >"$WORK/chain.json" ||
+	fail "cannot write the chain model"
 for p in $PRESETS; do
+	model=()
+	[ "$p" = ordo ] && model=(--set model.file="$WORK/chain.json")
 	for W in 1 2 3; do
 		for S in 1 2 3; do
 			exact "exact-$p-w${W}s$S" $W 1000,100000,10,50000 \
 				--set scheduling.preset="$p" \
-				--set cluster.servers=$S --set train.iterations=5
+				--set cluster.servers=$S --set train.iterations=5 \
+				"${model[@]}"
 		done
 	done
 	grep "^scheduling: preset $p:" "$WORK/exact-$p-w1s1.out.log" >/dev/null ||
 		fail "$p: settings not printed at start-up"
 done
 pass "every preset exact, W and S in {1,2,3}: $(grep -h '^scheduling: preset' "$WORK"/exact-*-w1s1.out.log | sed 's/ (worker.*//' | paste -sd';')"
+for W in 1 2 3; do
+	for S in 1 2 3; do
+		grep -q "^scheduling: auto sizes: partition .* (ps-sim: .* on $W x $S at " \
+			"$WORK/exact-ordo-w${W}s$S.out.log" ||
+			fail "ordo W=$W S=$S: no auto sizes chosen by ps-sim at start-up"
+	done
+done
+pass "auto sizes chosen by simulating the model: $(grep -h '^scheduling: auto sizes' "$WORK/exact-ordo-w2s2.out.log")"
+
+# without a model there are no timings: the stated fallback, exact too
+exact auto-fallback 2 1000,100000,10,50000 --set scheduling.preset=ordo \
+	--set cluster.servers=2 --set train.iterations=3
+grep -q "^scheduling: auto sizes: partition 1M, credit .*no model timings.*fallback" \
+	"$WORK/auto-fallback.out.log" || fail "auto without a model: no fallback stated"
+pass "auto without a model: the stated fallback, exact"
 
 # MXNet's placement splits a tensor of a million elements or more into one
 # piece per server: exact too, and the placement says so

@@ -1419,7 +1419,7 @@ static void test_presets(void **state)
 	ps_config_finalize(&cfg);
 	ps_config_describe_scheduling(&cfg, line, sizeof(line));
 	assert_string_equal(line, "preset ordo: order tail, gate priority, "
-	                          "partition 1M, credit 2M, fusion off");
+	                          "partition auto, credit auto, fusion off");
 	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.fusion", "maybe",
 	                                  "--set", err, sizeof(err)),
 	                 PS_ECONFIG);
@@ -1489,17 +1489,18 @@ static void test_directions(void **state)
 	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.params_credit_size",
 	                                  "0", "--set", err, sizeof(err)),
 	                 PS_OK);
-	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.preset", "ordo",
-	                                  "--set", err, sizeof(err)),
+	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.preset",
+	                                  "bytescheduler", "--set", err,
+	                                  sizeof(err)),
 	                 PS_OK);
 	ps_config_finalize(&cfg);
-	assert_int_equal(cfg.scheduling.push.credit_size, 2 << 20);
+	assert_int_equal(cfg.scheduling.push.credit_size, 8 << 20);
 	assert_int_equal(cfg.scheduling.params.credit_size, 0);
 	ps_config_describe_scheduling(&cfg, line, sizeof(line));
-	assert_string_equal(line, "preset ordo: pushes order tail, gate "
-	                          "priority, credit 2M; parameters order tail, "
-	                          "gate priority, credit unlimited; partition "
-	                          "1M, fusion on");
+	assert_string_equal(line, "preset bytescheduler: pushes order layer, "
+	                          "gate priority, credit 8M; parameters order "
+	                          "layer, gate priority, credit unlimited; "
+	                          "partition 4M, fusion off");
 	assert_int_equal(ps_config_validate(&cfg, err, sizeof(err)), PS_OK);
 
 	/* the environment takes the shorthand too */
@@ -1568,14 +1569,15 @@ static void test_bdp_credit(void **state)
 
 	(void)state;
 	ps_config_defaults(&cfg);
-	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.preset", "ordo",
-	                                  "--set", err, sizeof(err)),
+	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.preset",
+	                                  "bytescheduler", "--set", err,
+	                                  sizeof(err)),
 	                 PS_OK);
-	assert_int_equal(cfg.scheduling.push.credit_auto, 1);
-	/* 10 Gbit/s x 2 x 20 us = 50 kB < 1M: two partitions */
+	assert_int_equal(cfg.scheduling.push.credit_bdp, 1);
+	/* 10 Gbit/s x 2 x 20 us = 50 kB < 4M: two partitions */
 	ps_config_finalize(&cfg);
-	assert_int_equal(cfg.scheduling.push.credit_size, 2 << 20);
-	/* 400 Gbit/s x 2 x 100 us = 10 MB = 9.54 partitions: 1 + 10 */
+	assert_int_equal(cfg.scheduling.push.credit_size, 8 << 20);
+	/* 400 Gbit/s x 2 x 100 us = 10 MB = 2.38 partitions: 1 + 3 */
 	assert_int_equal(ps_config_set_kv(&cfg, "metrics.bandwidth_gbps",
 	                                  "400", "--set", err, sizeof(err)),
 	                 PS_OK);
@@ -1583,15 +1585,15 @@ static void test_bdp_credit(void **state)
 	                                  "--set", err, sizeof(err)),
 	                 PS_OK);
 	ps_config_finalize(&cfg);
-	assert_int_equal(cfg.scheduling.push.credit_size, 11 << 20);
+	assert_int_equal(cfg.scheduling.push.credit_size, 16 << 20);
 	ps_config_finalize(&cfg); /* idempotent */
-	assert_int_equal(cfg.scheduling.push.credit_size, 11 << 20);
+	assert_int_equal(cfg.scheduling.push.credit_size, 16 << 20);
 	/* link.bandwidth_gbps, when set, is the link's */
 	assert_int_equal(ps_config_set_kv(&cfg, "link.bandwidth_gbps", "40",
 	                                  "--set", err, sizeof(err)),
 	                 PS_OK);
 	ps_config_finalize(&cfg);
-	assert_int_equal(cfg.scheduling.push.credit_size, 2 << 20);
+	assert_int_equal(cfg.scheduling.push.credit_size, 8 << 20);
 	/* smaller partitions, more of them */
 	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.partition_size",
 	                                  "256K", "--set", err, sizeof(err)),
@@ -1618,7 +1620,7 @@ static void test_bdp_credit(void **state)
 	assert_int_equal(cfg.scheduling.push.credit_size, 3 << 20);
 	/* another preset after it: its own credit */
 	ps_config_defaults(&cfg);
-	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.preset", "ordo",
+	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.preset", "bytescheduler",
 	                                  "--set", err, sizeof(err)),
 	                 PS_OK);
 	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.preset", "p3",
@@ -1632,11 +1634,87 @@ static void test_bdp_credit(void **state)
 	assert_int_equal(ps_config_bdp_credit(&cfg), 0);
 }
 
+
+/* "auto" sizes: the partition and the credits (each direction, and the
+ * shorthand) may be left to the job's start; no other size may. */
+static void test_auto_sizes(void **state)
+{
+	ps_config cfg;
+	char err[512], *ini = NULL;
+	size_t inilen = 0;
+	FILE *f;
+
+	(void)state;
+	ps_config_defaults(&cfg);
+	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.partition_size",
+	                                  "auto", "--set", err, sizeof(err)),
+	                 PS_OK);
+	assert_true(cfg.scheduling.partition_size == PS_SIZE_AUTO);
+	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.credit_size",
+	                                  "auto", "--set", err, sizeof(err)),
+	                 PS_OK);
+	assert_true(cfg.scheduling.push.credit_size == PS_SIZE_AUTO);
+	assert_true(cfg.scheduling.params.credit_size == PS_SIZE_AUTO);
+	assert_int_equal(ps_config_validate(&cfg, err, sizeof(err)), PS_OK);
+	/* every node accepts the largest partition auto may choose */
+	assert_int_equal(ps_config_max_message(&cfg),
+	                 PS_CONTROL_MESSAGE_MAX > PS_AUTO_PARTITION_MAX
+	                     ? PS_CONTROL_MESSAGE_MAX
+	                     : PS_AUTO_PARTITION_MAX);
+	/* a fixed credit beside an auto partition: valid (the choice fits
+	 * the partition under it) */
+	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.params_credit_size",
+	                                  "16K", "--set", err, sizeof(err)),
+	                 PS_OK);
+	assert_int_equal(ps_config_validate(&cfg, err, sizeof(err)), PS_OK);
+	f = open_memstream(&ini, &inilen);
+	assert_non_null(f);
+	ps_config_write_ini(&cfg, f);
+	fclose(f);
+	assert_non_null(strstr(ini, "partition_size = auto\n"));
+	assert_non_null(strstr(ini, "push_credit_size = auto\n"));
+	assert_non_null(strstr(ini, "params_credit_size = 16K\n"));
+	free(ini);
+	/* no other size */
+	assert_int_equal(ps_config_set_kv(&cfg, "transport.max_message",
+	                                  "auto", "--set", err, sizeof(err)),
+	                 PS_ECONFIG);
+	assert_non_null(strstr(err, "transport.max_message: 'auto' is not a "
+	                            "size"));
+	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.partition_size",
+	                                  "automatic", "--set", err,
+	                                  sizeof(err)),
+	                 PS_ECONFIG);
+	/* presets: ordo leaves both sizes to the start, p3 fixes them */
+	assert_true(ps_config_preset_has_auto(PS_PRESET_ORDO));
+	assert_false(ps_config_preset_has_auto(PS_PRESET_P3));
+	ps_config_defaults(&cfg);
+	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.partition_size",
+	                                  "2M", "--set", err, sizeof(err)),
+	                 PS_OK);
+	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.preset", "ordo",
+	                                  "--set", err, sizeof(err)),
+	                 PS_OK);
+	assert_int_equal(cfg.scheduling.partition_size, 2 << 20); /* kept */
+	assert_true(cfg.scheduling.push.credit_size == PS_SIZE_AUTO);
+	/* applying a preset sets all of its keys, the user's too */
+	assert_int_equal(ps_config_apply_preset(&cfg, PS_PRESET_P3, err,
+	                                        sizeof(err)),
+	                 PS_OK);
+	assert_int_equal(cfg.scheduling.preset, PS_PRESET_P3);
+	assert_int_equal(cfg.scheduling.partition_size, 160 << 10);
+	assert_int_equal(cfg.scheduling.push.credit_size, 160 << 10);
+	assert_int_equal(ps_config_apply_preset(&cfg, PS_PRESET_COUNT, err,
+	                                        sizeof(err)),
+	                 PS_ECONFIG);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_defaults),
 	    cmocka_unit_test(test_bdp_credit),
+	    cmocka_unit_test(test_auto_sizes),
 	    cmocka_unit_test(test_good_file),
 	    cmocka_unit_test(test_demo_config),
 	    cmocka_unit_test(test_file_errors),

@@ -836,6 +836,72 @@ static void test_welcome_roundtrip(void **state)
 	}
 	w.push_priority = NULL;
 
+	/* the credit windows in force (chosen by the scheduler where the
+	 * config says auto); absent: each node keeps its own; nil too; a
+	 * window beyond the largest credit a config can give is refused,
+	 * and so is a malformed element */
+	assert_int_equal(out.has_credit, 0);
+	w.has_credit = 1;
+	w.push_credit = 2u << 20;
+	w.params_credit = 0;
+	assert_int_equal(ps_wire_welcome_encode(&w, &buf, &len), PS_OK);
+	if (ps_wire_welcome_decode(buf, len, &out, why, sizeof(why)) != PS_OK)
+		fail_msg("welcome: %s", why);
+	assert_int_equal(out.has_credit, 1);
+	assert_int_equal(out.push_credit, 2u << 20);
+	assert_int_equal(out.params_credit, 0);
+	assert_memory_equal(out.priority, prio, sizeof(prio));
+	ps_wire_welcome_clear(&out);
+	for (size_t n = 0; n < len; n++)
+		assert_int_equal(
+		    ps_wire_welcome_decode(buf, n, &out, why, sizeof(why)),
+		    PS_EPROTO);
+	{
+		msgpack_unpacked u;
+		mp m;
+
+		msgpack_unpacked_init(&u);
+		assert_int_equal(msgpack_unpack_next(&u, buf, len, NULL),
+		                 MSGPACK_UNPACK_SUCCESS);
+		assert_int_equal(u.data.via.array.size, 9);
+		for (int bad = 0; bad < 4; bad++) {
+			mp_init(&m);
+			msgpack_pack_array(&m.pk, 9);
+			for (uint32_t i = 0; i < 8; i++)
+				msgpack_pack_object(&m.pk,
+				                    u.data.via.array.ptr[i]);
+			if (bad == 0) {
+				msgpack_pack_nil(&m.pk);
+			} else if (bad == 1) {
+				msgpack_pack_array(&m.pk, 2);
+				msgpack_pack_uint64(&m.pk, 1);
+				msgpack_pack_uint64(&m.pk,
+				                    PS_WIRE_CREDIT_MAX + 1);
+			} else if (bad == 2) {
+				msgpack_pack_array(&m.pk, 1);
+				msgpack_pack_uint64(&m.pk, 1);
+			} else {
+				msgpack_pack_str(&m.pk, 2);
+				msgpack_pack_str_body(&m.pk, "1M", 2);
+			}
+			int rc = ps_wire_welcome_decode(m.sb.data, m.sb.size,
+			                                &out, why,
+			                                sizeof(why));
+			if (bad == 0) {
+				assert_int_equal(rc, PS_OK);
+				assert_int_equal(out.has_credit, 0);
+				ps_wire_welcome_clear(&out);
+			} else {
+				assert_int_equal(rc, PS_EPROTO);
+				assert_non_null(strstr(why, "credit"));
+			}
+			mp_free(&m);
+		}
+		msgpack_unpacked_destroy(&u);
+	}
+	free(buf);
+	w.has_credit = 0;
+
 	/* a WELCOME without the push element (one order for both
 	 * directions): the pushes follow the parameters' order */
 	{

@@ -1,0 +1,277 @@
+/*
+ * sim/auto_sizes.c - the sizes chosen at a job's start (auto_sizes.h).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sim/auto_sizes.h"
+#include "sim/cluster.h"
+
+#define TIB ((uint64_t)1 << 40)
+
+static const unsigned credit_multiples[] = {1, 2, 4, 8, 0}; /* 0: none */
+
+/* The link rate the link model is built from (sim/link.h). */
+static double link_gbps(const ps_config *cfg)
+{
+	return cfg->link.bandwidth_gbps > 0 ? cfg->link.bandwidth_gbps
+					    : cfg->metrics.bandwidth_gbps;
+}
+
+int ps_auto_sizes_wanted(const ps_config *cfg)
+{
+	return cfg->scheduling.partition_size == PS_SIZE_AUTO ||
+	       cfg->scheduling.push.credit_size == PS_SIZE_AUTO ||
+	       cfg->scheduling.params.credit_size == PS_SIZE_AUTO;
+}
+
+/* The cluster the candidates are simulated on: the job's, or for a large
+ * one AUTO_MAX_WORKERS workers and servers in the job's ratio. */
+static void sim_cluster(const ps_config *cfg, uint32_t *w_p, uint32_t *s_p)
+{
+	uint32_t w = (uint32_t)cfg->cluster.workers;
+	uint32_t s = (uint32_t)cfg->cluster.servers;
+
+	if (w > AUTO_MAX_WORKERS) {
+		s = (uint32_t)lround((double)s * AUTO_MAX_WORKERS / w);
+		if (s < 1)
+			s = 1;
+		if (s > AUTO_MAX_WORKERS)
+			s = AUTO_MAX_WORKERS;
+		w = AUTO_MAX_WORKERS;
+	}
+	*w_p = w;
+	*s_p = s;
+}
+
+/* ps-sim's steady-state iteration time of k (us), or -1 with err. */
+static double simulate(ps_config k, const ps_dag *dag,
+		       const ps_link_model *lm, uint32_t w, uint32_t s,
+		       char *err, size_t errlen)
+{
+	ps_sim_result r;
+	double us;
+
+	k.output.dir[0] = '\0';
+	k.train.iterations = AUTO_ITERATIONS;
+	k.cluster.workers = (int)w;
+	k.cluster.servers = (int)s;
+	if (ps_sim_run(&k, dag, lm, &r, err, errlen) != PS_OK)
+		return -1.0;
+	us = r.iteration_us;
+	ps_sim_result_free(&r);
+	return us > 0.0 ? us : -1.0;
+}
+
+/* A direction's credit for candidate multiple m of partition p: the
+ * config's unless it is auto. */
+static uint64_t credit_for(uint64_t configured, uint64_t p, unsigned m)
+{
+	if (configured != PS_SIZE_AUTO)
+		return configured;
+	return m == 0 ? 0 : (uint64_t)m * p;
+}
+
+/* Whether partition p fits under a direction's fixed credit. */
+static int fits(uint64_t credit, uint64_t p)
+{
+	return credit == PS_SIZE_AUTO || credit == 0 || credit >= p;
+}
+
+static void runner_up(const ps_config *cfg, const ps_dag *dag,
+		      const ps_link_model *lm, uint32_t w, uint32_t s,
+		      ps_auto_choice *c)
+{
+	char err[256];
+
+	c->runner_up = -1;
+	for (int p = 0; p < PS_PRESET_COUNT; p++) {
+		ps_config k = *cfg;
+		double us;
+
+		if (p == cfg->scheduling.preset || ps_config_preset_has_auto(p))
+			continue;
+		if (ps_config_apply_preset(&k, p, err, sizeof(err)) != PS_OK)
+			continue;
+		us = simulate(k, dag, lm, w, s, err, sizeof(err));
+		if (us > 0.0 && (c->runner_up < 0 || us < c->runner_up_us)) {
+			c->runner_up = p;
+			c->runner_up_us = us;
+		}
+	}
+}
+
+int ps_auto_sizes_choose(ps_config *cfg, const ps_dag *dag,
+			 const ps_link_model *lm, ps_auto_choice *c,
+			 char *err, size_t errlen)
+{
+	const uint64_t part = cfg->scheduling.partition_size;
+	const uint64_t up = cfg->scheduling.push.credit_size;
+	const uint64_t down = cfg->scheduling.params.credit_size;
+	const int credit_auto = up == PS_SIZE_AUTO || down == PS_SIZE_AUTO;
+	uint64_t p_lo = part, p_hi = part;
+	ps_config best = *cfg;
+	double best_us = -1.0;
+	uint32_t w, s;
+
+	memset(c, 0, sizeof(*c));
+	c->runner_up = -1;
+	c->link_gbps = link_gbps(cfg);
+	if (!ps_auto_sizes_wanted(cfg)) {
+		c->partition_size = part;
+		c->push_credit = up;
+		c->params_credit = down;
+		return PS_OK;
+	}
+	sim_cluster(cfg, &w, &s);
+	c->sim_workers = w;
+	c->sim_servers = s;
+	if (part == PS_SIZE_AUTO) {
+		uint64_t total = 0;
+		for (uint32_t i = 0; i < dag->ntensors; i++)
+			total += dag->tensors[i].numel * PS_ELEM_SIZE;
+		p_lo = AUTO_MIN_PARTITION;
+		while (p_lo < PS_AUTO_PARTITION_MAX &&
+		       total / p_lo > AUTO_MAX_PARTITIONS)
+			p_lo *= 2;
+		p_hi = PS_AUTO_PARTITION_MAX;
+	}
+	if (err && errlen)
+		err[0] = '\0';
+	for (uint64_t p = p_lo; p <= p_hi; p *= 2) {
+		if (!fits(up, p) || !fits(down, p))
+			continue;
+		for (size_t i = 0; i < sizeof(credit_multiples) /
+					   sizeof(credit_multiples[0]);
+		     i++) {
+			unsigned m = credit_multiples[i];
+			ps_config k = *cfg;
+			double us;
+
+			if (!credit_auto && i > 0)
+				break; /* one candidate: the fixed credit */
+			if (p >= TIB && m != 0)
+				continue; /* whole tensors: no window */
+			k.scheduling.partition_size = p;
+			k.scheduling.push.credit_size = credit_for(up, p, m);
+			k.scheduling.params.credit_size =
+			    credit_for(down, p, m);
+			ps_config_finalize(&k);
+			us = simulate(k, dag, lm, w, s, err, errlen);
+			c->candidates++;
+			if (us > 0.0 && (best_us < 0.0 || us < best_us)) {
+				best_us = us;
+				best = k;
+			}
+		}
+		if (p >= TIB)
+			break;
+	}
+	if (best_us < 0.0) {
+		if (err && errlen && !err[0])
+			snprintf(err, errlen,
+				 "no partition of %lluK to %lluM fits under "
+				 "the fixed credit",
+				 (unsigned long long)(p_lo >> 10),
+				 (unsigned long long)(PS_AUTO_PARTITION_MAX >>
+						      20));
+		return PS_EINVAL;
+	}
+	*cfg = best;
+	c->chosen = 1;
+	c->partition_size = cfg->scheduling.partition_size;
+	c->push_credit = cfg->scheduling.push.credit_size;
+	c->params_credit = cfg->scheduling.params.credit_size;
+	c->iteration_us = best_us;
+	runner_up(cfg, dag, lm, w, s, c);
+	return PS_OK;
+}
+
+void ps_auto_sizes_fallback(ps_config *cfg, ps_auto_choice *c)
+{
+	uint64_t bdp;
+
+	memset(c, 0, sizeof(*c));
+	c->runner_up = -1;
+	if (!ps_auto_sizes_wanted(cfg)) {
+		c->partition_size = cfg->scheduling.partition_size;
+		c->push_credit = cfg->scheduling.push.credit_size;
+		c->params_credit = cfg->scheduling.params.credit_size;
+		return;
+	}
+	if (cfg->scheduling.partition_size == PS_SIZE_AUTO) {
+		uint64_t p = AUTO_FALLBACK_PARTITION;
+		/* under a fixed credit */
+		for (int d = 0; d < 2; d++) {
+			uint64_t cr = d ? cfg->scheduling.params.credit_size
+					: cfg->scheduling.push.credit_size;
+			if (cr != PS_SIZE_AUTO && cr != 0 && cr < p)
+				p = cr & ~(uint64_t)3;
+		}
+		cfg->scheduling.partition_size = p;
+	}
+	bdp = ps_config_bdp_credit(cfg);
+	if (cfg->scheduling.push.credit_size == PS_SIZE_AUTO)
+		cfg->scheduling.push.credit_size = bdp;
+	if (cfg->scheduling.params.credit_size == PS_SIZE_AUTO)
+		cfg->scheduling.params.credit_size = bdp;
+	ps_config_finalize(cfg);
+	c->chosen = 1;
+	c->fallback = 1;
+	c->partition_size = cfg->scheduling.partition_size;
+	c->push_credit = cfg->scheduling.push.credit_size;
+	c->params_credit = cfg->scheduling.params.credit_size;
+	c->link_gbps = link_gbps(cfg);
+}
+
+static void credit_words(uint64_t credit, char *buf, size_t cap)
+{
+	if (credit == 0)
+		snprintf(buf, cap, "unlimited");
+	else
+		ps_config_format_size(credit, buf, cap);
+}
+
+void ps_auto_choice_describe(const ps_auto_choice *c, char *buf,
+			     size_t cap)
+{
+	char part[32], up[32], down[32], credit[96], rest[256] = "";
+	char fb[32];
+
+	if (c->partition_size >= TIB)
+		snprintf(part, sizeof(part), "whole tensors");
+	else
+		ps_config_format_size(c->partition_size, part, sizeof(part));
+	credit_words(c->push_credit, up, sizeof(up));
+	credit_words(c->params_credit, down, sizeof(down));
+	if (strcmp(up, down) == 0)
+		snprintf(credit, sizeof(credit), "credit %s", up);
+	else
+		snprintf(credit, sizeof(credit),
+			 "push credit %s, params credit %s", up, down);
+	ps_config_format_size(AUTO_FALLBACK_PARTITION, fb, sizeof(fb));
+	if (c->fallback)
+		snprintf(rest, sizeof(rest),
+			 "no model timings to simulate (model.file is not "
+			 "set): the fallback, %s partitions and the "
+			 "bandwidth-delay credit at %g Gbit/s",
+			 fb, c->link_gbps);
+	else if (c->runner_up >= 0)
+		snprintf(rest, sizeof(rest),
+			 "ps-sim: %.1f ms per iteration, best of %u pairs on "
+			 "%u x %u at %g Gbit/s; runner-up preset %s: %.1f ms",
+			 c->iteration_us / 1e3, c->candidates, c->sim_workers,
+			 c->sim_servers, c->link_gbps,
+			 ps_config_enum_name("scheduling.preset",
+					     c->runner_up),
+			 c->runner_up_us / 1e3);
+	else
+		snprintf(rest, sizeof(rest),
+			 "ps-sim: %.1f ms per iteration, best of %u pairs on "
+			 "%u x %u at %g Gbit/s",
+			 c->iteration_us / 1e3, c->candidates, c->sim_workers,
+			 c->sim_servers, c->link_gbps);
+	snprintf(buf, cap, "auto sizes: partition %s, %s (%s)", part, credit,
+		 rest);
+}

@@ -1,0 +1,91 @@
+/*
+ * sim/auto_sizes.h - the partition and credit sizes chosen at a job's
+ * start (scheduling.partition_size = auto, *_credit_size = auto).
+ *
+ * The scheduler (and ps-sim, so that a prediction is of the job that will
+ * run) simulates the job's own model on its own links for every candidate
+ * pair and keeps the fastest:
+ *
+ *   partition  64K, 128K, ... 64M (powers of two) from the smallest
+ *              that cuts the model into at most AUTO_MAX_PARTITIONS
+ *              (below it, per-message costs dominate and the simulation
+ *              grows with the messages), or the config's when it is
+ *              fixed; at most a fixed credit
+ *   credit     1, 2, 4 and 8 partitions, and unlimited, or the config's
+ *              when it is fixed (both auto directions get the same)
+ *
+ * Each candidate is ps-sim (sim/cluster.h) over AUTO_ITERATIONS
+ * iterations, scored by the mean iteration after the first (the steady
+ * state). A cluster of more than AUTO_MAX_WORKERS workers is simulated
+ * at that many workers and servers in the same ratio: a worker's and a
+ * server's links carry the same bytes per iteration as in the full job,
+ * at a fraction of the simulation's cost. The choice is a pure function
+ * of (config, model, link model): every run of a job chooses the same.
+ *
+ * Beside the choice, every preset that fixes its sizes is simulated on
+ * the same job, and the fastest of them is reported as the runner-up, so
+ * that the start-up line says what the choice is expected to gain.
+ *
+ * Without a model's timings (training through the client API, where the
+ * scheduler has only the declared tensors) there is nothing to simulate:
+ * the fallback is stated, AUTO_FALLBACK_PARTITION and a credit of
+ * bandwidth-delay product (ps_config_bdp_credit).
+ *
+ * Threads: none; a call owns what it allocates.
+ */
+#ifndef ORDO_SIM_AUTO_SIZES_H
+#define ORDO_SIM_AUTO_SIZES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/config.h"
+#include "model/dag.h"
+#include "sim/link.h"
+
+#define AUTO_ITERATIONS 3
+#define AUTO_MAX_WORKERS 4
+#define AUTO_MIN_PARTITION ((uint64_t)64 << 10)
+#define AUTO_MAX_PARTITIONS 2048
+#define AUTO_FALLBACK_PARTITION ((uint64_t)1 << 20)
+
+typedef struct ps_auto_choice {
+	int chosen;              /* 0: the config had no auto size */
+	int fallback;            /* 1: no timings, the fallback sizes */
+	uint64_t partition_size; /* the sizes in force after the choice */
+	uint64_t push_credit, params_credit;
+	double iteration_us;     /* predicted (0 with the fallback) */
+	uint32_t candidates;     /* pairs simulated */
+	uint32_t sim_workers, sim_servers;
+	int runner_up;           /* a ps_preset, or -1 */
+	double runner_up_us;
+	double link_gbps;        /* the link rate the choice assumed */
+	double seconds;          /* spent choosing (wall clock of the
+				  * caller's: filled by the caller) */
+} ps_auto_choice;
+
+/* Whether cfg leaves a size to be chosen. */
+int ps_auto_sizes_wanted(const ps_config *cfg);
+
+/*
+ * Chooses cfg's auto sizes by simulating dag (loaded with
+ * model.compute_scale) on lm, and writes them into cfg (finalized: a
+ * preset's bandwidth-delay credit follows the chosen partition). A config
+ * without auto sizes is left as it is (c->chosen = 0). Errors: PS_EINVAL /
+ * PS_ENOMEM with a reason in err (no candidate could be simulated).
+ */
+int ps_auto_sizes_choose(ps_config *cfg, const ps_dag *dag,
+			 const ps_link_model *lm, ps_auto_choice *c,
+			 char *err, size_t errlen);
+
+/* The stated fallback without timings: writes it into cfg. */
+void ps_auto_sizes_fallback(ps_config *cfg, ps_auto_choice *c);
+
+/* One line: what was chosen, the prediction, the runner-up preset
+ * ("auto sizes: partition 1M, credit 4M both ways (ps-sim: 412.3 ms per
+ * iteration over 55 pairs, 2 x 2, link 10 Gbit/s; runner-up preset p3:
+ * 431.0 ms)"). */
+void ps_auto_choice_describe(const ps_auto_choice *c, char *buf,
+			     size_t cap);
+
+#endif /* ORDO_SIM_AUTO_SIZES_H */
