@@ -51,7 +51,13 @@ assert obj["preset"] == sys.argv[2], obj["preset"]
 assert obj["workers"] == 4 and obj["servers"] == 2 and obj["iterations"] == 3
 assert obj["iteration_ms"] > 0 and obj["samples_per_second"] > 0
 assert obj["lower_ms"] <= obj["makespan_ms"] <= obj["worst_ms"]
+assert 4 <= obj["partition_size"] <= 1 << 40   # chosen, never "auto"
 PY
+	# ordo's sizes are auto: chosen first, and said on stderr
+	if [ "$p" = ordo ]; then
+		grep -q '^scheduling: auto sizes: partition .* (ps-sim: .* on 4 x 2 ' \
+			"$tmp/err" || fail "ordo: no auto sizes line on stderr"
+	fi
 done
 
 # --- determinism: the same config twice gives the same bytes ------------
