@@ -118,6 +118,7 @@ int ps_auto_sizes_choose(ps_config *cfg, const ps_dag *dag,
 	memset(c, 0, sizeof(*c));
 	c->runner_up = -1;
 	c->link_gbps = link_gbps(cfg);
+	c->link_from_metrics = !(cfg->link.bandwidth_gbps > 0);
 	if (!ps_auto_sizes_wanted(cfg)) {
 		c->partition_size = part;
 		c->push_credit = up;
@@ -223,6 +224,7 @@ void ps_auto_sizes_fallback(ps_config *cfg, ps_auto_choice *c)
 	c->push_credit = cfg->scheduling.push.credit_size;
 	c->params_credit = cfg->scheduling.params.credit_size;
 	c->link_gbps = link_gbps(cfg);
+	c->link_from_metrics = !(cfg->link.bandwidth_gbps > 0);
 }
 
 static void credit_words(uint64_t credit, char *buf, size_t cap)
@@ -236,7 +238,7 @@ static void credit_words(uint64_t credit, char *buf, size_t cap)
 void ps_auto_choice_describe(const ps_auto_choice *c, char *buf,
 			     size_t cap)
 {
-	char part[32], up[32], down[32], credit[96], rest[256] = "";
+	char part[32], up[32], down[32], credit[96], rest[384] = "";
 	char fb[32];
 
 	if (c->partition_size >= TIB)
@@ -250,28 +252,34 @@ void ps_auto_choice_describe(const ps_auto_choice *c, char *buf,
 	else
 		snprintf(credit, sizeof(credit),
 			 "push credit %s, params credit %s", up, down);
+	char link[128];
+
 	ps_config_format_size(AUTO_FALLBACK_PARTITION, fb, sizeof(fb));
+	snprintf(link, sizeof(link), "%g Gbit/s%s", c->link_gbps,
+		 c->link_from_metrics ? " (metrics.bandwidth_gbps: "
+					"link.bandwidth_gbps is 0)"
+				      : "");
 	if (c->fallback)
 		snprintf(rest, sizeof(rest),
 			 "no model timings to simulate (model.file is not "
 			 "set): the fallback, %s partitions and the "
-			 "bandwidth-delay credit at %g Gbit/s",
-			 fb, c->link_gbps);
+			 "bandwidth-delay credit at %s",
+			 fb, link);
 	else if (c->runner_up >= 0)
 		snprintf(rest, sizeof(rest),
 			 "ps-sim: %.1f ms per iteration, best of %u pairs on "
-			 "%u x %u at %g Gbit/s; runner-up preset %s: %.1f ms",
+			 "%u x %u at %s; runner-up preset %s: %.1f ms",
 			 c->iteration_us / 1e3, c->candidates, c->sim_workers,
-			 c->sim_servers, c->link_gbps,
+			 c->sim_servers, link,
 			 ps_config_enum_name("scheduling.preset",
 					     c->runner_up),
 			 c->runner_up_us / 1e3);
 	else
 		snprintf(rest, sizeof(rest),
 			 "ps-sim: %.1f ms per iteration, best of %u pairs on "
-			 "%u x %u at %g Gbit/s",
+			 "%u x %u at %s",
 			 c->iteration_us / 1e3, c->candidates, c->sim_workers,
-			 c->sim_servers, c->link_gbps);
+			 c->sim_servers, link);
 	snprintf(buf, cap, "auto sizes: partition %s, %s (%s)", part, credit,
 		 rest);
 }

@@ -60,6 +60,8 @@ typedef struct ps_auto_choice {
 	int runner_up;           /* a ps_preset, or -1 */
 	double runner_up_us;
 	double link_gbps;        /* the link rate the choice assumed */
+	int link_from_metrics;   /* it is metrics.bandwidth_gbps's
+				  * (link.bandwidth_gbps is 0) */
 	double seconds;          /* spent choosing (wall clock of the
 				  * caller's: filled by the caller) */
 } ps_auto_choice;

@@ -254,6 +254,10 @@ static void test_fallback(void **state)
 	ps_auto_sizes_fallback(&cfg, &c);
 	assert_int_equal(cfg.scheduling.partition_size, 256 * KIB);
 	assert_int_equal(ps_config_validate(&cfg, err, sizeof(err)), PS_OK);
+	/* the link rate's source is said: here not the link's own key */
+	ps_auto_choice_describe(&c, line, sizeof(line));
+	assert_non_null(strstr(line, "at 10 Gbit/s (metrics.bandwidth_gbps: "
+				     "link.bandwidth_gbps is 0)"));
 }
 
 static void test_describe(void **state)
