@@ -641,6 +641,11 @@ int ps_wire_header_decode(const void *buf, size_t len, ps_wire_header *h_p,
 		return PS_EINVAL;
 	memset(h_p, 0, sizeof(*h_p));
 	dctx_init(&d, why, whylen, "header");
+	/* before anything is decoded: a header is small, and decoding a
+	 * large one would allocate in proportion to it */
+	if (len > PS_WIRE_HEADER_MAX)
+		return bad(&d, "%zu bytes, more than a header's %d", len,
+		           PS_WIRE_HEADER_MAX);
 	rc = unpack_one(buf, len, &u, &d);
 	if (rc != PS_OK)
 		return rc;

@@ -438,6 +438,54 @@ static void test_header_rejects(void **state)
 		assert_false(out.has_lr);
 	}
 
+	/* a header longer than PS_WIRE_HEADER_MAX is refused before it is
+	 * decoded (decoding allocates per element: a 64 MiB array of 1s
+	 * took a node's memory to 1.2 GB); a padded one of exactly that
+	 * size is a header */
+	{
+		ps_wire_header h = {.type = PS_MSG_PUSH}, out;
+		char buf[PS_WIRE_HEADER_MAX + 2], why[256];
+		size_t len;
+
+		assert_int_equal(ps_wire_header_encode(&h, buf, sizeof(buf), &len),
+		                 PS_OK);
+		/* append nil elements: fixarray's count is the low nibble */
+		assert_true((unsigned char)buf[0] == 0x99); /* 9 elements */
+		buf[0] = (char)0xdc; /* array 16: two count bytes follow */
+		memmove(buf + 3, buf + 1, len - 1);
+		len += 2;
+		size_t n = 9 + (PS_WIRE_HEADER_MAX - len);
+		memset(buf + len, 0xc0, PS_WIRE_HEADER_MAX + 1 - len);
+		buf[1] = (char)(n >> 8);
+		buf[2] = (char)(n & 0xff);
+		assert_int_equal(ps_wire_header_decode(buf, PS_WIRE_HEADER_MAX,
+		                                       &out, why, sizeof(why)),
+		                 PS_OK);
+		n++;
+		buf[1] = (char)(n >> 8);
+		buf[2] = (char)(n & 0xff);
+		assert_int_equal(ps_wire_header_decode(buf,
+		                                       PS_WIRE_HEADER_MAX + 1,
+		                                       &out, why, sizeof(why)),
+		                 PS_EPROTO);
+		assert_non_null(strstr(why, "97 bytes, more than a header's 96"));
+	}
+	{
+		ps_wire_header out;
+		char why[256];
+		mp m;
+
+		mp_init(&m);
+		msgpack_pack_array(&m.pk, 1u << 20);
+		for (uint32_t i = 0; i < 1u << 20; i++)
+			msgpack_pack_uint32(&m.pk, 1);
+		assert_int_equal(ps_wire_header_decode(m.sb.data, m.sb.size,
+		                                       &out, why, sizeof(why)),
+		                 PS_EPROTO);
+		assert_non_null(strstr(why, "more than a header's"));
+		mp_free(&m);
+	}
+
 	/* not an array */
 	{
 		ps_wire_header out;
@@ -516,12 +564,19 @@ static void test_hostile_bytes(void **state)
 	assert_non_null(strstr(why, "claims 2147483648 elements"));
 	print_message("2^31-element array: %s\n", why);
 
-	/* nesting deeper than msgpack-c (or we) allow */
+	/* nesting deeper than msgpack-c (or we) allow: a body (a header
+	 * that long is refused for its length alone) */
 	memset(deep, 0x91, sizeof(deep));
 	deep[sizeof(deep) - 1] = 0x01;
 	assert_int_equal(
 	    ps_wire_header_decode(deep, sizeof(deep), &h, why, sizeof(why)),
 	    PS_EPROTO);
+	{
+		ps_wire_done dd;
+		assert_int_equal(ps_wire_done_decode(deep, sizeof(deep), &dd,
+		                                     why, sizeof(why)),
+		                 PS_EPROTO);
+	}
 	assert_non_null(strstr(why, "nested"));
 }
 
