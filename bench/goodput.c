@@ -199,7 +199,7 @@ static double bench_ordo(uint64_t psize, int W, int S, int iterations)
 	j.cfg.cluster.scheduler_port = 0;
 	j.cfg.cluster.heartbeat_timeout_ms = 60000;
 	j.cfg.cluster.heartbeat_interval_ms = 500;
-	j.cfg.scheduling.partition_size = psize;
+	ps_config_set_partition_size(&j.cfg, psize);
 	j.cfg.train.lr = 0.0;
 	j.cfg.train.momentum = 0.0;
 	j.cfg.log.level = PS_LOG_WARN;

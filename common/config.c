@@ -120,36 +120,39 @@ static const char *const link_model_names[] = {
 /* What each preset sets, in the syntax of the keys (see docs/presets.md
  * for why, direction by direction). A preset fills in only the keys not
  * set explicitly. The order of the fields is that of preset_keys. */
-#define PRESET_KEYS 10
+#define PRESET_KEYS 11
 static const char *const preset_keys[PRESET_KEYS] = {
     "scheduling.push_order",   "scheduling.push_gate",
     "scheduling.push_credit_size", "scheduling.params_order",
     "scheduling.params_gate",  "scheduling.params_credit_size",
-    "scheduling.params_barrier", "scheduling.partition_size",
-    "scheduling.fusion",       "scheduling.placement"};
+    "scheduling.params_barrier", "scheduling.push_partition_size",
+    "scheduling.params_partition_size", "scheduling.fusion",
+    "scheduling.placement"};
 static const struct preset {
 	const char *v[PRESET_KEYS];
 } presets[PS_PRESET_COUNT] = {
     /*                          pushes                    parameters
      *                          order    gate   credit    order    gate
-     *                          credit barrier partition fusion placement */
+     *                          credit barrier partitions (push, params)
+     *                          fusion placement */
     [PS_PRESET_BASELINE] = {{"fifo", "fifo", "0", "fifo", "fifo", "0",
-                             "off", "1T", "off", "balanced"}},
+                             "off", "1T", "1T", "off", "balanced"}},
     [PS_PRESET_TENSORFLOW] = {{"fifo", "fifo", "0", "fifo", "fifo", "0",
-                               "on", "1T", "off", "round-robin"}},
+                               "on", "1T", "1T", "off", "round-robin"}},
     [PS_PRESET_MXNET] = {{"fifo", "fifo", "0", "fifo", "fifo", "0", "off",
-                          "1T", "off", "mxnet"}},
+                          "1T", "1T", "off", "mxnet"}},
     [PS_PRESET_P3] = {{"layer", "priority", "160K", "layer", "priority",
-                       "160K", "off", "160K", "off", "balanced"}},
+                       "160K", "off", "160K", "160K", "off", "balanced"}},
     [PS_PRESET_TICTAC_TIO] = {{"fifo", "fifo", "0", "tio", "counter", "0",
-                               "on", "1T", "off", "round-robin"}},
+                               "on", "1T", "1T", "off", "round-robin"}},
     [PS_PRESET_TICTAC_TAO] = {{"fifo", "fifo", "0", "tao", "counter", "0",
-                               "on", "1T", "off", "round-robin"}},
+                               "on", "1T", "1T", "off", "round-robin"}},
     [PS_PRESET_BYTESCHEDULER] = {{"layer", "priority", "bdp", "layer",
-                                  "priority", "bdp", "off", "4M", "off",
-                                  "balanced"}},
+                                  "priority", "bdp", "off", "4M", "4M",
+                                  "off", "balanced"}},
     [PS_PRESET_ORDO] = {{"tail", "priority", "auto", "tail", "priority",
-                         "auto", "off", "auto", "on", "balanced"}},
+                         "auto", "off", "auto", "auto", "on",
+                         "balanced"}},
 };
 static const char *const then_names[] = {[PS_TUNE_THEN_TRAIN] = "train",
                                          [PS_TUNE_THEN_STOP] = "stop", NULL};
@@ -481,13 +484,26 @@ static const option options[] = {
          "order, different per worker and iteration (TensorFlow's PS: "
          "workers read every parameter at the start of the next "
          "iteration, in no enforced order). Synchronous training only."),
-    SIZE(scheduling, partition_size, "1T", 4, TIB,
-         "Tensors are cut into partitions of at most this many bytes, "
-         "placed on servers independently; a multiple of 4 (float32). "
-         "1T keeps every tensor whole. auto: the scheduler chooses it at "
-         "the start by simulating the job's model on its links "
-         "(docs/auto-sizes.md). Both directions share it: the partition "
-         "is what a server places, sums and updates."),
+    BOTH(scheduling, partition_size, OPT_SIZE, NULL, 4, TIB,
+         "push_partition_size", "params_partition_size",
+         "Shorthand: sets push_partition_size and params_partition_size "
+         "alike: tensors cut into partitions of at most this many bytes, "
+         "placed on servers independently, each sent whole both ways."),
+    SIZE_AT(scheduling, push_partition_size, push.partition_size, "1T", 4,
+            TIB,
+            "Largest piece of a tensor a worker pushes, in bytes; a "
+            "multiple of 4 (float32); 1T keeps every tensor whole. The "
+            "partition a server places, sums and updates is the larger "
+            "of push_partition_size and params_partition_size; the "
+            "direction with the smaller size sends it in pieces of at "
+            "most that size (docs/presets.md). auto (with "
+            "params_partition_size auto): the scheduler chooses both at "
+            "the start by simulating the job's model on its links "
+            "(docs/auto-sizes.md)."),
+    SIZE_AT(scheduling, params_partition_size, params.partition_size, "1T",
+            4, TIB,
+            "Largest piece of a tensor a server sends as parameters, in "
+            "bytes (as push_partition_size)."),
     ENUM(scheduling, fusion, "off", switch_names,
          "on: tensors smaller than partition_size are fused with their "
          "neighbours (in the order the backward pass produces them) into "
@@ -887,9 +903,10 @@ static int fill_preset(ps_config *cfg, int preset, int all, char *err,
 /* The sizes that may be "auto": chosen at the job's start (PS_SIZE_AUTO). */
 static bool size_auto_ok(const option *o)
 {
-	static const char *const keys[] = {"partition_size", "credit_size",
-	                                   "push_credit_size",
-	                                   "params_credit_size"};
+	static const char *const keys[] = {
+	    "partition_size",      "push_partition_size",
+	    "params_partition_size", "credit_size",
+	    "push_credit_size",    "params_credit_size"};
 
 	if (o->type != OPT_SIZE || strcmp(o->section, "scheduling") != 0)
 		return false;
@@ -1058,6 +1075,42 @@ static const option *option_named(const char *key)
 	return find_option(key, (size_t)(dot - key), dot + 1);
 }
 
+/* The partition a server places, sums and updates: the larger of the two
+ * directions' sizes (auto while either is). */
+static void settle_partition(ps_config *cfg)
+{
+	uint64_t up = cfg->scheduling.push.partition_size,
+	         down = cfg->scheduling.params.partition_size;
+
+	cfg->scheduling.partition_size =
+	    up == PS_SIZE_AUTO || down == PS_SIZE_AUTO ? PS_SIZE_AUTO
+	    : up > down                                ? up
+	                                               : down;
+}
+
+void ps_config_set_partition_sizes(ps_config *cfg, uint64_t push,
+                                   uint64_t params)
+{
+	cfg->scheduling.push.partition_size = push;
+	cfg->scheduling.params.partition_size = params;
+	settle_partition(cfg);
+}
+
+void ps_config_set_partition_size(ps_config *cfg, uint64_t bytes)
+{
+	ps_config_set_partition_sizes(cfg, bytes, bytes);
+}
+
+uint64_t ps_config_pieces_size(const ps_config *cfg, int params)
+{
+	const ps_direction_sched *d = params ? &cfg->scheduling.params
+	                                     : &cfg->scheduling.push;
+
+	return d->partition_size >= cfg->scheduling.partition_size
+	           ? 0
+	           : d->partition_size;
+}
+
 /* The direction whose credit o is, or NULL. */
 static ps_direction_sched *credit_of(ps_config *cfg, const option *o)
 {
@@ -1099,6 +1152,8 @@ static int set_value(ps_config *cfg, const option *o, const char *value,
 		return PS_OK;
 	}
 	rc = parse_value(cfg, o, value, origin, err, errlen);
+	if (rc == PS_OK)
+		settle_partition(cfg);
 	if (rc != PS_OK || strcmp(origin, "default") == 0)
 		return rc;
 	cfg->user_set[o - options] = 1;
@@ -1133,6 +1188,7 @@ static int fill_preset(ps_config *cfg, int preset, int all, char *err,
 		if (rc != PS_OK)
 			return rc;
 	}
+	settle_partition(cfg);
 	return PS_OK;
 }
 
@@ -1161,9 +1217,9 @@ int ps_config_preset_has_auto(int preset)
 	return 0;
 }
 
-uint64_t ps_config_bdp_credit(const ps_config *cfg)
+/* The bandwidth-delay credit in partitions (or pieces) of `part` bytes. */
+static uint64_t bdp_credit(const ps_config *cfg, uint64_t part)
 {
-	uint64_t part = cfg->scheduling.partition_size;
 	double gbps = cfg->link.bandwidth_gbps > 0 ? cfg->link.bandwidth_gbps
 	                                           : cfg->metrics.bandwidth_gbps;
 	/* bytes a link carries while one acknowledgement makes its round
@@ -1183,12 +1239,20 @@ uint64_t ps_config_bdp_credit(const ps_config *cfg)
 	return (uint64_t)n * part;
 }
 
+uint64_t ps_config_bdp_credit(const ps_config *cfg)
+{
+	return bdp_credit(cfg, cfg->scheduling.partition_size);
+}
+
 void ps_config_finalize(ps_config *cfg)
 {
-	if (cfg->scheduling.push.credit_bdp)
-		cfg->scheduling.push.credit_size = ps_config_bdp_credit(cfg);
-	if (cfg->scheduling.params.credit_bdp)
-		cfg->scheduling.params.credit_size = ps_config_bdp_credit(cfg);
+	ps_direction_sched *d[2] = {&cfg->scheduling.push,
+	                            &cfg->scheduling.params};
+
+	for (int i = 0; i < 2; i++)
+		if (d[i]->credit_bdp) /* in the direction's own pieces */
+			d[i]->credit_size =
+			    bdp_credit(cfg, d[i]->partition_size);
 }
 
 static void describe_size(uint64_t bytes, int none, const char *word,
@@ -1207,6 +1271,7 @@ int ps_config_directions_alike(const ps_config *cfg)
 
 	return up->order == down->order && up->gate == down->gate &&
 	       up->credit_size == down->credit_size &&
+	       up->partition_size == down->partition_size &&
 	       !cfg->scheduling.params_barrier;
 }
 
@@ -1232,6 +1297,28 @@ void ps_config_describe_scheduling(const ps_config *cfg, char *buf,
 		         "%s, fusion %s",
 		         preset_names[cfg->scheduling.preset],
 		         order_names[up->order], gate_names[up->gate], part, cu,
+		         switch_names[cfg->scheduling.fusion]);
+		return;
+	}
+	if (up->partition_size != down->partition_size) {
+		char pu[48], pd[48];
+
+		describe_size(up->partition_size,
+		              up->partition_size >= TIB &&
+		                  up->partition_size != PS_SIZE_AUTO,
+		              "whole tensors", pu, sizeof(pu));
+		describe_size(down->partition_size,
+		              down->partition_size >= TIB &&
+		                  down->partition_size != PS_SIZE_AUTO,
+		              "whole tensors", pd, sizeof(pd));
+		snprintf(buf, cap,
+		         "preset %s: pushes order %s, gate %s, partition %s, "
+		         "credit %s; parameters %sorder %s, gate %s, partition "
+		         "%s, credit %s; fusion %s",
+		         preset_names[cfg->scheduling.preset],
+		         order_names[up->order], gate_names[up->gate], pu, cu,
+		         cfg->scheduling.params_barrier ? "after a barrier, " : "",
+		         order_names[down->order], gate_names[down->gate], pd, cd,
 		         switch_names[cfg->scheduling.fusion]);
 		return;
 	}
@@ -1607,6 +1694,48 @@ uint64_t ps_config_max_message(const ps_config *cfg)
 	return m > 4 * GIB ? 4 * GIB : m;
 }
 
+/* What a direction cut into pieces (its partition size below the other's)
+ * cannot be combined with. */
+static int check_pieces(const ps_config *cfg, char *err, size_t errlen)
+{
+	char a[32], b[32];
+
+	for (int dir = 0; dir < 2; dir++) {
+		const ps_direction_sched *d = dir ? &cfg->scheduling.params
+		                                  : &cfg->scheduling.push;
+		const char *name = dir ? "params" : "push",
+		           *other = dir ? "push" : "params";
+
+		if (ps_config_pieces_size(cfg, dir) == 0)
+			continue;
+		ps_config_format_size(d->partition_size, a, sizeof(a));
+		ps_config_format_size(cfg->scheduling.partition_size, b,
+		                      sizeof(b));
+		if (strcmp(gate_names[d->gate], "counter") == 0)
+			return errf(err, errlen,
+			            "scheduling.%s_gate = counter releases whole "
+			            "partitions, one number each: it needs "
+			            "%s_partition_size (%s) at least "
+			            "%s_partition_size (%s)",
+			            name, name, a, other, b);
+		if (dir == 0 && cfg->train.mode != PS_MODE_SYNC)
+			return errf(err, errlen,
+			            "scheduling.push_partition_size (%s) below "
+			            "params_partition_size (%s) pushes each "
+			            "partition in pieces, which a server sums "
+			            "into its round: train.mode = sync only",
+			            a, b);
+		if (dir == 0 && cfg->server.device == PS_DEVICE_CUDA)
+			return errf(err, errlen,
+			            "scheduling.push_partition_size (%s) below "
+			            "params_partition_size (%s) pushes each "
+			            "partition in pieces; server.device = cuda "
+			            "sums whole partitions only",
+			            a, b);
+	}
+	return PS_OK;
+}
+
 int ps_config_validate(const ps_config *cfg, char *err, size_t errlen)
 {
 	char a[32], b[32];
@@ -1667,31 +1796,40 @@ int ps_config_validate(const ps_config *cfg, char *err, size_t errlen)
 		            cfg->cluster.heartbeat_timeout_ms,
 		            cfg->cluster.heartbeat_interval_ms,
 		            2 * cfg->cluster.heartbeat_interval_ms);
-	if (cfg->scheduling.partition_size != PS_SIZE_AUTO &&
-	    cfg->scheduling.partition_size % 4 != 0) {
-		ps_config_format_size(cfg->scheduling.partition_size, a,
-		                      sizeof(a));
-		return errf(err, errlen,
-		            "scheduling.partition_size (%s) must be a multiple "
-		            "of 4 bytes (whole float32 elements)",
-		            a);
-	}
 	for (int dir = 0; dir < 2; dir++) {
 		const ps_direction_sched *d = dir ? &cfg->scheduling.params
 		                                  : &cfg->scheduling.push;
+		const char *name = dir ? "params" : "push";
+		if (d->partition_size != PS_SIZE_AUTO &&
+		    d->partition_size % 4 != 0) {
+			ps_config_format_size(d->partition_size, a, sizeof(a));
+			return errf(err, errlen,
+			            "scheduling.%s_partition_size (%s) must be a "
+			            "multiple of 4 bytes (whole float32 elements)",
+			            name, a);
+		}
 		if (d->credit_size == 0 || d->credit_size == PS_SIZE_AUTO ||
-		    cfg->scheduling.partition_size == PS_SIZE_AUTO ||
-		    d->credit_size >= cfg->scheduling.partition_size)
+		    d->partition_size == PS_SIZE_AUTO ||
+		    d->credit_size >= d->partition_size)
 			continue;
 		ps_config_format_size(d->credit_size, a, sizeof(a));
-		ps_config_format_size(cfg->scheduling.partition_size, b,
-		                      sizeof(b));
+		ps_config_format_size(d->partition_size, b, sizeof(b));
 		return errf(err, errlen,
 		            "scheduling.%s_credit_size (%s) must be 0 "
-		            "(unlimited) or at least scheduling.partition_size "
+		            "(unlimited) or at least scheduling.%s_partition_size "
 		            "(%s)",
-		            dir ? "params" : "push", a, b);
+		            name, a, name, b);
 	}
+	if ((cfg->scheduling.push.partition_size == PS_SIZE_AUTO) !=
+	    (cfg->scheduling.params.partition_size == PS_SIZE_AUTO))
+		return errf(err, errlen,
+		            "scheduling.push_partition_size and "
+		            "params_partition_size are chosen together: auto "
+		            "for one needs auto for the other "
+		            "(scheduling.partition_size = auto sets both)");
+	rc = check_pieces(cfg, err, errlen);
+	if (rc != PS_OK)
+		return rc;
 	if (cfg->scheduling.placement == PS_PLACE_MXNET &&
 	    cfg->scheduling.fusion)
 		return errf(err, errlen,

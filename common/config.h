@@ -57,6 +57,9 @@ typedef struct ps_direction_sched {
 	int order;            /* ps_order_kind (scheduler/order.h) */
 	int gate;             /* ps_gate_kind (scheduler/gate.h) */
 	uint64_t credit_size; /* bytes; 0 = unlimited */
+	/* bytes: the largest piece of a partition this direction sends
+	 * (scheduling.*_partition_size; at least the partition: whole) */
+	uint64_t partition_size;
 	/* the preset's credit follows the bandwidth-delay product
 	 * (ps_config_finalize); not a key: cleared when the credit is set
 	 * explicitly */
@@ -155,7 +158,10 @@ struct ps_config {
 		int params_barrier;      /* 1: an iteration's parameters go
 					  * once the server updated them all,
 					  * in a random order (TensorFlow) */
-		uint64_t partition_size; /* bytes */
+		/* bytes: the partition a server places, sums and updates,
+		 * the larger of push.partition_size and
+		 * params.partition_size (kept so by every setter) */
+		uint64_t partition_size;
 		int fusion;              /* 1: fuse small tensors (PACE) */
 		int placement;           /* ps_place_strategy */
 	} scheduling;
@@ -259,6 +265,17 @@ int ps_config_validate(const ps_config *cfg, char *err, size_t errlen);
  * (docs/presets.md). Idempotent; ps_cli_parse and ps_client_create call
  * it. */
 void ps_config_finalize(ps_config *cfg);
+
+/* Sets both directions' partition size (and so the partition): for
+ * callers that set it directly rather than by key. */
+void ps_config_set_partition_size(ps_config *cfg, uint64_t bytes);
+/* ... each direction its own (the partition: the larger). */
+void ps_config_set_partition_sizes(ps_config *cfg, uint64_t push,
+				   uint64_t params);
+/* The size of the pieces a direction (params: 1, the servers' parameter
+ * sends; 0, the workers' pushes) cuts each partition into: 0 when it
+ * sends partitions whole (its size is the partition's). */
+uint64_t ps_config_pieces_size(const ps_config *cfg, int params);
 
 /* Sets every key of a preset (even those set by the user) and finalizes:
  * the configuration a preset runs with, for comparing presets on one job

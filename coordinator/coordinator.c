@@ -333,9 +333,13 @@ static int send_welcomes(coord *c)
 			.priority = c->priority,
 			.push_priority = c->push_priority,
 			.start_iteration = c->start_iteration,
-			.has_credit = 1,
+			.has_sizes = 1,
 			.push_credit = c->cfg->scheduling.push.credit_size,
 			.params_credit = c->cfg->scheduling.params.credit_size,
+			.push_partition =
+				c->cfg->scheduling.push.partition_size,
+			.params_partition =
+				c->cfg->scheduling.params.partition_size,
 		};
 		void *body;
 		size_t len;

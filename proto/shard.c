@@ -23,15 +23,21 @@
 typedef struct part_state {
 	ps_shard_part pub;
 	int held;          /* barrier: updated, its sends wait */
-	uint8_t *pushed;   /* sync: per worker rank, accepted this version */
-	uint32_t accepted; /* sync: pushes accepted this version */
+	uint32_t npush, nparams; /* pieces a push / a send comes in */
+	uint32_t *got;     /* sync: per worker rank, pieces accepted this
+			    * version (npush: the worker's push is in) */
+	uint32_t accepted; /* sync: workers whose push is in this version */
+	uint32_t *piece_in; /* sync, npush > 1: per piece, workers whose
+			     * piece is in this version */
 	uint64_t *unacked; /* per worker rank: PARAMS sent, not acknowledged
 			    * (a PARAMS_ACK must match one) */
+	uint32_t *next_ack; /* nparams > 1: per worker rank, the piece whose
+			     * PARAMS_ACK comes next */
 } part_state;
 
 /* A parameter send in the gate. */
 typedef struct pending {
-	uint32_t k, worker;
+	uint32_t k, worker, piece;
 	uint64_t version;
 	void *held;
 } pending;
@@ -76,9 +82,14 @@ static int push_msg(ps_shard *sh, const ps_shard_msg *m)
 
 /* ---- the gate ---------------------------------------------------------- */
 
-static uint64_t part_bytes(const part_state *p)
+/* Piece i of a direction cut in pieces of piece_bytes: elements, bytes. */
+static uint64_t piece_span(const part_state *p, uint64_t piece_bytes,
+			   uint32_t i, uint64_t *offset_p)
 {
-	return p->pub.desc->numel * PS_ELEM_SIZE;
+	uint64_t n;
+
+	ps_piece_span(p->pub.desc, piece_bytes, i, offset_p, &n);
+	return n;
 }
 
 /* Every parameter send the gate releases now becomes a message. */
@@ -99,9 +110,11 @@ static int drain(ps_shard *sh)
 			.key = p->pub.desc->tensor,
 			.iteration = e->version,
 			.priority = (int32_t)x.priority,
+			.piece = e->piece,
 			.bytes = x.bytes,
 			.held = e->held,
 		};
+		piece_span(p, sh->cfg.params_piece, e->piece, &m.offset);
 		free(e);
 		sh->st.sends++;
 		sh->parts[m.k].unacked[m.worker]++;
@@ -125,36 +138,54 @@ static int acks_sent(const ps_shard *sh)
 	return sh->cfg.async || sh->cfg.push_credit != 0;
 }
 
-/* Partition k's current version becomes ready to go to `worker` (in the
- * gate, not yet released). */
-static int ready_params(ps_shard *sh, uint32_t k, uint32_t worker)
+/* Piece `piece` of partition k's current version becomes ready to go to
+ * `worker` (in the gate, not yet released). */
+static int ready_piece(ps_shard *sh, uint32_t k, uint32_t worker,
+		       uint32_t piece)
 {
 	part_state *p = &sh->parts[k];
 	pending *e = malloc(sizeof(*e));
+	uint64_t off;
 	int rc;
 
 	if (!e)
 		return PS_ENOMEM;
-	if (sh->credit_pending && p->pub.version >= sh->credit_from) {
-		ps_gate_set_credit(sh->gate, sh->credit_next);
-		sh->credit_pending = 0;
-	}
 	*e = (pending){.k = k,
 		       .worker = worker,
+		       .piece = piece,
 		       .version = p->pub.version,
 		       .held = sh->cfg.hold ? sh->cfg.hold(sh->cfg.ud, k, worker)
 					    : NULL};
-	rc = ps_gate_ready_metered(sh->gate, &sh->meter,
-			   &(ps_xfer){.handle = (uintptr_t)e,
-				      .receiver = worker,
-				      .iteration = p->pub.version,
-				      .priority = sh->numbers[p->pub.index],
-				      .bytes = part_bytes(p)});
+	rc = ps_gate_ready_metered(
+		sh->gate, &sh->meter,
+		&(ps_xfer){.handle = (uintptr_t)e,
+			   .receiver = worker,
+			   .iteration = p->pub.version,
+			   .priority = sh->numbers[p->pub.index],
+			   .bytes = piece_span(p, sh->cfg.params_piece, piece,
+					       &off) *
+				    PS_ELEM_SIZE});
 	if (rc != PS_OK) {
 		if (sh->cfg.drop)
 			sh->cfg.drop(sh->cfg.ud, e->held);
 		free(e);
 	}
+	return rc;
+}
+
+/* Partition k's current version becomes ready to go to `worker`, piece
+ * by piece in order. */
+static int ready_params(ps_shard *sh, uint32_t k, uint32_t worker)
+{
+	part_state *p = &sh->parts[k];
+	int rc = PS_OK;
+
+	if (sh->credit_pending && p->pub.version >= sh->credit_from) {
+		ps_gate_set_credit(sh->gate, sh->credit_next);
+		sh->credit_pending = 0;
+	}
+	for (uint32_t i = 0; i < p->nparams && rc == PS_OK; i++)
+		rc = ready_piece(sh, k, worker, i);
 	return rc;
 }
 
@@ -261,6 +292,10 @@ int ps_shard_create(const ps_shard_config *cfg, ps_shard **sh_p)
 	*sh_p = NULL;
 	if (!pl || !cfg->numbers || cfg->workers == 0)
 		return PS_EINVAL;
+	/* what pieces cannot do (ps_config_validate says so to the user) */
+	if ((cfg->push_piece && cfg->async) ||
+	    (cfg->params_piece && cfg->gate == PS_GATE_COUNTER))
+		return PS_EINVAL;
 	sh = calloc(1, sizeof(*sh));
 	if (!sh)
 		return PS_ENOMEM;
@@ -289,9 +324,24 @@ int ps_shard_create(const ps_shard_config *cfg, ps_shard **sh_p)
 		sh->local[i] = (int32_t)k++;
 		p->pub.desc = &pl->parts[i];
 		p->pub.index = i;
-		p->pushed = calloc(cfg->workers, 1);
+		uint64_t np = ps_part_pieces(p->pub.desc, cfg->push_piece),
+			 nq = ps_part_pieces(p->pub.desc, cfg->params_piece);
+		if (np > PS_MAX_PIECES || nq > PS_MAX_PIECES) {
+			ps_shard_destroy(&sh);
+			return PS_EINVAL;
+		}
+		p->npush = (uint32_t)np;
+		p->nparams = (uint32_t)nq;
+		p->got = calloc(cfg->workers, sizeof(*p->got));
 		p->unacked = calloc(cfg->workers, sizeof(uint64_t));
-		if (!p->pushed || !p->unacked)
+		if (!p->got || !p->unacked)
+			goto nomem;
+		if (p->npush > 1 &&
+		    !(p->piece_in = calloc(p->npush, sizeof(*p->piece_in))))
+			goto nomem;
+		if (p->nparams > 1 &&
+		    !(p->next_ack = calloc(cfg->workers,
+					   sizeof(*p->next_ack))))
 			goto nomem;
 		if (cfg->async) {
 			p->pub.next_it = calloc(cfg->workers, sizeof(uint64_t));
@@ -347,8 +397,10 @@ void ps_shard_destroy(ps_shard **sh_p)
 			sh->cfg.drop(sh->cfg.ud, m->held);
 	}
 	for (uint32_t k = 0; sh->parts && k < sh->nparts; k++) {
-		free(sh->parts[k].pushed);
+		free(sh->parts[k].got);
+		free(sh->parts[k].piece_in);
 		free(sh->parts[k].unacked);
+		free(sh->parts[k].next_ack);
 		free(sh->parts[k].pub.next_it);
 	}
 	free(sh->parts);
@@ -400,7 +452,8 @@ static const char *type_name(int push)
 	return push ? "PUSH" : "PULL";
 }
 
-/* The local partition a data message names, checked: -1 with a reason. */
+/* The local partition a data message names, checked (with want_payload
+ * a payload of the whole partition): -1 with a reason. */
 static int32_t lookup(const ps_shard *sh, uint32_t part, uint32_t key,
 		      size_t payload_len, int want_payload, char *why,
 		      size_t whylen)
@@ -429,10 +482,11 @@ static int32_t lookup(const ps_shard *sh, uint32_t part, uint32_t key,
 }
 
 /* A worker's PUSH or PULL of an initialised partition: -1 with a reason
- * otherwise. */
+ * otherwise (the payload of a PUSH is checked against its piece by the
+ * caller). */
 static int32_t worker_request(const ps_shard *sh, int push, uint32_t from,
-			      uint32_t part, uint32_t key, size_t payload_len,
-			      char *why, size_t whylen)
+			      uint32_t part, uint32_t key, char *why,
+			      size_t whylen)
 {
 	int32_t k;
 
@@ -441,7 +495,7 @@ static int32_t worker_request(const ps_shard *sh, int push, uint32_t from,
 			 type_name(push));
 		return -1;
 	}
-	k = lookup(sh, part, key, payload_len, push, why, whylen);
+	k = lookup(sh, part, key, 0, 0, why, whylen);
 	if (k >= 0 && !sh->parts[k].pub.initialized) {
 		snprintf(why, whylen, "%s for partition %u before INIT",
 			 type_name(push), part);
@@ -451,16 +505,29 @@ static int32_t worker_request(const ps_shard *sh, int push, uint32_t from,
 }
 
 int ps_shard_check_push(const ps_shard *sh, uint32_t from, uint32_t part,
-			uint32_t key, uint64_t iteration, size_t payload_len,
-			uint32_t *k_p, char *why, size_t whylen)
+			uint32_t key, uint64_t iteration, uint32_t piece,
+			size_t payload_len, uint32_t *k_p, char *why,
+			size_t whylen)
 {
-	int32_t k = worker_request(sh, 1, from, part, key, payload_len, why,
-				   whylen);
+	int32_t k = worker_request(sh, 1, from, part, key, why, whylen);
 	const part_state *p;
+	uint64_t off, n;
 
 	if (k < 0)
 		return PS_EPROTO;
 	p = &sh->parts[k];
+	if (piece >= p->npush) {
+		snprintf(why, whylen, "PUSH of piece %u of partition %u, which "
+			 "is pushed in %u", piece, part, p->npush);
+		return PS_EPROTO;
+	}
+	n = piece_span(p, sh->cfg.push_piece, piece, &off);
+	if (payload_len != n * PS_ELEM_SIZE) {
+		snprintf(why, whylen, "partition %u%s needs %llu bytes, got "
+			 "%zu", part, p->npush > 1 ? " piece" : "",
+			 (unsigned long long)(n * PS_ELEM_SIZE), payload_len);
+		return PS_EPROTO;
+	}
 	if (!sh->cfg.async) {
 		if (iteration != p->pub.version) {
 			snprintf(why, whylen, "PUSH of iteration %llu for "
@@ -469,10 +536,16 @@ int ps_shard_check_push(const ps_shard *sh, uint32_t from, uint32_t part,
 				 (unsigned long long)p->pub.version);
 			return PS_EPROTO;
 		}
-		if (p->pushed[from]) {
+		if (p->got[from] == p->npush) {
 			snprintf(why, whylen, "second PUSH from worker %u for "
 				 "partition %u iteration %llu", from, part,
 				 (unsigned long long)iteration);
+			return PS_EPROTO;
+		}
+		if (piece != p->got[from]) {
+			snprintf(why, whylen, "PUSH of piece %u of partition "
+				 "%u from worker %u, where piece %u comes "
+				 "next", piece, part, from, p->got[from]);
 			return PS_EPROTO;
 		}
 	}
@@ -502,23 +575,25 @@ int ps_shard_on_init(ps_shard *sh, uint32_t from, uint32_t part,
 	}
 	sh->parts[k].pub.initialized = 1;
 	sh->parts[k].pub.version = 0;
-	return push_op(sh, &(ps_shard_op){.kind = PS_SHARD_OP_INIT,
-					  .k = (uint32_t)k,
-					  .worker = from,
-					  .ctx = ctx});
+	return push_op(sh, &(ps_shard_op){
+				   .kind = PS_SHARD_OP_INIT,
+				   .k = (uint32_t)k,
+				   .worker = from,
+				   .numel = sh->parts[k].pub.desc->numel,
+				   .ctx = ctx});
 }
 
 int ps_shard_on_push(ps_shard *sh, uint32_t from, uint32_t part,
 		     uint32_t key, uint64_t iteration, int32_t priority,
-		     size_t payload_len, void *ctx, int acked, char *why,
-		     size_t whylen)
+		     uint32_t piece, size_t payload_len, void *ctx, int acked,
+		     char *why, size_t whylen)
 {
 	uint32_t k;
 	part_state *p;
 	int rc;
 
-	rc = ps_shard_check_push(sh, from, part, key, iteration, payload_len,
-				 &k, why, whylen);
+	rc = ps_shard_check_push(sh, from, part, key, iteration, piece,
+				 payload_len, &k, why, whylen);
 	if (rc != PS_OK)
 		return rc;
 	p = &sh->parts[k];
@@ -529,16 +604,37 @@ int ps_shard_on_push(ps_shard *sh, uint32_t from, uint32_t part,
 			  .first = sh->cfg.async || p->accepted == 0,
 			  .priority = priority,
 			  .ack = !acked,
+			  .piece = piece,
 			  .ctx = ctx};
+	op.numel = piece_span(p, sh->cfg.push_piece, piece, &op.offset);
 	if (sh->cfg.async) {
 		if (iteration + 1 > p->pub.next_it[from])
 			p->pub.next_it[from] = iteration + 1;
 		op.count = 1;
 	} else {
-		p->pushed[from] = 1;
-		if (++p->accepted < sh->cfg.workers)
+		if (p->npush > 1)
+			op.first = p->piece_in[piece]++ == 0;
+		if (++p->got[from] == p->npush)
+			p->accepted++;
+		if (p->accepted < sh->cfg.workers)
 			return push_op(sh, &op);
 		op.count = sh->cfg.workers;
+	}
+	if (p->npush > 1) {
+		/* the round's last piece: summed like the others, then the
+		 * update over the whole sum */
+		rc = push_op(sh, &op);
+		if (rc != PS_OK)
+			return rc;
+		return push_op(sh, &(ps_shard_op){
+					   .kind = PS_SHARD_OP_UPDATE,
+					   .k = k,
+					   .worker = from,
+					   .iteration = iteration,
+					   .count = op.count,
+					   .priority = priority,
+					   .all_summed = 1,
+					   .numel = p->pub.desc->numel});
 	}
 	/* the round's last push: the update sums it in */
 	op.kind = PS_SHARD_OP_UPDATE;
@@ -546,7 +642,7 @@ int ps_shard_on_push(ps_shard *sh, uint32_t from, uint32_t part,
 }
 
 int ps_shard_ack(ps_shard *sh, uint32_t from, uint32_t part,
-		 uint64_t iteration, int32_t priority)
+		 uint64_t iteration, int32_t priority, uint32_t piece)
 {
 	int32_t k = ps_shard_local(sh, part);
 
@@ -561,13 +657,14 @@ int ps_shard_ack(ps_shard *sh, uint32_t from, uint32_t part,
 				    .partition = part,
 				    .key = sh->parts[k].pub.desc->tensor,
 				    .iteration = iteration,
-				    .priority = priority});
+				    .priority = priority,
+				    .piece = piece});
 }
 
 int ps_shard_on_pull(ps_shard *sh, uint32_t from, uint32_t part,
 		     uint32_t key, char *why, size_t whylen)
 {
-	int32_t k = worker_request(sh, 0, from, part, key, 0, why, whylen);
+	int32_t k = worker_request(sh, 0, from, part, key, why, whylen);
 
 	if (k < 0)
 		return PS_EPROTO;
@@ -575,9 +672,11 @@ int ps_shard_on_pull(ps_shard *sh, uint32_t from, uint32_t part,
 }
 
 int ps_shard_on_params_ack(ps_shard *sh, uint32_t from, uint32_t part,
-			   char *why, size_t whylen)
+			   uint32_t piece, char *why, size_t whylen)
 {
 	int32_t k = ps_shard_local(sh, part);
+	part_state *p;
+	uint64_t off;
 	int rc;
 
 	if (from == PS_SHARD_NOT_WORKER || from >= sh->cfg.workers || k < 0 ||
@@ -586,18 +685,29 @@ int ps_shard_on_params_ack(ps_shard *sh, uint32_t from, uint32_t part,
 			 "not in flight to that worker", part);
 		return PS_EPROTO;
 	}
+	p = &sh->parts[k];
+	if (piece != (p->nparams > 1 ? p->next_ack[from] : 0)) {
+		snprintf(why, whylen, "PARAMS_ACK for piece %u of partition "
+			 "%u, where piece %u is acknowledged next", piece, part,
+			 p->nparams > 1 ? p->next_ack[from] : 0);
+		return PS_EPROTO;
+	}
 	if (sh->cfg.fault == PS_SHARD_FAULT_CREDIT_LEAK &&
 	    ++sh->params_acks % 3 == 0)
 		rc = PS_OK; /* the deliberate leak: the credit never returns */
 	else
-		rc = ps_gate_acked_metered(sh->gate, &sh->meter,
-					   part_bytes(&sh->parts[k]));
+		rc = ps_gate_acked_metered(
+			sh->gate, &sh->meter,
+			piece_span(p, sh->cfg.params_piece, piece, &off) *
+				PS_ELEM_SIZE);
 	if (rc != PS_OK) {
 		snprintf(why, whylen, "PARAMS_ACK for partition %u, which is "
 			 "not in flight", part);
 		return PS_EPROTO;
 	}
-	sh->parts[k].unacked[from]--;
+	p->unacked[from]--;
+	if (p->nparams > 1)
+		p->next_ack[from] = (piece + 1) % p->nparams;
 	return drain(sh);
 }
 
@@ -644,7 +754,8 @@ static int push_ack(ps_shard *sh, const ps_shard_op *op)
 					    .partition = p->pub.index,
 					    .key = p->pub.desc->tensor,
 					    .iteration = op->iteration,
-					    .priority = op->priority});
+					    .priority = op->priority,
+					    .piece = op->piece});
 }
 
 int ps_shard_next_op(ps_shard *sh, ps_shard_op *op_p)
@@ -693,7 +804,10 @@ int ps_shard_op_done(ps_shard *sh)
 		sh->st.updates++;
 		if (sh->cfg.async)
 			return PS_OK;
-		memset(p->pushed, 0, sh->cfg.workers);
+		memset(p->got, 0, sh->cfg.workers * sizeof(*p->got));
+		if (p->piece_in)
+			memset(p->piece_in, 0,
+			       p->npush * sizeof(*p->piece_in));
 		p->accepted = 0;
 		return updated(sh, op.k, was);
 	}

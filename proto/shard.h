@@ -32,6 +32,12 @@
  *    by the update itself (one pass over the partition, not two); the
  *    update makes version i + 1, whose values become ready to go to every
  *    worker in rank order.
+ *  - pieces (placement.h): a partition pushed in pieces takes each
+ *    worker's pieces in order (0, 1, ...; over one connection they arrive
+ *    so), each summed into its part of the sum; the update follows the
+ *    last piece of the round, over the whole sum. Parameters sent in
+ *    pieces go as one transfer per piece, and their PARAMS_ACKs must come
+ *    in the same order.
  *  - asynchronous: every push is applied by itself (an update of one
  *    gradient); parameters go out only when a worker pulls.
  *  - a PUSH_ACK is sent when the push's sum is done, or, for the push an
@@ -83,6 +89,11 @@ typedef struct ps_shard_config {
 	uint64_t credit;         /* bytes; 0 = no window */
 	uint64_t push_credit;    /* the workers' window for their pushes:
 				  * with one, pushes get a PUSH_ACK */
+	/* bytes: the pieces partitions are pushed in and their parameters
+	 * sent in (placement.h, "Pieces"); 0: whole. Pushes in pieces need
+	 * synchronous mode and a gate other than counter for sends in
+	 * pieces (ps_config_validate says why; create refuses them). */
+	uint64_t push_piece, params_piece;
 	int barrier;             /* see "barrier" above */
 	const uint32_t *numbers; /* per global partition: the gate number of
 				  * its parameter sends
@@ -122,11 +133,15 @@ typedef struct ps_shard_part {
 
 typedef enum {
 	PS_SHARD_OP_INIT,      /* copy the INIT payload into the values */
-	PS_SHARD_OP_AGGREGATE, /* sum the push's gradient (set if first) */
+	PS_SHARD_OP_AGGREGATE, /* sum the push's gradient (set if first)
+				* into elements offset .. offset + numel of
+				* the partition's sum (a piece, or all) */
 	PS_SHARD_OP_UPDATE,    /* optimizer over `count` gradients, the last
 				* of them the round's last push (ctx),
 				* summed in on the way (first: it is the
-				* only one) - one pass, no sum written */
+				* only one) - one pass, no sum written;
+				* with ctx NULL (pushes in pieces) every
+				* gradient is in the sum already */
 } ps_shard_op_kind;
 
 typedef struct ps_shard_op {
@@ -140,6 +155,12 @@ typedef struct ps_shard_op {
 	int32_t priority;   /* AGGREGATE, UPDATE: the push's */
 	int ack;            /* AGGREGATE: a PUSH_ACK follows the sum;
 			     * UPDATE: it was queued when the op started */
+	uint32_t piece;     /* AGGREGATE: the push's piece */
+	int all_summed;     /* UPDATE: every gradient of the round is in the
+			     * sum already (pushes in pieces; ctx NULL) */
+	uint64_t offset;    /* the elements the op covers: AGGREGATE its
+			     * piece's, else the whole partition's */
+	uint64_t numel;
 	void *ctx;          /* the message's, as given with it */
 } ps_shard_op;
 
@@ -156,7 +177,9 @@ typedef struct ps_shard_msg {
 	uint32_t key;       /* the partition's (first) tensor */
 	uint64_t iteration; /* PUSH_ACK: the push's; PARAMS: the version */
 	int32_t priority;   /* PUSH_ACK: the push's; PARAMS: the gate's */
-	uint64_t bytes;     /* PARAMS: the payload */
+	uint32_t piece;     /* PUSH_ACK: the push's; PARAMS: its piece */
+	uint64_t offset;    /* PARAMS: the piece's first element */
+	uint64_t bytes;     /* PARAMS: the payload (the piece's) */
 	void *held;         /* PARAMS: hold()'s result */
 } ps_shard_msg;
 
@@ -182,23 +205,24 @@ int ps_shard_on_init(ps_shard *sh, uint32_t from, uint32_t part,
 		     size_t whylen);
 int ps_shard_on_push(ps_shard *sh, uint32_t from, uint32_t part,
 		     uint32_t key, uint64_t iteration, int32_t priority,
-		     size_t payload_len, void *ctx, int acked, char *why,
-		     size_t whylen);
+		     uint32_t piece, size_t payload_len, void *ctx, int acked,
+		     char *why, size_t whylen);
 int ps_shard_on_pull(ps_shard *sh, uint32_t from, uint32_t part,
 		     uint32_t key, char *why, size_t whylen);
 int ps_shard_on_params_ack(ps_shard *sh, uint32_t from, uint32_t part,
-			   char *why, size_t whylen);
+			   uint32_t piece, char *why, size_t whylen);
 void ps_shard_on_credit(ps_shard *sh, uint64_t credit, uint64_t from);
 
 /* Checks a push as ps_shard_on_push would, without taking it: PS_OK with
  * the local partition in *k_p, or PS_EPROTO with a reason. For a driver
  * that holds pushes back (asynchronous checkpoints, server/snapshot.h). */
 int ps_shard_check_push(const ps_shard *sh, uint32_t from, uint32_t part,
-			uint32_t key, uint64_t iteration, size_t payload_len,
-			uint32_t *k_p, char *why, size_t whylen);
+			uint32_t key, uint64_t iteration, uint32_t piece,
+			size_t payload_len, uint32_t *k_p, char *why,
+			size_t whylen);
 /* Queues the PUSH_ACK of a push held back (see acked above). */
 int ps_shard_ack(ps_shard *sh, uint32_t from, uint32_t part,
-		 uint64_t iteration, int32_t priority);
+		 uint64_t iteration, int32_t priority, uint32_t piece);
 
 /* Resuming from a checkpoint: local partition k holds version `version`
  * and is initialised; in asynchronous mode every worker's next iteration

@@ -14,7 +14,7 @@
  *   REGISTER  [node, [tensor...]]
  *   WELCOME   [your_id, num_servers, num_workers, [node...], placement,
  *              priorities?, start_iteration?, push_priorities?,
- *              credits?]
+ *              sizes?]
  *              placement: nil, or [partition_size, [tensor...], [part...]]
  *              priorities (optional, with a placement only): one uint32
  *              per tensor, the order of parameter sends, or nil
@@ -22,10 +22,11 @@
  *              iteration of the checkpoint the job resumes from
  *              push_priorities (optional; absent: as priorities): the
  *              order of gradient pushes, or nil
- *              credits (optional; absent or nil: each node's own
- *              config): [push_credit, params_credit], the windows in
- *              force (bytes, 0 = unlimited; the scheduler chose them
- *              where the config says auto)
+ *              sizes (optional; absent or nil: each node's own
+ *              config): [push_credit, params_credit, push_partition,
+ *              params_partition], the sizes in force in bytes (credit 0 =
+ *              unlimited; the scheduler chose them where the config says
+ *              auto)
  *              on num_servers servers; rebuilt and checked with
  *              ps_placement_from_parts. nodes are indexed by id: node i has
  *              id i, role scheduler (i == 0), server (1..S, rank i - 1) or
@@ -538,7 +539,9 @@ int ps_wire_header_encode(const ps_wire_header *h, void *buf, size_t cap,
 	if (!h || !buf || !len_p)
 		return PS_EINVAL;
 	msgpack_packer_init(&pk, &f, fixbuf_write);
-	failed |= msgpack_pack_array(&pk, HEADER_FIELDS + (h->has_lr ? 1 : 0));
+	failed |= msgpack_pack_array(&pk, HEADER_FIELDS + (h->piece   ? 2
+	                                                   : h->has_lr ? 1
+	                                                               : 0));
 	/* version 0 (a zeroed header) means this build's version */
 	failed |=
 	    msgpack_pack_uint32(&pk, h->version ? h->version : PS_WIRE_VERSION);
@@ -552,6 +555,10 @@ int ps_wire_header_encode(const ps_wire_header *h, void *buf, size_t cap,
 	failed |= msgpack_pack_int32(&pk, h->priority);
 	if (h->has_lr)
 		failed |= msgpack_pack_double(&pk, h->lr);
+	else if (h->piece)
+		failed |= msgpack_pack_nil(&pk);
+	if (h->piece)
+		failed |= msgpack_pack_uint32(&pk, h->piece);
 	if (failed) {
 		PS_ERROR("wire: header does not fit in %zu bytes", cap);
 		return PS_EINVAL;
@@ -625,6 +632,16 @@ static int header_walk(dctx *d, const msgpack_object *top, ps_wire_header *h)
 		} else if (o->type != MSGPACK_OBJECT_NIL) {
 			return bad(d, "element 9 (lr): expected a float");
 		}
+	}
+	h->piece = 0;
+	if (a->size > HEADER_FIELDS + 1 &&
+	    a->ptr[HEADER_FIELDS + 1].type != MSGPACK_OBJECT_NIL) {
+		uint64_t piece;
+		rc = get_uint(d, &a->ptr[HEADER_FIELDS + 1], "element 10 (piece)",
+		              PS_MAX_PIECES - 1, &piece);
+		if (rc != PS_OK)
+			return rc;
+		h->piece = (uint32_t)piece;
 	}
 	return PS_OK;
 }
@@ -969,9 +986,9 @@ int ps_wire_welcome_encode(const ps_wire_welcome *w, void **buf_p,
 	int with_prio = w->priority && w->placement;
 	int with_start = w->start_iteration > 0;
 	int with_push = w->placement != NULL;
-	int with_credit = w->has_credit && w->placement;
+	int with_sizes = w->has_sizes && w->placement;
 
-	failed |= msgpack_pack_array(&pk, with_credit  ? 9
+	failed |= msgpack_pack_array(&pk, with_sizes   ? 9
 					  : with_push  ? 8
 					  : with_start ? 7
 					  : with_prio  ? 6
@@ -990,10 +1007,12 @@ int ps_wire_welcome_encode(const ps_wire_welcome *w, void **buf_p,
 		failed |= msgpack_pack_uint64(&pk, w->start_iteration);
 	if (!failed && with_push)
 		failed |= priorities_pack(&pk, w->placement, w->push_priority);
-	if (!failed && with_credit) {
-		failed |= msgpack_pack_array(&pk, 2);
+	if (!failed && with_sizes) {
+		failed |= msgpack_pack_array(&pk, 4);
 		failed |= msgpack_pack_uint64(&pk, w->push_credit);
 		failed |= msgpack_pack_uint64(&pk, w->params_credit);
+		failed |= msgpack_pack_uint64(&pk, w->push_partition);
+		failed |= msgpack_pack_uint64(&pk, w->params_partition);
 	}
 	return sbuf_finish(&sb, failed, buf_p, len_p);
 }
@@ -1165,14 +1184,25 @@ int ps_wire_welcome_decode(const void *buf, size_t len, ps_wire_welcome *w_p,
 	if (rc == PS_OK && a->size >= 9 &&
 	    a->ptr[8].type != MSGPACK_OBJECT_NIL) {
 		const msgpack_object_array *ca;
-		rc = get_array(&d, &a->ptr[8], "credits", 2, 2, &ca);
+		rc = get_array(&d, &a->ptr[8], "sizes", 4, 4, &ca);
 		if (rc == PS_OK)
 			rc = get_uint(&d, &ca->ptr[0], "push credit",
-			              PS_WIRE_CREDIT_MAX, &w.push_credit);
+			              PS_WIRE_SIZE_MAX, &w.push_credit);
 		if (rc == PS_OK)
 			rc = get_uint(&d, &ca->ptr[1], "params credit",
-			              PS_WIRE_CREDIT_MAX, &w.params_credit);
-		w.has_credit = rc == PS_OK;
+			              PS_WIRE_SIZE_MAX, &w.params_credit);
+		if (rc == PS_OK)
+			rc = get_uint(&d, &ca->ptr[2], "push partition size",
+			              PS_WIRE_SIZE_MAX, &w.push_partition);
+		if (rc == PS_OK)
+			rc = get_uint(&d, &ca->ptr[3], "params partition size",
+			              PS_WIRE_SIZE_MAX, &w.params_partition);
+		if (rc == PS_OK &&
+		    (w.push_partition < PS_ELEM_SIZE ||
+		     w.params_partition < PS_ELEM_SIZE))
+			rc = bad(&d, "sizes: a partition size below %d bytes",
+			         PS_ELEM_SIZE);
+		w.has_sizes = rc == PS_OK;
 	}
 	if (rc == PS_OK && a->size < 8 && w.priority) {
 		/* one order for both directions */
@@ -1192,6 +1222,16 @@ out:
 	}
 	*w_p = w;
 	return PS_OK;
+}
+
+void ps_wire_welcome_sizes(const ps_wire_welcome *w, ps_config *cfg)
+{
+	if (!w->has_sizes)
+		return;
+	cfg->scheduling.push.credit_size = w->push_credit;
+	cfg->scheduling.params.credit_size = w->params_credit;
+	ps_config_set_partition_sizes(cfg, w->push_partition,
+				      w->params_partition);
 }
 
 void ps_wire_welcome_clear(ps_wire_welcome *w)

@@ -14,9 +14,12 @@
  * Header (msgpack array, in this order; decoders accept and ignore extra
  * trailing elements so that later versions may append fields):
  *   [version, type, job_id, sender, key, partition, iteration,
- *    payload_len, priority (, lr)]
+ *    payload_len, priority (, lr (, piece))]
  * lr (a float, finite and >= 0) only where a PUSH carries the learning
  * rate its update is to use; absent otherwise (nil is read as absent).
+ * piece (uint < PS_MAX_PIECES) only where a data message or its
+ * acknowledgement is about a piece other than the first of a partition
+ * sent in pieces; absent (or nil): 0.
  *
  * Threads: pure functions, thread-safe.
  */
@@ -26,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/config.h"
 #include "ordo/error.h"
 #include "scheduler/placement.h"
 
@@ -35,7 +39,7 @@
 #define PS_ENDPOINT_MAX 128
 #define PS_REASON_MAX 512
 #define PS_MAX_NODES 8192
-#define PS_WIRE_CREDIT_MAX ((uint64_t)1 << 40) /* scheduling.*_credit_size */
+#define PS_WIRE_SIZE_MAX ((uint64_t)1 << 40) /* scheduling.*_size */
 
 typedef enum ps_msg_type {
 	PS_MSG_REGISTER = 1, /* node -> scheduler: body ps_wire_register */
@@ -101,6 +105,9 @@ typedef struct ps_wire_header {
 	int32_t priority;    /* transfer priority (lower = sooner) */
 	int has_lr;          /* PUSH: lr is given (else train.lr applies) */
 	double lr;           /* PUSH: the learning rate of its update */
+	uint32_t piece;      /* PUSH, PARAMS and their ACKs: the piece of
+			      * the partition (placement.h, "Pieces"); 0
+			      * for a partition sent whole */
 } ps_wire_header;
 
 typedef struct ps_node_info {
@@ -137,11 +144,14 @@ typedef struct ps_wire_welcome {
 	uint32_t *push_priority;
 	/* iteration the job starts at: 0, or the checkpoint's it resumes */
 	uint64_t start_iteration;
-	/* the credit windows in force (bytes, 0 = unlimited), sent with a
-	 * placement: what the scheduler chose for auto sizes. has_credit 0
-	 * (an older scheduler): each node keeps its config's. */
-	int has_credit;
+	/* the sizes in force, sent with a placement: each direction's
+	 * credit window (bytes, 0 = unlimited) and partition size (the
+	 * pieces it sends; at least the placement's: whole) - what the
+	 * scheduler chose where the config says auto. has_sizes 0 (an older
+	 * scheduler): each node keeps its config's. */
+	int has_sizes;
 	uint64_t push_credit, params_credit;
+	uint64_t push_partition, params_partition;
 } ps_wire_welcome;
 
 typedef struct ps_wire_done {
@@ -181,6 +191,11 @@ int ps_wire_welcome_encode(const ps_wire_welcome *w, void **buf_p,
 int ps_wire_welcome_decode(const void *buf, size_t len, ps_wire_welcome *w_p,
 			   char *why, size_t whylen);
 void ps_wire_welcome_clear(ps_wire_welcome *w);
+
+/* The sizes in force into a node's copy of the job's configuration: the
+ * WELCOME's when it has them (the scheduler's choice where the config
+ * says auto), else cfg's stay. */
+void ps_wire_welcome_sizes(const ps_wire_welcome *w, ps_config *cfg);
 
 int ps_wire_done_encode(const ps_wire_done *d, void **buf_p, size_t *len_p);
 int ps_wire_done_decode(const void *buf, size_t len, ps_wire_done *d_p,

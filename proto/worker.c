@@ -19,7 +19,7 @@
 #include "scheduler/gate_meter.h"
 
 typedef struct pending {
-	uint32_t part, tensor;
+	uint32_t part, tensor, piece;
 	uint64_t iteration;
 	int fused;
 	void *ctx;
@@ -28,6 +28,10 @@ typedef struct pending {
 typedef struct part_state {
 	uint64_t version; /* newest received */
 	int have;
+	uint32_t npush, nparams; /* pieces a push / parameters come in */
+	uint32_t next_ack;       /* the push piece acknowledged next */
+	uint32_t got;            /* pieces in of the parameters arriving */
+	uint64_t got_version;    /* ... and their version */
 	/* fused: the stage being gathered */
 	uint64_t stage_it, stage_seq;
 	uint32_t staged; /* members in; 0: no stage */
@@ -57,9 +61,16 @@ static int push_msg(ps_wproto *w, const ps_wproto_msg *m)
 	return PS_OK;
 }
 
-static uint64_t part_bytes(const ps_wproto *w, uint32_t part)
+/* Piece i of partition part in pieces of piece_bytes: its bytes, and its
+ * first element in *offset_p. */
+static uint64_t piece_bytes(const ps_wproto *w, uint32_t part,
+			    uint64_t piece_bytes, uint32_t i,
+			    uint64_t *offset_p)
 {
-	return w->cfg.pl->parts[part].numel * PS_ELEM_SIZE;
+	uint64_t n;
+
+	ps_piece_span(&w->cfg.pl->parts[part], piece_bytes, i, offset_p, &n);
+	return n * PS_ELEM_SIZE;
 }
 
 int ps_wproto_create(const ps_wproto_config *cfg, ps_wproto **w_p)
@@ -87,6 +98,18 @@ int ps_wproto_create(const ps_wproto_config *cfg, ps_wproto **w_p)
 		return PS_ENOMEM;
 	}
 	memcpy(w->numbers, cfg->numbers, pl->num_parts * sizeof(uint32_t));
+	for (uint32_t i = 0; i < pl->num_parts; i++) {
+		uint64_t np = ps_part_pieces(&pl->parts[i], cfg->push_piece),
+			 nq = ps_part_pieces(&pl->parts[i], cfg->params_piece);
+		if (np > PS_MAX_PIECES || nq > PS_MAX_PIECES ||
+		    (np > 1 && (!cfg->sync || cfg->gate == PS_GATE_COUNTER))) {
+			/* ps_config_validate says why to the user */
+			ps_wproto_destroy(&w);
+			return PS_EINVAL;
+		}
+		w->parts[i].npush = (uint32_t)np;
+		w->parts[i].nparams = (uint32_t)nq;
+	}
 	rc = ps_gate_create(cfg->gate, cfg->credit, pl->num_servers, &w->gate);
 	if (rc != PS_OK) {
 		ps_wproto_destroy(&w);
@@ -141,35 +164,50 @@ void ps_wproto_foreach_waiting(const ps_wproto *w,
 	ps_gate_foreach_pending(w->gate, visit_pending, &v);
 }
 
-/* One partition's push becomes ready in the gate. */
-static int ready(ps_wproto *w, uint32_t part, uint32_t tensor, uint64_t it,
-		 int fused, void *ctx)
+/* One piece of a partition's push becomes ready in the gate. */
+static int ready_piece(ps_wproto *w, uint32_t part, uint32_t tensor,
+		       uint64_t it, int fused, void *ctx, uint32_t piece)
 {
 	const ps_partition *p = &w->cfg.pl->parts[part];
 	pending *e = malloc(sizeof(*e));
+	uint64_t off;
 	int rc;
 
 	if (!e)
 		return PS_ENOMEM;
+	*e = (pending){.part = part,
+		       .tensor = tensor,
+		       .piece = piece,
+		       .iteration = it,
+		       .fused = fused,
+		       .ctx = ctx};
+	rc = ps_gate_ready_metered(
+		w->gate, &w->meter,
+		&(ps_xfer){.handle = (uintptr_t)e,
+			   .receiver = p->server,
+			   .iteration = it,
+			   .priority = w->numbers[part],
+			   .bytes = piece_bytes(w, part, w->cfg.push_piece,
+						piece, &off)});
+	if (rc != PS_OK)
+		free(e);
+	return rc;
+}
+
+/* One partition's push becomes ready in the gate, piece by piece. */
+static int ready(ps_wproto *w, uint32_t part, uint32_t tensor, uint64_t it,
+		 int fused, void *ctx)
+{
+	int rc = PS_OK;
+
 	if (w->credit_pending && it >= w->credit_from) {
 		/* the iteration boundary the scheduler chose: every push of
 		 * this iteration and later goes under the new window */
 		ps_gate_set_credit(w->gate, w->credit_next);
 		w->credit_pending = 0;
 	}
-	*e = (pending){.part = part,
-		       .tensor = tensor,
-		       .iteration = it,
-		       .fused = fused,
-		       .ctx = ctx};
-	rc = ps_gate_ready_metered(w->gate, &w->meter,
-			   &(ps_xfer){.handle = (uintptr_t)e,
-				      .receiver = p->server,
-				      .iteration = it,
-				      .priority = w->numbers[part],
-				      .bytes = part_bytes(w, part)});
-	if (rc != PS_OK)
-		free(e);
+	for (uint32_t i = 0; i < w->parts[part].npush && rc == PS_OK; i++)
+		rc = ready_piece(w, part, tensor, it, fused, ctx, i);
 	return rc;
 }
 
@@ -270,9 +308,12 @@ int ps_wproto_flush(ps_wproto *w)
 				   .tensor = e->tensor,
 				   .iteration = e->iteration,
 				   .priority = (int32_t)x.priority,
+				   .piece = e->piece,
 				   .bytes = x.bytes,
 				   .fused = e->fused,
 				   .ctx = e->ctx};
+		piece_bytes(w, e->part, w->cfg.push_piece, e->piece,
+			    &m.offset);
 		free(e);
 		w->st.pushes++;
 		if (w->parts[m.part].unacked++ == 0)
@@ -283,11 +324,27 @@ int ps_wproto_flush(ps_wproto *w)
 	}
 }
 
+/* The push piece of partition `part` acknowledged next leaves the gate's
+ * window. */
+static int ack_piece(ps_wproto *w, uint32_t part)
+{
+	part_state *s = &w->parts[part];
+	uint64_t off;
+	int rc = ps_gate_acked_metered(
+		w->gate, &w->meter,
+		piece_bytes(w, part, w->cfg.push_piece, s->next_ack, &off));
+
+	if (rc != PS_OK)
+		return rc;
+	s->unacked--;
+	s->next_ack = (s->next_ack + 1) % s->npush;
+	return PS_OK;
+}
+
 int ps_wproto_on_push_ack(ps_wproto *w, uint32_t from, uint32_t part,
-			  char *why, size_t whylen)
+			  uint32_t piece, char *why, size_t whylen)
 {
 	const ps_placement *pl = w->cfg.pl;
-	int rc;
 
 	if (part >= pl->num_parts || from != pl->parts[part].server) {
 		snprintf(why, whylen, "PUSH_ACK for partition %u from a node "
@@ -299,51 +356,70 @@ int ps_wproto_on_push_ack(ps_wproto *w, uint32_t from, uint32_t part,
 			 "no push in flight", part);
 		return PS_EPROTO;
 	}
-	rc = ps_gate_acked_metered(w->gate, &w->meter, part_bytes(w, part));
-	if (rc != PS_OK) {
+	if (piece != w->parts[part].next_ack) {
+		snprintf(why, whylen, "PUSH_ACK for piece %u of partition %u, "
+			 "where piece %u is acknowledged next", piece, part,
+			 w->parts[part].next_ack);
+		return PS_EPROTO;
+	}
+	if (ack_piece(w, part) != PS_OK) {
 		snprintf(why, whylen, "PUSH_ACK for nothing in flight "
 			 "(partition %u)", part);
 		return PS_EPROTO;
 	}
 	/* (asynchronous mode may have several in flight: the oldest's
 	 * iteration is only used in synchronous mode, where there is one) */
-	w->parts[part].unacked--;
 	return ps_wproto_flush(w);
 }
 
 int ps_wproto_on_params(ps_wproto *w, uint32_t from, uint32_t part,
-			uint32_t key, uint64_t version, size_t payload_len,
-			int *acked_p, char *why, size_t whylen)
+			uint32_t key, uint64_t version, uint32_t piece,
+			size_t payload_len, int *acked_p, int *complete_p,
+			char *why, size_t whylen)
 {
 	const ps_placement *pl = w->cfg.pl;
 	const ps_partition *p;
 	part_state *s;
+	uint64_t off;
 	int rc;
 
 	if (acked_p)
 		*acked_p = 0;
+	if (complete_p)
+		*complete_p = 0;
 	if (part >= pl->num_parts) {
 		snprintf(why, whylen, "PARAMS for partition %u of %u", part,
 			 pl->num_parts);
 		return PS_EPROTO;
 	}
 	p = &pl->parts[part];
-	if (from != p->server || key != p->tensor ||
-	    payload_len != p->numel * PS_ELEM_SIZE) {
+	s = &w->parts[part];
+	if (from != p->server || key != p->tensor || piece >= s->nparams ||
+	    payload_len != piece_bytes(w, part, w->cfg.params_piece, piece,
+				       &off)) {
 		snprintf(why, whylen, "PARAMS for partition %u does not match "
 			 "the placement", part);
 		return PS_EPROTO;
 	}
-	s = &w->parts[part];
-	if (s->have && version < s->version) {
+	if (piece != s->got) {
+		snprintf(why, whylen, "PARAMS piece %u of partition %u, where "
+			 "piece %u comes next", piece, part, s->got);
+		return PS_EPROTO;
+	}
+	if (piece == 0 && s->have && version < s->version) {
 		snprintf(why, whylen, "stale PARAMS version %llu for "
 			 "partition %u (have %llu)",
 			 (unsigned long long)version, part,
 			 (unsigned long long)s->version);
 		return PS_EPROTO;
 	}
-	s->version = version;
-	s->have = 1;
+	if (piece > 0 && version != s->got_version) {
+		snprintf(why, whylen, "PARAMS piece %u of partition %u has "
+			 "version %llu, its first piece %llu", piece, part,
+			 (unsigned long long)version,
+			 (unsigned long long)s->got_version);
+		return PS_EPROTO;
+	}
 	if (w->cfg.params_credit) {
 		/* with a credit window the server needs to know the bytes
 		 * arrived */
@@ -352,23 +428,33 @@ int ps_wproto_on_params(ps_wproto *w, uint32_t from, uint32_t part,
 					 .server = from,
 					 .part = part,
 					 .key = key,
-					 .iteration = version});
+					 .iteration = version,
+					 .piece = piece});
 		if (rc != PS_OK)
 			return rc;
 	}
+	s->got_version = version;
+	if (++s->got < s->nparams)
+		return PS_OK;
+	s->got = 0;
+	s->version = version;
+	s->have = 1;
+	if (complete_p)
+		*complete_p = 1;
 	/* Synchronous: version `version` exists, so the push of an earlier
 	 * iteration still unacknowledged was applied - this is its
-	 * acknowledgement (a server without a credit window sends no
-	 * PUSH_ACK; with one, its PUSH_ACK came first on this connection) */
+	 * acknowledgement, every piece of it (a server without a credit
+	 * window sends no PUSH_ACK; with one, its PUSH_ACKs came first on
+	 * this connection) */
 	if (!w->cfg.sync || s->unacked == 0 || s->unacked_it >= version)
 		return PS_OK;
-	if (ps_gate_acked_metered(w->gate, &w->meter, part_bytes(w, part)) !=
-	    PS_OK) {
-		snprintf(why, whylen, "PARAMS of partition %u acknowledge a "
-			 "push the gate does not hold", part);
-		return PS_EPROTO;
-	}
-	s->unacked--;
+	while (s->unacked > 0)
+		if (ack_piece(w, part) != PS_OK) {
+			snprintf(why, whylen, "PARAMS of partition %u "
+				 "acknowledge a push the gate does not hold",
+				 part);
+			return PS_EPROTO;
+		}
 	if (acked_p)
 		*acked_p = 1;
 	return ps_wproto_flush(w);
@@ -391,6 +477,7 @@ void ps_wproto_assume(ps_wproto *w, uint32_t part, uint64_t version)
 {
 	w->parts[part].version = version;
 	w->parts[part].have = 1;
+	w->parts[part].got = 0;
 }
 
 int ps_wproto_next_msg(ps_wproto *w, ps_wproto_msg *m_p)

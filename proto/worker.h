@@ -12,8 +12,10 @@
  *
  *   ps_wproto_push        the application pushed tensor t's gradient of
  *                         iteration it. Each partition of an unfused
- *                         tensor becomes ready in the gate, carrying ctx
- *                         (the driver's handle on the bytes). A fused
+ *                         tensor becomes ready in the gate (piece by
+ *                         piece when pushes go in pieces), carrying ctx
+ *                         (the driver's handle on the bytes; every piece
+ *                         of it the same). A fused
  *                         tensor is copied by the driver into its
  *                         partition's stage (the result says which, and
  *                         whether the stage is new); once every member is
@@ -65,6 +67,9 @@ typedef struct ps_wproto_config {
 				  * PARAMS acknowledge its push still in
 				  * flight (a server without a credit window
 				  * sends no PUSH_ACK: proto/shard.h) */
+	/* bytes: the pieces a partition is pushed in and its parameters
+	 * arrive in (placement.h, "Pieces"); 0: whole */
+	uint64_t push_piece, params_piece;
 	const uint32_t *numbers; /* per partition: its gate number; copied */
 	/* Optional: a clock for the gate meter (ns); NULL = no meter. */
 	uint64_t (*clock_ns)(void);
@@ -103,12 +108,16 @@ int ps_wproto_stage_ready(ps_wproto *w, uint32_t part, uint64_t it,
 /* The gate releases every push it may now. */
 int ps_wproto_flush(ps_wproto *w);
 
-/* Events: a message from server `from` (or PS_WPROTO_NOT_SERVER). */
+/* Events: a message from server `from` (or PS_WPROTO_NOT_SERVER). A
+ * partition's parameters sent in pieces arrive in order, piece by piece;
+ * on_params sets *complete_p (may be NULL) when the last one is in: the
+ * partition has the version from then on. */
 int ps_wproto_on_push_ack(ps_wproto *w, uint32_t from, uint32_t part,
-			  char *why, size_t whylen);
+			  uint32_t piece, char *why, size_t whylen);
 int ps_wproto_on_params(ps_wproto *w, uint32_t from, uint32_t part,
-			uint32_t key, uint64_t version, size_t payload_len,
-			int *acked_p, char *why, size_t whylen);
+			uint32_t key, uint64_t version, uint32_t piece,
+			size_t payload_len, int *acked_p, int *complete_p,
+			char *why, size_t whylen);
 void ps_wproto_on_credit(ps_wproto *w, uint64_t credit, uint64_t from);
 /* The application is done: DONE once every push is acknowledged. */
 int ps_wproto_done(ps_wproto *w);
@@ -130,6 +139,9 @@ typedef struct ps_wproto_msg {
 	uint32_t tensor;    /* PUSH: the tensor pushed (fused: the last) */
 	uint64_t iteration; /* PUSH: the gradient's; PARAMS_ACK: the version */
 	int32_t priority;   /* PUSH: the gate's number */
+	uint32_t piece;     /* PUSH, PARAMS_ACK: the piece */
+	uint64_t offset;    /* PUSH: the piece's first element within the
+			     * partition */
 	uint64_t bytes;
 	int fused;          /* PUSH: ctx is a stage */
 	void *ctx;          /* PUSH: as given */

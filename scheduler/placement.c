@@ -744,3 +744,53 @@ void ps_placement_print(const ps_placement *p, FILE *out)
 	fprintf(out, "  imbalance max/mean = %.3f\n",
 	        ps_placement_imbalance(p));
 }
+
+/* ---- pieces ------------------------------------------------------------ */
+
+static uint64_t piece_elems(uint64_t piece_bytes)
+{
+	uint64_t e = piece_bytes / PS_ELEM_SIZE;
+
+	return e ? e : 1;
+}
+
+uint64_t ps_part_pieces(const ps_partition *q, uint64_t piece_bytes)
+{
+	uint64_t e = piece_elems(piece_bytes);
+
+	if (piece_bytes == 0 || q->numel <= e)
+		return 1;
+	return (q->numel + e - 1) / e;
+}
+
+void ps_piece_span(const ps_partition *q, uint64_t piece_bytes, uint32_t i,
+		   uint64_t *offset_p, uint64_t *numel_p)
+{
+	uint64_t e = piece_elems(piece_bytes), off;
+
+	if (piece_bytes == 0 || q->numel <= e) {
+		*offset_p = 0;
+		*numel_p = q->numel;
+		return;
+	}
+	off = (uint64_t)i * e;
+	*offset_p = off;
+	*numel_p = off >= q->numel ? 0 : q->numel - off < e ? q->numel - off : e;
+}
+
+int ps_pieces_check(const ps_placement *p, uint64_t piece_bytes, char *why,
+		    size_t whylen)
+{
+	for (uint32_t i = 0; i < p->num_parts; i++) {
+		uint64_t n = ps_part_pieces(&p->parts[i], piece_bytes);
+		if (n > PS_MAX_PIECES) {
+			snprintf(why, whylen,
+			         "partition %u would be sent in %llu pieces of "
+			         "%llu bytes, more than %u",
+			         i, (unsigned long long)n,
+			         (unsigned long long)piece_bytes, PS_MAX_PIECES);
+			return PS_EINVAL;
+		}
+	}
+	return PS_OK;
+}

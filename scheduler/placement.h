@@ -118,4 +118,26 @@ void ps_placement_print(const ps_placement *p, FILE *out);
 
 void ps_placement_free(ps_placement **p_p);
 
+/*
+ * Pieces. A direction whose partition size is below the placement's
+ * (scheduling.push_partition_size / params_partition_size) sends each
+ * partition in pieces of at most piece_bytes (whole elements; the last
+ * may be shorter), numbered from 0 in offset order; piece_bytes 0 (or at
+ * least the partition) sends it whole, as one piece. A partition has at
+ * most PS_MAX_PIECES pieces (ps_pieces_check).
+ */
+#define PS_MAX_PIECES (1u << 24)
+
+/* How many pieces partition q is sent in (at least 1). */
+uint64_t ps_part_pieces(const ps_partition *q, uint64_t piece_bytes);
+
+/* Piece i's first element within the partition and its length. */
+void ps_piece_span(const ps_partition *q, uint64_t piece_bytes, uint32_t i,
+		   uint64_t *offset_p, uint64_t *numel_p);
+
+/* PS_OK, or PS_EINVAL with a reason when a partition of p would have
+ * more than PS_MAX_PIECES pieces of piece_bytes. */
+int ps_pieces_check(const ps_placement *p, uint64_t piece_bytes, char *why,
+		    size_t whylen);
+
 #endif /* ORDO_SCHEDULER_PLACEMENT_H */

@@ -115,12 +115,7 @@ static int setup_shard(server *s)
 	int rc;
 
 	s->workers = s->node.welcome.num_workers;
-	if (s->node.welcome.has_credit) { /* the scheduler's, auto chosen */
-		s->in_force.scheduling.push.credit_size =
-			s->node.welcome.push_credit;
-		s->in_force.scheduling.params.credit_size =
-			s->node.welcome.params_credit;
-	}
+	ps_wire_welcome_sizes(&s->node.welcome, &s->in_force);
 	rc = ps_order_partition_numbers(pl, s->node.welcome.priority,
 					s->cfg->scheduling.params.gate ==
 						PS_GATE_COUNTER,
@@ -136,6 +131,8 @@ static int setup_shard(server *s)
 			.gate = (ps_gate_kind)s->cfg->scheduling.params.gate,
 			.credit = s->cfg->scheduling.params.credit_size,
 			.push_credit = s->cfg->scheduling.push.credit_size,
+			.push_piece = ps_config_pieces_size(s->cfg, 0),
+			.params_piece = ps_config_pieces_size(s->cfg, 1),
 			.barrier = s->cfg->scheduling.params_barrier,
 			.numbers = numbers,
 			.hold = hold_values,
@@ -251,7 +248,8 @@ static int send_msgs(server *s)
 		ps_wire_header h = {.key = m.key,
 				    .partition = m.partition,
 				    .iteration = m.iteration,
-				    .priority = m.priority};
+				    .priority = m.priority,
+				    .piece = m.piece};
 		held_send *hs = m.held;
 		pbuf *values;
 		size_t len;
@@ -270,9 +268,9 @@ static int send_msgs(server *s)
 		values = hs ? hs->values : s->parts[m.k].values;
 		if (!hs)
 			atomic_fetch_add(&values->refs, 1);
-		len = values->numel * sizeof(float);
-		rc = ps_node_send(&s->node, to, &h, values->data, len,
-				  pbuf_unref, values);
+		len = m.bytes; /* the piece: the whole partition, or a part */
+		rc = ps_node_send(&s->node, to, &h, values->data + m.offset,
+				  len, pbuf_unref, values);
 		if (rc != PS_OK) {
 			/* Training cannot go on without this worker: the
 			 * scheduler was told (runtime/node.h) and ended the
@@ -314,6 +312,8 @@ static void push_in(server *s, const ps_shard_op *op)
 	const shard_part *p = &s->parts[op->k];
 	const ps_msg *msg = op->ctx;
 
+	if (!msg)
+		return; /* an update of pieces summed before: no push */
 	if (ps_trace_enabled()) {
 		ps_trace_args a = {.iteration = (int64_t)op->iteration,
 				   .tensor = p->desc->tensor,
@@ -333,7 +333,9 @@ int ps_server_has_second(const server *s)
 	       s->cfg->server.optimizer == PS_OPTIMIZER_ADAMW;
 }
 
-/* The push being run joins its partition's round: the round's learning
+/* The push being run joins its partition's round (pieces: every piece
+ * joins; the lowest rank wins all the same, since every worker pushes
+ * every piece): the round's learning
  * rate is the lowest-ranked worker's (the same whatever order the pushes
  * arrive in). */
 static void round_lr_add(server *s, shard_part *p, int first)
@@ -385,18 +387,25 @@ static int aggregate(server *s, const ps_shard_op *op)
 	g = payload_floats(s, op->ctx);
 	if (!g)
 		return PS_ENOMEM;
-	for (size_t off = 0; off < p->desc->numel; off += SLICE) {
-		size_t n = p->desc->numel - off < SLICE ? p->desc->numel - off
-							: SLICE;
+	/* the push's elements: the partition's, or a piece's */
+	double *acc = p->acc + op->offset;
+	for (size_t off = 0; off < op->numel; off += SLICE) {
+		size_t n = op->numel - off < SLICE ? op->numel - off : SLICE;
 		if (op->first)
-			ps_accum_set(p->acc + off, g + off, n);
+			ps_accum_set(acc + off, g + off, n);
 		else
-			ps_accum_add(p->acc + off, g + off, n);
+			ps_accum_add(acc + off, g + off, n);
 		ps_node_tick(&s->node);
 	}
 	push_in(s, op);
 	return PS_OK;
 }
+
+/* Zeros in place of a last gradient where every gradient of the round is
+ * in the sum already (pushes in pieces): the optimizer's one pass then
+ * adds nothing. Never written; not const, so that it stays in .bss (16 MiB
+ * of zeros would otherwise be in the binary). */
+static float no_gradient[SLICE];
 
 /* The optimizer over the round's gradients, the op's push (the last)
  * summed in on the way (ps_sgd_apply_last). */
@@ -424,7 +433,7 @@ static int apply_update(server *s, const ps_shard_op *op)
 		goto done;
 	}
 #endif
-	g = payload_floats(s, op->ctx);
+	g = op->all_summed ? no_gradient : payload_floats(s, op->ctx);
 	rc = g ? make_writable(s, p) : PS_ENOMEM;
 	if (rc != PS_OK) {
 		PS_ERROR("out of memory updating partition %u", p->index);
@@ -442,22 +451,23 @@ static int apply_update(server *s, const ps_shard_op *op)
 	for (size_t off = 0; off < p->desc->numel; off += SLICE) {
 		size_t n = p->desc->numel - off < SLICE ? p->desc->numel - off
 							: SLICE;
+		const float *gi = op->all_summed ? g : g + off;
 		switch (s->cfg->server.optimizer) {
 		case PS_OPTIMIZER_NONE:
 			ps_avg_last(p->values->data + off, p->acc + off,
-				    g + off, n, op->first, op->count);
+				    gi, n, op->first, op->count);
 			break;
 		case PS_OPTIMIZER_ADAM:
 		case PS_OPTIMIZER_ADAMW:
 			ps_adam_apply_last(p->values->data + off,
 					   p->momentum + off, p->second + off,
-					   p->acc + off, g + off, n, op->first,
+					   p->acc + off, gi, n, op->first,
 					   op->count, &adam_k);
 			break;
 		default:
 			ps_sgd_apply_last(p->values->data + off,
 					  p->momentum + off, p->acc + off,
-					  g + off, n, op->first, op->count, lr,
+					  gi, n, op->first, op->count, lr,
 					  s->cfg->train.momentum);
 		}
 		ps_node_tick(&s->node);
@@ -534,8 +544,8 @@ static int push_now(server *s, const ps_msg *msg, const ps_wire_header *h,
 	s->push_lr = h->lr;
 	rc = ps_shard_on_push(s->shard, s->push_rank,
 				  h->partition, h->key, h->iteration,
-				  h->priority, msg->payload_len, (void *)msg,
-				  acked, why, whylen);
+				  h->priority, h->piece, msg->payload_len,
+				  (void *)msg, acked, why, whylen);
 
 	return rc == PS_OK ? run_ops(s) : rc;
 }
@@ -557,7 +567,7 @@ static int hold_push(server *s, shard_part *p, ps_msg **msg_p,
 	*msg_p = NULL;
 	s->nheld++;
 	if (ps_shard_ack(s->shard, worker_rank(s, h->sender), h->partition,
-			 h->iteration, h->priority) != PS_OK)
+			 h->iteration, h->priority, h->piece) != PS_OK)
 		return PS_ENOMEM;
 	return send_msgs(s);
 }
@@ -619,7 +629,7 @@ static int handle_push(server *s, ps_msg **msg_p, const ps_wire_header *h,
 	if (s->cfg->train.mode == PS_MODE_SYNC)
 		return push_now(s, msg, h, 0, why, whylen);
 	rc = ps_shard_check_push(s->shard, worker_rank(s, h->sender),
-				 h->partition, h->key, h->iteration,
+				 h->partition, h->key, h->iteration, h->piece,
 				 msg->payload_len, &k, why, whylen);
 	if (rc != PS_OK)
 		return rc;
@@ -674,8 +684,8 @@ static int handle(server *s, ps_msg **msg_p, const ps_wire_header *h)
 			rc = send_msgs(s);
 		break;
 	case PS_MSG_PARAMS_ACK:
-		rc = ps_shard_on_params_ack(s->shard, from, h->partition, why,
-					    sizeof(why));
+		rc = ps_shard_on_params_ack(s->shard, from, h->partition,
+					    h->piece, why, sizeof(why));
 		if (rc == PS_OK)
 			rc = send_msgs(s);
 		break;

@@ -152,12 +152,16 @@ int ps_auto_sizes_choose(ps_config *cfg, const ps_dag *dag,
 
 			if (!credit_auto && i > 0)
 				break; /* one candidate: the fixed credit */
-			if (p >= TIB && m != 0)
+			if (part == PS_SIZE_AUTO)
+				ps_config_set_partition_size(&k, p);
+			/* a window of m of the direction's own pieces */
+			uint64_t pu = k.scheduling.push.partition_size,
+				 pd = k.scheduling.params.partition_size;
+			if ((pu >= TIB || pd >= TIB) && m != 0)
 				continue; /* whole tensors: no window */
-			k.scheduling.partition_size = p;
-			k.scheduling.push.credit_size = credit_for(up, p, m);
+			k.scheduling.push.credit_size = credit_for(up, pu, m);
 			k.scheduling.params.credit_size =
-			    credit_for(down, p, m);
+			    credit_for(down, pd, m);
 			ps_config_finalize(&k);
 			us = simulate(k, dag, lm, w, s, err, errlen);
 			c->candidates++;
@@ -210,7 +214,7 @@ void ps_auto_sizes_fallback(ps_config *cfg, ps_auto_choice *c)
 			if (cr != PS_SIZE_AUTO && cr != 0 && cr < p)
 				p = cr & ~(uint64_t)3;
 		}
-		cfg->scheduling.partition_size = p;
+		ps_config_set_partition_size(cfg, p);
 	}
 	bdp = ps_config_bdp_credit(cfg);
 	if (cfg->scheduling.push.credit_size == PS_SIZE_AUTO)

@@ -39,8 +39,8 @@ enum {
 	EV_OP_DONE,     /* node: worker */
 	EV_UP_START,    /* arg: message */
 	EV_ARRIVE,      /* arg: message */
-	EV_PUSH_ACK,    /* node: worker, arg: partition */
-	EV_PARAMS_ACK,  /* node: server, arg: partition */
+	EV_PUSH_ACK,    /* node: worker, arg: partition | piece << 32 */
+	EV_PARAMS_ACK,  /* node: worker, arg: partition | piece << 32 */
 	EV_SERVER_OP,   /* node: server: its running op is done */
 	EV_NET,         /* fair sharing: arg: generation */
 };
@@ -50,7 +50,7 @@ enum {
 enum { MSG_PARAMS = 0, MSG_PUSH = 1, MSG_PUSH_ACK, MSG_PARAMS_ACK };
 
 typedef struct msg {
-	uint32_t part, worker;
+	uint32_t part, worker, piece;
 	uint64_t iteration;
 	int kind; /* MSG_* */
 	double up_end;
@@ -87,6 +87,7 @@ typedef struct sim {
 			       * parameter sends */
 	uint32_t *push_number; /* ... and of its pushes */
 	uint64_t *part_bytes; /* per partition */
+	uint64_t push_piece, params_piece; /* pieces' bytes; 0: whole */
 	uint32_t *tparts, *tparts_first; /* per tensor: its partitions */
 	worker *w;
 	ps_shard **shard; /* per server: its protocol (proto/shard.h) */
@@ -490,21 +491,29 @@ static void up_start(sim *s, uint32_t i, double t)
 }
 
 /* Fair sharing: an acknowledgement (no payload) enters its stream. */
-static void send_ack(sim *s, int kind, uint32_t part, uint32_t wrank,
-		     double t)
+static void send_ack(sim *s, int kind, uint32_t part, uint32_t piece,
+		     uint32_t wrank, double t)
 {
 	uint32_t i = msg_new(s);
 
 	if (i == NOMSG)
 		return;
-	s->msgs[i] = (msg){.part = part, .worker = wrank, .kind = kind,
-			   .next_free = NOMSG};
+	s->msgs[i] = (msg){.part = part, .worker = wrank, .piece = piece,
+			   .kind = kind, .next_free = NOMSG};
 	net_send(s, i, t);
 }
 
-/* A sender hands a message to the transport at t. */
-static void hand_over(sim *s, int push, uint32_t part, uint32_t wrank,
-		      uint64_t iteration, double t)
+/* An acknowledgement event's argument: the partition and its piece. */
+static uint64_t ack_arg(uint32_t part, uint32_t piece)
+{
+	return (uint64_t)piece << 32 | part;
+}
+
+/* A sender hands a message (a piece of a partition: bytes) to the
+ * transport at t. */
+static void hand_over(sim *s, int push, uint32_t part, uint32_t piece,
+		      uint64_t bytes, uint32_t wrank, uint64_t iteration,
+		      double t)
 {
 	uint32_t i = msg_new(s);
 	double start, end;
@@ -513,16 +522,16 @@ static void hand_over(sim *s, int push, uint32_t part, uint32_t wrank,
 	if (i == NOMSG)
 		return;
 	m = &s->msgs[i];
-	*m = (msg){.part = part, .worker = wrank, .iteration = iteration,
-		   .kind = push, .bytes = s->part_bytes[part],
+	*m = (msg){.part = part, .worker = wrank, .piece = piece,
+		   .iteration = iteration, .kind = push, .bytes = bytes,
 		   .next_free = NOMSG};
 	if (s->fair) {
 		s->messages++;
 		net_send(s, i, t);
 		return;
 	}
-	start = ps_link_reserve(&s->up[msg_src(s, m)], &s->lm, t,
-				s->part_bytes[part], &end);
+	start = ps_link_reserve(&s->up[msg_src(s, m)], &s->lm, t, bytes,
+				&end);
 	m->up_end = end;
 	s->messages++;
 	if (start <= t)
@@ -550,17 +559,18 @@ static void worker_send(sim *s, uint32_t w, double t)
 	while (ps_wproto_next_msg(s->w[w].proto, &m)) {
 		if (m.kind == PS_WPROTO_MSG_PARAMS_ACK) {
 			if (s->fair)
-				send_ack(s, MSG_PARAMS_ACK, m.part, w, t);
+				send_ack(s, MSG_PARAMS_ACK, m.part, m.piece, w,
+					 t);
 			else
 				schedule(s, t + s->lm.a_us, EV_PARAMS_ACK, w,
-					 m.part);
+					 ack_arg(m.part, m.piece));
 			continue;
 		}
 		if (m.kind != PS_WPROTO_MSG_PUSH)
 			continue;
 		if (traced_worker(s, w))
 			s->push_sent[(size_t)w * s->pl->num_parts + m.part] = t;
-		hand_over(s, 1, m.part, w, m.iteration, t);
+		hand_over(s, 1, m.part, m.piece, m.bytes, w, m.iteration, t);
 	}
 }
 
@@ -739,7 +749,7 @@ static void params_arrive(sim *s, const msg *m, double t)
 		before[j] = ps_wproto_tensor_version(k->proto, p->tensor + j,
 						     &v) ? v : 0;
 	rc = ps_wproto_on_params(k->proto, p->server, m->part, p->tensor,
-				 m->iteration, s->part_bytes[m->part], &acked,
+				 m->iteration, m->piece, m->bytes, &acked, NULL,
 				 why, sizeof(why));
 	if (rc != PS_OK) {
 		worker_protocol_error(s, m->worker, why);
@@ -756,13 +766,15 @@ static void params_arrive(sim *s, const msg *m, double t)
 	try_run(s, m->worker, t);
 }
 
-static void push_acked(sim *s, uint32_t w, uint32_t part, double t)
+static void push_acked(sim *s, uint32_t w, uint32_t part, uint32_t piece,
+		       double t)
 {
 	char why[256];
 
-	trace_push(s, w, part, t);
+	if (piece + 1 == ps_part_pieces(&s->pl->parts[part], s->push_piece))
+		trace_push(s, w, part, t); /* the push's last piece */
 	if (ps_wproto_on_push_ack(s->w[w].proto, s->pl->parts[part].server,
-				  part, why, sizeof(why)) != PS_OK)
+				  part, piece, why, sizeof(why)) != PS_OK)
 		worker_protocol_error(s, w, why);
 	worker_send(s, w, t);
 }
@@ -805,11 +817,12 @@ static void server_send(sim *s, uint32_t srv, double t)
 	while (ps_shard_next_msg(s->shard[srv], &m)) {
 		if (m.kind == PS_SHARD_MSG_PUSH_ACK) {
 			if (s->fair)
-				send_ack(s, MSG_PUSH_ACK, m.partition, m.worker,
-					 t);
+				send_ack(s, MSG_PUSH_ACK, m.partition, m.piece,
+					 m.worker, t);
 			else
 				schedule(s, t + s->lm.a_us, EV_PUSH_ACK,
-					 m.worker, m.partition);
+					 m.worker,
+					 ack_arg(m.partition, m.piece));
 			continue;
 		}
 		if (s->tl && m.worker < s->trace_workers) {
@@ -830,7 +843,8 @@ static void server_send(sim *s, uint32_t srv, double t)
 			ps_sim_timeline_span(s->tl, 1 + srv, PS_LANE_SEND, what,
 					     r, t - r, &a);
 		}
-		hand_over(s, 0, m.partition, m.worker, m.iteration, t);
+		hand_over(s, 0, m.partition, m.piece, m.bytes, m.worker,
+			  m.iteration, t);
 	}
 }
 
@@ -844,11 +858,12 @@ static void server_run(sim *s, uint32_t srv, double t)
 	if (!ps_shard_next_op(s->shard[srv], &op))
 		return;
 	server_send(s, srv, t); /* an update's push is acknowledged now */
-	bytes = (double)ps_shard_part_at(s->shard[srv], op.k)->desc->numel *
-		PS_ELEM_SIZE;
-	/* summing a push in (every op but INIT, which ps-sim never has),
-	 * then the optimizer */
-	sum_us = bytes * s->cfg->sim.aggregate_ns_per_byte * 1e-3;
+	bytes = (double)op.numel * PS_ELEM_SIZE;
+	/* summing a push in (every op but INIT, which ps-sim never has, and
+	 * an update of pieces summed before), then the optimizer */
+	sum_us = op.all_summed
+			 ? 0.0
+			 : bytes * s->cfg->sim.aggregate_ns_per_byte * 1e-3;
 	upd_us = op.kind == PS_SHARD_OP_UPDATE
 			 ? bytes * s->cfg->sim.update_ns_per_byte * 1e-3
 			 : 0.0;
@@ -895,7 +910,7 @@ static void push_arrive(sim *s, const msg *m, double t)
 	}
 	rc = ps_shard_on_push(s->shard[srv], m->worker, part,
 			      s->pl->parts[part].tensor, m->iteration,
-			      (int32_t)s->push_number[part], s->part_bytes[part],
+			      (int32_t)s->push_number[part], m->piece, m->bytes,
 			      NULL, 0, why, sizeof(why));
 	if (rc == PS_EPROTO)
 		server_protocol_error(s, srv, "a push", why);
@@ -906,10 +921,10 @@ static void push_arrive(sim *s, const msg *m, double t)
 
 /* A worker's PARAMS_ACK reached server srv: its credit returns. */
 static void params_acked(sim *s, uint32_t srv, uint32_t w, uint32_t part,
-			 double t)
+			 uint32_t piece, double t)
 {
 	char why[256];
-	int rc = ps_shard_on_params_ack(s->shard[srv], w, part, why,
+	int rc = ps_shard_on_params_ack(s->shard[srv], w, part, piece, why,
 					sizeof(why));
 
 	if (rc == PS_EPROTO)
@@ -1029,6 +1044,8 @@ static int setup(sim *s, char *err, size_t errlen)
 	s->comm_oracle_us = (double)total_bytes * 8.0 /
 			    (cfg->metrics.bandwidth_gbps * 1e9) * 1e6;
 
+	s->push_piece = ps_config_pieces_size(cfg, 0);
+	s->params_piece = ps_config_pieces_size(cfg, 1);
 	s->w = calloc(s->W, sizeof(*s->w));
 	s->shard = calloc(s->S, sizeof(*s->shard));
 	s->up = calloc((size_t)s->W + s->S, sizeof(*s->up));
@@ -1048,6 +1065,8 @@ static int setup(sim *s, char *err, size_t errlen)
 				.params_credit =
 					cfg->scheduling.params.credit_size,
 				.sync = 1,
+				.push_piece = s->push_piece,
+				.params_piece = s->params_piece,
 				.numbers = s->push_number},
 			&k->proto);
 		if (rc != PS_OK)
@@ -1067,6 +1086,8 @@ static int setup(sim *s, char *err, size_t errlen)
 						.gate,
 				.credit = cfg->scheduling.params.credit_size,
 				.push_credit = cfg->scheduling.push.credit_size,
+				.push_piece = s->push_piece,
+				.params_piece = s->params_piece,
 				.barrier = cfg->scheduling.params_barrier,
 				.numbers = s->number,
 				.hold = param_ready,
@@ -1220,21 +1241,23 @@ static void run_events(sim *s, ps_sim_result *r)
 			else if (m.kind == MSG_PARAMS)
 				params_arrive(s, &m, e.t);
 			else if (m.kind == MSG_PUSH_ACK)
-				push_acked(s, m.worker, m.part, e.t);
+				push_acked(s, m.worker, m.part, m.piece, e.t);
 			else
 				params_acked(s, s->pl->parts[m.part].server,
-					     m.worker, m.part, e.t);
+					     m.worker, m.part, m.piece, e.t);
 			break;
 		}
 		case EV_NET:
 			net_event(s, e.arg, e.t);
 			break;
 		case EV_PUSH_ACK:
-			push_acked(s, e.node, (uint32_t)e.arg, e.t);
+			push_acked(s, e.node, (uint32_t)e.arg,
+				   (uint32_t)(e.arg >> 32), e.t);
 			break;
 		case EV_PARAMS_ACK:
-			params_acked(s, s->pl->parts[e.arg].server, e.node,
-				     (uint32_t)e.arg, e.t);
+			params_acked(s, s->pl->parts[(uint32_t)e.arg].server,
+				     e.node, (uint32_t)e.arg,
+				     (uint32_t)(e.arg >> 32), e.t);
 			break;
 		case EV_SERVER_OP:
 			server_op_done(s, e.node, e.t);

@@ -69,7 +69,7 @@ double tune_sim_samples(tune_sim *s, tune_pair pair)
 	char err[1024];
 	double v;
 
-	s->cfg.scheduling.partition_size = pair.partition;
+	ps_config_set_partition_size(&s->cfg, pair.partition);
 	/* the pair's credit is both directions' window, as the trial's
 	 * --set scheduling.credit_size makes it */
 	s->cfg.scheduling.push.credit_size = pair.credit;

@@ -125,7 +125,9 @@ typedef struct tensor {
 	uint64_t numel;
 	float *values;
 	uint32_t first_part, nparts;
-	uint32_t inflight; /* sent partitions not yet released */
+	uint32_t inflight; /* sent partitions (pieces) not yet released */
+	uint32_t push_pieces; /* the pushes of all its partitions, piece by
+			       * piece (placement.h, "Pieces") */
 	int fused;         /* its one partition holds other tensors too */
 	uint64_t part_base; /* fused: its first element in the partition */
 	uint64_t copied_seq; /* fused: the arrival it copied out last */
@@ -188,6 +190,9 @@ typedef struct slot {
 	uint64_t push_iteration, push_ready_us, push_sent_us;
 	/* guarded by mu */
 	ps_msg *msg; /* latest PARAMS not yet copied out, or NULL */
+	/* communication thread only: parameters arriving in pieces,
+	 * gathered here until the last is in (then they are msg) */
+	ps_msg *gather;
 	uint64_t version;
 	uint64_t seq;         /* PARAMS accepted so far */
 	uint32_t copies_left; /* fused: member tensors yet to copy msg out */
@@ -275,6 +280,7 @@ struct ps_client {
  * sent; freed by the transport once the bytes are gone. */
 typedef struct stage {
 	ps_client *client;
+	uint32_t refs; /* pieces sent from it (or waiting) not released */
 	float data[];
 } stage;
 
@@ -301,6 +307,34 @@ static void notify_app_locked(ps_client *c)
 		ps_node_wake(&c->node);
 }
 
+/* The pieces partition `part` is pushed in (1: whole). */
+static uint32_t push_pieces_of(const ps_client *c, uint32_t part)
+{
+	return (uint32_t)ps_part_pieces(
+		&c->node.welcome.placement->parts[part],
+		ps_config_pieces_size(&c->cfg, 0));
+}
+
+/* Each tensor's pushes, counted in pieces (its inflight count's unit). */
+static int count_push_pieces(ps_client *c)
+{
+	for (uint32_t i = 0; i < c->ntensors; i++) {
+		tensor *t = &c->tensors[i];
+		uint64_t n = 0;
+
+		for (uint32_t k = 0; k < t->nparts; k++)
+			n += push_pieces_of(c, t->first_part + k);
+		if (n > UINT32_MAX / 2) {
+			PS_ERROR("tensor '%s' would be pushed in %llu pieces: "
+				 "raise scheduling.push_partition_size",
+				 t->name, (unsigned long long)n);
+			return PS_EINVAL;
+		}
+		t->push_pieces = (uint32_t)n;
+	}
+	return PS_OK;
+}
+
 static void release_payload(void *data, void *hint)
 {
 	tensor *t = hint;
@@ -313,17 +347,22 @@ static void release_payload(void *data, void *hint)
 	pthread_mutex_unlock(&c->mu);
 }
 
+/* One piece sent from a stage (or all of it) is released: the last frees
+ * it. */
 static void release_stage(void *data, void *hint)
 {
 	stage *st = hint;
 	ps_client *c = st->client;
+	int last;
 
 	(void)data;
 	pthread_mutex_lock(&c->mu);
-	if (--c->fused_inflight == 0)
+	last = --st->refs == 0;
+	if (last && --c->fused_inflight == 0)
 		notify_app_locked(c);
 	pthread_mutex_unlock(&c->mu);
-	free(st);
+	if (last)
+		free(st);
 }
 
 static stage *stage_new(ps_client *c, uint32_t part)
@@ -337,6 +376,7 @@ static stage *stage_new(ps_client *c, uint32_t part)
 		return NULL;
 	}
 	st->client = c;
+	st->refs = 1;
 	return st;
 }
 
@@ -359,13 +399,15 @@ static int lr_of(ps_client *c, uint64_t iteration, double *lr_p)
 	return found;
 }
 
-/* Sends one partition: from a tensor's buffer (base = the tensor's
- * values or gradient; the tensor's inflight count must already include
- * it) or, with st, from a stage (counted in fused_inflight). Whichever
- * holds the bytes is released here if the send fails. */
-static int send_part(ps_client *c, tensor *t, stage *st, uint32_t part,
-		     uint32_t type, const float *base, uint64_t iteration,
-		     int32_t priority)
+/* Sends piece `piece` of a partition, elements offset .. offset + numel
+ * of it (the whole partition: piece 0 of all of them): from a tensor's
+ * buffer (base = the tensor's values or gradient; the tensor's inflight
+ * count must already include it) or, with st, from a stage (one of its
+ * refs). Whichever holds the bytes is released here if the send fails. */
+static int send_piece(ps_client *c, tensor *t, stage *st, uint32_t part,
+		      uint32_t piece, uint64_t offset, uint64_t numel,
+		      uint32_t type, const float *base, uint64_t iteration,
+		      int32_t priority)
 {
 	const ps_partition *p = &c->node.welcome.placement->parts[part];
 	ps_wire_header h = {
@@ -374,15 +416,17 @@ static int send_part(ps_client *c, tensor *t, stage *st, uint32_t part,
 		.partition = part,
 		.iteration = iteration,
 		.priority = priority,
+		.piece = piece,
 	};
-	size_t len = p->numel * sizeof(float);
+	size_t len = numel * sizeof(float);
 	int rc;
 
 	if (type == PS_MSG_PUSH)
 		h.has_lr = lr_of(c, iteration, &h.lr);
 
 	rc = ps_node_send(&c->node, ps_node_server_id(&c->node, p->server), &h,
-			  st ? (void *)st->data : (void *)(base + p->offset),
+			  st ? (void *)(st->data + offset)
+			     : (void *)(base + p->offset + offset),
 			  len, st ? release_stage : release_payload,
 			  st ? (void *)st : (void *)t);
 	if (rc != PS_OK && st)
@@ -406,6 +450,17 @@ static int send_part(ps_client *c, tensor *t, stage *st, uint32_t part,
 		s->push_sent_us = ps_trace_now_us();
 	}
 	return rc;
+}
+
+/* Sends a whole partition (INIT), as send_piece. */
+static int send_part(ps_client *c, tensor *t, stage *st, uint32_t part,
+		     uint32_t type, const float *base, uint64_t iteration,
+		     int32_t priority)
+{
+	const ps_partition *p = &c->node.welcome.placement->parts[part];
+
+	return send_piece(c, t, st, part, 0, 0, p->numel, type, base,
+			  iteration, priority);
 }
 
 static int send_tensor(ps_client *c, tensor *t, uint32_t type,
@@ -436,13 +491,15 @@ static int send_msgs(ps_client *c)
 	while (rc == PS_OK && ps_wproto_next_msg(c->proto, &m)) {
 		ps_wire_header h = {.key = m.key,
 				    .partition = m.part,
-				    .iteration = m.iteration};
+				    .iteration = m.iteration,
+				    .piece = m.piece};
 		switch (m.kind) {
 		case PS_WPROTO_MSG_PUSH:
-			rc = send_part(c, &c->tensors[m.tensor],
-				       m.fused ? m.ctx : NULL, m.part,
-				       PS_MSG_PUSH, m.fused ? NULL : m.ctx,
-				       m.iteration, m.priority);
+			rc = send_piece(c, &c->tensors[m.tensor],
+					m.fused ? m.ctx : NULL, m.part, m.piece,
+					m.offset, m.bytes / sizeof(float),
+					PS_MSG_PUSH, m.fused ? NULL : m.ctx,
+					m.iteration, m.priority);
 			break;
 		case PS_WPROTO_MSG_PARAMS_ACK:
 			h.type = PS_MSG_PARAMS_ACK;
@@ -489,7 +546,7 @@ static int queue_push(ps_client *c, const cmd *k)
 		}
 		PS_ERROR("tensor '%s': %s", t->name, why);
 		pthread_mutex_lock(&c->mu);
-		t->inflight--; /* never queued */
+		t->inflight -= push_pieces_of(c, k->part); /* never queued */
 		pthread_cond_broadcast(&c->cv);
 		pthread_mutex_unlock(&c->mu);
 		return rc;
@@ -510,7 +567,7 @@ static int queue_push(ps_client *c, const cmd *k)
 	pthread_mutex_lock(&c->mu);
 	if (rc != PS_OK || st.fused) {
 		/* copied, or never queued: no partition holds the buffer */
-		t->inflight -= t->nparts;
+		t->inflight -= t->push_pieces;
 		pthread_cond_broadcast(&c->cv);
 	}
 	if (rc == PS_OK && st.complete)
@@ -522,9 +579,17 @@ static int queue_push(ps_client *c, const cmd *k)
 		return PS_OK;
 	if (st.fused) {
 		c->slots[st.part].push_ready_us = now;
+		/* one ref per piece that will be sent from it */
+		pthread_mutex_lock(&c->mu);
+		sg->refs = push_pieces_of(c, st.part);
+		pthread_mutex_unlock(&c->mu);
 		rc = ps_wproto_stage_ready(c->proto, st.part, k->iteration, sg);
-		if (rc != PS_OK)
+		if (rc != PS_OK) {
+			pthread_mutex_lock(&c->mu);
+			sg->refs = 1;
+			pthread_mutex_unlock(&c->mu);
 			release_stage(NULL, sg);
+		}
 		return rc;
 	}
 	for (uint32_t i = 0; i < t->nparts; i++)
@@ -532,12 +597,13 @@ static int queue_push(ps_client *c, const cmd *k)
 	return PS_OK;
 }
 
-/* A push never released: a stage is the client's to free. */
+/* A push (piece) never released: a stage's ref is the client's to
+ * drop. */
 static void free_waiting(void *ctx, int fused, void *ud)
 {
 	(void)ud;
 	if (fused)
-		free(ctx);
+		release_stage(NULL, ctx);
 }
 
 static int send_pulls(ps_client *c, tensor *t)
@@ -638,18 +704,75 @@ static void trace_ack(ps_client *c, uint32_t part, uint64_t iteration)
 		      s->push_ready_us, now - s->push_ready_us, &a);
 }
 
-static int accept_params(ps_client *c, ps_msg *msg, const ps_wire_header *h,
-			 char *why, size_t whylen)
+/* A message of its own holding a whole partition's parameters, gathered
+ * from pieces. */
+typedef struct gathered {
+	ps_msg msg;
+	float data[];
+} gathered;
+
+static void gathered_release(ps_msg *msg)
+{
+	free(msg);
+}
+
+/* Piece h->piece of a partition's parameters into its slot's gather
+ * (the first piece starts one): 1 when it was the last, and *msg_p is
+ * then the whole partition's message; 0 while pieces are missing. Takes
+ * the piece's message. */
+static int gather_piece(ps_client *c, ps_msg **msg_p,
+			const ps_wire_header *h)
+{
+	const ps_partition *p = &c->node.welcome.placement->parts[h->partition];
+	uint64_t piece = ps_config_pieces_size(&c->cfg, 1), off, n;
+	slot *s = &c->slots[h->partition];
+
+	if (!s->gather) {
+		gathered *g = malloc(sizeof(*g) + p->numel * sizeof(float));
+		if (!g)
+			return -1;
+		g->msg = (ps_msg){.payload = g->data,
+				  .payload_len = p->numel * sizeof(float),
+				  .release = gathered_release};
+		s->gather = &g->msg;
+	}
+	ps_piece_span(p, piece, h->piece, &off, &n);
+	memcpy((float *)s->gather->payload + off, (*msg_p)->payload,
+	       n * sizeof(float));
+	ps_msg_free(msg_p);
+	if (h->piece + 1 < ps_part_pieces(p, piece))
+		return 0;
+	*msg_p = s->gather;
+	s->gather = NULL;
+	return 1;
+}
+
+static int accept_params(ps_client *c, ps_msg **msg_p,
+			 const ps_wire_header *h, char *why, size_t whylen)
 {
 	const ps_placement *pl = c->node.welcome.placement;
+	ps_msg *msg = *msg_p;
 	slot *s;
-	int acked;
+	int acked, complete;
 	int rc = ps_wproto_on_params(c->proto, server_rank(c, h->sender),
 				     h->partition, h->key, h->iteration,
-				     msg->payload_len, &acked, why, whylen);
+				     h->piece, msg->payload_len, &acked,
+				     &complete, why, whylen);
 
 	if (rc != PS_OK)
 		return rc;
+	if (ps_config_pieces_size(&c->cfg, 1)) {
+		/* in pieces: gathered until the last is in */
+		int last = gather_piece(c, msg_p, h);
+		if (last < 0) {
+			PS_ERROR("out of memory gathering partition %u",
+				 h->partition);
+			return PS_ENOMEM;
+		}
+		msg = *msg_p;
+		if (!complete)
+			return PS_OK;
+	}
 	if (acked) /* the push of the iteration before */
 		trace_ack(c, h->partition,
 			  c->slots[h->partition].push_iteration);
@@ -664,6 +787,7 @@ static int accept_params(ps_client *c, ps_msg *msg, const ps_wire_header *h,
 	s->pull_pending = 0;
 	c->stats.bytes_received += msg->payload_len;
 	c->stats.params_received++;
+	*msg_p = NULL; /* the slot's now */
 	pthread_cond_broadcast(&c->cv);
 	pthread_mutex_unlock(&c->mu);
 	if (ps_trace_enabled()) {
@@ -731,16 +855,19 @@ static int handle(ps_client *c, ps_msg *msg, const ps_wire_header *h)
 
 	switch (h->type) {
 	case PS_MSG_PARAMS:
-		rc = accept_params(c, msg, h, why, sizeof(why));
+		rc = accept_params(c, &msg, h, why, sizeof(why));
 		if (rc != PS_OK)
 			break;
-		/* the slot owns msg now; with a credit window a PARAMS_ACK
-		 * goes back */
+		/* the slot owns msg now (a piece: its gather); with a credit
+		 * window a PARAMS_ACK goes back */
 		return send_msgs(c);
 	case PS_MSG_PUSH_ACK:
-		trace_ack(c, h->partition, h->iteration);
+		if (h->partition < c->nparts &&
+		    h->piece + 1 == push_pieces_of(c, h->partition))
+			trace_ack(c, h->partition, h->iteration); /* the last */
 		rc = ps_wproto_on_push_ack(c->proto, server_rank(c, h->sender),
-					   h->partition, why, sizeof(why));
+					   h->partition, h->piece, why,
+					   sizeof(why));
 		if (rc != PS_OK)
 			break;
 		rc = send_msgs(c);
@@ -846,12 +973,7 @@ static int setup_after_join(ps_client *c)
 	if (!c->slots || !c->stages)
 		return PS_ENOMEM;
 	c->nparts = pl->num_parts;
-	if (c->node.welcome.has_credit) { /* the scheduler's, auto chosen */
-		c->cfg.scheduling.push.credit_size =
-			c->node.welcome.push_credit;
-		c->cfg.scheduling.params.credit_size =
-			c->node.welcome.params_credit;
-	}
+	ps_wire_welcome_sizes(&c->node.welcome, &c->cfg);
 	c->unwindowed_sync = c->cfg.train.mode == PS_MODE_SYNC &&
 			     c->cfg.scheduling.push.credit_size == 0;
 	{
@@ -873,9 +995,17 @@ static int setup_after_join(ps_client *c)
 								 .credit_size,
 					.sync = c->cfg.train.mode ==
 						PS_MODE_SYNC,
+					.push_piece =
+						ps_config_pieces_size(&c->cfg,
+								      0),
+					.params_piece =
+						ps_config_pieces_size(&c->cfg,
+								      1),
 					.numbers = numbers,
 					.clock_ns = ps_now_ns},
 				&c->proto);
+		if (rc == PS_OK)
+			rc = count_push_pieces(c);
 #ifdef PS_WITH_CUDA
 		c->numbers = numbers; /* the copy order of device tensors */
 #else
@@ -1545,7 +1675,8 @@ static int push_cmd(ps_client *c, uint32_t tensor_id, const float *grad,
 		    uint64_t iteration, uint32_t part)
 {
 	tensor *t = &c->tensors[tensor_id];
-	uint32_t held = part == PUSH_WHOLE ? t->nparts : 1;
+	uint32_t held = part == PUSH_WHOLE ? t->push_pieces
+					   : push_pieces_of(c, part);
 	cmd *k = calloc(1, sizeof(*k));
 	int rc;
 
@@ -2334,7 +2465,10 @@ void ps_client_destroy(ps_client **client_p)
 	}
 	if (c->slots) {
 		for (uint32_t p = 0; p < c->nparts; p++)
+		{
 			ps_msg_free(&c->slots[p].msg);
+			ps_msg_free(&c->slots[p].gather);
+		}
 		free(c->slots);
 	}
 	if (c->stages) { /* partly filled, never sent */

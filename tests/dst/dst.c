@@ -3,9 +3,10 @@
  *
  * Each seed builds a small random job (workers, servers, tensors, partition
  * size, fusion, iterations, and per direction - the workers' pushes and the
- * servers' parameter sends - a gate kind, a credit window and gate numbers
- * from its own tensor priorities; in about one seed of three the servers'
- * barrier) and runs it through the real
+ * servers' parameter sends - a gate kind, a credit window, gate numbers
+ * from its own tensor priorities and, in about one seed of three, pieces
+ * that direction sends partitions in; in about one seed of three the
+ * servers' barrier) and runs it through the real
  * server machines (proto/shard.h) and the real gates (scheduler/gate.h),
  * and worker machines (proto/worker.h), with the real aggregation and
  * optimizer (server/optimizer.h), under a
@@ -146,6 +147,7 @@ typedef struct msg {
 	int type;
 	uint32_t from; /* node */
 	uint32_t part;
+	uint32_t piece; /* PUSH, PARAMS and their ACKs */
 	uint64_t iteration;
 	int32_t priority;
 	float *payload; /* PUSH, PARAMS */
@@ -166,7 +168,7 @@ typedef struct channel {
  * before it. */
 typedef struct shadow {
 	struct pend {
-		uint32_t part, receiver;
+		uint32_t part, piece, receiver;
 		uint64_t iteration, seq;
 		uint64_t after; /* the gate's releases before it was ready */
 		uint32_t number;
@@ -196,6 +198,9 @@ typedef struct srv {
 	ps_join *join;
 	ps_shard *sh;
 	shadow shd;
+	uint32_t *hold_next; /* per local partition x worker: the piece its
+			      * next hold() is for (pieces are readied in
+			      * order) */
 	float **values, **mom; /* per local partition */
 	double **acc;
 	int running;
@@ -214,6 +219,8 @@ typedef struct job {
 	uint32_t *push_numbers, *params_numbers; /* per partition */
 	int barrier; /* the servers' (proto/shard.h) */
 	uint64_t partition_size;
+	/* per direction: the pieces a partition goes in (bytes; 0: whole) */
+	uint64_t push_piece, params_piece;
 	int fuse;
 	ps_placement *pl;
 	wk *w;
@@ -410,9 +417,9 @@ static int blames_the_dead(job *j, const char *why)
 
 /* ---- channels ---------------------------------------------------------- */
 
-static int send_msg(job *j, uint32_t from, uint32_t to, int type,
-		    uint32_t part, uint64_t iteration, int32_t priority,
-		    float *payload)
+static int send_piece_msg(job *j, uint32_t from, uint32_t to, int type,
+			  uint32_t part, uint32_t piece, uint64_t iteration,
+			  int32_t priority, float *payload)
 {
 	msg *m = calloc(1, sizeof(*m));
 	channel *c = &j->ch[from * j->N + to];
@@ -424,6 +431,7 @@ static int send_msg(job *j, uint32_t from, uint32_t to, int type,
 	*m = (msg){.type = type,
 		   .from = from,
 		   .part = part,
+		   .piece = piece,
 		   .iteration = iteration,
 		   .priority = priority,
 		   .payload = payload};
@@ -433,6 +441,14 @@ static int send_msg(job *j, uint32_t from, uint32_t to, int type,
 		c->head = m;
 	c->tail = m;
 	return PS_OK;
+}
+
+static int send_msg(job *j, uint32_t from, uint32_t to, int type,
+		    uint32_t part, uint64_t iteration, int32_t priority,
+		    float *payload)
+{
+	return send_piece_msg(j, from, to, type, part, 0, iteration, priority,
+			      payload);
 }
 
 static void free_msg(msg *m)
@@ -446,8 +462,9 @@ static void free_msg(msg *m)
 /* ---- the shadow of a gate: its order, checked ------------------------- */
 
 /* A transfer became ready; the gate had released `after` before. */
-static int shadow_ready(shadow *sh, uint32_t part, uint32_t receiver,
-			uint64_t iteration, uint32_t number, uint64_t after)
+static int shadow_ready(shadow *sh, uint32_t part, uint32_t piece,
+			uint32_t receiver, uint64_t iteration, uint32_t number,
+			uint64_t after)
 {
 	if (sh->n == sh->cap) {
 		uint32_t cap = sh->cap ? 2 * sh->cap : 64;
@@ -458,6 +475,7 @@ static int shadow_ready(shadow *sh, uint32_t part, uint32_t receiver,
 		sh->cap = cap;
 	}
 	sh->v[sh->n++] = (struct pend){.part = part,
+				       .piece = piece,
 				       .receiver = receiver,
 				       .iteration = iteration,
 				       .seq = sh->seq++,
@@ -471,22 +489,23 @@ static int shadow_ready(shadow *sh, uint32_t part, uint32_t receiver,
  * released them - checked against the order of its kind (sh->kind: its
  * direction's) among the transfers ready by then. */
 static int shadow_release(job *j, shadow *sh, const char *who, uint32_t part,
-			  uint32_t receiver, uint64_t iteration,
+			  uint32_t piece, uint32_t receiver, uint64_t iteration,
 			  uint64_t bytes)
 {
 	uint32_t at = UINT32_MAX;
 	uint64_t nth = sh->released++;
 
 	for (uint32_t i = 0; i < sh->n; i++)
-		if (sh->v[i].part == part && sh->v[i].receiver == receiver &&
+		if (sh->v[i].part == part && sh->v[i].piece == piece &&
+		    sh->v[i].receiver == receiver &&
 		    sh->v[i].iteration == iteration &&
 		    sh->v[i].after <= nth &&
 		    (at == UINT32_MAX || sh->v[i].seq < sh->v[at].seq))
 			at = i;
 	if (at == UINT32_MAX)
-		return fail(j, "%s's gate released partition %u to %u "
-			    "(iteration %" PRIu64 "), which was not ready",
-			    who, part, receiver, iteration);
+		return fail(j, "%s's gate released partition %u piece %u to "
+			    "%u (iteration %" PRIu64 "), which was not ready",
+			    who, part, piece, receiver, iteration);
 	struct pend r = sh->v[at];
 	for (uint32_t i = 0; i < sh->n; i++) {
 		const struct pend *q = &sh->v[i];
@@ -525,6 +544,22 @@ static uint64_t part_bytes(const job *j, uint32_t p)
 	return j->pl->parts[p].numel * PS_ELEM_SIZE;
 }
 
+/* Piece i of partition p in pieces of piece_bytes: elements (first in
+ * *off_p). */
+static uint64_t piece_numel(const job *j, uint32_t p, uint64_t piece_bytes,
+			    uint32_t i, uint64_t *off_p)
+{
+	uint64_t n;
+
+	ps_piece_span(&j->pl->parts[p], piece_bytes, i, off_p, &n);
+	return n;
+}
+
+static uint32_t pieces(const job *j, uint32_t p, uint64_t piece_bytes)
+{
+	return (uint32_t)ps_part_pieces(&j->pl->parts[p], piece_bytes);
+}
+
 /* Sends what worker w's machine wants sent. */
 static int worker_send(job *j, uint32_t w)
 {
@@ -560,25 +595,35 @@ static int worker_send(job *j, uint32_t w)
 					    "sends have no credit window", w,
 					    m.part);
 			k->params_acks++;
-			rc = send_msg(j, w, j->W + m.server, M_PARAMS_ACK,
-				      m.part, m.iteration, 0, NULL);
+			rc = send_piece_msg(j, w, j->W + m.server,
+					    M_PARAMS_ACK, m.part, m.piece,
+					    m.iteration, 0, NULL);
 			continue;
 		}
 		if (m.priority != (int32_t)j->push_numbers[m.part])
 			return fail(j, "worker %u pushed partition %u with gate "
 				    "number %d, not the pushes' %u", w, m.part,
 				    m.priority, j->push_numbers[m.part]);
-		uint64_t n = j->pl->parts[m.part].numel;
-		float *g = malloc(n * sizeof(float));
+		uint64_t off,
+			 n = piece_numel(j, m.part, j->push_piece, m.piece,
+					 &off);
+		if (off != m.offset || n * PS_ELEM_SIZE != m.bytes)
+			return fail(j, "worker %u pushed piece %u of partition "
+				    "%u as elements %" PRIu64 "+%" PRIu64
+				    ", not %" PRIu64 "+%" PRIu64, w, m.piece,
+				    m.part, m.offset, m.bytes / PS_ELEM_SIZE,
+				    off, n);
+		float *g = malloc((n ? n : 1) * sizeof(float));
 		if (!g)
 			return PS_ENOMEM;
 		for (uint64_t e = 0; e < n; e++)
-			g[e] = grad(w, m.iteration, m.part, e);
-		rc = shadow_release(j, &k->sh, who, m.part, m.server,
+			g[e] = grad(w, m.iteration, m.part, off + e);
+		rc = shadow_release(j, &k->sh, who, m.part, m.piece, m.server,
 				    m.iteration, m.bytes);
 		if (rc == PS_OK)
-			rc = send_msg(j, w, j->W + m.server, M_PUSH, m.part,
-				      m.iteration, m.priority, g);
+			rc = send_piece_msg(j, w, j->W + m.server, M_PUSH,
+					    m.part, m.piece, m.iteration,
+					    m.priority, g);
 		else
 			free(g);
 	}
@@ -610,8 +655,12 @@ static int mirror_ready(job *j, uint32_t w, uint32_t p)
 	ps_wproto_stats st;
 
 	ps_wproto_get_stats(j->w[w].proto, &st);
-	return shadow_ready(&j->w[w].sh, p, j->pl->parts[p].server,
-			    j->w[w].it, j->push_numbers[p], st.pushes);
+	for (uint32_t i = 0; i < pieces(j, p, j->push_piece); i++)
+		if (shadow_ready(&j->w[w].sh, p, i, j->pl->parts[p].server,
+				 j->w[w].it, j->push_numbers[p],
+				 st.pushes) != PS_OK)
+			return PS_ENOMEM;
+	return PS_OK;
 }
 
 /* Iteration it's gradients, tensor by tensor in a random order (as a
@@ -672,12 +721,16 @@ static int worker_receive(job *j, uint32_t w, uint32_t from, msg *m)
 			    "a credit window for the pushes (its PARAMS "
 			    "acknowledge it)", w, p);
 	if (m->type == M_PUSH_ACK) {
-		rc = ps_wproto_on_push_ack(k->proto, from, p, why,
+		uint64_t off;
+		rc = ps_wproto_on_push_ack(k->proto, from, p, m->piece, why,
 					   sizeof(why));
 		if (rc == PS_EPROTO)
 			return fail(j, "worker %u refused a PUSH_ACK of "
-				    "partition %u: %s", w, p, why);
-		k->sh.in_flight -= part_bytes(j, p);
+				    "partition %u piece %u: %s", w, p,
+				    m->piece, why);
+		k->sh.in_flight -= piece_numel(j, p, j->push_piece, m->piece,
+					       &off) *
+				   PS_ELEM_SIZE;
 		return rc == PS_OK ? worker_send(j, w) : rc;
 	}
 	if (m->type != M_PARAMS)
@@ -689,18 +742,20 @@ static int worker_receive(job *j, uint32_t w, uint32_t from, msg *m)
 		return fail(j, "worker %u: PARAMS of partition %u version %"
 			    PRIu64 " after version %" PRIu64, w, p,
 			    m->iteration, had);
-	for (uint64_t e = 0; e < j->pl->parts[p].numel; e++)
-		if ((double)m->payload[e] != expected(j, p, e, m->iteration))
+	uint64_t off, n = piece_numel(j, p, j->params_piece, m->piece, &off);
+	for (uint64_t e = 0; e < n; e++)
+		if ((double)m->payload[e] !=
+		    expected(j, p, off + e, m->iteration))
 			return fail(j, "worker %u: partition %u version %" PRIu64
 				    " element %" PRIu64 " is %g, not %g", w, p,
-				    m->iteration, e, (double)m->payload[e],
-				    expected(j, p, e, m->iteration));
+				    m->iteration, off + e, (double)m->payload[e],
+				    expected(j, p, off + e, m->iteration));
 	rc = ps_wproto_on_params(k->proto, from, p, j->pl->parts[p].tensor,
-				 m->iteration, part_bytes(j, p), &acked, why,
-				 sizeof(why));
+				 m->iteration, m->piece, n * PS_ELEM_SIZE,
+				 &acked, NULL, why, sizeof(why));
 	if (rc == PS_EPROTO)
-		return fail(j, "worker %u refused PARAMS of partition %u: %s",
-			    w, p, why);
+		return fail(j, "worker %u refused PARAMS of partition %u piece "
+			    "%u: %s", w, p, m->piece, why);
 	if (acked) { /* no window: these PARAMS acknowledge the push */
 		if (j->push_credit)
 			return fail(j, "worker %u: PARAMS of partition %u "
@@ -760,9 +815,13 @@ static void *hold(void *ud, uint32_t k, uint32_t worker)
 			     o->version);
 	}
 	ps_shard_stats st;
+	uint32_t *next = &j->s[s].hold_next[(size_t)k * j->W + worker];
+	uint32_t piece = *next;
 
+	/* a send's pieces are readied in order, one hold() each */
+	*next = (piece + 1) % pieces(j, sp->index, j->params_piece);
 	ps_shard_get_stats(sh, &st);
-	if (shadow_ready(&j->s[s].shd, sp->index, worker, sp->version,
+	if (shadow_ready(&j->s[s].shd, sp->index, piece, worker, sp->version,
 			 j->params_numbers[sp->index], st.sends) != PS_OK)
 		fail(j, "out of memory");
 	return NULL;
@@ -790,8 +849,9 @@ static int server_send(job *j, uint32_t s)
 					    "%u carries number %d, not the push's "
 					    "%u", s, m.partition, m.priority,
 					    j->push_numbers[m.partition]);
-			rc = send_msg(j, j->W + s, to, M_PUSH_ACK, m.partition,
-				      m.iteration, m.priority, NULL);
+			rc = send_piece_msg(j, j->W + s, to, M_PUSH_ACK,
+					    m.partition, m.piece, m.iteration,
+					    m.priority, NULL);
 		} else {
 			if (m.priority !=
 			    (int32_t)j->params_numbers[m.partition])
@@ -800,17 +860,27 @@ static int server_send(job *j, uint32_t s)
 					    "not the parameter sends' %u", s,
 					    m.partition, m.priority,
 					    j->params_numbers[m.partition]);
-			uint64_t n = j->pl->parts[m.partition].numel;
-			float *vals = malloc(n * sizeof(float));
+			uint64_t off,
+				 n = piece_numel(j, m.partition, j->params_piece,
+						 m.piece, &off);
+			if (off != m.offset || n * PS_ELEM_SIZE != m.bytes)
+				return fail(j, "server %u sent piece %u of "
+					    "partition %u as %" PRIu64 " bytes at "
+					    "%" PRIu64 ", not %" PRIu64 " at %"
+					    PRIu64, s, m.piece, m.partition,
+					    m.bytes, m.offset,
+					    n * PS_ELEM_SIZE, off);
+			float *vals = malloc((n ? n : 1) * sizeof(float));
 			if (!vals)
 				return PS_ENOMEM;
-			memcpy(vals, v->values[m.k], n * sizeof(float));
-			rc = shadow_release(j, &v->shd, who, m.partition, to,
-					    m.iteration, m.bytes);
+			memcpy(vals, v->values[m.k] + off, n * sizeof(float));
+			rc = shadow_release(j, &v->shd, who, m.partition,
+					    m.piece, to, m.iteration, m.bytes);
 			if (rc == PS_OK)
-				rc = send_msg(j, j->W + s, to, M_PARAMS,
-					      m.partition, m.iteration,
-					      m.priority, vals);
+				rc = send_piece_msg(j, j->W + s, to, M_PARAMS,
+						    m.partition, m.piece,
+						    m.iteration, m.priority,
+						    vals);
 			else
 				free(vals);
 		}
@@ -825,14 +895,17 @@ static int server_receive(job *j, uint32_t s, uint32_t from, msg *m,
 {
 	srv *v = &j->s[s];
 	char why[256] = "";
+	uint64_t off;
 	int rc;
 
 	if (m->type == M_PUSH) {
 		rc = ps_shard_on_push(v->sh, from, m->part,
 				      j->pl->parts[m->part].tensor,
-				      m->iteration, m->priority,
-				      part_bytes(j, m->part), m, 0, why,
-				      sizeof(why));
+				      m->iteration, m->priority, m->piece,
+				      piece_numel(j, m->part, j->push_piece,
+						  m->piece, &off) *
+					      PS_ELEM_SIZE,
+				      m, 0, why, sizeof(why));
 		*kept = rc == PS_OK; /* the op reads its payload */
 	} else if (m->type == M_INIT) {
 		rc = ps_shard_on_init(v->sh, from, m->part,
@@ -841,10 +914,13 @@ static int server_receive(job *j, uint32_t s, uint32_t from, msg *m,
 				      sizeof(why));
 		*kept = rc == PS_OK; /* the op reads its payload */
 	} else if (m->type == M_PARAMS_ACK) {
-		rc = ps_shard_on_params_ack(v->sh, from, m->part, why,
+		rc = ps_shard_on_params_ack(v->sh, from, m->part, m->piece, why,
 					    sizeof(why));
 		if (rc == PS_OK)
-			v->shd.in_flight -= part_bytes(j, m->part);
+			v->shd.in_flight -= piece_numel(j, m->part,
+							j->params_piece,
+							m->piece, &off) *
+					    PS_ELEM_SIZE;
 	} else {
 		return fail(j, "server %u received %s", s,
 			    msg_names[m->type]);
@@ -872,16 +948,32 @@ static int server_finish_op(job *j, uint32_t s)
 	srv *v = &j->s[s];
 	ps_shard_op *op = &v->op;
 	size_t n = ps_shard_part_at(v->sh, op->k)->desc->numel;
-	msg *m = op->ctx; /* every op carries its message */
+	msg *m = op->ctx; /* every op carries its message (but an update of
+			   * pieces summed before) */
 	int rc;
 
+	if (op->kind != PS_SHARD_OP_INIT && op->kind != PS_SHARD_OP_UPDATE &&
+	    (op->offset + op->numel > n || !op->numel))
+		return fail(j, "server %u: an op over elements %" PRIu64
+			    "+%" PRIu64 " of a partition of %zu", s,
+			    op->offset, op->numel, n);
 	if (op->kind == PS_SHARD_OP_INIT)
 		memcpy(v->values[op->k], m->payload, n * sizeof(float));
 	else if (op->kind == PS_SHARD_OP_AGGREGATE && op->first)
-		ps_accum_set(v->acc[op->k], m->payload, n);
+		ps_accum_set(v->acc[op->k] + op->offset, m->payload,
+			     op->numel);
 	else if (op->kind == PS_SHARD_OP_AGGREGATE)
-		ps_accum_add(v->acc[op->k], m->payload, n);
-	else
+		ps_accum_add(v->acc[op->k] + op->offset, m->payload,
+			     op->numel);
+	else if (op->all_summed) { /* pieces: every gradient summed */
+		float *zero = calloc(n, sizeof(float));
+		if (!zero)
+			return PS_ENOMEM;
+		ps_sgd_apply_last(v->values[op->k], v->mom[op->k],
+				  v->acc[op->k], zero, n, 0, op->count, 1.0,
+				  0.0);
+		free(zero);
+	} else
 		ps_sgd_apply_last(v->values[op->k], v->mom[op->k],
 				  v->acc[op->k], m->payload, n, op->first,
 				  op->count, 1.0, 0.0);
@@ -999,6 +1091,7 @@ static int setup(job *j, void **hold_ud)
 	uint32_t push_prio[8], params_prio[8];
 	static const uint64_t credits[] = {0, 4, 64, 512, 4096, 1u << 20};
 	static const uint64_t sizes[] = {4, 16, 64, 256, 1024, 1u << 30};
+	static const uint64_t piece_sizes[] = {4, 12, 40, 128};
 	int rc;
 
 	j->rng = j->seed;
@@ -1018,6 +1111,16 @@ static int setup(job *j, void **hold_ud)
 	if (j->fault == FAULT_VERSION_SKIP)
 		j->barrier = 0; /* see the header */
 	j->partition_size = sizes[rng_below(&j->rng, 6)];
+	/* in one seed of three per direction, partitions go in pieces
+	 * (never under a counter gate: the configuration refuses it) */
+	j->push_piece = j->push_gate != PS_GATE_COUNTER &&
+				rng_below(&j->rng, 3) == 0
+			    ? piece_sizes[rng_below(&j->rng, 4)]
+			    : 0;
+	j->params_piece = j->params_gate != PS_GATE_COUNTER &&
+				  rng_below(&j->rng, 3) == 0
+			      ? piece_sizes[rng_below(&j->rng, 4)]
+			      : 0;
 	j->fuse = (int)rng_below(&j->rng, 2);
 	for (uint32_t t = 0; t < j->T; t++) {
 		snprintf(td[t].name, sizeof(td[t].name), "t%u", t);
@@ -1061,6 +1164,8 @@ static int setup(job *j, void **hold_ud)
 					    .credit = j->push_credit,
 					    .params_credit = j->params_credit,
 					    .sync = 1,
+					    .push_piece = j->push_piece,
+					    .params_piece = j->params_piece,
 					    .numbers = j->push_numbers},
 			&k->proto);
 		if (rc != PS_OK)
@@ -1081,6 +1186,8 @@ static int setup(job *j, void **hold_ud)
 					     .gate = (ps_gate_kind)j->params_gate,
 					     .credit = j->params_credit,
 					     .push_credit = j->push_credit,
+					     .push_piece = j->push_piece,
+					     .params_piece = j->params_piece,
 					     .barrier = j->barrier,
 					     .numbers = j->params_numbers,
 					     .hold = hold,
@@ -1090,6 +1197,9 @@ static int setup(job *j, void **hold_ud)
 		if (rc != PS_OK)
 			return rc;
 		uint32_t n = ps_shard_nparts(v->sh);
+		v->hold_next = calloc((size_t)(n + 1) * j->W, sizeof(uint32_t));
+		if (!v->hold_next)
+			return PS_ENOMEM;
 		v->values = calloc(n + 1, sizeof(float *));
 		v->mom = calloc(n + 1, sizeof(float *));
 		v->acc = calloc(n + 1, sizeof(double *));
@@ -1183,6 +1293,7 @@ static void teardown(job *j)
 			free(v->acc[k]);
 		}
 		free(v->values);
+		free(v->hold_next);
 		free(v->mom);
 		free(v->acc);
 		free(v->shd.v);
@@ -1370,13 +1481,14 @@ static int run_seed(job *j)
 		/* the drawn settings, per direction, and every partition's
 		 * numbers (push/params) */
 		fprintf(stderr, "seed %" PRIu64 ": W=%u S=%u T=%u P=%u K=%u "
-			"push: gate=%s credit=%" PRIu64 "; params: gate=%s "
-			"credit=%" PRIu64 "; barrier=%d\n  numbers "
-			"(partition:push/params):", j->seed, j->W, j->S, j->T,
-			j->P, j->K, ps_gate_name((ps_gate_kind)j->push_gate),
-			j->push_credit,
+			"push: gate=%s credit=%" PRIu64 " pieces=%" PRIu64
+			"; params: gate=%s credit=%" PRIu64 " pieces=%" PRIu64
+			"; barrier=%d\n  numbers (partition:push/params):",
+			j->seed, j->W, j->S, j->T, j->P, j->K,
+			ps_gate_name((ps_gate_kind)j->push_gate),
+			j->push_credit, j->push_piece,
 			ps_gate_name((ps_gate_kind)j->params_gate),
-			j->params_credit, j->barrier);
+			j->params_credit, j->params_piece, j->barrier);
 		for (uint32_t p = 0; p < j->P; p++)
 			fprintf(stderr, " %u:%u/%u", p, j->push_numbers[p],
 				j->params_numbers[p]);
@@ -1471,16 +1583,18 @@ int main(int argc, char **argv)
 			if (!expect_failure || failed <= 3)
 				printf("seed %" PRIu64 " (W=%u S=%u T=%u P=%u "
 				       "K=%u push: gate=%s credit=%" PRIu64
-				       " params: gate=%s credit=%" PRIu64
+				       " pieces=%" PRIu64 " params: gate=%s "
+				       "credit=%" PRIu64 " pieces=%" PRIu64
 				       " barrier=%d partition=%" PRIu64
 				       " fusion=%d) failed after %" PRIu64
 				       " steps: %s\n  replay: %s --seed %" PRIu64
 				       "%s%s --verbose\n",
 				       s, j.W, j.S, j.T, j.P, j.K,
 				       ps_gate_name((ps_gate_kind)j.push_gate),
-				       j.push_credit,
+				       j.push_credit, j.push_piece,
 				       ps_gate_name((ps_gate_kind)j.params_gate),
-				       j.params_credit, j.barrier,
+				       j.params_credit, j.params_piece,
+				       j.barrier,
 				       j.partition_size, j.fuse,
 				       j.steps, j.failure, argv[0], s,
 				       fault ? " --fault " : "",

@@ -78,8 +78,8 @@ for m in efficientnet_b0 resnext50_32x4d; do
 		fail "replaying $m exited $?"
 	grep -q "^summary: job .* finished" "$WORK/replay-$m.out.log" || fail "$m: no job summary"
 	"$BUILD/ps-sim" --set model.file="$f" --set cluster.workers=4 --set cluster.servers=2 \
-		--set train.iterations=3 --set scheduling.preset=ordo --json >"$WORK/$m.sim" 2>&1 ||
-		fail "ps-sim $m: $(tail -n 3 "$WORK/$m.sim")"
+		--set train.iterations=3 --set scheduling.preset=ordo --json >"$WORK/$m.sim" 2>"$WORK/$m.sim.err" ||
+		fail "ps-sim $m: $(tail -n 3 "$WORK/$m.sim.err")"
 	python3 -c 'import json, sys; o = json.load(open(sys.argv[1])); assert o["iteration_ms"] > 0' "$WORK/$m.sim" ||
 		fail "ps-sim $m: no iteration time"
 done

@@ -87,8 +87,8 @@ static int params(fixture *f, uint32_t part, uint64_t version, int *acked)
 {
 	char why[128];
 
-	return ps_wproto_on_params(f->w, 0, part, part, version, 400, acked,
-				   why, sizeof(why));
+	return ps_wproto_on_params(f->w, 0, part, part, version, 0, 400, acked,
+				   NULL, why, sizeof(why));
 }
 
 static void test_params_acknowledge_without_window(void **state)
@@ -103,7 +103,7 @@ static void test_params_acknowledge_without_window(void **state)
 	push(&f, 0, 0);
 	assert_false(ps_wproto_idle(f.w));
 	/* a PUSH_ACK for the other partition matches nothing in flight */
-	assert_int_equal(ps_wproto_on_push_ack(f.w, 0, 1, why, sizeof(why)),
+	assert_int_equal(ps_wproto_on_push_ack(f.w, 0, 1, 0, why, sizeof(why)),
 			 PS_EPROTO);
 	assert_non_null(strstr(why, "no push in flight"));
 	/* the other partition's PARAMS acknowledge nothing */
@@ -115,7 +115,7 @@ static void test_params_acknowledge_without_window(void **state)
 	assert_int_equal(acked, 1);
 	assert_true(ps_wproto_idle(f.w));
 	/* and only once: a PUSH_ACK after it is refused */
-	assert_int_equal(ps_wproto_on_push_ack(f.w, 0, 0, why, sizeof(why)),
+	assert_int_equal(ps_wproto_on_push_ack(f.w, 0, 0, 0, why, sizeof(why)),
 			 PS_EPROTO);
 	/* DONE goes at once: nothing unacknowledged */
 	assert_int_equal(ps_wproto_done(f.w), PS_OK);
@@ -134,7 +134,7 @@ static void test_push_ack_first_with_window(void **state)
 	(void)state;
 	setup(&f, 1 << 20, 1);
 	push(&f, 0, 0);
-	assert_int_equal(ps_wproto_on_push_ack(f.w, 0, 0, why, sizeof(why)),
+	assert_int_equal(ps_wproto_on_push_ack(f.w, 0, 0, 0, why, sizeof(why)),
 			 PS_OK);
 	assert_true(ps_wproto_idle(f.w));
 	/* the PARAMS after it acknowledge nothing more; they are acked */
@@ -157,7 +157,7 @@ static void test_async_needs_push_acks(void **state)
 	assert_int_equal(params(&f, 0, 1, &acked), PS_OK);
 	assert_int_equal(acked, 0);
 	assert_false(ps_wproto_idle(f.w));
-	assert_int_equal(ps_wproto_on_push_ack(f.w, 0, 0, why, sizeof(why)),
+	assert_int_equal(ps_wproto_on_push_ack(f.w, 0, 0, 0, why, sizeof(why)),
 			 PS_OK);
 	assert_true(ps_wproto_idle(f.w));
 	teardown(&f);
@@ -229,20 +229,20 @@ static void test_params_ack_must_match(void **state)
 	setup(&f, 1024, 1);
 	sh = shard_with_params(&f, 1024, 1024, 0);
 	/* partition 1 was never sent: its ack is forged */
-	assert_int_equal(ps_shard_on_params_ack(sh, 0, 1, why, sizeof(why)),
+	assert_int_equal(ps_shard_on_params_ack(sh, 0, 1, 0, why, sizeof(why)),
 			 PS_EPROTO);
 	assert_non_null(strstr(why, "not in flight to that worker"));
 	/* each worker acknowledges its own copy, once */
-	assert_int_equal(ps_shard_on_params_ack(sh, 0, 0, why, sizeof(why)),
+	assert_int_equal(ps_shard_on_params_ack(sh, 0, 0, 0, why, sizeof(why)),
 			 PS_OK);
-	assert_int_equal(ps_shard_on_params_ack(sh, 0, 0, why, sizeof(why)),
+	assert_int_equal(ps_shard_on_params_ack(sh, 0, 0, 0, why, sizeof(why)),
 			 PS_EPROTO);
 	assert_int_equal(ps_gate_in_flight(ps_shard_gate(sh)), 400);
-	assert_int_equal(ps_shard_on_params_ack(sh, 1, 0, why, sizeof(why)),
+	assert_int_equal(ps_shard_on_params_ack(sh, 1, 0, 0, why, sizeof(why)),
 			 PS_OK);
 	assert_int_equal(ps_gate_in_flight(ps_shard_gate(sh)), 0);
 	/* not a worker at all */
-	assert_int_equal(ps_shard_on_params_ack(sh, PS_SHARD_NOT_WORKER, 0,
+	assert_int_equal(ps_shard_on_params_ack(sh, PS_SHARD_NOT_WORKER, 0, 0,
 						why, sizeof(why)),
 			 PS_EPROTO);
 	ps_shard_destroy(&sh);
@@ -264,8 +264,8 @@ static int push_acks_of_a_round(uint64_t push_credit, uint64_t params_credit,
 	setup2(&f, push_credit, params_credit, !async);
 	sh = shard_with_params(&f, params_credit, push_credit, async);
 	for (uint32_t w = 0; w < 2; w++) {
-		assert_int_equal(ps_shard_on_push(sh, w, 0, 0, 0, 0, 400, NULL,
-						  0, why, sizeof(why)),
+		assert_int_equal(ps_shard_on_push(sh, w, 0, 0, 0, 0, 0, 400,
+						  NULL, 0, why, sizeof(why)),
 				 PS_OK);
 		while (ps_shard_next_op(sh, &op)) {
 			while (ps_shard_next_msg(sh, &m))

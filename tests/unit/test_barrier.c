@@ -97,7 +97,8 @@ static int round_of(fixture *f, uint32_t p, uint64_t it,
 	for (uint32_t w = 0; w < W; w++) {
 		assert_int_equal(ps_shard_on_push(f->sh, w, p,
 						  f->pl->parts[p].tensor, it, 0,
-						  40, NULL, 0, why, sizeof(why)),
+						  0, 40, NULL, 0, why,
+						  sizeof(why)),
 				 PS_OK);
 		while (ps_shard_next_op(f->sh, &op))
 			assert_int_equal(ps_shard_op_done(f->sh), PS_OK);

@@ -92,6 +92,16 @@ static void expect_invalid(const ps_config *cfg, const char *want)
 	assert_string_equal(err, want);
 }
 
+/* ... with a reason that contains `part`. */
+static void expect_invalid_with(const ps_config *cfg, const char *part)
+{
+	char err[1024];
+
+	assert_int_equal(ps_config_validate(cfg, err, sizeof(err)), PS_ECONFIG);
+	if (!strstr(err, part))
+		fail_msg("\"%s\" lacks \"%s\"", err, part);
+}
+
 static char *config_to_string(const ps_config *cfg, int reference)
 {
 	char *buf = NULL;
@@ -649,17 +659,21 @@ static void test_validate(void **state)
 	                     "(2 * 1000 = 2000)");
 
 	ps_config_defaults(&cfg);
-	cfg.scheduling.partition_size = 4 << 20;
+	ps_config_set_partition_size(&cfg, 4 << 20);
 	cfg.scheduling.push.credit_size = 1 << 20;
 	expect_invalid(&cfg, "scheduling.push_credit_size (1M) must be 0 "
 	                     "(unlimited) or at least "
-	                     "scheduling.partition_size (4M)");
+	                     "scheduling.push_partition_size (4M)");
 	cfg.scheduling.push.credit_size = 4 << 20;
 	assert_int_equal(ps_config_validate(&cfg, NULL, 0), PS_OK);
 	cfg.scheduling.params.credit_size = 2 << 20;
 	expect_invalid(&cfg, "scheduling.params_credit_size (2M) must be 0 "
 	                     "(unlimited) or at least "
-	                     "scheduling.partition_size (4M)");
+	                     "scheduling.params_partition_size (4M)");
+	/* each direction's credit counts in its own pieces */
+	ps_config_set_partition_sizes(&cfg, 4 << 20, 1 << 20);
+	assert_int_equal(cfg.scheduling.partition_size, 4 << 20);
+	assert_int_equal(ps_config_validate(&cfg, NULL, 0), PS_OK);
 	cfg.scheduling.params.credit_size = 0;
 	cfg.scheduling.params_barrier = 1;
 	assert_int_equal(ps_config_validate(&cfg, NULL, 0), PS_OK);
@@ -698,9 +712,48 @@ static void test_validate(void **state)
 	                     "must be multiples of 4 bytes");
 
 	ps_config_defaults(&cfg);
-	cfg.scheduling.partition_size = 1026;
-	expect_invalid(&cfg, "scheduling.partition_size (1026) must be a "
+	ps_config_set_partition_size(&cfg, 1026);
+	expect_invalid(&cfg, "scheduling.push_partition_size (1026) must be a "
 	                     "multiple of 4 bytes (whole float32 elements)");
+	ps_config_set_partition_sizes(&cfg, 1024, 1026);
+	expect_invalid(&cfg, "scheduling.params_partition_size (1026) must "
+	                     "be a multiple of 4 bytes (whole float32 "
+	                     "elements)");
+
+	/* what a direction in pieces cannot be combined with */
+	ps_config_defaults(&cfg);
+	ps_config_set_partition_sizes(&cfg, 256 << 10, 1 << 20);
+	assert_int_equal(ps_config_validate(&cfg, NULL, 0), PS_OK);
+	cfg.scheduling.push.gate = 2; /* counter */
+	expect_invalid(&cfg, "scheduling.push_gate = counter releases whole "
+	                     "partitions, one number each: it needs "
+	                     "push_partition_size (256K) at least "
+	                     "params_partition_size (1M)");
+	cfg.scheduling.push.gate = 1;
+	cfg.train.mode = PS_MODE_ASYNC;
+	expect_invalid(&cfg, "scheduling.push_partition_size (256K) below "
+	                     "params_partition_size (1M) pushes each "
+	                     "partition in pieces, which a server sums into "
+	                     "its round: train.mode = sync only");
+	cfg.train.mode = PS_MODE_SYNC;
+	cfg.server.device = PS_DEVICE_CUDA;
+	/* (a build without CUDA refuses it before: either way, refused) */
+	expect_invalid_with(&cfg, "server.device = cuda");
+	cfg.server.device = PS_DEVICE_CPU;
+	/* parameters in pieces: asynchronous training too, not counter */
+	ps_config_set_partition_sizes(&cfg, 1 << 20, 256 << 10);
+	cfg.train.mode = PS_MODE_ASYNC;
+	assert_int_equal(ps_config_validate(&cfg, NULL, 0), PS_OK);
+	cfg.scheduling.params.gate = 2;
+	expect_invalid_with(&cfg, "scheduling.params_gate = counter "
+	                          "releases whole partitions");
+	/* auto for both or neither */
+	ps_config_defaults(&cfg);
+	ps_config_set_partition_sizes(&cfg, PS_SIZE_AUTO, 1 << 20);
+	assert_true(cfg.scheduling.partition_size == PS_SIZE_AUTO);
+	expect_invalid_with(&cfg, "scheduling.push_partition_size and "
+	                          "params_partition_size are chosen "
+	                          "together");
 
 	/* a GID index is accepted (whether the device has it is the
 	 * transport's check, at listen/connect); beyond 255 it is not */
@@ -1029,6 +1082,8 @@ static void test_reference(void **state)
 	                                   "params_credit_size",
 	                                   "params_barrier",
 	                                   "partition_size",
+	                                   "push_partition_size",
+	                                   "params_partition_size",
 	                                   "fusion",
 	                                   "placement",
 	                                   "level",
@@ -1090,8 +1145,10 @@ static void test_reference(void **state)
 	                            "`async` |"));
 	assert_non_null(
 	    strstr(ref, "| `momentum` | double | `0.9` | [0, 1) |"));
-	assert_non_null(strstr(ref, "| `partition_size` | size | `1T` | "
+	assert_non_null(strstr(ref, "| `push_partition_size` | size | `1T` | "
 	                            "[4, 1T] bytes"));
+	assert_non_null(strstr(ref, "| `partition_size` | size | (its two "
+	                            "keys') | [4, 1T] bytes"));
 	assert_non_null(strstr(ref, "### [log]"));
 	/* deterministic */
 	again = config_to_string(NULL, 1);

@@ -295,6 +295,8 @@ static void pack_header(mp *m, uint32_t n, int bad_at,
 			msgpack_pack_uint64(&m->pk, vals[i]);
 		else if (i == 9) /* lr */
 			msgpack_pack_double(&m->pk, 0.5);
+		else if (i == 10) /* piece */
+			msgpack_pack_uint32(&m->pk, 3);
 		else
 			msgpack_pack_str_with_body(&m->pk, "future", 6);
 	}
@@ -436,7 +438,28 @@ static void test_header_rejects(void **state)
 		assert_int_equal(ps_wire_header_decode(buf, len, &out, why,
 		                                       sizeof(why)), PS_OK);
 		assert_false(out.has_lr);
+		/* a piece, with and without a learning rate */
+		for (int lr = 0; lr < 2; lr++) {
+			h.has_lr = lr;
+			h.piece = 7;
+			assert_int_equal(ps_wire_header_encode(&h, buf,
+			                                       sizeof(buf), &len),
+			                 PS_OK);
+			assert_int_equal(ps_wire_header_decode(buf, len, &out,
+			                                       why, sizeof(why)),
+			                 PS_OK);
+			assert_int_equal(out.piece, 7);
+			assert_int_equal(out.has_lr, lr);
+		}
+		h.piece = 0;
+		assert_int_equal(ps_wire_header_encode(&h, buf, sizeof(buf), &len),
+		                 PS_OK);
+		assert_int_equal(ps_wire_header_decode(buf, len, &out, why,
+		                                       sizeof(why)), PS_OK);
+		assert_int_equal(out.piece, 0);
 	}
+	expect_header(11, 10, pk_neg1, PS_EPROTO, "element 10 (piece)");
+	expect_header(11, 10, pk_u32_over, PS_EPROTO, "element 10 (piece)");
 
 	/* a header longer than PS_WIRE_HEADER_MAX is refused before it is
 	 * decoded (decoding allocates per element: a 64 MiB array of 1s
@@ -891,21 +914,38 @@ static void test_welcome_roundtrip(void **state)
 	}
 	w.push_priority = NULL;
 
-	/* the credit windows in force (chosen by the scheduler where the
-	 * config says auto); absent: each node keeps its own; nil too; a
-	 * window beyond the largest credit a config can give is refused,
-	 * and so is a malformed element */
-	assert_int_equal(out.has_credit, 0);
-	w.has_credit = 1;
+	/* the sizes in force (chosen by the scheduler where the config says
+	 * auto): credits and partition sizes per direction; absent: each
+	 * node keeps its own; nil too; a size beyond the largest a config
+	 * can give, a partition below a float, a short or malformed element
+	 * are refused */
+	assert_int_equal(out.has_sizes, 0);
+	w.has_sizes = 1;
 	w.push_credit = 2u << 20;
 	w.params_credit = 0;
+	w.push_partition = 256u << 10;
+	w.params_partition = 1ull << 40;
 	assert_int_equal(ps_wire_welcome_encode(&w, &buf, &len), PS_OK);
 	if (ps_wire_welcome_decode(buf, len, &out, why, sizeof(why)) != PS_OK)
 		fail_msg("welcome: %s", why);
-	assert_int_equal(out.has_credit, 1);
+	assert_int_equal(out.has_sizes, 1);
 	assert_int_equal(out.push_credit, 2u << 20);
 	assert_int_equal(out.params_credit, 0);
+	assert_int_equal(out.push_partition, 256u << 10);
+	assert_true(out.params_partition == 1ull << 40);
 	assert_memory_equal(out.priority, prio, sizeof(prio));
+	{
+		/* into a node's configuration */
+		ps_config cfg;
+		ps_config_defaults(&cfg);
+		ps_wire_welcome_sizes(&out, &cfg);
+		assert_int_equal(cfg.scheduling.push.credit_size, 2u << 20);
+		assert_int_equal(cfg.scheduling.push.partition_size,
+		                 256u << 10);
+		assert_true(cfg.scheduling.partition_size == 1ull << 40);
+		assert_int_equal(ps_config_pieces_size(&cfg, 0), 256u << 10);
+		assert_int_equal(ps_config_pieces_size(&cfg, 1), 0);
+	}
 	ps_wire_welcome_clear(&out);
 	for (size_t n = 0; n < len; n++)
 		assert_int_equal(
@@ -919,7 +959,7 @@ static void test_welcome_roundtrip(void **state)
 		assert_int_equal(msgpack_unpack_next(&u, buf, len, NULL),
 		                 MSGPACK_UNPACK_SUCCESS);
 		assert_int_equal(u.data.via.array.size, 9);
-		for (int bad = 0; bad < 4; bad++) {
+		for (int bad = 0; bad < 5; bad++) {
 			mp_init(&m);
 			msgpack_pack_array(&m.pk, 9);
 			for (uint32_t i = 0; i < 8; i++)
@@ -928,13 +968,22 @@ static void test_welcome_roundtrip(void **state)
 			if (bad == 0) {
 				msgpack_pack_nil(&m.pk);
 			} else if (bad == 1) {
-				msgpack_pack_array(&m.pk, 2);
+				msgpack_pack_array(&m.pk, 4);
 				msgpack_pack_uint64(&m.pk, 1);
 				msgpack_pack_uint64(&m.pk,
-				                    PS_WIRE_CREDIT_MAX + 1);
+				                    PS_WIRE_SIZE_MAX + 1);
+				msgpack_pack_uint64(&m.pk, 4);
+				msgpack_pack_uint64(&m.pk, 4);
 			} else if (bad == 2) {
-				msgpack_pack_array(&m.pk, 1);
+				msgpack_pack_array(&m.pk, 2);
 				msgpack_pack_uint64(&m.pk, 1);
+				msgpack_pack_uint64(&m.pk, 1);
+			} else if (bad == 3) {
+				msgpack_pack_array(&m.pk, 4);
+				msgpack_pack_uint64(&m.pk, 0);
+				msgpack_pack_uint64(&m.pk, 0);
+				msgpack_pack_uint64(&m.pk, 0);
+				msgpack_pack_uint64(&m.pk, 4);
 			} else {
 				msgpack_pack_str(&m.pk, 2);
 				msgpack_pack_str_body(&m.pk, "1M", 2);
@@ -944,18 +993,19 @@ static void test_welcome_roundtrip(void **state)
 			                                sizeof(why));
 			if (bad == 0) {
 				assert_int_equal(rc, PS_OK);
-				assert_int_equal(out.has_credit, 0);
+				assert_int_equal(out.has_sizes, 0);
 				ps_wire_welcome_clear(&out);
 			} else {
 				assert_int_equal(rc, PS_EPROTO);
-				assert_non_null(strstr(why, "credit"));
+				assert_true(strstr(why, "sizes") ||
+				            strstr(why, "credit"));
 			}
 			mp_free(&m);
 		}
 		msgpack_unpacked_destroy(&u);
 	}
 	free(buf);
-	w.has_credit = 0;
+	w.has_sizes = 0;
 
 	/* a WELCOME without the push element (one order for both
 	 * directions): the pushes follow the parameters' order */
