@@ -133,6 +133,12 @@ static void print_json(const ps_config *cfg, const ps_dag *dag,
 	json_object_set_new(j, "partition_size",
 			    json_integer((json_int_t)cfg->scheduling
 						 .partition_size));
+	json_object_set_new(j, "push_partition_size",
+			    json_integer((json_int_t)cfg->scheduling.push
+						 .partition_size));
+	json_object_set_new(j, "params_partition_size",
+			    json_integer((json_int_t)cfg->scheduling.params
+						 .partition_size));
 	json_object_set_new(j, "push_credit_size",
 			    json_integer((json_int_t)cfg->scheduling.push
 						 .credit_size));

@@ -59,6 +59,51 @@ grep -q "^scheduling: auto sizes: partition 1M, credit .*no model timings.*fallb
 	"$WORK/auto-fallback.out.log" || fail "auto without a model: no fallback stated"
 pass "auto without a model: the stated fallback, exact"
 
+# Each direction its own partition size: the partition a server sums is
+# the larger, the other direction sends it in pieces (the 100000-element
+# tensor in 7 pieces of 64K), in order, under priority gates and credit
+# windows; exact for every W, S in {1,2,3}
+for W in 1 2 3; do
+	for S in 1 2 3; do
+		exact "pieces-push-w${W}s$S" $W 1000,100000,10,50000 \
+			--set scheduling.preset=p3 --set cluster.servers=$S \
+			--set scheduling.push_partition_size=64K \
+			--set scheduling.params_partition_size=1T \
+			--set scheduling.credit_size=128K --set train.iterations=4
+		exact "pieces-params-w${W}s$S" $W 1000,100000,10,50000 \
+			--set scheduling.preset=bytescheduler --set cluster.servers=$S \
+			--set scheduling.params_partition_size=64K \
+			--set scheduling.push_partition_size=256K --set train.iterations=4
+	done
+done
+grep -q "^scheduling: preset p3: pushes order layer, gate priority, partition 64K, credit 128K; parameters order layer, gate priority, partition whole tensors, credit 128K; fusion off" \
+	"$WORK/pieces-push-w2s2.out.log" || fail "pieces: the per-direction sizes not said at start-up"
+pass "each direction its own partition size (pushes or parameters in pieces), exact, W and S in {1,2,3}"
+
+# a replay with parameters in pieces: every piece released in its gate's
+# order, and more parameter sends than partitions (pieces, not wholes)
+out=$WORK/pieces-replay
+launch pieces-replay 600 --set worker.mode=replay --set cluster.workers=2 \
+	--set cluster.servers=2 --set model.file="$SRC/conf/models/resnet50.json" \
+	--set scheduling.preset=p3 --set scheduling.params_partition_size=64K \
+	--set train.iterations=2 --set output.dir="$out" || fail "pieces replay exited $?"
+python3 "$SRC/tests/tools/release_order.py" "$out" ||
+	fail "pieces replay: transfers released out of order"
+python3 - "$out" <<'PY' || fail "pieces replay: parameters did not go in pieces"
+import csv, glob, json, sys
+out = sys.argv[1]
+parts = sum(1 for _ in csv.DictReader(open(out + "/placement.csv")))
+sends = 0
+for f in glob.glob(out + "/server-*.json"):
+    ev = json.load(open(f))
+    ev = ev["traceEvents"] if isinstance(ev, dict) else ev
+    sends += sum(1 for e in ev if e.get("name", "").startswith("params to worker"))
+# 2 workers, the initial values and 2 iterations' updates
+assert sends > 3 * 2 * parts, (sends, parts)
+print("pieces replay: %d parameter sends for %d partitions" % (sends, parts))
+PY
+pass "a replay with parameters in pieces: release orders held"
+
 # MXNet's placement splits a tensor of a million elements or more into one
 # piece per server: exact too, and the placement says so
 for S in 2 3; do

@@ -60,6 +60,26 @@ PY
 	fi
 done
 
+# --- each direction's partition size reaches the simulation: parameters
+# in pieces change the prediction and are said in the JSON --------------
+"$sim" "${common[@]}" --set scheduling.preset=p3 --json >"$tmp/p3.json" 2>/dev/null
+"$sim" "${common[@]}" --set scheduling.preset=p3 \
+	--set scheduling.params_partition_size=16K --json >"$tmp/p3p.json" 2>/dev/null ||
+	fail "p3 with parameter pieces: ps-sim failed"
+python3 - "$tmp/p3.json" "$tmp/p3p.json" <<'PY' || fail "parameter pieces not carried into ps-sim"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+assert b["push_partition_size"] == 160 * 1024 and b["params_partition_size"] == 16 * 1024, b
+assert b["partition_size"] == 160 * 1024
+assert b["messages"] > a["messages"], (a["messages"], b["messages"])
+assert b["iteration_ms"] != a["iteration_ms"]
+PY
+"$sim" "${common[@]}" --set scheduling.preset=tictac-tio \
+	--set scheduling.params_partition_size=16K --json >"$tmp/bad.json" 2>"$tmp/err" &&
+	fail "the counter gate with parameter pieces was not refused"
+grep -q "params_gate = counter releases whole partitions" "$tmp/err" ||
+	fail "the counter gate with pieces: no reason given ($(cat "$tmp/err"))"
+
 # --- determinism: the same config twice gives the same bytes ------------
 "$sim" "${common[@]}" --set scheduling.preset=ordo --json >"$tmp/again.json" \
 	2>/dev/null

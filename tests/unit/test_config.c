@@ -1528,6 +1528,62 @@ static void test_directions(void **state)
 	assert_null(strstr(text, "\norder ="));
 	assert_non_null(strstr(text, "\npush_order = layer\n"));
 	assert_non_null(strstr(text, "\nparams_order = layer\n"));
+
+	/* partition sizes: the shorthand, a direction's own after it, the
+	 * partition (the larger) kept in step by every setter */
+	{
+		ps_config c2;
+		char *t2;
+		ps_config_defaults(&c2);
+		assert_int_equal(ps_config_set_kv(&c2, "scheduling.partition_size",
+		                                  "1M", "--set", err, sizeof(err)),
+		                 PS_OK);
+		assert_int_equal(c2.scheduling.push.partition_size, 1 << 20);
+		assert_int_equal(c2.scheduling.params.partition_size, 1 << 20);
+		assert_int_equal(c2.scheduling.partition_size, 1 << 20);
+		assert_int_equal(ps_config_set_kv(&c2,
+		                                  "scheduling.push_partition_size",
+		                                  "256K", "--set", err,
+		                                  sizeof(err)),
+		                 PS_OK);
+		assert_int_equal(c2.scheduling.push.partition_size, 256 << 10);
+		assert_int_equal(c2.scheduling.partition_size, 1 << 20);
+		assert_int_equal(ps_config_pieces_size(&c2, 0), 256 << 10);
+		assert_int_equal(ps_config_pieces_size(&c2, 1), 0);
+		assert_int_equal(ps_config_get(&c2, "scheduling.partition_size",
+		                               v, sizeof(v)),
+		                 PS_EINVAL);
+		assert_int_equal(ps_config_set_kv(&c2,
+		                                  "scheduling.params_partition_size",
+		                                  "128K", "--set", err,
+		                                  sizeof(err)),
+		                 PS_OK);
+		assert_int_equal(c2.scheduling.partition_size, 256 << 10);
+		assert_int_equal(ps_config_pieces_size(&c2, 0), 0);
+		assert_int_equal(ps_config_pieces_size(&c2, 1), 128 << 10);
+		t2 = config_to_string(&c2, 0);
+		assert_non_null(strstr(t2, "\npush_partition_size = 256K\n"));
+		assert_non_null(strstr(t2, "\nparams_partition_size = 128K\n"));
+		assert_null(strstr(t2, "\npartition_size ="));
+		free(t2);
+		/* a preset keeps a direction's size the user set */
+		assert_int_equal(ps_config_set_kv(&c2, "scheduling.preset", "p3",
+		                                  "--set", err, sizeof(err)),
+		                 PS_OK);
+		assert_int_equal(c2.scheduling.push.partition_size, 256 << 10);
+		assert_int_equal(c2.scheduling.params.partition_size, 128 << 10);
+		/* an older config.ini's partition_size still reads */
+		assert_int_equal(ps_config_set_kv(&c2, "scheduling.partition_size",
+		                                  "2M", "conf.ini:3", err,
+		                                  sizeof(err)),
+		                 PS_OK);
+		assert_int_equal(c2.scheduling.partition_size, 2 << 20);
+		assert_int_equal(ps_config_set_kv(&c2, "scheduling.partition_size",
+		                                  "3", "--set", err, sizeof(err)),
+		                 PS_ECONFIG);
+		assert_non_null(strstr(err, "scheduling.partition_size: '3' is "
+		                            "out of range"));
+	}
 	free(text);
 	/* errors name the key given */
 	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.gate", "random",
