@@ -233,10 +233,10 @@ int main(int argc, char **argv)
 			 mib);
 		return 2;
 	}
-	if (cfg.scheduling.gate == PS_GATE_COUNTER &&
-	    cfg.scheduling.order != PS_ORDER_FIFO) {
-		PS_ERROR("scheduling.gate = counter with an order other than "
-			 "fifo would hold the host tensors' pushes for the "
+	if (cfg.scheduling.push.gate == PS_GATE_COUNTER &&
+	    cfg.scheduling.push.order != PS_ORDER_FIFO) {
+		PS_ERROR("scheduling.push_gate = counter with an order other "
+			 "than fifo would hold the host tensors' pushes for the "
 			 "device tensors' (or the reverse): use the fifo order "
 			 "or another gate");
 		return 2;
