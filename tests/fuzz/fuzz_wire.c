@@ -36,7 +36,8 @@ static void header(const uint8_t *d, size_t n)
 			   h.partition == again.partition &&
 			   h.iteration == again.iteration &&
 			   h.payload_len == again.payload_len &&
-			   h.priority == again.priority,
+			   h.priority == again.priority &&
+			   h.piece == again.piece,
 		   "header changed in a round trip");
 }
 
@@ -93,7 +94,13 @@ static void welcome(const uint8_t *d, size_t n)
 			   w.num_nodes == again.num_nodes &&
 			   w.start_iteration == again.start_iteration &&
 			   !w.placement == !again.placement &&
-			   !w.priority == !again.priority,
+			   !w.priority == !again.priority &&
+			   (!w.has_sizes ||
+			    (again.has_sizes &&
+			     w.push_credit == again.push_credit &&
+			     w.params_credit == again.params_credit &&
+			     w.push_partition == again.push_partition &&
+			     w.params_partition == again.params_partition)),
 		   "WELCOME changed in a round trip");
 	for (uint32_t i = 0; i < w.num_nodes; i++)
 		FUZZ_CHECK(node_eq(&w.nodes[i], &again.nodes[i]) &&

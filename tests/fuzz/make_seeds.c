@@ -45,6 +45,10 @@ int main(int argc, char **argv)
 			    .payload_len = 4096, .priority = -2};
 	ps_wire_header_encode(&h, hb, sizeof(hb), &len);
 	put("header-push", 0, hb, len);
+	h.piece = 3, h.has_lr = 1, h.lr = 0.5; /* a piece, a learning rate */
+	ps_wire_header_encode(&h, hb, sizeof(hb), &len);
+	put("header-push-piece", 0, hb, len);
+	h.piece = 0, h.has_lr = 0;
 	h.type = PS_MSG_REGISTER, h.job_id = 0, h.payload_len = 0;
 	ps_wire_header_encode(&h, hb, sizeof(hb), &len);
 	put("header-register", 0, hb, len);
@@ -73,7 +77,10 @@ int main(int argc, char **argv)
 	uint32_t prio[3] = {2, 1, 0};
 	ps_wire_welcome w = {.your_id = 2, .num_servers = 1, .num_workers = 1,
 			     .num_nodes = 3, .nodes = nodes, .placement = pl,
-			     .priority = prio, .start_iteration = 10};
+			     .priority = prio, .start_iteration = 10,
+			     .has_sizes = 1, .push_credit = 8192,
+			     .params_credit = 0, .push_partition = 1024,
+			     .params_partition = 4096};
 	ps_wire_welcome_encode(&w, &buf, &blen);
 	put("welcome", 2, buf, blen);
 	free(buf);
