@@ -259,7 +259,7 @@ void ps_auto_choice_describe(const ps_auto_choice *c, char *buf,
 	char link[128];
 
 	ps_config_format_size(AUTO_FALLBACK_PARTITION, fb, sizeof(fb));
-	snprintf(link, sizeof(link), "%g Gbit/s%s", c->link_gbps,
+	snprintf(link, sizeof(link), "%.3g Gbit/s%s", c->link_gbps,
 		 c->link_from_metrics ? " (metrics.bandwidth_gbps: "
 					"link.bandwidth_gbps is 0)"
 				      : "");
