@@ -69,14 +69,15 @@ for W in 1 2 3; do
 			--set scheduling.preset=p3 --set cluster.servers=$S \
 			--set scheduling.push_partition_size=64K \
 			--set scheduling.params_partition_size=1T \
-			--set scheduling.credit_size=128K --set train.iterations=4
+			--set scheduling.push_credit_size=128K \
+			--set scheduling.params_credit_size=0 --set train.iterations=4
 		exact "pieces-params-w${W}s$S" $W 1000,100000,10,50000 \
 			--set scheduling.preset=bytescheduler --set cluster.servers=$S \
 			--set scheduling.params_partition_size=64K \
 			--set scheduling.push_partition_size=256K --set train.iterations=4
 	done
 done
-grep -q "^scheduling: preset p3: pushes order layer, gate priority, partition 64K, credit 128K; parameters order layer, gate priority, partition whole tensors, credit 128K; fusion off" \
+grep -q "^scheduling: preset p3: pushes order layer, gate priority, partition 64K, credit 128K; parameters order layer, gate priority, partition whole tensors, credit unlimited; fusion off" \
 	"$WORK/pieces-push-w2s2.out.log" || fail "pieces: the per-direction sizes not said at start-up"
 pass "each direction its own partition size (pushes or parameters in pieces), exact, W and S in {1,2,3}"
 
