@@ -9,19 +9,21 @@
  *  - PRIORITY: one queue keyed by (priority, seq): O(log n).
  *  - COUNTER (TicTac §5.1): a "lane" per (receiver, iteration) holds the
  *    lane's counter (transfers of that receiver and iteration handed over
- *    so far) and a min-heap, keyed by number, of the transfers that may
- *    not go yet (number > counter). A transfer whose number is <= its
- *    lane's counter is eligible and sits in one gate-wide queue keyed by
- *    seq. Releasing a transfer bumps its lane's counter and moves the
- *    lane's newly eligible transfers (heap top while number <= counter)
- *    into the queue. Each transfer enters at most two heaps once: O(log n)
- *    per ready and per release (plus O(log L) to find the lane among the L
- *    lanes a receiver keeps, L small).
+ *    so far) and the transfers that may not go yet (number > counter), by
+ *    number: those that became ready in number order or in reverse order,
+ *    give or take a few, in a sorted ring (the lane's "run"), the others
+ *    in a min-heap. A transfer whose number is <= its lane's counter is
+ *    eligible and sits in one gate-wide queue keyed by seq. Releasing a
+ *    transfer bumps its lane's counter and moves the lane's newly eligible
+ *    transfers (number <= counter) into the queue. Each transfer enters at
+ *    most two of these once: O(log n) per ready and per release, the run's
+ *    part O(1) (plus O(log L) to find the lane among the L lanes a
+ *    receiver keeps, L small; O(1) when it is the lane found last).
  *
  *    A queue is a 4-ary min-heap and one node held in front of it, which
  *    spares the heap the transfer that goes next when it is the one that
- *    has just become ready or eligible (see "queue" below). Heaps hold
- *    16-byte nodes (seq, priority or number, index of the transfer's
+ *    has just become ready or eligible (see "queue" below). Heaps and runs
+ *    hold 16-byte nodes (seq, priority or number, index of the transfer's
  *    record in a pool whose free slots are reused), so a sift moves little
  *    memory, and a heap's four siblings share a cache line; the record is
  *    read once, when it is released, and fetched ahead of time.
@@ -46,7 +48,7 @@
  *    (in arrival order with the others) and counts against no counter,
  *    since waiting on a forgotten counter could block it forever. Each
  *    receiver's lanes are a small array sorted by iteration; dropped lanes
- *    keep their heap buffers as spares.
+ *    keep their run and heap buffers as spares.
  *
  * Credit window: the transfer the gate would release next (ring head or
  * queue top) goes only if its bytes fit in credit - in_flight, or when
@@ -56,8 +58,8 @@
  *
  * Memory: every array doubles when full. ps_gate_ready reserves all the
  * room its transfer will ever need (in the queue, its lane, and the lane's
- * heap) before it changes anything, so it fails cleanly with PS_ENOMEM and
- * ps_gate_next never allocates.
+ * run or heap) before it changes anything, so it fails cleanly with
+ * PS_ENOMEM and ps_gate_next never allocates.
  *
  * Threads: a gate belongs to one thread (gate.h).
  */
@@ -129,18 +131,31 @@ struct ring {
 	uint32_t head, n, cap; /* cap: 0 or a power of two */
 };
 
-/* Counter gate: one (receiver, iteration). */
+/* Counter gate: a lane's waiting transfers that came in number order
+ * (give or take RUN_REACH), sorted by number in a ring (cap 0 or a power
+ * of two). */
+struct run {
+	struct node *e;
+	uint32_t head, n, cap;
+};
+
+/* Counter gate: one (receiver, iteration). Its waiting transfers (number
+ * > count) are in its run or, those that came too far out of order for
+ * it, in its heap (BY_NUM). */
 struct lane {
 	uint64_t iteration;
 	uint64_t count;   /* transfers handed over so far */
 	uint32_t pending; /* ready, not released (waiting or eligible) */
-	struct heap wait; /* number > count, by number (BY_NUM) */
+	struct run run;
+	struct heap wait;
 };
 
 struct rcv {
 	struct lane *lanes; /* [0, n) sorted by iteration; [n, cap) spares */
 	uint32_t n, cap;
 	uint64_t newest; /* newest iteration seen for this receiver */
+	/* Lanes last found by a ready and by a release (lane_find). */
+	uint32_t hint_ready, hint_release;
 };
 
 /*
@@ -263,25 +278,46 @@ static void pool_put(struct pool *p, uint32_t idx)
 	p->free[p->nfree++] = idx;
 }
 
-static int ring_reserve(struct ring *r, uint32_t need)
+/* A ring buffer (*e_p, *cap_p: 0 or a power of two; n elements of size
+ * bytes from head on) grown to hold need. */
+static int ring_grow(void **e_p, uint32_t *cap_p, uint32_t head, uint32_t n,
+                     uint32_t need, size_t size)
 {
-	struct rec *e;
-	uint32_t cap, old = r->cap;
+	uint32_t cap, old = *cap_p;
+	char *e;
 
-	if (need <= r->cap)
+	if (need <= old)
 		return PS_OK;
-	if (grow_cap(r->cap, need, sizeof(*e), &cap) != PS_OK ||
-	    (cap & (cap - 1)) != 0)
+	if (grow_cap(old, need, size, &cap) != PS_OK || (cap & (cap - 1)) != 0)
 		return PS_ENOMEM; /* only past 2^31 entries */
-	e = realloc(r->e, (size_t)cap * sizeof(*e));
+	e = realloc(*e_p, (size_t)cap * size);
 	if (!e)
 		return PS_ENOMEM;
 	/* Unwrap: the part that wrapped round to 0 moves behind the old end. */
-	if (old && r->head + r->n > old)
-		memcpy(e + old, e, (size_t)(r->head + r->n - old) * sizeof(*e));
-	r->e = e;
-	r->cap = cap;
+	if (old && head + n > old)
+		memcpy(e + (size_t)old * size, e,
+		       (size_t)(head + n - old) * size);
+	*e_p = e;
+	*cap_p = cap;
 	return PS_OK;
+}
+
+static int ring_reserve(struct ring *r, uint32_t need)
+{
+	void *e = r->e;
+	int rc = ring_grow(&e, &r->cap, r->head, r->n, need, sizeof(*r->e));
+
+	r->e = e;
+	return rc;
+}
+
+static int run_reserve(struct run *r, uint32_t need)
+{
+	void *e = r->e;
+	int rc = ring_grow(&e, &r->cap, r->head, r->n, need, sizeof(*r->e));
+
+	r->e = e;
+	return rc;
 }
 
 static int lanes_reserve(struct rcv *r, uint32_t need)
@@ -438,6 +474,58 @@ static inline void queue_pop(struct queue *q, const struct node *top, int by)
 		heap_pop(&q->heap, by);
 }
 
+/* ---- run: a sorted ring ------------------------------------------------ */
+
+/*
+ * A lane's waiting transfers mostly become ready in the order of their
+ * numbers or in the reverse order (a backward pass), give or take a few.
+ * Those go into the lane's run, sorted by number, at its front, its back,
+ * or at most RUN_REACH places before its back; the counter then takes them
+ * from the front: O(1) each, where a heap would pay a sift. Transfers that
+ * come further out of order go into the lane's heap, so no order of
+ * arrival costs more than O(log n). Equal numbers need no order (BY_NUM).
+ */
+#define RUN_REACH 16u
+
+static inline struct node *run_at(const struct run *r, uint32_t i)
+{
+	return &r->e[(r->head + i) & (r->cap - 1)];
+}
+
+/* Whether a transfer of number v has its place in the run (see above).
+ * The back is looked at first: it is in the cache, the front may not be. */
+static int run_takes(const struct run *r, uint32_t v)
+{
+	uint32_t back = r->n > RUN_REACH ? r->n - RUN_REACH : 0;
+
+	return r->n == 0 || v >= run_at(r, back)->prio ||
+	       v <= run_at(r, 0)->prio;
+}
+
+/* x, which run_takes, into its place; room reserved. */
+static void run_insert(struct run *r, const struct node *x)
+{
+	uint32_t i = r->n;
+
+	if (i > 0 && x->prio < run_at(r, i - 1)->prio &&
+	    x->prio <= run_at(r, 0)->prio) {
+		r->head = (r->head - 1) & (r->cap - 1);
+		r->n++;
+		*run_at(r, 0) = *x;
+		return;
+	}
+	/* At the back, or at most RUN_REACH places before it. */
+	for (r->n++; i > 0 && run_at(r, i - 1)->prio > x->prio; i--)
+		*run_at(r, i) = *run_at(r, i - 1);
+	*run_at(r, i) = *x;
+}
+
+static void run_pop(struct run *r)
+{
+	r->head = (r->head + 1) & (r->cap - 1);
+	r->n--;
+}
+
 /* ---- counter lanes ------------------------------------------------------ */
 
 static uint64_t iter_floor(uint64_t newest)
@@ -445,11 +533,19 @@ static uint64_t iter_floor(uint64_t newest)
 	return newest >= ITER_WINDOW - 1 ? newest - (ITER_WINDOW - 1) : 0;
 }
 
-/* Index of the first lane with iteration >= it; 1 if it is that lane. */
-static int lane_find(const struct rcv *r, uint64_t it, uint32_t *pos_p)
+/* Index of the first lane with iteration >= it; 1 if it is that lane.
+ * *hint_p, where a lane was found before, is tried first (lanes shift as
+ * others come and go, so it is checked): readies mostly go to the newest
+ * lane and releases to the oldest, so each keeps its own hint. */
+static int lane_find(struct rcv *r, uint64_t it, uint32_t *hint_p,
+                     uint32_t *pos_p)
 {
 	uint32_t lo = 0, hi = r->n;
 
+	if (*hint_p < r->n && r->lanes[*hint_p].iteration == it) {
+		*pos_p = *hint_p;
+		return 1;
+	}
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
 
@@ -459,7 +555,11 @@ static int lane_find(const struct rcv *r, uint64_t it, uint32_t *pos_p)
 			hi = mid;
 	}
 	*pos_p = lo;
-	return lo < r->n && r->lanes[lo].iteration == it;
+	if (lo < r->n && r->lanes[lo].iteration == it) {
+		*hint_p = lo;
+		return 1;
+	}
+	return 0;
 }
 
 static void lane_swap(struct lane *a, struct lane *b)
@@ -480,12 +580,14 @@ static void lane_insert(struct rcv *r, uint32_t pos, uint64_t it)
 	l.iteration = it;
 	l.count = 0;
 	l.pending = 0;
+	l.run.head = 0;
+	l.run.n = 0;
 	l.wait.n = 0;
 	r->lanes[pos] = l;
 	r->n++;
 }
 
-/* Drops lane pos; its buffer becomes a spare. */
+/* Drops lane pos; its buffers become a spare's. */
 static void lane_remove(struct rcv *r, uint32_t pos)
 {
 	struct lane l = r->lanes[pos];
@@ -518,7 +620,7 @@ static int counter_ready(ps_gate *g, const struct rec *x, const struct node *nd)
 	struct rcv *r = &g->rcv[x->receiver];
 	uint64_t newest = r->newest > x->iteration ? r->newest : x->iteration;
 	uint32_t pos;
-	int found = lane_find(r, x->iteration, &pos);
+	int found = lane_find(r, x->iteration, &r->hint_ready, &pos);
 	int fresh = !found && x->iteration >= iter_floor(newest);
 	struct lane *l;
 
@@ -527,11 +629,13 @@ static int counter_ready(ps_gate *g, const struct rec *x, const struct node *nd)
 		if (lanes_reserve(r, r->n + 1) != PS_OK)
 			return PS_ENOMEM;
 		if (x->priority > 0 &&
-		    heap_reserve(&r->lanes[r->n].wait, 1) != PS_OK)
-			return PS_ENOMEM;
+		    run_reserve(&r->lanes[r->n].run, 1) != PS_OK)
+			return PS_ENOMEM; /* a new lane's run takes it */
 	} else if (found && x->priority > r->lanes[pos].count) {
 		l = &r->lanes[pos];
-		if (heap_reserve(&l->wait, l->wait.n + 1) != PS_OK)
+		if (run_takes(&l->run, x->priority)
+		        ? run_reserve(&l->run, l->run.n + 1) != PS_OK
+		        : heap_reserve(&l->wait, l->wait.n + 1) != PS_OK)
 			return PS_ENOMEM;
 	}
 
@@ -542,10 +646,12 @@ static int counter_ready(ps_gate *g, const struct rec *x, const struct node *nd)
 	if (found) {
 		l = &r->lanes[pos];
 		l->pending++;
-		if (x->priority > l->count)
-			heap_push(&l->wait, nd, BY_NUM);
-		else
+		if (x->priority <= l->count)
 			queue_push(&g->q, nd, BY_SEQ);
+		else if (run_takes(&l->run, x->priority))
+			run_insert(&l->run, nd);
+		else
+			heap_push(&l->wait, nd, BY_NUM);
 	} else {
 		queue_push(&g->q, nd, BY_SEQ); /* stale: no counter left */
 	}
@@ -563,17 +669,28 @@ static void counter_released(ps_gate *g, const struct rec *x)
 	struct lane *l;
 	uint32_t pos;
 
-	if (!lane_find(r, x->iteration, &pos))
+	if (!lane_find(r, x->iteration, &r->hint_release, &pos))
 		return; /* stale */
 	l = &r->lanes[pos];
 	l->count++;
 	l->pending--;
+	/* Every waiting transfer the counter has reached becomes eligible;
+	 * the queue orders them (by seq), so whether the run's or the
+	 * heap's go first makes no difference. Room: reserved at ready. */
+	while (l->run.n > 0 && run_at(&l->run, 0)->prio <= l->count) {
+		queue_push(&g->q, run_at(&l->run, 0), BY_SEQ);
+		run_pop(&l->run);
+	}
 	while (l->wait.n > 0 && l->wait.e[0].prio <= l->count) {
 		struct node m = l->wait.e[0];
 
 		heap_pop(&l->wait, BY_NUM);
-		queue_push(&g->q, &m, BY_SEQ); /* room: reserved at ready */
+		queue_push(&g->q, &m, BY_SEQ);
 	}
+	/* The run's front is likely the lane's next to become eligible and
+	 * go: start loading its record, read when it is released. */
+	if (l->run.n > 0)
+		PREFETCH(&g->pool.rec[run_at(&l->run, 0)->idx]);
 	if (l->pending == 0 && l->iteration < iter_floor(r->newest))
 		lane_remove(r, pos);
 }
@@ -643,8 +760,10 @@ void ps_gate_destroy(ps_gate **gate_p)
 		for (uint32_t i = 0; i < g->receivers; i++) {
 			struct rcv *r = &g->rcv[i];
 
-			for (uint32_t j = 0; j < r->cap; j++)
+			for (uint32_t j = 0; j < r->cap; j++) {
+				free(r->lanes[j].run.e);
 				free(r->lanes[j].wait.mem);
+			}
 			free(r->lanes);
 		}
 		free(g->rcv);
