@@ -687,10 +687,13 @@ static void counter_released(ps_gate *g, const struct rec *x)
 		heap_pop(&l->wait, BY_NUM);
 		queue_push(&g->q, &m, BY_SEQ);
 	}
-	/* The run's front is likely the lane's next to become eligible and
-	 * go: start loading its record, read when it is released. */
+	/* The run's first two are likely the lane's next to become eligible
+	 * and go: start loading their records, read when they are released
+	 * (the second's a release ahead, long enough to hide the load). */
 	if (l->run.n > 0)
 		PREFETCH(&g->pool.rec[run_at(&l->run, 0)->idx]);
+	if (l->run.n > 1)
+		PREFETCH(&g->pool.rec[run_at(&l->run, 1)->idx]);
 	if (l->pending == 0 && l->iteration < iter_floor(r->newest))
 		lane_remove(r, pos);
 }
