@@ -755,6 +755,278 @@ static void test_property_every_gate_every_window(void **state)
 				                  (uint64_t)k));
 }
 
+/* ---- property test: the whole contract, step by step --------------------- */
+
+/*
+ * A second reference model, obviously correct rather than fast: every
+ * decision scans all transfers. It keeps the counter gate's lanes with
+ * their lifetime (the newest REF_WINDOW iterations per receiver, older
+ * ones while they have pending transfers, stale transfers eligible at
+ * once), so random runs cover iterations that come and go, arrivals far
+ * behind, live credit changes, over-acknowledgements, and numbers that
+ * become ready in order, in reverse order, nearly in order, or at random.
+ * After every call the gate must answer exactly as the model: the same
+ * transfer (ties included), the same errors, the same bytes in flight.
+ */
+enum {
+	REF_MAX = 700, /* transfers per run, at most */
+	REF_RECV = 3,
+	REF_WINDOW = 4,  /* gate.c's ITER_WINDOW */
+	REF_LANES = 256, /* lanes ever created in a run, at most */
+	REF_ORDERS = 5
+};
+
+typedef struct ref_lane {
+	uint32_t receiver;
+	uint64_t iteration, count;
+	uint32_t pending;
+	int live;
+} ref_lane;
+
+typedef struct ref {
+	ps_gate_kind kind;
+	uint64_t credit, in_flight, next_seq;
+	ps_xfer x[REF_MAX];
+	uint64_t seq[REF_MAX];
+	int state[REF_MAX]; /* 1 pending, 2 released */
+	int lane[REF_MAX];  /* counter gate: index in lanes, -1 stale */
+	int n;              /* transfers made ready so far */
+	uint32_t pending;
+	ref_lane lanes[REF_LANES];
+	int nlanes;
+	uint64_t newest[REF_RECV];
+} ref;
+
+static uint64_t ref_floor(uint64_t newest)
+{
+	return newest >= REF_WINDOW - 1 ? newest - (REF_WINDOW - 1) : 0;
+}
+
+static int ref_lane_of(const ref *m, uint32_t receiver, uint64_t iteration)
+{
+	for (int i = 0; i < m->nlanes; i++)
+		if (m->lanes[i].live && m->lanes[i].receiver == receiver &&
+		    m->lanes[i].iteration == iteration)
+			return i;
+	return -1;
+}
+
+static void ref_ready(ref *m, const ps_xfer *x)
+{
+	int i = m->n++;
+	uint32_t r = x->receiver;
+	uint64_t newest =
+	    m->newest[r] > x->iteration ? m->newest[r] : x->iteration;
+
+	m->x[i] = *x;
+	m->seq[i] = m->next_seq++;
+	m->state[i] = 1;
+	m->lane[i] = -1;
+	m->pending++;
+	if (m->kind != PS_GATE_COUNTER)
+		return;
+	m->lane[i] = ref_lane_of(m, r, x->iteration);
+	if (m->lane[i] < 0 && x->iteration >= ref_floor(newest)) {
+		assert_true(m->nlanes < REF_LANES);
+		m->lane[i] = m->nlanes++;
+		m->lanes[m->lane[i]] = (ref_lane){
+		    .receiver = r, .iteration = x->iteration, .live = 1};
+	}
+	if (m->lane[i] >= 0)
+		m->lanes[m->lane[i]].pending++;
+	if (newest != m->newest[r]) {
+		m->newest[r] = newest;
+		for (int l = 0; l < m->nlanes; l++)
+			if (m->lanes[l].receiver == r &&
+			    m->lanes[l].iteration < ref_floor(newest) &&
+			    m->lanes[l].pending == 0)
+				m->lanes[l].live = 0;
+	}
+}
+
+/* Transfer i goes before transfer j (both may go now). */
+static int ref_before(const ref *m, int i, int j)
+{
+	if (m->kind == PS_GATE_PRIORITY && m->x[i].priority != m->x[j].priority)
+		return m->x[i].priority < m->x[j].priority;
+	return m->seq[i] < m->seq[j];
+}
+
+/* The transfer the model releases next; -1 if none may go. */
+static int ref_pick(const ref *m)
+{
+	int best = -1;
+
+	for (int i = 0; i < m->n; i++) {
+		if (m->state[i] != 1)
+			continue;
+		if (m->lane[i] >= 0 &&
+		    m->lanes[m->lane[i]].count < m->x[i].priority)
+			continue; /* waits for its counter */
+		if (best < 0 || ref_before(m, i, best))
+			best = i;
+	}
+	if (best >= 0 && m->in_flight > 0 && m->credit > 0 &&
+	    m->in_flight + m->x[best].bytes > m->credit)
+		return -1; /* no head-of-line bypass */
+	return best;
+}
+
+static void ref_release(ref *m, int i)
+{
+	m->state[i] = 2;
+	m->pending--;
+	m->in_flight += m->x[i].bytes;
+	if (m->lane[i] >= 0) {
+		ref_lane *l = &m->lanes[m->lane[i]];
+
+		l->count++;
+		l->pending--;
+		if (l->pending == 0 &&
+		    l->iteration < ref_floor(m->newest[l->receiver]))
+			l->live = 0;
+	}
+}
+
+/* The number (or priority) of the k-th transfer of one (receiver,
+ * iteration), in one of REF_ORDERS orders. */
+static uint32_t ref_number(int order, uint32_t k, uint64_t *s)
+{
+	switch (order) {
+	case 0:
+		return k / 2 * 2; /* in order, pairs tie */
+	case 1:
+		return 1000 - k; /* reverse order (a backward pass) */
+	case 2:
+		return k + rnd_below(s, 40); /* nearly, sometimes far out */
+	case 3:
+		return rnd_below(s, 60); /* any order, with gaps */
+	default:
+		return rnd_below(s, 4) ? k : rnd_below(s, 30); /* mixed */
+	}
+}
+
+static void sum_handle(uint64_t handle, void *ud)
+{
+	uint64_t *acc = ud;
+
+	acc[0]++;
+	acc[1] += handle;
+	acc[2] ^= handle * 0x9e3779b97f4a7c15ull;
+}
+
+/* Gate and model side by side: one random run. */
+static void reference_run(ps_gate_kind kind, int order, uint64_t seed)
+{
+	ref *m = calloc(1, sizeof(*m));
+	uint64_t s = seed;
+	uint32_t receivers = 1 + rnd_below(&s, REF_RECV);
+	uint64_t iter[REF_RECV] = {0};
+	uint32_t made[REF_RECV][64] = {{0}};
+	int inflight[REF_MAX], nin = 0;
+	int steps = 100 + (int)rnd_below(&s, 1200);
+	uint64_t acc_gate[3] = {0}, acc_ref[3] = {0};
+	ps_gate *g;
+
+	assert_non_null(m);
+	m->kind = kind;
+	m->credit = rnd_below(&s, 3) == 0 ? 0 : 1 + rnd_below(&s, 600);
+	g = gate_new(kind, m->credit, receivers);
+	/* Random steps, then drain: release and acknowledge while anything
+	 * may go or is in flight. */
+	for (int step = 0; step < steps || nin > 0 || ref_pick(m) >= 0;
+	     step++) {
+		uint32_t op = step < steps ? rnd_below(&s, 100) : 50;
+		ps_xfer x, out;
+		int want, got;
+
+		if (op < 40 && m->n < REF_MAX) {
+			uint32_t r = rnd_below(&s, receivers);
+			uint32_t t = rnd_below(&s, 100);
+			uint64_t it;
+
+			/* Mostly the receiver's current iteration; now and
+			 * then the next one, a jump past the window, or an
+			 * older one (its lane maybe gone: stale). */
+			if (t < 4)
+				iter[r]++;
+			else if (t < 6)
+				iter[r] += REF_WINDOW + rnd_below(&s, 3);
+			it = iter[r];
+			if (t >= 92)
+				it -= rnd_below(&s,
+				                it < 8 ? (uint32_t)it + 1 : 8);
+			x = mk((uint64_t)m->n, r, it,
+			       ref_number(order, made[r][it % 64]++, &s),
+			       rnd_below(&s, 12) == 0 ? 1 + rnd_below(&s, 900)
+			                              : 1 + rnd_below(&s, 90));
+			assert_int_equal(ps_gate_ready(g, &x), PS_OK);
+			ref_ready(m, &x);
+		} else if (op < 75) {
+			want = ref_pick(m);
+			got = ps_gate_next(g, &out);
+			assert_int_equal(got, want >= 0);
+			if (got) {
+				x = m->x[want];
+				assert_int_equal(out.handle, x.handle);
+				assert_int_equal(out.receiver, x.receiver);
+				assert_int_equal(out.iteration, x.iteration);
+				assert_int_equal(out.priority, x.priority);
+				assert_int_equal(out.bytes, x.bytes);
+				ref_release(m, want);
+				inflight[nin++] = want;
+			} else if (step >= steps && nin > 0) {
+				op = 80; /* draining: complete one */
+			}
+		} else if (op >= 92) {
+			uint64_t c =
+			    rnd_below(&s, 4) == 0 ? 0 : 1 + rnd_below(&s, 600);
+
+			assert_int_equal(ps_gate_set_credit(g, c), PS_OK);
+			m->credit = c;
+		}
+		if (op >= 75 && op < 92 && nin > 0) {
+			int j = step < steps ? (int)rnd_below(&s, (uint32_t)nin)
+			                     : nin - 1;
+			uint64_t b = m->x[inflight[j]].bytes;
+
+			assert_int_equal(ps_gate_acked(g, b), PS_OK);
+			m->in_flight -= b;
+			inflight[j] = inflight[--nin];
+		} else if (op >= 75 && op < 92 && rnd_below(&s, 64) == 0) {
+			/* More than in flight: refused, nothing changes. */
+			assert_int_equal(ps_gate_acked(g, m->in_flight + 1),
+			                 PS_EINVAL);
+		}
+		assert_int_equal(ps_gate_in_flight(g), m->in_flight);
+		assert_int_equal(ps_gate_credit(g), m->credit);
+		assert_int_equal(ps_gate_pending(g), m->pending);
+	}
+	/* Left pending (waiting for numbers that never came): the same. */
+	for (int i = 0; i < m->n; i++)
+		if (m->state[i] == 1)
+			sum_handle(m->x[i].handle, acc_ref);
+	ps_gate_foreach_pending(g, sum_handle, acc_gate);
+	assert_int_equal(ps_gate_pending(g), acc_ref[0]);
+	assert_memory_equal(acc_gate, acc_ref, sizeof(acc_ref));
+	assert_int_equal(ps_gate_next(g, &(ps_xfer){0}), 0);
+	ps_gate_destroy(&g);
+	free(m);
+}
+
+static void test_property_reference_model(void **state)
+{
+	(void)state;
+	for (int k = 0; k < PS_GATE_COUNT; k++)
+		for (int order = 0; order < REF_ORDERS; order++)
+			for (uint64_t round = 0; round < 40; round++)
+				reference_run((ps_gate_kind)k, order,
+				              0x2545f4914f6cdd1dull +
+				                  round * 7919 +
+				                  (uint64_t)order * 131 +
+				                  (uint64_t)k * 17);
+}
+
 /* Many pending transfers: growth, then every one released exactly once. */
 static void test_large_exactly_once(void **state)
 {
@@ -859,6 +1131,7 @@ int main(void)
 	    cmocka_unit_test(test_credit_unlimited),
 	    cmocka_unit_test(test_credit_live_change),
 	    cmocka_unit_test(test_property_every_gate_every_window),
+	    cmocka_unit_test(test_property_reference_model),
 	    cmocka_unit_test(test_large_exactly_once),
 	};
 
