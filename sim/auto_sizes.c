@@ -269,21 +269,20 @@ void ps_auto_choice_describe(const ps_auto_choice *c, char *buf,
 			 "set): the fallback, %s partitions and the "
 			 "bandwidth-delay credit at %s",
 			 fb, link);
-	else if (c->runner_up >= 0)
+	else {
+		char runner[128] = "";
+		if (c->runner_up >= 0)
+			snprintf(runner, sizeof(runner),
+				 "; runner-up preset %s: %.1f ms",
+				 ps_config_enum_name("scheduling.preset",
+						     c->runner_up),
+				 c->runner_up_us / 1e3);
 		snprintf(rest, sizeof(rest),
 			 "ps-sim: %.1f ms per iteration, best of %u pairs on "
-			 "%u x %u at %s; runner-up preset %s: %.1f ms",
+			 "%u x %u at %s%s",
 			 c->iteration_us / 1e3, c->candidates, c->sim_workers,
-			 c->sim_servers, link,
-			 ps_config_enum_name("scheduling.preset",
-					     c->runner_up),
-			 c->runner_up_us / 1e3);
-	else
-		snprintf(rest, sizeof(rest),
-			 "ps-sim: %.1f ms per iteration, best of %u pairs on "
-			 "%u x %u at %s",
-			 c->iteration_us / 1e3, c->candidates, c->sim_workers,
-			 c->sim_servers, link);
+			 c->sim_servers, link, runner);
+	}
 	snprintf(buf, cap, "auto sizes: partition %s, %s (%s)", part, credit,
 		 rest);
 }
