@@ -16,14 +16,18 @@
  * forward pass read the whole tensor at version v + 1.
  *
  * Memory is O(W * (ops + tensors + partitions)) plus the messages in
- * flight (recycled through a free list): a 1024-worker ResNet-50 is a few
- * tens of MiB.
+ * flight (recycled through a free list) and, with fair sharing, two
+ * streams per (worker, server holding a partition) pair (sim/fair.h): a
+ * 1024-worker ResNet-50 is a few tens of MiB, 8192 x 512 servers with
+ * 64 KiB partitions (every push of an iteration in flight at once) a few
+ * GiB.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/mix64.h"
 #include "proto/engine.h"
 #include "proto/shard.h"
 #include "proto/worker.h"
@@ -32,6 +36,7 @@
 #include "scheduler/placement.h"
 #include "sim/cluster.h"
 #include "sim/events.h"
+#include "sim/fair.h"
 #include "sim/timeline.h"
 #include "scheduler/efficiency.h"
 
@@ -49,23 +54,14 @@ enum {
  * messages too). */
 enum { MSG_PARAMS = 0, MSG_PUSH = 1, MSG_PUSH_ACK, MSG_PARAMS_ACK };
 
+/* 20 bytes: with fair sharing and no credit, every push of an iteration
+ * is in flight at once (26 million at 8192 x 512 with 64 KiB partitions). */
 typedef struct msg {
 	uint32_t part, worker;
-	uint64_t iteration;
-	int kind; /* MSG_* */
-	double up_end;
-	uint64_t bytes;
+	uint32_t iteration; /* < train.iterations <= 10^9 */
 	uint32_t next_free; /* also: next in its stream (fair sharing) */
+	int kind;           /* MSG_* */
 } msg;
-
-/* Fair sharing: one in-order stream per (sender, receiver) pair. */
-typedef struct stream {
-	uint32_t head, tail; /* messages queued, head in transfer */
-	double left, rate;   /* bytes of the head still to go; bytes/us */
-	uint32_t active;     /* position in net.act + 1, 0 = idle */
-	double mw;           /* the head's cost on the machine per byte,
-			      * relative to sim.machine_gbps */
-} stream;
 
 typedef struct worker {
 	ps_wproto *proto;    /* its side of the protocol (proto/worker.h) */
@@ -95,23 +91,16 @@ typedef struct sim {
 	ps_link *up, *down; /* per host */
 	/* fair sharing (link.sharing = fair) */
 	int fair;
-	stream *st;     /* W*S worker->server, then S*W server->worker */
-	uint32_t *act, nact; /* streams with a head in transfer */
-	double net_t, *cap;  /* last advance; per link scratch */
-	double rate;         /* bytes/us of a link */
-	double *use, *tok;   /* per link: bytes/us carried, tokens (bytes) */
-	double burst, burst_rate; /* bucket size (bytes), rate with tokens */
+	ps_fair *net;
+	ps_sim_opts opts;
 	double machine_cap; /* bytes/us of all streams together, 0 = none */
 	uint64_t small_bytes; /* messages up to this size cost small_w */
 	double small_w;       /* machine_cap / their rate */
-	double msg_bytes;     /* a message's own cost on the machine, as
-			       * bytes at machine_cap (machine_message_us) */
-	uint64_t msg_min;     /* messages up to this size do not pay it */
-	uint32_t *nfl, *fz;  /* per link scratch; per active: frozen */
-	uint32_t *roff, *rlist; /* per resource: its active streams (CSR) */
-	uint64_t net_gen;
+	uint64_t msg_min;     /* messages up to this size pay no
+			       * machine_message_us */
 	msg *msgs;
 	uint32_t nmsgs, capmsgs, free_msg;
+	double *up_end; /* fifo: per message, when its uplink carried it */
 	ps_sim_heap heap;
 	double compute_us, comm_oracle_us;
 	double *iter_end; /* per iteration: the job's end (max) */
@@ -165,11 +154,19 @@ static uint32_t msg_new(sim *s)
 	if (s->nmsgs == s->capmsgs) {
 		uint32_t cap = s->capmsgs ? 2 * s->capmsgs : 1024;
 		msg *v = realloc(s->msgs, (size_t)cap * sizeof(*v));
+		if (v)
+			s->msgs = v;
+		if (v && !s->fair) {
+			double *u = realloc(s->up_end, (size_t)cap * sizeof(*u));
+			if (u)
+				s->up_end = u;
+			else
+				v = NULL;
+		}
 		if (!v) {
 			fail(s, PS_ENOMEM);
 			return NOMSG;
 		}
-		s->msgs = v;
 		s->capmsgs = cap;
 	}
 	return s->nmsgs++;
@@ -196,285 +193,69 @@ static uint32_t msg_dst(const sim *s, const msg *m)
 	return msg_up(m) ? s->W + s->pl->parts[m->part].server : m->worker;
 }
 
-/* ---- fair sharing -------------------------------------------------------
+/* ---- fair sharing (sim/fair.h) -------------------------------------------
  *
  * Every (sender, receiver) pair has one stream that carries its messages
  * whole and in order (one ZeroMQ DEALER connection, one TCP stream, per
- * peer). The streams whose head message is in transfer share the links
- * max-min fairly (progressive filling over every uplink and downlink of
- * capacity 1/b), as TCP streams through a shaped NIC do; rates are
- * recomputed whenever a stream starts or finishes a message. A message
- * arrives a after its last byte went (the fixed cost as latency); the
- * stream goes on with its next message at once. Acknowledgements are
- * messages without payload in the stream of their direction: a PUSH_ACK
- * queues behind the parameters the server already handed to that
- * worker's connection, as in the real server. */
+ * peer); the streams share the links max-min fairly (sim/fair.c). A
+ * message arrives a after its last byte went (the fixed cost as latency).
+ * Acknowledgements are messages without payload in the stream of their
+ * direction: a PUSH_ACK queues behind the parameters the server already
+ * handed to that worker's connection, as in the real server. */
 
-static uint32_t stream_of(const sim *s, const msg *m)
+static void fair_schedule(void *ud, double t, uint32_t node, uint64_t arg)
 {
-	uint32_t srv = s->pl->parts[m->part].server;
-
-	return msg_up(m) ? m->worker * s->S + srv
-			 : s->W * s->S + srv * s->W + m->worker;
+	schedule(ud, t, EV_NET, node, arg);
 }
 
-/* Token buckets (link.burst_bytes, as tbf shapes ps-bench's links): a
- * link's bucket fills at the link's rate up to the burst and empties by
- * what the link carries; while it holds tokens the link carries up to
- * link.burst_gbps instead of its rate. */
-static int bucketed(const sim *s)
+static void fair_sent(void *ud, uint32_t m, double t)
 {
-	return s->burst > 0;
+	sim *s = ud;
+
+	schedule(s, t + s->lm.a_us, EV_ARRIVE, 0, m);
 }
 
-static void net_advance(sim *s, double t)
+static uint64_t fair_bytes(void *ud, uint32_t m)
 {
-	double dt = t - s->net_t;
-	uint32_t L = 2 * (s->W + s->S);
+	const sim *s = ud;
+	const msg *x = &s->msgs[m];
 
-	if (dt > 0) {
-		for (uint32_t i = 0; i < s->nact; i++) {
-			stream *q = &s->st[s->act[i]];
-			q->left -= q->rate * dt;
-		}
-		if (bucketed(s))
-			for (uint32_t l = 0; l < L; l++) {
-				double k = s->tok[l] +
-					   (s->rate - s->use[l]) * dt;
-				s->tok[l] = k < 0 ? 0 : k > s->burst ? s->burst
-								   : k;
-			}
-	}
-	s->net_t = t;
+	return x->kind == MSG_PARAMS || x->kind == MSG_PUSH
+		       ? s->part_bytes[x->part]
+		       : 0;
 }
 
-/* Links: uplink of host h = h, downlink = H + h. */
-static void stream_links(const sim *s, uint32_t c, uint32_t *up, uint32_t *dn)
+static uint32_t fair_next(void *ud, uint32_t m)
 {
-	uint32_t H = s->W + s->S;
-
-	if (c < s->W * s->S) {
-		*up = c / s->S;
-		*dn = H + s->W + c % s->S;
-	} else {
-		c -= s->W * s->S;
-		*up = s->W + c / s->W;
-		*dn = H + c % s->W;
-	}
+	return ((sim *)ud)->msgs[m].next_free;
 }
 
-/* The resources a stream crosses: its sender's uplink, its receiver's
- * downlink and, with sim.machine_gbps, the machine (2H). Returns how
- * many. */
-static uint32_t stream_resources(const sim *s, uint32_t c, uint32_t *r)
+static void fair_set_next(void *ud, uint32_t m, uint32_t next)
 {
-	stream_links(s, c, &r[0], &r[1]);
-	if (s->machine_cap > 0) {
-		r[2] = 2 * (s->W + s->S);
-		return 3;
-	}
-	return 2;
+	((sim *)ud)->msgs[m].next_free = next;
 }
 
-/* Lists every resource's unfixed active streams (counted in nfl), each
- * list in the order of act: roff[l]..roff[l + 1] in rlist. */
-static void list_streams(sim *s, uint32_t nres)
+/* The sends of one handler take effect together (fair.h). */
+static void net_hold(sim *s)
 {
-	uint32_t sum = 0;
-
-	for (uint32_t l = 0; l < nres; l++) { /* roff[l]: where l starts */
-		s->roff[l] = sum;
-		sum += s->nfl[l];
-	}
-	for (uint32_t i = 0; i < s->nact; i++) {
-		uint32_t r[3], n;
-		if (s->fz[i])
-			continue;
-		n = stream_resources(s, s->act[i], r);
-		for (uint32_t j = 0; j < n; j++)
-			s->rlist[s->roff[r[j]]++] = i;
-	}
-	/* each roff[l] now holds where l ends, i.e. where l + 1 starts */
-	for (uint32_t l = nres; l > 0; l--)
-		s->roff[l] = s->roff[l - 1];
-	s->roff[0] = 0;
+	if (s->net)
+		ps_fair_hold(s->net);
 }
 
-/* Progressive filling: the resource with the smallest fair share fixes
- * the rate of every stream through it; repeat with what is left. On the
- * machine a stream at rate r uses r * mw (its head's relative cost), so
- * its fair share there is what is left over the weights of the streams
- * not yet fixed. */
-static void net_rates(sim *s)
+static void net_release(sim *s, double t)
 {
-	uint32_t H = s->W + s->S, left = s->nact, nres = 2 * H + 1;
-	double mwsum = 0.0;
-	int lists = 0;
-
-	for (uint32_t l = 0; l < nres; l++) {
-		if (l < 2 * H) /* a byte's worth of tokens counts as empty */
-			s->cap[l] = bucketed(s) && s->tok[l] >= 1.0
-					    ? s->burst_rate
-					    : s->rate;
-		else
-			s->cap[l] = s->machine_cap;
-		s->nfl[l] = 0;
-		if (l < 2 * H)
-			s->use[l] = 0.0;
-	}
-	for (uint32_t i = 0; i < s->nact; i++) {
-		uint32_t r[3], n = stream_resources(s, s->act[i], r);
-		for (uint32_t j = 0; j < n; j++)
-			s->nfl[r[j]]++;
-		if (n == 3)
-			mwsum += s->st[s->act[i]].mw;
-		s->fz[i] = 0;
-	}
-	while (left > 0) {
-		uint32_t best = UINT32_MAX;
-		double share = 0.0;
-		for (uint32_t l = 0; l < nres; l++) {
-			double sh;
-			if (!s->nfl[l])
-				continue;
-			sh = l == 2 * H ? s->cap[l] / mwsum
-					: s->cap[l] / s->nfl[l];
-			if (best == UINT32_MAX || sh < share) {
-				best = l;
-				share = sh;
-			}
-		}
-		if (best == UINT32_MAX)
-			break; /* cannot be: an unfixed stream counts on its links */
-		if (share < 0)
-			share = 0;
-		/* A round fixes the streams through `best`, in the order of act
-		 * (the order of the sums below). When they are all the streams
-		 * left (one link or the machine binds them all), a scan of act
-		 * finds them; otherwise each resource's unfixed streams are
-		 * listed once, and later rounds visit only best's list. */
-		int scan = s->nfl[best] == left;
-		if (!scan && !lists) {
-			list_streams(s, nres);
-			lists = 1;
-		}
-		uint32_t k0 = scan ? 0 : s->roff[best];
-		uint32_t k1 = scan ? s->nact : s->roff[best + 1];
-		for (uint32_t k = k0; k < k1; k++) {
-			uint32_t i = scan ? k : s->rlist[k], r[3], n, j;
-			if (s->fz[i])
-				continue;
-			n = stream_resources(s, s->act[i], r);
-			s->fz[i] = 1;
-			left--;
-			s->st[s->act[i]].rate = share;
-			s->use[r[0]] += share;
-			s->use[r[1]] += share;
-			for (j = 0; j < n; j++) {
-				double mw = j == 2 ? s->st[s->act[i]].mw : 1.0;
-				s->cap[r[j]] -= share * mw;
-				s->nfl[r[j]]--;
-			}
-			if (n == 3)
-				mwsum -= s->st[s->act[i]].mw;
-		}
-	}
-}
-
-static void net_reschedule(sim *s, double t)
-{
-	double next = INFINITY;
-
-	net_rates(s);
-	for (uint32_t i = 0; i < s->nact; i++) {
-		const stream *q = &s->st[s->act[i]];
-		double left = q->left > 0 ? q->left : 0;
-		if (q->rate > 0 && t + left / q->rate < next)
-			next = t + left / q->rate;
-	}
-	if (bucketed(s)) /* a bucket running dry changes the rates */
-		for (uint32_t l = 0; l < 2 * (s->W + s->S); l++)
-			if (s->tok[l] >= 1.0 && s->use[l] > s->rate &&
-			    t + s->tok[l] / (s->use[l] - s->rate) < next)
-				next = t + s->tok[l] / (s->use[l] - s->rate);
-	s->net_gen++;
-	if (isfinite(next))
-		schedule(s, next, EV_NET, 0, s->net_gen);
-}
-
-/* The stream's head message starts (payload) or goes through at once (an
- * acknowledgement), until one is in transfer or the stream is empty. */
-static void stream_start(sim *s, uint32_t c, double t)
-{
-	stream *q = &s->st[c];
-
-	while (q->head != NOMSG) {
-		msg *m = &s->msgs[q->head];
-		if (m->bytes > 0) {
-			q->left = (double)m->bytes;
-			q->rate = 0.0;
-			q->mw = (s->small_bytes && m->bytes <= s->small_bytes
-					 ? s->small_w
-					 : 1.0) +
-				(m->bytes > s->msg_min
-					 ? s->msg_bytes / (double)m->bytes
-					 : 0.0);
-			s->act[s->nact++] = c;
-			q->active = s->nact;
-			return;
-		}
-		uint32_t i = q->head;
-		q->head = m->next_free;
-		if (q->head == NOMSG)
-			q->tail = NOMSG;
-		schedule(s, t + s->lm.a_us, EV_ARRIVE, 0, i);
-	}
+	if (s->net && ps_fair_release(s->net, t) != PS_OK)
+		fail(s, PS_ENOMEM);
 }
 
 static void net_send(sim *s, uint32_t i, double t)
 {
-	uint32_t c = stream_of(s, &s->msgs[i]);
-	stream *q = &s->st[c];
+	const msg *m = &s->msgs[i];
+	int rc = ps_fair_send(s->net, msg_up(m), m->worker,
+			      s->pl->parts[m->part].server, i, t);
 
-	net_advance(s, t);
-	s->msgs[i].next_free = NOMSG;
-	if (q->head == NOMSG) {
-		q->head = q->tail = i;
-		stream_start(s, c, t);
-		net_reschedule(s, t);
-	} else {
-		s->msgs[q->tail].next_free = i;
-		q->tail = i;
-	}
-}
-
-static void net_event(sim *s, uint64_t gen, double t)
-{
-	uint32_t i = 0;
-
-	if (gen != s->net_gen)
-		return;
-	net_advance(s, t);
-	while (i < s->nact) {
-		uint32_t c = s->act[i];
-		stream *q = &s->st[c];
-		/* done: no byte left, to rounding (a ns at the rate) */
-		if (q->left > q->rate * 1e-3 && q->left > 1e-6) {
-			i++;
-			continue;
-		}
-		uint32_t last = s->act[--s->nact];
-		s->act[i] = last;
-		s->st[last].active = i + 1;
-		q->active = 0;
-		uint32_t done = q->head;
-		q->head = s->msgs[done].next_free;
-		if (q->head == NOMSG)
-			q->tail = NOMSG;
-		schedule(s, t + s->lm.a_us, EV_ARRIVE, 0, done);
-		stream_start(s, c, t); /* appends to act: seen later */
-	}
-	net_reschedule(s, t);
+	if (rc != PS_OK)
+		fail(s, rc);
 }
 
 /* The message starts on its sender's uplink: it queues on the receiver's
@@ -486,7 +267,8 @@ static void up_start(sim *s, uint32_t i, double t)
 
 	ps_link_reserve(&s->down[msg_dst(s, m)], &s->lm, t,
 			s->part_bytes[m->part], &end_d);
-	schedule(s, end_d > m->up_end ? end_d : m->up_end, EV_ARRIVE, 0, i);
+	schedule(s, end_d > s->up_end[i] ? end_d : s->up_end[i], EV_ARRIVE, 0,
+		 i);
 }
 
 /* Fair sharing: an acknowledgement (no payload) enters its stream. */
@@ -513,8 +295,8 @@ static void hand_over(sim *s, int push, uint32_t part, uint32_t wrank,
 	if (i == NOMSG)
 		return;
 	m = &s->msgs[i];
-	*m = (msg){.part = part, .worker = wrank, .iteration = iteration,
-		   .kind = push, .bytes = s->part_bytes[part],
+	*m = (msg){.part = part, .worker = wrank,
+		   .iteration = (uint32_t)iteration, .kind = push,
 		   .next_free = NOMSG};
 	if (s->fair) {
 		s->messages++;
@@ -523,7 +305,7 @@ static void hand_over(sim *s, int push, uint32_t part, uint32_t wrank,
 	}
 	start = ps_link_reserve(&s->up[msg_src(s, m)], &s->lm, t,
 				s->part_bytes[part], &end);
-	m->up_end = end;
+	s->up_end[i] = end;
 	s->messages++;
 	if (start <= t)
 		up_start(s, i, t);
@@ -547,6 +329,7 @@ static void worker_send(sim *s, uint32_t w, double t)
 
 	if (ps_wproto_flush(s->w[w].proto) != PS_OK)
 		fail(s, PS_ENOMEM);
+	net_hold(s);
 	while (ps_wproto_next_msg(s->w[w].proto, &m)) {
 		if (m.kind == PS_WPROTO_MSG_PARAMS_ACK) {
 			if (s->fair)
@@ -562,6 +345,7 @@ static void worker_send(sim *s, uint32_t w, double t)
 			s->push_sent[(size_t)w * s->pl->num_parts + m.part] = t;
 		hand_over(s, 1, m.part, w, m.iteration, t);
 	}
+	net_release(s, t);
 }
 
 /* Partition part of worker w's gradients became ready at t (traced). */
@@ -802,6 +586,7 @@ static void server_send(sim *s, uint32_t srv, double t)
 {
 	ps_shard_msg m;
 
+	net_hold(s);
 	while (ps_shard_next_msg(s->shard[srv], &m)) {
 		if (m.kind == PS_SHARD_MSG_PUSH_ACK) {
 			if (s->fair)
@@ -832,6 +617,7 @@ static void server_send(sim *s, uint32_t srv, double t)
 		}
 		hand_over(s, 0, m.partition, m.worker, m.iteration, t);
 	}
+	net_release(s, t);
 }
 
 /* Starts server srv's next op, if it is idle and one waits. */
@@ -1104,14 +890,12 @@ static int setup(sim *s, char *err, size_t errlen)
 		return PS_EINVAL;
 	}
 	if (s->fair) {
-		size_t nst = 2 * (size_t)s->W * s->S, H = (size_t)s->W + s->S;
-		s->st = calloc(nst, sizeof(*s->st));
-		s->act = calloc(nst, sizeof(*s->act));
-		s->fz = calloc(nst, sizeof(*s->fz));
-		s->cap = calloc(2 * H + 1, sizeof(*s->cap));
-		s->nfl = calloc(2 * H + 1, sizeof(*s->nfl));
-		s->roff = calloc(2 * H + 2, sizeof(*s->roff));
-		s->rlist = calloc(3 * nst, sizeof(*s->rlist));
+		double rate = 1.0 / s->lm.b_us_per_byte;
+		uint8_t *used = calloc(s->S, 1);
+		if (!used)
+			return PS_ENOMEM;
+		for (uint32_t p = 0; p < P; p++)
+			used[s->pl->parts[p].server] = 1;
 		/* Gbit/s -> bytes/us */
 		s->machine_cap = cfg->sim.machine_gbps * 1e3 / 8.0;
 		s->small_bytes = (uint64_t)cfg->sim.machine_small_bytes;
@@ -1119,25 +903,37 @@ static int setup(sim *s, char *err, size_t errlen)
 				     ? cfg->sim.machine_gbps /
 					       cfg->sim.machine_small_gbps
 				     : 1.0;
-		s->msg_bytes = cfg->sim.machine_message_us * s->machine_cap;
 		s->msg_min = (uint64_t)cfg->sim.machine_message_min_bytes;
-		s->use = calloc(2 * H, sizeof(*s->use));
-		s->tok = calloc(2 * H, sizeof(*s->tok));
-		if (!s->st || !s->act || !s->fz || !s->cap || !s->nfl ||
-		    !s->roff || !s->rlist || !s->use || !s->tok)
-			return PS_ENOMEM;
-		s->rate = 1.0 / s->lm.b_us_per_byte;
-		s->burst = (double)cfg->link.burst_bytes;
-		/* Gbit/s -> bytes/us; 0: ten times the link's rate */
-		s->burst_rate = cfg->link.burst_gbps > 0
-					? cfg->link.burst_gbps * 1e3 / 8.0
-					: 10.0 * s->rate;
-		if (s->burst_rate < s->rate)
-			s->burst_rate = s->rate;
-		for (size_t l = 0; l < 2 * H; l++)
-			s->tok[l] = s->burst; /* idle links: full buckets */
-		for (size_t c = 0; c < nst; c++)
-			s->st[c].head = s->st[c].tail = NOMSG;
+		ps_fair_config fc = {
+			.workers = s->W,
+			.servers = s->S,
+			.server_used = used,
+			.rate = rate,
+			.burst = (double)cfg->link.burst_bytes,
+			/* Gbit/s -> bytes/us; 0: ten times the link's rate */
+			.burst_rate = cfg->link.burst_gbps > 0
+					      ? cfg->link.burst_gbps * 1e3 / 8.0
+					      : 10.0 * rate,
+			.machine_cap = s->machine_cap,
+			.small_bytes = s->small_bytes,
+			.small_w = s->small_w,
+			.msg_bytes = cfg->sim.machine_message_us * s->machine_cap,
+			.msg_min = s->msg_min,
+			.full = s->opts.fair_full,
+			.fault = s->opts.fair_fault,
+			.ops = {.schedule = fair_schedule,
+				.sent = fair_sent,
+				.bytes = fair_bytes,
+				.next = fair_next,
+				.set_next = fair_set_next,
+				.ud = s},
+		};
+		if (fc.burst_rate < rate)
+			fc.burst_rate = rate;
+		rc = ps_fair_create(&fc, &s->net);
+		free(used);
+		if (rc != PS_OK)
+			return rc;
 	}
 	s->cycle_left = (uint64_t)s->W * T;
 	s->free_msg = NOMSG;
@@ -1178,22 +974,23 @@ static void teardown(sim *s)
 	free(s->number);
 	free(s->push_number);
 	free(s->msgs);
+	free(s->up_end);
 	free(s->push_ready);
 	free(s->push_sent);
 	free(s->param_ready);
 	free(s->push_iter);
-	free(s->st);
-	free(s->act);
-	free(s->fz);
-	free(s->cap);
-	free(s->use);
-	free(s->tok);
-	free(s->nfl);
-	free(s->roff);
-	free(s->rlist);
+	ps_fair_destroy(&s->net);
 	ps_sim_heap_free(&s->heap);
 	ps_sim_timeline_free(&s->tl);
 	ps_placement_free(&s->pl);
+}
+
+static uint64_t dbits(double x)
+{
+	uint64_t u;
+
+	memcpy(&u, &x, sizeof(u));
+	return u;
 }
 
 static void run_events(sim *s, ps_sim_result *r)
@@ -1205,6 +1002,9 @@ static void run_events(sim *s, ps_sim_result *r)
 	while (s->rc == PS_OK && ps_sim_heap_pop(&s->heap, &e)) {
 		r->events++;
 		r->total_us = e.t;
+		r->digest = ps_mix64(r->digest ^ ps_mix64(
+			ps_mix64(ps_mix64(dbits(e.t) ^ e.kind) ^ e.node) ^
+			e.arg));
 		switch (e.kind) {
 		case EV_OP_DONE:
 			op_done(s, e.node, e.t);
@@ -1227,7 +1027,8 @@ static void run_events(sim *s, ps_sim_result *r)
 			break;
 		}
 		case EV_NET:
-			net_event(s, e.arg, e.t);
+			if (ps_fair_event(s->net, e.node, e.arg, e.t) != PS_OK)
+				fail(s, PS_ENOMEM);
 			break;
 		case EV_PUSH_ACK:
 			push_acked(s, e.node, (uint32_t)e.arg, e.t);
@@ -1255,6 +1056,8 @@ static void results(sim *s, ps_sim_result *r)
 	r->fused = s->pl->num_fused;
 	r->link = s->lm;
 	r->messages = s->messages;
+	if (s->net)
+		ps_fair_get_stats(s->net, &r->fair);
 	/* every op of the cycle: the parameters back and the compute done
 	 * (the last backward ops may produce no gradient) */
 	r->makespan_us = s->makespan > s->iter_end[0] ? s->makespan
@@ -1309,6 +1112,13 @@ int ps_sim_run(const ps_config *cfg, const ps_dag *dag,
 	       const ps_link_model *lm, ps_sim_result *res_p, char *err,
 	       size_t errlen)
 {
+	return ps_sim_run_opts(cfg, dag, lm, NULL, res_p, err, errlen);
+}
+
+int ps_sim_run_opts(const ps_config *cfg, const ps_dag *dag,
+		    const ps_link_model *lm, const ps_sim_opts *opts,
+		    ps_sim_result *res_p, char *err, size_t errlen)
+{
 	sim s = {.cfg = cfg,
 		 .dag = dag,
 		 .lm = *lm,
@@ -1318,6 +1128,8 @@ int ps_sim_run(const ps_config *cfg, const ps_dag *dag,
 		 .trace_workers = (uint32_t)cfg->sim.trace_workers,
 		 .heap = PS_SIM_HEAP_INIT,
 		 .free_msg = NOMSG};
+	if (opts)
+		s.opts = *opts;
 	ps_sim_result r = {0};
 	int rc;
 
@@ -1370,4 +1182,64 @@ void ps_sim_result_free(ps_sim_result *r)
 {
 	free(r->iter_us);
 	r->iter_us = NULL;
+}
+
+static int same_d(double a, double b)
+{
+	return dbits(a) == dbits(b);
+}
+
+int ps_sim_result_same(const ps_sim_result *a, const ps_sim_result *b,
+		       char *why, size_t whylen)
+{
+	const struct {
+		const char *name;
+		double x, y;
+	} d[] = {
+		{"iteration_us", a->iteration_us, b->iteration_us},
+		{"samples_per_second", a->samples_per_second,
+		 b->samples_per_second},
+		{"efficiency", a->efficiency, b->efficiency},
+		{"speedup_bound", a->speedup_bound, b->speedup_bound},
+		{"straggler", a->straggler, b->straggler},
+		{"makespan_us", a->makespan_us, b->makespan_us},
+		{"total_us", a->total_us, b->total_us},
+	};
+
+	if (a->iterations != b->iterations || a->workers != b->workers ||
+	    a->servers != b->servers) {
+		snprintf(why, whylen, "different jobs");
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++)
+		if (!same_d(d[i].x, d[i].y)) {
+			snprintf(why, whylen, "%s: %.17g vs %.17g", d[i].name,
+				 d[i].x, d[i].y);
+			return 0;
+		}
+	for (uint32_t i = 0; i < a->iterations; i++)
+		if (!same_d(a->iter_us[i], b->iter_us[i])) {
+			snprintf(why, whylen, "iteration %u: %.17g vs %.17g us",
+				 i, a->iter_us[i], b->iter_us[i]);
+			return 0;
+		}
+	if (memcmp(&a->bounds, &b->bounds, sizeof(a->bounds)) != 0) {
+		snprintf(why, whylen, "bounds");
+		return 0;
+	}
+	if (a->events != b->events || a->messages != b->messages) {
+		snprintf(why, whylen, "%llu vs %llu events, %llu vs %llu "
+			 "messages", (unsigned long long)a->events,
+			 (unsigned long long)b->events,
+			 (unsigned long long)a->messages,
+			 (unsigned long long)b->messages);
+		return 0;
+	}
+	if (a->digest != b->digest) {
+		snprintf(why, whylen, "event digest %016llx vs %016llx",
+			 (unsigned long long)a->digest,
+			 (unsigned long long)b->digest);
+		return 0;
+	}
+	return 1;
 }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # tests/sim/cli.sh - ps-sim's command line: JSON output (one object, the
 # keys ps-bench reads), determinism (same config -> identical JSON), the
-# timeline, --fit, and every bad input failing with a clear message and a
-# non-zero status, never a crash.
+# timeline, --fit, --fair-check, and every bad input failing with a clear
+# message and a non-zero status, never a crash.
 # Usage: cli.sh BUILD_DIR SOURCE_DIR
 set -u
 build=$1
@@ -101,6 +101,13 @@ grep -q '^gamma = 1.5$' "$tmp/fit" || fail "--fit gamma: $(cat "$tmp/fit")"
 	>"$tmp/fitted.json" 2>"$tmp/err" || fail "fit_file: $(cat "$tmp/err")"
 grep -q '"bandwidth_gbps":0.4' "$tmp/fitted.json" ||
 	fail "fit_file not applied: $(cat "$tmp/fitted.json")"
+
+# --- fair sharing: --fair-check ---------------------------------------------
+"$sim" "${common[@]}" --set scheduling.preset=p3 --set link.sharing=fair \
+	--set cluster.workers=12 --fair-check --json >"$tmp/check.json" \
+	2>"$tmp/err" || fail "--fair-check: $(cat "$tmp/err")"
+grep -q '^fair check: incremental and full recomputation give the same run' \
+	"$tmp/err" || fail "--fair-check said: $(cat "$tmp/err")"
 
 # --- bad inputs: a clear message and a non-zero status -----------------------
 expect 1 "cannot load model.file: .*nope.json" -- --set model.file="$tmp/nope.json"
