@@ -210,6 +210,7 @@ int main(int argc, char **argv)
 		.opts = cli_opts,
 		.on_opt = on_opt,
 		.ud = &o,
+		.simulated = 1,
 	};
 	struct timespec t0, t1;
 	ps_sim_result r;
