@@ -48,6 +48,8 @@ enum {
 	EV_PARAMS_ACK,  /* node: server, arg: partition */
 	EV_SERVER_OP,   /* node: server: its running op is done */
 	EV_NET,         /* fair sharing: arg: generation */
+	EV_ARRIVALS,    /* arg: the first of messages chained by next_free,
+			 * each as an EV_ARRIVE */
 };
 
 /* What a message carries (fair sharing sends acknowledgements as
@@ -100,6 +102,8 @@ typedef struct sim {
 			       * machine_message_us */
 	msg *msgs;
 	uint32_t nmsgs, capmsgs, free_msg;
+	uint32_t batch_tail; /* last of the open EV_ARRIVALS, or NOMSG */
+	double batch_t;      /* its time */
 	double *up_end; /* fifo: per message, when its uplink carried it */
 	ps_sim_heap heap;
 	double compute_us, comm_oracle_us;
@@ -126,8 +130,27 @@ static void fail(sim *s, int rc)
 static void schedule(sim *s, double t, uint32_t kind, uint32_t node,
 		     uint64_t arg)
 {
+	s->batch_tail = NOMSG; /* the next arrival opens a batch */
 	if (ps_sim_heap_push(&s->heap, t, kind, node, arg) != PS_OK)
 		fail(s, PS_ENOMEM);
+}
+
+/* Message i arrives at t. Arrivals scheduled one after the other for the
+ * same time are one event in the heap (EV_ARRIVALS, the messages chained
+ * through next_free): they would come out of it one after the other
+ * anyway, with nothing between them, and each still counts as an event.
+ * A network event delivers thousands of messages at once. */
+static void schedule_arrival(sim *s, double t, uint32_t i)
+{
+	s->msgs[i].next_free = NOMSG;
+	if (s->batch_tail != NOMSG && t == s->batch_t) {
+		s->msgs[s->batch_tail].next_free = i;
+		s->batch_tail = i;
+		return;
+	}
+	schedule(s, t, EV_ARRIVALS, 0, i);
+	s->batch_tail = i;
+	s->batch_t = t;
 }
 
 static int traced_worker(const sim *s, uint32_t w)
@@ -212,7 +235,7 @@ static void fair_sent(void *ud, uint32_t m, double t)
 {
 	sim *s = ud;
 
-	schedule(s, t + s->lm.a_us, EV_ARRIVE, 0, m);
+	schedule_arrival(s, t + s->lm.a_us, m);
 }
 
 static uint64_t fair_bytes(void *ud, uint32_t m)
@@ -233,19 +256,6 @@ static uint32_t fair_next(void *ud, uint32_t m)
 static void fair_set_next(void *ud, uint32_t m, uint32_t next)
 {
 	((sim *)ud)->msgs[m].next_free = next;
-}
-
-/* The sends of one handler take effect together (fair.h). */
-static void net_hold(sim *s)
-{
-	if (s->net)
-		ps_fair_hold(s->net);
-}
-
-static void net_release(sim *s, double t)
-{
-	if (s->net && ps_fair_release(s->net, t) != PS_OK)
-		fail(s, PS_ENOMEM);
 }
 
 static void net_send(sim *s, uint32_t i, double t)
@@ -329,7 +339,6 @@ static void worker_send(sim *s, uint32_t w, double t)
 
 	if (ps_wproto_flush(s->w[w].proto) != PS_OK)
 		fail(s, PS_ENOMEM);
-	net_hold(s);
 	while (ps_wproto_next_msg(s->w[w].proto, &m)) {
 		if (m.kind == PS_WPROTO_MSG_PARAMS_ACK) {
 			if (s->fair)
@@ -345,7 +354,6 @@ static void worker_send(sim *s, uint32_t w, double t)
 			s->push_sent[(size_t)w * s->pl->num_parts + m.part] = t;
 		hand_over(s, 1, m.part, w, m.iteration, t);
 	}
-	net_release(s, t);
 }
 
 /* Partition part of worker w's gradients became ready at t (traced). */
@@ -586,7 +594,6 @@ static void server_send(sim *s, uint32_t srv, double t)
 {
 	ps_shard_msg m;
 
-	net_hold(s);
 	while (ps_shard_next_msg(s->shard[srv], &m)) {
 		if (m.kind == PS_SHARD_MSG_PUSH_ACK) {
 			if (s->fair)
@@ -617,7 +624,6 @@ static void server_send(sim *s, uint32_t srv, double t)
 		}
 		hand_over(s, 0, m.partition, m.worker, m.iteration, t);
 	}
-	net_release(s, t);
 }
 
 /* Starts server srv's next op, if it is idle and one waits. */
@@ -993,18 +999,55 @@ static uint64_t dbits(double x)
 	return u;
 }
 
+static uint64_t mix_event(uint64_t digest, double t, uint32_t kind,
+			  uint32_t node, uint64_t arg)
+{
+	return ps_mix64(digest ^ ps_mix64(ps_mix64(ps_mix64(dbits(t) ^ kind) ^
+						   node) ^
+					  arg));
+}
+
+/* Message i arrives at t. */
+static void arrive(sim *s, uint32_t i, double t)
+{
+	msg m = s->msgs[i];
+
+	msg_free(s, i);
+	if (m.kind == MSG_PUSH)
+		push_arrive(s, &m, t);
+	else if (m.kind == MSG_PARAMS)
+		params_arrive(s, &m, t);
+	else if (m.kind == MSG_PUSH_ACK)
+		push_acked(s, m.worker, m.part, t);
+	else
+		params_acked(s, s->pl->parts[m.part].server, m.worker, m.part,
+			     t);
+}
+
 static void run_events(sim *s, ps_sim_result *r)
 {
 	ps_sim_event e;
 
+	/* The sends of all the events at one time take effect together
+	 * (fair.h): held until the time moves on. */
+	if (s->net)
+		ps_fair_hold(s->net);
 	for (uint32_t w = 0; w < s->W; w++)
 		try_run(s, w, 0.0);
-	while (s->rc == PS_OK && ps_sim_heap_pop(&s->heap, &e)) {
+	for (double now = 0.0; s->rc == PS_OK;) {
+		if (s->net && (s->heap.n == 0 || s->heap.v[0].t > now)) {
+			if (ps_fair_release(s->net, now) != PS_OK)
+				fail(s, PS_ENOMEM);
+			ps_fair_hold(s->net);
+		}
+		if (!ps_sim_heap_pop(&s->heap, &e))
+			break;
+		now = e.t;
 		r->events++;
 		r->total_us = e.t;
-		r->digest = ps_mix64(r->digest ^ ps_mix64(
-			ps_mix64(ps_mix64(dbits(e.t) ^ e.kind) ^ e.node) ^
-			e.arg));
+		if (e.kind != EV_ARRIVALS)
+			r->digest = mix_event(r->digest, e.t, e.kind, e.node,
+					      e.arg);
 		switch (e.kind) {
 		case EV_OP_DONE:
 			op_done(s, e.node, e.t);
@@ -1012,20 +1055,23 @@ static void run_events(sim *s, ps_sim_result *r)
 		case EV_UP_START:
 			up_start(s, (uint32_t)e.arg, e.t);
 			break;
-		case EV_ARRIVE: {
-			msg m = s->msgs[e.arg];
-			msg_free(s, (uint32_t)e.arg);
-			if (m.kind == MSG_PUSH)
-				push_arrive(s, &m, e.t);
-			else if (m.kind == MSG_PARAMS)
-				params_arrive(s, &m, e.t);
-			else if (m.kind == MSG_PUSH_ACK)
-				push_acked(s, m.worker, m.part, e.t);
-			else
-				params_acked(s, s->pl->parts[m.part].server,
-					     m.worker, m.part, e.t);
+		case EV_ARRIVE:
+			arrive(s, (uint32_t)e.arg, e.t);
 			break;
-		}
+		case EV_ARRIVALS:
+			s->batch_tail = NOMSG; /* closed */
+			r->events--; /* counted one by one */
+			for (uint32_t i = (uint32_t)e.arg, next; i != NOMSG;
+			     i = next) {
+				next = s->msgs[i].next_free;
+				r->events++;
+				r->digest = mix_event(r->digest, e.t, EV_ARRIVE,
+						      0, i);
+				arrive(s, i, e.t);
+				if (s->rc != PS_OK)
+					break;
+			}
+			break;
 		case EV_NET:
 			if (ps_fair_event(s->net, e.node, e.arg, e.t) != PS_OK)
 				fail(s, PS_ENOMEM);
@@ -1127,7 +1173,8 @@ int ps_sim_run_opts(const ps_config *cfg, const ps_dag *dag,
 		 .K = (uint32_t)cfg->train.iterations,
 		 .trace_workers = (uint32_t)cfg->sim.trace_workers,
 		 .heap = PS_SIM_HEAP_INIT,
-		 .free_msg = NOMSG};
+		 .free_msg = NOMSG,
+		 .batch_tail = NOMSG};
 	if (opts)
 		s.opts = *opts;
 	ps_sim_result r = {0};

@@ -57,12 +57,11 @@
 /* a certified link's ceilings stay below its capacity by 2^-16 of it */
 #define THRESHOLD (((uint64_t)1 << KMAX) - ((uint64_t)1 << (KMAX - 16)))
 
-enum { BATCH_SENT = 1, BATCH_STARTED = 2 };
+enum { BATCH_SENT = 1 };
 
 enum {
 	COUNTED = 1, /* its group's ceiling is in its certified link's uhat */
-	DUE = 2,     /* its head is done at this event */
-	DONE = 4,    /* ... and was delivered */
+	DUE = 2,     /* its head is done at this event, not yet delivered */
 };
 
 typedef struct fstream {
@@ -1180,7 +1179,7 @@ static void deactivate(ps_fair *f, uint32_t id, uint32_t g)
  * one new network event, at its release. */
 static void send_done(ps_fair *f, double t)
 {
-	if ((f->batch & BATCH_STARTED) || ((f->batch & BATCH_SENT) && f->c.full))
+	if (f->fresh.n || ((f->batch & BATCH_SENT) && f->c.full))
 		update(f, t);
 	if (f->batch & BATCH_SENT) {
 		flush(f, t);
@@ -1206,10 +1205,8 @@ int ps_fair_send(ps_fair *f, int up, uint32_t w, uint32_t srv, uint32_t m,
 		f->ustamp++;
 	f->batch |= BATCH_SENT;
 	pass_acks(f, s, t);
-	if (s->head != NONE) {
+	if (s->head != NONE)
 		activate(f, id);
-		f->batch |= BATCH_STARTED;
-	}
 	if (!f->held)
 		send_done(f, t);
 	return f->rc;
@@ -1228,11 +1225,35 @@ int ps_fair_release(ps_fair *f, double t)
 	return f->rc;
 }
 
-static int cmp_pos(const void *a, const void *b)
+/* Sorts n keys (position in act << 32 | stream; positions are distinct)
+ * by position: insertion sort when few, else radix sort on the position
+ * (11 bits a pass) through tmp. */
+static void sort_by_pos(uint64_t *v, uint64_t *tmp, uint32_t n,
+			uint32_t maxpos)
 {
-	const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return (x > y) - (x < y);
+	if (n <= 32) {
+		for (uint32_t i = 1; i < n; i++) {
+			uint64_t x = v[i];
+			uint32_t j = i;
+			for (; j > 0 && v[j - 1] > x; j--)
+				v[j] = v[j - 1];
+			v[j] = x;
+		}
+		return;
+	}
+	for (int shift = 32; shift < 64 && (maxpos >> (shift - 32)); shift += 11) {
+		uint32_t count[2048] = {0};
+		for (uint32_t i = 0; i < n; i++)
+			count[(v[i] >> shift) & 2047]++;
+		for (uint32_t d = 0, sum = 0; d < 2048; d++) {
+			uint32_t c = count[d];
+			count[d] = sum;
+			sum += c;
+		}
+		for (uint32_t i = 0; i < n; i++)
+			tmp[count[(v[i] >> shift) & 2047]++] = v[i];
+		memcpy(v, tmp, (size_t)n * sizeof(*v));
+	}
 }
 
 /* Stream id, done, delivers its head at t; its next message starts (it
@@ -1242,7 +1263,7 @@ static void deliver(ps_fair *f, uint32_t id, double t)
 	fstream *s = &f->st[id];
 	uint32_t g = s->grp, m = s->head;
 
-	s->flags |= DONE;
+	s->flags &= ~(uint32_t)DUE;
 	leave(f, id);
 	s->head = f->c.ops.next(f->c.ops.ud, m);
 	if (s->head == NONE)
@@ -1314,7 +1335,8 @@ static void net_event(ps_fair *f, double t)
 	if (f->due.n) {
 		uint64_t *order = f->order;
 		if (f->due.n > f->norder) {
-			order = realloc(f->order, 2 * (size_t)f->due.n *
+			/* keys, then the radix sort's room */
+			order = realloc(f->order, 4 * (size_t)f->due.n *
 							  sizeof(*order));
 			if (!order) {
 				f->rc = PS_ENOMEM;
@@ -1326,25 +1348,24 @@ static void net_event(ps_fair *f, double t)
 		for (uint32_t i = 0; i < f->due.n; i++)
 			order[i] = (uint64_t)f->st[f->due.v[i]].apos << 32 |
 				   f->due.v[i];
-		qsort(order, f->due.n, sizeof(*order), cmp_pos);
+		sort_by_pos(order, order + f->norder, f->due.n, f->nact);
 		for (uint32_t k = 0; k < f->due.n; k++) {
 			uint32_t id = (uint32_t)order[k], p;
-			if (f->st[id].flags & DONE)
-				continue;
+			if (!(f->st[id].flags & DUE))
+				continue; /* delivered already */
 			p = f->st[id].apos;
 			while (p < f->nact) {
 				uint32_t x = f->act[p];
-				if ((f->st[x].flags & (DUE | DONE)) != DUE)
+				if (!(f->st[x].flags & DUE))
 					break;
 				deliver(f, x, t);
 				if (f->st[x].apos == NONE)
 					changed = 1;
 			}
 		}
-		for (uint32_t i = 0; i < f->due.n; i++)
-			f->st[f->due.v[i]].flags &= ~(uint32_t)(DUE | DONE);
 	}
-	if (changed || f->c.full || f->machine)
+	/* (streams started by held sends are placed now too) */
+	if (changed || f->fresh.n || f->c.full || f->machine)
 		update(f, t);
 	f->seeds.n = 0;
 	flush(f, t);

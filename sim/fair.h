@@ -112,10 +112,12 @@ void ps_fair_destroy(ps_fair **f_p);
 int ps_fair_send(ps_fair *f, int up, uint32_t w, uint32_t srv, uint32_t m,
 		 double t);
 
-/* Sends between ps_fair_hold and ps_fair_release (at the same time t)
- * take effect together at the release: one rate update instead of one per
- * stream that starts (the simulator holds the sends of one handler).
- * ps_fair_release: PS_ENOMEM. */
+/* Sends between ps_fair_hold and ps_fair_release (all at the same time t)
+ * take effect together: one rate update and one new network event at the
+ * release (or at a network event meanwhile) instead of one per stream that
+ * starts. The simulator holds the sends of all the events at one time:
+ * when 8192 workers start pushing to a server at once, that is one update,
+ * not 8192 growing ones. ps_fair_release: PS_ENOMEM. */
 void ps_fair_hold(ps_fair *f);
 int ps_fair_release(ps_fair *f, double t);
 
