@@ -298,11 +298,47 @@ static int gless(const gentry *a, const gentry *b)
 	return a->F < b->F || (a->F == b->F && a->id < b->id);
 }
 
+static int glive(const ps_fair *f, const fres *g, const gentry *e)
+{
+	return f->st[e->id].ver == e->ver &&
+	       f->st[e->id].grp == (uint32_t)(g - f->r);
+}
+
+/* Drops the stale entries of g's heap (members that left since) and
+ * makes a heap of the others: the same first entry. */
+static void gcompact(ps_fair *f, fres *g)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < g->hn; i++)
+		if (glive(f, g, &g->heap[i]))
+			g->heap[n++] = g->heap[i];
+	g->hn = n;
+	for (uint32_t k = n / 2; k-- > 0;) {
+		gentry x = g->heap[k];
+		uint32_t i = k;
+		for (;;) {
+			uint32_t c = 2 * i + 1;
+			if (c >= n)
+				break;
+			if (c + 1 < n && gless(&g->heap[c + 1], &g->heap[c]))
+				c++;
+			if (!gless(&g->heap[c], &x))
+				break;
+			g->heap[i] = g->heap[c];
+			i = c;
+		}
+		g->heap[i] = x;
+	}
+}
+
 static int gpush(ps_fair *f, fres *g, double F, uint32_t id, uint32_t ver)
 {
 	uint32_t i;
 	gentry e = {.F = F, .id = id, .ver = ver};
 
+	if (g->hn == g->hcap && g->hn > 2 * g->members + 16)
+		gcompact(f, g);
 	if (g->hn == g->hcap) {
 		uint32_t cap = g->hcap ? 2 * g->hcap : 8;
 		gentry *p = realloc(g->heap, (size_t)cap * sizeof(*p));
@@ -348,8 +384,7 @@ static const gentry *gtop(ps_fair *f, fres *g)
 {
 	while (g->hn) {
 		const gentry *e = &g->heap[0];
-		if (f->st[e->id].ver == e->ver && f->st[e->id].grp ==
-		    (uint32_t)(g - f->r))
+		if (glive(f, g, e))
 			return e;
 		gpop(g);
 	}
@@ -651,7 +686,7 @@ static void try_certify(ps_fair *f, uint32_t l)
 	fres *r = &f->r[l];
 	uint64_t sum = 0;
 
-	if (!(f->R - r->crem < 0.7 * f->R))
+	if (!(f->R - r->crem < 0.7 * f->R) || r->nc != r->n)
 		return;
 	for (uint32_t i = 0; i < r->n && sum < THRESHOLD; i++)
 		sum += f->r[f->st[r->ids[i]].grp].cu;
