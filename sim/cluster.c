@@ -999,12 +999,15 @@ static uint64_t dbits(double x)
 	return u;
 }
 
+/* The digest after one more event (time, kind, node, argument). */
 static uint64_t mix_event(uint64_t digest, double t, uint32_t kind,
 			  uint32_t node, uint64_t arg)
 {
-	return ps_mix64(digest ^ ps_mix64(ps_mix64(ps_mix64(dbits(t) ^ kind) ^
-						   node) ^
-					  arg));
+	uint64_t x = dbits(t) ^ (((uint64_t)kind << 32 | node) *
+				 0xbf58476d1ce4e5b9ULL) ^
+		     arg * 0x94d049bb133111ebULL;
+
+	return ps_mix64(digest + x);
 }
 
 /* Message i arrives at t. */

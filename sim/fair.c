@@ -130,6 +130,7 @@ struct ps_fair {
 	vec timers;       /* heap of nodes (a group, TOKEN_NODE | a link) by
 			   * their timer */
 	vec due;          /* streams done at this event */
+	vec scratch;      /* gtake_due's stack */
 	vec later;        /* timers looked at too early */
 	uint64_t *order;  /* due streams by position in act */
 	uint32_t norder;
@@ -304,16 +305,11 @@ static int glive(const ps_fair *f, const fres *g, const gentry *e)
 	       f->st[e->id].grp == (uint32_t)(g - f->r);
 }
 
-/* Drops the stale entries of g's heap (members that left since) and
- * makes a heap of the others: the same first entry. */
-static void gcompact(ps_fair *f, fres *g)
+/* Makes a heap of g's entries (bottom-up). */
+static void gheapify(fres *g)
 {
-	uint32_t n = 0;
+	uint32_t n = g->hn;
 
-	for (uint32_t i = 0; i < g->hn; i++)
-		if (glive(f, g, &g->heap[i]))
-			g->heap[n++] = g->heap[i];
-	g->hn = n;
 	for (uint32_t k = n / 2; k-- > 0;) {
 		gentry x = g->heap[k];
 		uint32_t i = k;
@@ -330,6 +326,19 @@ static void gcompact(ps_fair *f, fres *g)
 		}
 		g->heap[i] = x;
 	}
+}
+
+/* Drops the stale entries of g's heap (members that left since) and
+ * makes a heap of the others: the same first entry. */
+static void gcompact(ps_fair *f, fres *g)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < g->hn; i++)
+		if (glive(f, g, &g->heap[i]))
+			g->heap[n++] = g->heap[i];
+	g->hn = n;
+	gheapify(g);
 }
 
 static int gpush(ps_fair *f, fres *g, double F, uint32_t id, uint32_t ver)
@@ -558,6 +567,40 @@ static void mark_token(ps_fair *f, uint32_t l)
 		f->r[l].tstamp = f->ustamp;
 		vpush(f, &f->tchanged, l);
 	}
+}
+
+/* Moves every live member of g done at t (as in net_event) to f->due
+ * and makes a heap of the rest, in one pass: the done entries are a top
+ * part of the heap (a parent finishes no later than its children). */
+static void gtake_due(ps_fair *f, fres *g, double t)
+{
+	double V = vnow(g, t), tol = g->rate * 1e-3 > 1e-6 ? g->rate * 1e-3
+							     : 1e-6;
+	uint32_t keep = 0;
+
+	/* depth first from the root, down to the entries not done (nothing
+	 * below one is); stale entries on the way are dropped too */
+	f->scratch.n = 0;
+	if (g->hn && vpush(f, &f->scratch, 0) != PS_OK)
+		return;
+	while (f->scratch.n) {
+		uint32_t i = f->scratch.v[--f->scratch.n];
+		gentry *e = &g->heap[i];
+		if (e->F - V > tol)
+			continue;
+		if (glive(f, g, e)) {
+			f->st[e->id].flags |= DUE;
+			vpush(f, &f->due, e->id);
+		}
+		e->ver = ~f->st[e->id].ver; /* taken: stale from now on */
+		for (uint32_t c = 2 * i + 1; c <= 2 * i + 2 && c < g->hn; c++)
+			vpush(f, &f->scratch, c);
+	}
+	for (uint32_t i = 0; i < g->hn; i++)
+		if (glive(f, g, &g->heap[i]))
+			g->heap[keep++] = g->heap[i];
+	g->hn = keep;
+	gheapify(g);
 }
 
 /* Link li's bucket runs dry (no tokens left: it carries the link's rate
@@ -1354,11 +1397,18 @@ static void net_event(ps_fair *f, double t)
 		fres *g = &f->r[node];
 		const gentry *e;
 		mark_changed(f, node);
+		uint32_t popped = 0;
 		while ((e = gtop(f, g)) != NULL) {
 			double rem = e->F - vnow(g, t);
 			uint32_t id = e->id;
 			if (rem > g->rate * 1e-3 && rem > 1e-6)
 				break;
+			if (++popped > 64) {
+				/* many at once (thousands of streams that
+				 * started together): take them all in one pass */
+				gtake_due(f, g, t);
+				break;
+			}
 			gpop(g);
 			f->st[id].flags |= DUE;
 			vpush(f, &f->due, id);
@@ -1505,6 +1555,7 @@ void ps_fair_destroy(ps_fair **f_p)
 	free(f->viol.v);
 	free(f->timers.v);
 	free(f->due.v);
+	free(f->scratch.v);
 	free(f->later.v);
 	free(f->order);
 	free(f->gcap);

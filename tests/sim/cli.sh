@@ -109,6 +109,11 @@ grep -q '"bandwidth_gbps":0.4' "$tmp/fitted.json" ||
 	2>"$tmp/err" || fail "--fair-check: $(cat "$tmp/err")"
 grep -q '^fair check: incremental and full recomputation give the same run' \
 	"$tmp/err" || fail "--fair-check said: $(cat "$tmp/err")"
+# ... and the run is deterministic: the same bytes again
+"$sim" "${common[@]}" --set scheduling.preset=p3 --set link.sharing=fair \
+	--set cluster.workers=12 --json >"$tmp/check2.json" 2>/dev/null
+cmp -s "$tmp/check.json" "$tmp/check2.json" ||
+	fail "two runs of a fair job differ"
 # ps-sim simulates 8192 workers x 512 servers (a tiny model: seconds) ...
 printf '%s' '{"format":"ordo-model","version":1,"name":"tiny","batch":1,
 "times":{"source":"measured"},"tensors":[{"name":"w","shape":[1000]}],
