@@ -7,7 +7,7 @@
  * without (only what a change can change), and requires the same run to
  * the bit: every result, the number of events and the digest of every
  * event's time, kind and argument (ps_sim_result_same). The jobs are
- * random: synthetic DAGs and the shipped models, every preset, 1 to 64
+ * random: synthetic DAGs and the shipped models, every preset, 1 to 96
  * workers, 1 to 8 servers, random links, token buckets, a machine. Some
  * are large enough that links get certified and withdrawn, so that the
  * decomposition that makes updates cheap is exercised, not only the
