@@ -6,7 +6,8 @@
  * and stray positional arguments), then to act: help/version, the binary's
  * own options, and the configuration layers in precedence order: defaults,
  * --config file, ORDO_* environment, each --set in command-line order,
- * then ps_config_validate().
+ * then ps_config_validate() and, unless the binary only simulates the job,
+ * ps_config_validate_job().
  *
  * Threads: call from main() before starting any thread (reads environ).
  */
@@ -242,8 +243,8 @@ static int scan(int argc, char **argv, const ps_cli_info *info, cli_arg *args,
 }
 
 /* Applies the configuration layers in precedence order. */
-static int load(const cli_arg *args, int nargs, ps_config *cfg, char *err,
-                size_t errlen)
+static int load(const cli_arg *args, int nargs, int simulated, ps_config *cfg,
+                char *err, size_t errlen)
 {
 	const char *path = NULL;
 	int rc;
@@ -281,7 +282,10 @@ static int load(const cli_arg *args, int nargs, ps_config *cfg, char *err,
 			return rc;
 	}
 	ps_config_finalize(cfg);
-	return ps_config_validate(cfg, err, errlen);
+	rc = ps_config_validate(cfg, err, errlen);
+	if (rc == PS_OK && !simulated)
+		rc = ps_config_validate_job(cfg, err, errlen);
+	return rc;
 }
 
 ps_cli_status ps_cli_parse(int argc, char **argv, const ps_cli_info *info,
@@ -342,7 +346,8 @@ ps_cli_status ps_cli_parse(int argc, char **argv, const ps_cli_info *info,
 			goto free_all;
 		}
 	}
-	if (load(args, nargs, tmp, err, sizeof(err)) != PS_OK) {
+	if (load(args, nargs, info->simulated, tmp, err, sizeof(err)) !=
+	    PS_OK) {
 		cli_error(prog, err);
 		goto free_all;
 	}

@@ -34,6 +34,9 @@ typedef struct ps_cli_info {
 	int (*on_opt)(void *ud, const char *name, const char *arg, char *err,
 		      size_t errlen);
 	void *ud;
+	/* The job is simulated, not run (ps-sim): it is not held to a real
+	 * job's limits (ps_config_validate_job). */
+	int simulated;
 } ps_cli_info;
 
 typedef enum {
@@ -44,7 +47,8 @@ typedef enum {
 
 /*
  * Parses argv, loads the config (defaults, file, environ, --set), validates
- * it, and prints help/version/errors. Errors go to stderr as
+ * it (ps_config_validate, and ps_config_validate_job unless the binary
+ * only simulates the job), and prints help/version/errors. Errors go to stderr as
  * "PROG: error: MESSAGE" and a hint to try --help.
  */
 ps_cli_status ps_cli_parse(int argc, char **argv, const ps_cli_info *info,

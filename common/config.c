@@ -235,8 +235,11 @@ static const option options[] = {
     INT(cluster, servers, "1", 1, 4096,
         "Number of server processes; the parameters are sharded over "
         "them."),
-    INT(cluster, workers, "1", 1, 4096,
-        "Number of worker processes; each trains on its own samples."),
+    INT(cluster, workers, "1", 1, 8192,
+        "Number of worker processes; each trains on its own samples. A "
+        "job runs at most 8192 nodes (the scheduler, the servers and the "
+        "workers); ps-sim simulates up to 8192 workers with any number "
+        "of servers."),
     STRING(cluster, bind_host, "127.0.0.1",
            "Address that servers and workers bind their sockets to "
            "(0.0.0.0 for every interface)."),
@@ -2049,6 +2052,20 @@ const char *ps_config_enum_name(const char *key, int value)
 }
 
 /* ---- public API (include/ordo/ordo.h) ---------------------------------- */
+
+int ps_config_validate_job(const ps_config *cfg, char *err, size_t errlen)
+{
+	long long nodes = 1LL + cfg->cluster.servers + cfg->cluster.workers;
+
+	if (nodes > PS_JOB_MAX_NODES)
+		return errf(err, errlen,
+		            "cluster.workers (%d) + cluster.servers (%d) + the "
+		            "scheduler = %lld nodes: a job runs at most %d "
+		            "(ps-sim can simulate it)",
+		            cfg->cluster.workers, cfg->cluster.servers, nodes,
+		            PS_JOB_MAX_NODES);
+	return PS_OK;
+}
 
 int ps_config_new(ps_config **cfg_p)
 {

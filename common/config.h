@@ -260,6 +260,18 @@ uint64_t ps_config_max_message(const ps_config *cfg);
 /* Cross-field checks (timeouts vs intervals, credit vs partition...). */
 int ps_config_validate(const ps_config *cfg, char *err, size_t errlen);
 
+/* The most nodes a real job has: the scheduler, its servers and its
+ * workers (the scheduler's WELCOME lists every one; proto/wire.h's
+ * PS_MAX_NODES is this number). */
+#define PS_JOB_MAX_NODES 8192
+
+/* What running the job needs beyond ps_config_validate: 1 +
+ * cluster.servers + cluster.workers nodes at most PS_JOB_MAX_NODES (the
+ * keys allow more: ps-sim simulates up to 8192 workers with any number of
+ * servers, and does not ask this). PS_ECONFIG with a message naming the
+ * keys. */
+int ps_config_validate_job(const ps_config *cfg, char *err, size_t errlen);
+
 /* Settles what depends on several keys, once every layer is applied: a
  * preset's credit window from the bandwidth-delay product
  * (docs/presets.md). Idempotent; ps_cli_parse and ps_client_create call

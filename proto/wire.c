@@ -60,8 +60,13 @@
 #include <math.h>
 #include <string.h>
 
+#include "common/config.h"
 #include "common/log.h"
 #include "proto/wire.h"
+
+/* A job that config validation lets run fits in a WELCOME. */
+_Static_assert(PS_MAX_NODES == PS_JOB_MAX_NODES,
+               "PS_MAX_NODES is the config's PS_JOB_MAX_NODES");
 
 /* ---- names -------------------------------------------------------------- */
 

@@ -38,7 +38,7 @@
 #define PS_HOST_MAX 64
 #define PS_ENDPOINT_MAX 128
 #define PS_REASON_MAX 512
-#define PS_MAX_NODES 8192
+#define PS_MAX_NODES 8192 /* = PS_JOB_MAX_NODES (common/config.h) */
 #define PS_WIRE_SIZE_MAX ((uint64_t)1 << 40) /* scheduling.*_size */
 
 typedef enum ps_msg_type {

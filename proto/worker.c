@@ -45,6 +45,12 @@ struct ps_wproto {
 	uint32_t *numbers;
 	part_state *parts;
 	uint64_t *joined; /* per tensor: the stage seq it joined last */
+	/* per tensor, for ps_wproto_tensor_version: how many of its
+	 * partitions are missing, the oldest version among them when none
+	 * is, and how many are at it (counted again when that reaches 0:
+	 * O(1) per update, amortized, instead of O(partitions) per query) */
+	uint32_t *tmiss, *tcnt;
+	uint64_t *tmin;
 	uint64_t seq;
 	ps_gate *gate;
 	ps_gate_meter meter;
@@ -93,10 +99,19 @@ int ps_wproto_create(const ps_wproto_config *cfg, ps_wproto **w_p)
 			  sizeof(*w->parts));
 	w->joined = calloc(pl->num_tensors ? pl->num_tensors : 1,
 			   sizeof(*w->joined));
-	if (!w->numbers || !w->parts || !w->joined) {
+	w->tmiss = calloc(pl->num_tensors ? pl->num_tensors : 1,
+			  sizeof(*w->tmiss));
+	w->tcnt = calloc(pl->num_tensors ? pl->num_tensors : 1,
+			 sizeof(*w->tcnt));
+	w->tmin = calloc(pl->num_tensors ? pl->num_tensors : 1,
+			 sizeof(*w->tmin));
+	if (!w->numbers || !w->parts || !w->joined || !w->tmiss || !w->tcnt ||
+	    !w->tmin) {
 		ps_wproto_destroy(&w);
 		return PS_ENOMEM;
 	}
+	for (uint32_t t = 0; t < pl->num_tensors; t++)
+		w->tmiss[t] = pl->part_count[t];
 	memcpy(w->numbers, cfg->numbers, pl->num_parts * sizeof(uint32_t));
 	for (uint32_t i = 0; i < pl->num_parts; i++) {
 		uint64_t np = ps_part_pieces(&pl->parts[i], cfg->push_piece),
@@ -137,6 +152,9 @@ void ps_wproto_destroy(ps_wproto **w_p)
 	free(w->numbers);
 	free(w->parts);
 	free(w->joined);
+	free(w->tmiss);
+	free(w->tcnt);
+	free(w->tmin);
 	free(w->msgs.v);
 	free(w);
 	*w_p = NULL;
@@ -372,6 +390,53 @@ int ps_wproto_on_push_ack(ps_wproto *w, uint32_t from, uint32_t part,
 	return ps_wproto_flush(w);
 }
 
+/* Tensor t's oldest version, counted from its partitions. */
+static void tensor_count(ps_wproto *w, uint32_t t)
+{
+	const ps_placement *pl = w->cfg.pl;
+	uint64_t v = UINT64_MAX;
+	uint32_t n = 0, miss = 0;
+
+	for (uint32_t k = 0; k < pl->part_count[t]; k++) {
+		const part_state *s = &w->parts[pl->first_part[t] + k];
+		if (!s->have) {
+			miss++;
+		} else if (s->version < v) {
+			v = s->version;
+			n = 1;
+		} else if (s->version == v) {
+			n++;
+		}
+	}
+	w->tmiss[t] = miss;
+	w->tmin[t] = v;
+	w->tcnt[t] = n;
+}
+
+/* Partition part now holds `version` (before: had, old). */
+static void set_version(ps_wproto *w, uint32_t part, uint64_t version)
+{
+	const ps_partition *p = &w->cfg.pl->parts[part];
+	part_state *s = &w->parts[part];
+	int had = s->have;
+	uint64_t old = s->version;
+
+	s->version = version;
+	s->have = 1;
+	if (had && version == old)
+		return;
+	for (uint32_t t = p->tensor; t < p->tensor + p->ntensors; t++) {
+		if (!had) {
+			if (--w->tmiss[t] == 0)
+				tensor_count(w, t);
+		} else if (w->tmiss[t] == 0 &&
+			   (version < old ||
+			    (old == w->tmin[t] && --w->tcnt[t] == 0))) {
+			tensor_count(w, t);
+		}
+	}
+}
+
 int ps_wproto_on_params(ps_wproto *w, uint32_t from, uint32_t part,
 			uint32_t key, uint64_t version, uint32_t piece,
 			size_t payload_len, int *acked_p, int *complete_p,
@@ -437,8 +502,7 @@ int ps_wproto_on_params(ps_wproto *w, uint32_t from, uint32_t part,
 	if (++s->got < s->nparams)
 		return PS_OK;
 	s->got = 0;
-	s->version = version;
-	s->have = 1;
+	set_version(w, part, version);
 	if (complete_p)
 		*complete_p = 1;
 	/* Synchronous: version `version` exists, so the push of an earlier
@@ -475,8 +539,7 @@ int ps_wproto_done(ps_wproto *w)
 
 void ps_wproto_assume(ps_wproto *w, uint32_t part, uint64_t version)
 {
-	w->parts[part].version = version;
-	w->parts[part].have = 1;
+	set_version(w, part, version);
 	w->parts[part].got = 0;
 }
 
@@ -501,19 +564,9 @@ int ps_wproto_part_version(const ps_wproto *w, uint32_t part,
 int ps_wproto_tensor_version(const ps_wproto *w, uint32_t t,
 			     uint64_t *version_p)
 {
-	const ps_placement *pl = w->cfg.pl;
-	uint64_t v = UINT64_MAX;
-
-	if (t >= pl->num_tensors)
+	if (t >= w->cfg.pl->num_tensors || w->tmiss[t] > 0)
 		return 0;
-	for (uint32_t k = 0; k < pl->part_count[t]; k++) {
-		const part_state *s = &w->parts[pl->first_part[t] + k];
-		if (!s->have)
-			return 0;
-		if (s->version < v)
-			v = s->version;
-	}
-	*version_p = v;
+	*version_p = w->tmin[t];
 	return 1;
 }
 

@@ -16,14 +16,18 @@
  * forward pass read the whole tensor at version v + 1.
  *
  * Memory is O(W * (ops + tensors + partitions)) plus the messages in
- * flight (recycled through a free list): a 1024-worker ResNet-50 is a few
- * tens of MiB.
+ * flight (recycled through a free list) and, with fair sharing, two
+ * streams per (worker, server holding a partition) pair (sim/fair.h): a
+ * 1024-worker ResNet-50 is a few tens of MiB, 8192 x 512 servers with
+ * 64 KiB partitions (every push of an iteration in flight at once) a few
+ * GiB.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/mix64.h"
 #include "proto/engine.h"
 #include "proto/shard.h"
 #include "proto/worker.h"
@@ -32,6 +36,7 @@
 #include "scheduler/placement.h"
 #include "sim/cluster.h"
 #include "sim/events.h"
+#include "sim/fair.h"
 #include "sim/timeline.h"
 #include "scheduler/efficiency.h"
 
@@ -43,29 +48,24 @@ enum {
 	EV_PARAMS_ACK,  /* node: worker, arg: partition | piece << 32 */
 	EV_SERVER_OP,   /* node: server: its running op is done */
 	EV_NET,         /* fair sharing: arg: generation */
+	EV_ARRIVALS,    /* arg: the first of messages chained by next_free,
+			 * each as an EV_ARRIVE */
 };
 
 /* What a message carries (fair sharing sends acknowledgements as
  * messages too). */
 enum { MSG_PARAMS = 0, MSG_PUSH = 1, MSG_PUSH_ACK, MSG_PARAMS_ACK };
 
+/* 20 bytes: with fair sharing and no credit, every push of an iteration
+ * is in flight at once (26 million at 8192 x 512 with 64 KiB partitions). */
 typedef struct msg {
-	uint32_t part, worker, piece;
-	uint64_t iteration;
-	int kind; /* MSG_* */
-	double up_end;
-	uint64_t bytes;
-	uint32_t next_free; /* also: next in its stream (fair sharing) */
+	uint32_t part, worker;
+	uint32_t iteration;  /* < train.iterations <= 10^9 */
+	uint32_t next_free;  /* also: next in its stream (fair sharing) */
+	uint32_t kind : 2;   /* MSG_* */
+	uint32_t piece : 30; /* < PS_MAX_PIECES */
 } msg;
-
-/* Fair sharing: one in-order stream per (sender, receiver) pair. */
-typedef struct stream {
-	uint32_t head, tail; /* messages queued, head in transfer */
-	double left, rate;   /* bytes of the head still to go; bytes/us */
-	uint32_t active;     /* position in net.act + 1, 0 = idle */
-	double mw;           /* the head's cost on the machine per byte,
-			      * relative to sim.machine_gbps */
-} stream;
+_Static_assert(sizeof(msg) == 20, "a message stays 20 bytes");
 
 typedef struct worker {
 	ps_wproto *proto;    /* its side of the protocol (proto/worker.h) */
@@ -96,23 +96,18 @@ typedef struct sim {
 	ps_link *up, *down; /* per host */
 	/* fair sharing (link.sharing = fair) */
 	int fair;
-	stream *st;     /* W*S worker->server, then S*W server->worker */
-	uint32_t *act, nact; /* streams with a head in transfer */
-	double net_t, *cap;  /* last advance; per link scratch */
-	double rate;         /* bytes/us of a link */
-	double *use, *tok;   /* per link: bytes/us carried, tokens (bytes) */
-	double burst, burst_rate; /* bucket size (bytes), rate with tokens */
+	ps_fair *net;
+	ps_sim_opts opts;
 	double machine_cap; /* bytes/us of all streams together, 0 = none */
 	uint64_t small_bytes; /* messages up to this size cost small_w */
 	double small_w;       /* machine_cap / their rate */
-	double msg_bytes;     /* a message's own cost on the machine, as
-			       * bytes at machine_cap (machine_message_us) */
-	uint64_t msg_min;     /* messages up to this size do not pay it */
-	uint32_t *nfl, *fz;  /* per link scratch; per active: frozen */
-	uint32_t *roff, *rlist; /* per resource: its active streams (CSR) */
-	uint64_t net_gen;
+	uint64_t msg_min;     /* messages up to this size pay no
+			       * machine_message_us */
 	msg *msgs;
 	uint32_t nmsgs, capmsgs, free_msg;
+	uint32_t batch_tail; /* last of the open EV_ARRIVALS, or NOMSG */
+	double batch_t;      /* its time */
+	double *up_end; /* fifo: per message, when its uplink carried it */
 	ps_sim_heap heap;
 	double compute_us, comm_oracle_us;
 	double *iter_end; /* per iteration: the job's end (max) */
@@ -138,8 +133,27 @@ static void fail(sim *s, int rc)
 static void schedule(sim *s, double t, uint32_t kind, uint32_t node,
 		     uint64_t arg)
 {
+	s->batch_tail = NOMSG; /* the next arrival opens a batch */
 	if (ps_sim_heap_push(&s->heap, t, kind, node, arg) != PS_OK)
 		fail(s, PS_ENOMEM);
+}
+
+/* Message i arrives at t. Arrivals scheduled one after the other for the
+ * same time are one event in the heap (EV_ARRIVALS, the messages chained
+ * through next_free): they would come out of it one after the other
+ * anyway, with nothing between them, and each still counts as an event.
+ * A network event delivers thousands of messages at once. */
+static void schedule_arrival(sim *s, double t, uint32_t i)
+{
+	s->msgs[i].next_free = NOMSG;
+	if (s->batch_tail != NOMSG && t == s->batch_t) {
+		s->msgs[s->batch_tail].next_free = i;
+		s->batch_tail = i;
+		return;
+	}
+	schedule(s, t, EV_ARRIVALS, 0, i);
+	s->batch_tail = i;
+	s->batch_t = t;
 }
 
 static int traced_worker(const sim *s, uint32_t w)
@@ -166,11 +180,19 @@ static uint32_t msg_new(sim *s)
 	if (s->nmsgs == s->capmsgs) {
 		uint32_t cap = s->capmsgs ? 2 * s->capmsgs : 1024;
 		msg *v = realloc(s->msgs, (size_t)cap * sizeof(*v));
+		if (v)
+			s->msgs = v;
+		if (v && !s->fair) {
+			double *u = realloc(s->up_end, (size_t)cap * sizeof(*u));
+			if (u)
+				s->up_end = u;
+			else
+				v = NULL;
+		}
 		if (!v) {
 			fail(s, PS_ENOMEM);
 			return NOMSG;
 		}
-		s->msgs = v;
 		s->capmsgs = cap;
 	}
 	return s->nmsgs++;
@@ -197,285 +219,69 @@ static uint32_t msg_dst(const sim *s, const msg *m)
 	return msg_up(m) ? s->W + s->pl->parts[m->part].server : m->worker;
 }
 
-/* ---- fair sharing -------------------------------------------------------
+/* ---- fair sharing (sim/fair.h) -------------------------------------------
  *
  * Every (sender, receiver) pair has one stream that carries its messages
  * whole and in order (one ZeroMQ DEALER connection, one TCP stream, per
- * peer). The streams whose head message is in transfer share the links
- * max-min fairly (progressive filling over every uplink and downlink of
- * capacity 1/b), as TCP streams through a shaped NIC do; rates are
- * recomputed whenever a stream starts or finishes a message. A message
- * arrives a after its last byte went (the fixed cost as latency); the
- * stream goes on with its next message at once. Acknowledgements are
- * messages without payload in the stream of their direction: a PUSH_ACK
- * queues behind the parameters the server already handed to that
- * worker's connection, as in the real server. */
+ * peer); the streams share the links max-min fairly (sim/fair.c). A
+ * message arrives a after its last byte went (the fixed cost as latency).
+ * Acknowledgements are messages without payload in the stream of their
+ * direction: a PUSH_ACK queues behind the parameters the server already
+ * handed to that worker's connection, as in the real server. */
 
-static uint32_t stream_of(const sim *s, const msg *m)
+static void fair_schedule(void *ud, double t, uint32_t node, uint64_t arg)
 {
-	uint32_t srv = s->pl->parts[m->part].server;
-
-	return msg_up(m) ? m->worker * s->S + srv
-			 : s->W * s->S + srv * s->W + m->worker;
+	schedule(ud, t, EV_NET, node, arg);
 }
 
-/* Token buckets (link.burst_bytes, as tbf shapes ps-bench's links): a
- * link's bucket fills at the link's rate up to the burst and empties by
- * what the link carries; while it holds tokens the link carries up to
- * link.burst_gbps instead of its rate. */
-static int bucketed(const sim *s)
+static void fair_sent(void *ud, uint32_t m, double t)
 {
-	return s->burst > 0;
+	sim *s = ud;
+
+	schedule_arrival(s, t + s->lm.a_us, m);
 }
 
-static void net_advance(sim *s, double t)
+/* The payload message m carries: its piece of its partition, or none
+ * (an acknowledgement). */
+static uint64_t msg_bytes(const sim *s, const msg *m)
 {
-	double dt = t - s->net_t;
-	uint32_t L = 2 * (s->W + s->S);
+	uint64_t piece_bytes, off, numel;
 
-	if (dt > 0) {
-		for (uint32_t i = 0; i < s->nact; i++) {
-			stream *q = &s->st[s->act[i]];
-			q->left -= q->rate * dt;
-		}
-		if (bucketed(s))
-			for (uint32_t l = 0; l < L; l++) {
-				double k = s->tok[l] +
-					   (s->rate - s->use[l]) * dt;
-				s->tok[l] = k < 0 ? 0 : k > s->burst ? s->burst
-								   : k;
-			}
-	}
-	s->net_t = t;
+	if (m->kind != MSG_PARAMS && m->kind != MSG_PUSH)
+		return 0;
+	piece_bytes = m->kind == MSG_PUSH ? s->push_piece : s->params_piece;
+	if (piece_bytes == 0)
+		return s->part_bytes[m->part];
+	ps_piece_span(&s->pl->parts[m->part], piece_bytes, m->piece, &off,
+		      &numel);
+	return numel * PS_ELEM_SIZE;
 }
 
-/* Links: uplink of host h = h, downlink = H + h. */
-static void stream_links(const sim *s, uint32_t c, uint32_t *up, uint32_t *dn)
+static uint64_t fair_bytes(void *ud, uint32_t m)
 {
-	uint32_t H = s->W + s->S;
+	const sim *s = ud;
 
-	if (c < s->W * s->S) {
-		*up = c / s->S;
-		*dn = H + s->W + c % s->S;
-	} else {
-		c -= s->W * s->S;
-		*up = s->W + c / s->W;
-		*dn = H + c % s->W;
-	}
+	return msg_bytes(s, &s->msgs[m]);
 }
 
-/* The resources a stream crosses: its sender's uplink, its receiver's
- * downlink and, with sim.machine_gbps, the machine (2H). Returns how
- * many. */
-static uint32_t stream_resources(const sim *s, uint32_t c, uint32_t *r)
+static uint32_t fair_next(void *ud, uint32_t m)
 {
-	stream_links(s, c, &r[0], &r[1]);
-	if (s->machine_cap > 0) {
-		r[2] = 2 * (s->W + s->S);
-		return 3;
-	}
-	return 2;
+	return ((sim *)ud)->msgs[m].next_free;
 }
 
-/* Lists every resource's unfixed active streams (counted in nfl), each
- * list in the order of act: roff[l]..roff[l + 1] in rlist. */
-static void list_streams(sim *s, uint32_t nres)
+static void fair_set_next(void *ud, uint32_t m, uint32_t next)
 {
-	uint32_t sum = 0;
-
-	for (uint32_t l = 0; l < nres; l++) { /* roff[l]: where l starts */
-		s->roff[l] = sum;
-		sum += s->nfl[l];
-	}
-	for (uint32_t i = 0; i < s->nact; i++) {
-		uint32_t r[3], n;
-		if (s->fz[i])
-			continue;
-		n = stream_resources(s, s->act[i], r);
-		for (uint32_t j = 0; j < n; j++)
-			s->rlist[s->roff[r[j]]++] = i;
-	}
-	/* each roff[l] now holds where l ends, i.e. where l + 1 starts */
-	for (uint32_t l = nres; l > 0; l--)
-		s->roff[l] = s->roff[l - 1];
-	s->roff[0] = 0;
-}
-
-/* Progressive filling: the resource with the smallest fair share fixes
- * the rate of every stream through it; repeat with what is left. On the
- * machine a stream at rate r uses r * mw (its head's relative cost), so
- * its fair share there is what is left over the weights of the streams
- * not yet fixed. */
-static void net_rates(sim *s)
-{
-	uint32_t H = s->W + s->S, left = s->nact, nres = 2 * H + 1;
-	double mwsum = 0.0;
-	int lists = 0;
-
-	for (uint32_t l = 0; l < nres; l++) {
-		if (l < 2 * H) /* a byte's worth of tokens counts as empty */
-			s->cap[l] = bucketed(s) && s->tok[l] >= 1.0
-					    ? s->burst_rate
-					    : s->rate;
-		else
-			s->cap[l] = s->machine_cap;
-		s->nfl[l] = 0;
-		if (l < 2 * H)
-			s->use[l] = 0.0;
-	}
-	for (uint32_t i = 0; i < s->nact; i++) {
-		uint32_t r[3], n = stream_resources(s, s->act[i], r);
-		for (uint32_t j = 0; j < n; j++)
-			s->nfl[r[j]]++;
-		if (n == 3)
-			mwsum += s->st[s->act[i]].mw;
-		s->fz[i] = 0;
-	}
-	while (left > 0) {
-		uint32_t best = UINT32_MAX;
-		double share = 0.0;
-		for (uint32_t l = 0; l < nres; l++) {
-			double sh;
-			if (!s->nfl[l])
-				continue;
-			sh = l == 2 * H ? s->cap[l] / mwsum
-					: s->cap[l] / s->nfl[l];
-			if (best == UINT32_MAX || sh < share) {
-				best = l;
-				share = sh;
-			}
-		}
-		if (best == UINT32_MAX)
-			break; /* cannot be: an unfixed stream counts on its links */
-		if (share < 0)
-			share = 0;
-		/* A round fixes the streams through `best`, in the order of act
-		 * (the order of the sums below). When they are all the streams
-		 * left (one link or the machine binds them all), a scan of act
-		 * finds them; otherwise each resource's unfixed streams are
-		 * listed once, and later rounds visit only best's list. */
-		int scan = s->nfl[best] == left;
-		if (!scan && !lists) {
-			list_streams(s, nres);
-			lists = 1;
-		}
-		uint32_t k0 = scan ? 0 : s->roff[best];
-		uint32_t k1 = scan ? s->nact : s->roff[best + 1];
-		for (uint32_t k = k0; k < k1; k++) {
-			uint32_t i = scan ? k : s->rlist[k], r[3], n, j;
-			if (s->fz[i])
-				continue;
-			n = stream_resources(s, s->act[i], r);
-			s->fz[i] = 1;
-			left--;
-			s->st[s->act[i]].rate = share;
-			s->use[r[0]] += share;
-			s->use[r[1]] += share;
-			for (j = 0; j < n; j++) {
-				double mw = j == 2 ? s->st[s->act[i]].mw : 1.0;
-				s->cap[r[j]] -= share * mw;
-				s->nfl[r[j]]--;
-			}
-			if (n == 3)
-				mwsum -= s->st[s->act[i]].mw;
-		}
-	}
-}
-
-static void net_reschedule(sim *s, double t)
-{
-	double next = INFINITY;
-
-	net_rates(s);
-	for (uint32_t i = 0; i < s->nact; i++) {
-		const stream *q = &s->st[s->act[i]];
-		double left = q->left > 0 ? q->left : 0;
-		if (q->rate > 0 && t + left / q->rate < next)
-			next = t + left / q->rate;
-	}
-	if (bucketed(s)) /* a bucket running dry changes the rates */
-		for (uint32_t l = 0; l < 2 * (s->W + s->S); l++)
-			if (s->tok[l] >= 1.0 && s->use[l] > s->rate &&
-			    t + s->tok[l] / (s->use[l] - s->rate) < next)
-				next = t + s->tok[l] / (s->use[l] - s->rate);
-	s->net_gen++;
-	if (isfinite(next))
-		schedule(s, next, EV_NET, 0, s->net_gen);
-}
-
-/* The stream's head message starts (payload) or goes through at once (an
- * acknowledgement), until one is in transfer or the stream is empty. */
-static void stream_start(sim *s, uint32_t c, double t)
-{
-	stream *q = &s->st[c];
-
-	while (q->head != NOMSG) {
-		msg *m = &s->msgs[q->head];
-		if (m->bytes > 0) {
-			q->left = (double)m->bytes;
-			q->rate = 0.0;
-			q->mw = (s->small_bytes && m->bytes <= s->small_bytes
-					 ? s->small_w
-					 : 1.0) +
-				(m->bytes > s->msg_min
-					 ? s->msg_bytes / (double)m->bytes
-					 : 0.0);
-			s->act[s->nact++] = c;
-			q->active = s->nact;
-			return;
-		}
-		uint32_t i = q->head;
-		q->head = m->next_free;
-		if (q->head == NOMSG)
-			q->tail = NOMSG;
-		schedule(s, t + s->lm.a_us, EV_ARRIVE, 0, i);
-	}
+	((sim *)ud)->msgs[m].next_free = next;
 }
 
 static void net_send(sim *s, uint32_t i, double t)
 {
-	uint32_t c = stream_of(s, &s->msgs[i]);
-	stream *q = &s->st[c];
+	const msg *m = &s->msgs[i];
+	int rc = ps_fair_send(s->net, msg_up(m), m->worker,
+			      s->pl->parts[m->part].server, i, t);
 
-	net_advance(s, t);
-	s->msgs[i].next_free = NOMSG;
-	if (q->head == NOMSG) {
-		q->head = q->tail = i;
-		stream_start(s, c, t);
-		net_reschedule(s, t);
-	} else {
-		s->msgs[q->tail].next_free = i;
-		q->tail = i;
-	}
-}
-
-static void net_event(sim *s, uint64_t gen, double t)
-{
-	uint32_t i = 0;
-
-	if (gen != s->net_gen)
-		return;
-	net_advance(s, t);
-	while (i < s->nact) {
-		uint32_t c = s->act[i];
-		stream *q = &s->st[c];
-		/* done: no byte left, to rounding (a ns at the rate) */
-		if (q->left > q->rate * 1e-3 && q->left > 1e-6) {
-			i++;
-			continue;
-		}
-		uint32_t last = s->act[--s->nact];
-		s->act[i] = last;
-		s->st[last].active = i + 1;
-		q->active = 0;
-		uint32_t done = q->head;
-		q->head = s->msgs[done].next_free;
-		if (q->head == NOMSG)
-			q->tail = NOMSG;
-		schedule(s, t + s->lm.a_us, EV_ARRIVE, 0, done);
-		stream_start(s, c, t); /* appends to act: seen later */
-	}
-	net_reschedule(s, t);
+	if (rc != PS_OK)
+		fail(s, rc);
 }
 
 /* The message starts on its sender's uplink: it queues on the receiver's
@@ -485,9 +291,10 @@ static void up_start(sim *s, uint32_t i, double t)
 	msg *m = &s->msgs[i];
 	double end_d;
 
-	ps_link_reserve(&s->down[msg_dst(s, m)], &s->lm, t,
-			s->part_bytes[m->part], &end_d);
-	schedule(s, end_d > m->up_end ? end_d : m->up_end, EV_ARRIVE, 0, i);
+	ps_link_reserve(&s->down[msg_dst(s, m)], &s->lm, t, msg_bytes(s, m),
+			&end_d);
+	schedule(s, end_d > s->up_end[i] ? end_d : s->up_end[i], EV_ARRIVE, 0,
+		 i);
 }
 
 /* Fair sharing: an acknowledgement (no payload) enters its stream. */
@@ -509,11 +316,10 @@ static uint64_t ack_arg(uint32_t part, uint32_t piece)
 	return (uint64_t)piece << 32 | part;
 }
 
-/* A sender hands a message (a piece of a partition: bytes) to the
- * transport at t. */
+/* A sender hands a message (a piece of a partition) to the transport at
+ * t. */
 static void hand_over(sim *s, int push, uint32_t part, uint32_t piece,
-		      uint64_t bytes, uint32_t wrank, uint64_t iteration,
-		      double t)
+		      uint32_t wrank, uint64_t iteration, double t)
 {
 	uint32_t i = msg_new(s);
 	double start, end;
@@ -523,16 +329,16 @@ static void hand_over(sim *s, int push, uint32_t part, uint32_t piece,
 		return;
 	m = &s->msgs[i];
 	*m = (msg){.part = part, .worker = wrank, .piece = piece,
-		   .iteration = iteration, .kind = push, .bytes = bytes,
+		   .iteration = (uint32_t)iteration, .kind = (uint32_t)push,
 		   .next_free = NOMSG};
 	if (s->fair) {
 		s->messages++;
 		net_send(s, i, t);
 		return;
 	}
-	start = ps_link_reserve(&s->up[msg_src(s, m)], &s->lm, t, bytes,
-				&end);
-	m->up_end = end;
+	start = ps_link_reserve(&s->up[msg_src(s, m)], &s->lm, t,
+				msg_bytes(s, m), &end);
+	s->up_end[i] = end;
 	s->messages++;
 	if (start <= t)
 		up_start(s, i, t);
@@ -570,7 +376,7 @@ static void worker_send(sim *s, uint32_t w, double t)
 			continue;
 		if (traced_worker(s, w))
 			s->push_sent[(size_t)w * s->pl->num_parts + m.part] = t;
-		hand_over(s, 1, m.part, m.piece, m.bytes, w, m.iteration, t);
+		hand_over(s, 1, m.part, m.piece, w, m.iteration, t);
 	}
 }
 
@@ -749,8 +555,8 @@ static void params_arrive(sim *s, const msg *m, double t)
 		before[j] = ps_wproto_tensor_version(k->proto, p->tensor + j,
 						     &v) ? v : 0;
 	rc = ps_wproto_on_params(k->proto, p->server, m->part, p->tensor,
-				 m->iteration, m->piece, m->bytes, &acked, NULL,
-				 why, sizeof(why));
+				 m->iteration, m->piece, msg_bytes(s, m),
+				 &acked, NULL, why, sizeof(why));
 	if (rc != PS_OK) {
 		worker_protocol_error(s, m->worker, why);
 		return;
@@ -843,8 +649,8 @@ static void server_send(sim *s, uint32_t srv, double t)
 			ps_sim_timeline_span(s->tl, 1 + srv, PS_LANE_SEND, what,
 					     r, t - r, &a);
 		}
-		hand_over(s, 0, m.partition, m.piece, m.bytes, m.worker,
-			  m.iteration, t);
+		hand_over(s, 0, m.partition, m.piece, m.worker, m.iteration,
+			  t);
 	}
 }
 
@@ -910,8 +716,8 @@ static void push_arrive(sim *s, const msg *m, double t)
 	}
 	rc = ps_shard_on_push(s->shard[srv], m->worker, part,
 			      s->pl->parts[part].tensor, m->iteration,
-			      (int32_t)s->push_number[part], m->piece, m->bytes,
-			      NULL, 0, why, sizeof(why));
+			      (int32_t)s->push_number[part], m->piece,
+			      msg_bytes(s, m), NULL, 0, why, sizeof(why));
 	if (rc == PS_EPROTO)
 		server_protocol_error(s, srv, "a push", why);
 	else if (rc != PS_OK)
@@ -1125,14 +931,12 @@ static int setup(sim *s, char *err, size_t errlen)
 		return PS_EINVAL;
 	}
 	if (s->fair) {
-		size_t nst = 2 * (size_t)s->W * s->S, H = (size_t)s->W + s->S;
-		s->st = calloc(nst, sizeof(*s->st));
-		s->act = calloc(nst, sizeof(*s->act));
-		s->fz = calloc(nst, sizeof(*s->fz));
-		s->cap = calloc(2 * H + 1, sizeof(*s->cap));
-		s->nfl = calloc(2 * H + 1, sizeof(*s->nfl));
-		s->roff = calloc(2 * H + 2, sizeof(*s->roff));
-		s->rlist = calloc(3 * nst, sizeof(*s->rlist));
+		double rate = 1.0 / s->lm.b_us_per_byte;
+		uint8_t *used = calloc(s->S, 1);
+		if (!used)
+			return PS_ENOMEM;
+		for (uint32_t p = 0; p < P; p++)
+			used[s->pl->parts[p].server] = 1;
 		/* Gbit/s -> bytes/us */
 		s->machine_cap = cfg->sim.machine_gbps * 1e3 / 8.0;
 		s->small_bytes = (uint64_t)cfg->sim.machine_small_bytes;
@@ -1140,25 +944,37 @@ static int setup(sim *s, char *err, size_t errlen)
 				     ? cfg->sim.machine_gbps /
 					       cfg->sim.machine_small_gbps
 				     : 1.0;
-		s->msg_bytes = cfg->sim.machine_message_us * s->machine_cap;
 		s->msg_min = (uint64_t)cfg->sim.machine_message_min_bytes;
-		s->use = calloc(2 * H, sizeof(*s->use));
-		s->tok = calloc(2 * H, sizeof(*s->tok));
-		if (!s->st || !s->act || !s->fz || !s->cap || !s->nfl ||
-		    !s->roff || !s->rlist || !s->use || !s->tok)
-			return PS_ENOMEM;
-		s->rate = 1.0 / s->lm.b_us_per_byte;
-		s->burst = (double)cfg->link.burst_bytes;
-		/* Gbit/s -> bytes/us; 0: ten times the link's rate */
-		s->burst_rate = cfg->link.burst_gbps > 0
-					? cfg->link.burst_gbps * 1e3 / 8.0
-					: 10.0 * s->rate;
-		if (s->burst_rate < s->rate)
-			s->burst_rate = s->rate;
-		for (size_t l = 0; l < 2 * H; l++)
-			s->tok[l] = s->burst; /* idle links: full buckets */
-		for (size_t c = 0; c < nst; c++)
-			s->st[c].head = s->st[c].tail = NOMSG;
+		ps_fair_config fc = {
+			.workers = s->W,
+			.servers = s->S,
+			.server_used = used,
+			.rate = rate,
+			.burst = (double)cfg->link.burst_bytes,
+			/* Gbit/s -> bytes/us; 0: ten times the link's rate */
+			.burst_rate = cfg->link.burst_gbps > 0
+					      ? cfg->link.burst_gbps * 1e3 / 8.0
+					      : 10.0 * rate,
+			.machine_cap = s->machine_cap,
+			.small_bytes = s->small_bytes,
+			.small_w = s->small_w,
+			.msg_bytes = cfg->sim.machine_message_us * s->machine_cap,
+			.msg_min = s->msg_min,
+			.full = s->opts.fair_full,
+			.fault = s->opts.fair_fault,
+			.ops = {.schedule = fair_schedule,
+				.sent = fair_sent,
+				.bytes = fair_bytes,
+				.next = fair_next,
+				.set_next = fair_set_next,
+				.ud = s},
+		};
+		if (fc.burst_rate < rate)
+			fc.burst_rate = rate;
+		rc = ps_fair_create(&fc, &s->net);
+		free(used);
+		if (rc != PS_OK)
+			return rc;
 	}
 	s->cycle_left = (uint64_t)s->W * T;
 	s->free_msg = NOMSG;
@@ -1199,33 +1015,77 @@ static void teardown(sim *s)
 	free(s->number);
 	free(s->push_number);
 	free(s->msgs);
+	free(s->up_end);
 	free(s->push_ready);
 	free(s->push_sent);
 	free(s->param_ready);
 	free(s->push_iter);
-	free(s->st);
-	free(s->act);
-	free(s->fz);
-	free(s->cap);
-	free(s->use);
-	free(s->tok);
-	free(s->nfl);
-	free(s->roff);
-	free(s->rlist);
+	ps_fair_destroy(&s->net);
 	ps_sim_heap_free(&s->heap);
 	ps_sim_timeline_free(&s->tl);
 	ps_placement_free(&s->pl);
+}
+
+static uint64_t dbits(double x)
+{
+	uint64_t u;
+
+	memcpy(&u, &x, sizeof(u));
+	return u;
+}
+
+/* The digest after one more event (time, kind, node, argument). */
+static uint64_t mix_event(uint64_t digest, double t, uint32_t kind,
+			  uint32_t node, uint64_t arg)
+{
+	uint64_t x = dbits(t) ^ (((uint64_t)kind << 32 | node) *
+				 0xbf58476d1ce4e5b9ULL) ^
+		     arg * 0x94d049bb133111ebULL;
+
+	return ps_mix64(digest + x);
+}
+
+/* Message i arrives at t. */
+static void arrive(sim *s, uint32_t i, double t)
+{
+	msg m = s->msgs[i];
+
+	msg_free(s, i);
+	if (m.kind == MSG_PUSH)
+		push_arrive(s, &m, t);
+	else if (m.kind == MSG_PARAMS)
+		params_arrive(s, &m, t);
+	else if (m.kind == MSG_PUSH_ACK)
+		push_acked(s, m.worker, m.part, m.piece, t);
+	else
+		params_acked(s, s->pl->parts[m.part].server, m.worker, m.part,
+			     m.piece, t);
 }
 
 static void run_events(sim *s, ps_sim_result *r)
 {
 	ps_sim_event e;
 
+	/* The sends of all the events at one time take effect together
+	 * (fair.h): held until the time moves on. */
+	if (s->net)
+		ps_fair_hold(s->net);
 	for (uint32_t w = 0; w < s->W; w++)
 		try_run(s, w, 0.0);
-	while (s->rc == PS_OK && ps_sim_heap_pop(&s->heap, &e)) {
+	for (double now = 0.0; s->rc == PS_OK;) {
+		if (s->net && (s->heap.n == 0 || s->heap.v[0].t > now)) {
+			if (ps_fair_release(s->net, now) != PS_OK)
+				fail(s, PS_ENOMEM);
+			ps_fair_hold(s->net);
+		}
+		if (!ps_sim_heap_pop(&s->heap, &e))
+			break;
+		now = e.t;
 		r->events++;
 		r->total_us = e.t;
+		if (e.kind != EV_ARRIVALS)
+			r->digest = mix_event(r->digest, e.t, e.kind, e.node,
+					      e.arg);
 		switch (e.kind) {
 		case EV_OP_DONE:
 			op_done(s, e.node, e.t);
@@ -1233,22 +1093,26 @@ static void run_events(sim *s, ps_sim_result *r)
 		case EV_UP_START:
 			up_start(s, (uint32_t)e.arg, e.t);
 			break;
-		case EV_ARRIVE: {
-			msg m = s->msgs[e.arg];
-			msg_free(s, (uint32_t)e.arg);
-			if (m.kind == MSG_PUSH)
-				push_arrive(s, &m, e.t);
-			else if (m.kind == MSG_PARAMS)
-				params_arrive(s, &m, e.t);
-			else if (m.kind == MSG_PUSH_ACK)
-				push_acked(s, m.worker, m.part, m.piece, e.t);
-			else
-				params_acked(s, s->pl->parts[m.part].server,
-					     m.worker, m.part, m.piece, e.t);
+		case EV_ARRIVE:
+			arrive(s, (uint32_t)e.arg, e.t);
 			break;
-		}
+		case EV_ARRIVALS:
+			s->batch_tail = NOMSG; /* closed */
+			r->events--; /* counted one by one */
+			for (uint32_t i = (uint32_t)e.arg, next; i != NOMSG;
+			     i = next) {
+				next = s->msgs[i].next_free;
+				r->events++;
+				r->digest = mix_event(r->digest, e.t, EV_ARRIVE,
+						      0, i);
+				arrive(s, i, e.t);
+				if (s->rc != PS_OK)
+					break;
+			}
+			break;
 		case EV_NET:
-			net_event(s, e.arg, e.t);
+			if (ps_fair_event(s->net, e.node, e.arg, e.t) != PS_OK)
+				fail(s, PS_ENOMEM);
 			break;
 		case EV_PUSH_ACK:
 			push_acked(s, e.node, (uint32_t)e.arg,
@@ -1278,6 +1142,8 @@ static void results(sim *s, ps_sim_result *r)
 	r->fused = s->pl->num_fused;
 	r->link = s->lm;
 	r->messages = s->messages;
+	if (s->net)
+		ps_fair_get_stats(s->net, &r->fair);
 	/* every op of the cycle: the parameters back and the compute done
 	 * (the last backward ops may produce no gradient) */
 	r->makespan_us = s->makespan > s->iter_end[0] ? s->makespan
@@ -1332,6 +1198,13 @@ int ps_sim_run(const ps_config *cfg, const ps_dag *dag,
 	       const ps_link_model *lm, ps_sim_result *res_p, char *err,
 	       size_t errlen)
 {
+	return ps_sim_run_opts(cfg, dag, lm, NULL, res_p, err, errlen);
+}
+
+int ps_sim_run_opts(const ps_config *cfg, const ps_dag *dag,
+		    const ps_link_model *lm, const ps_sim_opts *opts,
+		    ps_sim_result *res_p, char *err, size_t errlen)
+{
 	sim s = {.cfg = cfg,
 		 .dag = dag,
 		 .lm = *lm,
@@ -1340,7 +1213,10 @@ int ps_sim_run(const ps_config *cfg, const ps_dag *dag,
 		 .K = (uint32_t)cfg->train.iterations,
 		 .trace_workers = (uint32_t)cfg->sim.trace_workers,
 		 .heap = PS_SIM_HEAP_INIT,
-		 .free_msg = NOMSG};
+		 .free_msg = NOMSG,
+		 .batch_tail = NOMSG};
+	if (opts)
+		s.opts = *opts;
 	ps_sim_result r = {0};
 	int rc;
 
@@ -1393,4 +1269,64 @@ void ps_sim_result_free(ps_sim_result *r)
 {
 	free(r->iter_us);
 	r->iter_us = NULL;
+}
+
+static int same_d(double a, double b)
+{
+	return dbits(a) == dbits(b);
+}
+
+int ps_sim_result_same(const ps_sim_result *a, const ps_sim_result *b,
+		       char *why, size_t whylen)
+{
+	const struct {
+		const char *name;
+		double x, y;
+	} d[] = {
+		{"iteration_us", a->iteration_us, b->iteration_us},
+		{"samples_per_second", a->samples_per_second,
+		 b->samples_per_second},
+		{"efficiency", a->efficiency, b->efficiency},
+		{"speedup_bound", a->speedup_bound, b->speedup_bound},
+		{"straggler", a->straggler, b->straggler},
+		{"makespan_us", a->makespan_us, b->makespan_us},
+		{"total_us", a->total_us, b->total_us},
+	};
+
+	if (a->iterations != b->iterations || a->workers != b->workers ||
+	    a->servers != b->servers) {
+		snprintf(why, whylen, "different jobs");
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++)
+		if (!same_d(d[i].x, d[i].y)) {
+			snprintf(why, whylen, "%s: %.17g vs %.17g", d[i].name,
+				 d[i].x, d[i].y);
+			return 0;
+		}
+	for (uint32_t i = 0; i < a->iterations; i++)
+		if (!same_d(a->iter_us[i], b->iter_us[i])) {
+			snprintf(why, whylen, "iteration %u: %.17g vs %.17g us",
+				 i, a->iter_us[i], b->iter_us[i]);
+			return 0;
+		}
+	if (memcmp(&a->bounds, &b->bounds, sizeof(a->bounds)) != 0) {
+		snprintf(why, whylen, "bounds");
+		return 0;
+	}
+	if (a->events != b->events || a->messages != b->messages) {
+		snprintf(why, whylen, "%llu vs %llu events, %llu vs %llu "
+			 "messages", (unsigned long long)a->events,
+			 (unsigned long long)b->events,
+			 (unsigned long long)a->messages,
+			 (unsigned long long)b->messages);
+		return 0;
+	}
+	if (a->digest != b->digest) {
+		snprintf(why, whylen, "event digest %016llx vs %016llx",
+			 (unsigned long long)a->digest,
+			 (unsigned long long)b->digest);
+		return 0;
+	}
+	return 1;
 }

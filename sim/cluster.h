@@ -21,9 +21,9 @@
  *    messages: they take the fixed cost a to arrive and occupy no link.
  *    fair: one in-order stream per (sender, receiver) pair (one ZeroMQ
  *    connection per peer), the streams in transfer share every uplink and
- *    downlink max-min fairly, a message arrives a after its last byte,
- *    and acknowledgements travel in their direction's stream behind the
- *    data already in it (cluster.c, "fair sharing").
+ *    downlink max-min fairly, updated incrementally (sim/fair.h), a
+ *    message arrives a after its last byte, and acknowledgements travel
+ *    in their direction's stream behind the data already in it.
  *  - sim.op_overhead_us is added to every op's time.
  *
  * Metrics, as the real job reports them: per-iteration time (the job's
@@ -47,6 +47,7 @@
 #include "common/config.h"
 #include "model/dag.h"
 #include "sim/bounds.h"
+#include "sim/fair.h"
 #include "sim/link.h"
 
 typedef struct ps_sim_result {
@@ -64,7 +65,22 @@ typedef struct ps_sim_result {
 	ps_sim_bounds bounds;
 	ps_link_model link;
 	uint64_t events, messages;
+	/* every event in order (time, kind, node, argument), mixed: equal
+	 * digests mean the same run, event for event, to the bit */
+	uint64_t digest;
+	ps_fair_stats fair; /* link.sharing = fair: the rate updates' work */
 } ps_sim_result;
+
+/* How to run (ps_sim_run: all zero). */
+typedef struct ps_sim_opts {
+	/* link.sharing = fair: recompute every stream's rate at every change
+	 * (the whole-cluster progressive filling the incremental updates
+	 * must equal, bit for bit) */
+	int fair_full;
+	/* tests only: every incremental update skips one stream, so that a
+	 * comparison with fair_full can be seen to fail */
+	int fair_fault;
+} ps_sim_opts;
 
 /*
  * Simulates cfg's job over dag (loaded with model.compute_scale) and link
@@ -77,6 +93,17 @@ int ps_sim_run(const ps_config *cfg, const ps_dag *dag,
 	       const ps_link_model *lm, ps_sim_result *res_p, char *err,
 	       size_t errlen);
 
+/* ps_sim_run with options (NULL: the defaults). */
+int ps_sim_run_opts(const ps_config *cfg, const ps_dag *dag,
+		    const ps_link_model *lm, const ps_sim_opts *opts,
+		    ps_sim_result *res_p, char *err, size_t errlen);
+
 void ps_sim_result_free(ps_sim_result *r);
+
+/* 1 if a and b are the same run: every result to the bit, the events and
+ * their digest (not the fair-sharing work); else 0 with what differs in
+ * why. */
+int ps_sim_result_same(const ps_sim_result *a, const ps_sim_result *b,
+		       char *why, size_t whylen);
 
 #endif /* ORDO_SIM_CLUSTER_H */

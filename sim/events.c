@@ -12,6 +12,11 @@ static int before(const ps_sim_event *a, const ps_sim_event *b)
 	return a->seq < b->seq;
 }
 
+/* A 4-ary heap: half the levels of a binary one, and a node's children
+ * in one or two cache lines; (t, seq) is unique, so the order is the
+ * same. */
+#define ARITY 4
+
 int ps_sim_heap_push(ps_sim_heap *h, double t, uint32_t kind, uint32_t node,
 		     uint64_t arg)
 {
@@ -29,7 +34,7 @@ int ps_sim_heap_push(ps_sim_heap *h, double t, uint32_t kind, uint32_t node,
 	ps_sim_event e = {.t = t, .seq = h->next_seq++, .kind = kind,
 			  .node = node, .arg = arg};
 	while (i > 0) {
-		size_t up = (i - 1) / 2;
+		size_t up = (i - 1) / ARITY;
 		if (!before(&e, &h->v[up]))
 			break;
 		h->v[i] = h->v[up];
@@ -49,15 +54,19 @@ int ps_sim_heap_pop(ps_sim_heap *h, ps_sim_event *e_p)
 	*e_p = h->v[0];
 	last = h->v[--h->n];
 	for (;;) {
-		size_t c = 2 * i + 1;
+		size_t c = ARITY * i + 1, end = c + ARITY, best;
 		if (c >= h->n)
 			break;
-		if (c + 1 < h->n && before(&h->v[c + 1], &h->v[c]))
-			c++;
-		if (!before(&h->v[c], &last))
+		if (end > h->n)
+			end = h->n;
+		best = c;
+		for (size_t k = c + 1; k < end; k++)
+			if (before(&h->v[k], &h->v[best]))
+				best = k;
+		if (!before(&h->v[best], &last))
 			break;
-		h->v[i] = h->v[c];
-		i = c;
+		h->v[i] = h->v[best];
+		i = best;
 	}
 	if (h->n)
 		h->v[i] = last;

@@ -1,5 +1,5 @@
 /*
- * sim/events.h - the simulator's event queue: a binary min-heap.
+ * sim/events.h - the simulator's event queue: a (4-ary) min-heap.
  *
  * Events are ordered by (time, sequence number): the sequence number is
  * given at insertion and increases by one per event, so two events at the

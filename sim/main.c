@@ -2,6 +2,7 @@
  * sim/main.c - ps-sim: simulate a job from its config (docs/sim.md).
  *
  *   ps-sim --config FILE [--set key=value ...] [--json] [--stats]
+ *          [--fair-full | --fair-check]
  *   ps-sim --fit SWEEP.csv [--json]
  *
  * The first form simulates cluster.workers workers and cluster.servers
@@ -30,7 +31,7 @@
 #include "sim/link.h"
 
 typedef struct opts {
-	int json, stats;
+	int json, stats, fair_full, fair_check;
 	const char *fit;
 } opts;
 
@@ -45,6 +46,10 @@ static int on_opt(void *ud, const char *name, const char *arg, char *err,
 		o->stats = 1;
 	else if (!strcmp(name, "fit"))
 		o->fit = arg;
+	else if (!strcmp(name, "fair-full"))
+		o->fair_full = 1;
+	else if (!strcmp(name, "fair-check"))
+		o->fair_check = 1;
 	else {
 		snprintf(err, errlen, "unknown option --%s", name);
 		return PS_EINVAL;
@@ -195,6 +200,12 @@ int main(int argc, char **argv)
 		 "print ps-sim's own wall time and peak memory on stderr"},
 		{"fit", "SWEEP.csv",
 		 "fit a, b, gamma to a link sweep and print the link.* keys"},
+		{"fair-full", NULL,
+		 "link.sharing = fair: recompute every stream's rate at every "
+		 "change (the reference for the incremental updates; slow)"},
+		{"fair-check", NULL,
+		 "run the job incrementally and with --fair-full and fail "
+		 "unless both give the same run, bit for bit"},
 		{NULL, NULL, NULL},
 	};
 	opts o = {0};
@@ -205,6 +216,7 @@ int main(int argc, char **argv)
 		.opts = cli_opts,
 		.on_opt = on_opt,
 		.ud = &o,
+		.simulated = 1,
 	};
 	struct timespec t0, t1;
 	ps_sim_result r;
@@ -255,11 +267,40 @@ int main(int argc, char **argv)
 		/* as the scheduler says it; on stderr beside --json */
 		fprintf(o.json ? stderr : stdout, "scheduling: %s\n", line);
 	}
-	rc = ps_sim_run(&cfg, dag, &lm, &r, err, sizeof(err));
+	ps_sim_opts so = {.fair_full = o.fair_full};
+	rc = ps_sim_run_opts(&cfg, dag, &lm, &so, &r, err, sizeof(err));
 	if (rc != PS_OK) {
 		fprintf(stderr, "ps-sim: error: %s\n", err);
 		ps_dag_free(&dag);
 		return 1;
+	}
+	if (o.fair_check) {
+		ps_sim_result ref;
+		char why[256];
+		int same;
+		so.fair_full = 1;
+		rc = ps_sim_run_opts(&cfg, dag, &lm, &so, &ref, err,
+				     sizeof(err));
+		if (rc != PS_OK) {
+			fprintf(stderr, "ps-sim: error: %s\n", err);
+			ps_sim_result_free(&r);
+			ps_dag_free(&dag);
+			return 1;
+		}
+		same = ps_sim_result_same(&r, &ref, why, sizeof(why));
+		ps_sim_result_free(&ref);
+		if (!same) {
+			fprintf(stderr, "ps-sim: error: fair check: the "
+				"incremental run differs from the full "
+				"recomputation: %s\n", why);
+			ps_sim_result_free(&r);
+			ps_dag_free(&dag);
+			return 1;
+		}
+		fprintf(stderr, "fair check: incremental and full "
+			"recomputation give the same run (%llu events, "
+			"digest %016llx)\n", (unsigned long long)r.events,
+			(unsigned long long)r.digest);
 	}
 	if (o.json)
 		print_json(&cfg, dag, &r);
@@ -277,6 +318,18 @@ int main(int argc, char **argv)
 			(double)ru.ru_maxrss / 1024.0,
 			(unsigned long long)r.events,
 			(unsigned long long)r.messages);
+		if (r.fair.updates)
+			fprintf(stderr, "stats: fair sharing: %llu streams, "
+				"%llu rate updates over %.1f links and %.1f "
+				"streams each (mean), %llu links certified, "
+				"%llu withdrawn\n",
+				(unsigned long long)r.fair.streams,
+				(unsigned long long)r.fair.updates,
+				(double)r.fair.links / (double)r.fair.updates,
+				(double)r.fair.coupled /
+					(double)r.fair.updates,
+				(unsigned long long)r.fair.certified,
+				(unsigned long long)r.fair.uncertified);
 	}
 	ps_sim_result_free(&r);
 	ps_dag_free(&dag);

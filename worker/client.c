@@ -1517,7 +1517,8 @@ int ps_client_create(const ps_config *cfg, ps_client **client_p)
 
 	if (!cfg || !client_p)
 		return PS_EINVAL;
-	if (ps_config_validate(cfg, err, sizeof(err)) != PS_OK) {
+	if (ps_config_validate(cfg, err, sizeof(err)) != PS_OK ||
+	    ps_config_validate_job(cfg, err, sizeof(err)) != PS_OK) {
 		PS_ERROR("invalid configuration: %s", err);
 		return PS_ECONFIG;
 	}

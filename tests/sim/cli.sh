@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tests/sim/cli.sh - ps-sim's command line: JSON output (one object, the
 # keys ps-bench reads), determinism (same config -> identical JSON), the
-# timeline, --fit, and every bad input failing with a clear message and a
-# non-zero status, never a crash.
+# timeline, --fit, --fair-check, 8192 workers simulated where a job of that
+# many nodes is refused, and every bad input failing with a clear message
+# and a non-zero status, never a crash.
 # Usage: cli.sh BUILD_DIR SOURCE_DIR
 set -u
 build=$1
@@ -122,12 +123,46 @@ grep -q '^gamma = 1.5$' "$tmp/fit" || fail "--fit gamma: $(cat "$tmp/fit")"
 grep -q '"bandwidth_gbps":0.4' "$tmp/fitted.json" ||
 	fail "fit_file not applied: $(cat "$tmp/fitted.json")"
 
+# --- fair sharing: --fair-check, and more workers than a job can run ---------
+"$sim" "${common[@]}" --set scheduling.preset=p3 --set link.sharing=fair \
+	--set cluster.workers=12 --fair-check --json >"$tmp/check.json" \
+	2>"$tmp/err" || fail "--fair-check: $(cat "$tmp/err")"
+grep -q '^fair check: incremental and full recomputation give the same run' \
+	"$tmp/err" || fail "--fair-check said: $(cat "$tmp/err")"
+# ... and the run is deterministic: the same bytes again
+"$sim" "${common[@]}" --set scheduling.preset=p3 --set link.sharing=fair \
+	--set cluster.workers=12 --json >"$tmp/check2.json" 2>/dev/null
+cmp -s "$tmp/check.json" "$tmp/check2.json" ||
+	fail "two runs of a fair job differ"
+# ps-sim simulates 8192 workers x 512 servers (a tiny model: seconds) ...
+printf '%s' '{"format":"ordo-model","version":1,"name":"tiny","batch":1,
+"times":{"source":"measured"},"tensors":[{"name":"w","shape":[1000]}],
+"ops":[{"name":"f","kind":"forward","time_us":10,"reads":["w"],"deps":[]},
+{"name":"b","kind":"backward","time_us":10,"grads":["w"],"deps":["f"]}]}' \
+	>"$tmp/tiny.json"
+"$sim" --set model.file="$tmp/tiny.json" --set cluster.workers=8192 \
+	--set cluster.servers=512 --set train.iterations=1 \
+	--set link.sharing=fair --json >"$tmp/wide.json" 2>"$tmp/err" ||
+	fail "8192 x 512: $(cat "$tmp/err")"
+grep -q '"workers":8192,"servers":512' "$tmp/wide.json" ||
+	fail "8192 x 512: $(cat "$tmp/wide.json")"
+# ... but a job of more than 8192 nodes does not start, naming the keys
+if [ -x "$build/ps-scheduler" ]; then
+	"$build/ps-scheduler" --set cluster.workers=8192 \
+		--set cluster.servers=512 >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	[ "$rc" -eq 2 ] && grep -q 'cluster.workers (8192) + cluster.servers (512) + the scheduler = 8705 nodes: a job runs at most 8192' "$tmp/err" ||
+		fail "ps-scheduler with 8705 nodes: exit $rc: $(cat "$tmp/err")"
+fi
+
 # --- bad inputs: a clear message and a non-zero status -----------------------
 expect 1 "cannot load model.file: .*nope.json" -- --set model.file="$tmp/nope.json"
 expect 2 "model.file is not set" --
 expect 2 "unknown key 'link.bogus'" -- "${common[@]}" --set link.bogus=1
 expect 2 "link.latency_us" -- "${common[@]}" --set link.latency_us=-5
 expect 2 "link.gamma" -- "${common[@]}" --set link.gamma=abc
+expect 2 "cluster.workers: '8193' is out of range \\[1, 8192\\]" -- "${common[@]}" \
+	--set cluster.workers=8193
 expect 1 "link.burst_bytes = 65536 needs link.sharing = fair" -- "${common[@]}" \
 	--set link.burst_bytes=65536
 expect 2 "link.burst_bytes" -- "${common[@]}" --set link.burst_bytes=-1

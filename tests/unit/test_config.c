@@ -897,7 +897,7 @@ static void test_validate(void **state)
 	/* fields set directly are checked against the table too */
 	ps_config_defaults(&cfg);
 	cfg.cluster.workers = 0;
-	expect_invalid(&cfg, "cluster.workers: 0 is out of range [1, 4096]");
+	expect_invalid(&cfg, "cluster.workers: 0 is out of range [1, 8192]");
 	ps_config_defaults(&cfg);
 	cfg.train.mode = 7;
 	expect_invalid(&cfg, "train.mode: 7 is not a valid value");
@@ -1269,6 +1269,51 @@ static void test_cli_help_version(void **state)
 	assert_int_equal(r.status, PS_CLI_EXIT_OK);
 	assert_non_null(strstr(r.out, "### [train]"));
 	assert_non_null(strstr(r.out, "| `heartbeat_timeout_ms` |"));
+	cli_run_free(&r);
+}
+
+/* The keys allow 8192 workers with any number of servers (ps-sim
+ * simulates that); a job to run has at most PS_JOB_MAX_NODES nodes, the
+ * scheduler included, and is refused naming the keys. */
+static void test_job_nodes(void **state)
+{
+	ps_cli_info info = {.prog = "test-prog", .summary = "Does things."};
+	ps_config cfg;
+	char err[512];
+	cli_run r;
+
+	(void)state;
+	ps_config_defaults(&cfg);
+	cfg.cluster.workers = 8192;
+	cfg.cluster.servers = 512;
+	assert_int_equal(ps_config_validate(&cfg, err, sizeof(err)), PS_OK);
+	assert_int_equal(ps_config_validate_job(&cfg, err, sizeof(err)),
+	                 PS_ECONFIG);
+	assert_string_equal(err, "cluster.workers (8192) + cluster.servers "
+	                         "(512) + the scheduler = 8705 nodes: a job "
+	                         "runs at most 8192 (ps-sim can simulate it)");
+	cfg.cluster.workers = PS_JOB_MAX_NODES - 1 - 512;
+	assert_int_equal(ps_config_validate_job(&cfg, err, sizeof(err)), PS_OK);
+	cfg.cluster.workers++;
+	assert_int_equal(ps_config_validate_job(&cfg, err, sizeof(err)),
+	                 PS_ECONFIG);
+	cfg.cluster.workers = 8193;
+	expect_invalid(&cfg, "cluster.workers: 8193 is out of range [1, "
+	                     "8192]");
+
+	/* the command line of a binary that runs the job refuses it... */
+	r = run_cli(&info, &cfg, "--set", "cluster.workers=8192", "--set",
+	            "cluster.servers=512", NULL);
+	assert_int_equal(r.status, PS_CLI_EXIT_ERR);
+	assert_non_null(strstr(r.err, "test-prog: error: cluster.workers "
+	                              "(8192) + cluster.servers (512)"));
+	cli_run_free(&r);
+	/* ... one that simulates it (ps-sim) takes it */
+	info.simulated = 1;
+	r = run_cli(&info, &cfg, "--set", "cluster.workers=8192", "--set",
+	            "cluster.servers=512", NULL);
+	assert_int_equal(r.status, PS_CLI_RUN);
+	assert_int_equal(cfg.cluster.workers, 8192);
 	cli_run_free(&r);
 }
 
@@ -1845,6 +1890,7 @@ int main(void)
 	    cmocka_unit_test(test_enum_name),
 	    cmocka_unit_test(test_cli_help_version),
 	    cmocka_unit_test(test_cli_parse),
+	    cmocka_unit_test(test_job_nodes),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
