@@ -430,7 +430,7 @@ static const option options[] = {
            "none."),
 
     /* [scheduling] */
-    ENUM(scheduling, preset, "baseline", preset_names,
+    ENUM(scheduling, preset, "ordo", preset_names,
          "A named scheduling policy as its paper's system built it, "
          "direction by direction (docs/presets.md); it sets the "
          "push_*, params_*, partition_size, fusion and placement keys "
@@ -453,31 +453,33 @@ static const option options[] = {
     BOTH(scheduling, credit_size, OPT_SIZE, NULL, 0, TIB,
          "push_credit_size", "params_credit_size",
          "Shorthand: sets push_credit_size and params_credit_size alike."),
-    ENUM_AT(scheduling, push_order, push.order, "fifo", order_names,
+    ENUM_AT(scheduling, push_order, push.order, "tail", order_names,
             "Priority of the workers' gradient pushes, from the model's "
             "DAG: fifo (none), layer (forward position), tio / tao "
             "(TicTac), tail (largest remaining compute first). Without "
             "model.file, every order but fifo follows the tensors' "
             "declaration order."),
-    ENUM_AT(scheduling, push_gate, push.gate, "fifo", gate_names,
+    ENUM_AT(scheduling, push_gate, push.gate, "priority", gate_names,
             "How a worker releases its ready pushes: fifo (as the "
             "backward pass produces them), priority (the most urgent "
             "ready push first) or counter (TicTac's strict order per "
             "receiver and iteration)."),
-    SIZE_AT(scheduling, push_credit_size, push.credit_size, "0", 0, TIB,
+    SIZE_AT(scheduling, push_credit_size, push.credit_size, "auto", 0,
+            TIB,
             "Bytes of pushes a worker may have handed to the transport "
             "and not yet had acknowledged; 0 = unlimited, else at least "
             "partition_size (credit = partition_size is P3's "
             "stop-and-wait); auto: chosen at the start with "
             "partition_size (docs/auto-sizes.md)."),
-    ENUM_AT(scheduling, params_order, params.order, "fifo", order_names,
+    ENUM_AT(scheduling, params_order, params.order, "tail", order_names,
             "Priority of the servers' parameter sends (values as "
             "push_order)."),
-    ENUM_AT(scheduling, params_gate, params.gate, "fifo", gate_names,
+    ENUM_AT(scheduling, params_gate, params.gate, "priority",
+            gate_names,
             "How a server releases its ready parameter sends (values as "
             "push_gate; counter is TicTac's enforcement at the PS)."),
-    SIZE_AT(scheduling, params_credit_size, params.credit_size, "0", 0,
-            TIB,
+    SIZE_AT(scheduling, params_credit_size, params.credit_size, "auto",
+            0, TIB,
             "Bytes of parameters a server may have handed to the "
             "transport and not yet had acknowledged; 0 = unlimited, else "
             "at least partition_size; auto as push_credit_size."),
@@ -492,8 +494,8 @@ static const option options[] = {
          "Shorthand: sets push_partition_size and params_partition_size "
          "alike: tensors cut into partitions of at most this many bytes, "
          "placed on servers independently, each sent whole both ways."),
-    SIZE_AT(scheduling, push_partition_size, push.partition_size, "1T", 4,
-            TIB,
+    SIZE_AT(scheduling, push_partition_size, push.partition_size, "auto",
+            4, TIB,
             "Largest piece of a tensor a worker pushes, in bytes; a "
             "multiple of 4 (float32); 1T keeps every tensor whole. The "
             "partition a server places, sums and updates is the larger "
@@ -503,11 +505,11 @@ static const option options[] = {
             "params_partition_size auto): the scheduler chooses both at "
             "the start by simulating the job's model on its links "
             "(docs/auto-sizes.md)."),
-    SIZE_AT(scheduling, params_partition_size, params.partition_size, "1T",
-            4, TIB,
+    SIZE_AT(scheduling, params_partition_size, params.partition_size,
+            "auto", 4, TIB,
             "Largest piece of a tensor a server sends as parameters, in "
             "bytes (as push_partition_size)."),
-    ENUM(scheduling, fusion, "off", switch_names,
+    ENUM(scheduling, fusion, "on", switch_names,
          "on: tensors smaller than partition_size are fused with their "
          "neighbours (in the order the backward pass produces them) into "
          "one transfer of at most partition_size bytes, so that small "
@@ -1247,11 +1249,37 @@ uint64_t ps_config_bdp_credit(const ps_config *cfg)
 	return bdp_credit(cfg, cfg->scheduling.partition_size);
 }
 
+/* What the user set wins over what a preset (the default one included)
+ * left beside it: a partition size set for one direction only is the
+ * other's too where the other would be auto (the two are chosen
+ * together), and MXNet's placement, which places every tensor by itself,
+ * turns off a fusion the user did not ask for. */
+static void follow_user(ps_config *cfg)
+{
+	ps_direction_sched *d[2] = {&cfg->scheduling.push,
+	                            &cfg->scheduling.params};
+	const char *key[2] = {"scheduling.push_partition_size",
+	                      "scheduling.params_partition_size"};
+
+	for (int i = 0; i < 2; i++)
+		if (d[i]->partition_size == PS_SIZE_AUTO &&
+		    !ps_config_user_set(cfg, key[i]) &&
+		    d[!i]->partition_size != PS_SIZE_AUTO &&
+		    ps_config_user_set(cfg, key[!i]))
+			d[i]->partition_size = d[!i]->partition_size;
+	settle_partition(cfg);
+	if (cfg->scheduling.placement == PS_PLACE_MXNET &&
+	    ps_config_user_set(cfg, "scheduling.placement") &&
+	    !ps_config_user_set(cfg, "scheduling.fusion"))
+		cfg->scheduling.fusion = 0;
+}
+
 void ps_config_finalize(ps_config *cfg)
 {
 	ps_direction_sched *d[2] = {&cfg->scheduling.push,
 	                            &cfg->scheduling.params};
 
+	follow_user(cfg);
 	for (int i = 0; i < 2; i++)
 		if (d[i]->credit_bdp) /* in the direction's own pieces */
 			d[i]->credit_size =

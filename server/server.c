@@ -833,9 +833,11 @@ int ps_server_run(const ps_config *cfg)
 		}
 		/* with every worker's pushes applied once: iterations (sync)
 		 * or workers x iterations (async), across restarts too */
-		PS_INFO("partitions at versions %llu..%llu",
-			(unsigned long long)(s.nparts ? lo : 0),
-			(unsigned long long)hi);
+		if (s.nparts == 0)
+			PS_INFO("partitions at versions: it holds none");
+		else
+			PS_INFO("partitions at versions %llu..%llu",
+				(unsigned long long)lo, (unsigned long long)hi);
 	}
 	PS_INFO("copy-on-write of values (a send or a checkpoint held "
 		"them): %.3f s in all", (double)s.cow_ns / 1e9);

@@ -205,7 +205,8 @@ void ps_auto_sizes_fallback(ps_config *cfg, ps_auto_choice *c)
 		c->params_credit = cfg->scheduling.params.credit_size;
 		return;
 	}
-	if (cfg->scheduling.partition_size == PS_SIZE_AUTO) {
+	c->partition_auto = cfg->scheduling.partition_size == PS_SIZE_AUTO;
+	if (c->partition_auto) {
 		uint64_t p = AUTO_FALLBACK_PARTITION;
 		/* under a fixed credit */
 		for (int d = 0; d < 2; d++) {
@@ -243,7 +244,7 @@ void ps_auto_choice_describe(const ps_auto_choice *c, char *buf,
 			     size_t cap)
 {
 	char part[32], up[32], down[32], credit[96], rest[384] = "";
-	char fb[32];
+	char fb[64] = "";
 
 	if (c->partition_size >= TIB)
 		snprintf(part, sizeof(part), "whole tensors");
@@ -258,7 +259,10 @@ void ps_auto_choice_describe(const ps_auto_choice *c, char *buf,
 			 "push credit %s, params credit %s", up, down);
 	char link[128];
 
-	ps_config_format_size(AUTO_FALLBACK_PARTITION, fb, sizeof(fb));
+	if (c->partition_auto) {
+		ps_config_format_size(AUTO_FALLBACK_PARTITION, fb, sizeof(fb));
+		strcat(fb, " partitions and ");
+	}
 	snprintf(link, sizeof(link), "%.3g Gbit/s%s", c->link_gbps,
 		 c->link_from_metrics ? " (metrics.bandwidth_gbps: "
 					"link.bandwidth_gbps is 0)"
@@ -266,8 +270,8 @@ void ps_auto_choice_describe(const ps_auto_choice *c, char *buf,
 	if (c->fallback)
 		snprintf(rest, sizeof(rest),
 			 "no model timings to simulate (model.file is not "
-			 "set): the fallback, %s partitions and the "
-			 "bandwidth-delay credit at %s",
+			 "set): the fallback, %sthe bandwidth-delay credit "
+			 "at %s",
 			 fb, link);
 	else {
 		char runner[128] = "";

@@ -52,6 +52,7 @@
 typedef struct ps_auto_choice {
 	int chosen;              /* 0: the config had no auto size */
 	int fallback;            /* 1: no timings, the fallback sizes */
+	int partition_auto;      /* the fallback chose the partition too */
 	uint64_t partition_size; /* the sizes in force after the choice */
 	uint64_t push_credit, params_credit;
 	double iteration_us;     /* predicted (0 with the fallback) */

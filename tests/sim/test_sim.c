@@ -118,9 +118,11 @@ static void expect_times(const ps_config *cfg, const ps_dag *d, double iter1,
 	ps_sim_result_free(&r);
 }
 
+/* The hand computations below are of a plain PS: whole tensors, fifo. */
 static void base_config(ps_config *cfg)
 {
 	ps_config_defaults(cfg);
+	set(cfg, "scheduling.preset", "baseline");
 	set(cfg, "link.latency_us", "10");
 	set(cfg, "link.bandwidth_gbps", "1"); /* b = 0.008 us per byte */
 	set(cfg, "link.gamma", "1");

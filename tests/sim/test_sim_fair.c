@@ -414,6 +414,7 @@ static void test_streams_only_where_data_goes(void **state)
 	(void)state;
 
 	ps_config_defaults(&cfg);
+	set(&cfg, "scheduling.preset", "baseline"); /* a partition a tensor */
 	set(&cfg, "cluster.workers", "5");
 	set(&cfg, "cluster.servers", "8");
 	set(&cfg, "link.sharing", "fair");

@@ -27,6 +27,8 @@
 
 #include "common/cli.h"
 #include "common/config.h"
+#include "scheduler/gate.h"
+#include "scheduler/order.h"
 
 static char tmpdir[64];
 
@@ -233,13 +235,29 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg.train.mode, PS_MODE_SYNC);
 	assert_int_equal(cfg.train.seed, 1);
 	assert_string_equal(cfg.train.dump_params, "");
-	assert_int_equal(cfg.scheduling.preset, PS_PRESET_BASELINE);
-	/* the defaults are the baseline preset: whole tensors, fifo */
-	assert_int_equal(cfg.scheduling.partition_size, 1ull << 40);
-	assert_int_equal(cfg.scheduling.push.credit_size, 0);
-	assert_int_equal(cfg.scheduling.push.order, 0);
-	assert_int_equal(cfg.scheduling.push.gate, 0);
+	assert_int_equal(cfg.scheduling.preset, PS_PRESET_ORDO);
+	/* the defaults are the ordo preset: sizes chosen at the start, tail
+	 * priority both ways, fusion */
+	assert_true(cfg.scheduling.partition_size == PS_SIZE_AUTO);
+	assert_true(cfg.scheduling.push.credit_size == PS_SIZE_AUTO);
+	assert_true(cfg.scheduling.params.credit_size == PS_SIZE_AUTO);
+	assert_int_equal(cfg.scheduling.push.order, PS_ORDER_TAIL);
+	assert_int_equal(cfg.scheduling.params.order, PS_ORDER_TAIL);
+	assert_int_equal(cfg.scheduling.push.gate, PS_GATE_PRIORITY);
+	assert_int_equal(cfg.scheduling.params.gate, PS_GATE_PRIORITY);
+	assert_int_equal(cfg.scheduling.fusion, 1);
+	assert_int_equal(cfg.scheduling.params_barrier, 0);
 	assert_int_equal(cfg.scheduling.placement, PS_PLACE_BALANCED);
+	{
+		/* every key's default is what the default preset sets */
+		ps_config with;
+		ps_config_defaults(&with);
+		assert_int_equal(ps_config_apply_preset(&with, PS_PRESET_ORDO,
+		                                        err, sizeof(err)),
+		                 PS_OK);
+		assert_memory_equal(&with.scheduling, &cfg.scheduling,
+		                    sizeof(cfg.scheduling));
+	}
 	assert_int_equal(cfg.log.level, PS_LOG_INFO);
 	assert_int_equal(ps_config_validate(&cfg, err, sizeof(err)), PS_OK);
 
@@ -1001,7 +1019,7 @@ static void test_write_ini(void **state)
 	assert_non_null(
 	    strstr(text, "[cluster]\nscheduler_host = 127.0.0.1\n"));
 	assert_non_null(strstr(text, "advertise_host = \"\"\n"));
-	assert_non_null(strstr(text, "partition_size = 1T\n"));
+	assert_non_null(strstr(text, "partition_size = auto\n"));
 	assert_non_null(strstr(text, "lr = 0.1\n"));
 	assert_non_null(strstr(text, "[log]\nlevel = info\n"));
 	free(text);
@@ -1145,8 +1163,8 @@ static void test_reference(void **state)
 	                            "`async` |"));
 	assert_non_null(
 	    strstr(ref, "| `momentum` | double | `0.9` | [0, 1) |"));
-	assert_non_null(strstr(ref, "| `push_partition_size` | size | `1T` | "
-	                            "[4, 1T] bytes"));
+	assert_non_null(strstr(ref, "| `push_partition_size` | size | `auto` "
+	                            "| [4, 1T] bytes"));
 	assert_non_null(strstr(ref, "| `partition_size` | size | (its two "
 	                            "keys') | [4, 1T] bytes"));
 	assert_non_null(strstr(ref, "### [log]"));
@@ -1503,8 +1521,57 @@ static void test_presets(void **state)
 	                            "tictac-tio, tictac-tao, bytescheduler, "
 	                            "ordo"));
 
-	/* ordo fuses small tensors unless told not to */
+	/* under the default preset, what the user sets leads what it left
+	 * beside: one direction's partition size is the other's, and
+	 * MXNet's placement turns its fusion off */
 	ps_config_defaults(&cfg);
+	assert_int_equal(ps_config_set_kv(&cfg,
+	                                  "scheduling.push_partition_size",
+	                                  "256K", "--set", err, sizeof(err)),
+	                 PS_OK);
+	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.placement",
+	                                  "mxnet", "--set", err, sizeof(err)),
+	                 PS_OK);
+	ps_config_finalize(&cfg);
+	assert_int_equal(cfg.scheduling.params.partition_size, 256 << 10);
+	assert_int_equal(cfg.scheduling.partition_size, 256 << 10);
+	assert_int_equal(cfg.scheduling.fusion, 0);
+	assert_true(cfg.scheduling.push.credit_size == PS_SIZE_AUTO);
+	assert_int_equal(ps_config_validate(&cfg, err, sizeof(err)), PS_OK);
+	/* ... but auto written for one direction is still refused */
+	ps_config_defaults(&cfg);
+	assert_int_equal(ps_config_set_kv(&cfg,
+	                                  "scheduling.push_partition_size",
+	                                  "256K", "--set", err, sizeof(err)),
+	                 PS_OK);
+	assert_int_equal(ps_config_set_kv(&cfg,
+	                                  "scheduling.params_partition_size",
+	                                  "auto", "--set", err, sizeof(err)),
+	                 PS_OK);
+	ps_config_finalize(&cfg);
+	assert_int_equal(ps_config_validate(&cfg, err, sizeof(err)),
+	                 PS_ECONFIG);
+	assert_non_null(strstr(err, "chosen together"));
+	/* and fusion asked for beside MXNet's placement too */
+	ps_config_defaults(&cfg);
+	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.placement",
+	                                  "mxnet", "--set", err, sizeof(err)),
+	                 PS_OK);
+	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.fusion", "on",
+	                                  "--set", err, sizeof(err)),
+	                 PS_OK);
+	ps_config_finalize(&cfg);
+	assert_int_equal(ps_config_validate(&cfg, err, sizeof(err)),
+	                 PS_ECONFIG);
+	assert_non_null(strstr(err, "fusion = off"));
+
+	/* ordo fuses small tensors unless told not to; baseline does not */
+	ps_config_defaults(&cfg);
+	assert_int_equal(cfg.scheduling.fusion, 1);
+	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.preset",
+	                                  "baseline", "--set", err,
+	                                  sizeof(err)),
+	                 PS_OK);
 	assert_int_equal(cfg.scheduling.fusion, 0);
 	assert_int_equal(ps_config_set_kv(&cfg, "scheduling.preset", "ordo",
 	                                  "--set", err, sizeof(err)),
