@@ -575,7 +575,10 @@ static const option options[] = {
     DOUBLE(link, bandwidth_gbps, "0", 0, 10000, false,
            "ps-sim: bandwidth (Gbit/s) of every host's uplink and of its "
            "downlink (full duplex): a message of m bytes costs a + b*m "
-           "with b = 1 / bandwidth. 0 = metrics.bandwidth_gbps."),
+           "with b = 1 / bandwidth. 0: in a job whose sizes are auto, "
+           "the scheduler measures its link to a node at the start and "
+           "chooses for that rate (docs/auto-sizes.md); elsewhere (ps-sim, "
+           "a failed probe) metrics.bandwidth_gbps."),
     DOUBLE(link, latency_us, "20", 0, 1e6, false,
            "ps-sim: a, the fixed cost (microseconds) of every message on "
            "a link (ASC-WFBP's startup time)."),

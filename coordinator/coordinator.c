@@ -32,6 +32,7 @@
 #include "scheduler/order.h"
 #include "scheduler/placement.h"
 #include "model/dag.h"
+#include "coordinator/link_probe.h"
 #include "sim/auto_sizes.h"
 #include "sim/link.h"
 #include "transport/transport.h"
@@ -399,21 +400,99 @@ static int same_as_model(const coord *c, const ps_dag *d)
  * placement, the credits in its credit element. Without model.file there
  * are no timings to simulate: the stated fallback.
  */
+/* The address part of an endpoint ("tcp://10.0.0.2:5000" -> "10.0.0.2"). */
+static void endpoint_address(const char *endpoint, char *buf, size_t cap)
+{
+	const char *a = strstr(endpoint, "://"), *colon;
+
+	a = a ? a + 3 : endpoint;
+	colon = strrchr(a, ':');
+	snprintf(buf, cap, "%.*s", (int)(colon ? colon - a : (long)strlen(a)),
+		 a);
+}
+
+/* The node to measure the link to: the first server at another address
+ * than the scheduler's, else the first worker, else server 0 (the whole
+ * job on the scheduler's address: its link is what the job uses). */
+static uint32_t probe_target(const coord *c)
+{
+	char self[PS_ENDPOINT_MAX], a[PS_ENDPOINT_MAX];
+
+	endpoint_address(c->self.endpoint, self, sizeof(self));
+	for (uint32_t i = 1; i <= c->servers + c->workers; i++) {
+		endpoint_address(c->members[i].info.endpoint, a, sizeof(a));
+		if (strcmp(a, self) != 0)
+			return i;
+	}
+	return 1;
+}
+
+/*
+ * link.bandwidth_gbps = 0 with sizes to choose: the link measured to one
+ * node (coordinator/link_probe.h), its rate put in force for the choice
+ * and said in how. A probe that fails leaves metrics.bandwidth_gbps, with
+ * a warning. PS_EINTR when a signal came.
+ */
+static int measure_link(coord *c, char *how, size_t cap)
+{
+	ps_config *cfg = &c->in_force;
+	uint32_t id = probe_target(c);
+	const member *m = &c->members[id];
+	uint64_t max = ps_config_max_message(cfg);
+	char addr[PS_ENDPOINT_MAX], size[32], why[256];
+	ps_link_probe r;
+	int rc;
+
+	how[0] = '\0';
+	if (cfg->link.bandwidth_gbps > 0)
+		return PS_OK;
+	rc = ps_link_probe_run(c->t, c->job_id, m->peer,
+			       m->info.transport_id,
+			       max < PROBE_MAX_BYTES ? max : PROBE_MAX_BYTES,
+			       cfg->cluster.connect_timeout_ms, &r,
+			       &c->dropped, why, sizeof(why));
+	if (rc == PS_EINTR) {
+		abort_job(c, "scheduler interrupted while measuring the link");
+		return PS_EINTR;
+	}
+	endpoint_address(m->info.endpoint, addr, sizeof(addr));
+	if (rc != PS_OK) {
+		PS_WARN("cannot measure the link to %s %u at %s: %s; the "
+			"sizes are chosen for metrics.bandwidth_gbps = %g",
+			ps_role_name(m->info.role), m->info.rank, addr, why,
+			cfg->metrics.bandwidth_gbps);
+		return PS_OK;
+	}
+	cfg->link.bandwidth_gbps = r.gbps;
+	ps_config_format_size(r.bytes, size, sizeof(size));
+	snprintf(how, cap,
+		 "measured to %s %u at %s: %s probes, %.0f us each, "
+		 "round trip %.0f us; link.bandwidth_gbps is 0",
+		 ps_role_name(m->info.role), m->info.rank, addr, size, r.us,
+		 r.rtt_us);
+	return PS_OK;
+}
+
 static int choose_sizes(coord *c)
 {
 	ps_config *cfg = &c->in_force;
 	ps_auto_choice ch;
 	ps_link_model lm;
 	ps_dag *dag = NULL;
-	char err[1024], line[768], why[1100];
+	char err[1024], line[1280], why[1100], how[384];
 	struct timespec t0, t1;
 	int rc = PS_OK;
 
 	if (!ps_auto_sizes_wanted(cfg))
 		return PS_OK;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (measure_link(c, how, sizeof(how)) != PS_OK)
+		return PS_EINTR;
 	if (!cfg->model.file[0]) {
-		ps_auto_sizes_fallback(cfg, &ch);
+		uint64_t bytes = 0;
+		for (uint32_t i = 0; i < c->ntensors; i++)
+			bytes += c->tensors[i].numel * PS_ELEM_SIZE;
+		ps_auto_sizes_fallback(cfg, bytes, &ch);
 	} else {
 		rc = ps_dag_load(cfg->model.file, cfg->model.compute_scale,
 				 &dag, err, sizeof(err));
@@ -437,6 +516,7 @@ static int choose_sizes(coord *c)
 		}
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
+	snprintf(ch.link_how, sizeof(ch.link_how), "%s", how);
 	ps_auto_choice_describe(&ch, line, sizeof(line));
 	printf("scheduling: %s; chosen in %.3f s\n", line,
 	       (double)(t1.tv_sec - t0.tv_sec) +

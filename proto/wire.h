@@ -84,6 +84,10 @@ typedef enum ps_msg_type {
 	PS_MSG_PEER_LOST,    /* node -> scheduler: a send to node `key`
 			      * failed (body: reason string); the node waits
 			      * for the ABORT that names the lost one */
+	PS_MSG_PROBE,        /* scheduler -> node, before the WELCOME: a
+			      * payload of zeros timed to the answer
+			      * (coordinator/link_probe.h); key = its number */
+	PS_MSG_PROBE_ACK,    /* node -> scheduler: PROBE `key` arrived */
 	PS_MSG_TYPE_END
 } ps_msg_type;
 

@@ -215,6 +215,22 @@ static int accept_welcome(ps_node *n, ps_msg *msg, const ps_wire_header *h)
  * then). */
 #define PS_EARLY_MAX 4096
 
+/* A PROBE's answer (coordinator/link_probe.h): its number, in its job. A
+ * send that fails is the scheduler's to time out on. */
+static void answer_probe(ps_node *n, const ps_wire_header *probe)
+{
+	ps_wire_header h = {.version = PS_WIRE_VERSION,
+			    .type = PS_MSG_PROBE_ACK,
+			    .job_id = probe->job_id,
+			    .key = probe->key};
+	uint8_t buf[PS_WIRE_HEADER_MAX];
+	size_t len;
+
+	if (ps_wire_header_encode(&h, buf, sizeof(buf), &len) == PS_OK)
+		(void)ps_transport_send(n->transport, n->scheduler, buf, len,
+					NULL, 0, NULL, NULL);
+}
+
 /* Waits for the WELCOME (or an ABORT) after REGISTER. */
 static int await_welcome(ps_node *n)
 {
@@ -252,6 +268,12 @@ static int await_welcome(ps_node *n)
 				 "header says %llu", msg->payload_len,
 				 (unsigned long long)h.payload_len);
 			rc = PS_EPROTO;
+		}
+		if (rc == PS_OK && h.sender == 0 && h.type == PS_MSG_PROBE) {
+			/* the scheduler measures the link: answered at once */
+			answer_probe(n, &h);
+			ps_msg_free(&msg);
+			continue;
 		}
 		ps_join_verdict v =
 			rc != PS_OK ? PS_JOIN_DROP

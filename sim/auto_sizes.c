@@ -193,7 +193,8 @@ int ps_auto_sizes_choose(ps_config *cfg, const ps_dag *dag,
 	return PS_OK;
 }
 
-void ps_auto_sizes_fallback(ps_config *cfg, ps_auto_choice *c)
+void ps_auto_sizes_fallback(ps_config *cfg, uint64_t model_bytes,
+			    ps_auto_choice *c)
 {
 	uint64_t bdp;
 
@@ -208,6 +209,9 @@ void ps_auto_sizes_fallback(ps_config *cfg, ps_auto_choice *c)
 	c->partition_auto = cfg->scheduling.partition_size == PS_SIZE_AUTO;
 	if (c->partition_auto) {
 		uint64_t p = AUTO_FALLBACK_PARTITION;
+		uint64_t servers = (uint64_t)cfg->cluster.servers;
+		while (p > AUTO_MIN_PARTITION && model_bytes < 2 * servers * p)
+			p /= 2;
 		/* under a fixed credit */
 		for (int d = 0; d < 2; d++) {
 			uint64_t cr = d ? cfg->scheduling.params.credit_size
@@ -243,8 +247,8 @@ static void credit_words(uint64_t credit, char *buf, size_t cap)
 void ps_auto_choice_describe(const ps_auto_choice *c, char *buf,
 			     size_t cap)
 {
-	char part[32], up[32], down[32], credit[96], rest[384] = "";
-	char fb[64] = "";
+	char part[32], up[32], down[32], credit[96], rest[896] = "";
+	char fb[96] = "";
 
 	if (c->partition_size >= TIB)
 		snprintf(part, sizeof(part), "whole tensors");
@@ -257,16 +261,24 @@ void ps_auto_choice_describe(const ps_auto_choice *c, char *buf,
 	else
 		snprintf(credit, sizeof(credit),
 			 "push credit %s, params credit %s", up, down);
-	char link[128];
+	char link[512];
 
 	if (c->partition_auto) {
 		ps_config_format_size(AUTO_FALLBACK_PARTITION, fb, sizeof(fb));
-		strcat(fb, " partitions and ");
+		if (c->partition_size < AUTO_FALLBACK_PARTITION)
+			snprintf(fb + strlen(fb), sizeof(fb) - strlen(fb),
+				 " partitions (less: two per server) and ");
+		else
+			strcat(fb, " partitions and ");
 	}
-	snprintf(link, sizeof(link), "%.3g Gbit/s%s", c->link_gbps,
-		 c->link_from_metrics ? " (metrics.bandwidth_gbps: "
-					"link.bandwidth_gbps is 0)"
-				      : "");
+	if (c->link_how[0])
+		snprintf(link, sizeof(link), "%.3g Gbit/s (%s)", c->link_gbps,
+			 c->link_how);
+	else
+		snprintf(link, sizeof(link), "%.3g Gbit/s%s", c->link_gbps,
+			 c->link_from_metrics ? " (metrics.bandwidth_gbps: "
+						"link.bandwidth_gbps is 0)"
+					      : "");
 	if (c->fallback)
 		snprintf(rest, sizeof(rest),
 			 "no model timings to simulate (model.file is not "

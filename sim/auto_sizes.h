@@ -28,8 +28,9 @@
  *
  * Without a model's timings (training through the client API, where the
  * scheduler has only the declared tensors) there is nothing to simulate:
- * the fallback is stated, AUTO_FALLBACK_PARTITION and a credit of
- * bandwidth-delay product (ps_config_bdp_credit).
+ * the fallback is stated, AUTO_FALLBACK_PARTITION (smaller for a model too
+ * small to give every server two) and a credit of bandwidth-delay product
+ * (ps_config_bdp_credit).
  *
  * Threads: none; a call owns what it allocates.
  */
@@ -63,6 +64,9 @@ typedef struct ps_auto_choice {
 	double link_gbps;        /* the link rate the choice assumed */
 	int link_from_metrics;   /* it is metrics.bandwidth_gbps's
 				  * (link.bandwidth_gbps is 0) */
+	char link_how[384];      /* where the rate came from, when the
+				  * caller knows better (a measurement):
+				  * filled by the caller, "" = the keys */
 	double seconds;          /* spent choosing (wall clock of the
 				  * caller's: filled by the caller) */
 } ps_auto_choice;
@@ -81,8 +85,12 @@ int ps_auto_sizes_choose(ps_config *cfg, const ps_dag *dag,
 			 const ps_link_model *lm, ps_auto_choice *c,
 			 char *err, size_t errlen);
 
-/* The stated fallback without timings: writes it into cfg. */
-void ps_auto_sizes_fallback(ps_config *cfg, ps_auto_choice *c);
+/* The stated fallback without timings, for a model of model_bytes (the
+ * declared tensors): AUTO_FALLBACK_PARTITION, halved (down to
+ * AUTO_MIN_PARTITION) while the model is smaller than two partitions per
+ * server, so that every server has a share; writes it into cfg. */
+void ps_auto_sizes_fallback(ps_config *cfg, uint64_t model_bytes,
+			    ps_auto_choice *c);
 
 /* One line: what was chosen, the prediction, the runner-up preset
  * ("auto sizes: partition 1M, credit 4M both ways (ps-sim: 412.3 ms per

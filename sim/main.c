@@ -262,7 +262,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (ch.chosen) {
-		char line[768];
+		char line[1280];
 		ps_auto_choice_describe(&ch, line, sizeof(line));
 		/* as the scheduler says it; on stderr beside --json */
 		fprintf(o.json ? stderr : stdout, "scheduling: %s\n", line);

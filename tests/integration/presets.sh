@@ -45,19 +45,33 @@ done
 pass "every preset exact, W and S in {1,2,3}: $(grep -h '^scheduling: preset' "$WORK"/exact-*-w1s1.out.log | sed 's/ (worker.*//' | paste -sd';')"
 for W in 1 2 3; do
 	for S in 1 2 3; do
-		grep -q "^scheduling: auto sizes: partition .* (ps-sim: .* on $W x $S at " \
+		grep -q "^scheduling: auto sizes: partition .* (ps-sim: .* on $W x $S at [0-9.e+]* Gbit/s (measured to server 0 at 127.0.0.1: " \
 			"$WORK/exact-ordo-w${W}s$S.out.log" ||
-			fail "ordo W=$W S=$S: no auto sizes chosen by ps-sim at start-up"
+			fail "ordo W=$W S=$S: no auto sizes chosen by ps-sim on the measured link at start-up"
 	done
 done
 pass "auto sizes chosen by simulating the model: $(grep -h '^scheduling: auto sizes' "$WORK/exact-ordo-w2s2.out.log")"
 
-# without a model there are no timings: the stated fallback, exact too
-exact auto-fallback 2 1000,100000,10,50000 --set scheduling.preset=ordo \
-	--set cluster.servers=2 --set train.iterations=3
-grep -q "^scheduling: auto sizes: partition 1M, credit .*no model timings.*fallback" \
+# without a model there are no timings: the stated fallback, exact too;
+# a model of 590 KiB on 2 servers gets 128K partitions (two per server);
+# the default preset is ordo, and the link is measured (link.bandwidth_gbps
+# is 0) and in force in the job's config.ini
+exact auto-fallback 2 1000,100000,10,50000 \
+	--set cluster.servers=2 --set train.iterations=3 \
+	--set output.dir="$WORK/auto-fallback.d"
+grep -q "^scheduling: auto sizes: partition 128K, credit .*no model timings.*fallback, 1M partitions (less: two per server) and the bandwidth-delay credit at [0-9.e+]* Gbit/s (measured to server 0 at 127.0.0.1: .* probes" \
 	"$WORK/auto-fallback.out.log" || fail "auto without a model: no fallback stated"
-pass "auto without a model: the stated fallback, exact"
+grep -q "^preset = ordo$" "$WORK/auto-fallback.d/config.ini" || fail "the default preset is not ordo"
+grep -q "^bandwidth_gbps = [0-9]" "$WORK/auto-fallback.d/config.ini" &&
+	! grep -q "^bandwidth_gbps = 0$" "$WORK/auto-fallback.d/config.ini" ||
+	fail "the measured link rate is not in the job's config.ini"
+# a link rate given is taken as it is: nothing measured
+exact auto-given 2 1000,100000,10,50000 --set cluster.servers=2 \
+	--set train.iterations=3 --set link.bandwidth_gbps=5
+grep -q "^scheduling: auto sizes: .*credit at 5 Gbit/s)" "$WORK/auto-given.out.log" &&
+	! grep -q "measured" "$WORK/auto-given.out.log" ||
+	fail "link.bandwidth_gbps = 5: not taken as given"
+pass "auto without a model: the stated fallback on the measured link, exact"
 
 # Each direction its own partition size: the partition a server sums is
 # the larger, the other direction sends it in pieces (the 100000-element

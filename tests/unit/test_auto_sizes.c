@@ -234,7 +234,7 @@ static void test_fallback(void **state)
 	ps_config_defaults(&cfg);
 	set(&cfg, "scheduling.preset", "ordo");
 	set(&cfg, "link.bandwidth_gbps", "25");
-	ps_auto_sizes_fallback(&cfg, &c);
+	ps_auto_sizes_fallback(&cfg, 100 * MIB, &c);
 	assert_int_equal(c.fallback, 1);
 	assert_int_equal(cfg.scheduling.partition_size,
 			 AUTO_FALLBACK_PARTITION);
@@ -251,13 +251,31 @@ static void test_fallback(void **state)
 	ps_config_defaults(&cfg);
 	set(&cfg, "scheduling.preset", "ordo");
 	set(&cfg, "scheduling.credit_size", "256K");
-	ps_auto_sizes_fallback(&cfg, &c);
+	ps_auto_sizes_fallback(&cfg, 100 * MIB, &c);
 	assert_int_equal(cfg.scheduling.partition_size, 256 * KIB);
 	assert_int_equal(ps_config_validate(&cfg, err, sizeof(err)), PS_OK);
 	/* the link rate's source is said: here not the link's own key */
 	ps_auto_choice_describe(&c, line, sizeof(line));
 	assert_non_null(strstr(line, "at 10 Gbit/s (metrics.bandwidth_gbps: "
 				     "link.bandwidth_gbps is 0)"));
+
+	/* a model too small for two 1M partitions per server: smaller ones,
+	 * said; never below the smallest candidate */
+	ps_config_defaults(&cfg);
+	set(&cfg, "cluster.servers", "2");
+	ps_auto_sizes_fallback(&cfg, 556 * KIB, &c);
+	assert_int_equal(cfg.scheduling.partition_size, 128 * KIB);
+	ps_auto_choice_describe(&c, line, sizeof(line));
+	assert_non_null(strstr(line, "auto sizes: partition 128K"));
+	assert_non_null(strstr(line, "1M partitions (less: two per server)"));
+	ps_config_defaults(&cfg);
+	set(&cfg, "cluster.servers", "8");
+	ps_auto_sizes_fallback(&cfg, 4 * KIB, &c);
+	assert_int_equal(cfg.scheduling.partition_size, AUTO_MIN_PARTITION);
+	/* the caller's account of the link rate replaces the keys' */
+	snprintf(c.link_how, sizeof(c.link_how), "measured to server 0");
+	ps_auto_choice_describe(&c, line, sizeof(line));
+	assert_non_null(strstr(line, "Gbit/s (measured to server 0)"));
 }
 
 static void test_describe(void **state)

@@ -26,6 +26,7 @@
 
 #include <cmocka.h>
 
+#include "coordinator/link_probe.h"
 #include "proto/join.h"
 #include "runtime/node.h"
 #include "scheduler/placement.h"
@@ -95,6 +96,11 @@ static void wait_kept(ps_node *n, unsigned want)
 		usleep(1000);
 	}
 }
+
+/* Run by join_job just before the WELCOME, on the scheduler's transport
+ * and its connection to the node (NULL: nothing). */
+static void (*before_welcome)(ps_transport *sched, ps_peer to_node,
+			      uint64_t node_tid);
 
 /* A job of one server (node 1, under test) and one worker (node 2, the
  * peer, played here as the scheduler is), once the node has joined. */
@@ -204,6 +210,8 @@ static void join_job(fixture *f, int early, ...)
 	assert_int_equal(ps_transport_connect(f->sched, f->reg.self.endpoint,
 					      &to_node),
 			 PS_OK);
+	if (before_welcome)
+		before_welcome(f->sched, to_node, f->reg.self.transport_id);
 	send_msg(f->sched, to_node, PS_MSG_WELCOME, JOB_ID, 0, body, len);
 	assert_int_equal(pthread_join(th, NULL), 0);
 	assert_int_equal(j.rc, PS_OK);
@@ -307,6 +315,75 @@ static ps_msg *next_to_scheduler(fixture *f, int timeout_ms,
 /* A peer dies: the node's send to it fails, the node tells the scheduler
  * which node it lost (PEER_LOST) and returns only with the scheduler's
  * ABORT, heartbeating meanwhile (it must not look like the dead one). */
+/* The scheduler measures the link before the WELCOME: the node answers
+ * each PROBE at once, with its number and job. */
+static void probe_the_node(ps_transport *sched, ps_peer to_node,
+			   uint64_t node_tid)
+{
+	ps_link_probe r;
+	uint64_t dropped = 0;
+	char why[256];
+
+	assert_int_equal(ps_link_probe_run(sched, JOB_ID, to_node, node_tid,
+					   1 << 20, PATIENCE_MS, &r, &dropped,
+					   why, sizeof(why)),
+			 PS_OK);
+	assert_int_equal(dropped, 0);
+	assert_true(r.gbps > 0);
+	assert_true(r.rtt_us > 0 && r.us > 0);
+	/* three empty, then doubling from 256K up to the 1M limit at most,
+	 * then two more at the last size */
+	assert_true(r.bytes >= 256 << 10 && r.bytes <= 1 << 20);
+	assert_true(r.sent >= 3 + 1 + 2 && r.sent <= 3 + 3 + 2);
+}
+
+static void test_probe_before_welcome(void **state)
+{
+	fixture f;
+
+	(void)state;
+	before_welcome = probe_the_node;
+	join_job(&f, 0, NULL);
+	before_welcome = NULL;
+	/* the PROBEs were answered, not kept for after the WELCOME */
+	assert_int_equal(ps_join_kept(f.j->node.join), 0);
+	leave_job(&f);
+}
+
+/* A node that never answers: the probe gives up after its timeout with
+ * a reason; what else arrives meanwhile is dropped and counted. */
+static void test_probe_without_answer(void **state)
+{
+	ps_transport *sched = transport(SCHED_ID), *mute = transport(PEER_ID);
+	char sched_ep[PS_ENDPOINT_MAX], mute_ep[PS_ENDPOINT_MAX], why[256];
+	ps_peer to_mute, to_sched;
+	ps_link_probe r;
+	uint64_t dropped = 0;
+
+	(void)state;
+	assert_int_equal(ps_transport_listen(sched, "127.0.0.1", 0, NULL,
+					     sched_ep, sizeof(sched_ep)),
+			 PS_OK);
+	assert_int_equal(ps_transport_listen(mute, "127.0.0.1", 0, NULL,
+					     mute_ep, sizeof(mute_ep)),
+			 PS_OK);
+	assert_int_equal(ps_transport_connect(sched, mute_ep, &to_mute),
+			 PS_OK);
+	assert_int_equal(ps_transport_connect(mute, sched_ep, &to_sched),
+			 PS_OK);
+	/* not an answer: a PROBE_ACK of another job, and a heartbeat */
+	send_msg(mute, to_sched, PS_MSG_PROBE_ACK, JOB_ID + 1, 1, NULL, 0);
+	send_msg(mute, to_sched, PS_MSG_HEARTBEAT, JOB_ID, 1, NULL, 0);
+	assert_int_equal(ps_link_probe_run(sched, JOB_ID, to_mute, PEER_ID,
+					   1 << 20, 300, &r, &dropped, why,
+					   sizeof(why)),
+			 PS_ETIMEDOUT);
+	assert_non_null(strstr(why, "no answer to a probe within 300 ms"));
+	assert_int_equal(dropped, 2);
+	ps_transport_destroy(&mute, 0);
+	ps_transport_destroy(&sched, 0);
+}
+
 static void test_lost_peer_is_reported(void **state)
 {
 	fixture f;
@@ -385,6 +462,8 @@ int main(void)
 		cmocka_unit_test(test_join),
 		cmocka_unit_test(test_messages_before_welcome_are_kept),
 		cmocka_unit_test(test_lost_peer_is_reported),
+		cmocka_unit_test(test_probe_before_welcome),
+		cmocka_unit_test(test_probe_without_answer),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
