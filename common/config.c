@@ -523,6 +523,14 @@ static const option options[] = {
          "a million elements or more in one equal piece per server, "
          "others whole on server (index x 9973) mod servers; pieces "
          "larger than partition_size are cut further; no fusion)."),
+    ENUM(scheduling, credit_refine, "on", switch_names,
+         "on: a credit chosen at the start (credit_size = auto) that is "
+         "a window is refined during the job: after a warm-up the "
+         "scheduler tries twice and half of it, each for a few "
+         "iterations measured as the workers run them, climbs on the "
+         "way that wins, and keeps the fastest (docs/auto-sizes.md). "
+         "Synchronous training; not while ps-tune drives the credit. "
+         "off: the credit chosen at the start stays."),
 
     /* [log] */
     ENUM(log, level, "info", level_names,

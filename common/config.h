@@ -164,6 +164,8 @@ struct ps_config {
 		uint64_t partition_size;
 		int fusion;              /* 1: fuse small tensors (PACE) */
 		int placement;           /* ps_place_strategy */
+		int credit_refine;       /* 1: an auto credit is refined
+					  * from measured iterations */
 	} scheduling;
 	struct {
 		int level; /* ps_log_level */

@@ -33,6 +33,7 @@
 #include "scheduler/placement.h"
 #include "model/dag.h"
 #include "coordinator/link_probe.h"
+#include "proto/credit_refine.h"
 #include "sim/auto_sizes.h"
 #include "sim/link.h"
 #include "transport/transport.h"
@@ -84,6 +85,12 @@ typedef struct coord {
 	int flushing;     /* every worker is done: servers finish writing */
 	int progress_fd;  /* the launcher's pipe after the port, or -1 */
 	uint64_t progress_told; /* last "progress N" written there */
+	/* the credit refined from measured iterations
+	 * (scheduling.credit_refine, proto/credit_refine.h) */
+	int credit_chosen; /* the credit was auto: chosen at the start */
+	int refining;
+	ps_refine refine;
+	uint64_t refine_floor; /* the last iteration every worker began */
 	/* a tuner (ps-tune, tune.endpoint; docs/tune.md) */
 	struct {
 		int state;        /* 0 none, 1 HELLO sent, 2 attached */
@@ -485,6 +492,8 @@ static int choose_sizes(coord *c)
 
 	if (!ps_auto_sizes_wanted(cfg))
 		return PS_OK;
+	c->credit_chosen = cfg->scheduling.push.credit_size == PS_SIZE_AUTO &&
+			   cfg->scheduling.params.credit_size == PS_SIZE_AUTO;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (measure_link(c, how, sizeof(how)) != PS_OK)
 		return PS_EINTR;
@@ -1207,6 +1216,8 @@ static int tuner_connect(coord *c)
 
 /* PROGRESS from a worker: when every worker is past an iteration, the
  * tuner hears it (its clock times the trials). */
+static void refine_step(coord *c, uint64_t floor);
+
 static void worker_progress(coord *c, member *m, uint64_t iteration)
 {
 	uint64_t floor = UINT64_MAX;
@@ -1217,6 +1228,12 @@ static void worker_progress(coord *c, member *m, uint64_t iteration)
 		uint64_t p = c->members[1 + c->servers + r].progress;
 		if (p < floor)
 			floor = p;
+	}
+	if (c->refining && floor != UINT64_MAX && floor > c->refine_floor) {
+		/* a floor that jumped is a gap the refinement does not
+		 * measure across */
+		c->refine_floor = floor;
+		refine_step(c, floor);
 	}
 	if (floor > c->tuner.told && floor != UINT64_MAX) {
 		c->tuner.told = floor;
@@ -1245,30 +1262,15 @@ static void worker_progress(coord *c, member *m, uint64_t iteration)
 	}
 }
 
-/* CREDIT from the tuner: every sender takes the new window from the
- * iteration after the furthest worker's (a boundary none has pushed yet,
- * or one it is just reaching: the change is never applied mid-way). */
-static void change_credit(coord *c, const ps_msg *msg)
+/* Every sender takes window `credit` from the iteration after the
+ * furthest worker's (a boundary none has pushed yet, or one it is just
+ * reaching: the change is never applied mid-way); returns that
+ * iteration. */
+static uint64_t set_credit(coord *c, uint64_t credit)
 {
-	uint64_t credit, from = 0;
+	uint64_t from = 0;
 	uint32_t n = 1 + c->servers + c->workers;
-	char why[256];
 
-	if (ps_wire_u64_decode(msg->payload, msg->payload_len, &credit, why,
-			       sizeof(why)) != PS_OK) {
-		psi_note_drop(++c->dropped, "CREDIT", why);
-		return;
-	}
-	if (credit == 0 || !c->cfg->scheduling.push.credit_size ||
-	    !c->cfg->scheduling.params.credit_size ||
-	    credit < c->cfg->scheduling.partition_size) {
-		PS_WARN("tuner: credit %llu refused: a live change needs a "
-			"window before in both directions "
-			"(scheduling.push_credit_size and params_credit_size) "
-			"and after, at least scheduling.partition_size",
-			(unsigned long long)credit);
-		return;
-	}
 	for (uint32_t r = 0; r < c->workers; r++)
 		if (c->members[1 + c->servers + r].progress > from)
 			from = c->members[1 + c->servers + r].progress;
@@ -1294,9 +1296,90 @@ static void change_credit(coord *c, const ps_msg *msg)
 				      body, len, ps_wire_free, NULL) != PS_OK)
 			free(body);
 	}
+	return from;
+}
+
+/* CREDIT from the tuner, which from then on drives the credit alone. */
+static void change_credit(coord *c, const ps_msg *msg)
+{
+	uint64_t credit, from;
+	char why[256];
+
+	if (ps_wire_u64_decode(msg->payload, msg->payload_len, &credit, why,
+			       sizeof(why)) != PS_OK) {
+		psi_note_drop(++c->dropped, "CREDIT", why);
+		return;
+	}
+	if (credit == 0 || !c->cfg->scheduling.push.credit_size ||
+	    !c->cfg->scheduling.params.credit_size ||
+	    credit < c->cfg->scheduling.partition_size) {
+		PS_WARN("tuner: credit %llu refused: a live change needs a "
+			"window before in both directions "
+			"(scheduling.push_credit_size and params_credit_size) "
+			"and after, at least scheduling.partition_size",
+			(unsigned long long)credit);
+		return;
+	}
+	c->refining = 0;
+	from = set_credit(c, credit);
 	PS_INFO("tuner: credit window %llu bytes from iteration %llu",
 		(unsigned long long)credit, (unsigned long long)from);
 	send_tuner(c, PS_MSG_CREDIT, from);
+}
+
+/* Whether the credit is refined during this job: chosen at the start, a
+ * window, the same both ways, synchronous, long enough, no tuner. */
+static void start_refining(coord *c)
+{
+	const ps_config *cfg = c->cfg;
+	uint64_t credit = cfg->scheduling.push.credit_size, cap = 0;
+
+	if (!cfg->scheduling.credit_refine || !c->credit_chosen ||
+	    cfg->tune.endpoint[0] || /* ps-tune drives the credit */
+	    credit == 0 || credit != cfg->scheduling.params.credit_size ||
+	    cfg->train.mode != PS_MODE_SYNC ||
+	    (uint64_t)cfg->train.iterations <= c->start_iteration)
+		return;
+	for (uint32_t i = 0; i < c->ntensors; i++)
+		cap += c->tensors[i].numel * PS_ELEM_SIZE;
+	c->refining = ps_refine_init(
+	    &c->refine, credit, cfg->scheduling.partition_size,
+	    cap > credit ? cap : credit,
+	    (uint64_t)cfg->train.iterations - c->start_iteration);
+	c->refine_floor = c->start_iteration;
+}
+
+/* Every worker began iteration `floor`: the refinement's step. */
+static void refine_step(coord *c, uint64_t floor)
+{
+	uint64_t credit, from;
+	int changed;
+	char size[32], line[512];
+	struct timespec ts;
+	double now_us;
+	ps_refine_action a;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now_us = (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+	a = ps_refine_on_iteration(&c->refine, floor - c->start_iteration,
+				   now_us, &credit, &changed);
+	if (a == PS_REFINE_NOTHING)
+		return;
+	from = changed ? set_credit(c, credit) : floor;
+	ps_config_format_size(credit, size, sizeof(size));
+	if (a == PS_REFINE_APPLY) {
+		ps_refine_applied(&c->refine, from - c->start_iteration);
+		printf("scheduling: credit refinement: trying %s from "
+		       "iteration %llu\n",
+		       size, (unsigned long long)from);
+	} else {
+		c->refining = 0;
+		ps_refine_describe(&c->refine, line, sizeof(line));
+		printf("scheduling: credit refined from measured iterations: "
+		       "%s (from iteration %llu)\n",
+		       line, (unsigned long long)from);
+	}
+	fflush(stdout);
 }
 
 /* A message that is not from a node: the tuner's, or dropped. */
@@ -1611,6 +1694,7 @@ int ps_coordinator_run(const ps_config *cfg, int ready_fd)
 	c.started_ms = ps_now_ms();
 	for (uint32_t i = 1; i <= c.servers + c.workers; i++)
 		ps_membership_heard(c.ms, i, c.started_ms);
+	start_refining(&c);
 	rc = running(&c);
 	if (rc != PS_OK)
 		goto out;

@@ -73,6 +73,23 @@ grep -q "^scheduling: auto sizes: .*credit at 5 Gbit/s)" "$WORK/auto-given.out.l
 	fail "link.bandwidth_gbps = 5: not taken as given"
 pass "auto without a model: the stated fallback on the measured link, exact"
 
+# the credit chosen at the start is refined from measured iterations:
+# credits tried at iteration boundaries, the fastest kept, every value
+# exact through the changes; off, or a credit given, leaves it alone
+exact refine 2 1000,100000,10,50000 --set cluster.servers=2 \
+	--set train.iterations=40 --set model.file="$WORK/chain.json"
+grep -q "^scheduling: credit refinement: trying [0-9.]*[KMG]* from iteration [0-9]*$" "$WORK/refine.out.log" ||
+	fail "refine: no credit tried"
+grep -q "^scheduling: credit refined from measured iterations: .* ms, .* ms.*; kept [0-9.]*[KMG]* (from iteration [0-9]*)$" \
+	"$WORK/refine.out.log" || fail "refine: no credit kept"
+exact refine-off 2 1000,100000,10,50000 --set cluster.servers=2 \
+	--set train.iterations=40 --set scheduling.credit_refine=off
+exact refine-given 2 1000,100000,10,50000 --set cluster.servers=2 \
+	--set train.iterations=40 --set scheduling.credit_size=1M
+! grep -q "credit refine" "$WORK/refine-off.out.log" "$WORK/refine-given.out.log" ||
+	fail "the credit refined where it is off or given"
+pass "credit refined during the job, exact: $(grep -h '^scheduling: credit refined' "$WORK/refine.out.log")"
+
 # Each direction its own partition size: the partition a server sums is
 # the larger, the other direction sends it in pieces (the 100000-element
 # tensor in 7 pieces of 64K), in order, under priority gates and credit

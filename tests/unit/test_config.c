@@ -1104,6 +1104,7 @@ static void test_reference(void **state)
 	                                   "params_partition_size",
 	                                   "fusion",
 	                                   "placement",
+	                                   "credit_refine",
 	                                   "level",
 	                                   "dir", /* [checkpoint] */
 	                                   "every",
