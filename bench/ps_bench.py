@@ -146,15 +146,27 @@ def size_label(n):
 def parse_preset(v):
     """A preset, or PRESET@PARTITION/CREDIT (either size may be left out:
     ordo@1M, ordo@/4M): the preset with scheduling.partition_size and
-    credit_size set. Returns (label, preset, partition or None, credit or
-    None); the label is how rows name it."""
-    base, _, sizes = v.partition("@")
+    credit_size set; either followed by +KEY=VALUE for more [scheduling]
+    keys (ordo+credit_refine=off). Returns (label, preset, partition or
+    None, credit or None, settings: ((key, value), ...)); the label is how
+    rows name it."""
+    head, *extras = v.split("+")
+    settings = []
+    for e in extras:
+        key, eq, value = e.partition("=")
+        if not eq or not re.fullmatch(r"[a-z_]+", key) or \
+                not re.fullmatch(r"[A-Za-z0-9_.-]+", value):
+            raise UsageError("'%s': +%s is not a [scheduling] KEY=VALUE "
+                             "(e.g. ordo+credit_refine=off)" % (v, e))
+        settings.append((key, value))
+    base, _, sizes = head.partition("@")
     if base not in PRESETS:
         raise UsageError("unknown preset '%s' (allowed: %s, each optionally"
-                         " as PRESET@PARTITION/CREDIT, e.g. ordo@1M/4M)" %
-                         (base, ", ".join(PRESETS)))
-    if "@" not in v:
-        return v, base, None, None
+                         " as PRESET@PARTITION/CREDIT, e.g. ordo@1M/4M, "
+                         "and +KEY=VALUE)" % (base, ", ".join(PRESETS)))
+    suffix = "".join("+%s=%s" % kv for kv in settings)
+    if "@" not in head:
+        return head + suffix, base, None, None, tuple(settings)
     part, _, credit = sizes.partition("/")
     p = parse_size("partition size of '%s'" % v, part) if part else None
     c = parse_size("credit size of '%s'" % v, credit) if credit else None
@@ -166,7 +178,7 @@ def parse_preset(v):
                          "partition (no partition could ever be sent)" % v)
     label = base + "@" + (size_label(p) if p else "") + \
         ("/" + size_label(c) if c else "")
-    return label, base, p, c
+    return label + suffix, base, p, c, tuple(settings)
 
 
 def grid_presets(base, sizes):
@@ -286,7 +298,7 @@ def build_plan(sc, args):
     if getattr(args, "tune", False):
         if args.presets is None:
             presets = ["ordo"]
-        if len(presets) != 1 or "@" in presets[0] or \
+        if len(presets) != 1 or "@" in presets[0] or "+" in presets[0] or \
                 getattr(args, "grid", None):
             raise UsageError("--tune tunes the sizes of one preset: give "
                              "--presets NAME (default ordo), no sizes, no "
@@ -296,16 +308,16 @@ def build_plan(sc, args):
         if not sizes:
             raise UsageError("--grid: no sizes")
         for p in presets:
-            if "@" in p:
+            if "@" in p or "+" in p:
                 raise UsageError("--grid sweeps the sizes of plain presets;"
                                  " '%s' has its own" % p)
         presets = [g for p in presets for g in grid_presets(p, sizes)]
     plan["preset_def"] = {}
     plan["presets"] = []
     for v in presets:
-        label, base, part, credit = parse_preset(v)
+        label, base, part, credit, settings = parse_preset(v)
         plan["presets"].append(label)
-        plan["preset_def"][label] = (base, part, credit)
+        plan["preset_def"][label] = (base, part, credit, settings)
     # the reference: --reference (must run), else the scenario's when it
     # runs (--presets may leave it out), else baseline, else the first
     ref = getattr(args, "reference", None)
@@ -1330,13 +1342,14 @@ class Bench:
                     for rep in range(cnt["repetitions"]):
                         k = rep % len(presets)
                         for p in presets[k:] + presets[:k]:
-                            base, part, credit = \
+                            base, part, credit, settings = \
                                 self.plan["preset_def"][p]
                             out.append({"model": model, "model_file": path,
                                         "bw": bw, "transport": tr,
                                         "preset": p, "preset_base": base,
                                         "partition_size": part,
                                         "credit_size": credit,
+                                        "settings": settings,
                                         "rep": rep + 1,
                                         "warmup": cnt["warmup"],
                                         "measured": cnt["iterations"],
@@ -1367,6 +1380,7 @@ class Bench:
              if run.get("partition_size") else []) + (
             ["credit_size = %d" % run["credit_size"]]
             if run.get("credit_size") else []) + [
+            "%s = %s" % kv for kv in run.get("settings", ())] + [
             # the rate of the links as they are shaped (dilated)
             "[metrics]", "bandwidth_gbps = %.9g" % (run["bw"] / dil),
         ]
@@ -1567,11 +1581,13 @@ class Bench:
         for model, path in self.plan["models"]:
             for bw in self.plan["bandwidths"]:
                 for p in self.plan["presets"]:
-                    base, part, credit = self.plan["preset_def"][p]
+                    base, part, credit, settings = \
+                        self.plan["preset_def"][p]
                     run = {"model": model, "model_file": path, "bw": bw,
                            "transport": "tcp", "preset": p,
                            "preset_base": base, "partition_size": part,
-                           "credit_size": credit, "dilation": 1.0,
+                           "credit_size": credit, "settings": settings,
+                           "dilation": 1.0,
                            "total_iters": self.plan["counts"][model][
                                "warmup"] + self.plan["counts"][model][
                                "iterations"]}
@@ -1924,7 +1940,7 @@ class Bench:
         cnt = self.plan["counts"][model]
         trials = self.plan["tune_trials"]
         label = self.plan["presets"][0]
-        base, part, credit = self.plan["preset_def"][label]
+        base, part, credit, _ = self.plan["preset_def"][label]
         d = os.path.join(self.out, "tune", "%s-%s-seed%d" % (
             model, bw_label(bw), seed))
         if len(d) > CFG_STR_MAX - 24:  # output.dir/checkpoints/ckpt-N
@@ -2837,7 +2853,9 @@ def parse_args(argv):
                     help="sweep partition x credit: each preset becomes "
                     "PRESET@P/C for every pair of SIZES with P <= C (e.g. "
                     "256K,1M,4M,16M,64M); a preset may also be given as "
-                    "PRESET@PARTITION/CREDIT in --presets")
+                    "PRESET@PARTITION/CREDIT in --presets, and followed "
+                    "by +KEY=VALUE for other [scheduling] keys (e.g. "
+                    "ordo+credit_refine=off)")
     ap.add_argument("--dilation", metavar="N",
                     help="time dilation (after DieCast, NSDI 2006): links "
                     "shaped to bandwidth / N, op times and tbf's queue x N,"

@@ -48,6 +48,7 @@ for bad in "--quick --presets baseline,nosuch" "--quick --bandwidths 0" \
 	"--quick --bandwidths fast" "--quick --models nosuch" \
 	"--config $WORK/none.ini" "--scenario nosuch" \
 	"--quick --presets ordo@4M/1M" "--quick --presets ordo@1M/3" \
+	"--quick --presets ordo+credit_refine" "--quick --presets ordo+a.b=1" \
 	"--quick --grid 1M,fast" "--quick --dilation 0.5" "--quick --dilation x" \
 	"--quick --tune --presets p3,ordo" "--quick --tune --tune-seeds none" \
 	"--quick --tune --set tune.seed=4" "--quick --reference p4"; do
@@ -160,7 +161,7 @@ pass "no namespace or process left behind"
 # 3. a second run right after the first, time-dilated x2, with a preset
 #    given its own sizes
 timeout --kill-after=10 900 "$BENCH" --quick --mode netns "${RUN_TIMEOUT[@]}" \
-	--presets baseline,ordo@1M/4M --warmup 1 --iterations 2 --dilation 2 \
+	--presets baseline,ordo@1M/4M+credit_refine=off --warmup 1 --iterations 2 --dilation 2 \
 	--no-plot --no-calibration --out "$WORK/q2" \
 	>"$WORK/q2.out.log" 2>"$WORK/q2.err.log" || fail "second ps-bench exited $?"
 grep -q "^- runs: 2, 2 completed, 0 failed" "$WORK/q2.out.log" || fail "second run incomplete"
@@ -171,8 +172,8 @@ pass "a second run right after the first works"
 grep -q "links shaped to 0.5 Gbit/s per direction (tbf): 1 Gbit/s dilated x2" \
 	"$WORK/q2.err.log" || fail "dilation: links not shaped to 0.5 Gbit/s"
 grep -q "time dilation x2" "$WORK/q2.out.log" || fail "dilation: not in the report"
-grep -q "^| resnet50 | 1 | tcp | ordo@1M/4M | 1/1 | [0-9]" "$WORK/q2.out.log" ||
-	fail "no row for the preset with its own sizes"
+grep -q "^| resnet50 | 1 | tcp | ordo@1M/4M+credit_refine=off | 1/1 | [0-9]" "$WORK/q2.out.log" ||
+	fail "no row for the preset with its own sizes and settings"
 python3 - "$WORK/q2" <<'PY' || fail "dilation: the report is not the metrics undilated"
 import csv, os, sys
 out = sys.argv[1]
@@ -184,9 +185,9 @@ for r in runs:
     ini = open(os.path.join(d, "job.ini")).read()
     assert "compute_scale = 2\n" in ini, ini
     assert "bandwidth_gbps = 0.5\n" in ini, ini
-    if r["preset"] == "ordo@1M/4M":
+    if r["preset"] == "ordo@1M/4M+credit_refine=off":
         assert "preset = ordo\npartition_size = 1048576\n" \
-            "credit_size = 4194304\n" in ini, ini
+            "credit_size = 4194304\ncredit_refine = off\n" in ini, ini
     per = []
     for w in range(2):
         rows = [x for x in csv.DictReader(open(os.path.join(
@@ -199,11 +200,11 @@ for r in runs:
     assert abs(got - want) <= 1e-3 * want + 0.01, (r["preset"], got, want)
 res = {r["preset"]: r for r in csv.DictReader(open(os.path.join(
     out, "results.csv"))) if r["transport"] == "tcp"}
-assert set(res) == {"baseline", "ordo@1M/4M"}, res
+assert set(res) == {"baseline", "ordo@1M/4M+credit_refine=off"}, res
 assert all(r["dilation"] == "2" for r in res.values()), res
 print("dilated x2: iteration times halved, compute_scale 2, links 0.5")
 PY
-pass "--dilation 2 and PRESET@PARTITION/CREDIT"
+pass "--dilation 2 and PRESET@PARTITION/CREDIT+KEY=VALUE"
 
 # 4. ps-tune on the emulated cluster: two trials, each job started in the
 #    namespaces by ps-bench --launch-job
