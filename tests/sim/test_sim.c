@@ -19,6 +19,7 @@
 #include "common/config.h"
 #include "model/dag.h"
 #include "sim/cluster.h"
+#include "sim/random_dag.h"
 #include "sim/events.h"
 #include "sim/fit.h"
 #include "sim/link.h"
@@ -47,29 +48,6 @@ static int group_teardown(void **state)
 }
 
 /* ---- helpers ----------------------------------------------------------- */
-
-typedef struct sb {
-	char *p;
-	size_t len, cap;
-} sb;
-
-static void add(sb *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-		va_end(ap);
-		if ((size_t)n < b->cap - b->len)
-			break;
-		b->cap = 2 * b->cap + (size_t)n + 64;
-		b->p = realloc(b->p, b->cap);
-		assert_non_null(b->p);
-	}
-	b->len += (size_t)n;
-}
 
 static void set(ps_config *cfg, const char *key, const char *value)
 {
@@ -446,39 +424,39 @@ static char *toy32(int par, int elems, int fwd_us, int bwd_us)
 {
 	sb b = {0};
 
-	add(&b, HEAD, par ? "par32" : "seq32");
-	add(&b, "\"tensors\":[");
+	sb_add(&b, HEAD, par ? "par32" : "seq32");
+	sb_add(&b, "\"tensors\":[");
 	for (int i = 0; i < 32; i++)
-		add(&b, "%s{\"name\":\"t%d\",\"shape\":[%d]}", i ? "," : "", i,
+		sb_add(&b, "%s{\"name\":\"t%d\",\"shape\":[%d]}", i ? "," : "", i,
 		    elems);
-	add(&b, "],\"ops\":[");
+	sb_add(&b, "],\"ops\":[");
 	for (int i = 0; i < 32; i++) {
-		add(&b, "{\"name\":\"f%d\",\"kind\":\"forward\",\"time_us\":%d,"
+		sb_add(&b, "{\"name\":\"f%d\",\"kind\":\"forward\",\"time_us\":%d,"
 		    "\"reads\":[\"t%d\"],\"deps\":[", i, fwd_us, i);
 		if (!par && i > 0)
-			add(&b, "\"f%d\"", i - 1);
-		add(&b, "]},");
+			sb_add(&b, "\"f%d\"", i - 1);
+		sb_add(&b, "]},");
 	}
 	if (par) {
-		add(&b, "{\"name\":\"add\",\"kind\":\"forward\",\"time_us\":%d,"
+		sb_add(&b, "{\"name\":\"add\",\"kind\":\"forward\",\"time_us\":%d,"
 		    "\"deps\":[", fwd_us);
 		for (int i = 0; i < 32; i++)
-			add(&b, "%s\"f%d\"", i ? "," : "", i);
-		add(&b, "]},{\"name\":\"add.bwd\",\"kind\":\"backward\","
+			sb_add(&b, "%s\"f%d\"", i ? "," : "", i);
+		sb_add(&b, "]},{\"name\":\"add.bwd\",\"kind\":\"backward\","
 		    "\"time_us\":%d,\"deps\":[\"add\"]},", bwd_us);
 	}
 	for (int i = 31; i >= 0; i--) {
-		add(&b, "{\"name\":\"b%d\",\"kind\":\"backward\",\"time_us\":%d,"
+		sb_add(&b, "{\"name\":\"b%d\",\"kind\":\"backward\",\"time_us\":%d,"
 		    "\"grads\":[\"t%d\"],\"deps\":[", i, bwd_us, i);
 		if (par)
-			add(&b, "\"add.bwd\"");
+			sb_add(&b, "\"add.bwd\"");
 		else if (i == 31)
-			add(&b, "\"f31\"");
+			sb_add(&b, "\"f31\"");
 		else
-			add(&b, "\"b%d\"", i + 1);
-		add(&b, "]}%s", i ? "," : "");
+			sb_add(&b, "\"b%d\"", i + 1);
+		sb_add(&b, "]}%s", i ? "," : "");
 	}
-	add(&b, "]}");
+	sb_add(&b, "]}");
 	return b.p;
 }
 
@@ -538,82 +516,13 @@ static void test_par32_orders_tie(void **state)
 
 /* ---- property: lower <= simulated cycle <= worst ------------------------ */
 
-static uint64_t rng_state;
-
-static uint32_t rnd(uint32_t n)
-{
-	rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-	return (uint32_t)(rng_state >> 33) % n;
-}
-
-static char *random_dag(uint32_t *ntensors_p)
-{
-	uint32_t F = 2 + rnd(5), B = 1 + rnd(F), T = 1 + rnd(6);
-	uint32_t reader[8], grad[8];
-	sb b = {0};
-
-	add(&b, HEAD, "random");
-	add(&b, "\"tensors\":[");
-	for (uint32_t t = 0; t < T; t++) {
-		reader[t] = rnd(F);
-		grad[t] = rnd(B);
-		add(&b, "%s{\"name\":\"t%u\",\"shape\":[%u]}", t ? "," : "", t,
-		    1 + rnd(400000));
-	}
-	add(&b, "],\"ops\":[");
-	for (uint32_t i = 0; i < F; i++) {
-		int first = 1;
-		add(&b, "{\"name\":\"f%u\",\"kind\":\"forward\",\"time_us\":%u,"
-		    "\"reads\":[", i, rnd(3000));
-		for (uint32_t t = 0; t < T; t++)
-			if (reader[t] == i || rnd(5) == 0) {
-				add(&b, "%s\"t%u\"", first ? "" : ",", t);
-				first = 0;
-			}
-		add(&b, "],\"deps\":[");
-		first = 1;
-		for (uint32_t j = 0; j < i; j++)
-			if (rnd(3) == 0) {
-				add(&b, "%s\"f%u\"", first ? "" : ",", j);
-				first = 0;
-			}
-		add(&b, "]},");
-	}
-	for (uint32_t i = 0; i < B; i++) {
-		int first = 1;
-		add(&b, "{\"name\":\"b%u\",\"kind\":\"backward\",\"time_us\":%u,"
-		    "\"grads\":[", i, rnd(3000));
-		for (uint32_t t = 0; t < T; t++)
-			if (grad[t] == i) {
-				add(&b, "%s\"t%u\"", first ? "" : ",", t);
-				first = 0;
-			}
-		add(&b, "],\"deps\":[");
-		first = 1;
-		if (i == 0)
-			for (uint32_t j = 0; j < F; j++) {
-				add(&b, "%s\"f%u\"", first ? "" : ",", j);
-				first = 0;
-			}
-		else
-			for (uint32_t j = 0; j < i; j++)
-				if (j == i - 1 || rnd(3) == 0) {
-					add(&b, "%s\"b%u\"", first ? "" : ",",
-					    j);
-					first = 0;
-				}
-		add(&b, "]}%s", i + 1 < B ? "," : "");
-	}
-	add(&b, "]}");
-	*ntensors_p = T;
-	return b.p;
-}
-
 static void test_bounds_hold_on_random_dags(void **state)
 {
 	static const char *const presets[] = {"baseline", "p3", "tictac-tio",
 					      "tictac-tao", "bytescheduler",
 					      "ordo"};
+	/* small models: every tensor whole to 1.6 MB */
+	static const random_dag_shape shape = {.forward = 5, .tensors = 6};
 	unsigned cases = 0;
 	(void)state;
 
@@ -622,8 +531,8 @@ static void test_bounds_hold_on_random_dags(void **state)
 		char name[32], v[32], *json;
 		ps_dag *d;
 
-		rng_state = seed;
-		json = random_dag(&T);
+		test_rnd_seed(seed);
+		json = random_dag_json(&shape, &T);
 		snprintf(name, sizeof(name), "random%llu.json",
 			 (unsigned long long)seed);
 		d = load(name, json);
@@ -632,49 +541,49 @@ static void test_bounds_hold_on_random_dags(void **state)
 			ps_sim_result r;
 			base_config(&cfg);
 			set(&cfg, "scheduling.preset", presets[p]);
-			snprintf(v, sizeof(v), "%u", 1 + rnd(3));
+			snprintf(v, sizeof(v), "%u", 1 + test_rnd(3));
 			set(&cfg, "cluster.workers", v);
-			snprintf(v, sizeof(v), "%u", 1 + rnd(3));
+			snprintf(v, sizeof(v), "%u", 1 + test_rnd(3));
 			set(&cfg, "cluster.servers", v);
-			snprintf(v, sizeof(v), "%u", rnd(60));
+			snprintf(v, sizeof(v), "%u", test_rnd(60));
 			set(&cfg, "link.latency_us", v);
-			snprintf(v, sizeof(v), "%.2f", 0.5 + rnd(200) / 10.0);
+			snprintf(v, sizeof(v), "%.2f", 0.5 + test_rnd(200) / 10.0);
 			set(&cfg, "link.bandwidth_gbps", v);
-			snprintf(v, sizeof(v), "%.2f", 0.5 + rnd(16) / 10.0);
+			snprintf(v, sizeof(v), "%.2f", 0.5 + test_rnd(16) / 10.0);
 			set(&cfg, "link.gamma", v);
-			snprintf(v, sizeof(v), "%.2f", rnd(100) / 100.0);
+			snprintf(v, sizeof(v), "%.2f", test_rnd(100) / 100.0);
 			set(&cfg, "sim.aggregate_ns_per_byte", v);
-			snprintf(v, sizeof(v), "%.2f", rnd(100) / 100.0);
+			snprintf(v, sizeof(v), "%.2f", test_rnd(100) / 100.0);
 			set(&cfg, "sim.update_ns_per_byte", v);
 			/* every other case with fair sharing */
 			set(&cfg, "link.sharing", (seed + p) % 2 ? "fair" : "fifo");
 			/* and every other fair case with token buckets */
 			if ((seed + p) % 4 == 1) {
-				snprintf(v, sizeof(v), "%u", rnd(400000));
+				snprintf(v, sizeof(v), "%u", test_rnd(400000));
 				set(&cfg, "link.burst_bytes", v);
-				snprintf(v, sizeof(v), "%u", rnd(100));
+				snprintf(v, sizeof(v), "%u", test_rnd(100));
 				set(&cfg, "link.burst_gbps", v);
 			}
 			/* and some with the machine as a shared resource */
 			if ((seed + p) % 6 == 3) {
 				snprintf(v, sizeof(v), "%.2f",
-					 0.2 + rnd(100) / 10.0);
+					 0.2 + test_rnd(100) / 10.0);
 				set(&cfg, "sim.machine_gbps", v);
 				/* half of them cheaper (or dearer) for small
 				 * messages */
 				if ((seed + p) % 12 == 3) {
 					snprintf(v, sizeof(v), "%u",
-						 rnd(4u << 20));
+						 test_rnd(4u << 20));
 					set(&cfg, "sim.machine_small_bytes", v);
 					snprintf(v, sizeof(v), "%.2f",
-						 0.2 + rnd(200) / 10.0);
+						 0.2 + test_rnd(200) / 10.0);
 					set(&cfg, "sim.machine_small_gbps", v);
 				}
 				/* and some with a time per message */
 				if ((seed + p) % 18 == 3) {
-					snprintf(v, sizeof(v), "%u", rnd(200));
+					snprintf(v, sizeof(v), "%u", test_rnd(200));
 					set(&cfg, "sim.machine_message_us", v);
-					snprintf(v, sizeof(v), "%u", rnd(1u << 16));
+					snprintf(v, sizeof(v), "%u", test_rnd(1u << 16));
 					set(&cfg, "sim.machine_message_min_bytes",
 					    v);
 				}

@@ -33,6 +33,7 @@
 #include "model/dag.h"
 #include "sim/auto_sizes.h"
 #include "sim/cluster.h"
+#include "sim/random_dag.h"
 #include "sim/link.h"
 #include "unit/tmpdir.h"
 
@@ -61,37 +62,6 @@ static int group_teardown(void **state)
 
 /* ---- helpers ----------------------------------------------------------- */
 
-static uint64_t rng_state;
-
-static uint32_t rnd(uint32_t n)
-{
-	rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-	return (uint32_t)(rng_state >> 33) % n;
-}
-
-typedef struct sb {
-	char *p;
-	size_t len, cap;
-} sb;
-
-static void add(sb *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-		va_end(ap);
-		if ((size_t)n < b->cap - b->len)
-			break;
-		b->cap = 2 * b->cap + (size_t)n + 64;
-		b->p = realloc(b->p, b->cap);
-		assert_non_null(b->p);
-	}
-	b->len += (size_t)n;
-}
-
 static void set(ps_config *cfg, const char *key, const char *value)
 {
 	char err[512];
@@ -110,73 +80,6 @@ static void setf(ps_config *cfg, const char *key, const char *fmt, ...)
 	vsnprintf(v, sizeof(v), fmt, ap);
 	va_end(ap);
 	set(cfg, key, v);
-}
-
-/* A random model: F forward ops in a random DAG, then B backward ops in a
- * chain with random extra edges, T tensors of random sizes, each read by
- * one forward op (and some others) and given its gradient by one backward
- * op. */
-static char *random_dag(void)
-{
-	uint32_t F = 2 + rnd(8), B = 1 + rnd(F), T = 1 + rnd(24);
-	uint32_t reader[32], grad[32];
-	sb b = {0};
-
-	add(&b, "{\"format\":\"ordo-model\",\"version\":1,\"name\":\"random\","
-	    "\"batch\":8,\"times\":{\"source\":\"measured\"},\"tensors\":[");
-	for (uint32_t t = 0; t < T; t++) {
-		reader[t] = rnd(F);
-		grad[t] = rnd(B);
-		/* some tensors small, some large, to mix message sizes */
-		add(&b, "%s{\"name\":\"t%u\",\"shape\":[%u]}", t ? "," : "", t,
-		    1 + (rnd(3) ? rnd(400000) : rnd(300)));
-	}
-	add(&b, "],\"ops\":[");
-	for (uint32_t i = 0; i < F; i++) {
-		int first = 1;
-		add(&b, "{\"name\":\"f%u\",\"kind\":\"forward\",\"time_us\":%u,"
-		    "\"reads\":[", i, rnd(3000));
-		for (uint32_t t = 0; t < T; t++)
-			if (reader[t] == i || rnd(5) == 0) {
-				add(&b, "%s\"t%u\"", first ? "" : ",", t);
-				first = 0;
-			}
-		add(&b, "],\"deps\":[");
-		first = 1;
-		for (uint32_t j = 0; j < i; j++)
-			if (rnd(3) == 0) {
-				add(&b, "%s\"f%u\"", first ? "" : ",", j);
-				first = 0;
-			}
-		add(&b, "]},");
-	}
-	for (uint32_t i = 0; i < B; i++) {
-		int first = 1;
-		add(&b, "{\"name\":\"b%u\",\"kind\":\"backward\",\"time_us\":%u,"
-		    "\"grads\":[", i, rnd(3000));
-		for (uint32_t t = 0; t < T; t++)
-			if (grad[t] == i) {
-				add(&b, "%s\"t%u\"", first ? "" : ",", t);
-				first = 0;
-			}
-		add(&b, "],\"deps\":[");
-		first = 1;
-		if (i == 0)
-			for (uint32_t j = 0; j < F; j++) {
-				add(&b, "%s\"f%u\"", first ? "" : ",", j);
-				first = 0;
-			}
-		else
-			for (uint32_t j = 0; j < i; j++)
-				if (j == i - 1 || rnd(3) == 0) {
-					add(&b, "%s\"b%u\"", first ? "" : ",",
-					    j);
-					first = 0;
-				}
-		add(&b, "]}%s", i + 1 < B ? "," : "");
-	}
-	add(&b, "]}");
-	return b.p;
 }
 
 static ps_dag *load_json(const char *name, const char *json)
@@ -207,41 +110,41 @@ static ps_dag *load_model(const char *name, double scale)
 static void random_config(ps_config *cfg, uint32_t W, uint32_t S, int knobs)
 {
 	ps_config_defaults(cfg);
-	set(cfg, "scheduling.preset", presets[rnd(NPRESETS)]);
+	set(cfg, "scheduling.preset", presets[test_rnd(NPRESETS)]);
 	setf(cfg, "cluster.workers", "%u", W);
 	setf(cfg, "cluster.servers", "%u", S);
-	setf(cfg, "train.iterations", "%u", 1 + rnd(3));
+	setf(cfg, "train.iterations", "%u", 1 + test_rnd(3));
 	set(cfg, "link.sharing", "fair");
-	setf(cfg, "link.latency_us", "%u", rnd(60));
-	setf(cfg, "link.bandwidth_gbps", "%.2f", 0.5 + rnd(200) / 10.0);
-	setf(cfg, "metrics.bandwidth_gbps", "%.2f", 0.5 + rnd(200) / 10.0);
-	setf(cfg, "sim.aggregate_ns_per_byte", "%.2f", rnd(50) / 100.0);
-	setf(cfg, "sim.update_ns_per_byte", "%.2f", rnd(50) / 100.0);
-	if (rnd(3) == 0) {
+	setf(cfg, "link.latency_us", "%u", test_rnd(60));
+	setf(cfg, "link.bandwidth_gbps", "%.2f", 0.5 + test_rnd(200) / 10.0);
+	setf(cfg, "metrics.bandwidth_gbps", "%.2f", 0.5 + test_rnd(200) / 10.0);
+	setf(cfg, "sim.aggregate_ns_per_byte", "%.2f", test_rnd(50) / 100.0);
+	setf(cfg, "sim.update_ns_per_byte", "%.2f", test_rnd(50) / 100.0);
+	if (test_rnd(3) == 0) {
 		/* one direction in pieces, where the preset's gate allows */
 		static const char *const size[] = {"64K", "256K", "1M", "4M"};
 		char err[512];
-		set(cfg, "scheduling.push_partition_size", size[rnd(4)]);
-		set(cfg, "scheduling.params_partition_size", size[rnd(4)]);
+		set(cfg, "scheduling.push_partition_size", size[test_rnd(4)]);
+		set(cfg, "scheduling.params_partition_size", size[test_rnd(4)]);
 		if (ps_config_validate(cfg, err, sizeof(err)) != PS_OK)
 			set(cfg, "scheduling.partition_size", "1M");
 	}
-	if (knobs >= 1 && rnd(3) == 0) {
-		setf(cfg, "link.burst_bytes", "%u", rnd(400000));
-		setf(cfg, "link.burst_gbps", "%u", rnd(100));
+	if (knobs >= 1 && test_rnd(3) == 0) {
+		setf(cfg, "link.burst_bytes", "%u", test_rnd(400000));
+		setf(cfg, "link.burst_gbps", "%u", test_rnd(100));
 	}
-	if (knobs >= 2 && rnd(4) == 0) {
-		setf(cfg, "sim.machine_gbps", "%.2f", 0.2 + rnd(100) / 10.0);
-		if (rnd(2)) {
+	if (knobs >= 2 && test_rnd(4) == 0) {
+		setf(cfg, "sim.machine_gbps", "%.2f", 0.2 + test_rnd(100) / 10.0);
+		if (test_rnd(2)) {
 			setf(cfg, "sim.machine_small_bytes", "%u",
-			     rnd(4u << 20));
+			     test_rnd(4u << 20));
 			setf(cfg, "sim.machine_small_gbps", "%.2f",
-			     0.2 + rnd(200) / 10.0);
+			     0.2 + test_rnd(200) / 10.0);
 		}
-		if (rnd(2)) {
-			setf(cfg, "sim.machine_message_us", "%u", rnd(200));
+		if (test_rnd(2)) {
+			setf(cfg, "sim.machine_message_us", "%u", test_rnd(200));
 			setf(cfg, "sim.machine_message_min_bytes", "%u",
-			     rnd(1u << 16));
+			     test_rnd(1u << 16));
 		}
 	}
 }
@@ -292,17 +195,20 @@ static void compare(ps_config *cfg, const ps_dag *d, const char *what,
 static void random_jobs(int fault, tally *t, unsigned n, uint32_t maxw,
 			uint32_t maxs, uint64_t seed0)
 {
+	/* up to 24 tensors, some small, to mix message sizes */
+	static const random_dag_shape shape = {
+	    .forward = 8, .tensors = 24, .mixed = 1};
 	for (uint64_t seed = seed0; seed < seed0 + n; seed++) {
 		char name[64], what[96], *json;
 		ps_config cfg;
 		ps_dag *d;
 
-		rng_state = seed;
-		json = random_dag();
+		test_rnd_seed(seed);
+		json = random_dag_json(&shape, NULL);
 		snprintf(name, sizeof(name), "random%llu.json",
 			 (unsigned long long)seed);
 		d = load_json(name, json);
-		random_config(&cfg, 1 + rnd(maxw), 1 + rnd(maxs), 2);
+		random_config(&cfg, 1 + test_rnd(maxw), 1 + test_rnd(maxs), 2);
 		snprintf(what, sizeof(what), "seed %llu (%d x %d, %s)",
 			 (unsigned long long)seed, cfg.cluster.workers,
 			 cfg.cluster.servers,
@@ -352,7 +258,7 @@ static void test_shipped_models(void **state)
 	tally t = {0};
 	(void)state;
 
-	rng_state = 77;
+	test_rnd_seed(77);
 	for (size_t i = 0; i < sizeof(models) / sizeof(models[0]); i++) {
 		/* short runs of each: one or two iterations, a few workers,
 		 * then (k = 2) 32 workers on 4 servers */
@@ -360,9 +266,9 @@ static void test_shipped_models(void **state)
 			ps_dag *d = load_model(models[i], 1.0);
 			ps_config cfg;
 			char what[96];
-			random_config(&cfg, k == 2 ? 32 : 1 + rnd(6),
-				      k == 2 ? 4 : 1 + rnd(4), k == 1 ? 2 : 1);
-			setf(&cfg, "train.iterations", "%u", 1 + rnd(2));
+			random_config(&cfg, k == 2 ? 32 : 1 + test_rnd(6),
+				      k == 2 ? 4 : 1 + test_rnd(4), k == 1 ? 2 : 1);
+			setf(&cfg, "train.iterations", "%u", 1 + test_rnd(2));
 			snprintf(what, sizeof(what), "%s (%d x %d, %s)",
 				 models[i], cfg.cluster.workers,
 				 cfg.cluster.servers,
