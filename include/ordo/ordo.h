@@ -14,7 +14,8 @@
  *         ps_client_push(c, t1, g1, it, priority);     // for each tensor
  *         ps_client_wait(c, t1, it + 1, -1);           // params for it + 1
  *     }
- *     ps_client_finish(c, &stats);   // `it` iterations; waits shutdown
+ *     ps_client_result r = {.iterations = it};    // for the job summary
+ *     ps_client_finish(c, &r);       // waits for the shutdown
  *     ps_client_destroy(&c);
  *
  * Synchronous mode (train.mode = sync): servers sum the pushes of all
