@@ -1,6 +1,6 @@
 /*
  * bench/cuda_copy.c - ordo's CUDA paths against the device's own peaks
- * (issue 17; docs/benchmarks.md, "CUDA copy path and GPU aggregation").
+ * (docs/benchmarks.md, "CUDA copy path and GPU aggregation").
  *
  *   cuda_copy [--quick]     (CUDA device 0: pick with CUDA_VISIBLE_DEVICES)
  *

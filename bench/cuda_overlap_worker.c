@@ -1,7 +1,7 @@
 /*
  * bench/cuda_overlap_worker.c - how much of the client's device-to-host
- * copies a push from device memory hides behind its sends (issue 17;
- * docs/benchmarks.md, "CUDA copy path and GPU aggregation"). A worker
+ * copies a push from device memory hides behind its sends
+ * (docs/benchmarks.md, "CUDA copy path and GPU aggregation"). A worker
  * program for `ps-launch --worker` (bench/cuda_paths.sh runs it).
  *
  * It declares N device tensors (ps_client_declare_cuda) and N host tensors

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# bench/cuda_paths.sh - ordo's CUDA paths on this machine's GPU (issue 17;
-# docs/benchmarks.md, "CUDA copy path and GPU aggregation"), as Markdown
+# bench/cuda_paths.sh - ordo's CUDA paths on this machine's GPU
+# (docs/benchmarks.md, "CUDA copy path and GPU aggregation"), as Markdown
 # on stdout:
 #  1. bench/cuda_copy: the device; cudaMemcpy's peak (D2H, H2D, pinned,
 #     pageable); the client's per-partition copy path against it; GPU

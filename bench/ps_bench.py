@@ -1302,8 +1302,8 @@ class Bench:
         self.cluster = None
         self.results = []  # one dict per run
         self.sim = {}      # (model, bw, transport, preset) -> dict or str
-        # ps-sim's TCP and RDMA models on separate hosts at each bandwidth
-        # (issue 14): (model, bw, preset) -> {"tcp": ..., "rdma": ...}
+        # ps-sim's TCP and RDMA models on separate hosts at each
+        # bandwidth: (model, bw, preset) -> {"tcp": ..., "rdma": ...}
         self.predicted = {}
         self.rdma = getattr(args, "rdma", None) or \
             {"mode": "predict", "reason": "not probed", "port": None,
@@ -1577,7 +1577,7 @@ class Bench:
 
     def predict_all(self):
         """ps-sim's TCP and RDMA link models, separate hosts at every
-        bandwidth of the plan, every model and preset (issue 14)."""
+        bandwidth of the plan, every model and preset."""
         for model, path in self.plan["models"]:
             for bw in self.plan["bandwidths"]:
                 for p in self.plan["presets"]:
@@ -2397,7 +2397,7 @@ class Bench:
         sys.stdout.write(text + files)
         sys.stdout.flush()
 
-    # -- rdma (issue 14) -----------------------------------------------------
+    # -- rdma ------------------------------------------------------------------
     def rdma_label(self):
         """One line on what the rdma rows are."""
         r = self.rdma

@@ -4,7 +4,7 @@
  * buffers, large payloads read by the receiver where they are (zero
  * copy: a READ rendezvous).
  *
- * DESIGN (zero copy; issue 14). A payload of ZC_MIN (64 KiB) or more
+ * DESIGN (zero copy). A payload of ZC_MIN (64 KiB) or more
  * goes by READ rendezvous: the sender sends an RTS frame (the message
  * header bytes and {address, rkey, cookie}) in place of the payload; the
  * receiver RDMA-READs the payload into memory it registered, and answers
@@ -51,7 +51,7 @@
  * on every QP of the PD: a peer is trusted not to READ what it was not
  * offered (as with every verbs rendezvous).
  *
- * DESIGN (device memory: GPUDirect RDMA; issue 17, docs/cuda.md). A
+ * DESIGN (device memory: GPUDirect RDMA; docs/cuda.md). A
  * PS_MEM_CUDA region is registered at once by ps_transport_reg_ex (not at
  * the first send as host memory may be: the caller must learn now whether
  * this path works, to fall back on another), on the transport's PD, which
@@ -203,7 +203,7 @@
  * process to exit. PORT_ERR is only logged (the connections' own
  * timeouts decide).
  *
- * DESIGN (the source GID; issue 14). By default (opts.rdma_gid_index
+ * DESIGN (the source GID). By default (opts.rdma_gid_index
  * -1) the GID is the one rdma_cm picks for the bound or resolved IPv4
  * address (the RoCE v2 GID ::ffff:a.b.c.d) and rdma_cm drives the QP:
  * rdma_create_qp on the id, which librdmacm moves to INIT, RTR and RTS

@@ -16,7 +16,7 @@
  * Backends register an ops table; a missing op is "not supported"
  * (PS_ENOTSUP) through the wrappers below, never a NULL call.
  *
- * DESIGN (made for registered memory; issue 14). What verbs needs and
+ * DESIGN (made for registered memory). What verbs needs and
  * ZeroMQ does not, ZeroMQ implements trivially:
  *  - Capabilities (ps_transport_caps): the largest message, whether
  *    payloads leave from and arrive in the caller's / the transport's

@@ -1,6 +1,6 @@
 /*
  * tune/gp.h - Gaussian-process regression and expected improvement,
- * the optimiser under ps-tune (issue 12; ByteScheduler §4.3).
+ * the optimiser under ps-tune (ByteScheduler §4.3).
  *
  * Inputs live in the unit cube [0,1]^d (the tuner maps log2 of partition
  * and credit sizes there); outputs are what is maximised (samples/s).

@@ -78,7 +78,7 @@ for p in $PRESETS; do
 	grep -q "^| resnet50 | 1 | tcp | $p | 1/1 | [0-9]" "$out" ||
 		fail "report: no completed row for preset $p"
 done
-# rdma (issue 14): no device here, so one predicted row per preset and the
+# rdma: no device here, so one predicted row per preset and the
 # TCP-vs-RDMA table (ps-sim's two link models)
 for p in $PRESETS; do
 	grep -q "^| resnet50 | 1 | rdma | $p | 0/0 | predicted only, not run: " "$out" ||

@@ -1,6 +1,6 @@
 /*
  * tests/rdma/removal.c - `rdma_removal ADDR DEVICE NETDEV`: the rdma
- * transport when its device goes away (issue 14). Guest only (the
+ * transport when its device goes away. Guest only (the
  * Soft-RoCE VM, ORDO_RDMA_VM=1): it deletes DEVICE and adds it back.
  *
  * A child process holds two transports on ADDR (a listener and a sender

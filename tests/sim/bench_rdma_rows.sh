@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/sim/bench_rdma_rows.sh - ps-bench's rdma rows (issue 14), fast and
+# tests/sim/bench_rdma_rows.sh - ps-bench's rdma rows, fast and
 # without root: on loopback with a tiny model, `--transports tcp,rdma` on a
 # machine without an RDMA device gives measured tcp rows and, per preset, an
 # rdma row predicted by ps-sim's rdma link model, marked as not run with the
