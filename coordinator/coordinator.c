@@ -407,6 +407,16 @@ static int same_as_model(const coord *c, const ps_dag *d)
  * placement, the credits in its credit element. Without model.file there
  * are no timings to simulate: the stated fallback.
  */
+/* The bytes of the tensors the workers declared. */
+static uint64_t model_bytes(const coord *c)
+{
+	uint64_t bytes = 0;
+
+	for (uint32_t i = 0; i < c->ntensors; i++)
+		bytes += c->tensors[i].numel * PS_ELEM_SIZE;
+	return bytes;
+}
+
 /* The address part of an endpoint ("tcp://10.0.0.2:5000" -> "10.0.0.2"). */
 static void endpoint_address(const char *endpoint, char *buf, size_t cap)
 {
@@ -498,10 +508,7 @@ static int choose_sizes(coord *c)
 	if (measure_link(c, how, sizeof(how)) != PS_OK)
 		return PS_EINTR;
 	if (!cfg->model.file[0]) {
-		uint64_t bytes = 0;
-		for (uint32_t i = 0; i < c->ntensors; i++)
-			bytes += c->tensors[i].numel * PS_ELEM_SIZE;
-		ps_auto_sizes_fallback(cfg, bytes, &ch);
+		ps_auto_sizes_fallback(cfg, model_bytes(c), &ch);
 	} else {
 		rc = ps_dag_load(cfg->model.file, cfg->model.compute_scale,
 				 &dag, err, sizeof(err));
@@ -1332,7 +1339,7 @@ static void change_credit(coord *c, const ps_msg *msg)
 static void start_refining(coord *c)
 {
 	const ps_config *cfg = c->cfg;
-	uint64_t credit = cfg->scheduling.push.credit_size, cap = 0;
+	uint64_t credit = cfg->scheduling.push.credit_size, cap;
 
 	if (!cfg->scheduling.credit_refine || !c->credit_chosen ||
 	    cfg->tune.endpoint[0] || /* ps-tune drives the credit */
@@ -1340,8 +1347,7 @@ static void start_refining(coord *c)
 	    cfg->train.mode != PS_MODE_SYNC ||
 	    (uint64_t)cfg->train.iterations <= c->start_iteration)
 		return;
-	for (uint32_t i = 0; i < c->ntensors; i++)
-		cap += c->tensors[i].numel * PS_ELEM_SIZE;
+	cap = model_bytes(c);
 	c->refining = ps_refine_init(
 	    &c->refine, credit, cfg->scheduling.partition_size,
 	    cap > credit ? cap : credit,
@@ -1355,14 +1361,11 @@ static void refine_step(coord *c, uint64_t floor)
 	uint64_t credit, from;
 	int changed;
 	char size[32], line[512];
-	struct timespec ts;
-	double now_us;
 	ps_refine_action a;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now_us = (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
 	a = ps_refine_on_iteration(&c->refine, floor - c->start_iteration,
-				   now_us, &credit, &changed);
+				   (double)ps_now_ns() * 1e-3, &credit,
+				   &changed);
 	if (a == PS_REFINE_NOTHING)
 		return;
 	from = changed ? set_credit(c, credit) : floor;

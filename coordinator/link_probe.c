@@ -4,20 +4,17 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "common/log.h"
 #include "coordinator/link_probe.h"
 #include "proto/wire.h"
+#include "runtime/clock.h"
 #include "runtime/node.h"
 #include "runtime/signals.h"
 
 static double now_us(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+	return (double)ps_now_ns() * 1e-3;
 }
 
 typedef struct probe {
