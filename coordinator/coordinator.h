@@ -2,21 +2,39 @@
  * coordinator/coordinator.h - ps-scheduler: membership, placement, barriers,
  * heartbeats and shutdown of one job.
  *
- * Life of a job, as the scheduler sees it:
- *  1. Registration: servers and workers REGISTER (role, endpoint, transport
- *     id, and for workers the tensors they declared; every worker must
- *     declare the same tensors). The scheduler waits up to
- *     cluster.connect_timeout_ms for all S + W; a node beyond the expected
- *     count is refused with an ABORT naming why.
- *  2. Welcome: ids and ranks are assigned in registration order per role,
- *     the partitions are placed on the servers (printed with per-server
- *     bytes and the max/mean imbalance), and every node gets the node table
- *     and the placement.
- *  3. Running: heartbeats both ways; a node silent for
- *     cluster.heartbeat_timeout_ms is reported by name and the job is
- *     aborted (every node gets ABORT and exits non-zero). Worker barriers.
- *  4. End: when every worker reported DONE, SHUTDOWN goes to all, and the
- *     summary is printed.
+ * Life of a job, as the scheduler sees it (coordinator.c,
+ * ps_coordinator_run):
+ *  1. Registration: servers and workers REGISTER (role, endpoint,
+ *     transport id, a worker's wanted rank, and for workers the tensors
+ *     they declared; every worker must declare the first worker's). The
+ *     membership machine (proto/membership.h) judges each REGISTER before
+ *     the scheduler connects back to it: a node the job has no place for
+ *     (one too many, a rank outside the job or taken) is refused and
+ *     logged, and not told; a worker with other tensors aborts the job.
+ *     An accepted node the scheduler cannot connect back to aborts the
+ *     job, naming its endpoint. The scheduler waits up to
+ *     cluster.register_timeout_ms for all S + W, and from
+ *     cluster.connect_timeout_ms on says every 10 s whom it waits for.
+ *  2. Ids: servers are ranked in registration order; workers get the rank
+ *     they asked for (worker.rank), the others the ranks left in
+ *     registration order; ids are 0 the scheduler, then servers, then
+ *     workers, by rank.
+ *  3. Before the WELCOME: the checkpoint to resume from is opened
+ *     (checkpoint.resume), the sizes left auto are chosen (measuring the
+ *     link to a node with PROBEs first where link.bandwidth_gbps is 0;
+ *     link_probe.h, sim/auto_sizes.h), the partitions are placed on the
+ *     servers and the transfer orders computed.
+ *  4. Welcome: every node gets the node table, the placement, the orders,
+ *     the sizes in force and the start iteration.
+ *  5. Running: heartbeats both ways; a node silent for
+ *     cluster.heartbeat_timeout_ms, or reported lost by a peer whose send
+ *     to it failed (PEER_LOST), ends the job: every node gets an ABORT
+ *     naming it and exits non-zero. Workers' barriers and progress,
+ *     checkpoints (checkpoint.every, SIGUSR1), the credit refined during
+ *     the job (scheduling.credit_refine) and ps-tune's live changes.
+ *  6. End: when every worker reported DONE (and, with checkpoint.dir, the
+ *     servers flushed their writes), the summary is printed and SHUTDOWN
+ *     goes to all.
  */
 #ifndef ORDO_COORDINATOR_COORDINATOR_H
 #define ORDO_COORDINATOR_COORDINATOR_H

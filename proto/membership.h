@@ -67,8 +67,10 @@ typedef enum {
 	PS_MEMBER_ACCEPTED, /* registered; *index_p is its registration
 			       index (0-based) */
 	PS_MEMBER_DROPPED,  /* not a registration: dropped, nothing changed */
-	PS_MEMBER_REFUSED,  /* a node the job has no place for: tell it why
-			       (ABORT) and forget it; the job goes on */
+	PS_MEMBER_REFUSED,  /* a node the job has no place for: log why
+			       and forget it, without connecting to it
+			       (ps-scheduler does not tell it); the job
+			       goes on */
 	PS_MEMBER_FATAL,    /* the job cannot go on: abort it, with why */
 } ps_member_verdict;
 
