@@ -25,8 +25,9 @@
 # there; from then on the binaries load nothing of the target's own but
 # the GPU driver's libcuda (found through env.sh).
 #
-# The bundle must stay under 64 MiB (what a device machine receives);
-# the script fails if it does not, and prints its size.
+# The bundle must stay under BUNDLE_LIMIT_MIB (default 64 MiB), so that
+# it stays quick to copy to the target; the script fails if it does not,
+# and prints its size.
 set -euo pipefail
 
 usage() {
@@ -167,4 +168,4 @@ providers=$(find "$out/lib" -maxdepth 1 -name '*-rdmav*.so' -printf '%f\n' | sor
 size_kib=$(du -sk "$out" | cut -f1)
 echo "device-bundle: $out: $(wc -l <"$out/ELF-LIST") ELF files, $((size_kib / 1024)) MiB"
 [ "$size_kib" -le $((limit_mib * 1024)) ] ||
-	die "$out is $((size_kib / 1024)) MiB, over the $limit_mib MiB a device machine receives"
+	die "$out is $((size_kib / 1024)) MiB, over the limit of $limit_mib MiB (BUNDLE_LIMIT_MIB)"

@@ -436,8 +436,8 @@ done
 	echo
 	echo "$((SECONDS - t0)) s in all."
 } >>"$results"
-# what comes back from a device machine is at most 16 MiB a file: the
-# timelines and parameter dumps stay behind, named in left-out.txt
+# raw.tar.gz stays small: files over 2 MiB (timelines, parameter dumps)
+# stay behind, named in left-out.txt
 (cd "$raw" && find . -type f -size +2M -printf '%P %s bytes\n' >left-out.txt)
 tar -C "$raw" -czf "$out/raw.tar.gz" --exclude-from=<(cut -d' ' -f1 "$raw/left-out.txt" | sed 's|^|./|') . 2>/dev/null
 echo "device-check: $results ($((SECONDS - t0)) s)" >&2
