@@ -29,8 +29,8 @@ typedef struct ps_join ps_join;
 /* A deliberate bug, for the simulation tests' proof that they can fail. */
 enum {
 	PS_JOIN_FAULT_NONE = 0,
-	PS_JOIN_FAULT_DROP_EARLY, /* messages before the WELCOME are lost, as
-				     before fb2417c */
+	PS_JOIN_FAULT_DROP_EARLY, /* messages before the WELCOME are lost:
+				     the race the join machine closes */
 };
 
 /* PS_OK, PS_ENOMEM. max_early: how many messages are kept at most;

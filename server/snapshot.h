@@ -10,7 +10,7 @@
  * its values and momentum into buffers kept for checkpoints, their pages
  * faulted in once (taking a reference to the copy-on-write values instead
  * made the next update copy them into fresh pages: 1.2 s per checkpoint of
- * half of VGG16 on this VM, against ~50 ms for the two copies) - and
+ * half of VGG16 on a 2-vCPU VM, against ~50 ms for the two copies) - and
  * training goes on. Memory: two copies of the shard per checkpoint slot,
  * the second slot allocated only when a write and a collection overlap.
  * Once every partition of the shard is taken, a thread writes the shard

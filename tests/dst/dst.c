@@ -106,7 +106,7 @@ enum {
 	FAULT_CREDIT_LEAK,  /* proto/shard.h: PARAMS_ACK loses credit */
 	FAULT_VERSION_SKIP, /* proto/shard.h: an update skips a version */
 	FAULT_DROP_EARLY,   /* proto/join.h: messages before the WELCOME are
-			       lost (the race fixed in fb2417c) */
+			       lost, the race test_node pins down */
 	FAULT_BLIND,        /* proto/membership.h: a silent node is never
 			       noticed */
 	FAULT_BLAME_REPORTER, /* proto/membership.h: the node that reports

@@ -1,5 +1,6 @@
-# Limits on what a peer can make a node do (README "Limits"), each sent to
-# a running job, which must finish with every value exact:
+# Limits on what a peer can make a node do (README "Security and
+# limits"), each sent to a running job, which must finish with every value
+# exact:
 #  1. A frame larger than transport.max_message, to the scheduler and to
 #     every server while the job runs: each drops the connection (ZeroMQ's
 #     ZMQ_MAXMSGSIZE, seen by fuzz_sender's socket monitor) before

@@ -1,5 +1,5 @@
-# The issue's check: VGG16 replayed on 2 workers x 2 servers on loopback
-# for 20 iterations; its timeline is valid JSON with the expected lanes.
+# VGG16 replayed on 2 workers x 2 servers on loopback for 20 iterations;
+# its timeline is valid JSON with the expected lanes.
 source "$(dirname "$0")/lib.sh" "$@"
 out=$WORK/out
 

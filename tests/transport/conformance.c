@@ -1,6 +1,6 @@
 /*
  * tests/transport/conformance.c - one cmocka suite that every transport
- * backend must pass: `transport_conformance tcp` (later: `... rdma`).
+ * backend must pass: `transport_conformance tcp` and `... rdma`.
  *
  * The suite uses only transport/transport.h, so a new backend runs the same
  * tests unchanged; the one exception is test_garbage, which speaks raw
