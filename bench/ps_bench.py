@@ -641,10 +641,14 @@ class Cluster:
             self.addr[name] = addr
 
     def burst_bytes(self, gbps):
-        """tbf's bucket at gbps: 1 ms at the rate, at least 64 KiB + one
-        MTU (a GSO packet must fit). The queue limit is tbf_latency_ms at
-        the rate."""
-        return max(65536 + self.mtu, int(gbps * 1e9 / 8 * 0.001))
+        """tbf's bucket: one GSO packet (64 KiB) and one MTU, at every
+        rate. A NIC never sends faster than its rate; what tbf's bucket
+        holds beyond a packet goes out at the machine's speed after the
+        link idled, which rewards traffic that idles between messages
+        (stop-and-wait) with bursts no real link gives. The sustained
+        rate is the same (ps-bench's bulk probe measures it). The queue
+        limit is tbf_latency_ms at the rate."""
+        return 65536 + self.mtu
 
     def shape(self, gbps):
         """tbf at gbps on both directions of every host's link; under time
