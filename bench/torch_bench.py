@@ -10,7 +10,8 @@ servers average, every worker's torch SGD steps) in two layouts -- the
 servers on hosts of their own ("separate") and one server on every worker's
 host ("colocated") -- and with torch DDP (gloo) on the same hosts and
 links. The hosts are ps-bench's network namespaces on a bridge, each link
-shaped with tc tbf (bench/ps_bench.py's Cluster, imported, not copied).
+shaped with tc tbf (ps-bench's Cluster, bench/ps_bench/namespaces.py,
+imported, not copied).
 
 Real compute on a CPU is far slower than on a GPU, so the links are slowed
 by the same factor: factor = (this machine's forward + backward ms per
@@ -310,11 +311,10 @@ class Bench:
 
     # -- the cluster ---------------------------------------------------------
     def setup(self):
-        ps_bench.NS_PREFIX = NS_PREFIX
         if self.mode == "netns":
             remove_stale()
         self.cluster = ps_bench.Cluster(self.mode, self.a.workers,
-                                        self.a.servers)
+                                        self.a.servers, ns_prefix=NS_PREFIX)
         self.cluster.setup()
 
     def teardown(self):

@@ -64,7 +64,7 @@ def run_step(args, step):
     if os.path.isfile(os.path.join(d, "report.md")):
         print("tune_eval: %s done already (%s)" % (step, d), flush=True)
         return
-    pb = [sys.executable, os.path.join(SRC, "bench", "ps_bench.py"),
+    pb = [sys.executable, os.path.join(SRC, "bench", "ps-bench"),
           "--bin-dir", args.bin_dir, "--config",
           os.path.join(SRC, "conf", "bench", "tune.ini"),
           "--models", args.models]

@@ -2,7 +2,9 @@
 # packages: the binaries, libordo.so (SONAME libordo.so.0, only the public
 # API exported: cmake/ordo.map), the headers, a pkg-config file, a CMake
 # package (find_package(ordo) -> ordo::ordo) and man pages made by
-# help2man from every binary's --help (when help2man is installed).
+# help2man from every binary's --help (when help2man is installed); with
+# the benchmarks, ps-bench and its package, scenarios and models
+# (bench/CMakeLists.txt).
 # tests/integration/install.sh installs into a temporary prefix and builds
 # and runs a program against it both ways.
 include(GNUInstallDirs)

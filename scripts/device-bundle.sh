@@ -11,8 +11,9 @@
 #
 # OUT_DIR receives:
 #   build/     every executable of the build tree at its relative path, the
-#              scripts CMake generated (ps-bench) and CMakeCache.txt, so
-#              the test and bench scripts take OUT_DIR/build as BUILD_DIR;
+#              scripts CMake generated (ps-bench, with its package
+#              ps_bench/) and CMakeCache.txt, so the test and bench
+#              scripts take OUT_DIR/build as BUILD_DIR;
 #   lib/       the C library and its loader (ld-linux-x86-64.so.2) and
 #              every shared library the executables load, the rdma-core
 #              providers (libibverbs' drivers) among them;
@@ -101,6 +102,11 @@ while IFS= read -r -d '' f; do
 done < <(find "$build" -path "$build/CMakeFiles" -prune -o -path '*/CMakeFiles' -prune \
 	-o -type f -perm -u+x ! -name '*.so*' -print0)
 cp "$build/CMakeCache.txt" "$out/build/"
+# ps-bench's package beside it (Python modules, not executables)
+if [ -d "$build/ps_bench" ]; then
+	mkdir -p "$out/build/ps_bench"
+	cp -p "$build"/ps_bench/*.py "$out/build/ps_bench/"
+fi
 for so in "$build"/lib*.so.*; do
 	{ [ -f "$so" ] && [ ! -L "$so" ] && is_elf "$so"; } || continue
 	soname=$(patchelf --print-soname "$so" 2>/dev/null || true)

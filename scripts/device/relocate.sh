@@ -45,8 +45,8 @@ while IFS= read -r f; do
 		;;
 	esac
 done <"$here/ELF-LIST"
-if [ -n "$source_dir" ] && [ -f "$here/build/ps-bench" ]; then
-	sed -i "s|^_CONFIGURED_SOURCE_DIR = .*|_CONFIGURED_SOURCE_DIR = \"$source_dir\"|" \
-		"$here/build/ps-bench"
+if [ -n "$source_dir" ] && [ -f "$here/build/ps_bench/_build.py" ]; then
+	sed -i "s|^SOURCE_DIR = .*|SOURCE_DIR = \"$source_dir\"|" \
+		"$here/build/ps_bench/_build.py"
 fi
 echo "relocate.sh: $n executables now load from $as/lib"

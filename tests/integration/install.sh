@@ -4,8 +4,9 @@
 # and (with help2man) man pages there; a program that includes only
 # <ordo/ordo.h> is built against it with pkg-config and with
 # find_package(ordo), and both run as the workers of a real job started
-# by the installed ps-launch, exact. cpack -G DEB makes a package with the
-# same files under /usr and its shared-library dependencies.
+# by the installed ps-launch, exact. With the benchmarks built, ps-bench
+# is installed too and runs from the prefix. cpack -G DEB makes a package
+# with the same files under /usr and its shared-library dependencies.
 source "$(dirname "$0")/lib.sh" "$@"
 prefix=$WORK/prefix
 cmake --install "$BUILD" --prefix "$prefix" >"$WORK/install.log" 2>&1 ||
@@ -65,6 +66,33 @@ got=$(PYTHONPATH=$prefix/lib/python3/dist-packages "${pre[@]}" python3 -c 'impor
 [ "$got" = "$libdir/libordo.so.0" ] || fail "the installed Python package uses $got, not $libdir/libordo.so.0"
 pass "installed: binaries, libordo.so.0 (public API only), headers, ordo.pc, the CMake package, the Python package; built both ways, exact jobs"
 
+# ps-bench (built with the benchmarks): bin/ps-bench starts its package
+# under share/ordo, which reads the scenarios and models installed beside
+# it; moved elsewhere with share/ordo, it still runs (nothing points back
+# into the build or source tree); it writes no __pycache__ there.
+if [ -x "$BUILD/ps-bench" ]; then
+	for f in bin/ps-bench share/ordo/ps_bench/cli.py share/ordo/ps_bench/_build.py \
+		share/ordo/conf/bench/quick.ini share/ordo/conf/models/resnet50.json; do
+		[ -e "$prefix/$f" ] || fail "not installed: $f"
+	done
+	"$prefix/bin/ps-bench" --help >"$WORK/ps-bench-help.log" 2>&1 ||
+		fail "installed ps-bench --help exited $?: $(tail -n 3 "$WORK/ps-bench-help.log")"
+	grep -q -- "--predict-only" "$WORK/ps-bench-help.log" || fail "installed ps-bench --help lists no --predict-only"
+	mkdir -p "$WORK/moved/bin" "$WORK/moved/share"
+	cp -p "$prefix/bin/ps-bench" "$WORK/moved/bin/"
+	cp -rp "$prefix/share/ordo" "$WORK/moved/share/"
+	for pb in "$prefix/bin/ps-bench" "$WORK/moved/bin/ps-bench --bin-dir $prefix/bin"; do
+		# shellcheck disable=SC2086 # the launcher and its arguments
+		(cd "$WORK" && $pb --dry-run --quick) >"$WORK/ps-bench-dry.log" 2>&1 ||
+			fail "$pb --dry-run --quick exited $?: $(tail -n 3 "$WORK/ps-bench-dry.log")"
+		grep -q "^  8 resnet50 1 Gbit/s tcp ordo rep 1 (2+2 iterations)$" "$WORK/ps-bench-dry.log" ||
+			fail "$pb --dry-run --quick: $(cat "$WORK/ps-bench-dry.log")"
+	done
+	[ -z "$(find "$prefix/share/ordo" "$WORK/moved" -name __pycache__)" ] ||
+		fail "the installed ps-bench wrote __pycache__"
+	pass "installed ps-bench: --help, --dry-run --quick from the prefix and moved elsewhere"
+fi
+
 # cpack -G DEB
 (cd "$WORK" && cpack -G DEB --config "$BUILD/CPackConfig.cmake" >"$WORK/cpack.log" 2>&1) ||
 	fail "cpack -G DEB: $(tail -n 5 "$WORK/cpack.log")"
@@ -75,6 +103,12 @@ for f in ./usr/bin/ps-launch ./usr/include/ordo/ordo.h "libordo.so.0" "pkgconfig
 	"cmake/ordo/ordoConfig.cmake"; do
 	grep -q -- "$f" "$WORK/deb.list" || fail "the .deb lacks $f"
 done
+if [ -x "$BUILD/ps-bench" ]; then
+	for f in ./usr/bin/ps-bench ./usr/share/ordo/ps_bench/cli.py ./usr/share/ordo/ps_bench/_build.py \
+		./usr/share/ordo/conf/bench/quick.ini ./usr/share/ordo/conf/models/resnet50.json; do
+		grep -q -- "$f" "$WORK/deb.list" || fail "the .deb lacks $f"
+	done
+fi
 dpkg-deb -f "$deb" Depends | grep -q libzmq5 || fail "the .deb does not depend on libzmq5: $(dpkg-deb -f "$deb" Depends)"
 pass "$(basename "$deb"): /usr/bin, the library, headers, pkg-config, CMake package; Depends: $(dpkg-deb -f "$deb" Depends | cut -c1-80)..."
 assert_no_leftovers

@@ -11,7 +11,7 @@
 set -u
 build=$1
 src=$2
-bench=$src/bench/ps_bench.py
+bench=$src/bench/ps-bench # the launcher of the package bench/ps_bench/
 tmp=$(mktemp -d /tmp/ordo-bench-rdma-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
@@ -21,11 +21,10 @@ for b in ps-scheduler ps-server ps-worker ps-sim; do
 done
 
 # --- the device probe, on a fake sysfs tree --------------------------------
-PYTHONDONTWRITEBYTECODE=1 python3 - "$bench" "$tmp/sys" "$build" <<'PY' || fail "device probe"
-import importlib.util, os, sys
-spec = importlib.util.spec_from_file_location("ps_bench", sys.argv[1])
-pb = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(pb)
+PYTHONDONTWRITEBYTECODE=1 python3 - "$src/bench" "$tmp/sys" "$build" <<'PY' || fail "device probe"
+import os, sys
+sys.path.insert(0, sys.argv[1])
+import ps_bench as pb
 root, build = sys.argv[2], sys.argv[3]
 assert pb.ipv4_of_gid("0000:0000:0000:0000:0000:ffff:c000:0201") == "192.0.2.1"
 assert pb.ipv4_of_gid("fe80:0000:0000:0000:0000:00ff:fe00:0001") is None
