@@ -385,7 +385,7 @@ static int bomb(const char *ep, const char *kind, size_t bytes, long count)
 	int linger = -1, rc = 0;
 	size_t hlen = 0;
 
-	if (bytes < 5 || bytes > UINT32_MAX) {
+	if ((strcmp(kind, "frames") != 0 && bytes < 5) || bytes > UINT32_MAX) {
 		fprintf(stderr, "fuzz_sender: bomb: BYTES from 5 to 2^32-1\n");
 		return 2;
 	}
