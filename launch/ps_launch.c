@@ -212,57 +212,41 @@ static int forwarded(const launch *l, const char *entry)
 static char **remote_argv(const launch *l, const ps_host *h, char **argv,
 			  const char *const *envs, char **cmd)
 {
-	size_t cap = 4096, len = 0;
+	size_t nenv = 0, k = 0;
+	const char **env;
 	int nssh = 0;
 	char **v;
 
-	for (char **a = argv; *a; a++)
-		cap += 4 * strlen(*a) + 3;
 	for (char **e = environ; *e; e++)
-		if (forwarded(l, *e))
-			cap += 4 * strlen(*e) + 3;
+		nenv += forwarded(l, *e);
 	for (const char *const *e = envs; e && *e; e++)
-		cap += 4 * strlen(*e) + 3;
-	*cmd = malloc(cap);
+		nenv++;
+	env = calloc(nenv + 1, sizeof(*env));
 	while (l->ssh_words[nssh])
 		nssh++;
 	v = calloc((size_t)nssh + 3, sizeof(*v));
-	if (!*cmd || !v)
+	*cmd = NULL;
+	if (!env || !v)
 		goto fail;
-	len = (size_t)snprintf(*cmd, cap, "cd ");
-	if (ps_shell_quote(l->cwd, *cmd, cap, &len) != PS_OK)
+	/* the ORDO_* configuration and --env's variables, as they are here,
+	 * then the worker's */
+	for (char **e = environ; *e; e++)
+		if (forwarded(l, *e))
+			env[k++] = *e;
+	for (const char *const *e = envs; e && *e; e++)
+		env[k++] = *e;
+	*cmd = ps_remote_command(l->cwd, env, remote_wrapper,
+				 (const char *const *)argv);
+	if (!*cmd)
 		goto fail;
-	len += (size_t)snprintf(*cmd + len, cap - len, " 2>/dev/null; exec env");
-	/* the ORDO_* configuration and --env's variables, as they are here */
-	for (char **e = environ; *e; e++) {
-		if (!forwarded(l, *e))
-			continue;
-		(*cmd)[len++] = ' ';
-		if (ps_shell_quote(*e, *cmd, cap, &len) != PS_OK)
-			goto fail;
-	}
-	for (const char *const *e = envs; e && *e; e++) { /* the worker's */
-		(*cmd)[len++] = ' ';
-		if (ps_shell_quote(*e, *cmd, cap, &len) != PS_OK)
-			goto fail;
-	}
-	len += (size_t)snprintf(*cmd + len, cap - len, " sh -c ");
-	if (ps_shell_quote(remote_wrapper, *cmd, cap, &len) != PS_OK)
-		goto fail;
-	len += (size_t)snprintf(*cmd + len, cap - len, " ordo");
-	for (char **a = argv; *a; a++) {
-		(*cmd)[len++] = ' ';
-		if (ps_shell_quote(*a, *cmd, cap, &len) != PS_OK)
-			goto fail;
-	}
+	free(env);
 	for (int i = 0; i < nssh; i++)
 		v[i] = l->ssh_words[i];
 	v[nssh] = (char *)h->dest;
 	v[nssh + 1] = *cmd;
 	return v;
 fail:
-	free(*cmd);
-	*cmd = NULL;
+	free(env);
 	free(v);
 	return NULL;
 }
