@@ -15,9 +15,13 @@
  * Failure handling: when a process fails, the others normally stop by
  * themselves (the scheduler aborts the job within the heartbeat timeout);
  * those still running after that grace period get SIGTERM, then SIGKILL.
- * SIGINT/SIGTERM to ps-launch are forwarded to every process, SIGUSR1 (a
- * checkpoint, now) to the scheduler. Nothing is left running when
- * ps-launch exits. Exit status: 0 if every process exited 0, else the
+ * SIGINT/SIGTERM/SIGHUP to ps-launch are forwarded to every process as
+ * SIGTERM, SIGUSR1 (a checkpoint, now) to the scheduler. Nothing is left
+ * running when ps-launch exits: a local process gets SIGTERM when
+ * ps-launch goes, even by SIGKILL (PR_SET_PDEATHSIG), and a remote one
+ * when its ssh's stdin closes. The per-job key directory
+ * (security.mode = curve without keys_dir) is removed at every exit but
+ * SIGKILL's. Exit status: 0 if every process exited 0, else the
  * first failure's status (128 + signal for a signal).
  *
  * Recovery (fault.restarts = N): when a process of the job fails, the
@@ -49,6 +53,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -283,6 +288,7 @@ static int spawn(launch *l, const char *prog, const char *name,
 		}
 	}
 	fflush(NULL);
+	pid_t launcher = getpid();
 	pid = fork();
 	if (pid < 0) {
 		PS_ERROR("cannot start %s: %s", name, strerror(errno));
@@ -295,6 +301,14 @@ static int spawn(launch *l, const char *prog, const char *name,
 		sa.sa_handler = SIG_DFL;
 		sigaction(SIGINT, &sa, NULL);
 		sigaction(SIGTERM, &sa, NULL);
+		sigaction(SIGHUP, &sa, NULL);
+		/* a local process outlives no launcher, even one killed by
+		 * SIGKILL: SIGTERM when it goes (kept across exec); one that
+		 * went before this line leaves us another parent. A remote
+		 * one stops when its ssh's stdin closes. */
+		if (!host && (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 ||
+			      getppid() != launcher))
+			_exit(128 + SIGTERM);
 		if (ctl[0] >= 0)
 			dup2(ctl[0], STDIN_FILENO);
 		if (out_fd >= 0)
@@ -1241,6 +1255,9 @@ int main(int argc, char **argv)
 	ps_config cfg;
 
 	ps_signals_install();
+	/* a closed terminal or session stops the job as SIGTERM does: the
+	 * processes are stopped and the per-job keys removed */
+	ps_signals_install_hup();
 	/* -- PROGRAM ARGS...: the workers' program and its own arguments */
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--") != 0)
