@@ -47,7 +47,7 @@ static int check_dir(const char *dir, int dfd, char *err, size_t errlen)
 static int open_dir(const char *dir, int create, int *dfd_p, char *err,
 		    size_t errlen)
 {
-	int dfd, rc;
+	int dfd = -1, rc;
 
 	if (create && mkdir(dir, 0700) != 0 && errno != EEXIST)
 		return ps_errf(err, errlen, ps_err_from_errno(errno), "%s: %s",
@@ -109,7 +109,7 @@ static int write_key(const char *dir, int dfd, const char *name,
 int ps_keys_generate(const char *dir, int force, char *err, size_t errlen)
 {
 	ps_job_keys k;
-	int dfd, rc;
+	int dfd = -1, rc;
 
 	rc = open_dir(dir, 1, &dfd, err, errlen);
 	if (rc != PS_OK)
@@ -176,7 +176,7 @@ static int read_key(const char *dir, int dfd, const char *name,
 int ps_keys_load(const char *dir, ps_job_keys *k, char *err, size_t errlen)
 {
 	char derived[PS_KEY_Z85_LEN + 1];
-	int rc, dfd;
+	int rc, dfd = -1;
 
 	if (!dir || !*dir)
 		return ps_errf(
