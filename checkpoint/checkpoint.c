@@ -13,10 +13,12 @@
  * the manifest does not describe exactly. Tiling is checked by sorting
  * every segment by (tensor, offset): O(S log S) for S segments.
  *
- * Pruning and "latest" consider only entries named ckpt-<12 digits> that
- * are directories themselves (lstat; a symlink is never followed), and a
- * directory is removed by unlinking its entries (never recursing) and
- * then rmdir.
+ * Pruning, "latest" and ps_ckpt_open consider only entries named
+ * ckpt-<12 digits> that are directories themselves (lstat; a symlink is
+ * never followed), and a directory is removed by unlinking its entries
+ * (never recursing) and then rmdir. The manifest and shards are read only
+ * as regular files (psi_ckpt_open_regular: no symlink, no FIFO to wait
+ * on).
  *
  * Threads: no shared state; an open ps_ckpt is read-only.
  */
@@ -27,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "checkpoint/internal.h"
@@ -258,6 +261,24 @@ int ps_ckpt_open(const char *dir, ps_ckpt **ck_p, char *why, size_t whylen)
 
 	if (!dir || !ck_p)
 		return ps_errf(why, whylen, PS_EINVAL, "no directory");
+	/* as "latest" and pruning: an entry named ckpt-<12 digits> is a
+	 * checkpoint only as a directory itself (a path of the user's own
+	 * naming, e.g. ckpt/latest, may be a symlink) */
+	{
+		const char *base = strrchr(dir, '/');
+		struct stat st;
+		uint64_t it;
+
+		base = base ? base + 1 : dir;
+		if (psi_ckpt_parse_name(base, &it) == 0 &&
+		    lstat(dir, &st) == 0 && S_ISLNK(st.st_mode))
+			return ps_errf(why, whylen, PS_EPROTO,
+			               "%s: a symbolic link, not a checkpoint "
+			               "directory (a ckpt-<12 digits> entry is "
+			               "never followed; name the directory it "
+			               "points to)",
+			               dir);
+	}
 	ck = calloc(1, sizeof(*ck));
 	if (!ck || !(ck->dir = strdup(dir))) {
 		free(ck);

@@ -147,6 +147,13 @@ int psi_ckpt_probe(const char *path, uint64_t iteration, char *why,
 int psi_ckpt_sys_fail(char *why, size_t whylen, int errnum, const char *path,
                       const char *what);
 
+/* Opens path for reading only if it is a regular file: never following a
+ * symlink, never waiting on a FIFO (O_NONBLOCK until fstat says it is
+ * regular). PS_OK with *fd_p; PS_ENOENT (nothing in why) when there is
+ * no such file; else an error naming path ("not a regular file"). */
+int psi_ckpt_open_regular(const char *path, int *fd_p, char *why,
+                          size_t whylen);
+
 /* zlib's crc32 over n bytes, in pieces that fit its uInt lengths. */
 uint32_t psi_ckpt_crc(uint32_t crc, const void *p, uint64_t n);
 

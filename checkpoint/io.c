@@ -162,6 +162,48 @@ int psi_ckpt_mkdirs(const char *dir, char *why, size_t whylen)
 	return PS_OK;
 }
 
+int psi_ckpt_open_regular(const char *path, int *fd_p, char *why,
+                          size_t whylen)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	int flags;
+
+	*fd_p = -1;
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return PS_ENOENT;
+		if (errno == ELOOP)
+			return ps_errf(why, whylen, PS_EPROTO,
+			               "%s: not a regular file (a symbolic "
+			               "link)",
+			               path);
+		return psi_ckpt_sys_fail(why, whylen, errno, path, "open");
+	}
+	if (fstat(fd, &st) != 0) {
+		int e = errno;
+		close(fd);
+		return psi_ckpt_sys_fail(why, whylen, e, path, "fstat");
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return ps_errf(why, whylen, PS_EPROTO,
+		               "%s: not a regular file (%s)", path,
+		               S_ISFIFO(st.st_mode)  ? "a FIFO"
+		               : S_ISDIR(st.st_mode) ? "a directory"
+		               : S_ISSOCK(st.st_mode) ? "a socket"
+		                                      : "a device");
+	}
+	flags = fcntl(fd, F_GETFL);
+	if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+		int e = errno;
+		close(fd);
+		return psi_ckpt_sys_fail(why, whylen, e, path, "fcntl");
+	}
+	*fd_p = fd;
+	return PS_OK;
+}
+
 int psi_ckpt_fsync_dir(const char *dir)
 {
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -470,19 +470,24 @@ int psi_ckpt_manifest_load(struct ps_ckpt *ck, char *why, size_t whylen)
 	json_t *root;
 	struct stat st;
 	FILE *f;
-	int rc;
+	int rc, fd;
 
 	rc = psi_ckpt_join(path, sizeof(path), why, whylen, "%s/%s", ck->dir,
 	                   PS_CKPT_MANIFEST);
 	if (rc)
 		return rc;
-	f = fopen(path, "re");
+	rc = psi_ckpt_open_regular(path, &fd, why, whylen);
+	if (rc == PS_ENOENT)
+		return ps_errf(why, whylen, PS_ENOENT,
+		               "%s: not a checkpoint (no %s)", ck->dir,
+		               PS_CKPT_MANIFEST);
+	if (rc)
+		return rc;
+	f = fdopen(fd, "r");
 	if (!f) {
-		if (errno == ENOENT)
-			return ps_errf(why, whylen, PS_ENOENT,
-			               "%s: not a checkpoint (no %s)", ck->dir,
-			               PS_CKPT_MANIFEST);
-		return psi_ckpt_sys_fail(why, whylen, errno, path, "open");
+		rc = psi_ckpt_sys_fail(why, whylen, errno, path, "open");
+		close(fd);
+		return rc;
 	}
 	if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode) ||
 	    (uint64_t)st.st_size > MANIFEST_MAX) {

@@ -175,11 +175,14 @@ static int read_array(reader *rd, const psi_ckpt_seg *s, int a, float *dst)
 	if (rd->fd < 0 || rd->fd_shard != s->shard) {
 		if (rd->fd >= 0)
 			close(rd->fd);
-		rd->fd = open(sh->path, O_RDONLY | O_CLOEXEC);
+		rc = psi_ckpt_open_regular(sh->path, &rd->fd, rd->why,
+		                           rd->whylen);
 		rd->fd_shard = s->shard;
-		if (rd->fd < 0)
-			return psi_ckpt_sys_fail(rd->why, rd->whylen, errno,
-			                         sh->path, "open");
+		if (rc == PS_ENOENT)
+			return ps_errf(rd->why, rd->whylen, PS_ENOENT,
+			               "%s: missing", sh->path);
+		if (rc)
+			return rc;
 	}
 	rc = psi_ckpt_read_at(rd->fd, dst, bytes, s->at[a], sh->path, rd->why,
 	                      rd->whylen);

@@ -631,11 +631,10 @@ int psi_ckpt_shard_load(const char *path, uint32_t shard_index,
 	sh->path = strdup(path);
 	if (!sh->path)
 		return ps_errf(why, whylen, PS_ENOMEM, "out of memory");
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		rc = errno == ENOENT
-		         ? ps_errf(why, whylen, PS_ENOENT, "%s: missing", path)
-		         : psi_ckpt_sys_fail(why, whylen, errno, path, "open");
+	rc = psi_ckpt_open_regular(path, &fd, why, whylen);
+	if (rc) {
+		if (rc == PS_ENOENT)
+			ps_errf(why, whylen, PS_ENOENT, "%s: missing", path);
 		goto fail;
 	}
 	if (fstat(fd, &st) != 0) {
@@ -836,9 +835,11 @@ int psi_ckpt_shard_verify(const psi_ckpt_shard *sh,
 	is.buf = malloc(VERIFY_BUF);
 	if (!is.buf)
 		return ps_errf(why, whylen, PS_ENOMEM, "out of memory");
-	is.fd = open(sh->path, O_RDONLY | O_CLOEXEC);
-	if (is.fd < 0) {
-		rc = psi_ckpt_sys_fail(why, whylen, errno, sh->path, "open");
+	rc = psi_ckpt_open_regular(sh->path, &is.fd, why, whylen);
+	if (rc) {
+		if (rc == PS_ENOENT)
+			ps_errf(why, whylen, PS_ENOENT, "%s: missing",
+			        sh->path);
 		goto out;
 	}
 	/* header and table were checked by the load; the padding after */

@@ -160,13 +160,40 @@ static int send_msg(coord *c, ps_peer peer, uint32_t type, uint32_t key,
 	return rc;
 }
 
-static void send_abort(coord *c, ps_peer peer, const char *reason)
+/* A WELCOME or ABORT to member i, whose header names the member's
+ * transport id (a node takes these before its WELCOME only so addressed:
+ * the id is what others do not know). Frees body whatever happens. */
+static int send_addressed(coord *c, uint32_t i, uint32_t type, void *body,
+			  size_t len)
+{
+	ps_wire_header h = {
+		.version = PS_WIRE_VERSION,
+		.type = type,
+		.job_id = c->job_id,
+		.sender = 0,
+		.iteration = c->members[i].info.transport_id,
+		.payload_len = len,
+	};
+	uint8_t buf[PS_WIRE_HEADER_MAX];
+	size_t hlen;
+	int rc = ps_wire_header_encode(&h, buf, sizeof(buf), &hlen);
+
+	if (rc == PS_OK)
+		rc = ps_transport_send(c->t, c->members[i].peer, buf, hlen,
+				       body, len, body ? ps_wire_free : NULL,
+				       NULL);
+	if (rc != PS_OK)
+		free(body);
+	return rc;
+}
+
+static void send_abort(coord *c, uint32_t i, const char *reason)
 {
 	void *body;
 	size_t len;
 
 	if (ps_wire_reason_encode(reason, &body, &len) == PS_OK)
-		send_msg(c, peer, PS_MSG_ABORT, 0, body, len);
+		send_addressed(c, i, PS_MSG_ABORT, body, len);
 }
 
 /* Tells every registered node the job is over, with a reason. */
@@ -178,7 +205,7 @@ static void abort_job(coord *c, const char *reason)
 	for (uint32_t i = 1; i <= n; i++)
 		if (!ps_membership_complete(c->ms) ||
 		    ps_membership_reachable(c->ms, i))
-			send_abort(c, c->members[i].peer, reason);
+			send_abort(c, i, reason);
 }
 
 /* Handles a REGISTER during registration. Returns PS_OK, PS_EPROTO
@@ -194,13 +221,14 @@ static int handle_register(coord *c, const ps_msg *msg,
 	int rc;
 
 	if (h->job_id != 0 || h->payload_len != msg->payload_len) {
-		psi_note_drop(++c->dropped, "REGISTER", "bad job id or length");
+		psi_note_drop_from(++c->dropped, "REGISTER", msg->src,
+				   "bad job id or length");
 		return PS_EPROTO;
 	}
 	rc = ps_wire_register_decode(msg->payload, msg->payload_len, &r, why,
 				     sizeof(why));
 	if (rc != PS_OK) {
-		psi_note_drop(++c->dropped, "REGISTER", why);
+		psi_note_drop_from(++c->dropped, "REGISTER", msg->src, why);
 		return PS_EPROTO;
 	}
 	/* The verdict first: a REGISTER the job has no place for is never
@@ -368,8 +396,7 @@ static int send_welcomes(coord *c)
 			return PS_EABORTED;
 		}
 		if (rc == PS_OK)
-			rc = send_msg(c, c->members[i].peer, PS_MSG_WELCOME, 0,
-				      body, len);
+			rc = send_addressed(c, i, PS_MSG_WELCOME, body, len);
 		if (rc != PS_OK) {
 			char who[400];
 			describe(&c->members[i], who, sizeof(who));
@@ -762,7 +789,8 @@ static int registration(coord *c)
 		rc = ps_wire_header_decode(msg->hdr, msg->hdr_len, &h, why,
 					   sizeof(why));
 		if (rc != PS_OK) {
-			psi_note_drop(++c->dropped, "message", why);
+			psi_note_drop_from(++c->dropped, "message", msg->src,
+					   why);
 		} else if (h.type != PS_MSG_REGISTER) {
 			/* Heartbeats cannot come before the WELCOME; anything
 			 * else is a stray. */
@@ -1591,7 +1619,8 @@ static int running(coord *c)
 			return rc;
 		if (ps_wire_header_decode(msg->hdr, msg->hdr_len, &h, why,
 					  sizeof(why)) != PS_OK) {
-			psi_note_drop(++c->dropped, "message", why);
+			psi_note_drop_from(++c->dropped, "message", msg->src,
+					   why);
 			ps_msg_free(&msg);
 			continue;
 		}

@@ -195,3 +195,69 @@ int ps_shell_quote(const char *s, char *out, size_t cap, size_t *len)
 	*len = k;
 	return PS_OK;
 }
+
+/* Appends s to buf (cap bytes, *len used, NUL-terminated); PS_EINVAL,
+ * with nothing written past the end, when it does not fit. */
+static int append(char *buf, size_t cap, size_t *len, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (*len >= cap || n >= cap - *len)
+		return PS_EINVAL;
+	memcpy(buf + *len, s, n + 1);
+	*len += n;
+	return PS_OK;
+}
+
+/* A quoted word takes at most 4 bytes per byte ('\'' for '), its 2
+ * quotes and the space before it. */
+static size_t word_cap(const char *s)
+{
+	return 4 * strlen(s) + 3;
+}
+
+char *ps_remote_command(const char *cwd, const char *const *env,
+			const char *wrapper, const char *const *argv)
+{
+	static const char *const fixed[] = {"cd ", " 2>/dev/null; exec env",
+					    " sh -c ", " ordo"};
+	size_t cap = 1 + word_cap(cwd) + word_cap(wrapper), len = 0;
+	char *cmd;
+
+	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+		cap += strlen(fixed[i]);
+	for (const char *const *e = env; e && *e; e++)
+		cap += word_cap(*e);
+	for (const char *const *a = argv; *a; a++)
+		cap += word_cap(*a);
+	cmd = malloc(cap);
+	if (!cmd)
+		return NULL;
+	/* cap holds it all: a failed append is a bug, and writes nothing */
+	int rc = append(cmd, cap, &len, fixed[0]);
+	if (rc == PS_OK)
+		rc = ps_shell_quote(cwd, cmd, cap, &len);
+	if (rc == PS_OK)
+		rc = append(cmd, cap, &len, fixed[1]);
+	for (const char *const *e = env; rc == PS_OK && e && *e; e++) {
+		rc = append(cmd, cap, &len, " ");
+		if (rc == PS_OK)
+			rc = ps_shell_quote(*e, cmd, cap, &len);
+	}
+	if (rc == PS_OK)
+		rc = append(cmd, cap, &len, fixed[2]);
+	if (rc == PS_OK)
+		rc = ps_shell_quote(wrapper, cmd, cap, &len);
+	if (rc == PS_OK)
+		rc = append(cmd, cap, &len, fixed[3]);
+	for (const char *const *a = argv; rc == PS_OK && *a; a++) {
+		rc = append(cmd, cap, &len, " ");
+		if (rc == PS_OK)
+			rc = ps_shell_quote(*a, cmd, cap, &len);
+	}
+	if (rc != PS_OK) {
+		free(cmd);
+		return NULL;
+	}
+	return cmd;
+}

@@ -52,4 +52,11 @@ int ps_hosts_place(const ps_host *hosts, int n, int rank);
  * *len; PS_EINVAL when it does not fit. */
 int ps_shell_quote(const char *s, char *out, size_t cap, size_t *len);
 
+/* The command line a remote shell runs for one process, in a buffer of
+ * its own size (free it): "cd CWD 2>/dev/null; exec env ENV... sh -c
+ * WRAPPER ordo ARGV...", every word quoted. env and argv end with NULL
+ * (env may be NULL). NULL when out of memory. */
+char *ps_remote_command(const char *cwd, const char *const *env,
+			const char *wrapper, const char *const *argv);
+
 #endif /* ORDO_LAUNCH_HOSTS_H */

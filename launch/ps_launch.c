@@ -15,9 +15,13 @@
  * Failure handling: when a process fails, the others normally stop by
  * themselves (the scheduler aborts the job within the heartbeat timeout);
  * those still running after that grace period get SIGTERM, then SIGKILL.
- * SIGINT/SIGTERM to ps-launch are forwarded to every process, SIGUSR1 (a
- * checkpoint, now) to the scheduler. Nothing is left running when
- * ps-launch exits. Exit status: 0 if every process exited 0, else the
+ * SIGINT/SIGTERM/SIGHUP to ps-launch are forwarded to every process as
+ * SIGTERM, SIGUSR1 (a checkpoint, now) to the scheduler. Nothing is left
+ * running when ps-launch exits: a local process gets SIGTERM when
+ * ps-launch goes, even by SIGKILL (PR_SET_PDEATHSIG), and a remote one
+ * when its ssh's stdin closes. The per-job key directory
+ * (security.mode = curve without keys_dir) is removed at every exit but
+ * SIGKILL's. Exit status: 0 if every process exited 0, else the
  * first failure's status (128 + signal for a signal).
  *
  * Recovery (fault.restarts = N): when a process of the job fails, the
@@ -49,6 +53,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -212,57 +217,41 @@ static int forwarded(const launch *l, const char *entry)
 static char **remote_argv(const launch *l, const ps_host *h, char **argv,
 			  const char *const *envs, char **cmd)
 {
-	size_t cap = 4096, len = 0;
+	size_t nenv = 0, k = 0;
+	const char **env;
 	int nssh = 0;
 	char **v;
 
-	for (char **a = argv; *a; a++)
-		cap += 4 * strlen(*a) + 3;
 	for (char **e = environ; *e; e++)
-		if (forwarded(l, *e))
-			cap += 4 * strlen(*e) + 3;
+		nenv += forwarded(l, *e);
 	for (const char *const *e = envs; e && *e; e++)
-		cap += 4 * strlen(*e) + 3;
-	*cmd = malloc(cap);
+		nenv++;
+	env = calloc(nenv + 1, sizeof(*env));
 	while (l->ssh_words[nssh])
 		nssh++;
 	v = calloc((size_t)nssh + 3, sizeof(*v));
-	if (!*cmd || !v)
+	*cmd = NULL;
+	if (!env || !v)
 		goto fail;
-	len = (size_t)snprintf(*cmd, cap, "cd ");
-	if (ps_shell_quote(l->cwd, *cmd, cap, &len) != PS_OK)
+	/* the ORDO_* configuration and --env's variables, as they are here,
+	 * then the worker's */
+	for (char **e = environ; *e; e++)
+		if (forwarded(l, *e))
+			env[k++] = *e;
+	for (const char *const *e = envs; e && *e; e++)
+		env[k++] = *e;
+	*cmd = ps_remote_command(l->cwd, env, remote_wrapper,
+				 (const char *const *)argv);
+	if (!*cmd)
 		goto fail;
-	len += (size_t)snprintf(*cmd + len, cap - len, " 2>/dev/null; exec env");
-	/* the ORDO_* configuration and --env's variables, as they are here */
-	for (char **e = environ; *e; e++) {
-		if (!forwarded(l, *e))
-			continue;
-		(*cmd)[len++] = ' ';
-		if (ps_shell_quote(*e, *cmd, cap, &len) != PS_OK)
-			goto fail;
-	}
-	for (const char *const *e = envs; e && *e; e++) { /* the worker's */
-		(*cmd)[len++] = ' ';
-		if (ps_shell_quote(*e, *cmd, cap, &len) != PS_OK)
-			goto fail;
-	}
-	len += (size_t)snprintf(*cmd + len, cap - len, " sh -c ");
-	if (ps_shell_quote(remote_wrapper, *cmd, cap, &len) != PS_OK)
-		goto fail;
-	len += (size_t)snprintf(*cmd + len, cap - len, " ordo");
-	for (char **a = argv; *a; a++) {
-		(*cmd)[len++] = ' ';
-		if (ps_shell_quote(*a, *cmd, cap, &len) != PS_OK)
-			goto fail;
-	}
+	free(env);
 	for (int i = 0; i < nssh; i++)
 		v[i] = l->ssh_words[i];
 	v[nssh] = (char *)h->dest;
 	v[nssh + 1] = *cmd;
 	return v;
 fail:
-	free(*cmd);
-	*cmd = NULL;
+	free(env);
 	free(v);
 	return NULL;
 }
@@ -299,6 +288,7 @@ static int spawn(launch *l, const char *prog, const char *name,
 		}
 	}
 	fflush(NULL);
+	pid_t launcher = getpid();
 	pid = fork();
 	if (pid < 0) {
 		PS_ERROR("cannot start %s: %s", name, strerror(errno));
@@ -311,6 +301,14 @@ static int spawn(launch *l, const char *prog, const char *name,
 		sa.sa_handler = SIG_DFL;
 		sigaction(SIGINT, &sa, NULL);
 		sigaction(SIGTERM, &sa, NULL);
+		sigaction(SIGHUP, &sa, NULL);
+		/* a local process outlives no launcher, even one killed by
+		 * SIGKILL: SIGTERM when it goes (kept across exec); one that
+		 * went before this line leaves us another parent. A remote
+		 * one stops when its ssh's stdin closes. */
+		if (!host && (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 ||
+			      getppid() != launcher))
+			_exit(128 + SIGTERM);
 		if (ctl[0] >= 0)
 			dup2(ctl[0], STDIN_FILENO);
 		if (out_fd >= 0)
@@ -1257,6 +1255,9 @@ int main(int argc, char **argv)
 	ps_config cfg;
 
 	ps_signals_install();
+	/* a closed terminal or session stops the job as SIGTERM does: the
+	 * processes are stopped and the per-job keys removed */
+	ps_signals_install_hup();
 	/* -- PROGRAM ARGS...: the workers' program and its own arguments */
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--") != 0)

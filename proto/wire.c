@@ -39,11 +39,14 @@
  *
  * DESIGN. Decoding never trusts the bytes. A first pass (prescan) walks
  * the encoding without building anything: the buffer must hold exactly one
- * msgpack object, and no array or map may claim more elements than bytes
- * remain (every element takes at least one byte). Only then does
- * msgpack_unpack_next build the object tree, so its allocations are bounded
- * by the buffer's length (msgpack-c allocates an array's element slots as
- * soon as it reads the count). The tree is then walked with every type,
+ * msgpack object, no array or map may claim more elements than bytes
+ * remain (every element takes at least one byte), and the message may hold
+ * no more objects in all than the most its kind can legitimately hold
+ * (the *_OBJECTS bounds below). Only then does msgpack_unpack_next build
+ * the object tree: msgpack-c allocates an array's element slots (one
+ * msgpack_object, 24 bytes, each; a map's 48 per pair) as soon as it reads
+ * the count, so what it allocates is bounded by 24 bytes times the
+ * smaller of the buffer's length and the kind's object bound. The tree is then walked with every type,
  * range, string length and count checked against our limits before any
  * allocation of ours. Strings may not contain NUL bytes. On error the
  * output is cleared, everything allocated is freed and `why` says what was
@@ -173,6 +176,27 @@ __attribute__((format(printf, 2, 3))) static int bad(dctx *d, const char *fmt,
 
 #define MAX_DEPTH 16 /* our layouts nest 4 deep */
 
+/* The most objects (every array, map key, map value and scalar counts one)
+ * each kind of message can legitimately hold, slack for appended trailing
+ * fields included. A header is at most PS_WIRE_HEADER_MAX bytes, so at most
+ * that many objects. */
+#define SLACK_OBJECTS 64
+#define NODE_OBJECTS 8                 /* [7 fields] */
+#define TENSOR_OBJECTS 3               /* [name, numel] */
+#define PART_OBJECTS 6                 /* [5 fields] */
+#define REGISTER_OBJECTS                                                       \
+	(1 + NODE_OBJECTS + 1 + (uint64_t)TENSOR_OBJECTS * PS_MAX_TENSORS +    \
+	 1 + SLACK_OBJECTS)
+#define WELCOME_OBJECTS                                                        \
+	(1 + 3 + 1 + (uint64_t)NODE_OBJECTS * PS_MAX_NODES + /* nodes */      \
+	 3 + 1 + (uint64_t)TENSOR_OBJECTS * PS_MAX_TENSORS +  /* placement */  \
+	 1 + (uint64_t)PART_OBJECTS * PS_MAX_PARTS +                           \
+	 2 * (1 + (uint64_t)PS_MAX_TENSORS) + /* both priorities */           \
+	 1 + 5 + SLACK_OBJECTS)               /* start, sizes */
+#define DONE_OBJECTS (1 + 9 + SLACK_OBJECTS)
+/* a u64 body, a reason: one object (the slack lets a wrong type be named) */
+#define SCALAR_OBJECTS (1 + SLACK_OBJECTS)
+
 static uint64_t be(const uint8_t *p, size_t n)
 {
 	uint64_t v = 0;
@@ -182,10 +206,12 @@ static uint64_t be(const uint8_t *p, size_t n)
 	return v;
 }
 
-static int prescan(const uint8_t *p, size_t len, dctx *d)
+static int prescan(const uint8_t *p, size_t len, uint64_t max_objects,
+		   dctx *d)
 {
 	uint64_t left[MAX_DEPTH + 1]; /* objects still to read, per level */
 	uint64_t pending = 1;         /* their sum */
+	uint64_t seen = 0;            /* objects read so far */
 	size_t off = 0;
 	int top = 0;
 
@@ -203,6 +229,7 @@ static int prescan(const uint8_t *p, size_t len, dctx *d)
 			return bad(d, "truncated after %zu bytes", len);
 		b = p[off++];
 		pending--;
+		seen++;
 		if (b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc2 ||
 		    b == 0xc3) {
 			/* fixint, nil, bool */
@@ -321,6 +348,15 @@ static int prescan(const uint8_t *p, size_t len, dctx *d)
 			           kind == 2 ? "a map" : "an array", off,
 			           (unsigned long long)children, len - off);
 		}
+		/* before msgpack-c would allocate the slots */
+		if (children > max_objects - seen - pending)
+			return bad(d,
+			           "%s at offset %zu claims %llu elements: "
+			           "more than the %llu objects in all this "
+			           "message can hold",
+			           kind == 2 ? "a map" : "an array", off,
+			           (unsigned long long)children,
+			           (unsigned long long)max_objects);
 		if (children > 0) {
 			/* msgpack-c fails with "no memory" past its own
 			 * limit (32); ours is well below it */
@@ -337,8 +373,10 @@ static int prescan(const uint8_t *p, size_t len, dctx *d)
 	return PS_OK;
 }
 
-/* Checks buf with prescan, then unpacks it into u (destroy it after). */
-static int unpack_one(const void *buf, size_t len, msgpack_unpacked *u, dctx *d)
+/* Checks buf with prescan (at most max_objects objects), then unpacks it
+ * into u (destroy it after). */
+static int unpack_one(const void *buf, size_t len, uint64_t max_objects,
+		      msgpack_unpacked *u, dctx *d)
 {
 	msgpack_unpack_return ret;
 	size_t off = 0;
@@ -346,7 +384,7 @@ static int unpack_one(const void *buf, size_t len, msgpack_unpacked *u, dctx *d)
 
 	if (!buf || len == 0)
 		return bad(d, "empty message");
-	rc = prescan(buf, len, d);
+	rc = prescan(buf, len, max_objects, d);
 	if (rc != PS_OK)
 		return rc;
 	msgpack_unpacked_init(u);
@@ -670,7 +708,7 @@ int ps_wire_header_decode(const void *buf, size_t len, ps_wire_header *h_p,
 	if (len > PS_WIRE_HEADER_MAX)
 		return bad(&d, "%zu bytes, more than a header's %d", len,
 		           PS_WIRE_HEADER_MAX);
-	rc = unpack_one(buf, len, &u, &d);
+	rc = unpack_one(buf, len, PS_WIRE_HEADER_MAX, &u, &d);
 	if (rc != PS_OK)
 		return rc;
 	rc = header_walk(&d, &u.data, &h);
@@ -851,7 +889,7 @@ int ps_wire_register_decode(const void *buf, size_t len, ps_wire_register *r_p,
 	memset(r_p, 0, sizeof(*r_p));
 	memset(&r, 0, sizeof(r));
 	dctx_init(&d, why, whylen, "register");
-	rc = unpack_one(buf, len, &u, &d);
+	rc = unpack_one(buf, len, REGISTER_OBJECTS, &u, &d);
 	if (rc != PS_OK)
 		return rc;
 	rc = get_array(&d, &u.data, "the message", 2, UINT32_MAX, &a);
@@ -1138,7 +1176,7 @@ int ps_wire_welcome_decode(const void *buf, size_t len, ps_wire_welcome *w_p,
 	memset(w_p, 0, sizeof(*w_p));
 	memset(&w, 0, sizeof(w));
 	dctx_init(&d, why, whylen, "welcome");
-	rc = unpack_one(buf, len, &u, &d);
+	rc = unpack_one(buf, len, WELCOME_OBJECTS, &u, &d);
 	if (rc != PS_OK)
 		return rc;
 	rc = get_array(&d, &u.data, "the message", 5, UINT32_MAX, &a);
@@ -1290,7 +1328,7 @@ int ps_wire_done_decode(const void *buf, size_t len, ps_wire_done *d_p,
 		return PS_EINVAL;
 	memset(d_p, 0, sizeof(*d_p));
 	dctx_init(&d, why, whylen, "done");
-	rc = unpack_one(buf, len, &u, &d);
+	rc = unpack_one(buf, len, DONE_OBJECTS, &u, &d);
 	if (rc != PS_OK)
 		return rc;
 	rc = get_array(&d, &u.data, "the message", 5, UINT32_MAX, &a);
@@ -1348,7 +1386,7 @@ int ps_wire_u64_decode(const void *buf, size_t len, uint64_t *value_p,
 	if (!value_p)
 		return PS_EINVAL;
 	dctx_init(&d, why, whylen, "integer body");
-	rc = unpack_one(buf, len, &u, &d);
+	rc = unpack_one(buf, len, SCALAR_OBJECTS, &u, &d);
 	if (rc != PS_OK)
 		return rc;
 	rc = get_uint(&d, &u.data, "the value", UINT64_MAX, value_p);
@@ -1405,7 +1443,7 @@ int ps_wire_reason_decode(const void *buf, size_t len, char *reason, size_t cap,
 		return PS_EINVAL;
 	reason[0] = '\0';
 	dctx_init(&d, why, whylen, "abort reason");
-	rc = unpack_one(buf, len, &u, &d);
+	rc = unpack_one(buf, len, SCALAR_OBJECTS, &u, &d);
 	if (rc != PS_OK)
 		return rc;
 	rc = get_str(&d, &u.data, "the message", text, sizeof(text));

@@ -43,13 +43,17 @@
 
 typedef enum ps_msg_type {
 	PS_MSG_REGISTER = 1, /* node -> scheduler: body ps_wire_register */
-	PS_MSG_WELCOME,      /* scheduler -> node: body ps_wire_welcome */
+	PS_MSG_WELCOME,      /* scheduler -> node: body ps_wire_welcome;
+				header iteration = the node's transport id */
 	PS_MSG_HEARTBEAT,    /* both ways, no body */
 	PS_MSG_BARRIER,      /* worker -> scheduler, key = barrier number */
 	PS_MSG_BARRIER_DONE, /* scheduler -> workers, key = barrier number */
 	PS_MSG_DONE,         /* worker -> scheduler: body ps_wire_done */
 	PS_MSG_SHUTDOWN,     /* scheduler -> all: exit 0 */
-	PS_MSG_ABORT,        /* scheduler -> all: body reason string; exit 1 */
+	PS_MSG_ABORT,        /* scheduler -> all: body reason string; exit 1;
+				header iteration = the node's transport id
+				(a node before its WELCOME takes a WELCOME
+				or ABORT only so addressed) */
 	PS_MSG_INIT,         /* worker 0 -> server: initial values */
 	PS_MSG_PUSH,         /* worker -> server: gradient partition */
 	PS_MSG_PUSH_ACK,     /* server -> worker: push received (credit) */

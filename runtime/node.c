@@ -52,6 +52,16 @@ void psi_note_drop(uint64_t count, const char *what, const char *why)
 			(unsigned long long)count);
 }
 
+void psi_note_drop_from(uint64_t count, const char *what, uint64_t src,
+			const char *why)
+{
+	if (count <= 20 || count % 1000 == 0)
+		PS_WARN("dropped %s from transport id %016llx: %s (%llu "
+			"dropped so far)",
+			what, (unsigned long long)src, why,
+			(unsigned long long)count);
+}
+
 static int send_to_peer(ps_node *n, ps_peer peer, ps_wire_header *h,
 			void *payload, size_t payload_len, ps_free_fn *free_fn,
 			void *hint)
@@ -269,6 +279,17 @@ static int await_welcome(ps_node *n)
 				 (unsigned long long)h.payload_len);
 			rc = PS_EPROTO;
 		}
+		if (rc == PS_OK && h.sender == 0 &&
+		    (h.type == PS_MSG_WELCOME || h.type == PS_MSG_ABORT) &&
+		    h.iteration != n->transport_id) {
+			/* the scheduler names the node it welcomes or
+			 * refuses; others do not know the id */
+			snprintf(why, sizeof(why), "%s addressed to transport "
+				 "id %016llx, not to this node",
+				 ps_msg_type_name(h.type),
+				 (unsigned long long)h.iteration);
+			rc = PS_EPROTO;
+		}
 		if (rc == PS_OK && h.sender == 0 && h.type == PS_MSG_PROBE) {
 			/* the scheduler measures the link: answered at once */
 			answer_probe(n, &h);
@@ -290,7 +311,8 @@ static int await_welcome(ps_node *n)
 			continue;
 		}
 		if (v != PS_JOIN_WELCOME) {
-			psi_note_drop(++n->dropped, "message before WELCOME",
+			psi_note_drop_from(++n->dropped,
+					   "message before WELCOME", msg->src,
 				      rc != PS_OK ? why
 				      : h.sender != 0
 					      ? "more than 4096 messages or "
@@ -592,7 +614,8 @@ int ps_node_recv(ps_node *n, int timeout_ms, ps_msg **msg_p,
 		if (rc != PS_OK)
 			return rc;
 		if (check_message(n, msg, h_p, why, sizeof(why)) != PS_OK) {
-			psi_note_drop(++n->dropped, "message", why);
+			psi_note_drop_from(++n->dropped, "message", msg->src,
+					   why);
 			ps_msg_free(&msg);
 			continue;
 		}

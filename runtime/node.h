@@ -45,7 +45,7 @@ typedef struct ps_node {
 
 	int64_t last_heard_ms;   /* last message from the scheduler */
 	int64_t last_beat_ms;    /* last heartbeat sent */
-	uint64_t dropped;        /* malformed or unexpected messages */
+	_Atomic uint64_t dropped; /* malformed or unexpected messages */
 	uint64_t progress;       /* sent in heartbeats' iteration field: a
 				  * server's highest parameter version */
 	/* joining (proto/join.h): messages from peers that came before the
@@ -123,6 +123,11 @@ int ps_job_transport_create(const ps_config *cfg, uint64_t *id_p,
 
 /* Logs a dropped message (rate-limited by its running count). */
 void psi_note_drop(uint64_t count, const char *what, const char *why);
+
+/* The same, naming the sender by the transport id it came with (msg->src:
+ * for tcp, the routing id of the connection it arrived on). */
+void psi_note_drop_from(uint64_t count, const char *what, uint64_t src,
+			const char *why);
 
 /* A random nonzero 64-bit id (getrandom, falling back to time and pid). */
 uint64_t ps_random_id(void);

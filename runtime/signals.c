@@ -43,6 +43,16 @@ void ps_signals_install(void)
 	sigaction(SIGPIPE, &sa, NULL);
 }
 
+void ps_signals_install_hup(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
 int ps_signal_pending(void)
 {
 	return pending;

@@ -14,6 +14,8 @@
 #include "transport/transport.h"
 
 void ps_signals_install(void);
+/* SIGHUP too, as SIGINT and SIGTERM are (ps-launch). */
+void ps_signals_install_hup(void);
 /* The signal number received (SIGINT, SIGTERM), or 0. */
 int ps_signal_pending(void);
 /* 1 if SIGUSR1 came since the last call (and clears it), else 0. */

@@ -15,19 +15,82 @@
 #include "ordo/error.h"
 #include "transport/keys.h"
 
-static int write_key(const char *dir, const char *name, const char *key,
-		     mode_t mode, int force, char *err, size_t errlen)
+/* The keys directory, open as dfd, must be this user's (or root's) and
+ * writable by no one else: whoever can write there can replace the keys. */
+static int check_dir(const char *dir, int dfd, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (fstat(dfd, &st) != 0)
+		return ps_errf(err, errlen, ps_err_from_errno(errno), "%s: %s",
+			       dir, strerror(errno));
+	if (st.st_uid != geteuid() && st.st_uid != 0)
+		return ps_errf(err, errlen, PS_EINVAL,
+			       "%s: owned by uid %u, not by this user (uid "
+			       "%u) or root: a keys directory must be the "
+			       "user's own",
+			       dir, (unsigned)st.st_uid, (unsigned)geteuid());
+	if (st.st_mode & 022)
+		return ps_errf(err, errlen, PS_EINVAL,
+			       "%s: writable by %s (mode %04o): a keys "
+			       "directory must be private (chmod 700 %s)",
+			       dir,
+			       (st.st_mode & 022) == 022 ? "group and others"
+			       : (st.st_mode & 020)      ? "its group"
+							 : "others",
+			       (unsigned)(st.st_mode & 07777), dir);
+	return PS_OK;
+}
+
+/* dir, created with mode 0700 if missing, open (O_DIRECTORY) in *dfd_p
+ * and checked (check_dir). */
+static int open_dir(const char *dir, int create, int *dfd_p, char *err,
+		    size_t errlen)
+{
+	int dfd = -1, rc;
+
+	if (create && mkdir(dir, 0700) != 0 && errno != EEXIST)
+		return ps_errf(err, errlen, ps_err_from_errno(errno), "%s: %s",
+			       dir, strerror(errno));
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return ps_errf(err, errlen, ps_err_from_errno(errno),
+			       "%s: %s%s", dir, strerror(errno),
+			       create ? ""
+				      : " (security.keys_dir holds the job's "
+					"keys: ps-keygen DIR writes them)");
+	rc = check_dir(dir, dfd, err, errlen);
+	if (rc != PS_OK) {
+		close(dfd);
+		return rc;
+	}
+	*dfd_p = dfd;
+	return PS_OK;
+}
+
+/* dir/name, a new file (force: whatever was there, a symlink included, is
+ * removed first, never followed). */
+static int write_key(const char *dir, int dfd, const char *name,
+		     const char *key, mode_t mode, int force, char *err,
+		     size_t errlen)
 {
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	int fd = open(path,
-		      O_WRONLY | O_CREAT | O_CLOEXEC | (force ? O_TRUNC : O_EXCL),
-		      mode);
+	if (force && unlinkat(dfd, name, 0) != 0 && errno != ENOENT)
+		return ps_errf(err, errlen, ps_err_from_errno(errno),
+			       "%s: cannot replace it: %s", path,
+			       strerror(errno));
+	/* O_EXCL: never through a symlink, never an existing file */
+	int fd = openat(dfd, name,
+			O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			mode);
 	if (fd < 0)
 		return ps_errf(
 		    err, errlen, ps_err_from_errno(errno), "%s: %s%s", path,
 		    strerror(errno),
-		    errno == EEXIST ? " (ps-keygen --force replaces it)" : "");
+		    errno == EEXIST && !force
+			? " (ps-keygen --force replaces it)"
+			: "");
 	char line[PS_KEY_Z85_LEN + 2];
 	int n = snprintf(line, sizeof(line), "%s\n", key);
 	int ok = fchmod(fd, mode) == 0 && write(fd, line, (size_t)n) == n &&
@@ -46,29 +109,35 @@ static int write_key(const char *dir, const char *name, const char *key,
 int ps_keys_generate(const char *dir, int force, char *err, size_t errlen)
 {
 	ps_job_keys k;
-	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-		return ps_errf(err, errlen, ps_err_from_errno(errno), "%s: %s",
-		               dir, strerror(errno));
-	if (zmq_curve_keypair(k.pub, k.sec) != 0)
+	int dfd = -1, rc;
+
+	rc = open_dir(dir, 1, &dfd, err, errlen);
+	if (rc != PS_OK)
+		return rc;
+	if (zmq_curve_keypair(k.pub, k.sec) != 0) {
+		close(dfd);
 		return ps_errf(err, errlen, PS_ENOTSUP,
 		               "this libzmq cannot make CURVE keys (built "
 		               "without libsodium?): %s",
 		               zmq_strerror(errno));
-	int rc = write_key(dir, "job.key", k.sec, 0600, force, err, errlen);
+	}
+	rc = write_key(dir, dfd, "job.key", k.sec, 0600, force, err, errlen);
 	if (rc == PS_OK)
-		rc = write_key(dir, "job.pub", k.pub, 0644, force, err, errlen);
+		rc = write_key(dir, dfd, "job.pub", k.pub, 0644, force, err,
+			       errlen);
 	memset(k.sec, 0, sizeof(k.sec));
+	close(dfd);
 	return rc;
 }
 
 /* One Z85 key from dir/name into key (41 bytes). */
-static int read_key(const char *dir, const char *name, int private_,
-		    char *key, char *err, size_t errlen)
+static int read_key(const char *dir, int dfd, const char *name,
+		    int private_, char *key, char *err, size_t errlen)
 {
 	char path[4096], buf[128];
 	struct stat st;
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return ps_errf(
 		    err, errlen, ps_err_from_errno(errno),
@@ -107,7 +176,7 @@ static int read_key(const char *dir, const char *name, int private_,
 int ps_keys_load(const char *dir, ps_job_keys *k, char *err, size_t errlen)
 {
 	char derived[PS_KEY_Z85_LEN + 1];
-	int rc;
+	int rc, dfd = -1;
 
 	if (!dir || !*dir)
 		return ps_errf(
@@ -116,9 +185,13 @@ int ps_keys_load(const char *dir, ps_job_keys *k, char *err, size_t errlen)
 		    "the directory with the job's key pair (ps-keygen "
 		    "DIR writes one; ps-launch makes one per job when "
 		    "keys_dir is empty)");
-	rc = read_key(dir, "job.key", 1, k->sec, err, errlen);
+	rc = open_dir(dir, 0, &dfd, err, errlen);
+	if (rc != PS_OK)
+		return rc;
+	rc = read_key(dir, dfd, "job.key", 1, k->sec, err, errlen);
 	if (rc == PS_OK)
-		rc = read_key(dir, "job.pub", 0, k->pub, err, errlen);
+		rc = read_key(dir, dfd, "job.pub", 0, k->pub, err, errlen);
+	close(dfd);
 	if (rc != PS_OK)
 		return rc;
 	if (zmq_curve_public(derived, k->sec) != 0 ||

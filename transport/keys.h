@@ -14,7 +14,11 @@
  * (as is any holder of ps-launch's command line today).
  *
  * job.key must be readable by its owner only (mode 0600 or stricter): a
- * looser one is refused, naming the file and the chmod.
+ * looser one is refused, naming the file and the chmod. The directory
+ * must belong to the user (or root) and be writable by no one else, when
+ * written and when loaded: whoever can write there can replace the keys.
+ * Writing never follows a symlink (--force removes what is there first,
+ * then creates the file with O_EXCL).
  *
  * Threads: no shared state.
  */

@@ -5,8 +5,9 @@
 # key pair of its own, and captured traffic of an admitted client replayed
 # byte for byte. Each is refused at the handshake and logged; nothing of
 # theirs reaches a node (no "dropped" message: nothing got that far); the
-# job finishes exact. Also ps-keygen, and the errors for missing, loose or
-# mismatched key files.
+# job finishes exact. Also ps-keygen (never through a symlink, never into
+# a directory others may write to), and the errors for missing, loose or
+# mismatched key files and an open keys directory.
 source "$(dirname "$0")/lib.sh" "$@"
 keys=$WORK/keys
 other=$WORK/other-keys
@@ -21,6 +22,28 @@ other=$WORK/other-keys
 grep -q "exists.*--force" "$WORK/keygen.err" || fail "no hint at --force: $(cat "$WORK/keygen.err")"
 "$BUILD/ps-keygen" "$other" >/dev/null || fail "ps-keygen $other"
 "$BUILD/ps-keygen" >/dev/null 2>&1; [ $? -eq 2 ] || fail "ps-keygen without DIR: not a usage error"
+# --force replaces a symlink planted as job.key; never writes through it
+echo precious >"$WORK/victim"
+"$BUILD/ps-keygen" "$WORK/planted" >/dev/null || fail "ps-keygen $WORK/planted"
+ln -sf "$WORK/victim" "$WORK/planted/job.key"
+"$BUILD/ps-keygen" --force "$WORK/planted" >/dev/null || fail "ps-keygen --force over a symlink"
+[ "$(cat "$WORK/victim")" = precious ] || fail "ps-keygen --force wrote through the symlink job.key"
+[ -f "$WORK/planted/job.key" ] && [ ! -L "$WORK/planted/job.key" ] &&
+	[ "$(stat -c %a "$WORK/planted/job.key")" = 600 ] ||
+	fail "ps-keygen --force did not replace the symlink with a 0600 file"
+# a keys directory others may write to, or someone else's, is refused
+mkdir -m 777 "$WORK/open-dir"
+chmod 777 "$WORK/open-dir" # whatever the umask
+"$BUILD/ps-keygen" "$WORK/open-dir" 2>"$WORK/keygen-open.err" && fail "ps-keygen wrote into a 0777 directory"
+grep -q "open-dir: writable by group and others (mode 0777).*chmod 700" "$WORK/keygen-open.err" ||
+	fail "no reason for the 0777 directory: $(cat "$WORK/keygen-open.err")"
+if [ "$(id -u)" -eq 0 ]; then
+	mkdir -m 700 "$WORK/foreign-dir" && chown 65534 "$WORK/foreign-dir"
+	"$BUILD/ps-keygen" "$WORK/foreign-dir" 2>"$WORK/keygen-foreign.err" &&
+		fail "ps-keygen wrote into a directory of uid 65534"
+	grep -q "foreign-dir: owned by uid 65534, not by this user (uid 0)" "$WORK/keygen-foreign.err" ||
+		fail "no reason for the foreign directory: $(cat "$WORK/keygen-foreign.err")"
+fi
 
 # ---- bad key files: the node names the problem
 expect_key_error() { # WHAT PATTERN ARGS...
@@ -36,8 +59,11 @@ expect_key_error loose-key "readable by others (mode 0644).*chmod 600" \
 mkdir -p "$WORK/mixed" && cp "$keys/job.key" "$WORK/mixed/" && cp "$other/job.pub" "$WORK/mixed/"
 expect_key_error mixed-keys "job.pub is not the public key of job.key" \
 	--set security.keys_dir="$WORK/mixed"
-expect_key_error no-keys "job.key: No such file" --set security.keys_dir="$WORK/none"
-pass "ps-keygen: 0600/0700, no overwrite without --force; loose, mixed and missing keys named"
+expect_key_error no-keys "none: No such file" --set security.keys_dir="$WORK/none"
+cp -r "$keys" "$WORK/shared" && chmod 775 "$WORK/shared"
+expect_key_error shared-dir "shared: writable by its group (mode 0775).*chmod 700" \
+	--set security.keys_dir="$WORK/shared"
+pass "ps-keygen: 0600/0700, no overwrite without --force, never through a symlink, no open or foreign directory; loose, mixed and missing keys and an open directory named"
 
 # ---- a curve job under attack
 held=$WORK/attacked

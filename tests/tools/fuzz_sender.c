@@ -36,6 +36,15 @@
  * claim to come from its nodes 0-4: acknowledgements (PUSH_ACK,
  * PARAMS_ACK), CREDITs, PARAMS and PUSHes with matching payloads, i.e.
  * what could enlarge a credit window or corrupt values if believed.
+ * bomb KIND BYTES [COUNT]: one message built to make its receiver
+ * allocate or hold much more than it is worth, then exits 0 once it has
+ * left:
+ *   header    a header frame of BYTES: a msgpack array of 1s (1 byte
+ *             each; decoding it would allocate a 24-byte object for each)
+ *   register  a REGISTER header and a body of BYTES: an array of 1s
+ *   welcome   a WELCOME header (from node 0) and a body of BYTES: the same
+ *   frames    a PUSH header then COUNT frames of BYTES each (ZeroMQ
+ *             delivers a message only once all its frames are in)
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -354,6 +363,88 @@ static int forge(const char *ep, uint64_t job, long count)
 	return 0;
 }
 
+/* BYTES of msgpack: an array32 of BYTES - 5 positive fixints 1. */
+static uint8_t *ones_array(size_t bytes)
+{
+	uint8_t *b = malloc(bytes);
+	uint32_t n = (uint32_t)(bytes - 5);
+
+	if (!b)
+		return NULL;
+	b[0] = 0xdd;
+	for (int i = 0; i < 4; i++)
+		b[1 + i] = (uint8_t)(n >> (24 - 8 * i));
+	memset(b + 5, 0x01, bytes - 5);
+	return b;
+}
+
+static int bomb(const char *ep, const char *kind, size_t bytes, long count)
+{
+	void *ctx = zmq_ctx_new(), *sock = zmq_socket(ctx, ZMQ_DEALER);
+	uint8_t id[8], hdr[PS_WIRE_HEADER_MAX], *big = NULL;
+	int linger = -1, rc = 0;
+	size_t hlen = 0;
+
+	if ((strcmp(kind, "frames") != 0 && bytes < 5) || bytes > UINT32_MAX) {
+		fprintf(stderr, "fuzz_sender: bomb: BYTES from 5 to 2^32-1\n");
+		return 2;
+	}
+	fill(id, sizeof(id));
+	zmq_setsockopt(sock, ZMQ_ROUTING_ID, id, sizeof(id));
+	zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof(linger));
+	if (zmq_connect(sock, ep) != 0) {
+		fprintf(stderr, "fuzz_sender: cannot connect to %s: %s\n", ep,
+			zmq_strerror(zmq_errno()));
+		return 1;
+	}
+	if (strcmp(kind, "header") == 0) {
+		big = ones_array(bytes);
+		if (!big || zmq_send(sock, big, bytes, 0) < 0)
+			rc = 1;
+	} else if (strcmp(kind, "register") == 0 ||
+		   strcmp(kind, "welcome") == 0) {
+		ps_wire_header h = {.version = PS_WIRE_VERSION,
+				    .type = kind[0] == 'r' ? PS_MSG_REGISTER
+							   : PS_MSG_WELCOME,
+				    .job_id = kind[0] == 'r' ? 0 : rnd() | 1,
+				    .payload_len = bytes};
+		big = ones_array(bytes);
+		ps_wire_header_encode(&h, hdr, sizeof(hdr), &hlen);
+		if (!big || zmq_send(sock, hdr, hlen, ZMQ_SNDMORE) < 0 ||
+		    zmq_send(sock, big, bytes, 0) < 0)
+			rc = 1;
+	} else if (strcmp(kind, "frames") == 0 && count > 0) {
+		big = calloc(1, bytes);
+		hlen = push_header(hdr, bytes);
+		if (!big || zmq_send(sock, hdr, hlen, ZMQ_SNDMORE) < 0)
+			rc = 1;
+		for (long i = 0; rc == 0 && i < count; i++) {
+			/* zero-copy: one buffer for every frame */
+			zmq_msg_t m;
+			zmq_msg_init_data(&m, big, bytes, NULL, NULL);
+			if (zmq_msg_send(&m, sock,
+					 i + 1 < count ? ZMQ_SNDMORE : 0) < 0) {
+				zmq_msg_close(&m);
+				rc = 1;
+			}
+		}
+	} else {
+		fprintf(stderr, "fuzz_sender: bomb: KIND is header, register, "
+			"welcome or frames (with a COUNT)\n");
+		rc = 2;
+	}
+	zmq_close(sock);
+	zmq_ctx_term(ctx); /* returns once the message has left */
+	if (rc == 0)
+		printf("fuzz_sender: bomb %s of %zu bytes%s sent to %s\n",
+		       kind, bytes, count > 0 ? " per frame" : "", ep);
+	else if (rc == 1)
+		fprintf(stderr, "fuzz_sender: bomb %s: %s\n", kind,
+			big ? zmq_strerror(zmq_errno()) : "out of memory");
+	free(big);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	void *ctx, *socks[2];
@@ -376,6 +467,11 @@ int main(int argc, char **argv)
 		return curve_client(argv[1], argv[3], argv[4],
 				    strtol(argv[5], NULL, 10));
 	}
+	if ((argc == 5 || argc == 6) && strcmp(argv[2], "bomb") == 0) {
+		rng_state = (uint64_t)getpid();
+		return bomb(argv[1], argv[3], strtoull(argv[4], NULL, 10),
+			    argc == 6 ? strtol(argv[5], NULL, 10) : 0);
+	}
 	if (argc == 5 && strcmp(argv[2], "flood") == 0)
 		return big_or_flood(argv[1], 0, strtol(argv[3], NULL, 10),
 				    strtoull(argv[4], NULL, 10));
@@ -384,7 +480,8 @@ int main(int argc, char **argv)
 			"ENDPOINT big BYTES | ENDPOINT flood COUNT BYTES | "
 			"ENDPOINT curve SERVER_PUB CLIENT_DIR COUNT SEED | "
 			"ENDPOINT register ROLE NODE_ENDPOINT | "
-			"ENDPOINT forge JOB_ID COUNT SEED\n");
+			"ENDPOINT forge JOB_ID COUNT SEED | "
+			"ENDPOINT bomb KIND BYTES [COUNT]\n");
 		return 2;
 	}
 	count = strtol(argv[2], NULL, 10);

@@ -991,6 +991,78 @@ static void test_latest(void **state)
 	    ps_ckpt_latest(at("nowhere"), path, sizeof(path), NULL), PS_ENOENT);
 }
 
+/* Files that are not what their names say: a FIFO named manifest.json
+ * or like a shard (opening one for reading would wait for a writer
+ * forever), a symlinked manifest or shard, a symlinked ckpt-<12 digits>
+ * directory named explicitly. Each is refused at once, naming the path;
+ * "latest" passes over them. alarm: a hang guard. */
+static void test_not_regular(void **state)
+{
+	char root[PS_CKPT_PATH_MAX], path[PS_CKPT_PATH_MAX];
+	ps_ckpt *ck = NULL;
+	uint64_t it = 0;
+	const char *dir;
+
+	(void)state;
+	alarm(60);
+	snprintf(root, sizeof(root), "%s", at("odd"));
+	write_ckpt(root, 10, 1);
+	/* a FIFO as the newest checkpoint's manifest */
+	dir = write_ckpt(root, 20, 0);
+	assert_int_equal(mkfifo(at("odd/ckpt-000000000020/manifest.json"),
+	                        0644),
+	                 0);
+	assert_int_equal(ps_ckpt_open(at("odd/ckpt-000000000020"), &ck, why,
+	                              sizeof(why)),
+	                 PS_EPROTO);
+	assert_why("ckpt-000000000020/manifest.json: not a regular file");
+	assert_int_equal(ps_ckpt_latest(root, path, sizeof(path), &it), PS_OK);
+	assert_int_equal(it, 10);
+	/* a FIFO as a shard (the manifest names it) */
+	dir = write_ckpt(root, 30, 1);
+	assert_int_equal(unlink(at("odd/ckpt-000000000030/shard-0.bin")),
+	                 0);
+	assert_int_equal(mkfifo(at("odd/ckpt-000000000030/shard-0.bin"),
+	                        0644),
+	                 0);
+	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_EPROTO);
+	assert_why("shard-0.bin: not a regular file");
+	assert_int_equal(ps_ckpt_latest(root, path, sizeof(path), &it), PS_OK);
+	assert_int_equal(it, 10);
+	/* a symlinked manifest: not followed */
+	dir = write_ckpt(root, 40, 1);
+	assert_int_equal(rename(at("odd/ckpt-000000000040/manifest.json"),
+	                        at("odd/manifest-40.json")),
+	                 0);
+	assert_int_equal(symlink(at("odd/manifest-40.json"),
+	                         at("odd/ckpt-000000000040/manifest.json")),
+	                 0);
+	assert_int_equal(ps_ckpt_open(dir, &ck, why, sizeof(why)), PS_EPROTO);
+	assert_why("ckpt-000000000040/manifest.json: not a regular file (a "
+	           "symbolic link)");
+	/* a ckpt-<12 digits> symlink to a complete checkpoint, named as the
+	 * one to resume from: refused; under another name, a path the user
+	 * chose, followed */
+	write_ckpt(at("elsewhere"), 50, 1);
+	assert_int_equal(symlink(at("elsewhere/ckpt-000000000050"),
+	                         at("odd/ckpt-000000000050")),
+	                 0);
+	assert_int_equal(ps_ckpt_open(at("odd/ckpt-000000000050"), &ck, why,
+	                              sizeof(why)),
+	                 PS_EPROTO);
+	assert_why("ckpt-000000000050: a symbolic link");
+	assert_int_equal(ps_ckpt_latest(root, path, sizeof(path), &it), PS_OK);
+	assert_int_equal(it, 10);
+	assert_int_equal(symlink(at("elsewhere/ckpt-000000000050"),
+	                         at("odd/chosen")),
+	                 0);
+	assert_int_equal(ps_ckpt_open(at("odd/chosen"), &ck, why,
+	                              sizeof(why)),
+	                 PS_OK);
+	ps_ckpt_close(&ck);
+	alarm(0);
+}
+
 static void test_prune(void **state)
 {
 	char root[PS_CKPT_PATH_MAX], outside[PS_CKPT_PATH_MAX];
@@ -1636,6 +1708,7 @@ int main(void)
 	    cmocka_unit_test(test_disk_full),
 	    cmocka_unit_test(test_latest),
 	    cmocka_unit_test(test_prune),
+	    cmocka_unit_test(test_not_regular),
 	    cmocka_unit_test(test_export_npy),
 	    cmocka_unit_test(test_second_moment),
 	    cmocka_unit_test(test_format1),

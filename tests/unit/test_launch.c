@@ -228,6 +228,58 @@ static void test_hosts_errors(void **state)
 				 "or directory");
 }
 
+/* The quoted length of s: 2 quotes, and ' as '\'' (4 bytes). */
+static size_t quoted_len(const char *s)
+{
+	size_t n = 2;
+
+	for (; *s; s++)
+		n += *s == '\'' ? 4 : 1;
+	return n;
+}
+
+/* The remote command for every working directory length a path can have
+ * (a quote in every 7 bytes: quoting makes it longer), so that the
+ * directory's end lands at every offset of the buffer: the command is
+ * whole and nothing is written past its buffer (ASan). */
+static void test_remote_command(void **state)
+{
+	const char *const env[] = {"ORDO_TRAIN_LR=0.1", "RANK=it's", NULL};
+	const char *const argv[] = {"/opt/ordo/ps-server", "--config",
+				    "/tmp/job's.ini", NULL};
+	const char *wrapper = "exec \"$@\"; trap 'x' TERM";
+	char cwd[4096];
+
+	(void)state;
+	for (size_t n = 1; n < sizeof(cwd); n++) {
+		size_t want;
+		char *cmd;
+
+		for (size_t i = 0; i < n; i++)
+			cwd[i] = i == 0 ? '/' : i % 7 == 3 ? '\'' : 'd';
+		cwd[n] = '\0';
+		cmd = ps_remote_command(cwd, n % 2 ? env : NULL, wrapper,
+					argv);
+		assert_non_null(cmd);
+		want = strlen("cd ") + quoted_len(cwd) +
+		       strlen(" 2>/dev/null; exec env") + strlen(" sh -c ") +
+		       quoted_len(wrapper) + strlen(" ordo");
+		for (int i = 0; n % 2 && env[i]; i++)
+			want += 1 + quoted_len(env[i]);
+		for (int i = 0; argv[i]; i++)
+			want += 1 + quoted_len(argv[i]);
+		assert_int_equal(strlen(cmd), want);
+		assert_true(strncmp(cmd, "cd '/", 5) == 0);
+		assert_non_null(strstr(cmd, " ordo '/opt/ordo/ps-server' "
+					    "'--config' '/tmp/job'\\''s.ini'"));
+		if (n % 2)
+			assert_non_null(strstr(cmd, "exec env "
+						    "'ORDO_TRAIN_LR=0.1' "
+						    "'RANK=it'\\''s' sh -c "));
+		free(cmd);
+	}
+}
+
 static void test_shell_quote(void **state)
 {
 	(void)state;
@@ -258,6 +310,7 @@ int main(void)
 		cmocka_unit_test(test_hosts_file),
 		cmocka_unit_test(test_hosts_errors),
 		cmocka_unit_test(test_shell_quote),
+		cmocka_unit_test(test_remote_command),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

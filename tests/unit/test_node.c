@@ -71,11 +71,13 @@ static ps_transport *transport(uint64_t id)
 	return t;
 }
 
-static void send_msg(ps_transport *t, ps_peer to, uint32_t type,
-		     uint64_t job, uint32_t sender, void *body, size_t len)
+/* iteration: the header's (a WELCOME's or ABORT's addressee) */
+static void send_msg_at(ps_transport *t, ps_peer to, uint32_t type,
+			uint64_t job, uint32_t sender, uint64_t iteration,
+			void *body, size_t len)
 {
 	ps_wire_header h = {.type = type, .job_id = job, .sender = sender,
-			    .payload_len = len};
+			    .iteration = iteration, .payload_len = len};
 	unsigned char buf[PS_WIRE_HEADER_MAX];
 	size_t hlen;
 
@@ -84,6 +86,12 @@ static void send_msg(ps_transport *t, ps_peer to, uint32_t type,
 	assert_int_equal(ps_transport_send(t, to, buf, hlen, body, len,
 					   body ? ps_wire_free : NULL, NULL),
 			 PS_OK);
+}
+
+static void send_msg(ps_transport *t, ps_peer to, uint32_t type,
+		     uint64_t job, uint32_t sender, void *body, size_t len)
+{
+	send_msg_at(t, to, type, job, sender, 0, body, len);
 }
 
 /* Waits until the joining node has kept want early messages. */
@@ -101,6 +109,9 @@ static void wait_kept(ps_node *n, unsigned want)
  * and its connection to the node (NULL: nothing). */
 static void (*before_welcome)(ps_transport *sched, ps_peer to_node,
 			      uint64_t node_tid);
+/* The joining node and its endpoint, for before_welcome. */
+static ps_node *joining;
+static const char *joining_ep;
 
 /* A job of one server (node 1, under test) and one worker (node 2, the
  * peer, played here as the scheduler is), once the node has joined. */
@@ -210,9 +221,12 @@ static void join_job(fixture *f, int early, ...)
 	assert_int_equal(ps_transport_connect(f->sched, f->reg.self.endpoint,
 					      &to_node),
 			 PS_OK);
+	joining = &j.node;
+	joining_ep = f->reg.self.endpoint;
 	if (before_welcome)
 		before_welcome(f->sched, to_node, f->reg.self.transport_id);
-	send_msg(f->sched, to_node, PS_MSG_WELCOME, JOB_ID, 0, body, len);
+	send_msg_at(f->sched, to_node, PS_MSG_WELCOME, JOB_ID, 0,
+		    f->reg.self.transport_id, body, len);
 	assert_int_equal(pthread_join(th, NULL), 0);
 	assert_int_equal(j.rc, PS_OK);
 	assert_int_equal(j.node.id, 1);
@@ -350,6 +364,58 @@ static void test_probe_before_welcome(void **state)
 	leave_job(&f);
 }
 
+/* Before its WELCOME a node takes a WELCOME or ABORT only when the header
+ * names its transport id: an ABORT and a WELCOME of 1 MiB of 1s, addressed
+ * to another id, from a stranger claiming to be the scheduler, are
+ * dropped and counted, and the node joins. */
+static void strangers_welcome(ps_transport *sched, ps_peer to_node,
+			      uint64_t node_tid)
+{
+	ps_transport *t;
+	ps_peer p;
+	uint64_t other = node_tid ^ 1;
+	size_t n = 1 << 20;
+	unsigned char *ones = malloc(n + 5);
+	void *body;
+	size_t len;
+
+	(void)sched;
+	(void)to_node;
+	assert_non_null(ones);
+	ones[0] = 0xdd; /* array32 of n 1s */
+	for (int i = 0; i < 4; i++)
+		ones[1 + i] = (unsigned char)(n >> (24 - 8 * i));
+	memset(ones + 5, 0x01, n);
+	t = transport(0x5eed);
+	assert_int_equal(ps_transport_connect(t, joining_ep, &p), PS_OK);
+	assert_int_equal(ps_wire_reason_encode("go away", &body, &len), PS_OK);
+	send_msg_at(t, p, PS_MSG_ABORT, JOB_ID, 0, other, body, len);
+	send_msg_at(t, p, PS_MSG_WELCOME, JOB_ID, 0, other, ones, n + 5);
+	/* both are in (dropped, or fatal) before the real WELCOME is sent */
+	for (int ms = 0; atomic_load(&joining->dropped) < 2; ms++) {
+		if (ms == PATIENCE_MS)
+			fail_msg("the node dropped %llu of 2",
+				 (unsigned long long)atomic_load(
+					 &joining->dropped));
+		usleep(1000);
+	}
+	ps_transport_destroy(&t, 1000);
+}
+
+static void test_stranger_before_welcome(void **state)
+{
+	fixture f;
+
+	(void)state;
+	before_welcome = strangers_welcome;
+	join_job(&f, 0, NULL);
+	before_welcome = NULL;
+	assert_int_equal(f.j->node.id, 1);
+	assert_int_equal(atomic_load(&f.j->node.dropped), 2);
+	assert_string_equal(f.j->node.abort_reason, "");
+	leave_job(&f);
+}
+
 /* A node that never answers: the probe gives up after its timeout with
  * a reason; what else arrives meanwhile is dropped and counted. */
 static void test_probe_without_answer(void **state)
@@ -463,6 +529,7 @@ int main(void)
 		cmocka_unit_test(test_messages_before_welcome_are_kept),
 		cmocka_unit_test(test_lost_peer_is_reported),
 		cmocka_unit_test(test_probe_before_welcome),
+		cmocka_unit_test(test_stranger_before_welcome),
 		cmocka_unit_test(test_probe_without_answer),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

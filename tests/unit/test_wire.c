@@ -817,6 +817,153 @@ static void test_register_rejects(void **state)
 	assert_non_null(strstr(why, "2 trailing bytes"));
 }
 
+/* ---- objects in all, before decoding ------------------------------------- */
+
+/* A /proc/self/status field in kB, -1 if unreadable. */
+static long status_kb(const char *key)
+{
+	char line[256];
+	long v = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, key, strlen(key)) == 0)
+			v = strtol(line + strlen(key), NULL, 10);
+	fclose(f);
+	return v;
+}
+
+/* Resets VmHWM to the current RSS (Linux >= 4.0); 0 when done. */
+static int reset_hwm(void)
+{
+	FILE *f = fopen("/proc/self/clear_refs", "w");
+	int rc;
+
+	if (!f)
+		return -1;
+	rc = fputs("5", f) < 0;
+	return fclose(f) != 0 || rc ? -1 : 0;
+}
+
+/* An array32 of n positive fixints 1 (n + 5 bytes). */
+static unsigned char *ones_array(size_t n, size_t *len_p)
+{
+	unsigned char *b = malloc(5 + n);
+
+	assert_non_null(b);
+	b[0] = 0xdd;
+	for (int i = 0; i < 4; i++)
+		b[1 + i] = (unsigned char)(n >> (24 - 8 * i));
+	memset(b + 5, 0x01, n);
+	*len_p = 5 + n;
+	return b;
+}
+
+/* Each decoder refuses a message holding more objects than its kind
+ * can, before msgpack-c allocates a slot for each: an array of 1s takes
+ * one byte per element in the buffer and 24 in msgpack-c's tree. */
+static void test_object_bounds(void **state)
+{
+	char why[512], reason[PS_REASON_MAX];
+	ps_wire_register r;
+	ps_wire_welcome w;
+	ps_wire_done dn;
+	uint64_t v;
+	unsigned char *b;
+	size_t len;
+	long before, peak;
+
+	(void)state;
+	/* REGISTER: 8 Mi elements where its legitimate maximum is 3 objects
+	 * per tensor (~3.1 Mi); unbounded, msgpack-c's tree alone would take
+	 * 192 MiB */
+	{
+		size_t n = 8u << 20;
+
+		b = ones_array(n, &len);
+		int hwm = reset_hwm() == 0;
+		before = status_kb("VmRSS:");
+		assert_int_equal(ps_wire_register_decode(b, len, &r, why,
+		                                         sizeof(why)),
+		                 PS_EPROTO);
+		peak = status_kb("VmHWM:");
+		assert_non_null(strstr(why, "claims 8388608 elements: more than "
+		                            "the 3145803 objects in all"));
+		assert_true(r.tensors == NULL && r.num_tensors == 0);
+		if (hwm && before > 0 && peak > 0)
+			assert_true(peak - before < 48 * 1024); /* kB */
+		else
+			print_message("VmHWM not resettable here: memory not "
+			              "measured\n");
+		free(b);
+	}
+	/* the same array one level down, as the tensor list */
+	{
+		mp m;
+		size_t n = 4u << 20;
+		unsigned char *ones = malloc(n);
+
+		assert_non_null(ones);
+		memset(ones, 0x01, n);
+		mp_init(&m);
+		msgpack_pack_array(&m.pk, 2);
+		pack_node(&m.pk, PS_ROLE_WORKER, "h", 1, "e", 1);
+		msgpack_pack_array(&m.pk, (uint32_t)n);
+		mp_raw(&m, ones, n);
+		free(ones);
+		assert_int_equal(decode_register(&m, why, sizeof(why)),
+		                 PS_EPROTO);
+		assert_non_null(strstr(why, "objects in all this message can "
+		                            "hold"));
+	}
+	/* the legitimate maximum still decodes: PS_MAX_TENSORS tensors */
+	{
+		ps_wire_register big = {.self = {.role = PS_ROLE_WORKER,
+		                                 .host = "h",
+		                                 .endpoint = "e"}};
+		void *buf;
+
+		big.num_tensors = PS_MAX_TENSORS;
+		big.tensors = calloc(PS_MAX_TENSORS, sizeof(*big.tensors));
+		assert_non_null(big.tensors);
+		for (uint32_t i = 0; i < PS_MAX_TENSORS; i++)
+			big.tensors[i] = tensor("t", 1);
+		assert_int_equal(ps_wire_register_encode(&big, &buf, &len),
+		                 PS_OK);
+		free(big.tensors);
+		assert_int_equal(ps_wire_register_decode(buf, len, &r, why,
+		                                         sizeof(why)),
+		                 PS_OK);
+		assert_int_equal(r.num_tensors, PS_MAX_TENSORS);
+		ps_wire_register_clear(&r);
+		free(buf);
+	}
+	/* DONE: [9 fields] and a few appended ones at most */
+	b = ones_array(1000, &len);
+	assert_int_equal(ps_wire_done_decode(b, len, &dn, why, sizeof(why)),
+	                 PS_EPROTO);
+	assert_non_null(strstr(why, "claims 1000 elements: more than the 74"));
+	/* a u64 body and a reason are one object */
+	assert_int_equal(ps_wire_u64_decode(b, len, &v, why, sizeof(why)),
+	                 PS_EPROTO);
+	assert_non_null(strstr(why, "claims 1000 elements: more than the 65"));
+	assert_int_equal(ps_wire_reason_decode(b, len, reason, sizeof(reason),
+	                                       why, sizeof(why)),
+	                 PS_EPROTO);
+	assert_non_null(strstr(why, "claims 1000 elements: more than the 65"));
+	free(b);
+	/* a WELCOME's bound is above what any frame can carry: it is the
+	 * frame's (transport.max_message), and the node takes a WELCOME only
+	 * when its header names the node (test_node) */
+	b = ones_array(1000, &len);
+	assert_int_equal(ps_wire_welcome_decode(b, len, &w, why, sizeof(why)),
+	                 PS_EPROTO);
+	assert_null(strstr(why, "objects in all"));
+	free(b);
+}
+
 /* ---- WELCOME ------------------------------------------------------------ */
 
 static void test_welcome_roundtrip(void **state)
@@ -1739,6 +1886,7 @@ int main(void)
 	    cmocka_unit_test(test_hostile_bytes),
 	    cmocka_unit_test(test_register_roundtrip),
 	    cmocka_unit_test(test_register_rejects),
+	    cmocka_unit_test(test_object_bounds),
 	    cmocka_unit_test(test_welcome_roundtrip),
 	    cmocka_unit_test(test_welcome_encode_rejects),
 	    cmocka_unit_test(test_welcome_truncations),
