@@ -20,6 +20,10 @@
  * piece (uint < PS_MAX_PIECES) only where a data message or its
  * acknowledgement is about a piece other than the first of a partition
  * sent in pieces; absent (or nil): 0.
+ * Version 2: a WELCOME's and an ABORT's iteration is the transport id of
+ * the node they are for (a node before its WELCOME takes no other); a
+ * node refuses a message of another version, so nodes of versions 1 and
+ * 2 cannot form one job.
  *
  * Threads: pure functions, thread-safe.
  */
@@ -33,7 +37,7 @@
 #include "ordo/error.h"
 #include "scheduler/placement.h"
 
-#define PS_WIRE_VERSION 1
+#define PS_WIRE_VERSION 2
 #define PS_WIRE_HEADER_MAX 96 /* bytes an encoded header can take */
 #define PS_HOST_MAX 64
 #define PS_ENDPOINT_MAX 128

@@ -342,9 +342,9 @@ static void pk_u64_max(msgpack_packer *pk)
 {
 	msgpack_pack_uint64(pk, UINT64_MAX);
 }
-static void pk_v2(msgpack_packer *pk)
+static void pk_vnext(msgpack_packer *pk)
 {
-	msgpack_pack_uint32(pk, 2);
+	msgpack_pack_uint32(pk, PS_WIRE_VERSION + 1);
 }
 static void pk_type0(msgpack_packer *pk)
 {
@@ -406,9 +406,10 @@ static void test_header_rejects(void **state)
 	              "element 8 (priority) is not an integer");
 	expect_header(9, 0, pk_str, PS_EPROTO,
 	              "element 0 (version) is not an unsigned integer");
-	expect_header(9, 0, pk_v2, PS_EPROTO,
-	              "unsupported protocol version 2 (this build speaks 1)");
-	expect_header(1, 0, pk_v2, PS_EPROTO, "unsupported protocol version 2");
+	expect_header(9, 0, pk_vnext, PS_EPROTO,
+	              "unsupported protocol version 3 (this build speaks 2)");
+	expect_header(1, 0, pk_vnext, PS_EPROTO,
+	              "unsupported protocol version 3");
 	expect_header(9, 1, pk_type0, PS_EPROTO, "unknown message type 0");
 	expect_header(9, 1, pk_type_end, PS_EPROTO, "unknown message type");
 	expect_header(9, 1, pk_u32_over, PS_EPROTO, "element 1 (type)");
@@ -1731,7 +1732,7 @@ static void test_fuzz(void **state)
 	size_t seedlen[F_KINDS], cap = 0;
 	ps_tensor_desc t[2] = {tensor("fc.weight", 300), tensor("fc.bias", 7)};
 	ps_wire_register r = {.num_tensors = 2, .tensors = t};
-	ps_wire_header h = {.version = 1,
+	ps_wire_header h = {.version = PS_WIRE_VERSION,
 	                    .type = PS_MSG_PUSH,
 	                    .key = 1,
 	                    .partition = 3,
