@@ -1706,11 +1706,10 @@ static int push_cmd(ps_client *c, uint32_t tensor_id, const float *grad,
 }
 
 int ps_client_push(ps_client *c, uint32_t tensor_id, const float *grad,
-		   uint64_t iteration, int32_t priority)
+		   uint64_t iteration)
 {
 	if (!c || !grad || tensor_id >= c->ntensors)
 		return PS_EINVAL;
-	(void)priority; /* the job's order decides (ordo.h) */
 	return push_cmd(c, tensor_id, grad, iteration, PUSH_WHOLE);
 }
 

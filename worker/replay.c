@@ -185,7 +185,7 @@ static int finish_op(engine *e, uint32_t op, uint64_t it)
 			}
 #endif
 			rc = ps_client_push(e->client, o->tensors[k], e->zeros,
-					    it, (int32_t)o->tensors[k]);
+					    it);
 		}
 	ps_engine_op_done(e->engine, op);
 	return rc;

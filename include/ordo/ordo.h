@@ -11,7 +11,7 @@
  *     for (it = ps_client_start_iteration(c);
  *          ps_client_next_iteration(c, it); it++) {
  *         ... forward/backward with the values, into gradient buffers ...
- *         ps_client_push(c, t1, g1, it, priority);     // for each tensor
+ *         ps_client_push(c, t1, g1, it);               // for each tensor
  *         ps_client_wait(c, t1, it + 1, -1);           // params for it + 1
  *     }
  *     ps_client_result r = {.iterations = it};    // for the job summary
@@ -120,11 +120,16 @@ int ps_client_rank(const ps_client *c);
 int ps_client_num_workers(const ps_client *c);
 
 /* Pushes the gradient of a tensor for an iteration (see Buffers above).
- * The push goes through the worker's sender gate, in the job's order
- * (scheduling.order, computed by the scheduler from the model); the
- * `priority` argument is accepted but not used. */
+ * The push goes through the worker's sender gate, in the job's order:
+ * the scheduler numbers every tensor from the model
+ * (scheduling.push_order), the same numbers on every worker, and the gate
+ * (scheduling.push_gate) releases each partition by its number (a fused
+ * partition by its most urgent tensor's). A push has no priority of its
+ * own: a number chosen by the application would disagree with the job's
+ * order, and the counter gate, which lets a partition go once as many
+ * transfers as its number went before it, could wait forever on one. */
 int ps_client_push(ps_client *c, uint32_t tensor, const float *grad,
-		   uint64_t iteration, int32_t priority);
+		   uint64_t iteration);
 
 /* The learning rate of the servers' optimizer (server.optimizer = sgd,
  * adam, adamw) for the updates made from this worker's gradients of

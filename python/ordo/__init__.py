@@ -89,7 +89,7 @@ _sig = {
     "ps_client_next_iteration": (ctypes.c_int, [_c_p, ctypes.c_uint64]),
     "ps_client_rank": (ctypes.c_int, [_c_p]),
     "ps_client_num_workers": (ctypes.c_int, [_c_p]),
-    "ps_client_push": (ctypes.c_int, [_c_p, ctypes.c_uint32, _f_p, ctypes.c_uint64, ctypes.c_int32]),
+    "ps_client_push": (ctypes.c_int, [_c_p, ctypes.c_uint32, _f_p, ctypes.c_uint64]),
     "ps_client_wait": (ctypes.c_int, [_c_p, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_int]),
     "ps_client_try": (ctypes.c_int, [_c_p, ctypes.c_uint32, ctypes.c_uint64]),
     "ps_client_pull": (ctypes.c_int, [_c_p, ctypes.c_uint32, ctypes.c_int]),
@@ -231,11 +231,11 @@ class Client:
     def num_workers(self):
         return _lib.ps_client_num_workers(self._p)
 
-    def push(self, tensor, grad, iteration, priority=0):
+    def push(self, tensor, grad, iteration):
         ptr, n, keep = _floats(grad, False)
         if n != self._values[tensor][2]:
             raise ValueError("gradient of %d values for a tensor of %d" % (n, self._values[tensor][2]))
-        _check(_lib.ps_client_push(self._p, tensor, ptr, iteration, priority), "push")
+        _check(_lib.ps_client_push(self._p, tensor, ptr, iteration), "push")
         # sent without a copy: keep it alive until a later iteration's wait
         held = self._pushed.setdefault(tensor, [])
         held.append((iteration, grad, keep))
