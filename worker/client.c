@@ -73,6 +73,7 @@
 #include "ordo/ordo.h"
 #include "proto/worker.h"
 #include "scheduler/order.h"
+#include "worker/client_internal.h"
 #ifdef PS_WITH_CUDA
 #include "cuda/device.h"
 #include "cuda/gpudirect.h"
@@ -2398,7 +2399,8 @@ int ps_client_broadcast(ps_client *c, int root, void *buf, size_t len,
 	return PS_OK;
 }
 
-int ps_client_finish(ps_client *c, const ps_client_result *result)
+int psi_client_finish_replay(ps_client *c, const ps_client_result *result,
+			     const ps_replay_result *replay)
 {
 	cmd *k;
 	int rc;
@@ -2415,10 +2417,12 @@ int ps_client_finish(ps_client *c, const ps_client_result *result)
 	k->done.iterations = result->iterations;
 	k->done.seconds = result->seconds;
 	k->done.last_loss = result->last_loss;
-	k->done.wait_seconds = result->wait_seconds;
-	k->done.efficiency = result->efficiency;
-	k->done.speedup_bound = result->speedup_bound;
-	k->done.samples_per_second = result->samples_per_second;
+	if (replay) {
+		k->done.wait_seconds = replay->wait_seconds;
+		k->done.efficiency = replay->efficiency;
+		k->done.speedup_bound = replay->speedup_bound;
+		k->done.samples_per_second = replay->samples_per_second;
+	}
 	pthread_mutex_lock(&c->mu);
 	k->done.bytes_pushed = c->stats.bytes_pushed;
 	k->done.bytes_received = c->stats.bytes_received;
@@ -2429,6 +2433,11 @@ int ps_client_finish(ps_client *c, const ps_client_result *result)
 		rc = c->fail_code;
 	pthread_mutex_unlock(&c->mu);
 	return rc;
+}
+
+int ps_client_finish(ps_client *c, const ps_client_result *result)
+{
+	return psi_client_finish_replay(c, result, NULL);
 }
 
 void ps_client_get_stats(const ps_client *c, ps_client_stats *stats_p)

@@ -232,15 +232,13 @@ int ps_client_barrier(ps_client *c, int timeout_ms);
 int ps_client_broadcast(ps_client *c, int root, void *buf, size_t len,
 			int timeout_ms);
 
-/* What a worker reports at the end, for the job summary. */
+/* What a worker reports at the end, for the job summary (the
+ * scheduler's "summary: worker R: ..." lines and summary.csv). The
+ * library adds the bytes it pushed and received. */
 typedef struct ps_client_result {
-	uint64_t iterations;
-	double seconds;
-	double last_loss;          /* training; 0 when replaying */
-	double wait_seconds;       /* time computation waited on parameters */
-	double efficiency;         /* mean ordering efficiency E (replay) */
-	double speedup_bound;      /* TicTac's S (replay) */
-	double samples_per_second;
+	uint64_t iterations; /* iterations done */
+	double seconds;      /* time they took (0: not measured) */
+	double last_loss;    /* the last iteration's loss (0: none) */
 } ps_client_result;
 
 /* Reports this worker's result to the scheduler and waits until the job

@@ -108,9 +108,7 @@ for _name, (_res, _args) in _sig.items():
 class _Result(ctypes.Structure):
     # ps_client_result (include/ordo/ordo.h), field for field
     _fields_ = [("iterations", ctypes.c_uint64), ("seconds", ctypes.c_double),
-                ("last_loss", ctypes.c_double), ("wait_seconds", ctypes.c_double),
-                ("efficiency", ctypes.c_double), ("speedup_bound", ctypes.c_double),
-                ("samples_per_second", ctypes.c_double)]
+                ("last_loss", ctypes.c_double)]
 
 
 _lib.ps_client_finish.restype = ctypes.c_int
