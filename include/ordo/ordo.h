@@ -85,6 +85,27 @@ typedef struct ps_client_stats {
 	uint64_t dropped;        /* malformed or unexpected messages */
 } ps_client_stats;
 
+/* Errors. Every ps_client_* call that fails logs one error line that
+ * names the call and the problem ("ps_client_push: tensor 7 is not
+ * declared (this client declared 3 tensors)") and leaves the same text
+ * for ps_client_last_error. Failing is: returning a ps_err other than
+ * PS_OK (PS_EAGAIN from ps_client_try and ps_client_ready_event excepted:
+ * the version has not arrived yet, nothing failed); ps_client_rank and
+ * ps_client_num_workers returning -1; ps_client_next_iteration returning
+ * 0 for a client that has not joined its job. A call that fails because
+ * the job failed (a node died, the scheduler ended the job, a send
+ * failed on the communication thread) says "the job failed: " and what
+ * was logged then. */
+
+/* The text of the last failure of a ps_client_* call on the calling
+ * thread ("" while there was none). Per thread, like errno: a call that
+ * succeeds leaves it as it was, so read it right after a call reported a
+ * failure; it stays valid until the thread's next failing call. Per
+ * thread rather than per client because ps_client_create can fail
+ * before there is a client (a client is used by one thread anyway).
+ * Never NULL. */
+const char *ps_client_last_error(void);
+
 /* Creates a client (nothing is sent yet). The client copies cfg. */
 int ps_client_create(const ps_config *cfg, ps_client **client_p);
 
