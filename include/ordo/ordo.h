@@ -2,20 +2,27 @@
  * ordo/ordo.h - the public C API of ordo: configuration and the worker
  * client (declare tensors, push gradients, receive parameters).
  *
- * A worker program:
+ * A worker program: cfg comes from ps_config_new, ps_config_load and
+ * ps_config_set (below), w1 and g1 are buffers of N floats, and failed()
+ * prints ps_client_last_error(). examples/worker.c is the whole program;
+ * the test api_example checks that this text is part of it, builds it
+ * and runs it in a job.
  *
- *     ps_config *cfg;  ps_config_new(&cfg);  ps_config_load(cfg, path, ...);
- *     ps_client *c;    ps_client_create(cfg, &c);
- *     ps_client_declare(c, "fc1.weight", n, w1, &t1);   // for each tensor
- *     ps_client_start(c);        // joins the job; values hold version 0
+ *     if (ps_client_create(cfg, &c) != PS_OK ||
+ *         ps_client_declare(c, "fc1.weight", N, w1, &t1) != PS_OK ||
+ *         ps_client_start(c) != PS_OK)     // joins: w1 holds version 0
+ *         return failed(&c, &cfg);
  *     for (it = ps_client_start_iteration(c);
  *          ps_client_next_iteration(c, it); it++) {
- *         ... forward/backward with the values, into gradient buffers ...
- *         ps_client_push(c, t1, g1, it);               // for each tensor
- *         ps_client_wait(c, t1, it + 1, -1);           // params for it + 1
+ *         gradient(w1, g1, N);         // forward/backward into g1
+ *         if (ps_client_push(c, t1, g1, it) != PS_OK ||  // each tensor
+ *             ps_client_wait(c, t1, it + 1, -1) != PS_OK) // w1: it + 1
+ *             return failed(&c, &cfg);
  *     }
- *     ps_client_result r = {.iterations = it};    // for the job summary
- *     ps_client_finish(c, &r);       // waits for the shutdown
+ *     ps_client_result r = {.iterations = it}; // for the job summary
+ *     rc = ps_client_finish(c, &r);            // waits for the shutdown
+ *     if (rc != PS_OK)
+ *         return failed(&c, &cfg);
  *     ps_client_destroy(&c);
  *
  * Synchronous mode (train.mode = sync): servers sum the pushes of all
