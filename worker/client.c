@@ -2088,7 +2088,7 @@ static int declare_cuda(ps_client *c, const char *name, uint64_t numel,
 	dev_tensor *d = NULL;
 	int had = c ? c->cuda_device : -1;
 	int prev, rc;
-	uint32_t id;
+	uint32_t id = 0;
 
 	if (numel > SIZE_MAX / sizeof(float))
 		return api_errf(PS_EINVAL, "tensor '%s': %llu elements do not "
