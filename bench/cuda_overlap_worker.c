@@ -162,7 +162,7 @@ static int push_and_wait(ps_client *c, const uint32_t *ids, float **grads,
 	for (long k = n; k-- > 0 && rc == PS_OK;)
 		rc = stream ? ps_client_push_stream(c, ids[k], grads[k], it,
 						    stream)
-			    : ps_client_push(c, ids[k], grads[k], it, 0);
+			    : ps_client_push(c, ids[k], grads[k], it);
 	for (long k = 0; k < n && rc == PS_OK; k++)
 		rc = ps_client_wait(c, ids[k], it + 1, -1);
 	return rc;

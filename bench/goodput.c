@@ -151,7 +151,7 @@ static int run_worker(void *arg, int rank)
 	for (int it = 0; rc == PS_OK && it <= j->iterations; it++) {
 		if (it == 1)
 			t0 = ps_now_ns(); /* iteration 0 is the warm-up */
-		rc = ps_client_push(c, 0, grad, (uint64_t)it, 0);
+		rc = ps_client_push(c, 0, grad, (uint64_t)it);
 		if (rc == PS_OK)
 			rc = ps_client_wait(c, 0, (uint64_t)it + 1, -1);
 	}

@@ -15,6 +15,20 @@ static atomic_int log_level = PS_LOG_INFO;
 static const char *const level_names[] = {"error", "warning", "info",
 					  "debug"};
 
+/* this thread's last error message and error count */
+static _Thread_local char last_error[1024];
+static _Thread_local unsigned long error_count;
+
+unsigned long ps_log_errors(void)
+{
+	return error_count;
+}
+
+const char *ps_log_last_error(void)
+{
+	return last_error;
+}
+
 void ps_log_init(const char *role, int level)
 {
 	snprintf(log_role, sizeof(log_role), "%s", role ? role : "ordo");
@@ -42,6 +56,15 @@ void ps_log(int level, const char *fmt, ...)
 	int n, rank = atomic_load(&log_rank);
 	va_list ap;
 
+	if (level == PS_LOG_ERROR) { /* through a copy: an argument may
+				      * be last_error itself */
+		char msg[sizeof(last_error)];
+		va_start(ap, fmt);
+		vsnprintf(msg, sizeof(msg), fmt, ap);
+		va_end(ap);
+		memcpy(last_error, msg, sizeof(msg));
+		error_count++;
+	}
 	if (!ps_log_enabled(level))
 		return;
 	if (level < PS_LOG_ERROR || level > PS_LOG_DEBUG)

@@ -5,6 +5,11 @@
  * "[ordo worker 1] error: scheduler silent for 5000 ms". ROLE/RANK are set
  * once the process knows them (rank -1 prints no rank).
  *
+ * Every thread keeps its last error message (without the prefix) and a
+ * count of the errors it logged, also when the level hides them: a
+ * library call can then hand its caller the text it logged
+ * (ps_client_last_error).
+ *
  * Threads: thread-safe; each call writes one whole line.
  */
 #ifndef ORDO_COMMON_LOG_H
@@ -19,6 +24,11 @@ int ps_log_enabled(int level);
 
 void ps_log(int level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/* The errors this thread logged so far, and the message of the last
+ * ("" before the first); the text stays until this thread logs another. */
+unsigned long ps_log_errors(void);
+const char *ps_log_last_error(void);
 
 #define PS_ERROR(...) ps_log(PS_LOG_ERROR, __VA_ARGS__)
 #define PS_WARN(...) ps_log(PS_LOG_WARN, __VA_ARGS__)

@@ -56,6 +56,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +74,7 @@
 #include "ordo/ordo.h"
 #include "proto/worker.h"
 #include "scheduler/order.h"
+#include "worker/client_internal.h"
 #ifdef PS_WITH_CUDA
 #include "cuda/device.h"
 #include "cuda/gpudirect.h"
@@ -219,11 +221,13 @@ struct ps_client {
 	cmd *head, *tail;
 	client_state state;
 	int fail_code;
+	char fail_why[512]; /* what ended the job (ST_FAILED), as logged */
 	int comm_alive;
 	int stop;
 	driver_kind driver; /* who drives the node (DESIGN, driving) */
 	int comm_needed;    /* the communication thread must drive */
 	int drive_rc;       /* the application's drive ended the job */
+	char drive_why[512]; /* ... and the error it logged ("": none) */
 	int wants_release;  /* the application waits for sent bytes to be
 			     * released, and for nothing else */
 	slot *slots; /* per global partition */
@@ -284,11 +288,15 @@ typedef struct stage {
 	float data[];
 } stage;
 
-static void fail_locked(ps_client *c, int code)
+/* The job failed with code; why says what happened (as logged; NULL or
+ * "": the code's description). Caller holds mu. */
+static void fail_locked(ps_client *c, int code, const char *why)
 {
 	if (c->state != ST_FAILED && c->state != ST_SHUTDOWN) {
 		c->state = ST_FAILED;
 		c->fail_code = code;
+		snprintf(c->fail_why, sizeof(c->fail_why), "%s",
+			 why && why[0] ? why : ps_strerror(code));
 	}
 	pthread_cond_broadcast(&c->cv);
 }
@@ -438,7 +446,7 @@ static int send_piece(ps_client *c, tensor *t, stage *st, uint32_t part,
 		PS_ERROR("cannot send %s of tensor '%s' partition %u to server "
 			 "%u: %s", ps_msg_type_name(type), t->name, part,
 			 p->server, ps_strerror(rc));
-		fail_locked(c, rc);
+		fail_locked(c, rc, ps_log_last_error());
 	} else {
 		c->stats.bytes_pushed += len;
 		c->stats.pushes++;
@@ -940,8 +948,11 @@ static int setup_after_join(ps_client *c)
 	const ps_placement *pl = c->node.welcome.placement;
 	int rc;
 
-	if (pl->num_tensors != c->ntensors)
+	if (pl->num_tensors != c->ntensors) {
+		PS_ERROR("the job's placement holds %u tensors, this worker "
+			 "declared %u", pl->num_tensors, c->ntensors);
 		return PS_EPROTO;
+	}
 	for (uint32_t i = 0; i < c->ntensors; i++) {
 		tensor *t = &c->tensors[i];
 		t->first_part = pl->first_part[i];
@@ -1183,6 +1194,7 @@ static void *comm_main(void *arg)
 	ps_client *c = arg;
 	ps_tensor_desc *descs = calloc(c->ntensors, sizeof(*descs));
 	int rc = descs ? PS_OK : PS_ENOMEM;
+	unsigned long errors = ps_log_errors(); /* this thread's */
 
 	for (uint32_t i = 0; i < c->ntensors && descs; i++) {
 		memcpy(descs[i].name, c->tensors[i].name, PS_NAME_MAX);
@@ -1209,8 +1221,14 @@ static void *comm_main(void *arg)
 	pthread_mutex_lock(&c->mu);
 	if (rc == PS_ECLOSED && !c->stop)
 		c->state = ST_SHUTDOWN;
-	else
-		fail_locked(c, rc == PS_ECLOSED ? PS_ESTATE : rc);
+	else if (rc == PS_ECLOSED) /* ps_client_destroy */
+		fail_locked(c, PS_ESTATE, "the client was destroyed");
+	else /* what the application's drive or this thread logged last */
+		fail_locked(c, rc,
+			    c->drive_rc != PS_OK && rc == c->drive_rc
+				    ? c->drive_why
+			    : ps_log_errors() != errors ? ps_log_last_error()
+							: NULL);
 	c->comm_alive = 0;
 	pthread_cond_broadcast(&c->cv);
 	pthread_mutex_unlock(&c->mu);
@@ -1235,6 +1253,95 @@ static void *comm_main(void *arg)
 	}
 	ps_node_close(&c->node, 0);
 	return NULL;
+}
+
+/* ---- errors of the public calls (ps_client_last_error) ----------------
+ *
+ * Every public call that fails logs why, as an error line naming the
+ * call, and leaves that text in this thread's api_error. A reason logged
+ * deeper down (a send that failed, a CUDA error) is taken as it was
+ * logged; a call that failed because of the job's state (not started,
+ * shut down, failed on the communication thread) logs the state, with
+ * the reason the communication thread logged when the job failed. */
+
+static _Thread_local char api_error[1024];
+/* the public call this thread is in, for api_errf */
+static _Thread_local const char *api_fn;
+
+typedef struct api_call {
+	const char *fn;
+	unsigned long errors; /* this thread's logged errors at its start */
+} api_call;
+
+static api_call api_begin(const char *fn)
+{
+	api_fn = fn;
+	return (api_call){.fn = fn, .errors = ps_log_errors()};
+}
+
+/* Fails the current public call with rc, logging "FN: reason". */
+__attribute__((format(printf, 2, 3))) static int api_errf(int rc,
+							   const char *fmt,
+							   ...)
+{
+	char msg[768];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	PS_ERROR("%s: %s", api_fn ? api_fn : "ordo", msg);
+	return rc;
+}
+
+/* What the client's state says about a call that failed with rc without
+ * logging a reason ("": nothing). Caller holds mu. */
+static void state_why_locked(const ps_client *c, int rc, char *why,
+			     size_t cap)
+{
+	why[0] = '\0';
+	if (c->state == ST_FAILED)
+		snprintf(why, cap, "the job failed: %s", c->fail_why);
+	else if (rc == PS_ESTATE && c->state == ST_CREATED)
+		snprintf(why, cap, "the client has not joined a job: call "
+			 "ps_client_start first");
+	else if (rc == PS_ESTATE && c->state == ST_SHUTDOWN)
+		snprintf(why, cap, "the job has shut down (ps_client_finish "
+			 "returned)");
+}
+
+/* Ends a public call that returned rc (c may be NULL): a failure leaves
+ * its reason in api_error: the error the call logged last, else what the
+ * client's state says (logged now). */
+static int api_end(const api_call *a, const ps_client *c, int rc)
+{
+	size_t n = strlen(a->fn);
+	const char *m;
+
+	api_fn = NULL;
+	if (rc == PS_OK)
+		return rc;
+	if (ps_log_errors() == a->errors) { /* nothing logged: say it */
+		char why[sizeof(((ps_client *)0)->fail_why) + 64] = "";
+		if (c) {
+			ps_client *mc = (ps_client *)c;
+			pthread_mutex_lock(&mc->mu);
+			state_why_locked(c, rc, why, sizeof(why));
+			pthread_mutex_unlock(&mc->mu);
+		}
+		PS_ERROR("%s: %s", a->fn, why[0] ? why : ps_strerror(rc));
+	}
+	m = ps_log_last_error();
+	if (strncmp(m, a->fn, n) == 0 && m[n] == ':')
+		snprintf(api_error, sizeof(api_error), "%s", m);
+	else
+		snprintf(api_error, sizeof(api_error), "%s: %s", a->fn, m);
+	return rc;
+}
+
+const char *ps_client_last_error(void)
+{
+	return api_error;
 }
 
 /* ---- application side ------------------------------------------------- */
@@ -1275,15 +1382,20 @@ static int app_take_drive(ps_client *c, cmd **queued_p)
 
 /* The application gives the drive back, having ended with rc (called
  * without mu, returns holding it): the communication thread is woken when
- * it is needed now, or to end the job. */
-static void app_give_drive(ps_client *c, int rc)
+ * it is needed now, or to end the job. errors: this thread's count of
+ * logged errors when it took the drive (an error logged since says why
+ * the job ends). */
+static void app_give_drive(ps_client *c, int rc, unsigned long errors)
 {
 	int needed = comm_needed(c);
 
 	pthread_mutex_lock(&c->mu);
 	c->driver = DRIVER_NONE;
-	if (rc != PS_OK && rc != PS_ETIMEDOUT && c->drive_rc == PS_OK)
+	if (rc != PS_OK && rc != PS_ETIMEDOUT && c->drive_rc == PS_OK) {
 		c->drive_rc = rc;
+		snprintf(c->drive_why, sizeof(c->drive_why), "%s",
+			 ps_log_errors() != errors ? ps_log_last_error() : "");
+	}
 	c->comm_needed = needed;
 	if (needed || c->head || c->drive_rc != PS_OK)
 		pthread_cond_signal(&c->comm_cv);
@@ -1297,6 +1409,7 @@ static void app_give_drive(ps_client *c, int rc)
 #define APP_DRAIN (-3)
 static int app_drive(ps_client *c, cmd *queued, cmd *k, int timeout_ms)
 {
+	unsigned long errors = ps_log_errors();
 	int rc;
 
 	if (k) { /* after what was queued before it */
@@ -1315,7 +1428,7 @@ static int app_drive(ps_client *c, cmd *queued, cmd *k, int timeout_ms)
 		rc = receive_one(c, 0);
 	if (timeout_ms == APP_DRAIN && rc == PS_ETIMEDOUT)
 		rc = PS_OK; /* all there was */
-	app_give_drive(c, rc);
+	app_give_drive(c, rc, errors);
 	return rc;
 }
 
@@ -1509,22 +1622,31 @@ static int wait_tensor(ps_client *c, tensor *t, uint64_t version,
 	return rc;
 }
 
-int ps_client_create(const ps_config *cfg, ps_client **client_p)
+/* Whether the client has joined its job (caller holds mu): PS_OK; else
+ * PS_ESTATE, or the failure that ended the joining (api_end says why). */
+static int joined_locked(const ps_client *c)
+{
+	if (c->state == ST_CREATED || c->state == ST_JOINING)
+		return PS_ESTATE;
+	if (c->state == ST_FAILED && !c->slots) /* never set up */
+		return c->fail_code;
+	return PS_OK;
+}
+
+static int create(const ps_config *cfg, ps_client **client_p)
 {
 	ps_client *c;
-
 	char err[512];
 
 	if (!cfg || !client_p)
-		return PS_EINVAL;
+		return api_errf(PS_EINVAL, "%s is NULL",
+				!cfg ? "cfg" : "client_p");
 	if (ps_config_validate(cfg, err, sizeof(err)) != PS_OK ||
-	    ps_config_validate_job(cfg, err, sizeof(err)) != PS_OK) {
-		PS_ERROR("invalid configuration: %s", err);
-		return PS_ECONFIG;
-	}
+	    ps_config_validate_job(cfg, err, sizeof(err)) != PS_OK)
+		return api_errf(PS_ECONFIG, "invalid configuration: %s", err);
 	c = calloc(1, sizeof(*c));
 	if (!c)
-		return PS_ENOMEM;
+		return api_errf(PS_ENOMEM, "out of memory for the client");
 	c->cfg = *cfg;
 	ps_config_finalize(&c->cfg);
 	pthread_mutex_init(&c->mu, NULL);
@@ -1545,24 +1667,46 @@ int ps_client_create(const ps_config *cfg, ps_client **client_p)
 	return PS_OK;
 }
 
+int ps_client_create(const ps_config *cfg, ps_client **client_p)
+{
+	api_call a = api_begin("ps_client_create");
+
+	return api_end(&a, NULL, create(cfg, client_p));
+}
+
 /* The checks of a new tensor's declaration: arguments, state, a name not
  * declared before. */
 static int declare_check(const ps_client *c, const char *name,
 			 uint64_t numel, const float *values)
 {
-	if (!c || !name || !values || numel == 0 ||
-	    strlen(name) >= PS_NAME_MAX || name[0] == '\0')
-		return PS_EINVAL;
+	size_t len;
+
+	if (!c)
+		return api_errf(PS_EINVAL, "the client is NULL");
+	if (!name)
+		return api_errf(PS_EINVAL, "the tensor's name is NULL");
+	len = strlen(name);
+	if (len == 0 || len >= PS_NAME_MAX)
+		return api_errf(PS_EINVAL, "tensor name '%.*s%s' is %zu bytes: "
+				"a name is 1 to %d bytes", 64, name,
+				len > 64 ? "..." : "", len, PS_NAME_MAX - 1);
+	if (!values)
+		return api_errf(PS_EINVAL, "tensor '%s': values is NULL", name);
+	if (numel == 0)
+		return api_errf(PS_EINVAL, "tensor '%s' has 0 elements", name);
 	if (c->state != ST_CREATED)
-		return PS_ESTATE;
+		return api_errf(PS_ESTATE, "tensor '%s' declared after "
+				"ps_client_start: declare every tensor before",
+				name);
 	for (uint32_t i = 0; i < c->ntensors; i++)
 		if (strcmp(c->tensors[i].name, name) == 0)
-			return PS_EINVAL;
+			return api_errf(PS_EINVAL, "tensor '%s' is declared "
+					"already (tensor %u)", name, i);
 	return PS_OK;
 }
 
-int ps_client_declare(ps_client *c, const char *name, uint64_t numel,
-		      float *values, uint32_t *tensor_p)
+static int declare(ps_client *c, const char *name, uint64_t numel,
+		   float *values, uint32_t *tensor_p)
 {
 	tensor *t;
 	int rc = declare_check(c, name, numel, values);
@@ -1573,7 +1717,8 @@ int ps_client_declare(ps_client *c, const char *name, uint64_t numel,
 		uint32_t cap = c->cap ? 2 * c->cap : 16;
 		tensor *n = realloc(c->tensors, cap * sizeof(*n));
 		if (!n)
-			return PS_ENOMEM;
+			return api_errf(PS_ENOMEM, "out of memory declaring "
+					"tensor '%s'", name);
 		c->tensors = n;
 		c->cap = cap;
 	}
@@ -1589,23 +1734,43 @@ int ps_client_declare(ps_client *c, const char *name, uint64_t numel,
 	return PS_OK;
 }
 
-int ps_client_start(ps_client *c)
+int ps_client_declare(ps_client *c, const char *name, uint64_t numel,
+		      float *values, uint32_t *tensor_p)
 {
+	api_call a = api_begin("ps_client_declare");
+
+	return api_end(&a, c, declare(c, name, numel, values, tensor_p));
+}
+
+static int start(ps_client *c)
+{
+	client_state state;
 	int rc = PS_OK;
 
 	if (!c)
-		return PS_EINVAL;
-	if (c->state != ST_CREATED || c->ntensors == 0)
-		return PS_ESTATE;
+		return api_errf(PS_EINVAL, "the client is NULL");
+	pthread_mutex_lock(&c->mu);
+	state = c->state;
+	pthread_mutex_unlock(&c->mu);
+	if (state == ST_FAILED)
+		return PS_ESTATE; /* api_end says why */
+	if (state != ST_CREATED)
+		return api_errf(PS_ESTATE, "the client has started already");
+	if (c->ntensors == 0)
+		return api_errf(PS_ESTATE, "no tensor declared: declare them "
+				"(ps_client_declare) before");
 	c->state = ST_JOINING;
 	if (pthread_create(&c->thread, NULL, comm_main, c) != 0) {
 		c->state = ST_FAILED;
-		return PS_ENOMEM;
+		snprintf(c->fail_why, sizeof(c->fail_why), "%s",
+			 "cannot start the communication thread");
+		return api_errf(PS_ENOMEM, "%s", c->fail_why);
 	}
 	c->thread_started = 1;
 	pthread_mutex_lock(&c->mu);
 	while (c->state == ST_JOINING)
 		pthread_cond_wait(&c->cv, &c->mu);
+	rc = joined_locked(c); /* the joining failed: no partition to wait */
 	for (uint32_t i = 0; i < c->ntensors && rc == PS_OK; i++)
 		rc = wait_tensor(c, &c->tensors[i],
 				 c->node.welcome.start_iteration, -1);
@@ -1626,6 +1791,13 @@ int ps_client_start(ps_client *c)
 	return rc;
 }
 
+int ps_client_start(ps_client *c)
+{
+	api_call a = api_begin("ps_client_start");
+
+	return api_end(&a, c, start(c));
+}
+
 uint64_t ps_client_start_iteration(const ps_client *c)
 {
 	return c && c->state != ST_CREATED && c->state != ST_JOINING
@@ -1638,8 +1810,12 @@ int ps_client_next_iteration(ps_client *c, uint64_t it)
 	cmd *k;
 	int run;
 
-	if (!c || c->state == ST_CREATED || c->state == ST_JOINING)
+	if (!c || c->state == ST_CREATED || c->state == ST_JOINING) {
+		api_call a = api_begin("ps_client_next_iteration");
+		api_end(&a, c, c ? PS_ESTATE : api_errf(PS_EINVAL, "the "
+							  "client is NULL"));
 		return 0;
+	}
 	k = calloc(1, sizeof(*k));
 	pthread_mutex_lock(&c->mu);
 	run = it < (uint64_t)c->cfg.train.iterations &&
@@ -1655,16 +1831,28 @@ int ps_client_next_iteration(ps_client *c, uint64_t it)
 	return run;
 }
 
+/* A query that needs the job (rank, number of workers): 1 when the client
+ * has joined; else 0, and the call fails as fn. */
+static int joined(const ps_client *c, const char *fn)
+{
+	api_call a;
+
+	if (c && c->state != ST_CREATED && c->state != ST_JOINING)
+		return 1;
+	a = api_begin(fn);
+	api_end(&a, c,
+		c ? PS_ESTATE : api_errf(PS_EINVAL, "the client is NULL"));
+	return 0;
+}
+
 int ps_client_rank(const ps_client *c)
 {
-	return c && c->state != ST_CREATED && c->state != ST_JOINING
-		       ? (int)c->node.rank
-		       : -1;
+	return joined(c, "ps_client_rank") ? (int)c->node.rank : -1;
 }
 
 int ps_client_num_workers(const ps_client *c)
 {
-	return c && c->state != ST_CREATED && c->state != ST_JOINING
+	return joined(c, "ps_client_num_workers")
 		       ? (int)c->node.welcome.num_workers
 		       : -1;
 }
@@ -1705,24 +1893,46 @@ static int push_cmd(ps_client *c, uint32_t tensor_id, const float *grad,
 	return rc;
 }
 
-int ps_client_push(ps_client *c, uint32_t tensor_id, const float *grad,
-		   uint64_t iteration, int32_t priority)
+/* The checks of a call on a declared tensor: 0 or its error. */
+static int tensor_check(const ps_client *c, uint32_t tensor_id)
 {
-	if (!c || !grad || tensor_id >= c->ntensors)
-		return PS_EINVAL;
-	(void)priority; /* the job's order decides (ordo.h) */
+	if (!c)
+		return api_errf(PS_EINVAL, "the client is NULL");
+	if (tensor_id >= c->ntensors)
+		return api_errf(PS_EINVAL, "tensor %u is not declared (this "
+				"client declared %u tensor%s)", tensor_id,
+				c->ntensors, c->ntensors == 1 ? "" : "s");
+	return PS_OK;
+}
+
+static int push(ps_client *c, uint32_t tensor_id, const float *grad,
+		uint64_t iteration)
+{
+	int rc = tensor_check(c, tensor_id);
+
+	if (rc != PS_OK)
+		return rc;
+	if (!grad)
+		return api_errf(PS_EINVAL, "tensor '%s': grad is NULL",
+				c->tensors[tensor_id].name);
 	return push_cmd(c, tensor_id, grad, iteration, PUSH_WHOLE);
 }
 
-int ps_client_set_lr(ps_client *c, uint64_t iteration, double lr)
+int ps_client_push(ps_client *c, uint32_t tensor_id, const float *grad,
+		   uint64_t iteration)
+{
+	api_call a = api_begin("ps_client_push");
+
+	return api_end(&a, c, push(c, tensor_id, grad, iteration));
+}
+
+static int set_lr(ps_client *c, uint64_t iteration, double lr)
 {
 	if (!c)
-		return PS_EINVAL;
-	if (!isfinite(lr) || lr < 0) {
-		PS_ERROR("ps_client_set_lr: %g is not a learning rate (finite, "
-			 ">= 0)", lr);
-		return PS_EINVAL;
-	}
+		return api_errf(PS_EINVAL, "the client is NULL");
+	if (!isfinite(lr) || lr < 0)
+		return api_errf(PS_EINVAL, "%g is not a learning rate (finite, "
+				">= 0)", lr);
 	pthread_mutex_lock(&c->lr_mu);
 	/* a change from an iteration at or before the newest replaces the
 	 * changes it covers */
@@ -1741,39 +1951,47 @@ int ps_client_set_lr(ps_client *c, uint64_t iteration, double lr)
 	return PS_OK;
 }
 
-/* ---- tensors in device memory (DESIGN, device tensors) ---------------- */
-
-#ifndef PS_WITH_CUDA
-static int no_cuda(const char *fn)
+int ps_client_set_lr(ps_client *c, uint64_t iteration, double lr)
 {
-	PS_ERROR("%s: this build has no CUDA support (configure with "
-		 "-DPS_WITH_CUDA=ON)", fn);
-	return PS_ENOTSUP;
+	api_call a = api_begin("ps_client_set_lr");
+
+	return api_end(&a, c, set_lr(c, iteration, lr));
 }
 
-int ps_client_declare_cuda(ps_client *c, const char *name, uint64_t numel,
-			   float *device_values, int device,
-			   uint32_t *tensor_p)
+/* ---- tensors in device memory (DESIGN, device tensors) ---------------- */
+
+static int try_params(ps_client *c, uint32_t tensor_id, uint64_t version);
+
+#ifndef PS_WITH_CUDA
+static int no_cuda(void)
+{
+	return api_errf(PS_ENOTSUP, "this build has no CUDA support "
+			"(configure with -DPS_WITH_CUDA=ON)");
+}
+
+static int declare_cuda(ps_client *c, const char *name, uint64_t numel,
+			float *device_values, int device, uint32_t *tensor_p)
 {
 	(void)c, (void)name, (void)numel, (void)device_values, (void)device;
 	(void)tensor_p;
-	return no_cuda("ps_client_declare_cuda");
+	return no_cuda();
 }
 
-int ps_client_push_stream(ps_client *c, uint32_t tensor_id,
-			  const float *device_grad, uint64_t iteration,
-			  void *cuda_stream)
+static int push_stream(ps_client *c, uint32_t tensor_id,
+		       const float *device_grad, uint64_t iteration,
+		       void *cuda_stream)
 {
 	(void)c, (void)tensor_id, (void)device_grad, (void)iteration;
 	(void)cuda_stream;
-	return no_cuda("ps_client_push_stream");
+	return no_cuda();
 }
 
-int ps_client_ready_event(ps_client *c, uint32_t tensor_id,
-			  uint64_t version, void *cuda_event)
+static int ready_event(ps_client *c, uint32_t tensor_id, uint64_t version,
+		       void *cuda_event)
 {
 	(void)c, (void)tensor_id, (void)version, (void)cuda_event;
-	return no_cuda("ps_client_ready_event");
+	(void)try_params;
+	return no_cuda();
 }
 #else
 /* Frees a device tensor's resources (on the client's device). */
@@ -1864,17 +2082,18 @@ static int dev_new(ps_client *c, const char *name, uint64_t numel,
 	return PS_OK;
 }
 
-int ps_client_declare_cuda(ps_client *c, const char *name, uint64_t numel,
-			   float *device_values, int device,
-			   uint32_t *tensor_p)
+static int declare_cuda(ps_client *c, const char *name, uint64_t numel,
+			float *device_values, int device, uint32_t *tensor_p)
 {
 	dev_tensor *d = NULL;
 	int had = c ? c->cuda_device : -1;
 	int prev, rc;
-	uint32_t id;
+	uint32_t id = 0;
 
 	if (numel > SIZE_MAX / sizeof(float))
-		return PS_EINVAL;
+		return api_errf(PS_EINVAL, "tensor '%s': %llu elements do not "
+				"fit in memory", name ? name : "(NULL)",
+				(unsigned long long)numel);
 	rc = declare_check(c, name, numel, device_values);
 	if (rc != PS_OK)
 		return rc;
@@ -1894,7 +2113,7 @@ int ps_client_declare_cuda(ps_client *c, const char *name, uint64_t numel,
 		return rc;
 	}
 	c->cuda_device = device;
-	rc = ps_client_declare(c, name, numel, d->mirror, &id);
+	rc = declare(c, name, numel, d->mirror, &id);
 	if (rc != PS_OK) {
 		dev_free(c, d, 0);
 		c->cuda_device = had;
@@ -2090,9 +2309,9 @@ static int dev_staging_free(ps_client *c, tensor *t)
 	return rc;
 }
 
-int ps_client_push_stream(ps_client *c, uint32_t tensor_id,
-			  const float *device_grad, uint64_t iteration,
-			  void *cuda_stream)
+static int push_stream(ps_client *c, uint32_t tensor_id,
+		       const float *device_grad, uint64_t iteration,
+		       void *cuda_stream)
 {
 	char err[1024] = "";
 	dev_tensor *d;
@@ -2100,15 +2319,17 @@ int ps_client_push_stream(ps_client *c, uint32_t tensor_id,
 	tensor *t;
 	int prev, rc;
 
-	if (!c || !device_grad || tensor_id >= c->ntensors)
-		return PS_EINVAL;
+	rc = tensor_check(c, tensor_id);
+	if (rc != PS_OK)
+		return rc;
 	t = &c->tensors[tensor_id];
+	if (!device_grad)
+		return api_errf(PS_EINVAL, "tensor '%s': device_grad is NULL",
+				t->name);
 	d = t->dev;
-	if (!d) {
-		PS_ERROR("ps_client_push_stream: tensor '%s' is in host memory "
-			 "(use ps_client_push)", t->name);
-		return PS_EINVAL;
-	}
+	if (!d)
+		return api_errf(PS_EINVAL, "tensor '%s' is in host memory "
+				"(use ps_client_push)", t->name);
 	if (c->state == ST_CREATED || c->state == ST_JOINING)
 		return PS_ESTATE;
 	rc = dev_staging_free(c, t);
@@ -2171,20 +2392,22 @@ int ps_client_push_stream(ps_client *c, uint32_t tensor_id,
 	return PS_OK;
 }
 
-int ps_client_ready_event(ps_client *c, uint32_t tensor_id,
-			  uint64_t version, void *cuda_event)
+static int ready_event(ps_client *c, uint32_t tensor_id, uint64_t version,
+		       void *cuda_event)
 {
 	char err[512];
 	int prev, rc;
 
-	if (!c || !cuda_event || tensor_id >= c->ntensors)
-		return PS_EINVAL;
-	if (!c->tensors[tensor_id].dev) {
-		PS_ERROR("ps_client_ready_event: tensor '%s' is in host memory",
-			 c->tensors[tensor_id].name);
-		return PS_EINVAL;
-	}
-	rc = ps_client_try(c, tensor_id, version); /* copies enqueued */
+	rc = tensor_check(c, tensor_id);
+	if (rc != PS_OK)
+		return rc;
+	if (!cuda_event)
+		return api_errf(PS_EINVAL, "tensor '%s': cuda_event is NULL",
+				c->tensors[tensor_id].name);
+	if (!c->tensors[tensor_id].dev)
+		return api_errf(PS_EINVAL, "tensor '%s' is in host memory",
+				c->tensors[tensor_id].name);
+	rc = try_params(c, tensor_id, version); /* copies enqueued */
 	if (rc != PS_OK)
 		return rc;
 	ps_cuda_current(&prev);
@@ -2192,32 +2415,110 @@ int ps_client_ready_event(ps_client *c, uint32_t tensor_id,
 	rc = ps_cuda_record(cuda_event, c->h2d, err, sizeof(err));
 	ps_cuda_set(prev);
 	if (rc != PS_OK)
-		PS_ERROR("ps_client_ready_event: tensor '%s': %s",
-			 c->tensors[tensor_id].name, err);
+		return api_errf(rc, "tensor '%s': %s",
+				c->tensors[tensor_id].name, err);
 	return rc;
 }
 #endif
 
-int ps_client_wait(ps_client *c, uint32_t tensor_id, uint64_t version,
-		   int timeout_ms)
+int ps_client_declare_cuda(ps_client *c, const char *name, uint64_t numel,
+			   float *device_values, int device,
+			   uint32_t *tensor_p)
 {
-	int rc;
+	api_call a = api_begin("ps_client_declare_cuda");
 
-	if (!c || tensor_id >= c->ntensors)
-		return PS_EINVAL;
+	return api_end(&a, c, declare_cuda(c, name, numel, device_values,
+					   device, tensor_p));
+}
+
+int ps_client_push_stream(ps_client *c, uint32_t tensor_id,
+			  const float *device_grad, uint64_t iteration,
+			  void *cuda_stream)
+{
+	api_call a = api_begin("ps_client_push_stream");
+
+	return api_end(&a, c, push_stream(c, tensor_id, device_grad,
+					  iteration, cuda_stream));
+}
+
+/* PS_EAGAIN (not arrived yet) is no failure: it leaves api_error. */
+int ps_client_ready_event(ps_client *c, uint32_t tensor_id,
+			  uint64_t version, void *cuda_event)
+{
+	api_call a = api_begin("ps_client_ready_event");
+	int rc = ready_event(c, tensor_id, version, cuda_event);
+
+	if (rc == PS_EAGAIN) {
+		api_fn = NULL;
+		return rc;
+	}
+	return api_end(&a, c, rc);
+}
+
+/* Fails a wait for version of t that timed out after timeout_ms, saying
+ * what it still waits for. Caller holds mu. */
+static int wait_timed_out(const ps_client *c, const tensor *t,
+			  uint64_t version, int timeout_ms)
+{
+	uint64_t low = UINT64_MAX;
+	uint32_t missing = 0;
+
+	for (uint32_t k = 0; k < t->nparts; k++) {
+		const slot *s = &c->slots[t->first_part + k];
+		if (!s->have || s->version < version || s->pull_pending)
+			missing++;
+		if (s->have && s->version < low)
+			low = s->version;
+	}
+	if (!missing)
+		return api_errf(PS_ETIMEDOUT, "tensor '%s': version %llu "
+				"arrived, but the gradient pushed from its "
+				"buffer was not released by the transport "
+				"within %d ms", t->name,
+				(unsigned long long)version, timeout_ms);
+	if (low == UINT64_MAX)
+		return api_errf(PS_ETIMEDOUT, "tensor '%s': no version arrived "
+				"within %d ms (waiting for %llu)", t->name,
+				timeout_ms, (unsigned long long)version);
+	return api_errf(PS_ETIMEDOUT, "tensor '%s': version %llu did not "
+			"arrive within %d ms (%u of its %u partitions not "
+			"there, the oldest at version %llu)", t->name,
+			(unsigned long long)version, timeout_ms, missing,
+			t->nparts, (unsigned long long)low);
+}
+
+static int wait_params(ps_client *c, uint32_t tensor_id, uint64_t version,
+		       int timeout_ms)
+{
+	int rc = tensor_check(c, tensor_id);
+
+	if (rc != PS_OK)
+		return rc;
 	pthread_mutex_lock(&c->mu);
-	rc = wait_tensor(c, &c->tensors[tensor_id], version,
-			 deadline_of(timeout_ms));
+	rc = joined_locked(c);
+	if (rc == PS_OK)
+		rc = wait_tensor(c, &c->tensors[tensor_id], version,
+				 deadline_of(timeout_ms));
+	if (rc == PS_ETIMEDOUT)
+		wait_timed_out(c, &c->tensors[tensor_id], version, timeout_ms);
 	pthread_mutex_unlock(&c->mu);
 	return rc;
 }
 
-int ps_client_try(ps_client *c, uint32_t tensor_id, uint64_t version)
+int ps_client_wait(ps_client *c, uint32_t tensor_id, uint64_t version,
+		   int timeout_ms)
 {
-	int rc;
+	api_call a = api_begin("ps_client_wait");
 
-	if (!c || tensor_id >= c->ntensors)
-		return PS_EINVAL;
+	return api_end(&a, c, wait_params(c, tensor_id, version, timeout_ms));
+}
+
+static int try_params(ps_client *c, uint32_t tensor_id, uint64_t version)
+{
+	int rc = tensor_check(c, tensor_id);
+
+	if (rc != PS_OK)
+		return rc;
 	pthread_mutex_lock(&c->mu);
 	{ /* what has arrived counts, even while nobody drove */
 		cmd *queued;
@@ -2235,13 +2536,27 @@ int ps_client_try(ps_client *c, uint32_t tensor_id, uint64_t version)
 	return rc;
 }
 
-int ps_client_wait_any(ps_client *c, uint64_t *seen, int timeout_ms)
+/* PS_EAGAIN (not arrived yet) is no failure: it leaves api_error. */
+int ps_client_try(ps_client *c, uint32_t tensor_id, uint64_t version)
+{
+	api_call a = api_begin("ps_client_try");
+	int rc = try_params(c, tensor_id, version);
+
+	if (rc == PS_EAGAIN) {
+		api_fn = NULL;
+		return rc;
+	}
+	return api_end(&a, c, rc);
+}
+
+static int wait_any(ps_client *c, uint64_t *seen, int timeout_ms)
 {
 	int64_t deadline = deadline_of(timeout_ms);
 	int rc = PS_OK;
 
 	if (!c || !seen)
-		return PS_EINVAL;
+		return api_errf(PS_EINVAL, "%s is NULL", !c ? "the client"
+							    : "seen");
 	pthread_mutex_lock(&c->mu);
 	while (rc == PS_OK && c->stats.params_received == *seen) {
 		if (c->state != ST_RUNNING) {
@@ -2252,20 +2567,31 @@ int ps_client_wait_any(ps_client *c, uint64_t *seen, int timeout_ms)
 	}
 	*seen = c->stats.params_received;
 	pthread_mutex_unlock(&c->mu);
+	if (rc == PS_ETIMEDOUT)
+		api_errf(rc, "no parameters arrived within %d ms (%llu "
+			 "arrivals so far)", timeout_ms,
+			 (unsigned long long)*seen);
 	return rc;
 }
 
-int ps_client_pull(ps_client *c, uint32_t tensor_id, int timeout_ms)
+int ps_client_wait_any(ps_client *c, uint64_t *seen, int timeout_ms)
+{
+	api_call a = api_begin("ps_client_wait_any");
+
+	return api_end(&a, c, wait_any(c, seen, timeout_ms));
+}
+
+static int pull(ps_client *c, uint32_t tensor_id, int timeout_ms)
 {
 	tensor *t;
 	cmd *k;
-	int rc;
+	int rc = tensor_check(c, tensor_id);
 
-	if (!c || tensor_id >= c->ntensors)
-		return PS_EINVAL;
+	if (rc != PS_OK)
+		return rc;
 	k = calloc(1, sizeof(*k));
 	if (!k)
-		return PS_ENOMEM;
+		return api_errf(PS_ENOMEM, "out of memory");
 	k->kind = CMD_PULL;
 	k->tensor = tensor_id;
 	t = &c->tensors[tensor_id];
@@ -2275,19 +2601,30 @@ int ps_client_pull(ps_client *c, uint32_t tensor_id, int timeout_ms)
 		c->slots[t->first_part + i].pull_pending = 1;
 	if (rc == PS_OK)
 		rc = wait_tensor(c, t, 0, deadline_of(timeout_ms));
+	if (rc == PS_ETIMEDOUT)
+		api_errf(rc, "tensor '%s': the servers' values did not arrive "
+			 "within %d ms", t->name, timeout_ms);
 	pthread_mutex_unlock(&c->mu);
 	return rc;
 }
 
-int ps_client_flush(ps_client *c, int timeout_ms)
+int ps_client_pull(ps_client *c, uint32_t tensor_id, int timeout_ms)
+{
+	api_call a = api_begin("ps_client_pull");
+
+	return api_end(&a, c, pull(c, tensor_id, timeout_ms));
+}
+
+static int flush(ps_client *c, int timeout_ms)
 {
 	int64_t deadline = deadline_of(timeout_ms);
 	int rc = PS_OK;
+	uint32_t i;
 
 	if (!c)
-		return PS_EINVAL;
+		return api_errf(PS_EINVAL, "the client is NULL");
 	pthread_mutex_lock(&c->mu);
-	for (uint32_t i = 0; i <= c->ntensors && rc == PS_OK; i++) {
+	for (i = 0; i <= c->ntensors && rc == PS_OK; i++) {
 		/* i == ntensors: the fused transfers */
 		while (rc == PS_OK && (i < c->ntensors ? c->tensors[i].inflight
 						       : c->fused_inflight)) {
@@ -2300,28 +2637,43 @@ int ps_client_flush(ps_client *c, int timeout_ms)
 			c->wants_release = 0;
 		}
 	}
+	if (rc == PS_ETIMEDOUT && i <= c->ntensors)
+		api_errf(rc, "the gradient of tensor '%s' was not released by "
+			 "the transport within %d ms", c->tensors[i - 1].name,
+			 timeout_ms);
+	else if (rc == PS_ETIMEDOUT)
+		api_errf(rc, "fused gradients were not released by the "
+			 "transport within %d ms", timeout_ms);
 	pthread_mutex_unlock(&c->mu);
 	return rc;
+}
+
+int ps_client_flush(ps_client *c, int timeout_ms)
+{
+	api_call a = api_begin("ps_client_flush");
+
+	return api_end(&a, c, flush(c, timeout_ms));
 }
 
 /* A barrier; send (len bytes, or NULL) goes to the scheduler with it (a
  * broadcast's root), and recv (len bytes, or NULL) receives what the
  * barrier's root sent. */
 static int barrier_with(ps_client *c, const void *send, void *recv,
-			size_t len, int64_t deadline)
+			size_t len, int64_t deadline, int timeout_ms)
 {
 	uint64_t target, number;
 	cmd *k = calloc(1, sizeof(*k));
 	int rc;
 
 	if (!k)
-		return PS_ENOMEM;
+		return api_errf(PS_ENOMEM, "out of memory");
 	k->kind = CMD_BARRIER;
 	if (send) {
 		k->payload = malloc(len ? len : 1);
 		if (!k->payload) {
 			free(k);
-			return PS_ENOMEM;
+			return api_errf(PS_ENOMEM, "out of memory for %zu "
+					"bytes", len);
 		}
 		memcpy(k->payload, send, len);
 		k->payload_len = len;
@@ -2340,15 +2692,19 @@ static int barrier_with(ps_client *c, const void *send, void *recv,
 		}
 		rc = wait_until(c, deadline);
 	}
+	if (rc == PS_ETIMEDOUT)
+		api_errf(rc, "barrier %llu: not every worker arrived within "
+			 "%d ms", (unsigned long long)number, timeout_ms);
 	if (rc == PS_OK && recv) {
 		if (c->bcast_barrier != number || c->bcast_len != len) {
-			PS_ERROR("ps_client_broadcast: barrier %llu brought %zu "
-				 "bytes, this worker expects %zu: every worker "
-				 "must broadcast as many bytes from the same "
-				 "root", (unsigned long long)number,
-				 c->bcast_barrier == number ? c->bcast_len : 0,
-				 len);
-			rc = PS_EPROTO;
+			rc = api_errf(PS_EPROTO, "barrier %llu brought %zu "
+				      "bytes, this worker expects %zu: every "
+				      "worker must broadcast as many bytes "
+				      "from the same root",
+				      (unsigned long long)number,
+				      c->bcast_barrier == number ? c->bcast_len
+								 : 0,
+				      len);
 		} else if (len) {
 			memcpy(recv, c->bcast, len);
 		}
@@ -2362,28 +2718,32 @@ static int barrier_with(ps_client *c, const void *send, void *recv,
 
 int ps_client_barrier(ps_client *c, int timeout_ms)
 {
-	if (!c)
-		return PS_EINVAL;
-	return barrier_with(c, NULL, NULL, 0, deadline_of(timeout_ms));
+	api_call a = api_begin("ps_client_barrier");
+
+	return api_end(&a, c,
+		       c ? barrier_with(c, NULL, NULL, 0,
+					deadline_of(timeout_ms), timeout_ms)
+			 : api_errf(PS_EINVAL, "the client is NULL"));
 }
 
-int ps_client_broadcast(ps_client *c, int root, void *buf, size_t len,
-			int timeout_ms)
+static int broadcast(ps_client *c, int root, void *buf, size_t len,
+		     int timeout_ms)
 {
 	int64_t deadline = deadline_of(timeout_ms);
-	int rank;
+	int rank, workers;
 	size_t chunk, off = 0;
 
-	if (!c || (!buf && len))
-		return PS_EINVAL;
-	rank = ps_client_rank(c);
-	if (rank < 0)
+	if (!c)
+		return api_errf(PS_EINVAL, "the client is NULL");
+	if (!buf && len)
+		return api_errf(PS_EINVAL, "buf is NULL for %zu bytes", len);
+	if (c->state == ST_CREATED || c->state == ST_JOINING)
 		return PS_ESTATE;
-	if (root < 0 || root >= ps_client_num_workers(c)) {
-		PS_ERROR("ps_client_broadcast: root %d is not a worker's rank "
-			 "(0..%d)", root, ps_client_num_workers(c) - 1);
-		return PS_EINVAL;
-	}
+	rank = (int)c->node.rank;
+	workers = (int)c->node.welcome.num_workers;
+	if (root < 0 || root >= workers)
+		return api_errf(PS_EINVAL, "root %d is not a worker's rank "
+				"(0..%d)", root, workers - 1);
 	/* in messages the transport takes (transport.max_message), every
 	 * worker cutting the same len alike */
 	chunk = (size_t)ps_config_max_message(&c->cfg);
@@ -2391,7 +2751,7 @@ int ps_client_broadcast(ps_client *c, int root, void *buf, size_t len,
 		size_t n = len - off < chunk ? len - off : chunk;
 		int rc = barrier_with(c, rank == root ? (char *)buf + off : NULL,
 				      rank == root ? NULL : (char *)buf + off,
-				      n, deadline);
+				      n, deadline, timeout_ms);
 		if (rc != PS_OK)
 			return rc;
 		off += n;
@@ -2399,30 +2759,48 @@ int ps_client_broadcast(ps_client *c, int root, void *buf, size_t len,
 	return PS_OK;
 }
 
-int ps_client_finish(ps_client *c, const ps_client_result *result)
+int ps_client_broadcast(ps_client *c, int root, void *buf, size_t len,
+			int timeout_ms)
+{
+	api_call a = api_begin("ps_client_broadcast");
+
+	return api_end(&a, c, broadcast(c, root, buf, len, timeout_ms));
+}
+
+static int finish(ps_client *c, const ps_client_result *result,
+		  const ps_replay_result *replay)
 {
 	cmd *k;
 	int rc;
 
 	if (!c || !result)
-		return PS_EINVAL;
-	rc = ps_client_flush(c, -1);
+		return api_errf(PS_EINVAL, "%s is NULL", !c ? "the client"
+							    : "result");
+	rc = flush(c, -1);
 	if (rc != PS_OK)
 		return rc;
 	k = calloc(1, sizeof(*k));
 	if (!k)
-		return PS_ENOMEM;
+		return api_errf(PS_ENOMEM, "out of memory");
 	k->kind = CMD_DONE;
 	k->done.iterations = result->iterations;
 	k->done.seconds = result->seconds;
 	k->done.last_loss = result->last_loss;
-	k->done.wait_seconds = result->wait_seconds;
-	k->done.efficiency = result->efficiency;
-	k->done.speedup_bound = result->speedup_bound;
-	k->done.samples_per_second = result->samples_per_second;
+	if (replay) {
+		k->done.wait_seconds = replay->wait_seconds;
+		k->done.efficiency = replay->efficiency;
+		k->done.speedup_bound = replay->speedup_bound;
+		k->done.samples_per_second = replay->samples_per_second;
+	}
 	pthread_mutex_lock(&c->mu);
 	k->done.bytes_pushed = c->stats.bytes_pushed;
 	k->done.bytes_received = c->stats.bytes_received;
+	if (c->state == ST_SHUTDOWN) {
+		cmd_free(k);
+		pthread_mutex_unlock(&c->mu);
+		return api_errf(PS_ESTATE, "called again: the job has shut "
+				"down already");
+	}
 	rc = enqueue(c, k);
 	while (rc == PS_OK && c->state == ST_RUNNING)
 		wait_until(c, -1);
@@ -2430,6 +2808,19 @@ int ps_client_finish(ps_client *c, const ps_client_result *result)
 		rc = c->fail_code;
 	pthread_mutex_unlock(&c->mu);
 	return rc;
+}
+
+int psi_client_finish_replay(ps_client *c, const ps_client_result *result,
+			     const ps_replay_result *replay)
+{
+	api_call a = api_begin("ps_client_finish");
+
+	return api_end(&a, c, finish(c, result, replay));
+}
+
+int ps_client_finish(ps_client *c, const ps_client_result *result)
+{
+	return psi_client_finish_replay(c, result, NULL);
 }
 
 void ps_client_get_stats(const ps_client *c, ps_client_stats *stats_p)

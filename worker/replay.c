@@ -27,6 +27,7 @@
 #include "ordo/ordo.h"
 #include "proto/engine.h"
 #include "scheduler/efficiency.h"
+#include "worker/client_internal.h"
 #include "worker/replay.h"
 #ifdef PS_WITH_CUDA
 #include "cuda/device.h"
@@ -185,7 +186,7 @@ static int finish_op(engine *e, uint32_t op, uint64_t it)
 			}
 #endif
 			rc = ps_client_push(e->client, o->tensors[k], e->zeros,
-					    it, (int32_t)o->tensors[k]);
+					    it);
 		}
 	ps_engine_op_done(e->engine, op);
 	return rc;
@@ -381,8 +382,9 @@ static FILE *open_csv(const ps_config *cfg, int rank)
 	return f;
 }
 
-/* Replays train.iterations iterations; fills the result. */
-static int replay(engine *e, ps_client_result *res)
+/* Replays train.iterations iterations; fills the result and the
+ * replay's measures. */
+static int replay(engine *e, ps_client_result *res, ps_replay_result *rr)
 {
 	const ps_config *cfg = e->cfg;
 	ps_dag_stats ds;
@@ -392,7 +394,7 @@ static int replay(engine *e, ps_client_result *res)
 	int rc = PS_OK;
 
 	ps_dag_get_stats(e->dag, &ds);
-	res->speedup_bound = ps_speedup_bound(ds.forward_us + ds.backward_us,
+	rr->speedup_bound = ps_speedup_bound(ds.forward_us + ds.backward_us,
 					      e->comm_us);
 	e->csv = open_csv(cfg, e->rank);
 	start = prev = ps_now_ns();
@@ -422,7 +424,7 @@ static int replay(engine *e, ps_client_result *res)
 			e_sum += eff;
 			e_n++;
 		}
-		res->wait_seconds += (double)st.wait_ns / 1e9;
+		rr->wait_seconds += (double)st.wait_ns / 1e9;
 		ps_client_get_stats(e->client, &cs);
 		printf("worker %d iter %llu/%d time %.3f ms samples/s %.1f "
 		       "compute %.3f ms wait %.3f ms E %.3f\n",
@@ -438,12 +440,12 @@ static int replay(engine *e, ps_client_result *res)
 				t_us / 1000.0, e->dag->batch / (t_us / 1e6),
 				(double)st.compute_ns / 1e6,
 				(double)st.wait_ns / 1e6, e->comm_us / 1000.0,
-				eff, res->speedup_bound);
+				eff, rr->speedup_bound);
 		res->iterations = it + 1;
 	}
 	res->seconds = (double)(ps_now_ns() - start) / 1e9;
-	res->efficiency = e_n ? e_sum / e_n : NAN;
-	res->samples_per_second =
+	rr->efficiency = e_n ? e_sum / e_n : NAN;
+	rr->samples_per_second =
 		res->seconds > 0 ? (double)(res->iterations - first) *
 					   e->dag->batch / res->seconds
 				 : 0.0;
@@ -459,6 +461,7 @@ int ps_replay_run(const ps_config *cfg)
 {
 	engine e = {.cfg = cfg};
 	ps_client_result res = {0};
+	ps_replay_result rr = {0};
 	ps_dag *dag = NULL;
 	char err[1024];
 	int rc, status = 1;
@@ -486,9 +489,9 @@ int ps_replay_run(const ps_config *cfg)
 			dag->ntensors,
 			e.comm_us * cfg->metrics.bandwidth_gbps * 1e3 / 8.0 /
 				1048576.0);
-	rc = replay(&e, &res);
+	rc = replay(&e, &res, &rr);
 	if (rc == PS_OK)
-		rc = ps_client_finish(e.client, &res);
+		rc = psi_client_finish_replay(e.client, &res, &rr);
 	if (rc == PS_OK)
 		status = 0;
 	else

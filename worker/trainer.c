@@ -80,10 +80,9 @@ static int iterate(ps_client *c, ps_model *m, const ps_config *cfg,
 		return rc;
 	*loss_p = ps_model_step(m, x, y, (size_t)cfg->train.batch);
 	/* Backpropagation produces the last layer's gradient first; the
-	 * priority is the forward position (lower = sooner). */
+	 * gate sends them in the job's order. */
 	for (uint32_t t = n; t-- > 0 && rc == PS_OK;)
-		rc = ps_client_push(c, t, ps_model_grads(m, t), it,
-				    (int32_t)t);
+		rc = ps_client_push(c, t, ps_model_grads(m, t), it);
 	if (cfg->train.mode == PS_MODE_SYNC)
 		for (uint32_t t = 0; t < n && rc == PS_OK; t++)
 			rc = ps_client_wait(c, t, it + 1, -1);

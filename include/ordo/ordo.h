@@ -2,20 +2,27 @@
  * ordo/ordo.h - the public C API of ordo: configuration and the worker
  * client (declare tensors, push gradients, receive parameters).
  *
- * A worker program:
+ * A worker program: cfg comes from ps_config_new, ps_config_load and
+ * ps_config_set (below), w1 and g1 are buffers of N floats, and failed()
+ * prints ps_client_last_error(). examples/worker.c is the whole program;
+ * the test api_example checks that this text is part of it, builds it
+ * and runs it in a job.
  *
- *     ps_config *cfg;  ps_config_new(&cfg);  ps_config_load(cfg, path, ...);
- *     ps_client *c;    ps_client_create(cfg, &c);
- *     ps_client_declare(c, "fc1.weight", n, w1, &t1);   // for each tensor
- *     ps_client_start(c);        // joins the job; values hold version 0
+ *     if (ps_client_create(cfg, &c) != PS_OK ||
+ *         ps_client_declare(c, "fc1.weight", N, w1, &t1) != PS_OK ||
+ *         ps_client_start(c) != PS_OK)     // joins: w1 holds version 0
+ *         return failed(&c, &cfg);
  *     for (it = ps_client_start_iteration(c);
  *          ps_client_next_iteration(c, it); it++) {
- *         ... forward/backward with the values, into gradient buffers ...
- *         ps_client_push(c, t1, g1, it, priority);     // for each tensor
- *         ps_client_wait(c, t1, it + 1, -1);           // params for it + 1
+ *         gradient(w1, g1, N);         // forward/backward into g1
+ *         if (ps_client_push(c, t1, g1, it) != PS_OK ||  // each tensor
+ *             ps_client_wait(c, t1, it + 1, -1) != PS_OK) // w1: it + 1
+ *             return failed(&c, &cfg);
  *     }
- *     ps_client_result r = {.iterations = it};    // for the job summary
- *     ps_client_finish(c, &r);       // waits for the shutdown
+ *     ps_client_result r = {.iterations = it}; // for the job summary
+ *     rc = ps_client_finish(c, &r);            // waits for the shutdown
+ *     if (rc != PS_OK)
+ *         return failed(&c, &cfg);
  *     ps_client_destroy(&c);
  *
  * Synchronous mode (train.mode = sync): servers sum the pushes of all
@@ -85,6 +92,27 @@ typedef struct ps_client_stats {
 	uint64_t dropped;        /* malformed or unexpected messages */
 } ps_client_stats;
 
+/* Errors. Every ps_client_* call that fails logs one error line that
+ * names the call and the problem ("ps_client_push: tensor 7 is not
+ * declared (this client declared 3 tensors)") and leaves the same text
+ * for ps_client_last_error. Failing is: returning a ps_err other than
+ * PS_OK (PS_EAGAIN from ps_client_try and ps_client_ready_event excepted:
+ * the version has not arrived yet, nothing failed); ps_client_rank and
+ * ps_client_num_workers returning -1; ps_client_next_iteration returning
+ * 0 for a client that has not joined its job. A call that fails because
+ * the job failed (a node died, the scheduler ended the job, a send
+ * failed on the communication thread) says "the job failed: " and what
+ * was logged then. */
+
+/* The text of the last failure of a ps_client_* call on the calling
+ * thread ("" while there was none). Per thread, like errno: a call that
+ * succeeds leaves it as it was, so read it right after a call reported a
+ * failure; it stays valid until the thread's next failing call. Per
+ * thread rather than per client because ps_client_create can fail
+ * before there is a client (a client is used by one thread anyway).
+ * Never NULL. */
+const char *ps_client_last_error(void);
+
 /* Creates a client (nothing is sent yet). The client copies cfg. */
 int ps_client_create(const ps_config *cfg, ps_client **client_p);
 
@@ -120,11 +148,16 @@ int ps_client_rank(const ps_client *c);
 int ps_client_num_workers(const ps_client *c);
 
 /* Pushes the gradient of a tensor for an iteration (see Buffers above).
- * The push goes through the worker's sender gate, in the job's order
- * (scheduling.order, computed by the scheduler from the model); the
- * `priority` argument is accepted but not used. */
+ * The push goes through the worker's sender gate, in the job's order:
+ * the scheduler numbers every tensor from the model
+ * (scheduling.push_order), the same numbers on every worker, and the gate
+ * (scheduling.push_gate) releases each partition by its number (a fused
+ * partition by its most urgent tensor's). A push has no priority of its
+ * own: a number chosen by the application would disagree with the job's
+ * order, and the counter gate, which lets a partition go once as many
+ * transfers as its number went before it, could wait forever on one. */
 int ps_client_push(ps_client *c, uint32_t tensor, const float *grad,
-		   uint64_t iteration, int32_t priority);
+		   uint64_t iteration);
 
 /* The learning rate of the servers' optimizer (server.optimizer = sgd,
  * adam, adamw) for the updates made from this worker's gradients of
@@ -227,15 +260,13 @@ int ps_client_barrier(ps_client *c, int timeout_ms);
 int ps_client_broadcast(ps_client *c, int root, void *buf, size_t len,
 			int timeout_ms);
 
-/* What a worker reports at the end, for the job summary. */
+/* What a worker reports at the end, for the job summary (the
+ * scheduler's "summary: worker R: ..." lines and summary.csv). The
+ * library adds the bytes it pushed and received. */
 typedef struct ps_client_result {
-	uint64_t iterations;
-	double seconds;
-	double last_loss;          /* training; 0 when replaying */
-	double wait_seconds;       /* time computation waited on parameters */
-	double efficiency;         /* mean ordering efficiency E (replay) */
-	double speedup_bound;      /* TicTac's S (replay) */
-	double samples_per_second;
+	uint64_t iterations; /* iterations done */
+	double seconds;      /* time they took (0: not measured) */
+	double last_loss;    /* the last iteration's loss (0: none) */
 } ps_client_result;
 
 /* Reports this worker's result to the scheduler and waits until the job

@@ -36,7 +36,7 @@ def main():
                                    for j in range(n)))
                  for k, n in enumerate(SIZES)]
         for k in reversed(range(len(SIZES))):
-            c.push(tensors[k], grads[k], it, k)
+            c.push(tensors[k], grads[k], it)
         for k, n in enumerate(SIZES):
             c.wait(tensors[k], it + 1)
             for j in range(n):

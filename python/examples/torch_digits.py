@@ -104,7 +104,7 @@ def worker(argv):
         def hook(g):
             buf = grads[k][state["it"] % 2]
             buf[:] = g.detach().reshape(-1).numpy()
-            c.push(tensors[k], buf, state["it"], k)
+            c.push(tensors[k], buf, state["it"])
             return g
         return hook
 

@@ -18,7 +18,9 @@ Buffers follow the C API: a declared buffer must stay alive while the client
 does (the Client keeps a reference); a pushed gradient buffer is sent without
 copying and must stay unchanged until a wait for a later iteration returns
 (the Client keeps references to the last ones pushed per tensor). Errors
-raise ordo.Error with the C library's message and code.
+raise ordo.Error with the C library's code and its reason (a client call's
+is ps_client_last_error: "ps_client_push: tensor 7 is not declared ...")
+in str() and .reason.
 
 The library is LIBORDO_PATH if set, else the libordo.so.0 this package was
 installed with (_libpath.py, written by `cmake --install`), else the one the
@@ -76,6 +78,7 @@ _c_p = ctypes.c_void_p
 _f_p = ctypes.POINTER(ctypes.c_float)
 _sig = {
     "ps_strerror": (ctypes.c_char_p, [ctypes.c_int]),
+    "ps_client_last_error": (ctypes.c_char_p, []),
     "ps_config_new": (ctypes.c_int, [ctypes.POINTER(_c_p)]),
     "ps_config_load": (ctypes.c_int, [_c_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]),
     "ps_config_set": (ctypes.c_int, [_c_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]),
@@ -89,7 +92,7 @@ _sig = {
     "ps_client_next_iteration": (ctypes.c_int, [_c_p, ctypes.c_uint64]),
     "ps_client_rank": (ctypes.c_int, [_c_p]),
     "ps_client_num_workers": (ctypes.c_int, [_c_p]),
-    "ps_client_push": (ctypes.c_int, [_c_p, ctypes.c_uint32, _f_p, ctypes.c_uint64, ctypes.c_int32]),
+    "ps_client_push": (ctypes.c_int, [_c_p, ctypes.c_uint32, _f_p, ctypes.c_uint64]),
     "ps_client_wait": (ctypes.c_int, [_c_p, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_int]),
     "ps_client_try": (ctypes.c_int, [_c_p, ctypes.c_uint32, ctypes.c_uint64]),
     "ps_client_pull": (ctypes.c_int, [_c_p, ctypes.c_uint32, ctypes.c_int]),
@@ -108,9 +111,7 @@ for _name, (_res, _args) in _sig.items():
 class _Result(ctypes.Structure):
     # ps_client_result (include/ordo/ordo.h), field for field
     _fields_ = [("iterations", ctypes.c_uint64), ("seconds", ctypes.c_double),
-                ("last_loss", ctypes.c_double), ("wait_seconds", ctypes.c_double),
-                ("efficiency", ctypes.c_double), ("speedup_bound", ctypes.c_double),
-                ("samples_per_second", ctypes.c_double)]
+                ("last_loss", ctypes.c_double)]
 
 
 _lib.ps_client_finish.restype = ctypes.c_int
@@ -123,17 +124,26 @@ _lib.ps_client_finish.argtypes = [_c_p, ctypes.POINTER(_Result)]
 
 
 class Error(Exception):
-    """A failed call: .code is the ps_err value, str() its message."""
+    """A failed call: .code is the ps_err value, .reason what the library
+    said about it (a client call's: ps_client_last_error), str() both."""
 
     def __init__(self, code, what, detail=""):
         msg = _lib.ps_strerror(code).decode()
         super().__init__("%s: %s%s" % (what, msg, (" (%s)" % detail) if detail else ""))
         self.code = code
+        self.reason = detail
 
 
 def _check(rc, what, detail=""):
     if rc != 0:
         raise Error(rc, what, detail)
+
+
+def _client_check(rc, what):
+    """A ps_client_* call's result: raises Error with the library's reason
+    (ps_client_last_error, read on this thread right after the call)."""
+    if rc != 0:
+        raise Error(rc, what, _lib.ps_client_last_error().decode(errors="replace"))
 
 
 def _floats(buf, writable):
@@ -202,20 +212,20 @@ class Client:
     def __init__(self, config):
         self._cfg = config  # the C client reads it at create only; keep it
         self._p = _c_p()
-        _check(_lib.ps_client_create(config._p, ctypes.byref(self._p)), "ps_client_create")
+        _client_check(_lib.ps_client_create(config._p, ctypes.byref(self._p)), "ps_client_create")
         self._values = {}
         self._pushed = {}
 
     def declare(self, name, values):
         ptr, n, keep = _floats(values, True)
         t = ctypes.c_uint32()
-        _check(_lib.ps_client_declare(self._p, name.encode(), n, ptr, ctypes.byref(t)),
+        _client_check(_lib.ps_client_declare(self._p, name.encode(), n, ptr, ctypes.byref(t)),
                "declare %s" % name)
         self._values[t.value] = (values, keep, n)
         return t.value
 
     def start(self):
-        _check(_lib.ps_client_start(self._p), "start")
+        _client_check(_lib.ps_client_start(self._p), "start")
 
     def start_iteration(self):
         return _lib.ps_client_start_iteration(self._p)
@@ -231,11 +241,12 @@ class Client:
     def num_workers(self):
         return _lib.ps_client_num_workers(self._p)
 
-    def push(self, tensor, grad, iteration, priority=0):
+    def push(self, tensor, grad, iteration):
         ptr, n, keep = _floats(grad, False)
-        if n != self._values[tensor][2]:
-            raise ValueError("gradient of %d values for a tensor of %d" % (n, self._values[tensor][2]))
-        _check(_lib.ps_client_push(self._p, tensor, ptr, iteration, priority), "push")
+        declared = self._values.get(tensor)  # undeclared: the library says so
+        if declared and n != declared[2]:
+            raise ValueError("gradient of %d values for a tensor of %d" % (n, declared[2]))
+        _client_check(_lib.ps_client_push(self._p, tensor, ptr, iteration), "push")
         # sent without a copy: keep it alive until a later iteration's wait
         held = self._pushed.setdefault(tensor, [])
         held.append((iteration, grad, keep))
@@ -249,15 +260,15 @@ class Client:
         if not (lr >= 0 and lr != float("inf")):
             raise ValueError("ordo: learning rate %r: it must be finite and "
                              ">= 0" % lr)
-        _check(_lib.ps_client_set_lr(self._p, iteration, lr), "set_lr")
+        _client_check(_lib.ps_client_set_lr(self._p, iteration, lr), "set_lr")
 
     def wait(self, tensor, version, timeout_ms=-1):
-        _check(_lib.ps_client_wait(self._p, tensor, version, timeout_ms), "wait")
+        _client_check(_lib.ps_client_wait(self._p, tensor, version, timeout_ms), "wait")
 
     def pull(self, tensor, timeout_ms=-1):
         """Asynchronous mode (train.mode = async): fetches the tensor's
         current values from the servers into its buffer."""
-        _check(_lib.ps_client_pull(self._p, tensor, timeout_ms), "pull")
+        _client_check(_lib.ps_client_pull(self._p, tensor, timeout_ms), "pull")
 
     def try_wait(self, tensor, version):
         """True when the version has arrived (and was copied), else False."""
@@ -266,14 +277,14 @@ class Client:
             return True
         if rc == PS_EAGAIN:
             return False
-        raise Error(rc, "try")
+        _client_check(rc, "try")
 
     def flush(self, timeout_ms=-1):
-        _check(_lib.ps_client_flush(self._p, timeout_ms), "flush")
+        _client_check(_lib.ps_client_flush(self._p, timeout_ms), "flush")
         self._pushed.clear()
 
     def barrier(self, timeout_ms=-1):
-        _check(_lib.ps_client_barrier(self._p, timeout_ms), "barrier")
+        _client_check(_lib.ps_client_barrier(self._p, timeout_ms), "barrier")
 
     def broadcast(self, root, buf, timeout_ms=-1):
         """Collective: every worker calls it with the same root and a
@@ -285,11 +296,11 @@ class Client:
             raise ValueError("ordo: broadcast needs a writable, contiguous buffer")
         n = view.nbytes
         arr = (ctypes.c_char * n).from_buffer(view.cast("B")) if n else None
-        _check(_lib.ps_client_broadcast(self._p, root, arr, n, timeout_ms), "broadcast")
+        _client_check(_lib.ps_client_broadcast(self._p, root, arr, n, timeout_ms), "broadcast")
 
     def finish(self, iterations, seconds=0.0, last_loss=0.0):
         r = _Result(iterations=iterations, seconds=seconds, last_loss=last_loss)
-        _check(_lib.ps_client_finish(self._p, ctypes.byref(r)), "finish")
+        _client_check(_lib.ps_client_finish(self._p, ctypes.byref(r)), "finish")
 
     def close(self):
         if self._p:

@@ -465,7 +465,7 @@ class _Distributed:
                 buf.zero_()
             else:
                 buf.copy_(grad.reshape(-1))
-        _job["client"].push(self._ordo_tensors[k], buf.numpy(), self._ordo_it, k)
+        _job["client"].push(self._ordo_tensors[k], buf.numpy(), self._ordo_it)
         self._ordo_pushed[k] = True
 
     def _ordo_before_forward(self, ks):

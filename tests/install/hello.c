@@ -50,7 +50,7 @@ int main(int argc, char **argv)
 	}
 	for (it = ps_client_start_iteration(c); ps_client_next_iteration(c, it);
 	     it++) {
-		if ((rc = ps_client_push(c, t, g, it, 0)) != PS_OK ||
+		if ((rc = ps_client_push(c, t, g, it)) != PS_OK ||
 		    (rc = ps_client_wait(c, t, it + 1, -1)) != PS_OK) {
 			fprintf(stderr, "hello: %s\n", ps_strerror(rc));
 			return 1;

@@ -251,7 +251,7 @@ int main(int argc, char **argv)
 				grads[k][j] = (float)(workers *
 						      ((j + k) % 13 + i) +
 						      2 * rank);
-			rc = ps_client_push(c, k, grads[k], i, (int32_t)k);
+			rc = ps_client_push(c, k, grads[k], i);
 		}
 		for (uint32_t k = 0; k < o.n && rc == PS_OK; k++) {
 			rc = ps_client_wait(c, k, i + 1, -1);
