@@ -21,7 +21,7 @@
 #include "checkpoint/checkpoint.h"
 #include "common/config.h"
 #include "model/dag.h"
-#include "scheduler/placement.h"
+#include "scheduling/placement.h"
 
 typedef struct shard_job {
 	const char *dir;

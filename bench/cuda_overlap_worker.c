@@ -70,8 +70,8 @@
 #include "cuda/device.h"
 #include "ordo/ordo.h"
 #include "runtime/clock.h"
-#include "scheduler/gate.h"
-#include "scheduler/order.h"
+#include "scheduling/gate.h"
+#include "scheduling/order.h"
 
 #define MAX_TENSORS 64
 

@@ -1,5 +1,5 @@
 /*
- * bench/gate_decisions.c - cost of one gate decision (scheduler/gate.h).
+ * bench/gate_decisions.c - cost of one gate decision (scheduling/gate.h).
  *
  *   bench_gate [--quick]
  *
@@ -27,7 +27,7 @@
 
 #include "common/log.h"
 #include "runtime/clock.h"
-#include "scheduler/gate.h"
+#include "scheduling/gate.h"
 
 #define RECEIVERS     8u
 #define GROUP         1024u /* counter gate: transfers per iteration */

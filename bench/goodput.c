@@ -40,7 +40,7 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "ordo/ordo.h"
-#include "coordinator/coordinator.h"
+#include "scheduler/scheduler.h"
 #include "runtime/clock.h"
 #include "server/server.h"
 
@@ -120,7 +120,7 @@ static int run_scheduler(void *arg, int fd)
 	/* its placement and summary would interleave with the table */
 	if (!freopen("/dev/null", "w", stdout))
 		return 1;
-	return ps_coordinator_run(&j->cfg, fd);
+	return ps_scheduler_run(&j->cfg, fd);
 }
 
 static int run_server(void *arg, int rank)

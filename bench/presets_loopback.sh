@@ -2,7 +2,7 @@
 # Every preset replaying one model on 2 workers x 2 servers over loopback:
 # a quick look, not the benchmark (no shaped links, one run per preset,
 # the first, slow gradient round included). The last two columns are the
-# cost of the gate inside the real senders (scheduler/gate_meter.h): ns of
+# cost of the gate inside the real senders (scheduling/gate_meter.h): ns of
 # gate calls per transfer released, averaged over the servers' parameter
 # sends and over the workers' pushes.
 #

@@ -47,7 +47,7 @@
 #include <stdint.h>
 
 #include "ordo/error.h"
-#include "scheduler/placement.h" /* ps_tensor_desc */
+#include "scheduling/placement.h" /* ps_tensor_desc */
 
 #define PS_CKPT_FORMAT 2 /* the format version this code writes */
 #define PS_CKPT_MANIFEST "manifest.json"

@@ -28,7 +28,7 @@ typedef enum { PS_TRANSPORT_TCP = 0, PS_TRANSPORT_RDMA = 1 } ps_transport_type;
 typedef enum { PS_RDMA_POLL_EVENT = 0, PS_RDMA_POLL_BUSY = 1 } ps_rdma_poll;
 typedef enum { PS_SECURITY_NONE = 0, PS_SECURITY_CURVE = 1 } ps_security_mode;
 typedef enum { PS_MODE_SYNC = 0, PS_MODE_ASYNC = 1 } ps_train_mode;
-typedef enum { PS_MODEL_SOFTMAX = 0, PS_MODEL_MLP = 1 } ps_model_kind;
+typedef enum { PS_MODEL_SOFTMAX = 0, PS_MODEL_MLP = 1 } ps_small_model_kind;
 typedef enum {
 	PS_PLACE_BALANCED = 0,
 	PS_PLACE_ROUND_ROBIN = 1,
@@ -54,8 +54,8 @@ typedef enum {
 /* How the transfers of one direction are scheduled: the workers' gradient
  * pushes or the servers' parameter sends (docs/presets.md). */
 typedef struct ps_direction_sched {
-	int order;            /* ps_order_kind (scheduler/order.h) */
-	int gate;             /* ps_gate_kind (scheduler/gate.h) */
+	int order;            /* ps_order_kind (scheduling/order.h) */
+	int gate;             /* ps_gate_kind (scheduling/gate.h) */
 	uint64_t credit_size; /* bytes; 0 = unlimited */
 	/* bytes: the largest piece of a partition this direction sends
 	 * (scheduling.*_partition_size; at least the partition: whole) */
@@ -119,7 +119,7 @@ struct ps_config {
 		char keys_dir[PS_CFG_STR]; /* the job's keys (ps-keygen) */
 	} security;
 	struct {
-		int name; /* ps_model_kind */
+		int name; /* ps_small_model_kind */
 		int input_dim;
 		int hidden;
 		int classes;

@@ -1,9 +1,9 @@
 /*
  * cuda/staging.h - the CUDA runtime calls of the client's device tensors
- * (worker/client.c, PS_WITH_CUDA=ON; docs/cuda.md): pinned host memory,
+ * (client/client.c, PS_WITH_CUDA=ON; docs/cuda.md): pinned host memory,
  * streams, events and asynchronous copies, with clear errors. A thin
  * layer: what is copied in which order is decided in plain C
- * (worker/copy_plan.h). Streams and events are passed as void *.
+ * (client/copy_plan.h). Streams and events are passed as void *.
  *
  * Errors are whole sentences written into the caller's buffer.
  */

@@ -9,7 +9,7 @@
  * jobs never collide on a port.
  *
  * Progress: the scheduler writes "progress N" lines on the --ready-fd
- * pipe after the port (coordinator.h); shown as one line rewritten in
+ * pipe after the port (scheduler.h); shown as one line rewritten in
  * place when stderr is a terminal, as plain lines at every 10% otherwise.
  *
  * Failure handling: when a process fails, the others normally stop by
@@ -105,7 +105,7 @@ typedef struct launch {
 	child failed;       /* the first process that failed */
 	int stop_at_once;   /* on a failure, stop the others now (recovery) */
 	int interrupted;    /* a signal stopped the job */
-	/* the scheduler's "progress N" lines (coordinator.h), shown as one
+	/* the scheduler's "progress N" lines (scheduler.h), shown as one
 	 * live line on a terminal, plain lines every 10% otherwise */
 	int progress_fd;
 	char pbuf[4096];

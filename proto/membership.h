@@ -25,7 +25,7 @@
  * and the reporter is never taken for the dead one.
  * Barriers and DONE are counted per worker.
  *
- * No socket, clock or thread: ps-scheduler (coordinator/coordinator.c)
+ * No socket, clock or thread: ps-scheduler (scheduler/scheduler.c)
  * drives it with the transport and the monotonic clock; the simulation
  * tests (tests/dst) with simulated ones.
  *

@@ -35,7 +35,7 @@
 
 #include "common/config.h"
 #include "ordo/error.h"
-#include "scheduler/placement.h"
+#include "scheduling/placement.h"
 
 #define PS_WIRE_VERSION 2
 #define PS_WIRE_HEADER_MAX 96 /* bytes an encoded header can take */
@@ -94,7 +94,7 @@ typedef enum ps_msg_type {
 			      * for the ABORT that names the lost one */
 	PS_MSG_PROBE,        /* scheduler -> node, before the WELCOME: a
 			      * payload of zeros timed to the answer
-			      * (coordinator/link_probe.h); key = its number */
+			      * (scheduler/link_probe.h); key = its number */
 	PS_MSG_PROBE_ACK,    /* node -> scheduler: PROBE `key` arrived */
 	PS_MSG_TYPE_END
 } ps_msg_type;

@@ -16,7 +16,7 @@
 #include "ordo/error.h"
 #include "proto/ring.h"
 #include "proto/worker.h"
-#include "scheduler/gate_meter.h"
+#include "scheduling/gate_meter.h"
 
 typedef struct pending {
 	uint32_t part, tensor, piece;

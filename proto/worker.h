@@ -37,7 +37,7 @@
  *   ps_wproto_next_msg    PUSH, PARAMS_ACK (when the servers have a
  *                         credit window), DONE.
  *
- * ps-worker's client library (worker/client.c) drives it on its
+ * ps-worker's client library (client/client.c) drives it on its
  * communication thread; ps-sim (sim/cluster.c) for every simulated worker.
  *
  * Threads: a machine belongs to one thread.
@@ -48,8 +48,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "scheduler/gate.h"
-#include "scheduler/placement.h"
+#include "scheduling/gate.h"
+#include "scheduling/placement.h"
 
 /* The sender of a message that is not a server. */
 #define PS_WPROTO_NOT_SERVER UINT32_MAX
@@ -66,7 +66,7 @@ typedef struct ps_wproto_config {
 	int sync;                /* synchronous training: a partition's
 				  * PARAMS acknowledge its push still in
 				  * flight (a server without a credit window
-				  * sends no PUSH_ACK: proto/shard.h) */
+				  * sends no PUSH_ACK: proto/server.h) */
 	/* bytes: the pieces a partition is pushed in and its parameters
 	 * arrive in (placement.h, "Pieces"); 0: whole */
 	uint64_t push_piece, params_piece;

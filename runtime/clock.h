@@ -2,7 +2,7 @@
  * runtime/clock.h - the monotonic clock of real processes.
  *
  * Only the drivers (runtime/, transport/, the binaries) read a clock: the
- * core (proto/, scheduler/, sim/) is given time by whoever drives it
+ * core (proto/, scheduling/, sim/) is given time by whoever drives it
  * (docs/architecture.md).
  *
  * Threads: thread-safe.

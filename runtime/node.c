@@ -225,7 +225,7 @@ static int accept_welcome(ps_node *n, ps_msg *msg, const ps_wire_header *h)
  * then). */
 #define PS_EARLY_MAX 4096
 
-/* A PROBE's answer (coordinator/link_probe.h): its number, in its job. A
+/* A PROBE's answer (scheduler/link_probe.h): its number, in its job. A
  * send that fails is the scheduler's to time out on. */
 static void answer_probe(ps_node *n, const ps_wire_header *probe)
 {

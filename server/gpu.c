@@ -216,7 +216,7 @@ static int staged(struct ps_gpu *g)
 	return PS_OK;
 }
 
-int ps_gpu_aggregate(server *s, const ps_shard_op *op)
+int ps_gpu_aggregate(server *s, const ps_sproto_op *op)
 {
 	struct ps_gpu *g = s->gpu;
 	shard_part *p = &s->parts[op->k];
@@ -240,7 +240,7 @@ int ps_gpu_aggregate(server *s, const ps_shard_op *op)
 	return rc == PS_OK ? staged(g) : rc;
 }
 
-int ps_gpu_update(server *s, const ps_shard_op *op)
+int ps_gpu_update(server *s, const ps_sproto_op *op)
 {
 	struct ps_gpu *g = s->gpu;
 	shard_part *p = &s->parts[op->k];

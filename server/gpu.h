@@ -28,8 +28,8 @@
 #ifdef PS_WITH_CUDA
 
 #include "common/config.h"
-#include "proto/shard.h"
-#include "server/shard.h"
+#include "proto/server.h"
+#include "server/state.h"
 
 /* Opens server.cuda_device and logs what runs where. PS_OK or the error of
  * ps_cuda_open (logged). */
@@ -46,12 +46,12 @@ int ps_gpu_setup(server *s);
 int ps_gpu_upload(server *s, const shard_part *p, int momentum);
 
 /* A push summed in on the device (the op's message). */
-int ps_gpu_aggregate(server *s, const ps_shard_op *op);
+int ps_gpu_aggregate(server *s, const ps_sproto_op *op);
 
 /* The last push of a round summed in and the step applied on the device;
  * the new values copied into p->values (which must be writable) before it
  * returns. */
-int ps_gpu_update(server *s, const ps_shard_op *op);
+int ps_gpu_update(server *s, const ps_sproto_op *op);
 
 /* Device -> host: the partition's momentum into the host momentum arena
  * (a checkpoint is about to read it). */

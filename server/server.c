@@ -24,14 +24,14 @@
 #include "runtime/node.h"
 #include "runtime/signals.h"
 #include "runtime/trace.h"
-#include "proto/shard.h"
-#include "scheduler/order.h"
+#include "proto/server.h"
+#include "scheduling/order.h"
 #ifdef PS_WITH_CUDA
 #include "server/gpu.h"
 #endif
 #include "server/optimizer.h"
 #include "server/server.h"
-#include "server/shard.h"
+#include "server/state.h"
 #include "server/snapshot.h"
 
 /* A buffer of numel values: at `data` (in the arena) or, if NULL, its
@@ -76,7 +76,7 @@ static int make_writable(server *s, shard_part *p)
 }
 
 /* A parameter send from ready to released: the values as they were
- * when it became ready (proto/shard.h's hold). */
+ * when it became ready (proto/server.h's hold). */
 typedef struct held_send {
 	pbuf *values;
 	uint64_t ready_us;
@@ -122,8 +122,8 @@ static int setup_shard(server *s)
 					&numbers);
 	if (rc != PS_OK)
 		return rc;
-	rc = ps_shard_create(
-		&(ps_shard_config){
+	rc = ps_sproto_create(
+		&(ps_sproto_config){
 			.pl = pl,
 			.server = s->node.rank,
 			.workers = s->workers,
@@ -143,14 +143,14 @@ static int setup_shard(server *s)
 	free(numbers);
 	if (rc != PS_OK)
 		return rc;
-	s->nparts = ps_shard_nparts(s->shard);
+	s->nparts = ps_sproto_nparts(s->shard);
 	s->parts = calloc(s->nparts ? s->nparts : 1, sizeof(*s->parts));
 	if (!s->parts)
 		return PS_ENOMEM;
 	/* the WELCOME's placement says how much: checked sums, so that no
 	 * count from the network wraps an allocation's size around */
 	for (uint32_t k = 0; k < s->nparts; k++) {
-		uint64_t n = ps_shard_part_at(s->shard, k)->desc->numel;
+		uint64_t n = ps_sproto_part_at(s->shard, k)->desc->numel;
 		if (n > SIZE_MAX / sizeof(double) - s->arena_numel) {
 			PS_ERROR("the placement gives this server more than "
 				 "%zu elements: more than it can address",
@@ -170,7 +170,7 @@ static int setup_shard(server *s)
 	if (!s->values_arena || !s->momentum_arena || !s->acc_arena)
 		return PS_ENOMEM;
 	for (uint32_t k = 0; k < s->nparts; k++) {
-		const ps_shard_part *sp = ps_shard_part_at(s->shard, k);
+		const ps_sproto_part *sp = ps_sproto_part_at(s->shard, k);
 		shard_part *p = &s->parts[k];
 		size_t n = sp->desc->numel;
 
@@ -204,7 +204,7 @@ static void free_shard(server *s)
 #ifdef PS_WITH_CUDA
 	ps_gpu_free(s);
 #endif
-	ps_shard_destroy(&s->shard); /* drops sends never released */
+	ps_sproto_destroy(&s->shard); /* drops sends never released */
 	for (uint32_t k = 0; k < s->nparts; k++) {
 		shard_part *p = &s->parts[k];
 		if (p->values)
@@ -222,7 +222,7 @@ static void free_shard(server *s)
 	free(s->scratch);
 }
 
-static void trace_send(const ps_shard_msg *m, uint64_t ready_us, size_t len)
+static void trace_send(const ps_sproto_msg *m, uint64_t ready_us, size_t len)
 {
 	uint64_t sent = ps_trace_now_us();
 	ps_trace_args a = {.iteration = (int64_t)m->iteration,
@@ -241,9 +241,9 @@ static void trace_send(const ps_shard_msg *m, uint64_t ready_us, size_t len)
  * the gate releases them. */
 static int send_msgs(server *s)
 {
-	ps_shard_msg m;
+	ps_sproto_msg m;
 
-	while (ps_shard_next_msg(s->shard, &m)) {
+	while (ps_sproto_next_msg(s->shard, &m)) {
 		uint32_t to = ps_node_worker_id(&s->node, m.worker);
 		ps_wire_header h = {.key = m.key,
 				    .partition = m.partition,
@@ -307,7 +307,7 @@ static const float *payload_floats(server *s, const ps_msg *msg)
 }
 
 /* The push an op carries arrived (traced, counted). */
-static void push_in(server *s, const ps_shard_op *op)
+static void push_in(server *s, const ps_sproto_op *op)
 {
 	const shard_part *p = &s->parts[op->k];
 	const ps_msg *msg = op->ctx;
@@ -351,7 +351,7 @@ static void round_lr_add(server *s, shard_part *p, int first)
 void ps_server_adam(const server *s, const shard_part *p, ps_adam *a)
 {
 	const ps_config *cfg = s->cfg;
-	const ps_shard_part *sp = ps_shard_part_at(s->shard,
+	const ps_sproto_part *sp = ps_sproto_part_at(s->shard,
 						   (uint32_t)(p - s->parts));
 
 	*a = (ps_adam){.lr = ps_server_round_lr(s, p),
@@ -370,7 +370,7 @@ double ps_server_round_lr(const server *s, const shard_part *p)
 }
 
 /* Sums a push's gradient into its partition (the op's message). */
-static int aggregate(server *s, const ps_shard_op *op)
+static int aggregate(server *s, const ps_sproto_op *op)
 {
 	shard_part *p = &s->parts[op->k];
 	const float *g;
@@ -409,7 +409,7 @@ static float no_gradient[SLICE];
 
 /* The optimizer over the round's gradients, the op's push (the last)
  * summed in on the way (ps_sgd_apply_last). */
-static int apply_update(server *s, const ps_shard_op *op)
+static int apply_update(server *s, const ps_sproto_op *op)
 {
 	shard_part *p = &s->parts[op->k];
 	uint64_t start = ps_trace_now_us();
@@ -477,7 +477,7 @@ done:
 #endif
 	push_in(s, op);
 	if (ps_trace_enabled()) {
-		ps_trace_args a = {.iteration = (int64_t)ps_shard_part_at(
+		ps_trace_args a = {.iteration = (int64_t)ps_sproto_part_at(
 					   s->shard, op->k)->version + 1,
 				   .tensor = p->desc->tensor,
 				   .partition = p->index,
@@ -494,10 +494,10 @@ done:
  * returns. */
 static int run_ops(server *s)
 {
-	ps_shard_op op;
+	ps_sproto_op op;
 	int rc = send_msgs(s);
 
-	while (rc == PS_OK && ps_shard_next_op(s->shard, &op)) {
+	while (rc == PS_OK && ps_sproto_next_op(s->shard, &op)) {
 		shard_part *p = &s->parts[op.k];
 		/* an update's push is acknowledged as the update starts */
 		rc = send_msgs(s);
@@ -516,7 +516,7 @@ static int run_ops(server *s)
 			rc = apply_update(s, &op);
 		}
 		if (rc == PS_OK)
-			rc = ps_shard_op_done(s->shard);
+			rc = ps_sproto_op_done(s->shard);
 		if (rc == PS_OK && op.kind == PS_SHARD_OP_UPDATE)
 			rc = ps_snapshot_on_update(s, p);
 		if (rc == PS_OK)
@@ -542,7 +542,7 @@ static int push_now(server *s, const ps_msg *msg, const ps_wire_header *h,
 	s->push_rank = worker_rank(s, h->sender);
 	s->push_has_lr = h->has_lr;
 	s->push_lr = h->lr;
-	rc = ps_shard_on_push(s->shard, s->push_rank,
+	rc = ps_sproto_on_push(s->shard, s->push_rank,
 				  h->partition, h->key, h->iteration,
 				  h->priority, h->piece, msg->payload_len,
 				  (void *)msg, acked, why, whylen);
@@ -566,7 +566,7 @@ static int hold_push(server *s, shard_part *p, ps_msg **msg_p,
 	p->held[p->nheld++] = (held){.msg = *msg_p, .h = *h};
 	*msg_p = NULL;
 	s->nheld++;
-	if (ps_shard_ack(s->shard, worker_rank(s, h->sender), h->partition,
+	if (ps_sproto_ack(s->shard, worker_rank(s, h->sender), h->partition,
 			 h->iteration, h->priority, h->piece) != PS_OK)
 		return PS_ENOMEM;
 	return send_msgs(s);
@@ -628,7 +628,7 @@ static int handle_push(server *s, ps_msg **msg_p, const ps_wire_header *h,
 
 	if (s->cfg->train.mode == PS_MODE_SYNC)
 		return push_now(s, msg, h, 0, why, whylen);
-	rc = ps_shard_check_push(s->shard, worker_rank(s, h->sender),
+	rc = ps_sproto_check_push(s->shard, worker_rank(s, h->sender),
 				 h->partition, h->key, h->iteration, h->piece,
 				 msg->payload_len, &k, why, whylen);
 	if (rc != PS_OK)
@@ -653,7 +653,7 @@ static int handle_credit(server *s, const ps_msg *msg,
 				  why,
 				  whylen) != PS_OK)
 		return PS_EPROTO;
-	ps_shard_on_credit(s->shard, credit, h->iteration);
+	ps_sproto_on_credit(s->shard, credit, h->iteration);
 	return PS_OK;
 }
 
@@ -668,7 +668,7 @@ static int handle(server *s, ps_msg **msg_p, const ps_wire_header *h)
 
 	switch (h->type) {
 	case PS_MSG_INIT:
-		rc = ps_shard_on_init(s->shard, from, h->partition, h->key,
+		rc = ps_sproto_on_init(s->shard, from, h->partition, h->key,
 				      msg->payload_len, (void *)msg, why,
 				      sizeof(why));
 		if (rc == PS_OK)
@@ -678,13 +678,13 @@ static int handle(server *s, ps_msg **msg_p, const ps_wire_header *h)
 		rc = handle_push(s, msg_p, h, why, sizeof(why));
 		break;
 	case PS_MSG_PULL:
-		rc = ps_shard_on_pull(s->shard, from, h->partition, h->key, why,
+		rc = ps_sproto_on_pull(s->shard, from, h->partition, h->key, why,
 				      sizeof(why));
 		if (rc == PS_OK)
 			rc = send_msgs(s);
 		break;
 	case PS_MSG_PARAMS_ACK:
-		rc = ps_shard_on_params_ack(s->shard, from, h->partition,
+		rc = ps_sproto_on_params_ack(s->shard, from, h->partition,
 					    h->piece, why, sizeof(why));
 		if (rc == PS_OK)
 			rc = send_msgs(s);
@@ -789,7 +789,7 @@ int ps_server_run(const ps_config *cfg)
 		goto out;
 	/* resumed: the checkpoint's values go out as INIT's would */
 	if (s.node.welcome.start_iteration > 0) {
-		rc = ps_shard_start(s.shard);
+		rc = ps_sproto_start(s.shard);
 		if (rc == PS_OK)
 			rc = send_msgs(&s);
 	}
@@ -825,7 +825,7 @@ int ps_server_run(const ps_config *cfg)
 	{
 		uint64_t lo = UINT64_MAX, hi = 0;
 		for (uint32_t k = 0; k < s.nparts; k++) {
-			uint64_t v = ps_shard_part_at(s.shard, k)->version;
+			uint64_t v = ps_sproto_part_at(s.shard, k)->version;
 			if (v < lo)
 				lo = v;
 			if (v > hi)
@@ -842,8 +842,8 @@ int ps_server_run(const ps_config *cfg)
 	PS_INFO("copy-on-write of values (a send or a checkpoint held "
 		"them): %.3f s in all", (double)s.cow_ns / 1e9);
 	{
-		ps_shard_stats st;
-		ps_shard_get_stats(s.shard, &st);
+		ps_sproto_stats st;
+		ps_sproto_get_stats(s.shard, &st);
 		PS_INFO("shut down: %llu pushes, %llu updates, %.2f MiB in, "
 			"%.2f MiB out, %llu dropped; gate: %llu sends, %.0f ns "
 			"each",

@@ -17,10 +17,10 @@ static int async(const server *s)
 	return s->cfg->train.mode == PS_MODE_ASYNC;
 }
 
-/* p's protocol state (proto/shard.h). */
-static const ps_shard_part *state(const server *s, const shard_part *p)
+/* p's protocol state (proto/server.h). */
+static const ps_sproto_part *state(const server *s, const shard_part *p)
 {
-	return ps_shard_part_at(s->shard, (uint32_t)(p - s->parts));
+	return ps_sproto_part_at(s->shard, (uint32_t)(p - s->parts));
 }
 
 /* Whether partition p holds exactly iteration `it`: sync, its version;
@@ -28,7 +28,7 @@ static const ps_shard_part *state(const server *s, const shard_part *p)
  * none after. */
 static int is_at(const server *s, const shard_part *p, uint64_t it)
 {
-	const ps_shard_part *ps = state(s, p);
+	const ps_sproto_part *ps = state(s, p);
 
 	if (!async(s))
 		return ps->version == it;
@@ -41,7 +41,7 @@ static int is_at(const server *s, const shard_part *p, uint64_t it)
 /* The furthest iteration any part of p has reached. */
 static uint64_t highest(const server *s, const shard_part *p)
 {
-	const ps_shard_part *ps = state(s, p);
+	const ps_sproto_part *ps = state(s, p);
 	uint64_t h = async(s) ? 0 : ps->version;
 
 	for (uint32_t w = 0; async(s) && w < s->workers; w++)
@@ -176,7 +176,7 @@ int ps_snapshot_load(server *s)
 			for (uint32_t j = 0; j < n; j++, i++)
 				if (l.ranges[i].version < v)
 					v = l.ranges[i].version;
-			ps_shard_resume(s->shard, k, async(s) ? v : it, it);
+			ps_sproto_resume(s->shard, k, async(s) ? v : it, it);
 		}
 	}
 	free(l.ranges);

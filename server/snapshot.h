@@ -39,7 +39,7 @@
 #ifndef ORDO_SERVER_SNAPSHOT_H
 #define ORDO_SERVER_SNAPSHOT_H
 
-#include "server/shard.h"
+#include "server/state.h"
 
 /* The checkpoint the job resumes from (the WELCOME's start_iteration > 0):
  * fills every local partition's values and momentum, sets its version and

@@ -40,7 +40,7 @@
 #include <stdint.h>
 
 #include "model/dag.h"
-#include "scheduler/placement.h"
+#include "scheduling/placement.h"
 #include "sim/link.h"
 
 typedef struct ps_sim_bounds {

@@ -29,16 +29,16 @@
 
 #include "common/mix64.h"
 #include "proto/engine.h"
-#include "proto/shard.h"
+#include "proto/server.h"
 #include "proto/worker.h"
-#include "scheduler/gate.h"
-#include "scheduler/order.h"
-#include "scheduler/placement.h"
+#include "scheduling/gate.h"
+#include "scheduling/order.h"
+#include "scheduling/placement.h"
 #include "sim/cluster.h"
 #include "sim/events.h"
 #include "sim/fair.h"
 #include "sim/timeline.h"
-#include "scheduler/efficiency.h"
+#include "scheduling/efficiency.h"
 
 enum {
 	EV_OP_DONE,     /* node: worker */
@@ -90,7 +90,7 @@ typedef struct sim {
 	uint64_t push_piece, params_piece; /* pieces' bytes; 0: whole */
 	uint32_t *tparts, *tparts_first; /* per tensor: its partitions */
 	worker *w;
-	ps_shard **shard; /* per server: its protocol (proto/shard.h) */
+	ps_sproto **shard; /* per server: its protocol (proto/server.h) */
 	double now;       /* when server cur_srv's op finished (param_ready) */
 	uint32_t cur_srv;
 	ps_link *up, *down; /* per host */
@@ -587,7 +587,7 @@ static void push_acked(sim *s, uint32_t w, uint32_t part, uint32_t piece,
 
 /* ---- servers -----------------------------------------------------------
  *
- * Each server runs the real shard machine (proto/shard.h): an arriving
+ * Each server runs the real shard machine (proto/server.h): an arriving
  * push is an event, the machine's ops run one at a time on the server's
  * simulated CPU (sim.aggregate_ns_per_byte for summing a push, an
  * update's last one included, sim.update_ns_per_byte for the optimizer),
@@ -602,7 +602,7 @@ static void *param_ready(void *ud, uint32_t k, uint32_t w)
 	sim *s = ud;
 
 	if (s->tl && w < s->trace_workers) {
-		uint32_t part = ps_shard_part_at(s->shard[s->cur_srv], k)->index;
+		uint32_t part = ps_sproto_part_at(s->shard[s->cur_srv], k)->index;
 		s->param_ready[(size_t)w * s->pl->num_parts + part] = s->now;
 	}
 	return NULL;
@@ -618,9 +618,9 @@ static void server_protocol_error(sim *s, uint32_t srv, const char *what,
 /* Sends what server srv's machine wants sent, at t. */
 static void server_send(sim *s, uint32_t srv, double t)
 {
-	ps_shard_msg m;
+	ps_sproto_msg m;
 
-	while (ps_shard_next_msg(s->shard[srv], &m)) {
+	while (ps_sproto_next_msg(s->shard[srv], &m)) {
 		if (m.kind == PS_SHARD_MSG_PUSH_ACK) {
 			if (s->fair)
 				send_ack(s, MSG_PUSH_ACK, m.partition, m.piece,
@@ -657,11 +657,11 @@ static void server_send(sim *s, uint32_t srv, double t)
 /* Starts server srv's next op, if it is idle and one waits. */
 static void server_run(sim *s, uint32_t srv, double t)
 {
-	ps_shard_op op;
+	ps_sproto_op op;
 	double bytes, sum_us, upd_us;
 
 	server_send(s, srv, t);
-	if (!ps_shard_next_op(s->shard[srv], &op))
+	if (!ps_sproto_next_op(s->shard[srv], &op))
 		return;
 	server_send(s, srv, t); /* an update's push is acknowledged now */
 	bytes = (double)op.numel * PS_ELEM_SIZE;
@@ -674,7 +674,7 @@ static void server_run(sim *s, uint32_t srv, double t)
 			 ? bytes * s->cfg->sim.update_ns_per_byte * 1e-3
 			 : 0.0;
 	if (op.kind == PS_SHARD_OP_UPDATE && s->tl) {
-		const ps_shard_part *p = ps_shard_part_at(s->shard[srv], op.k);
+		const ps_sproto_part *p = ps_sproto_part_at(s->shard[srv], op.k);
 		ps_trace_args a = {.iteration = (int64_t)p->version + 1,
 				   .tensor = p->desc->tensor,
 				   .partition = p->index,
@@ -691,7 +691,7 @@ static void server_op_done(sim *s, uint32_t srv, double t)
 
 	s->now = t;
 	s->cur_srv = srv;
-	rc = ps_shard_op_done(s->shard[srv]);
+	rc = ps_sproto_op_done(s->shard[srv]);
 
 	if (rc != PS_OK)
 		fail(s, rc);
@@ -714,7 +714,7 @@ static void push_arrive(sim *s, const msg *m, double t)
 		ps_sim_timeline_instant(s->tl, 1 + srv, PS_LANE_RECEIVE, what,
 					t, &a);
 	}
-	rc = ps_shard_on_push(s->shard[srv], m->worker, part,
+	rc = ps_sproto_on_push(s->shard[srv], m->worker, part,
 			      s->pl->parts[part].tensor, m->iteration,
 			      (int32_t)s->push_number[part], m->piece,
 			      msg_bytes(s, m), NULL, 0, why, sizeof(why));
@@ -730,7 +730,7 @@ static void params_acked(sim *s, uint32_t srv, uint32_t w, uint32_t part,
 			 uint32_t piece, double t)
 {
 	char why[256];
-	int rc = ps_shard_on_params_ack(s->shard[srv], w, part, piece, why,
+	int rc = ps_sproto_on_params_ack(s->shard[srv], w, part, piece, why,
 					sizeof(why));
 
 	if (rc == PS_EPROTO)
@@ -742,7 +742,7 @@ static void params_acked(sim *s, uint32_t srv, uint32_t w, uint32_t part,
 
 /* ---- setup ------------------------------------------------------------- */
 
-/* One direction's gate numbers per partition: the coordinator's order
+/* One direction's gate numbers per partition: the scheduler's order
  * (metrics.bandwidth_gbps oracle, no a), renumbered for its gate. */
 static int direction_numbers(sim *s, const ps_direction_sched *dir,
 			     uint32_t **numbers_p, char *err, size_t errlen)
@@ -883,8 +883,8 @@ static int setup(sim *s, char *err, size_t errlen)
 		ps_engine_begin(k->engine, 0);
 	}
 	for (uint32_t srv = 0; srv < s->S; srv++) {
-		rc = ps_shard_create(
-			&(ps_shard_config){
+		rc = ps_sproto_create(
+			&(ps_sproto_config){
 				.pl = s->pl,
 				.server = srv,
 				.workers = s->W,
@@ -902,8 +902,8 @@ static int setup(sim *s, char *err, size_t errlen)
 		if (rc != PS_OK)
 			return rc;
 		/* every parameter is there at the start, at version 0 */
-		for (uint32_t k = 0; k < ps_shard_nparts(s->shard[srv]); k++)
-			ps_shard_resume(s->shard[srv], k, 0, 0);
+		for (uint32_t k = 0; k < ps_sproto_nparts(s->shard[srv]); k++)
+			ps_sproto_resume(s->shard[srv], k, 0, 0);
 	}
 	s->fair = cfg->link.sharing == PS_SHARING_FAIR;
 	if (!s->fair && cfg->link.burst_bytes > 0) {
@@ -1003,7 +1003,7 @@ static void teardown(sim *s)
 		}
 	if (s->shard)
 		for (uint32_t srv = 0; srv < s->S; srv++)
-			ps_shard_destroy(&s->shard[srv]);
+			ps_sproto_destroy(&s->shard[srv]);
 	free(s->w);
 	free(s->shard);
 	free(s->up);
@@ -1168,7 +1168,7 @@ static void results(sim *s, ps_sim_result *r)
 			if (k->wait_us / k->last_end > r->straggler)
 				r->straggler = k->wait_us / k->last_end;
 		}
-		/* the coordinator's mean: NAN from any worker stays NAN */
+		/* the scheduler's mean: NAN from any worker stays NAN */
 		e_sum += k->e_n ? k->e_sum / k->e_n : NAN;
 		e_workers++;
 	}

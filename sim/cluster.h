@@ -11,7 +11,7 @@
  *    there at the start. A backward op's gradients enter the worker's
  *    machine (proto/worker.h) when it finishes, and its gate is drained
  *    then and after every PUSH_ACK. No barrier between iterations.
- *  - server: its shard machine (proto/shard.h) runs one op at a time on
+ *  - server: its shard machine (proto/server.h) runs one op at a time on
  *    the server's CPU: summing a push costs sim.aggregate_ns_per_byte, an
  *    update sim.update_ns_per_byte (plus the summing of the round's last
  *    push, which it carries); its PUSH_ACKs and PARAMS go onto the links

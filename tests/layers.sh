@@ -70,10 +70,10 @@ mkdir -p "$tmp/tree"
 (cd "$src" && tar cf - --exclude='./build*' --exclude=./.git \
 	--exclude=./tests --exclude=./bench . ) | (cd "$tmp/tree" && tar xf -)
 sed -i '0,/^#include "/s//#include "worker\/replay.h"\n#include "/' \
-	"$tmp/tree/scheduler/gate.c"
+	"$tmp/tree/scheduling/gate.c"
 out=$(check_tree "$tmp/tree")
-if [ $? -eq 0 ] || ! grep -q 'scheduler/gate.c includes "worker/replay.h"' <<<"$out"; then
-	echo "FAIL: an include of worker/ from scheduler/ was not reported: $out"
+if [ $? -eq 0 ] || ! grep -q 'scheduling/gate.c includes "worker/replay.h"' <<<"$out"; then
+	echo "FAIL: an include of worker/ from scheduling/ was not reported: $out"
 	fail=1
 fi
 mkdir -p "$tmp/tree/newfolder"

@@ -3,7 +3,7 @@
  *
  * DESIGN. ps-tune listens on a transport endpoint of its own and starts
  * ps-launch with --set tune.endpoint=THAT, so the job's scheduler
- * connects to it (coordinator/coordinator.c, "the tuner"): it says where it
+ * connects to it (scheduler/scheduler.c, "the tuner"): it says where it
  * listens (TUNE_HELLO), then reports PROGRESS(i) when every worker has
  * begun iteration i. ps-tune timestamps those on arrival: a trial's
  * throughput is measure_iterations * workers * batch over the time from

@@ -26,8 +26,8 @@
 #include "model/dag.h"
 #include "ordo/ordo.h"
 #include "proto/engine.h"
-#include "scheduler/efficiency.h"
-#include "worker/client_internal.h"
+#include "scheduling/efficiency.h"
+#include "client/internal.h"
 #include "worker/replay.h"
 #ifdef PS_WITH_CUDA
 #include "cuda/device.h"

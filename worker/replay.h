@@ -15,7 +15,7 @@
  *
  * Per iteration it prints a progress line and, with output.dir, writes a
  * CSV row: iteration time, samples/s, compute, wait, and TicTac's ordering
- * efficiency E (scheduler/efficiency.h) with compute measured per op;
+ * efficiency E (scheduling/efficiency.h) with compute measured per op;
  * S is computed from the model's op times (it depends on G and Time only).
  */
 #ifndef ORDO_WORKER_REPLAY_H

@@ -9,7 +9,7 @@
 #include "runtime/clock.h"
 #include "runtime/signals.h"
 #include "ordo/ordo.h"
-#include "worker/model.h"
+#include "worker/small_model.h"
 #include "worker/trainer.h"
 
 int ps_params_write(FILE *out, uint32_t n, const char *const *names,
@@ -24,9 +24,9 @@ int ps_params_write(FILE *out, uint32_t n, const char *const *names,
 	return ferror(out) ? PS_EIO : PS_OK;
 }
 
-static int dump_params(const char *path, ps_model *m)
+static int dump_params(const char *path, ps_small_model *m)
 {
-	uint32_t n = ps_model_num_tensors(m);
+	uint32_t n = ps_small_model_num_tensors(m);
 	const char *names[8];
 	uint64_t numel[8];
 	float *values[8];
@@ -36,9 +36,9 @@ static int dump_params(const char *path, ps_model *m)
 	if (n > 8)
 		return PS_EINVAL;
 	for (uint32_t t = 0; t < n; t++) {
-		names[t] = ps_model_tensor_name(m, t);
-		numel[t] = ps_model_tensor_numel(m, t);
-		values[t] = ps_model_params(m, t);
+		names[t] = ps_small_model_tensor_name(m, t);
+		numel[t] = ps_small_model_tensor_numel(m, t);
+		values[t] = ps_small_model_params(m, t);
 	}
 	f = fopen(path, "w");
 	if (!f) {
@@ -66,11 +66,11 @@ static void human_bytes(uint64_t b, char *buf, size_t cap)
 }
 
 /* One training iteration: parameters in, gradients out. */
-static int iterate(ps_client *c, ps_model *m, const ps_config *cfg,
+static int iterate(ps_client *c, ps_small_model *m, const ps_config *cfg,
 		   uint64_t it, const float *x, const int32_t *y,
 		   double *loss_p)
 {
-	uint32_t n = ps_model_num_tensors(m);
+	uint32_t n = ps_small_model_num_tensors(m);
 	int rc = PS_OK;
 
 	if (cfg->train.mode == PS_MODE_ASYNC)
@@ -78,11 +78,11 @@ static int iterate(ps_client *c, ps_model *m, const ps_config *cfg,
 			rc = ps_client_pull(c, t, -1);
 	if (rc != PS_OK)
 		return rc;
-	*loss_p = ps_model_step(m, x, y, (size_t)cfg->train.batch);
+	*loss_p = ps_small_model_step(m, x, y, (size_t)cfg->train.batch);
 	/* Backpropagation produces the last layer's gradient first; the
 	 * gate sends them in the job's order. */
 	for (uint32_t t = n; t-- > 0 && rc == PS_OK;)
-		rc = ps_client_push(c, t, ps_model_grads(m, t), it);
+		rc = ps_client_push(c, t, ps_small_model_grads(m, t), it);
 	if (cfg->train.mode == PS_MODE_SYNC)
 		for (uint32_t t = 0; t < n && rc == PS_OK; t++)
 			rc = ps_client_wait(c, t, it + 1, -1);
@@ -91,7 +91,7 @@ static int iterate(ps_client *c, ps_model *m, const ps_config *cfg,
 	return rc;
 }
 
-static int train(ps_client *c, ps_model *m, const ps_config *cfg,
+static int train(ps_client *c, ps_small_model *m, const ps_config *cfg,
 		 double *loss_p, uint64_t *done_p)
 {
 	int rank = ps_client_rank(c);
@@ -140,22 +140,22 @@ static int train(ps_client *c, ps_model *m, const ps_config *cfg,
 
 int ps_trainer_run(const ps_config *cfg)
 {
-	ps_model *m = NULL;
+	ps_small_model *m = NULL;
 	ps_client *c = NULL;
 	double loss = 0.0;
 	uint64_t done = 0, t0;
 	int rc, status = 1;
 
-	rc = ps_model_create(cfg, (uint64_t)cfg->train.seed, &m);
+	rc = ps_small_model_create(cfg, (uint64_t)cfg->train.seed, &m);
 	if (rc != PS_OK) {
 		PS_ERROR("cannot build the model: %s", ps_strerror(rc));
 		return 1;
 	}
 	rc = ps_client_create(cfg, &c);
-	for (uint32_t t = 0; rc == PS_OK && t < ps_model_num_tensors(m); t++)
-		rc = ps_client_declare(c, ps_model_tensor_name(m, t),
-				       ps_model_tensor_numel(m, t),
-				       ps_model_params(m, t), NULL);
+	for (uint32_t t = 0; rc == PS_OK && t < ps_small_model_num_tensors(m); t++)
+		rc = ps_client_declare(c, ps_small_model_tensor_name(m, t),
+				       ps_small_model_tensor_numel(m, t),
+				       ps_small_model_params(m, t), NULL);
 	if (rc == PS_OK)
 		rc = ps_client_start(c);
 	if (rc != PS_OK) {
@@ -185,6 +185,6 @@ out:
 	if (status != 0 && ps_signal_pending())
 		status = ps_signal_exit_status(ps_signal_pending());
 	ps_client_destroy(&c);
-	ps_model_free(&m);
+	ps_small_model_free(&m);
 	return status;
 }

@@ -7,7 +7,7 @@
  * from its own tensor priorities and, in about one seed of three, pieces
  * that direction sends partitions in; in about one seed of three the
  * servers' barrier) and runs it through the real
- * server machines (proto/shard.h) and the real gates (scheduler/gate.h),
+ * server machines (proto/server.h) and the real gates (scheduling/gate.h),
  * and worker machines (proto/worker.h), with the real aggregation and
  * optimizer (server/optimizer.h), under a
  * random but legal schedule: at every step one enabled action is picked -
@@ -76,11 +76,11 @@
 #include "ordo/error.h"
 #include "proto/join.h"
 #include "proto/membership.h"
-#include "proto/shard.h"
+#include "proto/server.h"
 #include "proto/worker.h"
-#include "scheduler/gate.h"
-#include "scheduler/order.h"
-#include "scheduler/placement.h"
+#include "scheduling/gate.h"
+#include "scheduling/order.h"
+#include "scheduling/placement.h"
 #include "server/optimizer.h"
 
 /* ---- a deterministic generator (splitmix64) ---------------------------- */
@@ -103,8 +103,8 @@ static uint32_t rng_below(uint64_t *x, uint32_t n)
 /* Deliberate bugs (--fault), each in the machine that has it. */
 enum {
 	FAULT_NONE,
-	FAULT_CREDIT_LEAK,  /* proto/shard.h: PARAMS_ACK loses credit */
-	FAULT_VERSION_SKIP, /* proto/shard.h: an update skips a version */
+	FAULT_CREDIT_LEAK,  /* proto/server.h: PARAMS_ACK loses credit */
+	FAULT_VERSION_SKIP, /* proto/server.h: an update skips a version */
 	FAULT_DROP_EARLY,   /* proto/join.h: messages before the WELCOME are
 			       lost, the race test_node pins down */
 	FAULT_BLIND,        /* proto/membership.h: a silent node is never
@@ -196,7 +196,7 @@ typedef struct wk {
 
 typedef struct srv {
 	ps_join *join;
-	ps_shard *sh;
+	ps_sproto *sh;
 	shadow shd;
 	uint32_t *hold_next; /* per local partition x worker: the piece its
 			      * next hold() is for (pieces are readied in
@@ -204,7 +204,7 @@ typedef struct srv {
 	float **values, **mom; /* per local partition */
 	double **acc;
 	int running;
-	ps_shard_op op;
+	ps_sproto_op op;
 	msg *op_msg; /* the message the running op reads */
 } srv;
 
@@ -217,7 +217,7 @@ typedef struct job {
 	int push_gate, params_gate;
 	uint64_t push_credit, params_credit;
 	uint32_t *push_numbers, *params_numbers; /* per partition */
-	int barrier; /* the servers' (proto/shard.h) */
+	int barrier; /* the servers' (proto/server.h) */
 	uint64_t partition_size;
 	/* per direction: the pieces a partition goes in (bytes; 0: whole) */
 	uint64_t push_piece, params_piece;
@@ -800,13 +800,13 @@ static void *hold(void *ud, uint32_t k, uint32_t worker)
 	void **h = ud;
 	job *j = h[0];
 	uint32_t s = (uint32_t)(uintptr_t)h[1];
-	const ps_shard *sh = j->s[s].sh;
-	const ps_shard_part *sp = ps_shard_part_at(sh, k);
+	const ps_sproto *sh = j->s[s].sh;
+	const ps_sproto_part *sp = ps_sproto_part_at(sh, k);
 
 	/* the barrier: version v goes to nobody before every partition the
 	 * server owns has it */
-	for (uint32_t q = 0; j->barrier && q < ps_shard_nparts(sh); q++) {
-		const ps_shard_part *o = ps_shard_part_at(sh, q);
+	for (uint32_t q = 0; j->barrier && q < ps_sproto_nparts(sh); q++) {
+		const ps_sproto_part *o = ps_sproto_part_at(sh, q);
 		if (o->version < sp->version)
 			fail(j, "server %u readied PARAMS of partition %u "
 			     "version %" PRIu64 " for worker %u while its "
@@ -814,13 +814,13 @@ static void *hold(void *ud, uint32_t k, uint32_t worker)
 			     s, sp->index, sp->version, worker, o->index,
 			     o->version);
 	}
-	ps_shard_stats st;
+	ps_sproto_stats st;
 	uint32_t *next = &j->s[s].hold_next[(size_t)k * j->W + worker];
 	uint32_t piece = *next;
 
 	/* a send's pieces are readied in order, one hold() each */
 	*next = (piece + 1) % pieces(j, sp->index, j->params_piece);
-	ps_shard_get_stats(sh, &st);
+	ps_sproto_get_stats(sh, &st);
 	if (shadow_ready(&j->s[s].shd, sp->index, piece, worker, sp->version,
 			 j->params_numbers[sp->index], st.sends) != PS_OK)
 		fail(j, "out of memory");
@@ -830,11 +830,11 @@ static void *hold(void *ud, uint32_t k, uint32_t worker)
 static int server_send(job *j, uint32_t s)
 {
 	srv *v = &j->s[s];
-	ps_shard_msg m;
+	ps_sproto_msg m;
 	char who[32];
 
 	snprintf(who, sizeof(who), "server %u", s);
-	while (ps_shard_next_msg(v->sh, &m)) {
+	while (ps_sproto_next_msg(v->sh, &m)) {
 		uint32_t to = m.worker;
 		int rc;
 		if (m.kind == PS_SHARD_MSG_PUSH_ACK) {
@@ -899,7 +899,7 @@ static int server_receive(job *j, uint32_t s, uint32_t from, msg *m,
 	int rc;
 
 	if (m->type == M_PUSH) {
-		rc = ps_shard_on_push(v->sh, from, m->part,
+		rc = ps_sproto_on_push(v->sh, from, m->part,
 				      j->pl->parts[m->part].tensor,
 				      m->iteration, m->priority, m->piece,
 				      piece_numel(j, m->part, j->push_piece,
@@ -908,13 +908,13 @@ static int server_receive(job *j, uint32_t s, uint32_t from, msg *m,
 				      m, 0, why, sizeof(why));
 		*kept = rc == PS_OK; /* the op reads its payload */
 	} else if (m->type == M_INIT) {
-		rc = ps_shard_on_init(v->sh, from, m->part,
+		rc = ps_sproto_on_init(v->sh, from, m->part,
 				      j->pl->parts[m->part].tensor,
 				      part_bytes(j, m->part), m, why,
 				      sizeof(why));
 		*kept = rc == PS_OK; /* the op reads its payload */
 	} else if (m->type == M_PARAMS_ACK) {
-		rc = ps_shard_on_params_ack(v->sh, from, m->part, m->piece, why,
+		rc = ps_sproto_on_params_ack(v->sh, from, m->part, m->piece, why,
 					    sizeof(why));
 		if (rc == PS_OK)
 			v->shd.in_flight -= piece_numel(j, m->part,
@@ -937,7 +937,7 @@ static int server_start_op(job *j, uint32_t s)
 {
 	srv *v = &j->s[s];
 
-	if (v->running || !ps_shard_next_op(v->sh, &v->op))
+	if (v->running || !ps_sproto_next_op(v->sh, &v->op))
 		return 0;
 	v->running = 1;
 	return server_send(j, s) == PS_OK; /* an update's push: its ack */
@@ -946,8 +946,8 @@ static int server_start_op(job *j, uint32_t s)
 static int server_finish_op(job *j, uint32_t s)
 {
 	srv *v = &j->s[s];
-	ps_shard_op *op = &v->op;
-	size_t n = ps_shard_part_at(v->sh, op->k)->desc->numel;
+	ps_sproto_op *op = &v->op;
+	size_t n = ps_sproto_part_at(v->sh, op->k)->desc->numel;
 	msg *m = op->ctx; /* every op carries its message (but an update of
 			   * pieces summed before) */
 	int rc;
@@ -979,7 +979,7 @@ static int server_finish_op(job *j, uint32_t s)
 				  op->count, 1.0, 0.0);
 	free_msg(m);
 	v->running = 0;
-	rc = ps_shard_op_done(v->sh);
+	rc = ps_sproto_op_done(v->sh);
 	return rc == PS_OK ? server_send(j, s) : rc;
 }
 
@@ -1036,10 +1036,10 @@ static int check_all(job *j)
 			return PS_EPROTO;
 	}
 	for (uint32_t s = 0; s < j->S; s++) {
-		ps_shard_stats st;
-		ps_shard_get_stats(j->s[s].sh, &st);
+		ps_sproto_stats st;
+		ps_sproto_get_stats(j->s[s].sh, &st);
 		snprintf(who, sizeof(who), "server %u", s);
-		if (check_gate(j, ps_shard_gate(j->s[s].sh), &j->s[s].shd,
+		if (check_gate(j, ps_sproto_gate(j->s[s].sh), &j->s[s].shd,
 			       st.sends, who) != PS_OK)
 			return PS_EPROTO;
 	}
@@ -1066,8 +1066,8 @@ static int check_end(job *j)
 	}
 	for (uint32_t s = 0; s < j->S; s++) {
 		srv *v = &j->s[s];
-		for (uint32_t k = 0; k < ps_shard_nparts(v->sh); k++) {
-			const ps_shard_part *sp = ps_shard_part_at(v->sh, k);
+		for (uint32_t k = 0; k < ps_sproto_nparts(v->sh); k++) {
+			const ps_sproto_part *sp = ps_sproto_part_at(v->sh, k);
 			if (sp->version != j->K)
 				return fail(j, "server %u ends partition %u at "
 					    "version %" PRIu64 ", not %u", s,
@@ -1179,7 +1179,7 @@ static int setup(job *j, void **hold_ud)
 		srv *v = &j->s[s];
 		hold_ud[2 * s] = j;
 		hold_ud[2 * s + 1] = (void *)(uintptr_t)s;
-		rc = ps_shard_create(&(ps_shard_config){
+		rc = ps_sproto_create(&(ps_sproto_config){
 					     .pl = j->pl,
 					     .server = s,
 					     .workers = j->W,
@@ -1196,7 +1196,7 @@ static int setup(job *j, void **hold_ud)
 				     &v->sh);
 		if (rc != PS_OK)
 			return rc;
-		uint32_t n = ps_shard_nparts(v->sh);
+		uint32_t n = ps_sproto_nparts(v->sh);
 		v->hold_next = calloc((size_t)(n + 1) * j->W, sizeof(uint32_t));
 		if (!v->hold_next)
 			return PS_ENOMEM;
@@ -1211,7 +1211,7 @@ static int setup(job *j, void **hold_ud)
 		    !v->shd.last_it)
 			return PS_ENOMEM;
 		for (uint32_t k = 0; k < n; k++) {
-			const ps_shard_part *sp = ps_shard_part_at(v->sh, k);
+			const ps_sproto_part *sp = ps_sproto_part_at(v->sh, k);
 			v->values[k] = malloc(sp->desc->numel * sizeof(float));
 			v->mom[k] = calloc(sp->desc->numel, sizeof(float));
 			v->acc[k] = calloc(sp->desc->numel, sizeof(double));
@@ -1276,16 +1276,16 @@ static void teardown(job *j)
 	}
 	for (uint32_t s = 0; j->s && s < j->S; s++) {
 		srv *v = &j->s[s];
-		uint32_t n = v->sh ? ps_shard_nparts(v->sh) : 0;
+		uint32_t n = v->sh ? ps_sproto_nparts(v->sh) : 0;
 		if (v->running && v->op.ctx)
 			free_msg(v->op.ctx);
 		/* ops accepted, never run: their messages */
-		ps_shard_op op;
-		while (v->sh && (v->running || ps_shard_next_op(v->sh, &op))) {
+		ps_sproto_op op;
+		while (v->sh && (v->running || ps_sproto_next_op(v->sh, &op))) {
 			if (!v->running && op.ctx)
 				free_msg(op.ctx);
 			v->running = 0;
-			ps_shard_op_done(v->sh);
+			ps_sproto_op_done(v->sh);
 		}
 		for (uint32_t k = 0; k < n && v->values; k++) {
 			free(v->values[k]);
@@ -1299,7 +1299,7 @@ static void teardown(job *j)
 		free(v->shd.v);
 		free(v->shd.last);
 		free(v->shd.last_it);
-		ps_shard_destroy(&v->sh);
+		ps_sproto_destroy(&v->sh);
 		ps_join_destroy(&v->join, drop_kept, NULL);
 	}
 	free(j->w);
@@ -1334,7 +1334,7 @@ static int64_t pick(job *j)
 			}
 		for (uint32_t s = 0; s < j->S; s++) {
 			srv *v = &j->s[s];
-			int can = (v->running || ps_shard_ops_waiting(v->sh) > 0) &&
+			int can = (v->running || ps_sproto_ops_waiting(v->sh) > 0) &&
 				  !is_dead(j, j->W + s);
 			if (can) {
 				acc += 4;

@@ -24,7 +24,7 @@
 #include "common/cli.h"
 #include "common/log.h"
 #include "server/optimizer.h"
-#include "worker/model.h"
+#include "worker/small_model.h"
 
 typedef struct opts {
 	const char *compare;
@@ -47,19 +47,19 @@ static int on_opt(void *ud, const char *name, const char *arg, char *err,
 	return PS_OK;
 }
 
-static int compare_tensor(FILE *f, ps_model *m, uint32_t t, double tol,
+static int compare_tensor(FILE *f, ps_small_model *m, uint32_t t, double tol,
 			  double *worst_p, double *worst_norm_p)
 {
-	const float *ref = ps_model_params(m, t);
-	uint64_t n = ps_model_tensor_numel(m, t), numel;
+	const float *ref = ps_small_model_params(m, t);
+	uint64_t n = ps_small_model_tensor_numel(m, t), numel;
 	char name[128];
 	double rms = 0.0, diff2 = 0.0, rel;
 
 	if (fscanf(f, " tensor %127s %llu", name,
 		   (unsigned long long *)&numel) != 2 ||
-	    strcmp(name, ps_model_tensor_name(m, t)) != 0 || numel != n) {
+	    strcmp(name, ps_small_model_tensor_name(m, t)) != 0 || numel != n) {
 		PS_ERROR("dump: expected tensor %s with %llu values",
-			 ps_model_tensor_name(m, t), (unsigned long long)n);
+			 ps_small_model_tensor_name(m, t), (unsigned long long)n);
 		return 1;
 	}
 	for (uint64_t i = 0; i < n; i++)
@@ -106,7 +106,7 @@ int main(int argc, char **argv)
 	};
 	ps_cli_status st;
 	ps_config cfg;
-	ps_model *m = NULL;
+	ps_small_model *m = NULL;
 	ps_dataset **shards;
 	float *x, **mom;
 	int32_t *y;
@@ -126,12 +126,12 @@ int main(int argc, char **argv)
 	b = (size_t)cfg.train.batch;
 	in = (size_t)cfg.model.input_dim;
 	W = (size_t)cfg.cluster.workers;
-	if (ps_model_create(&cfg, (uint64_t)cfg.train.seed, &m) != PS_OK)
+	if (ps_small_model_create(&cfg, (uint64_t)cfg.train.seed, &m) != PS_OK)
 		return 1;
-	uint32_t nt = ps_model_num_tensors(m);
+	uint32_t nt = ps_small_model_num_tensors(m);
 	for (uint32_t t = 0; t < nt; t++)
-		if (ps_model_tensor_numel(m, t) > most)
-			most = ps_model_tensor_numel(m, t);
+		if (ps_small_model_tensor_numel(m, t) > most)
+			most = ps_small_model_tensor_numel(m, t);
 	shards = calloc(W, sizeof(*shards));
 	x = malloc(W * b * in * sizeof(float));
 	y = malloc(W * b * sizeof(int32_t));
@@ -140,7 +140,7 @@ int main(int argc, char **argv)
 	if (!shards || !x || !y || !acc || !mom)
 		return 1;
 	for (uint32_t t = 0; t < nt; t++) {
-		mom[t] = calloc(ps_model_tensor_numel(m, t), sizeof(float));
+		mom[t] = calloc(ps_small_model_tensor_numel(m, t), sizeof(float));
 		if (!mom[t])
 			return 1;
 	}
@@ -152,11 +152,11 @@ int main(int argc, char **argv)
 		for (size_t w = 0; w < W; w++)
 			ps_dataset_batch(shards[w], (uint64_t)i, b,
 					 x + w * b * in, y + w * b);
-		ps_model_step(m, x, y, W * b);
+		ps_small_model_step(m, x, y, W * b);
 		for (uint32_t t = 0; t < nt; t++) {
-			size_t n = ps_model_tensor_numel(m, t);
-			ps_accum_set(acc, ps_model_grads(m, t), n);
-			ps_sgd_apply(ps_model_params(m, t), mom[t], acc, n, 1,
+			size_t n = ps_small_model_tensor_numel(m, t);
+			ps_accum_set(acc, ps_small_model_grads(m, t), n);
+			ps_sgd_apply(ps_small_model_params(m, t), mom[t], acc, n, 1,
 				     cfg.train.lr, cfg.train.momentum);
 		}
 	}
@@ -181,6 +181,6 @@ int main(int argc, char **argv)
 	free(x);
 	free(y);
 	free(acc);
-	ps_model_free(&m);
+	ps_small_model_free(&m);
 	return bad ? 1 : 0;
 }

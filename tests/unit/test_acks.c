@@ -2,7 +2,7 @@
  * tests/unit/test_acks.c - acknowledgements in the protocol machines. A
  * worker's (proto/worker.h): a PUSH_ACK must match a push of its partition
  * in flight, and in synchronous mode a partition's PARAMS acknowledge its
- * push. A server's (proto/shard.h): no PUSH_ACK in synchronous mode
+ * push. A server's (proto/server.h): no PUSH_ACK in synchronous mode
  * without a credit window, and a PARAMS_ACK must match a PARAMS sent to
  * that worker and not yet acknowledged. Each direction's window decides
  * its own acknowledgements: PUSH_ACKs follow the workers' push window,
@@ -19,10 +19,10 @@
 #include <cmocka.h>
 
 #include "ordo/error.h"
-#include "proto/shard.h"
+#include "proto/server.h"
 #include "proto/worker.h"
-#include "scheduler/order.h"
-#include "scheduler/placement.h"
+#include "scheduling/order.h"
+#include "scheduling/placement.h"
 
 /* Two tensors of 100 floats, one partition each, on one server. */
 typedef struct fixture {
@@ -186,16 +186,16 @@ static void test_same_version_acknowledges_nothing(void **state)
 /* One server holding both partitions of the fixture's placement, for two
  * workers; INIT of partition 0 from worker 0, run: version 0 goes to both
  * workers (through a window of `credit` bytes). */
-static ps_shard *shard_with_params(fixture *f, uint64_t credit,
+static ps_sproto *shard_with_params(fixture *f, uint64_t credit,
 				   uint64_t push_credit, int async)
 {
-	ps_shard *sh;
-	ps_shard_op op;
-	ps_shard_msg m;
+	ps_sproto *sh;
+	ps_sproto_op op;
+	ps_sproto_msg m;
 	char why[128];
 	int sent = 0;
 
-	assert_int_equal(ps_shard_create(&(ps_shard_config){
+	assert_int_equal(ps_sproto_create(&(ps_sproto_config){
 						 .pl = f->pl,
 						 .server = 0,
 						 .workers = 2,
@@ -206,12 +206,12 @@ static ps_shard *shard_with_params(fixture *f, uint64_t credit,
 						 .numbers = f->numbers},
 					 &sh),
 			 PS_OK);
-	assert_int_equal(ps_shard_on_init(sh, 0, 0, 0, 400, NULL, why,
+	assert_int_equal(ps_sproto_on_init(sh, 0, 0, 0, 400, NULL, why,
 					  sizeof(why)),
 			 PS_OK);
-	assert_int_equal(ps_shard_next_op(sh, &op), 1);
-	assert_int_equal(ps_shard_op_done(sh), PS_OK);
-	while (ps_shard_next_msg(sh, &m)) {
+	assert_int_equal(ps_sproto_next_op(sh, &op), 1);
+	assert_int_equal(ps_sproto_op_done(sh), PS_OK);
+	while (ps_sproto_next_msg(sh, &m)) {
 		assert_int_equal(m.kind, PS_SHARD_MSG_PARAMS);
 		sent++;
 	}
@@ -222,30 +222,30 @@ static ps_shard *shard_with_params(fixture *f, uint64_t credit,
 static void test_params_ack_must_match(void **state)
 {
 	fixture f;
-	ps_shard *sh;
+	ps_sproto *sh;
 	char why[128];
 
 	(void)state;
 	setup(&f, 1024, 1);
 	sh = shard_with_params(&f, 1024, 1024, 0);
 	/* partition 1 was never sent: its ack is forged */
-	assert_int_equal(ps_shard_on_params_ack(sh, 0, 1, 0, why, sizeof(why)),
+	assert_int_equal(ps_sproto_on_params_ack(sh, 0, 1, 0, why, sizeof(why)),
 			 PS_EPROTO);
 	assert_non_null(strstr(why, "not in flight to that worker"));
 	/* each worker acknowledges its own copy, once */
-	assert_int_equal(ps_shard_on_params_ack(sh, 0, 0, 0, why, sizeof(why)),
+	assert_int_equal(ps_sproto_on_params_ack(sh, 0, 0, 0, why, sizeof(why)),
 			 PS_OK);
-	assert_int_equal(ps_shard_on_params_ack(sh, 0, 0, 0, why, sizeof(why)),
+	assert_int_equal(ps_sproto_on_params_ack(sh, 0, 0, 0, why, sizeof(why)),
 			 PS_EPROTO);
-	assert_int_equal(ps_gate_in_flight(ps_shard_gate(sh)), 400);
-	assert_int_equal(ps_shard_on_params_ack(sh, 1, 0, 0, why, sizeof(why)),
+	assert_int_equal(ps_gate_in_flight(ps_sproto_gate(sh)), 400);
+	assert_int_equal(ps_sproto_on_params_ack(sh, 1, 0, 0, why, sizeof(why)),
 			 PS_OK);
-	assert_int_equal(ps_gate_in_flight(ps_shard_gate(sh)), 0);
+	assert_int_equal(ps_gate_in_flight(ps_sproto_gate(sh)), 0);
 	/* not a worker at all */
-	assert_int_equal(ps_shard_on_params_ack(sh, PS_SHARD_NOT_WORKER, 0, 0,
+	assert_int_equal(ps_sproto_on_params_ack(sh, PS_SHARD_NOT_WORKER, 0, 0,
 						why, sizeof(why)),
 			 PS_EPROTO);
-	ps_shard_destroy(&sh);
+	ps_sproto_destroy(&sh);
 	teardown(&f);
 }
 
@@ -255,27 +255,27 @@ static int push_acks_of_a_round(uint64_t push_credit, uint64_t params_credit,
 				int async)
 {
 	fixture f;
-	ps_shard *sh;
-	ps_shard_op op;
-	ps_shard_msg m;
+	ps_sproto *sh;
+	ps_sproto_op op;
+	ps_sproto_msg m;
 	char why[128];
 	int acks = 0;
 
 	setup2(&f, push_credit, params_credit, !async);
 	sh = shard_with_params(&f, params_credit, push_credit, async);
 	for (uint32_t w = 0; w < 2; w++) {
-		assert_int_equal(ps_shard_on_push(sh, w, 0, 0, 0, 0, 0, 400,
+		assert_int_equal(ps_sproto_on_push(sh, w, 0, 0, 0, 0, 0, 400,
 						  NULL, 0, why, sizeof(why)),
 				 PS_OK);
-		while (ps_shard_next_op(sh, &op)) {
-			while (ps_shard_next_msg(sh, &m))
+		while (ps_sproto_next_op(sh, &op)) {
+			while (ps_sproto_next_msg(sh, &m))
 				acks += m.kind == PS_SHARD_MSG_PUSH_ACK;
-			assert_int_equal(ps_shard_op_done(sh), PS_OK);
+			assert_int_equal(ps_sproto_op_done(sh), PS_OK);
 		}
-		while (ps_shard_next_msg(sh, &m))
+		while (ps_sproto_next_msg(sh, &m))
 			acks += m.kind == PS_SHARD_MSG_PUSH_ACK;
 	}
-	ps_shard_destroy(&sh);
+	ps_sproto_destroy(&sh);
 	teardown(&f);
 	return acks;
 }

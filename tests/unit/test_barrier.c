@@ -1,6 +1,6 @@
 /*
  * tests/unit/test_barrier.c - the parameter barrier of a server's shard
- * (proto/shard.h, scheduling.params_barrier): no send of version v is
+ * (proto/server.h, scheduling.params_barrier): no send of version v is
  * ready while a partition the server owns is below v; then every
  * (partition, worker) send of v is ready exactly once, in an order that
  * is a permutation per worker, differs between workers and iterations,
@@ -18,9 +18,9 @@
 #include <cmocka.h>
 
 #include "ordo/error.h"
-#include "proto/shard.h"
-#include "scheduler/order.h"
-#include "scheduler/placement.h"
+#include "proto/server.h"
+#include "scheduling/order.h"
+#include "scheduling/placement.h"
 
 #define T 8 /* tensors, one partition each, all on server 0 */
 #define W 3 /* workers */
@@ -29,15 +29,15 @@
 typedef struct fixture {
 	ps_placement *pl;
 	uint32_t *numbers;
-	ps_shard *sh;
+	ps_sproto *sh;
 } fixture;
 
 static void setup(fixture *f, int barrier)
 {
 	ps_tensor_desc td[T];
 	char why[128];
-	ps_shard_op op;
-	ps_shard_msg m;
+	ps_sproto_op op;
+	ps_sproto_msg m;
 
 	memset(td, 0, sizeof(td));
 	for (int t = 0; t < T; t++) {
@@ -50,7 +50,7 @@ static void setup(fixture *f, int barrier)
 	assert_int_equal(ps_order_partition_numbers(f->pl, NULL, 0,
 						    &f->numbers),
 			 PS_OK);
-	assert_int_equal(ps_shard_create(&(ps_shard_config){
+	assert_int_equal(ps_sproto_create(&(ps_sproto_config){
 						 .pl = f->pl,
 						 .server = 0,
 						 .workers = W,
@@ -61,24 +61,24 @@ static void setup(fixture *f, int barrier)
 			 PS_OK);
 	/* version 0 of every partition goes at once, barrier or not */
 	for (uint32_t p = 0; p < T; p++) {
-		assert_int_equal(ps_shard_on_init(f->sh, 0, p,
+		assert_int_equal(ps_sproto_on_init(f->sh, 0, p,
 						  f->pl->parts[p].tensor, 40,
 						  NULL, why, sizeof(why)),
 				 PS_OK);
-		while (ps_shard_next_op(f->sh, &op))
-			assert_int_equal(ps_shard_op_done(f->sh), PS_OK);
+		while (ps_sproto_next_op(f->sh, &op))
+			assert_int_equal(ps_sproto_op_done(f->sh), PS_OK);
 	}
 	for (int n = 0; n < T * W; n++) {
-		assert_int_equal(ps_shard_next_msg(f->sh, &m), 1);
+		assert_int_equal(ps_sproto_next_msg(f->sh, &m), 1);
 		assert_int_equal(m.kind, PS_SHARD_MSG_PARAMS);
 		assert_int_equal(m.iteration, 0);
 	}
-	assert_int_equal(ps_shard_next_msg(f->sh, &m), 0);
+	assert_int_equal(ps_sproto_next_msg(f->sh, &m), 0);
 }
 
 static void teardown(fixture *f)
 {
-	ps_shard_destroy(&f->sh);
+	ps_sproto_destroy(&f->sh);
 	free(f->numbers);
 	ps_placement_free(&f->pl);
 }
@@ -90,20 +90,20 @@ static int round_of(fixture *f, uint32_t p, uint64_t it,
 		    uint32_t order[W][T], int n_w[W])
 {
 	char why[128];
-	ps_shard_op op;
-	ps_shard_msg m;
+	ps_sproto_op op;
+	ps_sproto_msg m;
 	int sent = 0;
 
 	for (uint32_t w = 0; w < W; w++) {
-		assert_int_equal(ps_shard_on_push(f->sh, w, p,
+		assert_int_equal(ps_sproto_on_push(f->sh, w, p,
 						  f->pl->parts[p].tensor, it, 0,
 						  0, 40, NULL, 0, why,
 						  sizeof(why)),
 				 PS_OK);
-		while (ps_shard_next_op(f->sh, &op))
-			assert_int_equal(ps_shard_op_done(f->sh), PS_OK);
+		while (ps_sproto_next_op(f->sh, &op))
+			assert_int_equal(ps_sproto_op_done(f->sh), PS_OK);
 	}
-	while (ps_shard_next_msg(f->sh, &m)) {
+	while (ps_sproto_next_msg(f->sh, &m)) {
 		assert_int_equal(m.kind, PS_SHARD_MSG_PARAMS);
 		assert_int_equal(m.iteration, it + 1);
 		assert_true(n_w[m.worker] < T);

@@ -27,8 +27,8 @@
 
 #include "common/cli.h"
 #include "common/config.h"
-#include "scheduler/gate.h"
-#include "scheduler/order.h"
+#include "scheduling/gate.h"
+#include "scheduling/order.h"
 
 static char tmpdir[64];
 

@@ -1,6 +1,6 @@
 /*
  * tests/unit/test_copy_plan.c - the order of a device tensor's
- * device-to-host copies (worker/copy_plan.h), which runs on the CPU, and,
+ * device-to-host copies (client/copy_plan.h), which runs on the CPU, and,
  * in a build without CUDA, the device-memory functions of the public API
  * (include/ordo/ordo.h): each refuses with PS_ENOTSUP.
  */
@@ -15,8 +15,8 @@
 
 #include "common/config.h"
 #include "ordo/ordo.h"
-#include "scheduler/placement.h"
-#include "worker/copy_plan.h"
+#include "scheduling/placement.h"
+#include "client/copy_plan.h"
 #ifdef PS_WITH_CUDA
 #include "cuda/device.h"
 #endif

@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_gate.c - the sender-side gate (scheduler/gate.h): FIFO,
+ * tests/unit/test_gate.c - the sender-side gate (scheduling/gate.h): FIFO,
  * priority and TicTac counter gates, and the credit window (ByteScheduler
  * §4.2). Property tests run a naive reference model beside the gate with a
  * fixed-seed PRNG; speed is measured in bench/gate_decisions.c, never here.
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "scheduler/gate.h"
+#include "scheduling/gate.h"
 
 static ps_xfer mk(uint64_t handle, uint32_t receiver, uint64_t iteration,
                   uint32_t priority, uint64_t bytes)

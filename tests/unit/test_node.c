@@ -26,10 +26,10 @@
 
 #include <cmocka.h>
 
-#include "coordinator/link_probe.h"
+#include "scheduler/link_probe.h"
 #include "proto/join.h"
 #include "runtime/node.h"
-#include "scheduler/placement.h"
+#include "scheduling/placement.h"
 
 #define SCHED_ID 0x5c4ed00000000001ull
 #define PEER_ID 0x9ee4000000000002ull

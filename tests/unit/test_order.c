@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_order.c - transfer orders (scheduler/order.c): the
+ * tests/unit/test_order.c - transfer orders (scheduling/order.c): the
  * worked examples of TicTac (Figure 2; Case 1 and Case 2 of TAO's
  * comparator; TIO's partial order), LAYER and TAIL on hand-computed DAGs,
  * ps_order_normalise, every shipped model with every kind, and 200 random
@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "model/dag.h"
-#include "scheduler/order.h"
+#include "scheduling/order.h"
 
 static char tmpdir[64];
 

@@ -2,7 +2,7 @@
  * tests/unit/test_pieces.c - partitions sent in pieces (placement.h,
  * "Pieces"): a direction whose partition size is below the partition a
  * server places and sums sends each partition in pieces. The geometry;
- * the server's machine (proto/shard.h) taking a partition's pushed pieces
+ * the server's machine (proto/server.h) taking a partition's pushed pieces
  * in order, summing each into its part of the sum and updating after the
  * round's last, and sending parameters piece by piece with their
  * acknowledgements in order; the worker's (proto/worker.h) pushing piece
@@ -21,11 +21,11 @@
 #include <cmocka.h>
 
 #include "ordo/error.h"
-#include "proto/shard.h"
+#include "proto/server.h"
 #include "proto/worker.h"
-#include "scheduler/gate.h"
-#include "scheduler/order.h"
-#include "scheduler/placement.h"
+#include "scheduling/gate.h"
+#include "scheduling/order.h"
+#include "scheduling/placement.h"
 
 /* One tensor of 10 floats in one partition on one server; pieces of 16
  * bytes: 4 + 4 + 2 elements. */
@@ -86,15 +86,15 @@ static void test_geometry(void **state)
 /* A server of two workers holding the partition, initialised; pushes
  * (push_piece) and parameters (params_piece) in pieces or whole. The
  * parameters of version 0 are drained (and acknowledged with a window). */
-static ps_shard *shard(fixture *f, uint64_t push_piece, uint64_t params_piece,
+static ps_sproto *shard(fixture *f, uint64_t push_piece, uint64_t params_piece,
 		       uint64_t credit)
 {
-	ps_shard *sh;
-	ps_shard_op op;
-	ps_shard_msg m;
+	ps_sproto *sh;
+	ps_sproto_op op;
+	ps_sproto_msg m;
 	char why[128];
 
-	assert_int_equal(ps_shard_create(&(ps_shard_config){
+	assert_int_equal(ps_sproto_create(&(ps_sproto_config){
 						 .pl = f->pl,
 						 .server = 0,
 						 .workers = 2,
@@ -106,14 +106,14 @@ static ps_shard *shard(fixture *f, uint64_t push_piece, uint64_t params_piece,
 						 .numbers = f->numbers},
 					 &sh),
 			 PS_OK);
-	assert_int_equal(ps_shard_on_init(sh, 0, 0, 0, NUMEL * 4, NULL, why,
+	assert_int_equal(ps_sproto_on_init(sh, 0, 0, 0, NUMEL * 4, NULL, why,
 					  sizeof(why)),
 			 PS_OK);
-	assert_int_equal(ps_shard_next_op(sh, &op), 1);
-	assert_int_equal(ps_shard_op_done(sh), PS_OK);
-	while (ps_shard_next_msg(sh, &m))
+	assert_int_equal(ps_sproto_next_op(sh, &op), 1);
+	assert_int_equal(ps_sproto_op_done(sh), PS_OK);
+	while (ps_sproto_next_msg(sh, &m))
 		if (credit)
-			assert_int_equal(ps_shard_on_params_ack(sh, m.worker,
+			assert_int_equal(ps_sproto_on_params_ack(sh, m.worker,
 								0, m.piece,
 								why,
 								sizeof(why)),
@@ -121,18 +121,18 @@ static ps_shard *shard(fixture *f, uint64_t push_piece, uint64_t params_piece,
 	return sh;
 }
 
-static int push(ps_shard *sh, uint32_t w, uint32_t piece, size_t bytes,
+static int push(ps_sproto *sh, uint32_t w, uint32_t piece, size_t bytes,
 		char *why)
 {
-	return ps_shard_on_push(sh, w, 0, 0, 0, 0, piece, bytes, NULL, 1, why,
+	return ps_sproto_on_push(sh, w, 0, 0, 0, 0, piece, bytes, NULL, 1, why,
 				128);
 }
 
 static void test_shard_sums_pieces_then_updates(void **state)
 {
 	fixture f;
-	ps_shard *sh;
-	ps_shard_op op;
+	ps_sproto *sh;
+	ps_sproto_op op;
 	char why[128];
 	static const uint64_t offs[NPIECES] = {0, 4, 8}, ns[NPIECES] = {4, 4,
 									 2};
@@ -155,52 +155,52 @@ static void test_shard_sums_pieces_then_updates(void **state)
 	assert_int_equal(push(sh, 0, 0, 16, why), PS_EPROTO); /* a 4th */
 	assert_non_null(strstr(why, "second PUSH from worker 0"));
 	for (uint32_t i = 0; i < NPIECES; i++) {
-		assert_int_equal(ps_shard_next_op(sh, &op), 1);
+		assert_int_equal(ps_sproto_next_op(sh, &op), 1);
 		assert_int_equal(op.kind, PS_SHARD_OP_AGGREGATE);
 		assert_int_equal(op.piece, i);
 		assert_int_equal(op.offset, offs[i]);
 		assert_int_equal(op.numel, ns[i]);
 		assert_true(op.first);
-		assert_int_equal(ps_shard_op_done(sh), PS_OK);
+		assert_int_equal(ps_sproto_op_done(sh), PS_OK);
 	}
 	for (uint32_t i = 0; i < NPIECES; i++)
 		assert_int_equal(push(sh, 1, i, ns[i] * 4, why), PS_OK);
 	for (uint32_t i = 0; i < NPIECES; i++) {
-		assert_int_equal(ps_shard_next_op(sh, &op), 1);
+		assert_int_equal(ps_sproto_next_op(sh, &op), 1);
 		assert_int_equal(op.kind, PS_SHARD_OP_AGGREGATE);
 		assert_int_equal(op.offset, offs[i]);
 		assert_false(op.first);
-		assert_int_equal(ps_shard_op_done(sh), PS_OK);
+		assert_int_equal(ps_sproto_op_done(sh), PS_OK);
 	}
 	/* the round's last piece is in: the update over the whole sum */
-	assert_int_equal(ps_shard_part_at(sh, 0)->version, 0);
-	assert_int_equal(ps_shard_next_op(sh, &op), 1);
+	assert_int_equal(ps_sproto_part_at(sh, 0)->version, 0);
+	assert_int_equal(ps_sproto_next_op(sh, &op), 1);
 	assert_int_equal(op.kind, PS_SHARD_OP_UPDATE);
 	assert_true(op.all_summed);
 	assert_null(op.ctx);
 	assert_int_equal(op.count, 2);
 	assert_int_equal(op.offset, 0);
 	assert_int_equal(op.numel, NUMEL);
-	assert_int_equal(ps_shard_op_done(sh), PS_OK);
-	assert_int_equal(ps_shard_part_at(sh, 0)->version, 1);
+	assert_int_equal(ps_sproto_op_done(sh), PS_OK);
+	assert_int_equal(ps_sproto_part_at(sh, 0)->version, 1);
 	/* the next round starts from piece 0 again */
-	assert_int_equal(ps_shard_on_push(sh, 0, 0, 0, 1, 0, 1, 16, NULL, 1,
+	assert_int_equal(ps_sproto_on_push(sh, 0, 0, 0, 1, 0, 1, 16, NULL, 1,
 					  why, sizeof(why)),
 			 PS_EPROTO);
-	assert_int_equal(ps_shard_on_push(sh, 0, 0, 0, 1, 0, 0, 16, NULL, 1,
+	assert_int_equal(ps_sproto_on_push(sh, 0, 0, 0, 1, 0, 0, 16, NULL, 1,
 					  why, sizeof(why)),
 			 PS_OK);
-	ps_shard_destroy(&sh);
+	ps_sproto_destroy(&sh);
 	teardown(&f);
 }
 
 static void test_shard_sends_pieces(void **state)
 {
 	fixture f;
-	ps_shard *sh;
-	ps_shard_op op;
-	ps_shard_msg m;
-	ps_shard_stats st;
+	ps_sproto *sh;
+	ps_sproto_op op;
+	ps_sproto_msg m;
+	ps_sproto_stats st;
 	char why[128];
 	uint32_t n = 0;
 
@@ -210,13 +210,13 @@ static void test_shard_sends_pieces(void **state)
 	sh = shard(&f, 0, PIECE, PIECE);
 	for (uint32_t w = 0; w < 2; w++)
 		assert_int_equal(push(sh, w, 0, NUMEL * 4, why), PS_OK);
-	while (ps_shard_next_op(sh, &op))
-		assert_int_equal(ps_shard_op_done(sh), PS_OK);
+	while (ps_sproto_next_op(sh, &op))
+		assert_int_equal(ps_sproto_op_done(sh), PS_OK);
 	/* worker 0's pieces, one by one as each is acknowledged, in order;
 	 * then worker 1's */
 	for (uint32_t k = 0; k < 2 * NPIECES; k++) {
 		do
-			assert_int_equal(ps_shard_next_msg(sh, &m), 1);
+			assert_int_equal(ps_sproto_next_msg(sh, &m), 1);
 		while (m.kind == PS_SHARD_MSG_PUSH_ACK);
 		assert_int_equal(m.kind, PS_SHARD_MSG_PARAMS);
 		assert_int_equal(m.worker, k / NPIECES);
@@ -224,42 +224,42 @@ static void test_shard_sends_pieces(void **state)
 		assert_int_equal(m.offset, 4 * (k % NPIECES));
 		assert_int_equal(m.bytes, k % NPIECES == 2 ? 8 : 16);
 		assert_int_equal(m.iteration, 1);
-		assert_int_equal(ps_shard_next_msg(sh, &m), 0); /* window */
+		assert_int_equal(ps_sproto_next_msg(sh, &m), 0); /* window */
 		if (k % NPIECES == 0 && k) {
 			/* an acknowledgement out of order is refused */
-			assert_int_equal(ps_shard_on_params_ack(sh, k / NPIECES,
+			assert_int_equal(ps_sproto_on_params_ack(sh, k / NPIECES,
 								0, 1, why,
 								sizeof(why)),
 					 PS_EPROTO);
 			assert_non_null(strstr(why, "where piece 0 is "
 						    "acknowledged next"));
 		}
-		assert_int_equal(ps_shard_on_params_ack(sh, k / NPIECES, 0,
+		assert_int_equal(ps_sproto_on_params_ack(sh, k / NPIECES, 0,
 							k % NPIECES, why,
 							sizeof(why)),
 				 PS_OK);
 		n++;
 	}
 	assert_int_equal(n, 2 * NPIECES);
-	assert_int_equal(ps_gate_in_flight(ps_shard_gate(sh)), 0);
+	assert_int_equal(ps_gate_in_flight(ps_sproto_gate(sh)), 0);
 	/* nothing more in flight: a further ack is forged */
-	assert_int_equal(ps_shard_on_params_ack(sh, 0, 0, 0, why, sizeof(why)),
+	assert_int_equal(ps_sproto_on_params_ack(sh, 0, 0, 0, why, sizeof(why)),
 			 PS_EPROTO);
-	ps_shard_get_stats(sh, &st);
+	ps_sproto_get_stats(sh, &st);
 	assert_int_equal(st.sends, 4 * NPIECES); /* versions 0 and 1 */
-	ps_shard_destroy(&sh);
+	ps_sproto_destroy(&sh);
 	teardown(&f);
 }
 
 static void test_shard_refuses_what_pieces_cannot(void **state)
 {
 	fixture f;
-	ps_shard *sh = NULL;
+	ps_sproto *sh = NULL;
 
 	(void)state;
 	setup(&f);
 	/* pushes in pieces: synchronous mode only */
-	assert_int_equal(ps_shard_create(&(ps_shard_config){
+	assert_int_equal(ps_sproto_create(&(ps_sproto_config){
 						 .pl = f.pl,
 						 .workers = 2,
 						 .async = 1,
@@ -269,7 +269,7 @@ static void test_shard_refuses_what_pieces_cannot(void **state)
 					 &sh),
 			 PS_EINVAL);
 	/* parameters in pieces: not under the counter gate */
-	assert_int_equal(ps_shard_create(&(ps_shard_config){
+	assert_int_equal(ps_sproto_create(&(ps_sproto_config){
 						 .pl = f.pl,
 						 .workers = 2,
 						 .gate = PS_GATE_COUNTER,

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "common/config.h"
-#include "scheduler/placement.h"
+#include "scheduling/placement.h"
 
 #define KIB 1024ull
 #define MIB (1024ull * 1024ull)

@@ -19,7 +19,7 @@
 
 #include "ordo/error.h"
 #include "proto/worker.h"
-#include "scheduler/placement.h"
+#include "scheduling/placement.h"
 
 /* Tensor "a" (300 floats) cut into partitions 0, 1, 2 of 100 floats, and
  * tensor "b" (100 floats, partition 3), on one server. */

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "runtime/trace.h"
-#include "scheduler/efficiency.h"
+#include "scheduling/efficiency.h"
 #include "worker/replay.h"
 
 /* TicTac §3.1: E = (sum - t) / (sum - lower), S = (sum - lower) / lower,

@@ -17,7 +17,7 @@
 
 #include "common/config.h"
 #include "proto/wire.h"
-#include "scheduler/placement.h"
+#include "scheduling/placement.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 

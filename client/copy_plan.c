@@ -1,10 +1,10 @@
 /*
- * worker/copy_plan.c - see copy_plan.h.
+ * client/copy_plan.c - see copy_plan.h.
  */
 #include <stdlib.h>
 
 #include "ordo/error.h"
-#include "worker/copy_plan.h"
+#include "client/copy_plan.h"
 
 static int cmp_u64(const void *a, const void *b)
 {

@@ -1,5 +1,5 @@
 /*
- * coordinator/main.c - ps-scheduler: membership, placement and heartbeats.
+ * scheduler/main.c - ps-scheduler: membership, placement and heartbeats.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -7,7 +7,7 @@
 #include "common/cli.h"
 #include "common/log.h"
 #include "runtime/signals.h"
-#include "coordinator/coordinator.h"
+#include "scheduler/scheduler.h"
 
 static int on_opt(void *ud, const char *name, const char *arg, char *err,
 		  size_t errlen)
@@ -54,5 +54,5 @@ int main(int argc, char **argv)
 	if (st != PS_CLI_RUN)
 		return ps_cli_exit_status(st);
 	ps_log_init("scheduler", cfg.log.level);
-	return ps_coordinator_run(&cfg, ready_fd);
+	return ps_scheduler_run(&cfg, ready_fd);
 }

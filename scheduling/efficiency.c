@@ -1,9 +1,9 @@
 /*
- * scheduler/efficiency.c - TicTac's E and S (efficiency.h).
+ * scheduling/efficiency.c - TicTac's E and S (efficiency.h).
  */
 #include <math.h>
 
-#include "scheduler/efficiency.h"
+#include "scheduling/efficiency.h"
 
 double ps_ordering_efficiency(double compute_us, double comm_us, double t_us)
 {

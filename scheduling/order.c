@@ -1,6 +1,6 @@
 /*
- * scheduler/order.c - transfer orders computed from a model's DAG
- * (scheduler/order.h): FIFO, LAYER, TicTac's TIO and TAO, TAIL.
+ * scheduling/order.c - transfer orders computed from a model's DAG
+ * (scheduling/order.h): FIFO, LAYER, TicTac's TIO and TAO, TAIL.
  *
  * DESIGN. TicTac (Hashemi et al., section 4) orders the recv ops of one
  * worker's partition of the DAG. Its notation on our structures:
@@ -79,7 +79,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "scheduler/order.h"
+#include "scheduling/order.h"
 
 #define NONE UINT32_MAX
 

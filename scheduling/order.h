@@ -1,5 +1,5 @@
 /*
- * scheduler/order.h - transfer orders computed from a model's DAG.
+ * scheduling/order.h - transfer orders computed from a model's DAG.
  *
  * An order gives every parameter tensor a priority number: lower numbers
  * are transferred sooner; equal numbers may go together. Orders rank the
@@ -29,14 +29,14 @@
  *
  * Threads: pure functions.
  */
-#ifndef ORDO_SCHEDULER_ORDER_H
-#define ORDO_SCHEDULER_ORDER_H
+#ifndef ORDO_SCHEDULING_ORDER_H
+#define ORDO_SCHEDULING_ORDER_H
 
 #include <stdint.h>
 
 #include "model/dag.h"
 #include "ordo/error.h"
-#include "scheduler/placement.h"
+#include "scheduling/placement.h"
 
 typedef enum {
 	PS_ORDER_FIFO = 0,
@@ -82,4 +82,4 @@ int ps_order_partition_numbers(const ps_placement *pl,
 			       const uint32_t *tensor_prio, int counter,
 			       uint32_t **numbers_p);
 
-#endif /* ORDO_SCHEDULER_ORDER_H */
+#endif /* ORDO_SCHEDULING_ORDER_H */

@@ -1,12 +1,12 @@
 /*
- * coordinator/link_probe.c - the link rate measured by timed PROBEs
- * (coordinator/link_probe.h says how).
+ * scheduler/link_probe.c - the link rate measured by timed PROBEs
+ * (scheduler/link_probe.h says how).
  */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "common/log.h"
-#include "coordinator/link_probe.h"
+#include "scheduler/link_probe.h"
 #include "proto/wire.h"
 #include "runtime/clock.h"
 #include "runtime/node.h"

@@ -1,5 +1,5 @@
 /*
- * scheduler/gate_meter.h - the cost of the gate, measured inside a real
+ * scheduling/gate_meter.h - the cost of the gate, measured inside a real
  * sender.
  *
  * The gate has no clock (gate.h), and neither have the protocol machines
@@ -15,12 +15,12 @@
  *
  * Threads: a meter belongs to the thread that owns the gate.
  */
-#ifndef ORDO_SCHEDULER_GATE_METER_H
-#define ORDO_SCHEDULER_GATE_METER_H
+#ifndef ORDO_SCHEDULING_GATE_METER_H
+#define ORDO_SCHEDULING_GATE_METER_H
 
 #include <stdint.h>
 
-#include "scheduler/gate.h"
+#include "scheduling/gate.h"
 
 typedef struct ps_gate_meter {
 	uint64_t (*clock_ns)(void); /* NULL: no timing */
@@ -76,4 +76,4 @@ static inline int ps_gate_acked_metered(ps_gate *g, ps_gate_meter *m,
 	return rc;
 }
 
-#endif /* ORDO_SCHEDULER_GATE_METER_H */
+#endif /* ORDO_SCHEDULING_GATE_METER_H */

@@ -1,5 +1,5 @@
 /*
- * scheduler/gate.c - the sender-side gate and credit window (gate.h).
+ * scheduling/gate.c - the sender-side gate and credit window (gate.h).
  *
  * DESIGN. Every transfer gets an arrival sequence number (seq) when it
  * becomes ready; seq breaks every tie, so equal keys keep arrival order.
@@ -67,7 +67,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "scheduler/gate.h"
+#include "scheduling/gate.h"
 
 /* Counter gate: lanes kept per receiver for the newest iterations seen. */
 #define ITER_WINDOW 4u

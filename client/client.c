@@ -1,5 +1,5 @@
 /*
- * worker/client.c - the worker client library (include/ordo/ordo.h).
+ * client/client.c - the worker client library (include/ordo/ordo.h).
  *
  * DESIGN (threads). Two threads share a ps_client:
  *  - the application thread calls the API;
@@ -17,7 +17,7 @@
  * I/O thread, takes `mu`).
  *
  * DESIGN (fusion). A fused partition holds several small tensors whole
- * (scheduler/placement.h). Their gradients are copied, on the
+ * (scheduling/placement.h). Their gradients are copied, on the
  * communication thread, into a staging buffer of the partition's size -
  * the only copy on the push path, and a small one by construction - and
  * the partition enters the gate once every member tensor of that
@@ -73,13 +73,13 @@
 #include "proto/wire.h"
 #include "ordo/ordo.h"
 #include "proto/worker.h"
-#include "scheduler/order.h"
-#include "worker/client_internal.h"
+#include "scheduling/order.h"
+#include "client/internal.h"
 #ifdef PS_WITH_CUDA
 #include "cuda/device.h"
 #include "cuda/gpudirect.h"
 #include "cuda/staging.h"
-#include "worker/copy_plan.h"
+#include "client/copy_plan.h"
 #endif
 
 typedef enum {
@@ -150,7 +150,7 @@ typedef struct tensor {
  * is enqueued by the application thread, on two streams of the client's:
  *  - d2h: ps_client_push_stream makes it wait for the application's stream
  *    (an event recorded there), enqueues one copy per partition in the
- *    gate's order (worker/copy_plan.h, plain C), each followed by its
+ *    gate's order (client/copy_plan.h, plain C), each followed by its
  *    event, then waits for the events in that order and hands each
  *    partition to the gate as soon as its own event completed
  *    (ps_wproto_push_part): the communication thread sends partition k

@@ -1,5 +1,5 @@
 /*
- * scheduler/placement.c - cutting tensors into partitions and placing the
+ * scheduling/placement.c - cutting tensors into partitions and placing the
  * partitions on servers.
  *
  * DESIGN. Cutting: a tensor of numel elements gets partitions of
@@ -32,7 +32,7 @@
 
 #include "common/config.h"
 #include "common/log.h"
-#include "scheduler/placement.h"
+#include "scheduling/placement.h"
 
 /* ---- allocation --------------------------------------------------------- */
 

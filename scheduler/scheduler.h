@@ -1,9 +1,9 @@
 /*
- * coordinator/coordinator.h - ps-scheduler: membership, placement, barriers,
+ * scheduler/scheduler.h - ps-scheduler: membership, placement, barriers,
  * heartbeats and shutdown of one job.
  *
- * Life of a job, as the scheduler sees it (coordinator.c,
- * ps_coordinator_run):
+ * Life of a job, as the scheduler sees it (scheduler.c,
+ * ps_scheduler_run):
  *  1. Registration: servers and workers REGISTER (role, endpoint,
  *     transport id, a worker's wanted rank, and for workers the tensors
  *     they declared; every worker must declare the first worker's). The
@@ -36,8 +36,8 @@
  *     servers flushed their writes), the summary is printed and SHUTDOWN
  *     goes to all.
  */
-#ifndef ORDO_COORDINATOR_COORDINATOR_H
-#define ORDO_COORDINATOR_COORDINATOR_H
+#ifndef ORDO_SCHEDULER_SCHEDULER_H
+#define ORDO_SCHEDULER_SCHEDULER_H
 
 #include "common/config.h"
 
@@ -49,6 +49,6 @@
  * --hosts reads the remote scheduler's stdout, where these lines are
  * told from the rest by their form. Returns the process exit
  * status: 0 when the job completed, 1 on failure, 128 + signal. */
-int ps_coordinator_run(const ps_config *cfg, int ready_fd);
+int ps_scheduler_run(const ps_config *cfg, int ready_fd);
 
-#endif /* ORDO_COORDINATOR_COORDINATOR_H */
+#endif /* ORDO_SCHEDULER_SCHEDULER_H */

@@ -1,11 +1,11 @@
 /*
- * worker/client_internal.h - what ps-worker adds to the client library
- * (worker/client.c) beyond the public API: the measures only a replay of
+ * client/internal.h - what ps-worker adds to the client library
+ * (client/client.c) beyond the public API: the measures only a replay of
  * a model file makes (worker/replay.c), reported with the result at the
  * end. Not exported from libordo.so (cmake/ordo.map).
  */
-#ifndef ORDO_WORKER_CLIENT_INTERNAL_H
-#define ORDO_WORKER_CLIENT_INTERNAL_H
+#ifndef ORDO_CLIENT_INTERNAL_H
+#define ORDO_CLIENT_INTERNAL_H
 
 #include "ordo/ordo.h"
 
@@ -23,4 +23,4 @@ typedef struct ps_replay_result {
 int psi_client_finish_replay(ps_client *c, const ps_client_result *result,
 			     const ps_replay_result *replay);
 
-#endif /* ORDO_WORKER_CLIENT_INTERNAL_H */
+#endif /* ORDO_CLIENT_INTERNAL_H */

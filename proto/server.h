@@ -1,5 +1,5 @@
 /*
- * proto/shard.h - a server's shard as a protocol state machine, without
+ * proto/server.h - a server's shard as a protocol state machine, without
  * I/O.
  *
  * The machine holds what the protocol decides for the partitions a server
@@ -9,16 +9,16 @@
  * It holds no values, sockets, threads or clock. Its driver feeds it
  * events and drains what it wants done:
  *
- *   events   ps_shard_on_init / on_push / on_pull / on_params_ack /
+ *   events   ps_sproto_on_init / on_push / on_pull / on_params_ack /
  *            on_credit: a message arrived (checked: a message the
  *            protocol does not allow is refused with PS_EPROTO and a
  *            reason, and changes nothing);
- *            ps_shard_op_done: the op the machine started has finished.
- *   ops      ps_shard_next_op: the work to do now, one op at a time in
+ *            ps_sproto_op_done: the op the machine started has finished.
+ *   ops      ps_sproto_next_op: the work to do now, one op at a time in
  *            the order the messages were accepted (a server has one
  *            thread): copy INIT's values, sum a gradient into the
  *            partition's accumulator, apply the optimizer.
- *   messages ps_shard_next_msg: PUSH_ACK and PARAMS to send, in order.
+ *   messages ps_sproto_next_msg: PUSH_ACK and PARAMS to send, in order.
  *
  * ps-server (server/server.c) runs every op at once on its thread, with
  * the payload the op names; ps-sim (sim/cluster.c) charges each op its
@@ -65,21 +65,21 @@
  *
  * Threads: a machine belongs to one thread.
  */
-#ifndef ORDO_PROTO_SHARD_H
-#define ORDO_PROTO_SHARD_H
+#ifndef ORDO_PROTO_SERVER_H
+#define ORDO_PROTO_SERVER_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "scheduler/gate.h"
-#include "scheduler/placement.h"
+#include "scheduling/gate.h"
+#include "scheduling/placement.h"
 
 /* The sender of a message that is not a worker. */
 #define PS_SHARD_NOT_WORKER UINT32_MAX
 
-typedef struct ps_shard ps_shard;
+typedef struct ps_sproto ps_sproto;
 
-typedef struct ps_shard_config {
+typedef struct ps_sproto_config {
 	const ps_placement *pl;
 	uint32_t server;  /* this server's rank: it owns pl's partitions
 			   * with .server == rank */
@@ -109,7 +109,7 @@ typedef struct ps_shard_config {
 	/* A deliberate bug, for the simulation tests' proof that they can
 	 * fail (tests/dst); PS_SHARD_FAULT_NONE everywhere else. */
 	int fault;
-} ps_shard_config;
+} ps_sproto_config;
 
 enum {
 	PS_SHARD_FAULT_NONE = 0,
@@ -120,8 +120,8 @@ enum {
 };
 
 /* A local partition's protocol state (read-only for the driver, except
- * through ps_shard_resume). */
-typedef struct ps_shard_part {
+ * through ps_sproto_resume). */
+typedef struct ps_sproto_part {
 	const ps_partition *desc;
 	uint32_t index;   /* global partition index */
 	uint64_t version; /* updates applied (sync: the iteration reached) */
@@ -129,7 +129,7 @@ typedef struct ps_shard_part {
 	/* asynchronous mode: per worker rank, 1 + the iteration of the last
 	 * push accepted */
 	uint64_t *next_it;
-} ps_shard_part;
+} ps_sproto_part;
 
 typedef enum {
 	PS_SHARD_OP_INIT,      /* copy the INIT payload into the values */
@@ -142,10 +142,10 @@ typedef enum {
 				* only one) - one pass, no sum written;
 				* with ctx NULL (pushes in pieces) every
 				* gradient is in the sum already */
-} ps_shard_op_kind;
+} ps_sproto_op_kind;
 
-typedef struct ps_shard_op {
-	ps_shard_op_kind kind;
+typedef struct ps_sproto_op {
+	ps_sproto_op_kind kind;
 	uint32_t k;         /* local partition */
 	uint32_t worker;    /* INIT, AGGREGATE: the sender's rank */
 	uint64_t iteration; /* AGGREGATE, UPDATE: the push's */
@@ -162,15 +162,15 @@ typedef struct ps_shard_op {
 			     * piece's, else the whole partition's */
 	uint64_t numel;
 	void *ctx;          /* the message's, as given with it */
-} ps_shard_op;
+} ps_sproto_op;
 
 typedef enum {
 	PS_SHARD_MSG_PUSH_ACK,
 	PS_SHARD_MSG_PARAMS,
-} ps_shard_msg_kind;
+} ps_sproto_msg_kind;
 
-typedef struct ps_shard_msg {
-	ps_shard_msg_kind kind;
+typedef struct ps_sproto_msg {
+	ps_sproto_msg_kind kind;
 	uint32_t worker;    /* receiver's rank */
 	uint32_t k;         /* local partition */
 	uint32_t partition; /* global */
@@ -181,76 +181,76 @@ typedef struct ps_shard_msg {
 	uint64_t offset;    /* PARAMS: the piece's first element */
 	uint64_t bytes;     /* PARAMS: the payload (the piece's) */
 	void *held;         /* PARAMS: hold()'s result */
-} ps_shard_msg;
+} ps_sproto_msg;
 
 /* PS_OK, PS_EINVAL (bad config), PS_ENOMEM. */
-int ps_shard_create(const ps_shard_config *cfg, ps_shard **sh_p);
+int ps_sproto_create(const ps_sproto_config *cfg, ps_sproto **sh_p);
 /* Drops every send still waiting (drop()). NULL-safe; sets *sh_p NULL. */
-void ps_shard_destroy(ps_shard **sh_p);
+void ps_sproto_destroy(ps_sproto **sh_p);
 
-uint32_t ps_shard_nparts(const ps_shard *sh);
-const ps_shard_part *ps_shard_part_at(const ps_shard *sh, uint32_t k);
+uint32_t ps_sproto_nparts(const ps_sproto *sh);
+const ps_sproto_part *ps_sproto_part_at(const ps_sproto *sh, uint32_t k);
 /* The local index of global partition `part`, or -1. */
-int32_t ps_shard_local(const ps_shard *sh, uint32_t part);
+int32_t ps_sproto_local(const ps_sproto *sh, uint32_t part);
 
 /*
  * Events: a message from worker `from` (or PS_SHARD_NOT_WORKER) about
  * partition `part` of tensor `key`. PS_OK; PS_EPROTO with a reason in why
  * (the message is refused, nothing changed); PS_ENOMEM.
  * ctx goes with the op the message starts. acked (push): its PUSH_ACK was
- * sent already (ps_shard_ack), none is sent when it is summed.
+ * sent already (ps_sproto_ack), none is sent when it is summed.
  */
-int ps_shard_on_init(ps_shard *sh, uint32_t from, uint32_t part,
+int ps_sproto_on_init(ps_sproto *sh, uint32_t from, uint32_t part,
 		     uint32_t key, size_t payload_len, void *ctx, char *why,
 		     size_t whylen);
-int ps_shard_on_push(ps_shard *sh, uint32_t from, uint32_t part,
+int ps_sproto_on_push(ps_sproto *sh, uint32_t from, uint32_t part,
 		     uint32_t key, uint64_t iteration, int32_t priority,
 		     uint32_t piece, size_t payload_len, void *ctx, int acked,
 		     char *why, size_t whylen);
-int ps_shard_on_pull(ps_shard *sh, uint32_t from, uint32_t part,
+int ps_sproto_on_pull(ps_sproto *sh, uint32_t from, uint32_t part,
 		     uint32_t key, char *why, size_t whylen);
-int ps_shard_on_params_ack(ps_shard *sh, uint32_t from, uint32_t part,
+int ps_sproto_on_params_ack(ps_sproto *sh, uint32_t from, uint32_t part,
 			   uint32_t piece, char *why, size_t whylen);
-void ps_shard_on_credit(ps_shard *sh, uint64_t credit, uint64_t from);
+void ps_sproto_on_credit(ps_sproto *sh, uint64_t credit, uint64_t from);
 
-/* Checks a push as ps_shard_on_push would, without taking it: PS_OK with
+/* Checks a push as ps_sproto_on_push would, without taking it: PS_OK with
  * the local partition in *k_p, or PS_EPROTO with a reason. For a driver
  * that holds pushes back (asynchronous checkpoints, server/snapshot.h). */
-int ps_shard_check_push(const ps_shard *sh, uint32_t from, uint32_t part,
+int ps_sproto_check_push(const ps_sproto *sh, uint32_t from, uint32_t part,
 			uint32_t key, uint64_t iteration, uint32_t piece,
 			size_t payload_len, uint32_t *k_p, char *why,
 			size_t whylen);
 /* Queues the PUSH_ACK of a push held back (see acked above). */
-int ps_shard_ack(ps_shard *sh, uint32_t from, uint32_t part,
+int ps_sproto_ack(ps_sproto *sh, uint32_t from, uint32_t part,
 		 uint64_t iteration, int32_t priority, uint32_t piece);
 
 /* Resuming from a checkpoint: local partition k holds version `version`
  * and is initialised; in asynchronous mode every worker's next iteration
- * is next_it. Then ps_shard_start sends every partition's values. */
-void ps_shard_resume(ps_shard *sh, uint32_t k, uint64_t version,
+ * is next_it. Then ps_sproto_start sends every partition's values. */
+void ps_sproto_resume(ps_sproto *sh, uint32_t k, uint64_t version,
 		     uint64_t next_it);
-int ps_shard_start(ps_shard *sh);
+int ps_sproto_start(ps_sproto *sh);
 
 /* The op to run now, marked running: 1, or 0 when one runs already or
  * none waits. */
-int ps_shard_next_op(ps_shard *sh, ps_shard_op *op_p);
+int ps_sproto_next_op(ps_sproto *sh, ps_sproto_op *op_p);
 /* The running op finished. PS_OK, PS_EINVAL (none runs), PS_ENOMEM. */
-int ps_shard_op_done(ps_shard *sh);
+int ps_sproto_op_done(ps_sproto *sh);
 /* Ops accepted and not finished (the running one included). */
-uint32_t ps_shard_ops_waiting(const ps_shard *sh);
+uint32_t ps_sproto_ops_waiting(const ps_sproto *sh);
 
 /* The next message to send: 1, or 0 when none. */
-int ps_shard_next_msg(ps_shard *sh, ps_shard_msg *m_p);
+int ps_sproto_next_msg(ps_sproto *sh, ps_sproto_msg *m_p);
 
 /* Counters: pushes summed, updates applied, parameter sends released,
  * gate time (ns, with a clock) */
-typedef struct ps_shard_stats {
+typedef struct ps_sproto_stats {
 	uint64_t pushes, updates, sends, gate_ns;
-} ps_shard_stats;
-void ps_shard_get_stats(const ps_shard *sh, ps_shard_stats *st);
+} ps_sproto_stats;
+void ps_sproto_get_stats(const ps_sproto *sh, ps_sproto_stats *st);
 
 /* For checkers (deterministic simulation): the gate's credit window and
  * the bytes it holds in flight. */
-const ps_gate *ps_shard_gate(const ps_shard *sh);
+const ps_gate *ps_sproto_gate(const ps_sproto *sh);
 
-#endif /* ORDO_PROTO_SHARD_H */
+#endif /* ORDO_PROTO_SERVER_H */

@@ -1,5 +1,5 @@
 /*
- * scheduler/efficiency.h - TicTac's ordering efficiency E and speed-up
+ * scheduling/efficiency.h - TicTac's ordering efficiency E and speed-up
  * bound S (paper section 3.1).
  *
  * The resources are the compute engine, the receive link and the send
@@ -11,8 +11,8 @@
  *
  * Threads: pure functions.
  */
-#ifndef ORDO_SCHEDULER_EFFICIENCY_H
-#define ORDO_SCHEDULER_EFFICIENCY_H
+#ifndef ORDO_SCHEDULING_EFFICIENCY_H
+#define ORDO_SCHEDULING_EFFICIENCY_H
 
 /* TicTac's E for one iteration of t_us; NAN when ordering cannot matter
  * (sum - lower below 1% of lower, i.e. S < 0.01). */
@@ -20,4 +20,4 @@ double ps_ordering_efficiency(double compute_us, double comm_us, double t_us);
 /* TicTac's S; 0 when lower == 0. */
 double ps_speedup_bound(double compute_us, double comm_us);
 
-#endif /* ORDO_SCHEDULER_EFFICIENCY_H */
+#endif /* ORDO_SCHEDULING_EFFICIENCY_H */

@@ -1,5 +1,5 @@
 /*
- * coordinator/link_probe.h - measuring the link rate at a job's start.
+ * scheduler/link_probe.h - measuring the link rate at a job's start.
  *
  * Where the partition and credit sizes are chosen at the start
  * (sim/auto_sizes.h) and link.bandwidth_gbps is 0, the scheduler measures
@@ -20,8 +20,8 @@
  *
  * Threads: the caller's; it owns the transport while probing.
  */
-#ifndef ORDO_COORDINATOR_LINK_PROBE_H
-#define ORDO_COORDINATOR_LINK_PROBE_H
+#ifndef ORDO_SCHEDULER_LINK_PROBE_H
+#define ORDO_SCHEDULER_LINK_PROBE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -53,4 +53,4 @@ int ps_link_probe_run(ps_transport *t, uint64_t job_id, ps_peer peer,
 		      ps_link_probe *r, uint64_t *dropped, char *why,
 		      size_t whylen);
 
-#endif /* ORDO_COORDINATOR_LINK_PROBE_H */
+#endif /* ORDO_SCHEDULER_LINK_PROBE_H */

@@ -1,5 +1,5 @@
 /*
- * proto/shard.c - a server's shard as a protocol state machine (shard.h).
+ * proto/server.c - a server's shard as a protocol state machine (shard.h).
  *
  * DESIGN. Two FIFOs: ops (the work a message starts, run one at a time)
  * and messages (what the driver sends). A push is checked and counted when
@@ -17,11 +17,11 @@
 #include "common/mix64.h"
 #include "ordo/error.h"
 #include "proto/ring.h"
-#include "proto/shard.h"
-#include "scheduler/gate_meter.h"
+#include "proto/server.h"
+#include "scheduling/gate_meter.h"
 
 typedef struct part_state {
-	ps_shard_part pub;
+	ps_sproto_part pub;
 	int held;          /* barrier: updated, its sends wait */
 	uint32_t npush, nparams; /* pieces a push / a send comes in */
 	uint32_t *got;     /* sync: per worker rank, pieces accepted this
@@ -42,8 +42,8 @@ typedef struct pending {
 	void *held;
 } pending;
 
-struct ps_shard {
-	ps_shard_config cfg;
+struct ps_sproto {
+	ps_sproto_config cfg;
 	uint32_t *numbers;
 	uint32_t nparts;
 	part_state *parts;
@@ -53,10 +53,10 @@ struct ps_shard {
 	/* a live credit change: the window for version credit_from on */
 	uint64_t credit_next, credit_from;
 	int credit_pending;
-	PS_RING(ps_shard_op) ops;
+	PS_RING(ps_sproto_op) ops;
 	int running;
-	PS_RING(ps_shard_msg) msgs;
-	ps_shard_stats st;
+	PS_RING(ps_sproto_msg) msgs;
+	ps_sproto_stats st;
 	uint64_t params_acks; /* PARAMS_ACKs accepted (fault injection) */
 	/* barrier: sends of version barrier_v wait until all nparts local
 	 * partitions have it (barrier_in of them do); 0: not started */
@@ -68,13 +68,13 @@ struct ps_shard {
 
 /* ---- queues ------------------------------------------------------------ */
 
-static int push_op(ps_shard *sh, const ps_shard_op *op)
+static int push_op(ps_sproto *sh, const ps_sproto_op *op)
 {
 	PS_RING_PUSH(sh->ops, *op);
 	return PS_OK;
 }
 
-static int push_msg(ps_shard *sh, const ps_shard_msg *m)
+static int push_msg(ps_sproto *sh, const ps_sproto_msg *m)
 {
 	PS_RING_PUSH(sh->msgs, *m);
 	return PS_OK;
@@ -93,7 +93,7 @@ static uint64_t piece_span(const part_state *p, uint64_t piece_bytes,
 }
 
 /* Every parameter send the gate releases now becomes a message. */
-static int drain(ps_shard *sh)
+static int drain(ps_sproto *sh)
 {
 	for (;;) {
 		ps_xfer x;
@@ -102,7 +102,7 @@ static int drain(ps_shard *sh)
 			return PS_OK;
 		pending *e = (pending *)(uintptr_t)x.handle;
 		const part_state *p = &sh->parts[e->k];
-		ps_shard_msg m = {
+		ps_sproto_msg m = {
 			.kind = PS_SHARD_MSG_PARAMS,
 			.worker = e->worker,
 			.k = e->k,
@@ -133,14 +133,14 @@ static int drain(ps_shard *sh)
  * partition's next PARAMS is the acknowledgement (proto/worker.h): one
  * message fewer per push. A live CREDIT never opens or closes a window
  * (the scheduler changes only windows that exist in both directions). */
-static int acks_sent(const ps_shard *sh)
+static int acks_sent(const ps_sproto *sh)
 {
 	return sh->cfg.async || sh->cfg.push_credit != 0;
 }
 
 /* Piece `piece` of partition k's current version becomes ready to go to
  * `worker` (in the gate, not yet released). */
-static int ready_piece(ps_shard *sh, uint32_t k, uint32_t worker,
+static int ready_piece(ps_sproto *sh, uint32_t k, uint32_t worker,
 		       uint32_t piece)
 {
 	part_state *p = &sh->parts[k];
@@ -175,7 +175,7 @@ static int ready_piece(ps_shard *sh, uint32_t k, uint32_t worker,
 
 /* Partition k's current version becomes ready to go to `worker`, piece
  * by piece in order. */
-static int ready_params(ps_shard *sh, uint32_t k, uint32_t worker)
+static int ready_params(ps_sproto *sh, uint32_t k, uint32_t worker)
 {
 	part_state *p = &sh->parts[k];
 	int rc = PS_OK;
@@ -190,7 +190,7 @@ static int ready_params(ps_shard *sh, uint32_t k, uint32_t worker)
 }
 
 /* Ready, then released as far as the gate allows. */
-static int send_params(ps_shard *sh, uint32_t k, uint32_t worker)
+static int send_params(ps_sproto *sh, uint32_t k, uint32_t worker)
 {
 	int rc = ready_params(sh, k, worker);
 
@@ -198,7 +198,7 @@ static int send_params(ps_shard *sh, uint32_t k, uint32_t worker)
 }
 
 /* Ready, then drain, worker by worker (rank order). */
-static int broadcast(ps_shard *sh, uint32_t k)
+static int broadcast(ps_sproto *sh, uint32_t k)
 {
 	int rc = PS_OK;
 
@@ -210,7 +210,7 @@ static int broadcast(ps_shard *sh, uint32_t k)
 /* ---- the barrier ------------------------------------------------------- */
 
 /* Local partitions at version barrier_v or later. */
-static void barrier_count(ps_shard *sh)
+static void barrier_count(ps_sproto *sh)
 {
 	sh->barrier_in = 0;
 	for (uint32_t k = 0; k < sh->nparts; k++)
@@ -222,7 +222,7 @@ static void barrier_count(ps_shard *sh)
  * across workers as their connections would carry them; all of them
  * before the gate releases any, so that an ordering gate chooses among
  * the whole iteration. */
-static int barrier_release(ps_shard *sh)
+static int barrier_release(ps_sproto *sh)
 {
 	uint32_t n = sh->nheld, W = sh->cfg.workers;
 	int rc = PS_OK;
@@ -257,7 +257,7 @@ static int barrier_release(ps_shard *sh)
 
 /* Partition k was updated from version `was`: with the barrier its sends
  * wait for the others'; without, they are ready now. */
-static int updated(ps_shard *sh, uint32_t k, uint64_t was)
+static int updated(ps_sproto *sh, uint32_t k, uint64_t was)
 {
 	part_state *p = &sh->parts[k];
 
@@ -282,10 +282,10 @@ static int updated(ps_shard *sh, uint32_t k, uint64_t was)
 
 /* ---- setup ------------------------------------------------------------- */
 
-int ps_shard_create(const ps_shard_config *cfg, ps_shard **sh_p)
+int ps_sproto_create(const ps_sproto_config *cfg, ps_sproto **sh_p)
 {
 	const ps_placement *pl = cfg->pl;
-	ps_shard *sh;
+	ps_sproto *sh;
 	uint32_t k = 0;
 	int rc;
 
@@ -327,7 +327,7 @@ int ps_shard_create(const ps_shard_config *cfg, ps_shard **sh_p)
 		uint64_t np = ps_part_pieces(p->pub.desc, cfg->push_piece),
 			 nq = ps_part_pieces(p->pub.desc, cfg->params_piece);
 		if (np > PS_MAX_PIECES || nq > PS_MAX_PIECES) {
-			ps_shard_destroy(&sh);
+			ps_sproto_destroy(&sh);
 			return PS_EINVAL;
 		}
 		p->npush = (uint32_t)np;
@@ -362,19 +362,19 @@ int ps_shard_create(const ps_shard_config *cfg, ps_shard **sh_p)
 	}
 	rc = ps_gate_create(cfg->gate, cfg->credit, cfg->workers, &sh->gate);
 	if (rc != PS_OK) {
-		ps_shard_destroy(&sh);
+		ps_sproto_destroy(&sh);
 		return rc;
 	}
 	*sh_p = sh;
 	return PS_OK;
 nomem:
-	ps_shard_destroy(&sh);
+	ps_sproto_destroy(&sh);
 	return PS_ENOMEM;
 }
 
 static void drop_pending(uint64_t handle, void *ud)
 {
-	ps_shard *sh = ud;
+	ps_sproto *sh = ud;
 	pending *e = (pending *)(uintptr_t)handle;
 
 	if (sh->cfg.drop)
@@ -382,9 +382,9 @@ static void drop_pending(uint64_t handle, void *ud)
 	free(e);
 }
 
-void ps_shard_destroy(ps_shard **sh_p)
+void ps_sproto_destroy(ps_sproto **sh_p)
 {
-	ps_shard *sh = *sh_p;
+	ps_sproto *sh = *sh_p;
 
 	if (!sh)
 		return;
@@ -392,7 +392,7 @@ void ps_shard_destroy(ps_shard **sh_p)
 		ps_gate_foreach_pending(sh->gate, drop_pending, sh);
 	ps_gate_destroy(&sh->gate);
 	for (uint32_t i = 0; i < sh->msgs.n; i++) {
-		ps_shard_msg *m = &PS_RING_AT(sh->msgs, i);
+		ps_sproto_msg *m = &PS_RING_AT(sh->msgs, i);
 		if (m->kind == PS_SHARD_MSG_PARAMS && sh->cfg.drop)
 			sh->cfg.drop(sh->cfg.ud, m->held);
 	}
@@ -414,33 +414,33 @@ void ps_shard_destroy(ps_shard **sh_p)
 	*sh_p = NULL;
 }
 
-uint32_t ps_shard_nparts(const ps_shard *sh)
+uint32_t ps_sproto_nparts(const ps_sproto *sh)
 {
 	return sh->nparts;
 }
 
-const ps_shard_part *ps_shard_part_at(const ps_shard *sh, uint32_t k)
+const ps_sproto_part *ps_sproto_part_at(const ps_sproto *sh, uint32_t k)
 {
 	return k < sh->nparts ? &sh->parts[k].pub : NULL;
 }
 
-int32_t ps_shard_local(const ps_shard *sh, uint32_t part)
+int32_t ps_sproto_local(const ps_sproto *sh, uint32_t part)
 {
 	return part < sh->cfg.pl->num_parts ? sh->local[part] : -1;
 }
 
-const ps_gate *ps_shard_gate(const ps_shard *sh)
+const ps_gate *ps_sproto_gate(const ps_sproto *sh)
 {
 	return sh->gate;
 }
 
-void ps_shard_get_stats(const ps_shard *sh, ps_shard_stats *st)
+void ps_sproto_get_stats(const ps_sproto *sh, ps_sproto_stats *st)
 {
 	*st = sh->st;
 	st->gate_ns = sh->meter.ns;
 }
 
-uint32_t ps_shard_ops_waiting(const ps_shard *sh)
+uint32_t ps_sproto_ops_waiting(const ps_sproto *sh)
 {
 	return sh->ops.n;
 }
@@ -454,11 +454,11 @@ static const char *type_name(int push)
 
 /* The local partition a data message names, checked (with want_payload
  * a payload of the whole partition): -1 with a reason. */
-static int32_t lookup(const ps_shard *sh, uint32_t part, uint32_t key,
+static int32_t lookup(const ps_sproto *sh, uint32_t part, uint32_t key,
 		      size_t payload_len, int want_payload, char *why,
 		      size_t whylen)
 {
-	int32_t k = ps_shard_local(sh, part);
+	int32_t k = ps_sproto_local(sh, part);
 	const ps_partition *d;
 
 	if (k < 0) {
@@ -484,7 +484,7 @@ static int32_t lookup(const ps_shard *sh, uint32_t part, uint32_t key,
 /* A worker's PUSH or PULL of an initialised partition: -1 with a reason
  * otherwise (the payload of a PUSH is checked against its piece by the
  * caller). */
-static int32_t worker_request(const ps_shard *sh, int push, uint32_t from,
+static int32_t worker_request(const ps_sproto *sh, int push, uint32_t from,
 			      uint32_t part, uint32_t key, char *why,
 			      size_t whylen)
 {
@@ -504,7 +504,7 @@ static int32_t worker_request(const ps_shard *sh, int push, uint32_t from,
 	return k;
 }
 
-int ps_shard_check_push(const ps_shard *sh, uint32_t from, uint32_t part,
+int ps_sproto_check_push(const ps_sproto *sh, uint32_t from, uint32_t part,
 			uint32_t key, uint64_t iteration, uint32_t piece,
 			size_t payload_len, uint32_t *k_p, char *why,
 			size_t whylen)
@@ -555,7 +555,7 @@ int ps_shard_check_push(const ps_shard *sh, uint32_t from, uint32_t part,
 
 /* ---- events ------------------------------------------------------------ */
 
-int ps_shard_on_init(ps_shard *sh, uint32_t from, uint32_t part,
+int ps_sproto_on_init(ps_sproto *sh, uint32_t from, uint32_t part,
 		     uint32_t key, size_t payload_len, void *ctx, char *why,
 		     size_t whylen)
 {
@@ -575,7 +575,7 @@ int ps_shard_on_init(ps_shard *sh, uint32_t from, uint32_t part,
 	}
 	sh->parts[k].pub.initialized = 1;
 	sh->parts[k].pub.version = 0;
-	return push_op(sh, &(ps_shard_op){
+	return push_op(sh, &(ps_sproto_op){
 				   .kind = PS_SHARD_OP_INIT,
 				   .k = (uint32_t)k,
 				   .worker = from,
@@ -583,7 +583,7 @@ int ps_shard_on_init(ps_shard *sh, uint32_t from, uint32_t part,
 				   .ctx = ctx});
 }
 
-int ps_shard_on_push(ps_shard *sh, uint32_t from, uint32_t part,
+int ps_sproto_on_push(ps_sproto *sh, uint32_t from, uint32_t part,
 		     uint32_t key, uint64_t iteration, int32_t priority,
 		     uint32_t piece, size_t payload_len, void *ctx, int acked,
 		     char *why, size_t whylen)
@@ -592,12 +592,12 @@ int ps_shard_on_push(ps_shard *sh, uint32_t from, uint32_t part,
 	part_state *p;
 	int rc;
 
-	rc = ps_shard_check_push(sh, from, part, key, iteration, piece,
+	rc = ps_sproto_check_push(sh, from, part, key, iteration, piece,
 				 payload_len, &k, why, whylen);
 	if (rc != PS_OK)
 		return rc;
 	p = &sh->parts[k];
-	ps_shard_op op = {.kind = PS_SHARD_OP_AGGREGATE,
+	ps_sproto_op op = {.kind = PS_SHARD_OP_AGGREGATE,
 			  .k = k,
 			  .worker = from,
 			  .iteration = iteration,
@@ -626,7 +626,7 @@ int ps_shard_on_push(ps_shard *sh, uint32_t from, uint32_t part,
 		rc = push_op(sh, &op);
 		if (rc != PS_OK)
 			return rc;
-		return push_op(sh, &(ps_shard_op){
+		return push_op(sh, &(ps_sproto_op){
 					   .kind = PS_SHARD_OP_UPDATE,
 					   .k = k,
 					   .worker = from,
@@ -641,16 +641,16 @@ int ps_shard_on_push(ps_shard *sh, uint32_t from, uint32_t part,
 	return push_op(sh, &op);
 }
 
-int ps_shard_ack(ps_shard *sh, uint32_t from, uint32_t part,
+int ps_sproto_ack(ps_sproto *sh, uint32_t from, uint32_t part,
 		 uint64_t iteration, int32_t priority, uint32_t piece)
 {
-	int32_t k = ps_shard_local(sh, part);
+	int32_t k = ps_sproto_local(sh, part);
 
 	if (k < 0)
 		return PS_EINVAL;
 	if (!acks_sent(sh))
 		return PS_OK;
-	return push_msg(sh, &(ps_shard_msg){
+	return push_msg(sh, &(ps_sproto_msg){
 				    .kind = PS_SHARD_MSG_PUSH_ACK,
 				    .worker = from,
 				    .k = (uint32_t)k,
@@ -661,7 +661,7 @@ int ps_shard_ack(ps_shard *sh, uint32_t from, uint32_t part,
 				    .piece = piece});
 }
 
-int ps_shard_on_pull(ps_shard *sh, uint32_t from, uint32_t part,
+int ps_sproto_on_pull(ps_sproto *sh, uint32_t from, uint32_t part,
 		     uint32_t key, char *why, size_t whylen)
 {
 	int32_t k = worker_request(sh, 0, from, part, key, why, whylen);
@@ -671,10 +671,10 @@ int ps_shard_on_pull(ps_shard *sh, uint32_t from, uint32_t part,
 	return send_params(sh, (uint32_t)k, from);
 }
 
-int ps_shard_on_params_ack(ps_shard *sh, uint32_t from, uint32_t part,
+int ps_sproto_on_params_ack(ps_sproto *sh, uint32_t from, uint32_t part,
 			   uint32_t piece, char *why, size_t whylen)
 {
-	int32_t k = ps_shard_local(sh, part);
+	int32_t k = ps_sproto_local(sh, part);
 	part_state *p;
 	uint64_t off;
 	int rc;
@@ -711,14 +711,14 @@ int ps_shard_on_params_ack(ps_shard *sh, uint32_t from, uint32_t part,
 	return drain(sh);
 }
 
-void ps_shard_on_credit(ps_shard *sh, uint64_t credit, uint64_t from)
+void ps_sproto_on_credit(ps_sproto *sh, uint64_t credit, uint64_t from)
 {
 	sh->credit_next = credit;
 	sh->credit_from = from;
 	sh->credit_pending = 1;
 }
 
-void ps_shard_resume(ps_shard *sh, uint32_t k, uint64_t version,
+void ps_sproto_resume(ps_sproto *sh, uint32_t k, uint64_t version,
 		     uint64_t next_it)
 {
 	part_state *p = &sh->parts[k];
@@ -729,7 +729,7 @@ void ps_shard_resume(ps_shard *sh, uint32_t k, uint64_t version,
 		p->pub.next_it[w] = next_it;
 }
 
-int ps_shard_start(ps_shard *sh)
+int ps_sproto_start(ps_sproto *sh)
 {
 	int rc = PS_OK;
 
@@ -742,13 +742,13 @@ int ps_shard_start(ps_shard *sh)
 /* ---- ops --------------------------------------------------------------- */
 
 /* The PUSH_ACK of the push op sums in. */
-static int push_ack(ps_shard *sh, const ps_shard_op *op)
+static int push_ack(ps_sproto *sh, const ps_sproto_op *op)
 {
 	const part_state *p = &sh->parts[op->k];
 
 	if (!acks_sent(sh))
 		return PS_OK;
-	return push_msg(sh, &(ps_shard_msg){.kind = PS_SHARD_MSG_PUSH_ACK,
+	return push_msg(sh, &(ps_sproto_msg){.kind = PS_SHARD_MSG_PUSH_ACK,
 					    .worker = op->worker,
 					    .k = op->k,
 					    .partition = p->pub.index,
@@ -758,9 +758,9 @@ static int push_ack(ps_shard *sh, const ps_shard_op *op)
 					    .piece = op->piece});
 }
 
-int ps_shard_next_op(ps_shard *sh, ps_shard_op *op_p)
+int ps_sproto_next_op(ps_sproto *sh, ps_sproto_op *op_p)
 {
-	ps_shard_op *op;
+	ps_sproto_op *op;
 
 	if (sh->running || sh->ops.n == 0)
 		return 0;
@@ -776,9 +776,9 @@ int ps_shard_next_op(ps_shard *sh, ps_shard_op *op_p)
 	return 1;
 }
 
-int ps_shard_op_done(ps_shard *sh)
+int ps_sproto_op_done(ps_sproto *sh)
 {
-	ps_shard_op op;
+	ps_sproto_op op;
 	part_state *p;
 	uint64_t was;
 
@@ -814,7 +814,7 @@ int ps_shard_op_done(ps_shard *sh)
 	return PS_EINVAL;
 }
 
-int ps_shard_next_msg(ps_shard *sh, ps_shard_msg *m_p)
+int ps_sproto_next_msg(ps_sproto *sh, ps_sproto_msg *m_p)
 {
 	if (sh->msgs.n == 0)
 		return 0;

@@ -1,5 +1,5 @@
 /*
- * scheduler/placement.h - tensors cut into partitions, partitions on servers.
+ * scheduling/placement.h - tensors cut into partitions, partitions on servers.
  *
  * Keys are (tensor, partition). A tensor of numel float32 elements is cut
  * into ceil(bytes / partition_size) partitions of at most partition_size
@@ -33,8 +33,8 @@
  *
  * Threads: a placement is immutable after creation; share it freely.
  */
-#ifndef ORDO_SCHEDULER_PLACEMENT_H
-#define ORDO_SCHEDULER_PLACEMENT_H
+#ifndef ORDO_SCHEDULING_PLACEMENT_H
+#define ORDO_SCHEDULING_PLACEMENT_H
 
 #include <stdint.h>
 #include <stdio.h>
@@ -140,4 +140,4 @@ void ps_piece_span(const ps_partition *q, uint64_t piece_bytes, uint32_t i,
 int ps_pieces_check(const ps_placement *p, uint64_t piece_bytes, char *why,
 		    size_t whylen);
 
-#endif /* ORDO_SCHEDULER_PLACEMENT_H */
+#endif /* ORDO_SCHEDULING_PLACEMENT_H */

@@ -1,5 +1,5 @@
 /*
- * scheduler/gate.h - the sender-side gate and credit window.
+ * scheduling/gate.h - the sender-side gate and credit window.
  *
  * Pure logic, no clock, no sockets, no threads: the sender tells the gate
  * that a transfer is ready (ps_gate_ready) or acknowledged (ps_gate_acked),
@@ -26,8 +26,8 @@
  *
  * Threads: a gate belongs to one thread (the sender's).
  */
-#ifndef ORDO_SCHEDULER_GATE_H
-#define ORDO_SCHEDULER_GATE_H
+#ifndef ORDO_SCHEDULING_GATE_H
+#define ORDO_SCHEDULING_GATE_H
 
 #include <stdint.h>
 
@@ -84,4 +84,4 @@ void ps_gate_foreach_pending(const ps_gate *g,
 uint64_t ps_gate_in_flight(const ps_gate *g); /* bytes */
 uint32_t ps_gate_pending(const ps_gate *g);   /* ready, not yet released */
 
-#endif /* ORDO_SCHEDULER_GATE_H */
+#endif /* ORDO_SCHEDULING_GATE_H */

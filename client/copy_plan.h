@@ -1,5 +1,5 @@
 /*
- * worker/copy_plan.h - the order in which a device tensor's gradient is
+ * client/copy_plan.h - the order in which a device tensor's gradient is
  * copied to host memory, partition by partition (docs/cuda.md, item 2).
  *
  * Plain C, no CUDA: the client's CUDA path (PS_WITH_CUDA) enqueues one
@@ -8,12 +8,12 @@
  * is never queued behind a large one on the copy stream. Unit-tested on the
  * CPU (tests/unit/test_copy_plan.c).
  */
-#ifndef ORDO_WORKER_COPY_PLAN_H
-#define ORDO_WORKER_COPY_PLAN_H
+#ifndef ORDO_CLIENT_COPY_PLAN_H
+#define ORDO_CLIENT_COPY_PLAN_H
 
 #include <stdint.h>
 
-#include "scheduler/placement.h"
+#include "scheduling/placement.h"
 
 /* One copy: `numel` elements from element `offset` of the tensor, which
  * travel in global partition `part`. */
@@ -32,4 +32,4 @@ typedef struct ps_copy_step {
 int ps_copy_plan(const ps_placement *pl, const uint32_t *numbers, uint32_t t,
 		 ps_copy_step *steps);
 
-#endif /* ORDO_WORKER_COPY_PLAN_H */
+#endif /* ORDO_CLIENT_COPY_PLAN_H */

@@ -1,5 +1,5 @@
 /*
- * server/shard.h - a server's state, shared by its event loop (server.c)
+ * server/state.h - a server's state, shared by its event loop (server.c)
  * and its side of checkpoints (snapshot.c). Internal to ps-server.
  *
  * Threads: everything here belongs to the server's one thread, except
@@ -7,8 +7,8 @@
  * checkpoint writer thread) and the snapshot's writer fields named in
  * snapshot.h.
  */
-#ifndef ORDO_SERVER_SHARD_H
-#define ORDO_SERVER_SHARD_H
+#ifndef ORDO_SERVER_STATE_H
+#define ORDO_SERVER_STATE_H
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -16,7 +16,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "common/config.h"
-#include "proto/shard.h"
+#include "proto/server.h"
 #include "runtime/node.h"
 #include "server/optimizer.h"
 
@@ -34,7 +34,7 @@ typedef struct pbuf {
 } pbuf;
 
 /* A local partition's memory; its protocol state (version, pushes in)
- * is the machine's (proto/shard.h), at the same index. */
+ * is the machine's (proto/server.h), at the same index. */
 typedef struct shard_part {
 	const ps_partition *desc;
 	uint32_t index; /* global partition index */
@@ -100,7 +100,7 @@ typedef struct server {
 	ps_config in_force;
 	ps_node node;
 	uint32_t workers;
-	ps_shard *shard; /* the protocol (proto/shard.h) */
+	ps_sproto *shard; /* the protocol (proto/server.h) */
 	uint32_t nparts;
 	shard_part *parts; /* as the machine's local partitions */
 	/* one huge-page arena each for the shard's values, momentum and
@@ -140,4 +140,4 @@ double ps_server_round_lr(const server *s, const shard_part *p);
 /* The Adam/AdamW step an update of p makes now (its version + 1). */
 void ps_server_adam(const server *s, const shard_part *p, ps_adam *a);
 
-#endif /* ORDO_SERVER_SHARD_H */
+#endif /* ORDO_SERVER_STATE_H */

@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_model.c - the numerical model and its data set.
+ * tests/unit/test_small_model.c - the numerical model and its data set.
  *
  * Gradients against central finite differences, the loss of uniform
  * logits, determinism, shard independence of the data set, batch
@@ -17,7 +17,7 @@
 #include <cmocka.h>
 
 #include "common/config.h"
-#include "worker/model.h"
+#include "worker/small_model.h"
 
 /* cmocka 1.1.5 has no assert_near. */
 #define assert_near(a, b, tol)                                                 \
@@ -41,11 +41,11 @@ static ps_config make_cfg(int kind, int in, int hid, int cls, int spw)
 	return cfg;
 }
 
-static ps_model *new_model(const ps_config *cfg, uint64_t seed)
+static ps_small_model *new_model(const ps_config *cfg, uint64_t seed)
 {
-	ps_model *m = NULL;
+	ps_small_model *m = NULL;
 
-	assert_int_equal(ps_model_create(cfg, seed, &m), PS_OK);
+	assert_int_equal(ps_small_model_create(cfg, seed, &m), PS_OK);
 	assert_non_null(m);
 	return m;
 }
@@ -77,7 +77,7 @@ static void check_gradients(int kind)
 {
 	const int in = 5, hid = 4, cls = 3, n = 7;
 	ps_config cfg = make_cfg(kind, in, hid, cls, n);
-	ps_model *m = new_model(&cfg, 11);
+	ps_small_model *m = new_model(&cfg, 11);
 	ps_dataset *d = new_dataset(&cfg, 12, 0);
 	float *x;
 	int32_t *y;
@@ -88,31 +88,31 @@ static void check_gradients(int kind)
 	for (int s = 0; s < n; s++)
 		y[s] = s % cls;
 	/* Non-zero biases, so their gradients are exercised off the init. */
-	for (uint32_t t = 1; t < ps_model_num_tensors(m); t += 2) {
-		float *b = ps_model_params(m, t);
-		for (uint64_t i = 0; i < ps_model_tensor_numel(m, t); i++)
+	for (uint32_t t = 1; t < ps_small_model_num_tensors(m); t += 2) {
+		float *b = ps_small_model_params(m, t);
+		for (uint64_t i = 0; i < ps_small_model_tensor_numel(m, t); i++)
 			b[i] = 0.1f * (float)((int)i % 3 - 1);
 	}
 
-	ps_model_step(m, x, y, n);
-	for (uint32_t t = 0; t < ps_model_num_tensors(m); t++) {
-		float *p = ps_model_params(m, t);
-		const float *g = ps_model_grads(m, t);
-		for (uint64_t i = 0; i < ps_model_tensor_numel(m, t); i++) {
+	ps_small_model_step(m, x, y, n);
+	for (uint32_t t = 0; t < ps_small_model_num_tensors(m); t++) {
+		float *p = ps_small_model_params(m, t);
+		const float *g = ps_small_model_grads(m, t);
+		for (uint64_t i = 0; i < ps_small_model_tensor_numel(m, t); i++) {
 			const float orig = p[i];
 			const float hi = orig + 1e-3f, lo = orig - 1e-3f;
 			double lp, lm, fd, err;
 
 			p[i] = hi;
-			lp = ps_model_loss(m, x, y, n);
+			lp = ps_small_model_loss(m, x, y, n);
 			p[i] = lo;
-			lm = ps_model_loss(m, x, y, n);
+			lm = ps_small_model_loss(m, x, y, n);
 			p[i] = orig;
 			fd = (lp - lm) / ((double)hi - (double)lo);
 			err = fabs((double)g[i] - fd);
 			if (err > 1e-4 + 1e-3 * fabs(fd))
 				fail_msg("%s[%u]: grad %.9g, finite diff %.9g",
-				         ps_model_tensor_name(m, t),
+				         ps_small_model_tensor_name(m, t),
 				         (unsigned)i, (double)g[i], fd);
 			checked++;
 		}
@@ -121,7 +121,7 @@ static void check_gradients(int kind)
 	free(x);
 	free(y);
 	ps_dataset_free(&d);
-	ps_model_free(&m);
+	ps_small_model_free(&m);
 	assert_null(m);
 	assert_null(d);
 }
@@ -141,48 +141,48 @@ static void test_gradcheck_mlp(void **state)
 static void test_tensor_layout(void **state)
 {
 	ps_config cfg = make_cfg(PS_MODEL_SOFTMAX, 5, 4, 3, 8);
-	ps_model *m = new_model(&cfg, 1);
+	ps_small_model *m = new_model(&cfg, 1);
 	static const char *const mlp_names[] = {"fc1.weight", "fc1.bias",
 	                                        "fc2.weight", "fc2.bias"};
 	static const uint64_t mlp_numel[] = {4 * 5, 4, 3 * 4, 3};
 
 	(void)state;
-	assert_int_equal(ps_model_num_tensors(m), 2);
-	assert_string_equal(ps_model_tensor_name(m, 0), "fc.weight");
-	assert_string_equal(ps_model_tensor_name(m, 1), "fc.bias");
-	assert_int_equal(ps_model_tensor_numel(m, 0), 15);
-	assert_int_equal(ps_model_tensor_numel(m, 1), 3);
-	assert_null(ps_model_tensor_name(m, 2));
-	assert_null(ps_model_params(m, 2));
-	ps_model_free(&m);
+	assert_int_equal(ps_small_model_num_tensors(m), 2);
+	assert_string_equal(ps_small_model_tensor_name(m, 0), "fc.weight");
+	assert_string_equal(ps_small_model_tensor_name(m, 1), "fc.bias");
+	assert_int_equal(ps_small_model_tensor_numel(m, 0), 15);
+	assert_int_equal(ps_small_model_tensor_numel(m, 1), 3);
+	assert_null(ps_small_model_tensor_name(m, 2));
+	assert_null(ps_small_model_params(m, 2));
+	ps_small_model_free(&m);
 
 	cfg.model.name = PS_MODEL_MLP;
 	m = new_model(&cfg, 1);
-	assert_int_equal(ps_model_num_tensors(m), 4);
+	assert_int_equal(ps_small_model_num_tensors(m), 4);
 	for (uint32_t t = 0; t < 4; t++) {
-		assert_string_equal(ps_model_tensor_name(m, t), mlp_names[t]);
-		assert_int_equal(ps_model_tensor_numel(m, t), mlp_numel[t]);
+		assert_string_equal(ps_small_model_tensor_name(m, t), mlp_names[t]);
+		assert_int_equal(ps_small_model_tensor_numel(m, t), mlp_numel[t]);
 	}
 	/* biases start at 0, weights do not */
-	assert_true(ps_model_params(m, 1)[0] == 0.0f);
-	assert_true(ps_model_params(m, 3)[2] == 0.0f);
-	assert_true(ps_model_params(m, 0)[0] != 0.0f);
-	ps_model_free(&m);
+	assert_true(ps_small_model_params(m, 1)[0] == 0.0f);
+	assert_true(ps_small_model_params(m, 3)[2] == 0.0f);
+	assert_true(ps_small_model_params(m, 0)[0] != 0.0f);
+	ps_small_model_free(&m);
 }
 
 static void test_bad_config(void **state)
 {
 	ps_config cfg = make_cfg(PS_MODEL_MLP, 5, 0, 3, 8);
-	ps_model *m = NULL;
+	ps_small_model *m = NULL;
 	ps_dataset *d = NULL;
 
 	(void)state;
-	assert_int_equal(ps_model_create(&cfg, 1, &m), PS_EINVAL);
+	assert_int_equal(ps_small_model_create(&cfg, 1, &m), PS_EINVAL);
 	assert_null(m);
 	cfg = make_cfg(7, 5, 4, 3, 8);
-	assert_int_equal(ps_model_create(&cfg, 1, &m), PS_EINVAL);
+	assert_int_equal(ps_small_model_create(&cfg, 1, &m), PS_EINVAL);
 	cfg = make_cfg(PS_MODEL_SOFTMAX, 5, 4, 1, 8);
-	assert_int_equal(ps_model_create(&cfg, 1, &m), PS_EINVAL);
+	assert_int_equal(ps_small_model_create(&cfg, 1, &m), PS_EINVAL);
 	cfg = make_cfg(PS_MODEL_SOFTMAX, 5, 4, 3, 0);
 	assert_int_equal(ps_dataset_create(&cfg, 1, 0, &d), PS_EINVAL);
 	cfg = make_cfg(PS_MODEL_SOFTMAX, 5, 4, 3, 8);
@@ -198,29 +198,29 @@ static void test_uniform_loss(void **state)
 	(void)state;
 	for (int k = 0; k < 2; k++) {
 		ps_config cfg = make_cfg(kinds[k], in, 3, cls, n);
-		ps_model *m = new_model(&cfg, 2);
+		ps_small_model *m = new_model(&cfg, 2);
 		ps_dataset *d = new_dataset(&cfg, 2, 0);
 		float *x;
 		int32_t *y;
 
 		whole_shard(d, n, in, &x, &y);
-		for (uint32_t t = 0; t < ps_model_num_tensors(m); t++)
-			memset(ps_model_params(m, t), 0,
-			       ps_model_tensor_numel(m, t) * sizeof(float));
-		assert_near(ps_model_loss(m, x, y, n), log((double)cls), 1e-12);
-		assert_near(ps_model_step(m, x, y, n), log((double)cls), 1e-12);
+		for (uint32_t t = 0; t < ps_small_model_num_tensors(m); t++)
+			memset(ps_small_model_params(m, t), 0,
+			       ps_small_model_tensor_numel(m, t) * sizeof(float));
+		assert_near(ps_small_model_loss(m, x, y, n), log((double)cls), 1e-12);
+		assert_near(ps_small_model_step(m, x, y, n), log((double)cls), 1e-12);
 		free(x);
 		free(y);
 		ps_dataset_free(&d);
-		ps_model_free(&m);
+		ps_small_model_free(&m);
 	}
 }
 
-static int same_params(ps_model *a, ps_model *b)
+static int same_params(ps_small_model *a, ps_small_model *b)
 {
-	for (uint32_t t = 0; t < ps_model_num_tensors(a); t++)
-		if (memcmp(ps_model_params(a, t), ps_model_params(b, t),
-		           ps_model_tensor_numel(a, t) * sizeof(float)) != 0)
+	for (uint32_t t = 0; t < ps_small_model_num_tensors(a); t++)
+		if (memcmp(ps_small_model_params(a, t), ps_small_model_params(b, t),
+		           ps_small_model_tensor_numel(a, t) * sizeof(float)) != 0)
 			return 0;
 	return 1;
 }
@@ -229,8 +229,8 @@ static void test_determinism(void **state)
 {
 	const int in = 8, spw = 50;
 	ps_config cfg = make_cfg(PS_MODEL_MLP, in, 6, 4, spw);
-	ps_model *a = new_model(&cfg, 42), *b = new_model(&cfg, 42);
-	ps_model *c = new_model(&cfg, 43);
+	ps_small_model *a = new_model(&cfg, 42), *b = new_model(&cfg, 42);
+	ps_small_model *c = new_model(&cfg, 43);
 	ps_dataset *da = new_dataset(&cfg, 42, 1);
 	ps_dataset *db = new_dataset(&cfg, 42, 1);
 	ps_dataset *dc = new_dataset(&cfg, 43, 1);
@@ -249,11 +249,11 @@ static void test_determinism(void **state)
 	assert_memory_not_equal(xa, xc, spw * in * sizeof(float));
 
 	/* Same inputs, same model: bit-identical gradients. */
-	ps_model_step(a, xa, ya, spw);
-	ps_model_step(b, xb, yb, spw);
-	for (uint32_t t = 0; t < ps_model_num_tensors(a); t++)
-		assert_memory_equal(ps_model_grads(a, t), ps_model_grads(b, t),
-		                    ps_model_tensor_numel(a, t) *
+	ps_small_model_step(a, xa, ya, spw);
+	ps_small_model_step(b, xb, yb, spw);
+	for (uint32_t t = 0; t < ps_small_model_num_tensors(a); t++)
+		assert_memory_equal(ps_small_model_grads(a, t), ps_small_model_grads(b, t),
+		                    ps_small_model_tensor_numel(a, t) *
 		                        sizeof(float));
 
 	free(xa);
@@ -265,9 +265,9 @@ static void test_determinism(void **state)
 	ps_dataset_free(&da);
 	ps_dataset_free(&db);
 	ps_dataset_free(&dc);
-	ps_model_free(&a);
-	ps_model_free(&b);
-	ps_model_free(&c);
+	ps_small_model_free(&a);
+	ps_small_model_free(&b);
+	ps_small_model_free(&c);
 }
 
 static void test_labels_spread(void **state)
@@ -359,7 +359,7 @@ static void test_training_reduces_loss(void **state)
 {
 	const int in = 20, hid = 32, cls = 4, spw = 512, batch = 32;
 	ps_config cfg = make_cfg(PS_MODEL_MLP, in, hid, cls, spw);
-	ps_model *m = new_model(&cfg, 3);
+	ps_small_model *m = new_model(&cfg, 3);
 	ps_dataset *d = new_dataset(&cfg, 3, 0);
 	float *xs, x[32 * 20];
 	int32_t *ys, y[32];
@@ -367,25 +367,25 @@ static void test_training_reduces_loss(void **state)
 
 	(void)state;
 	whole_shard(d, spw, in, &xs, &ys);
-	start = ps_model_loss(m, xs, ys, spw);
+	start = ps_small_model_loss(m, xs, ys, spw);
 	for (uint64_t it = 0; it < 200; it++) {
 		ps_dataset_batch(d, it, batch, x, y);
-		ps_model_step(m, x, y, batch);
-		for (uint32_t t = 0; t < ps_model_num_tensors(m); t++) {
-			float *p = ps_model_params(m, t);
-			const float *g = ps_model_grads(m, t);
-			for (uint64_t i = 0; i < ps_model_tensor_numel(m, t);
+		ps_small_model_step(m, x, y, batch);
+		for (uint32_t t = 0; t < ps_small_model_num_tensors(m); t++) {
+			float *p = ps_small_model_params(m, t);
+			const float *g = ps_small_model_grads(m, t);
+			for (uint64_t i = 0; i < ps_small_model_tensor_numel(m, t);
 			     i++)
 				p[i] -= 0.1f * g[i];
 		}
 	}
-	end = ps_model_loss(m, xs, ys, spw);
+	end = ps_small_model_loss(m, xs, ys, spw);
 	print_message("training: loss %.4f -> %.4f\n", start, end);
 	assert_true(end < 0.6 * start);
 	free(xs);
 	free(ys);
 	ps_dataset_free(&d);
-	ps_model_free(&m);
+	ps_small_model_free(&m);
 }
 
 /* The gradient over 2b samples is the mean of the two halves' gradients
@@ -394,7 +394,7 @@ static void test_union_equivalence(void **state)
 {
 	const int in = 9, hid = 8, cls = 5, b = 16;
 	ps_config cfg = make_cfg(PS_MODEL_MLP, in, hid, cls, 2 * b);
-	ps_model *m = new_model(&cfg, 8);
+	ps_small_model *m = new_model(&cfg, 8);
 	ps_dataset *d = new_dataset(&cfg, 8, 0);
 	float *xs, *g1[4], *g2[4];
 	int32_t *ys;
@@ -402,31 +402,31 @@ static void test_union_equivalence(void **state)
 
 	(void)state;
 	whole_shard(d, 2 * b, in, &xs, &ys);
-	l1 = ps_model_step(m, xs, ys, b);
+	l1 = ps_small_model_step(m, xs, ys, b);
 	for (uint32_t t = 0; t < 4; t++) {
-		size_t sz = ps_model_tensor_numel(m, t) * sizeof(float);
+		size_t sz = ps_small_model_tensor_numel(m, t) * sizeof(float);
 		g1[t] = malloc(sz);
 		assert_non_null(g1[t]);
-		memcpy(g1[t], ps_model_grads(m, t), sz);
+		memcpy(g1[t], ps_small_model_grads(m, t), sz);
 	}
-	l2 = ps_model_step(m, xs + b * in, ys + b, b);
+	l2 = ps_small_model_step(m, xs + b * in, ys + b, b);
 	for (uint32_t t = 0; t < 4; t++) {
-		size_t sz = ps_model_tensor_numel(m, t) * sizeof(float);
+		size_t sz = ps_small_model_tensor_numel(m, t) * sizeof(float);
 		g2[t] = malloc(sz);
 		assert_non_null(g2[t]);
-		memcpy(g2[t], ps_model_grads(m, t), sz);
+		memcpy(g2[t], ps_small_model_grads(m, t), sz);
 	}
-	lu = ps_model_step(m, xs, ys, 2 * b);
+	lu = ps_small_model_step(m, xs, ys, 2 * b);
 	assert_near(lu, (l1 + l2) / 2, 1e-12 * lu);
 	for (uint32_t t = 0; t < 4; t++) {
-		const float *gu = ps_model_grads(m, t);
-		for (uint64_t i = 0; i < ps_model_tensor_numel(m, t); i++) {
+		const float *gu = ps_small_model_grads(m, t);
+		for (uint64_t i = 0; i < ps_small_model_tensor_numel(m, t); i++) {
 			double a = gu[i], m1 = g1[t][i], m2 = g2[t][i];
 			double mean = (m1 + m2) / 2;
 			double scale = fmax(fabs(a), fmax(fabs(m1), fabs(m2)));
 			if (fabs(a - mean) > 1e-6 * scale + 1e-30)
 				fail_msg("%s[%u]: union %.9g, mean %.9g",
-				         ps_model_tensor_name(m, t),
+				         ps_small_model_tensor_name(m, t),
 				         (unsigned)i, a, mean);
 		}
 		free(g1[t]);
@@ -435,7 +435,7 @@ static void test_union_equivalence(void **state)
 	free(xs);
 	free(ys);
 	ps_dataset_free(&d);
-	ps_model_free(&m);
+	ps_small_model_free(&m);
 }
 
 int main(void)

@@ -1,5 +1,5 @@
 /*
- * worker/model.c - softmax regression / two-layer MLP and its synthetic
+ * worker/small_model.c - softmax regression / two-layer MLP and its synthetic
  * data set.
  *
  * DESIGN. Parameters are float32 (what travels to the servers); every
@@ -25,7 +25,7 @@
 
 #include "common/log.h"
 #include "common/mix64.h"
-#include "worker/model.h"
+#include "worker/small_model.h"
 
 #define MAX_TENSORS 4
 
@@ -37,8 +37,8 @@
 /* Teacher label noise (std of Gaussian noise on unit-scale logits). */
 #define TEACHER_NOISE 0.1
 
-struct ps_model {
-	int kind; /* ps_model_kind */
+struct ps_small_model {
+	int kind; /* ps_small_model_kind */
 	size_t in, hid, cls;
 	uint32_t ntensors;
 	const char *names[MAX_TENSORS];
@@ -91,7 +91,7 @@ static int check_sizes(const ps_config *cfg, int need_hidden)
 
 /* ---- model ------------------------------------------------------------ */
 
-static int add_tensor(ps_model *m, const char *name, size_t rows, size_t cols)
+static int add_tensor(ps_small_model *m, const char *name, size_t rows, size_t cols)
 {
 	size_t numel, fbytes, dbytes;
 	uint32_t t = m->ntensors;
@@ -108,7 +108,7 @@ static int add_tensor(ps_model *m, const char *name, size_t rows, size_t cols)
 	m->params[t] = calloc(numel, sizeof(float));
 	m->grads[t] = calloc(numel, sizeof(float));
 	m->acc[t] = calloc(numel, sizeof(double));
-	m->ntensors++; /* freed by ps_model_free even if an alloc failed */
+	m->ntensors++; /* freed by ps_small_model_free even if an alloc failed */
 	if (!m->params[t] || !m->grads[t] || !m->acc[t]) {
 		PS_ERROR("model: out of memory for tensor %s (%zu floats)",
 		         name, numel);
@@ -126,9 +126,9 @@ static void init_he(gsl_rng *r, float *w, size_t numel, size_t fan_in)
 		w[i] = (float)gsl_ran_gaussian(r, sd);
 }
 
-int ps_model_create(const ps_config *cfg, uint64_t seed, ps_model **m_p)
+int ps_small_model_create(const ps_config *cfg, uint64_t seed, ps_small_model **m_p)
 {
-	ps_model *m;
+	ps_small_model *m;
 	gsl_rng *r;
 	size_t scratch;
 	int rc;
@@ -195,13 +195,13 @@ int ps_model_create(const ps_config *cfg, uint64_t seed, ps_model **m_p)
 	return PS_OK;
 
 fail_model:
-	ps_model_free(&m);
+	ps_small_model_free(&m);
 	return rc;
 }
 
-void ps_model_free(ps_model **m_p)
+void ps_small_model_free(ps_small_model **m_p)
 {
-	ps_model *m;
+	ps_small_model *m;
 
 	if (!m_p || !*m_p)
 		return;
@@ -216,27 +216,27 @@ void ps_model_free(ps_model **m_p)
 	*m_p = NULL;
 }
 
-uint32_t ps_model_num_tensors(const ps_model *m)
+uint32_t ps_small_model_num_tensors(const ps_small_model *m)
 {
 	return m ? m->ntensors : 0;
 }
 
-const char *ps_model_tensor_name(const ps_model *m, uint32_t t)
+const char *ps_small_model_tensor_name(const ps_small_model *m, uint32_t t)
 {
 	return m && t < m->ntensors ? m->names[t] : NULL;
 }
 
-uint64_t ps_model_tensor_numel(const ps_model *m, uint32_t t)
+uint64_t ps_small_model_tensor_numel(const ps_small_model *m, uint32_t t)
 {
 	return m && t < m->ntensors ? (uint64_t)m->numel[t] : 0;
 }
 
-float *ps_model_params(ps_model *m, uint32_t t)
+float *ps_small_model_params(ps_small_model *m, uint32_t t)
 {
 	return m && t < m->ntensors ? m->params[t] : NULL;
 }
 
-float *ps_model_grads(ps_model *m, uint32_t t)
+float *ps_small_model_grads(ps_small_model *m, uint32_t t)
 {
 	return m && t < m->ntensors ? m->grads[t] : NULL;
 }
@@ -270,7 +270,7 @@ static void affine_d(const float *w, const float *b, const double *x,
  * Forward pass of one sample into m->logits; if probs, turns them into
  * softmax probabilities. Returns the cross-entropy loss of label y.
  */
-static double forward(ps_model *m, const float *x, int32_t y, int probs)
+static double forward(ps_small_model *m, const float *x, int32_t y, int probs)
 {
 	double *z = m->logits, mx, sum = 0.0, loss;
 	size_t k = m->cls;
@@ -323,7 +323,7 @@ static void outer_add_d(double *acc, const double *d, const double *x,
 }
 
 /* Backward of one sample; m->logits holds the probabilities. */
-static void backward(ps_model *m, const float *x, int32_t y)
+static void backward(ps_small_model *m, const float *x, int32_t y)
 {
 	double *d = m->logits;
 	size_t k = m->cls;
@@ -355,7 +355,7 @@ static void backward(ps_model *m, const float *x, int32_t y)
 }
 
 /* Labels outside [0, classes) are a caller bug: logged, NAN returned. */
-static int labels_ok(const ps_model *m, const int32_t *y, size_t n)
+static int labels_ok(const ps_small_model *m, const int32_t *y, size_t n)
 {
 	for (size_t s = 0; s < n; s++) {
 		if (y[s] < 0 || (size_t)y[s] >= m->cls) {
@@ -372,7 +372,7 @@ static int labels_ok(const ps_model *m, const int32_t *y, size_t n)
  * n == 0 gives zero gradients and loss 0. Bad labels give zero gradients
  * and NAN.
  */
-double ps_model_step(ps_model *m, const float *x, const int32_t *y, size_t n)
+double ps_small_model_step(ps_small_model *m, const float *x, const int32_t *y, size_t n)
 {
 	double loss = 0.0;
 
@@ -399,7 +399,7 @@ double ps_model_step(ps_model *m, const float *x, const int32_t *y, size_t n)
 	return loss / (double)n;
 }
 
-double ps_model_loss(ps_model *m, const float *x, const int32_t *y, size_t n)
+double ps_small_model_loss(ps_small_model *m, const float *x, const int32_t *y, size_t n)
 {
 	double loss = 0.0;
 

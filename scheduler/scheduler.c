@@ -1,5 +1,5 @@
 /*
- * coordinator/coordinator.c - the scheduler's event loop (coordinator.h).
+ * scheduler/scheduler.c - the scheduler's event loop (scheduler.h).
  *
  * DESIGN. One thread, one loop over the transport. Who is in the job -
  * registration, ids, liveness, barriers, DONE - is the membership machine
@@ -28,11 +28,11 @@
 #include "runtime/signals.h"
 #include "proto/membership.h"
 #include "proto/wire.h"
-#include "coordinator/coordinator.h"
-#include "scheduler/order.h"
-#include "scheduler/placement.h"
+#include "scheduler/scheduler.h"
+#include "scheduling/order.h"
+#include "scheduling/placement.h"
 #include "model/dag.h"
-#include "coordinator/link_probe.h"
+#include "scheduler/link_probe.h"
 #include "proto/credit_refine.h"
 #include "sim/auto_sizes.h"
 #include "sim/link.h"
@@ -473,7 +473,7 @@ static uint32_t probe_target(const coord *c)
 
 /*
  * link.bandwidth_gbps = 0 with sizes to choose: the link measured to one
- * node (coordinator/link_probe.h), its rate put in force for the choice
+ * node (scheduler/link_probe.h), its rate put in force for the choice
  * and said in how. A probe that fails leaves metrics.bandwidth_gbps, with
  * a warning. PS_EINTR when a signal came.
  */
@@ -1654,7 +1654,7 @@ static int announce_port(coord *c, int ready_fd)
 	return PS_OK;
 }
 
-int ps_coordinator_run(const ps_config *cfg, int ready_fd)
+int ps_scheduler_run(const ps_config *cfg, int ready_fd)
 {
 	coord c;
 	int rc, status = 1;
