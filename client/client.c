@@ -1297,16 +1297,16 @@ __attribute__((format(printf, 2, 3))) static int api_errf(int rc,
 /* What the client's state says about a call that failed with rc without
  * logging a reason ("": nothing). Caller holds mu. */
 static void state_why_locked(const ps_client *c, int rc, char *why,
-			     size_t cap)
+			     size_t whylen)
 {
 	why[0] = '\0';
 	if (c->state == ST_FAILED)
-		snprintf(why, cap, "the job failed: %s", c->fail_why);
+		snprintf(why, whylen, "the job failed: %s", c->fail_why);
 	else if (rc == PS_ESTATE && c->state == ST_CREATED)
-		snprintf(why, cap, "the client has not joined a job: call "
+		snprintf(why, whylen, "the client has not joined a job: call "
 			 "ps_client_start first");
 	else if (rc == PS_ESTATE && c->state == ST_SHUTDOWN)
-		snprintf(why, cap, "the job has shut down (ps_client_finish "
+		snprintf(why, whylen, "the job has shut down (ps_client_finish "
 			 "returned)");
 }
 
@@ -2249,7 +2249,7 @@ static void dev_direct_all(ps_client *c)
 
 /* A device tensor's push plan and events, made at its first push (the
  * placement is known then). */
-static int dev_plan(ps_client *c, tensor *t, char *err, size_t cap)
+static int dev_plan(ps_client *c, tensor *t, char *why, size_t whylen)
 {
 	dev_tensor *d = t->dev;
 	int rc;
@@ -2257,24 +2257,24 @@ static int dev_plan(ps_client *c, tensor *t, char *err, size_t cap)
 	if (d->plan)
 		return PS_OK;
 	if (!c->numbers) {
-		snprintf(err, cap, "no gate order");
+		snprintf(why, whylen, "no gate order");
 		return PS_ESTATE;
 	}
 	d->plan = calloc(t->nparts, sizeof(*d->plan));
 	d->part_ev = calloc(t->nparts, sizeof(*d->part_ev));
 	if (!d->plan || !d->part_ev) {
-		snprintf(err, cap, "out of memory");
+		snprintf(why, whylen, "out of memory");
 		return PS_ENOMEM;
 	}
 	for (uint32_t k = 0; k < t->nparts; k++) {
-		rc = ps_cuda_event_new(&d->part_ev[k], err, cap);
+		rc = ps_cuda_event_new(&d->part_ev[k], why, whylen);
 		if (rc != PS_OK)
 			return rc;
 	}
 	rc = ps_copy_plan(c->node.welcome.placement, c->numbers,
 			  (uint32_t)(t - c->tensors), d->plan);
 	if (rc != PS_OK) {
-		snprintf(err, cap, "copy plan: %s", ps_strerror(rc));
+		snprintf(why, whylen, "copy plan: %s", ps_strerror(rc));
 		free(d->plan);
 		d->plan = NULL;
 	}

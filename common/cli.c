@@ -179,7 +179,7 @@ static int lookup(const ps_cli_info *info, const char *name, size_t len,
 
 /* Pass 1: recognises every argument into args (nargs_p entries). */
 static int scan(int argc, char **argv, const ps_cli_info *info, cli_arg *args,
-                int *nargs_p, char *err, size_t errlen)
+                int *nargs_p, char *why, size_t whylen)
 {
 	int n = 0;
 
@@ -190,7 +190,7 @@ static int scan(int argc, char **argv, const ps_cli_info *info, cli_arg *args,
 
 		if (strcmp(a, "--") == 0) {
 			if (i + 1 < argc) {
-				snprintf(err, errlen,
+				snprintf(why, whylen,
 				         "unexpected argument '%s' (no "
 				         "positional arguments are taken)",
 				         argv[i + 1]);
@@ -200,9 +200,9 @@ static int scan(int argc, char **argv, const ps_cli_info *info, cli_arg *args,
 		}
 		if (strncmp(a, "--", 2) != 0) {
 			if (a[0] == '-' && a[1] != '\0')
-				snprintf(err, errlen, "unknown option '%s'", a);
+				snprintf(why, whylen, "unknown option '%s'", a);
 			else
-				snprintf(err, errlen,
+				snprintf(why, whylen,
 				         "unexpected argument '%s' (no "
 				         "positional arguments are taken)",
 				         a);
@@ -212,7 +212,7 @@ static int scan(int argc, char **argv, const ps_cli_info *info, cli_arg *args,
 		eq = strchr(a, '=');
 		len = eq ? (size_t)(eq - a) : strlen(a);
 		if (lookup(info, a, len, &kind, &argname, &canon) != PS_OK) {
-			snprintf(err, errlen, "unknown option '--%.*s'",
+			snprintf(why, whylen, "unknown option '--%.*s'",
 			         (int)len, a);
 			return PS_EINVAL;
 		}
@@ -221,7 +221,7 @@ static int scan(int argc, char **argv, const ps_cli_info *info, cli_arg *args,
 		args[n].arg = NULL;
 		if (!argname) {
 			if (eq) {
-				snprintf(err, errlen,
+				snprintf(why, whylen,
 				         "option '--%s' takes no argument",
 				         canon);
 				return PS_EINVAL;
@@ -231,7 +231,7 @@ static int scan(int argc, char **argv, const ps_cli_info *info, cli_arg *args,
 		} else if (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0) {
 			args[n].arg = argv[++i];
 		} else {
-			snprintf(err, errlen,
+			snprintf(why, whylen,
 			         "option '--%s' needs an argument (%s)", canon,
 			         argname);
 			return PS_EINVAL;
@@ -244,7 +244,7 @@ static int scan(int argc, char **argv, const ps_cli_info *info, cli_arg *args,
 
 /* Applies the configuration layers in precedence order. */
 static int load(const cli_arg *args, int nargs, int simulated, ps_config *cfg,
-                char *err, size_t errlen)
+                char *why, size_t whylen)
 {
 	const char *path = NULL;
 	int rc;
@@ -254,11 +254,11 @@ static int load(const cli_arg *args, int nargs, int simulated, ps_config *cfg,
 		if (args[i].kind == ARG_CONFIG)
 			path = args[i].arg;
 	if (path) {
-		rc = ps_config_load_file(cfg, path, err, errlen);
+		rc = ps_config_load_file(cfg, path, why, whylen);
 		if (rc != PS_OK)
 			return rc;
 	}
-	rc = ps_config_apply_env(cfg, environ, err, errlen);
+	rc = ps_config_apply_env(cfg, environ, why, whylen);
 	if (rc != PS_OK)
 		return rc;
 	for (int i = 0; i < nargs; i++) {
@@ -269,7 +269,7 @@ static int load(const cli_arg *args, int nargs, int simulated, ps_config *cfg,
 			continue;
 		eq = strchr(args[i].arg, '=');
 		if (!eq || eq == args[i].arg) {
-			snprintf(err, errlen,
+			snprintf(why, whylen,
 			         "--set: '%s' is not of the form "
 			         "section.key=value",
 			         args[i].arg);
@@ -277,14 +277,14 @@ static int load(const cli_arg *args, int nargs, int simulated, ps_config *cfg,
 		}
 		snprintf(key, sizeof(key), "%.*s", (int)(eq - args[i].arg),
 		         args[i].arg);
-		rc = ps_config_set_kv(cfg, key, eq + 1, "--set", err, errlen);
+		rc = ps_config_set_kv(cfg, key, eq + 1, "--set", why, whylen);
 		if (rc != PS_OK)
 			return rc;
 	}
 	ps_config_finalize(cfg);
-	rc = ps_config_validate(cfg, err, errlen);
+	rc = ps_config_validate(cfg, why, whylen);
 	if (rc == PS_OK && !simulated)
-		rc = ps_config_validate_job(cfg, err, errlen);
+		rc = ps_config_validate_job(cfg, why, whylen);
 	return rc;
 }
 

@@ -30,9 +30,9 @@ typedef struct ps_cli_info {
 	const char *summary;       /* one line: what the binary is for */
 	const ps_cli_opt *opts;    /* extra options, terminated by {NULL} */
 	/* Called for each extra option seen (arg NULL for flags). Return PS_OK
-	 * or an error after writing a message into err. */
-	int (*on_opt)(void *ud, const char *name, const char *arg, char *err,
-		      size_t errlen);
+	 * or an error after writing a message into why. */
+	int (*on_opt)(void *ud, const char *name, const char *arg, char *why,
+		      size_t whylen);
 	void *ud;
 	/* The job is simulated, not run (ps-sim): it is not held to a real
 	 * job's limits (ps_config_validate_job). */

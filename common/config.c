@@ -33,6 +33,8 @@
 #include <ini.h>
 
 #include "common/config.h"
+#include "common/errbuf.h"
+#include "common/strbuf.h"
 
 /* Longest string value: "advertise_host = " plus quotes plus STR_MAX must
  * fit in libinih's 200-byte line buffer (199 characters). */
@@ -726,44 +728,6 @@ _Static_assert(NOPTIONS <= sizeof(((ps_config *)0)->user_set),
 
 /* ---- small helpers ---------------------------------------------------- */
 
-static int errf(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int errf(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || errlen == 0)
-		return PS_ECONFIG;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return PS_ECONFIG;
-}
-
-/* Appends to a fixed buffer, silently truncating. */
-typedef struct sbuf {
-	char *p;
-	size_t cap, len;
-} sbuf;
-
-static void sb_add(sbuf *sb, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void sb_add(sbuf *sb, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (sb->len >= sb->cap)
-		return;
-	va_start(ap, fmt);
-	n = vsnprintf(sb->p + sb->len, sb->cap - sb->len, fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		sb->len += (size_t)n;
-}
-
 static void *field(ps_config *cfg, const option *o)
 {
 	return (char *)cfg + o->offset;
@@ -796,47 +760,47 @@ static const option *find_option(const char *section, size_t seclen,
 }
 
 /* "cluster, transport, ..." */
-static void list_sections(sbuf *sb)
+static void list_sections(ps_strbuf *sb)
 {
 	for (size_t i = 0; sections[i]; i++)
-		sb_add(sb, "%s%s", i ? ", " : "", sections[i]);
+		ps_strbuf_addf(sb, "%s%s", i ? ", " : "", sections[i]);
 }
 
-static void list_keys(sbuf *sb, const char *section)
+static void list_keys(ps_strbuf *sb, const char *section)
 {
 	bool first = true;
 
 	for (size_t i = 0; i < NOPTIONS; i++) {
 		if (strcmp(options[i].section, section) != 0)
 			continue;
-		sb_add(sb, "%s%s", first ? "" : ", ", options[i].key);
+		ps_strbuf_addf(sb, "%s%s", first ? "" : ", ", options[i].key);
 		first = false;
 	}
 }
 
-static void list_names(sbuf *sb, const char *const *names)
+static void list_names(ps_strbuf *sb, const char *const *names)
 {
 	for (size_t i = 0; names[i]; i++)
-		sb_add(sb, "%s%s", i ? ", " : "", names[i]);
+		ps_strbuf_addf(sb, "%s%s", i ? ", " : "", names[i]);
 }
 
 /* The error for a section/key pair that names no option. */
 static int unknown_key(const char *origin, const char *section, const char *key,
-                       char *err, size_t errlen)
+                       char *why, size_t whylen)
 {
 	char list[512];
-	sbuf sb = {list, sizeof(list), 0};
+	ps_strbuf sb = ps_strbuf_over(list, sizeof(list));
 
 	list[0] = '\0';
 	if (section_known(section)) {
 		list_keys(&sb, section);
-		return errf(err, errlen,
+		return ps_errf(why, whylen, PS_ECONFIG,
 		            "%s: unknown key '%s.%s'; keys in section '%s': %s",
 		            origin, section, key, section, list);
 	}
 	list_sections(&sb);
-	return errf(
-	    err, errlen,
+	return ps_errf(
+	    why, whylen, PS_ECONFIG,
 	    "%s: unknown key '%s.%s' (section '%s'); known sections: %s",
 	    origin, section, key, section, list);
 }
@@ -912,9 +876,9 @@ static bool has_space_semicolon(const char *s)
  * "ORIGIN: section.key: problem".
  */
 static int set_value(ps_config *cfg, const option *o, const char *value,
-                     const char *origin, char *err, size_t errlen);
-static int fill_preset(ps_config *cfg, int preset, int all, char *err,
-                       size_t errlen);
+                     const char *origin, char *why, size_t whylen);
+static int fill_preset(ps_config *cfg, int preset, int all, char *why,
+                       size_t whylen);
 
 /* The sizes that may be "auto": chosen at the job's start (PS_SIZE_AUTO). */
 static bool size_auto_ok(const option *o)
@@ -934,7 +898,7 @@ static bool size_auto_ok(const option *o)
 
 /* Parses and stores one value (no bookkeeping: see set_value). */
 static int parse_value(ps_config *cfg, const option *o, const char *value,
-                       const char *origin, char *err, size_t errlen)
+                       const char *origin, char *why, size_t whylen)
 {
 	char range[96];
 	char *end;
@@ -949,11 +913,11 @@ static int parse_value(ps_config *cfg, const option *o, const char *value,
 		v = strtoll(value, &end, 10);
 		if (end == value || *end != '\0' ||
 		    isspace((unsigned char)*value))
-			return errf(err, errlen,
+			return ps_errf(why, whylen, PS_ECONFIG,
 			            "%s: %s.%s: '%s' is not an integer", origin,
 			            o->section, o->key, value);
 		if (errno == ERANGE || v < o->imin || v > o->imax)
-			return errf(err, errlen,
+			return ps_errf(why, whylen, PS_ECONFIG,
 			            "%s: %s.%s: '%s' is out of range %s",
 			            origin, o->section, o->key, value, range);
 		if (o->type == OPT_INT)
@@ -969,12 +933,12 @@ static int parse_value(ps_config *cfg, const option *o, const char *value,
 		v = strtod(value, &end);
 		if (end == value || *end != '\0' ||
 		    isspace((unsigned char)*value) || !isfinite(v))
-			return errf(err, errlen,
+			return ps_errf(why, whylen, PS_ECONFIG,
 			            "%s: %s.%s: '%s' is not a number", origin,
 			            o->section, o->key, value);
 		if (v < o->dmin || v > o->dmax ||
 		    (o->dmax_open && v >= o->dmax))
-			return errf(err, errlen,
+			return ps_errf(why, whylen, PS_ECONFIG,
 			            "%s: %s.%s: '%s' is out of range %s",
 			            origin, o->section, o->key, value, range);
 		*(double *)field(cfg, o) = v;
@@ -1020,18 +984,18 @@ static int parse_value(ps_config *cfg, const option *o, const char *value,
 			goto too_big;
 		v *= mult;
 		if (v < o->umin || v > o->umax)
-			return errf(err, errlen,
+			return ps_errf(why, whylen, PS_ECONFIG,
 			            "%s: %s.%s: '%s' is out of range %s",
 			            origin, o->section, o->key, value, range);
 		*(uint64_t *)field(cfg, o) = v;
 		return PS_OK;
 	bad_size:
-		return errf(err, errlen,
+		return ps_errf(why, whylen, PS_ECONFIG,
 		            "%s: %s.%s: '%s' is not a size (bytes: digits with "
 		            "an optional K, M, G or T suffix, e.g. 4M)",
 		            origin, o->section, o->key, value);
 	too_big:
-		return errf(err, errlen,
+		return ps_errf(why, whylen, PS_ECONFIG,
 		            "%s: %s.%s: '%s' is too large (does not fit in 64 "
 		            "bits; allowed %s)",
 		            origin, o->section, o->key, value, range);
@@ -1046,18 +1010,18 @@ static int parse_value(ps_config *cfg, const option *o, const char *value,
 			len -= 2;
 		}
 		if (len > STR_MAX)
-			return errf(err, errlen,
+			return ps_errf(why, whylen, PS_ECONFIG,
 			            "%s: %s.%s: value of %zu characters is too "
 			            "long (at most %d)",
 			            origin, o->section, o->key, len, STR_MAX);
 		for (size_t i = 0; i < len; i++)
 			if (iscntrl((unsigned char)value[i]))
-				return errf(err, errlen,
+				return ps_errf(why, whylen, PS_ECONFIG,
 				            "%s: %s.%s: value contains a "
 				            "control character",
 				            origin, o->section, o->key);
 		if (has_space_semicolon(value))
-			return errf(err, errlen,
+			return ps_errf(why, whylen, PS_ECONFIG,
 			            "%s: %s.%s: value contains a blank before "
 			            "';', which an INI file reads as a comment",
 			            origin, o->section, o->key);
@@ -1067,7 +1031,7 @@ static int parse_value(ps_config *cfg, const option *o, const char *value,
 	}
 	case OPT_ENUM: {
 		char list[256];
-		sbuf sb = {list, sizeof(list), 0};
+		ps_strbuf sb = ps_strbuf_over(list, sizeof(list));
 
 		for (int i = 0; o->names[i]; i++) {
 			if (strcasecmp(o->names[i], value) == 0) {
@@ -1077,11 +1041,11 @@ static int parse_value(ps_config *cfg, const option *o, const char *value,
 		}
 		list[0] = '\0';
 		list_names(&sb, o->names);
-		return errf(err, errlen, "%s: %s.%s: '%s' is not one of: %s",
+		return ps_errf(why, whylen, PS_ECONFIG, "%s: %s.%s: '%s' is not one of: %s",
 		            origin, o->section, o->key, value, list);
 	}
 	}
-	return errf(err, errlen, "%s: %s.%s: unknown option type", origin,
+	return ps_errf(why, whylen, PS_ECONFIG, "%s: %s.%s: unknown option type", origin,
 	            o->section, o->key);
 }
 
@@ -1144,7 +1108,7 @@ static const option *sibling(const option *o, const char *key)
 }
 
 static int set_value(ps_config *cfg, const option *o, const char *value,
-                     const char *origin, char *err, size_t errlen)
+                     const char *origin, char *why, size_t whylen)
 {
 	ps_direction_sched *d;
 	int rc;
@@ -1155,19 +1119,19 @@ static int set_value(ps_config *cfg, const option *o, const char *value,
 		if (strcmp(origin, "default") == 0)
 			return PS_OK; /* its two keys have their own */
 		as.key = o->key; /* errors name the key the user wrote */
-		rc = parse_value(cfg, &as, value, origin, err, errlen);
+		rc = parse_value(cfg, &as, value, origin, why, whylen);
 		if (rc != PS_OK)
 			return rc;
 		for (int i = 0; i < 2; i++) {
 			rc = set_value(cfg, sibling(o, o->both[i]), value,
-			               origin, err, errlen);
+			               origin, why, whylen);
 			if (rc != PS_OK)
 				return rc;
 		}
 		cfg->user_set[o - options] = 1;
 		return PS_OK;
 	}
-	rc = parse_value(cfg, o, value, origin, err, errlen);
+	rc = parse_value(cfg, o, value, origin, why, whylen);
 	if (rc == PS_OK)
 		settle_partition(cfg);
 	if (rc != PS_OK || strcmp(origin, "default") == 0)
@@ -1177,12 +1141,12 @@ static int set_value(ps_config *cfg, const option *o, const char *value,
 		d->credit_bdp = 0;
 	if (o != option_named("scheduling.preset"))
 		return PS_OK;
-	return fill_preset(cfg, cfg->scheduling.preset, 0, err, errlen);
+	return fill_preset(cfg, cfg->scheduling.preset, 0, why, whylen);
 }
 
 /* Sets preset's keys: those the user has not set, or every one (all). */
-static int fill_preset(ps_config *cfg, int preset, int all, char *err,
-                       size_t errlen)
+static int fill_preset(ps_config *cfg, int preset, int all, char *why,
+                       size_t whylen)
 {
 	const struct preset *p = &presets[preset];
 	ps_direction_sched *d;
@@ -1200,7 +1164,7 @@ static int fill_preset(ps_config *cfg, int preset, int all, char *err,
 		}
 		if (d)
 			d->credit_bdp = 0;
-		rc = parse_value(cfg, k, p->v[i], "preset", err, errlen);
+		rc = parse_value(cfg, k, p->v[i], "preset", why, whylen);
 		if (rc != PS_OK)
 			return rc;
 	}
@@ -1208,14 +1172,14 @@ static int fill_preset(ps_config *cfg, int preset, int all, char *err,
 	return PS_OK;
 }
 
-int ps_config_apply_preset(ps_config *cfg, int preset, char *err,
-                           size_t errlen)
+int ps_config_apply_preset(ps_config *cfg, int preset, char *why,
+                           size_t whylen)
 {
 	int rc;
 
 	if (preset < 0 || preset >= PS_PRESET_COUNT)
-		return errf(err, errlen, "no preset %d", preset);
-	rc = fill_preset(cfg, preset, 1, err, errlen);
+		return ps_errf(why, whylen, PS_ECONFIG, "no preset %d", preset);
+	rc = fill_preset(cfg, preset, 1, why, whylen);
 	if (rc != PS_OK)
 		return rc;
 	cfg->scheduling.preset = preset;
@@ -1393,25 +1357,25 @@ void ps_config_defaults(ps_config *cfg)
 }
 
 int ps_config_set_kv(ps_config *cfg, const char *key, const char *value,
-                     const char *origin, char *err, size_t errlen)
+                     const char *origin, char *why, size_t whylen)
 {
 	const char *dot;
 	const option *o;
 
 	if (!cfg || !key || !value)
-		return errf(err, errlen, "%s: missing key or value",
+		return ps_errf(why, whylen, PS_ECONFIG, "%s: missing key or value",
 		            origin ? origin : "set");
 	if (!origin)
 		origin = "set";
 	dot = strchr(key, '.');
 	if (!dot || dot == key || dot[1] == '\0') {
 		char list[256];
-		sbuf sb = {list, sizeof(list), 0};
+		ps_strbuf sb = ps_strbuf_over(list, sizeof(list));
 
 		list[0] = '\0';
 		list_sections(&sb);
-		return errf(
-		    err, errlen,
+		return ps_errf(
+		    why, whylen, PS_ECONFIG,
 		    "%s: '%s' is not of the form section.key (sections: "
 		    "%s)",
 		    origin, key, list);
@@ -1422,27 +1386,27 @@ int ps_config_set_kv(ps_config *cfg, const char *key, const char *value,
 
 		snprintf(section, sizeof(section), "%.*s", (int)(dot - key),
 		         key);
-		return unknown_key(origin, section, dot + 1, err, errlen);
+		return unknown_key(origin, section, dot + 1, why, whylen);
 	}
-	return set_value(cfg, o, value, origin, err, errlen);
+	return set_value(cfg, o, value, origin, why, whylen);
 }
 
 static int set_assignment(ps_config *cfg, const char *assignment,
-                          const char *origin, char *err, size_t errlen)
+                          const char *origin, char *why, size_t whylen)
 {
 	char key[128];
 	const char *eq = assignment ? strchr(assignment, '=') : NULL;
 
 	if (!eq)
-		return errf(err, errlen,
+		return ps_errf(why, whylen, PS_ECONFIG,
 		            "%s: '%s' is not of the form section.key=value",
 		            origin, assignment ? assignment : "");
 	if ((size_t)(eq - assignment) >= sizeof(key))
-		return errf(err, errlen, "%s: key '%.*s...' is too long",
+		return ps_errf(why, whylen, PS_ECONFIG, "%s: key '%.*s...' is too long",
 		            origin, 40, assignment);
 	memcpy(key, assignment, (size_t)(eq - assignment));
 	key[eq - assignment] = '\0';
-	return ps_config_set_kv(cfg, key, eq + 1, origin, err, errlen);
+	return ps_config_set_kv(cfg, key, eq + 1, origin, why, whylen);
 }
 
 /* ---- files ------------------------------------------------------------ */
@@ -1503,7 +1467,7 @@ static int on_ini(void *user, const char *section, const char *name,
 	load_ctx *c = user;
 	char origin[PS_CFG_STR + 32];
 	char list[256];
-	sbuf sb = {list, sizeof(list), 0};
+	ps_strbuf sb = ps_strbuf_over(list, sizeof(list));
 	const option *o;
 	int rc;
 
@@ -1517,7 +1481,7 @@ static int on_ini(void *user, const char *section, const char *name,
 	 * that key's value, handing us the whole line as the value. */
 	if (c->indent > 0 && value == c->inih_buf + c->indent) {
 		c->err_line = c->lineno;
-		errf(c->err, sizeof(c->err),
+		ps_errf(c->err, sizeof(c->err), PS_ECONFIG,
 		     "%s: indented line '%s' would continue the value of "
 		     "'%s.%s'; start keys at column 1 (continuation lines are "
 		     "not supported)",
@@ -1527,7 +1491,7 @@ static int on_ini(void *user, const char *section, const char *name,
 	if (section[0] == '\0') {
 		list_sections(&sb);
 		c->err_line = c->lineno;
-		errf(c->err, sizeof(c->err),
+		ps_errf(c->err, sizeof(c->err), PS_ECONFIG,
 		     "%s: key '%s' is outside any section; put it under a "
 		     "[section] header (known sections: %s)",
 		     origin, name, list);
@@ -1546,30 +1510,30 @@ static int on_ini(void *user, const char *section, const char *name,
 	return 1;
 }
 
-int ps_config_load_file(ps_config *cfg, const char *path, char *err,
-                        size_t errlen)
+int ps_config_load_file(ps_config *cfg, const char *path, char *why,
+                        size_t whylen)
 {
 	load_ctx *c;
 	int ret, rc = PS_OK;
 
 	if (!cfg || !path)
-		return errf(err, errlen, "no configuration file given");
+		return ps_errf(why, whylen, PS_ECONFIG, "no configuration file given");
 	c = calloc(1, sizeof(*c));
 	if (!c) {
-		errf(err, errlen, "%s: out of memory", path);
+		ps_errf(why, whylen, PS_ECONFIG, "%s: out of memory", path);
 		return PS_ENOMEM;
 	}
 	c->cfg = malloc(sizeof(*c->cfg));
 	c->path = path;
 	if (!c->cfg) {
 		rc = PS_ENOMEM;
-		errf(err, errlen, "%s: out of memory", path);
+		ps_errf(why, whylen, PS_ECONFIG, "%s: out of memory", path);
 		goto free_ctx;
 	}
 	*c->cfg = *cfg;
 	c->f = fopen(path, "r");
 	if (!c->f) {
-		errf(err, errlen, "%s: cannot open file: %s", path,
+		ps_errf(why, whylen, PS_ECONFIG, "%s: cannot open file: %s", path,
 		     strerror(errno));
 		rc = PS_ENOENT;
 		goto free_cfg;
@@ -1577,17 +1541,17 @@ int ps_config_load_file(ps_config *cfg, const char *path, char *err,
 	ret = ini_parse_stream(read_line, c, on_ini, c);
 	if (ret == -2) {
 		rc = PS_ENOMEM;
-		errf(err, errlen, "%s: out of memory", path);
+		ps_errf(why, whylen, PS_ECONFIG, "%s: out of memory", path);
 	} else if (ret > 0 && (!c->err_line || ret < c->err_line)) {
-		rc = errf(err, errlen,
+		rc = ps_errf(why, whylen, PS_ECONFIG,
 		          "%s:%d: syntax error: expected '[section]', "
 		          "'key = value' or a comment",
 		          path, ret);
 	} else if (c->err_line) {
-		rc = errf(err, errlen, "%s", c->err);
+		rc = ps_errf(why, whylen, PS_ECONFIG, "%s", c->err);
 	} else if (c->read_error || ret != 0) {
 		rc = PS_EIO;
-		errf(err, errlen, "%s: cannot read file: %s", path,
+		ps_errf(why, whylen, PS_ECONFIG, "%s: cannot read file: %s", path,
 		     strerror(errno ? errno : EIO));
 	} else {
 		*cfg = *c->cfg;
@@ -1614,13 +1578,13 @@ static void env_name(const option *o, char *buf, size_t cap)
 		buf[i] = (char)toupper((unsigned char)buf[i]);
 }
 
-int ps_config_apply_env(ps_config *cfg, char *const *envp, char *err,
-                        size_t errlen)
+int ps_config_apply_env(ps_config *cfg, char *const *envp, char *why,
+                        size_t whylen)
 {
 	ps_config tmp;
 
 	if (!cfg)
-		return errf(err, errlen, "no configuration");
+		return ps_errf(why, whylen, PS_ECONFIG, "no configuration");
 	if (!envp)
 		return PS_OK;
 	tmp = *cfg;
@@ -1643,18 +1607,18 @@ int ps_config_apply_env(ps_config *cfg, char *const *envp, char *err,
 		}
 		if (!o) {
 			char list[256];
-			sbuf sb = {list, sizeof(list), 0};
+			ps_strbuf sb = ps_strbuf_over(list, sizeof(list));
 
 			list[0] = '\0';
 			list_sections(&sb);
-			return errf(err, errlen,
+			return ps_errf(why, whylen, PS_ECONFIG,
 			            "%s: names no configuration key (variables "
 			            "starting with ORDO_ are reserved for "
 			            "ORDO_<SECTION>_<KEY>, e.g. ORDO_TRAIN_LR "
 			            "for train.lr; sections: %s)",
 			            origin, list);
 		}
-		rc = set_value(&tmp, o, eq + 1, origin, err, errlen);
+		rc = set_value(&tmp, o, eq + 1, origin, why, whylen);
 		if (rc != PS_OK)
 			return rc;
 	}
@@ -1666,8 +1630,8 @@ int ps_config_apply_env(ps_config *cfg, char *const *envp, char *err,
 
 /* Checks one field against its table entry (values set directly in the
  * struct skip the parser). */
-static int check_bounds(const ps_config *cfg, const option *o, char *err,
-                        size_t errlen)
+static int check_bounds(const ps_config *cfg, const option *o, char *why,
+                        size_t whylen)
 {
 	char range[96];
 
@@ -1679,7 +1643,7 @@ static int check_bounds(const ps_config *cfg, const option *o, char *err,
 		                ? *(const int *)cfield(cfg, o)
 		                : *(const int64_t *)cfield(cfg, o);
 		if (v < o->imin || v > o->imax)
-			return errf(err, errlen,
+			return ps_errf(why, whylen, PS_ECONFIG,
 			            "%s.%s: %" PRId64 " is out of range %s",
 			            o->section, o->key, v, range);
 		break;
@@ -1688,7 +1652,7 @@ static int check_bounds(const ps_config *cfg, const option *o, char *err,
 		double v = *(const double *)cfield(cfg, o);
 		if (!(v >= o->dmin && v <= o->dmax) ||
 		    (o->dmax_open && v >= o->dmax))
-			return errf(err, errlen, "%s.%s: %g is out of range %s",
+			return ps_errf(why, whylen, PS_ECONFIG, "%s.%s: %g is out of range %s",
 			            o->section, o->key, v, range);
 		break;
 	}
@@ -1697,14 +1661,14 @@ static int check_bounds(const ps_config *cfg, const option *o, char *err,
 		if (v == PS_SIZE_AUTO && size_auto_ok(o))
 			break;
 		if (v < o->umin || v > o->umax)
-			return errf(err, errlen,
+			return ps_errf(why, whylen, PS_ECONFIG,
 			            "%s.%s: %" PRIu64 " is out of range %s",
 			            o->section, o->key, v, range);
 		break;
 	}
 	case OPT_STRING:
 		if (strnlen(cfield(cfg, o), o->fsize) > STR_MAX)
-			return errf(err, errlen,
+			return ps_errf(why, whylen, PS_ECONFIG,
 			            "%s.%s: value is too long (at most %d "
 			            "characters)",
 			            o->section, o->key, STR_MAX);
@@ -1714,7 +1678,7 @@ static int check_bounds(const ps_config *cfg, const option *o, char *err,
 		while (o->names[n])
 			n++;
 		if (v < 0 || v >= n)
-			return errf(err, errlen,
+			return ps_errf(why, whylen, PS_ECONFIG,
 			            "%s.%s: %d is not a valid value",
 			            o->section, o->key, v);
 		break;
@@ -1738,7 +1702,7 @@ uint64_t ps_config_max_message(const ps_config *cfg)
 
 /* What a direction cut into pieces (its partition size below the other's)
  * cannot be combined with. */
-static int check_pieces(const ps_config *cfg, char *err, size_t errlen)
+static int check_pieces(const ps_config *cfg, char *why, size_t whylen)
 {
 	char a[32], b[32];
 
@@ -1754,21 +1718,21 @@ static int check_pieces(const ps_config *cfg, char *err, size_t errlen)
 		ps_config_format_size(cfg->scheduling.partition_size, b,
 		                      sizeof(b));
 		if (strcmp(gate_names[d->gate], "counter") == 0)
-			return errf(err, errlen,
+			return ps_errf(why, whylen, PS_ECONFIG,
 			            "scheduling.%s_gate = counter releases whole "
 			            "partitions, one number each: it needs "
 			            "%s_partition_size (%s) at least "
 			            "%s_partition_size (%s)",
 			            name, name, a, other, b);
 		if (dir == 0 && cfg->train.mode != PS_MODE_SYNC)
-			return errf(err, errlen,
+			return ps_errf(why, whylen, PS_ECONFIG,
 			            "scheduling.push_partition_size (%s) below "
 			            "params_partition_size (%s) pushes each "
 			            "partition in pieces, which a server sums "
 			            "into its round: train.mode = sync only",
 			            a, b);
 		if (dir == 0 && cfg->server.device == PS_DEVICE_CUDA)
-			return errf(err, errlen,
+			return ps_errf(why, whylen, PS_ECONFIG,
 			            "scheduling.push_partition_size (%s) below "
 			            "params_partition_size (%s) pushes each "
 			            "partition in pieces; server.device = cuda "
@@ -1778,60 +1742,60 @@ static int check_pieces(const ps_config *cfg, char *err, size_t errlen)
 	return PS_OK;
 }
 
-int ps_config_validate(const ps_config *cfg, char *err, size_t errlen)
+int ps_config_validate(const ps_config *cfg, char *why, size_t whylen)
 {
 	char a[32], b[32];
 	int rc;
 
 	if (!cfg)
-		return errf(err, errlen, "no configuration");
+		return ps_errf(why, whylen, PS_ECONFIG, "no configuration");
 	for (size_t i = 0; i < NOPTIONS; i++) {
 		if (options[i].both[0])
 			continue; /* no field: its two keys are checked */
-		rc = check_bounds(cfg, &options[i], err, errlen);
+		rc = check_bounds(cfg, &options[i], why, whylen);
 		if (rc != PS_OK)
 			return rc;
 	}
 #ifndef PS_WITH_RDMA
 	if (cfg->transport.type == PS_TRANSPORT_RDMA)
-		return errf(err, errlen,
+		return ps_errf(why, whylen, PS_ECONFIG,
 		            "transport.type: 'rdma' is not in this build "
 		            "(configure with -DPS_WITH_RDMA=ON, which needs "
 		            "rdma-core); allowed: tcp");
 #endif
 #ifndef PS_WITH_CUDA
 	if (cfg->server.device == PS_DEVICE_CUDA)
-		return errf(err, errlen,
+		return ps_errf(why, whylen, PS_ECONFIG,
 		            "server.device = cuda: this build has no CUDA "
 		            "support (configure with -DPS_WITH_CUDA=ON)");
 	if (cfg->worker.gradients == PS_DEVICE_CUDA)
-		return errf(err, errlen,
+		return ps_errf(why, whylen, PS_ECONFIG,
 		            "worker.gradients = cuda: this build has no CUDA "
 		            "support (configure with -DPS_WITH_CUDA=ON)");
 #endif
 	if (cfg->worker.gradients == PS_DEVICE_CUDA &&
 	    cfg->worker.mode != PS_WORKER_REPLAY)
-		return errf(err, errlen,
+		return ps_errf(why, whylen, PS_ECONFIG,
 		            "worker.gradients = cuda: only replaying workers "
 		            "(worker.mode = replay) hold gradients in device "
 		            "memory; a program of your own declares device "
 		            "tensors with ps_client_declare_cuda");
 	if (cfg->security.mode == PS_SECURITY_CURVE &&
 	    cfg->transport.type != PS_TRANSPORT_TCP)
-		return errf(err, errlen,
+		return ps_errf(why, whylen, PS_ECONFIG,
 		            "security.mode = curve: only the tcp transport has "
 		            "CURVE (transport.type = %s)",
 		            cfg->transport.type == PS_TRANSPORT_RDMA ? "rdma"
 		                                                     : "?");
 	if (cfg->transport.max_message &&
 	    cfg->transport.max_message < (1u << 20))
-		return errf(err, errlen,
+		return ps_errf(why, whylen, PS_ECONFIG,
 		            "transport.max_message = %llu: below 1 MiB, a "
 		            "registration or WELCOME may not fit (0 = auto)",
 		            (unsigned long long)cfg->transport.max_message);
 	if ((int64_t)cfg->cluster.heartbeat_timeout_ms <=
 	    2 * (int64_t)cfg->cluster.heartbeat_interval_ms)
-		return errf(err, errlen,
+		return ps_errf(why, whylen, PS_ECONFIG,
 		            "cluster.heartbeat_timeout_ms (%d) must be greater "
 		            "than 2 * cluster.heartbeat_interval_ms (2 * %d = "
 		            "%d)",
@@ -1845,7 +1809,7 @@ int ps_config_validate(const ps_config *cfg, char *err, size_t errlen)
 		if (d->partition_size != PS_SIZE_AUTO &&
 		    d->partition_size % 4 != 0) {
 			ps_config_format_size(d->partition_size, a, sizeof(a));
-			return errf(err, errlen,
+			return ps_errf(why, whylen, PS_ECONFIG,
 			            "scheduling.%s_partition_size (%s) must be a "
 			            "multiple of 4 bytes (whole float32 elements)",
 			            name, a);
@@ -1856,7 +1820,7 @@ int ps_config_validate(const ps_config *cfg, char *err, size_t errlen)
 			continue;
 		ps_config_format_size(d->credit_size, a, sizeof(a));
 		ps_config_format_size(d->partition_size, b, sizeof(b));
-		return errf(err, errlen,
+		return ps_errf(why, whylen, PS_ECONFIG,
 		            "scheduling.%s_credit_size (%s) must be 0 "
 		            "(unlimited) or at least scheduling.%s_partition_size "
 		            "(%s)",
@@ -1864,46 +1828,46 @@ int ps_config_validate(const ps_config *cfg, char *err, size_t errlen)
 	}
 	if ((cfg->scheduling.push.partition_size == PS_SIZE_AUTO) !=
 	    (cfg->scheduling.params.partition_size == PS_SIZE_AUTO))
-		return errf(err, errlen,
+		return ps_errf(why, whylen, PS_ECONFIG,
 		            "scheduling.push_partition_size and "
 		            "params_partition_size are chosen together: auto "
 		            "for one needs auto for the other "
 		            "(scheduling.partition_size = auto sets both)");
-	rc = check_pieces(cfg, err, errlen);
+	rc = check_pieces(cfg, why, whylen);
 	if (rc != PS_OK)
 		return rc;
 	if (cfg->scheduling.placement == PS_PLACE_MXNET &&
 	    cfg->scheduling.fusion)
-		return errf(err, errlen,
+		return ps_errf(why, whylen, PS_ECONFIG,
 		            "scheduling.placement = mxnet places every tensor "
 		            "by itself, as MXNet's KVStore does: it needs "
 		            "scheduling.fusion = off");
 	if (cfg->scheduling.params_barrier && cfg->train.mode != PS_MODE_SYNC)
-		return errf(err, errlen,
+		return ps_errf(why, whylen, PS_ECONFIG,
 		            "scheduling.params_barrier = on needs train.mode = "
 		            "sync (the barrier waits for an iteration's "
 		            "updates; asynchronous training has no iteration "
 		            "to wait for)");
 	if (cfg->worker.mode == PS_WORKER_REPLAY && !cfg->model.file[0])
-		return errf(err, errlen,
+		return ps_errf(why, whylen, PS_ECONFIG,
 		            "worker.mode = replay needs model.file (a model "
 		            "file such as conf/models/vgg16.json)");
 	if (cfg->worker.mode == PS_WORKER_REPLAY &&
 	    cfg->train.mode != PS_MODE_SYNC)
-		return errf(err, errlen,
+		return ps_errf(why, whylen, PS_ECONFIG,
 		            "worker.mode = replay needs train.mode = sync");
 	if (cfg->checkpoint.every > 0 && !cfg->checkpoint.dir[0])
-		return errf(err, errlen,
+		return ps_errf(why, whylen, PS_ECONFIG,
 		            "checkpoint.every = %d needs checkpoint.dir (where "
 		            "to write them)",
 		            cfg->checkpoint.every);
 	if (strcmp(cfg->checkpoint.resume, "latest") == 0 &&
 	    !cfg->checkpoint.dir[0])
-		return errf(err, errlen,
+		return ps_errf(why, whylen, PS_ECONFIG,
 		            "checkpoint.resume = latest needs checkpoint.dir "
 		            "(where to look for the latest checkpoint)");
 	if (cfg->fault.restarts > 0 && !cfg->checkpoint.dir[0])
-		return errf(err, errlen,
+		return ps_errf(why, whylen, PS_ECONFIG,
 		            "fault.restarts = %d needs checkpoint.dir (a "
 		            "restart resumes from the latest checkpoint there)",
 		            cfg->fault.restarts);
@@ -1914,23 +1878,23 @@ int ps_config_validate(const ps_config *cfg, char *err, size_t errlen)
 		                           : cfg->tune.credit_min, a, sizeof(a));
 		ps_config_format_size(part ? cfg->tune.partition_max
 		                           : cfg->tune.credit_max, b, sizeof(b));
-		return errf(err, errlen, "tune.%s_min (%s) is larger than "
+		return ps_errf(why, whylen, PS_ECONFIG, "tune.%s_min (%s) is larger than "
 		            "tune.%s_max (%s)", part ? "partition" : "credit",
 		            a, part ? "partition" : "credit", b);
 	}
 	if (cfg->tune.credit_max < cfg->tune.partition_max) {
 		ps_config_format_size(cfg->tune.credit_max, a, sizeof(a));
 		ps_config_format_size(cfg->tune.partition_max, b, sizeof(b));
-		return errf(err, errlen, "tune.credit_max (%s) must be at least "
+		return ps_errf(why, whylen, PS_ECONFIG, "tune.credit_max (%s) must be at least "
 		            "tune.partition_max (%s): a credit is never below "
 		            "the partition size", a, b);
 	}
 	if (cfg->tune.partition_min % 4 != 0 ||
 	    cfg->tune.partition_max % 4 != 0)
-		return errf(err, errlen, "tune.partition_min and "
+		return ps_errf(why, whylen, PS_ECONFIG, "tune.partition_min and "
 		            "tune.partition_max must be multiples of 4 bytes");
 	if (cfg->train.batch > cfg->model.samples_per_worker)
-		return errf(err, errlen,
+		return ps_errf(why, whylen, PS_ECONFIG,
 		            "train.batch (%d) must be at most "
 		            "model.samples_per_worker (%d)",
 		            cfg->train.batch, cfg->model.samples_per_worker);
@@ -2092,12 +2056,12 @@ const char *ps_config_enum_name(const char *key, int value)
 
 /* ---- public API (include/ordo/ordo.h) ---------------------------------- */
 
-int ps_config_validate_job(const ps_config *cfg, char *err, size_t errlen)
+int ps_config_validate_job(const ps_config *cfg, char *why, size_t whylen)
 {
 	long long nodes = 1LL + cfg->cluster.servers + cfg->cluster.workers;
 
 	if (nodes > PS_JOB_MAX_NODES)
-		return errf(err, errlen,
+		return ps_errf(why, whylen, PS_ECONFIG,
 		            "cluster.workers (%d) + cluster.servers (%d) + the "
 		            "scheduler = %lld nodes: a job runs at most %d "
 		            "(ps-sim can simulate it)",
@@ -2120,17 +2084,17 @@ int ps_config_new(ps_config **cfg_p)
 	return PS_OK;
 }
 
-int ps_config_load(ps_config *cfg, const char *path, char *err, size_t errlen)
+int ps_config_load(ps_config *cfg, const char *path, char *why, size_t whylen)
 {
-	return ps_config_load_file(cfg, path, err, errlen);
+	return ps_config_load_file(cfg, path, why, whylen);
 }
 
-int ps_config_set(ps_config *cfg, const char *assignment, char *err,
-                  size_t errlen)
+int ps_config_set(ps_config *cfg, const char *assignment, char *why,
+                  size_t whylen)
 {
 	if (!cfg)
-		return errf(err, errlen, "set: no configuration");
-	return set_assignment(cfg, assignment, "set", err, errlen);
+		return ps_errf(why, whylen, PS_ECONFIG, "set: no configuration");
+	return set_assignment(cfg, assignment, "set", why, whylen);
 }
 
 int ps_config_user_set(const ps_config *cfg, const char *key)

@@ -235,22 +235,22 @@ int ps_config_user_set(const ps_config *cfg, const char *key);
 
 /*
  * Loads an INI file over cfg. On error returns PS_ECONFIG (PS_ENOENT if the
- * file cannot be opened) and writes "FILE:LINE: message" into err.
+ * file cannot be opened) and writes "FILE:LINE: message" into why.
  */
-int ps_config_load_file(ps_config *cfg, const char *path, char *err,
-			size_t errlen);
+int ps_config_load_file(ps_config *cfg, const char *path, char *why,
+			size_t whylen);
 
 /*
  * Applies ORDO_<SECTION>_<KEY> variables from envp (NULL-terminated, like
  * `environ`). Variables starting with ORDO_ that name no key are errors.
  */
-int ps_config_apply_env(ps_config *cfg, char *const *envp, char *err,
-			size_t errlen);
+int ps_config_apply_env(ps_config *cfg, char *const *envp, char *why,
+			size_t whylen);
 
 /* Sets one option from "section.key" and a value string; origin names where
  * it came from for error messages ("--set", "conf/x.ini:3"). */
 int ps_config_set_kv(ps_config *cfg, const char *key, const char *value,
-		     const char *origin, char *err, size_t errlen);
+		     const char *origin, char *why, size_t whylen);
 
 /* The largest message (one frame: a header or a payload) a node accepts
  * from the network: transport.max_message, or when that is 0 (auto) the
@@ -260,7 +260,7 @@ int ps_config_set_kv(ps_config *cfg, const char *key, const char *value,
 uint64_t ps_config_max_message(const ps_config *cfg);
 
 /* Cross-field checks (timeouts vs intervals, credit vs partition...). */
-int ps_config_validate(const ps_config *cfg, char *err, size_t errlen);
+int ps_config_validate(const ps_config *cfg, char *why, size_t whylen);
 
 /* The most nodes a real job has: the scheduler, its servers and its
  * workers (the scheduler's WELCOME lists every one; proto/wire.h's
@@ -272,7 +272,7 @@ int ps_config_validate(const ps_config *cfg, char *err, size_t errlen);
  * keys allow more: ps-sim simulates up to 8192 workers with any number of
  * servers, and does not ask this). PS_ECONFIG with a message naming the
  * keys. */
-int ps_config_validate_job(const ps_config *cfg, char *err, size_t errlen);
+int ps_config_validate_job(const ps_config *cfg, char *why, size_t whylen);
 
 /* Settles what depends on several keys, once every layer is applied: a
  * preset's credit window from the bandwidth-delay product
@@ -294,8 +294,8 @@ uint64_t ps_config_pieces_size(const ps_config *cfg, int params);
 /* Sets every key of a preset (even those set by the user) and finalizes:
  * the configuration a preset runs with, for comparing presets on one job
  * (sim/auto_sizes.h). */
-int ps_config_apply_preset(ps_config *cfg, int preset, char *err,
-			   size_t errlen);
+int ps_config_apply_preset(ps_config *cfg, int preset, char *why,
+			   size_t whylen);
 /* Whether a preset leaves a size to be chosen at the start (auto). */
 int ps_config_preset_has_auto(int preset);
 

@@ -6,13 +6,13 @@
 
 #include "common/errbuf.h"
 
-int ps_errf(char *err, size_t cap, int rc, const char *fmt, ...)
+int ps_errf(char *why, size_t whylen, int rc, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (err && cap) {
+	if (why && whylen) {
 		va_start(ap, fmt);
-		vsnprintf(err, cap, fmt, ap);
+		vsnprintf(why, whylen, fmt, ap);
 		va_end(ap);
 	}
 	return rc;

@@ -16,7 +16,7 @@ static double gib(size_t bytes)
 	return (double)bytes / (1024.0 * 1024.0 * 1024.0);
 }
 
-int ps_cuda_open(int index, ps_cuda_info *info, char *err, size_t cap)
+int ps_cuda_open(int index, ps_cuda_info *info, char *why, size_t whylen)
 {
 	int count = 0;
 	cudaError_t e = cudaGetDeviceCount(&count);
@@ -26,18 +26,18 @@ int ps_cuda_open(int index, ps_cuda_info *info, char *err, size_t cap)
 			int rt = 0;
 			(void)cudaRuntimeGetVersion(&rt);
 			return ps_errf(
-			    err, cap, PS_ENOTSUP,
+			    why, whylen, PS_ENOTSUP,
 			    "no CUDA device: cudaGetDeviceCount: %s (no "
 			    "NVIDIA driver loaded, or one older than this "
 			    "CUDA %d.%d runtime)",
 			    cudaGetErrorString(e), rt / 1000, rt % 1000 / 10);
 		}
-		return ps_errf(err, cap, PS_ENOTSUP,
+		return ps_errf(why, whylen, PS_ENOTSUP,
 		               "no CUDA device: cudaGetDeviceCount: %s",
 		               cudaGetErrorString(e));
 	}
 	if (count <= 0)
-		return ps_errf(err, cap, PS_ENOTSUP,
+		return ps_errf(why, whylen, PS_ENOTSUP,
 		               "no CUDA device: cudaGetDeviceCount: 0 devices");
 	if (index < 0 || index >= count) {
 		char list[1024] = "";
@@ -56,7 +56,7 @@ int ps_cuda_open(int index, ps_cuda_info *info, char *err, size_t cap)
 		}
 		(void)cudaGetLastError();
 		return ps_errf(
-		    err, cap, PS_EINVAL,
+		    why, whylen, PS_EINVAL,
 		    "server.cuda_device = %d, but this machine has %d "
 		    "CUDA device(s): %s",
 		    index, count, list);
@@ -70,7 +70,7 @@ int ps_cuda_open(int index, ps_cuda_info *info, char *err, size_t cap)
 		e = cudaMemGetInfo(&free_b, &total_b);
 	if (e != cudaSuccess) {
 		(void)cudaGetLastError();
-		return ps_errf(err, cap, PS_EIO, "CUDA device %d: %s", index,
+		return ps_errf(why, whylen, PS_EIO, "CUDA device %d: %s", index,
 		               cudaGetErrorString(e));
 	}
 	if (info) {
@@ -86,11 +86,11 @@ int ps_cuda_open(int index, ps_cuda_info *info, char *err, size_t cap)
 	return PS_OK;
 }
 
-int ps_cuda_alloc(void **ptr, size_t bytes, const char *what, char *err,
-		  size_t cap)
+int ps_cuda_alloc(void **ptr, size_t bytes, const char *what, char *why,
+		  size_t whylen)
 {
 	if (!ptr)
-		return ps_errf(err, cap, PS_EINVAL,
+		return ps_errf(why, whylen, PS_EINVAL,
 		               "ps_cuda_alloc: no pointer");
 	*ptr = NULL;
 	cudaError_t e = cudaMalloc(ptr, bytes);
@@ -109,14 +109,14 @@ int ps_cuda_alloc(void **ptr, size_t bytes, const char *what, char *err,
 	(void)cudaGetLastError();
 	if (e == cudaErrorMemoryAllocation)
 		return ps_errf(
-		    err, cap, PS_ENOMEM,
+		    why, whylen, PS_ENOMEM,
 		    "cudaMalloc of %zu bytes (%.2f GiB, %s) on CUDA "
 		    "device %d (%s): out of memory; the device has %zu "
 		    "bytes (%.2f GiB) free of %zu (%.2f GiB)",
 		    bytes, gib(bytes), what ? what : "buffer", dev, name,
 		    free_b, gib(free_b), total_b, gib(total_b));
 	return ps_errf(
-	    err, cap, PS_EIO,
+	    why, whylen, PS_EIO,
 	    "cudaMalloc of %zu bytes (%s) on CUDA device %d (%s): %s", bytes,
 	    what ? what : "buffer", dev, name, cudaGetErrorString(e));
 }
@@ -127,12 +127,12 @@ void ps_cuda_free(void *ptr)
 		(void)cudaFree(ptr);
 }
 
-int ps_cuda_sync(void *stream, char *err, size_t cap)
+int ps_cuda_sync(void *stream, char *why, size_t whylen)
 {
 	cudaError_t e = cudaStreamSynchronize((cudaStream_t)stream);
 	if (e == cudaSuccess)
 		return PS_OK;
 	(void)cudaGetLastError();
-	return ps_errf(err, cap, PS_EIO, "CUDA stream: %s",
+	return ps_errf(why, whylen, PS_EIO, "CUDA stream: %s",
 	               cudaGetErrorString(e));
 }

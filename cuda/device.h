@@ -28,20 +28,20 @@ typedef struct ps_cuda_info {
 /* Makes device `index` current (server.cuda_device) and fills info (may be
  * NULL). PS_ENOTSUP when the machine has no usable CUDA device or driver,
  * PS_EINVAL for an index it does not have, PS_EIO for another failure. */
-int ps_cuda_open(int index, ps_cuda_info *info, char *err, size_t cap);
+int ps_cuda_open(int index, ps_cuda_info *info, char *why, size_t whylen);
 
 /* cudaMalloc of `bytes` on the current device; `what` names the buffer in
  * the error. PS_ENOMEM when the device has not the memory (the error gives
  * the bytes asked and the device's free and total memory), PS_EIO for
  * another failure. */
-int ps_cuda_alloc(void **ptr, size_t bytes, const char *what, char *err,
-		  size_t cap);
+int ps_cuda_alloc(void **ptr, size_t bytes, const char *what, char *why,
+		  size_t whylen);
 
 /* cudaFree (NULL: nothing). */
 void ps_cuda_free(void *ptr);
 
 /* Waits for everything enqueued on stream (a cudaStream_t; NULL: the
- * default stream); PS_EIO with the CUDA error in err. */
-int ps_cuda_sync(void *stream, char *err, size_t cap);
+ * default stream); PS_EIO with the CUDA error in why. */
+int ps_cuda_sync(void *stream, char *why, size_t whylen);
 
 #endif /* ORDO_CUDA_DEVICE_H */

@@ -25,8 +25,8 @@
 
 /* The driver's entry point `sym` with the ABI of CUDA version `ver`:
  * PS_OK, or PS_ENOTSUP with why. */
-static int entry(const char *sym, unsigned ver, void **fn, char *err,
-		 size_t cap)
+static int entry(const char *sym, unsigned ver, void **fn, char *why,
+		 size_t whylen)
 {
 	enum cudaDriverEntryPointQueryResult st = cudaDriverEntryPointSuccess;
 	cudaError_t e = cudaGetDriverEntryPointByVersion(sym, fn, ver,
@@ -38,12 +38,12 @@ static int entry(const char *sym, unsigned ver, void **fn, char *err,
 	(void)cudaGetLastError();
 	*fn = NULL;
 	if (e != cudaSuccess)
-		return ps_errf(err, cap, PS_ENOTSUP,
+		return ps_errf(why, whylen, PS_ENOTSUP,
 		               "no dma-buf of device memory: the CUDA driver's "
 		               "%s cannot be had: %s (no NVIDIA driver, or one "
 		               "older than this program's CUDA runtime)",
 		               sym, cudaGetErrorString(e));
-	return ps_errf(err, cap, PS_ENOTSUP,
+	return ps_errf(why, whylen, PS_ENOTSUP,
 	               "no dma-buf of device memory: the NVIDIA driver has no "
 	               "%s of CUDA %u.%u (%s)",
 	               sym, ver / 1000, ver % 1000 / 10,
@@ -67,7 +67,7 @@ static const char *cu_err(PFN_cuGetErrorString_v6000 str, CUresult r,
 }
 
 int ps_cuda_dmabuf_fd(const void *dev_ptr, size_t len, int *fd,
-		      uint64_t *offset, char *err, size_t cap)
+		      uint64_t *offset, char *why, size_t whylen)
 {
 	PFN_cuGetErrorString_v6000 get_error = NULL;
 	PFN_cuDeviceGet_v2000 device_get = NULL;
@@ -85,7 +85,7 @@ int ps_cuda_dmabuf_fd(const void *dev_ptr, size_t len, int *fd,
 	CUresult r;
 
 	if (!dev_ptr || len == 0 || !fd || !offset)
-		return ps_errf(err, cap, PS_EINVAL,
+		return ps_errf(why, whylen, PS_EINVAL,
 		               "ps_cuda_dmabuf_fd: invalid argument (%zu bytes "
 		               "at %p)",
 		               len, dev_ptr);
@@ -95,20 +95,20 @@ int ps_cuda_dmabuf_fd(const void *dev_ptr, size_t len, int *fd,
 	if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver) {
 		(void)cudaGetLastError();
 		return ps_errf(
-		    err, cap, PS_ENOTSUP,
+		    why, whylen, PS_ENOTSUP,
 		    "no dma-buf of %p: no usable CUDA driver or device "
 		    "(%s)",
 		    dev_ptr, cudaGetErrorString(e));
 	}
 	if (e != cudaSuccess) {
 		(void)cudaGetLastError();
-		return ps_errf(err, cap, PS_EINVAL,
+		return ps_errf(why, whylen, PS_EINVAL,
 		               "no dma-buf of %p: it is not CUDA memory (%s)",
 		               dev_ptr, cudaGetErrorString(e));
 	}
 	if (a.type != cudaMemoryTypeDevice)
 		return ps_errf(
-		    err, cap, PS_EINVAL,
+		    why, whylen, PS_EINVAL,
 		    "no dma-buf of %p: it is %s memory; only device "
 		    "memory (cudaMalloc) is exported as a dma-buf here",
 		    dev_ptr,
@@ -116,16 +116,16 @@ int ps_cuda_dmabuf_fd(const void *dev_ptr, size_t len, int *fd,
 		    : a.type == cudaMemoryTypeHost  ? "pinned host"
 		                                    : "host");
 
-	if ((rc = entry("cuGetErrorString", 6000, (void **)&get_error, err,
-			cap)) != PS_OK ||
-	    (rc = entry("cuDeviceGet", 2000, (void **)&device_get, err,
-			cap)) != PS_OK ||
+	if ((rc = entry("cuGetErrorString", 6000, (void **)&get_error, why,
+			whylen)) != PS_OK ||
+	    (rc = entry("cuDeviceGet", 2000, (void **)&device_get, why,
+			whylen)) != PS_OK ||
 	    (rc = entry("cuDeviceGetAttribute", 2000, (void **)&device_attr,
-			err, cap)) != PS_OK ||
+			why, whylen)) != PS_OK ||
 	    (rc = entry("cuPointerGetAttribute", 4000, (void **)&ptr_attr,
-			err, cap)) != PS_OK ||
+			why, whylen)) != PS_OK ||
 	    (rc = entry("cuMemGetHandleForAddressRange", 11070,
-			(void **)&get_handle, err, cap)) != PS_OK)
+			(void **)&get_handle, why, whylen)) != PS_OK)
 		return rc;
 
 	/* the driver calls below act in the current context: dev_ptr's
@@ -137,7 +137,7 @@ int ps_cuda_dmabuf_fd(const void *dev_ptr, size_t len, int *fd,
 	e = cudaSetDevice(a.device);
 	if (e != cudaSuccess) {
 		(void)cudaGetLastError();
-		rc = ps_errf(err, cap, PS_EIO,
+		rc = ps_errf(why, whylen, PS_EIO,
 		             "no dma-buf of %p: cudaSetDevice(%d): %s", dev_ptr,
 		             a.device, cudaGetErrorString(e));
 		goto restore;
@@ -147,7 +147,7 @@ int ps_cuda_dmabuf_fd(const void *dev_ptr, size_t len, int *fd,
 		r = device_attr(&ok, CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED,
 				cudev);
 	if (r != CUDA_SUCCESS) {
-		rc = ps_errf(err, cap, PS_EIO,
+		rc = ps_errf(why, whylen, PS_EIO,
 		             "no dma-buf of %p: CU_DEVICE_ATTRIBUTE_DMA_BUF_"
 		             "SUPPORTED of CUDA device %d: %s",
 		             dev_ptr, a.device,
@@ -156,7 +156,7 @@ int ps_cuda_dmabuf_fd(const void *dev_ptr, size_t len, int *fd,
 	}
 	if (!ok) {
 		rc = ps_errf(
-		    err, cap, PS_ENOTSUP,
+		    why, whylen, PS_ENOTSUP,
 		    "CUDA device %d cannot export its memory as a "
 		    "dma-buf (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED is "
 		    "0: that needs NVIDIA's open GPU kernel modules and "
@@ -172,14 +172,14 @@ int ps_cuda_dmabuf_fd(const void *dev_ptr, size_t len, int *fd,
 	if (r == CUDA_SUCCESS)
 		r = ptr_attr(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, p);
 	if (r != CUDA_SUCCESS) {
-		rc = ps_errf(err, cap, PS_EIO,
+		rc = ps_errf(why, whylen, PS_EIO,
 		             "no dma-buf of %p: the allocation holding it: "
 		             "cuPointerGetAttribute: %s",
 		             dev_ptr, cu_err(get_error, r, msg, sizeof(msg)));
 		goto restore;
 	}
 	if (p - base > size || len > size - (p - base)) {
-		rc = ps_errf(err, cap, PS_EINVAL,
+		rc = ps_errf(why, whylen, PS_EINVAL,
 		             "no dma-buf of %zu bytes at %p: they run past the "
 		             "end of its allocation (%zu bytes at 0x%llx)",
 		             len, dev_ptr, size, (unsigned long long)base);
@@ -191,7 +191,7 @@ int ps_cuda_dmabuf_fd(const void *dev_ptr, size_t len, int *fd,
 	end = (p + len + page - 1) & ~(page - 1);
 	if (start < base || end > base + size) {
 		rc = ps_errf(
-		    err, cap, PS_EINVAL,
+		    why, whylen, PS_EINVAL,
 		    "no dma-buf of %zu bytes at %p: the driver exports "
 		    "whole host pages (%llu bytes), and [0x%llx, 0x%llx) "
 		    "leaves the allocation of %zu bytes at 0x%llx: "
@@ -206,7 +206,7 @@ int ps_cuda_dmabuf_fd(const void *dev_ptr, size_t len, int *fd,
 		       CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
 	if (r != CUDA_SUCCESS || dfd < 0) {
 		rc = ps_errf(
-		    err, cap,
+		    why, whylen,
 		    r == CUDA_ERROR_NOT_SUPPORTED ? PS_ENOTSUP : PS_EIO,
 		    "no dma-buf of %zu bytes at %p on CUDA device %d: "
 		    "cuMemGetHandleForAddressRange: %s",
@@ -224,7 +224,7 @@ restore:
 	return rc;
 }
 
-int ps_cuda_peermem_loaded(char *why, size_t cap)
+int ps_cuda_peermem_loaded(char *why, size_t whylen)
 {
 	static const char *const mods[] = {"nvidia_peermem", "nv_peer_mem"};
 	char path[64];
@@ -232,7 +232,7 @@ int ps_cuda_peermem_loaded(char *why, size_t cap)
 	for (size_t i = 0; i < sizeof(mods) / sizeof(mods[0]); i++) {
 		snprintf(path, sizeof(path), "/sys/module/%s", mods[i]);
 		if (access(path, F_OK) == 0) {
-			ps_errf(why, cap, 1,
+			ps_errf(why, whylen, 1,
 			        "the %s module is loaded (%s): ibv_reg_mr "
 			        "accepts device pointers",
 			        mods[i], path);
@@ -240,7 +240,7 @@ int ps_cuda_peermem_loaded(char *why, size_t cap)
 		}
 	}
 	ps_errf(
-	    why, cap, 0,
+	    why, whylen, 0,
 	    "nvidia-peermem is not loaded (neither /sys/module/nvidia_peermem "
 	    "nor /sys/module/nv_peer_mem): ibv_reg_mr cannot register device "
 	    "pointers (`modprobe nvidia-peermem` where the NVIDIA driver "

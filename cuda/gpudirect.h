@@ -45,13 +45,13 @@
  * memory (host, pinned host or managed memory) or [dev_ptr, dev_ptr + len)
  * leaves its allocation; PS_EIO for another CUDA error. */
 int ps_cuda_dmabuf_fd(const void *dev_ptr, size_t len, int *fd,
-		      uint64_t *offset, char *err, size_t cap);
+		      uint64_t *offset, char *why, size_t whylen);
 
 /* 1 when the nvidia-peermem module (/sys/module/nvidia_peermem) or its
  * older form nv_peer_mem (/sys/module/nv_peer_mem) is loaded, so that
  * ibv_reg_mr accepts device pointers; 0 when neither is. why (NULL: not
  * wanted) says which module was found, or that none was and what that
  * means. Needs no driver: it only looks at /sys. */
-int ps_cuda_peermem_loaded(char *why, size_t cap);
+int ps_cuda_peermem_loaded(char *why, size_t whylen);
 
 #endif /* ORDO_CUDA_GPUDIRECT_H */

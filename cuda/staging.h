@@ -23,33 +23,33 @@ void ps_cuda_set(int device);
  * with the client's wording for an index the machine lacks): PS_ENOTSUP
  * (no device or driver), PS_EINVAL (no such device), PS_EIO. Leaves
  * `device` current. */
-int ps_cuda_client_open(int device, const char *what, char *err,
-			size_t cap);
+int ps_cuda_client_open(int device, const char *what, char *why,
+			size_t whylen);
 
 /* PS_OK when ptr is device (or managed) memory of `device`; PS_EINVAL
  * otherwise (host memory, another device, not CUDA memory). */
 int ps_cuda_check_device_ptr(const void *ptr, int device, const char *what,
-			     char *err, size_t cap);
+			     char *why, size_t whylen);
 
 /* cudaHostAlloc (pinned, portable); PS_ENOMEM with the bytes asked. */
 int ps_cuda_host_alloc(void **ptr, size_t bytes, const char *what,
-		       char *err, size_t cap);
+		       char *why, size_t whylen);
 void ps_cuda_host_free(void *ptr);
 
 /* A non-blocking stream of the current device (it does not synchronise
  * with the legacy default stream). */
-int ps_cuda_stream_new(void **stream, char *err, size_t cap);
+int ps_cuda_stream_new(void **stream, char *why, size_t whylen);
 void ps_cuda_stream_free(void *stream);
 /* An event without timing. */
-int ps_cuda_event_new(void **event, char *err, size_t cap);
+int ps_cuda_event_new(void **event, char *why, size_t whylen);
 void ps_cuda_event_free(void *event);
 
 /* cudaEventRecord(event, stream). */
-int ps_cuda_record(void *event, void *stream, char *err, size_t cap);
+int ps_cuda_record(void *event, void *stream, char *why, size_t whylen);
 /* `stream` waits for the work enqueued on `other` so far: event is
  * recorded on other and stream waits on it (cudaStreamWaitEvent). */
-int ps_cuda_stream_after(void *stream, void *other, void *event, char *err,
-			 size_t cap);
+int ps_cuda_stream_after(void *stream, void *other, void *event, char *why,
+			 size_t whylen);
 /* Which way a copy goes. */
 typedef enum ps_cuda_dir {
 	PS_CUDA_H2D, /* host to device */
@@ -59,13 +59,13 @@ typedef enum ps_cuda_dir {
 
 /* cudaMemcpyAsync on stream; with done, it is recorded after the copy. */
 int ps_cuda_copy_async(void *dst, const void *src, size_t bytes,
-		       ps_cuda_dir dir, void *stream, void *done, char *err,
-		       size_t cap);
+		       ps_cuda_dir dir, void *stream, void *done, char *why,
+		       size_t whylen);
 /* cudaMemcpy (synchronous). */
 int ps_cuda_copy(void *dst, const void *src, size_t bytes, ps_cuda_dir dir,
-		 char *err, size_t cap);
+		 char *why, size_t whylen);
 /* Blocks until the work recorded in event is done (an event never
  * recorded: at once). */
-int ps_cuda_event_sync(void *event, char *err, size_t cap);
+int ps_cuda_event_sync(void *event, char *why, size_t whylen);
 
 #endif /* ORDO_CUDA_STAGING_H */

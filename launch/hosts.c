@@ -18,13 +18,13 @@
 #define SLOTS_MAX 4096
 
 int ps_resolve_ipv4(const char *host, char *addr, size_t cap, char *why,
-		    size_t whycap)
+		    size_t whylen)
 {
 	struct addrinfo hints = {.ai_family = AF_INET}, *res = NULL;
 	int rc = getaddrinfo(host, NULL, &hints, &res);
 
 	if (rc != 0 || !res) {
-		snprintf(why, whycap, "%s", rc ? gai_strerror(rc) : "no address");
+		snprintf(why, whylen, "%s", rc ? gai_strerror(rc) : "no address");
 		return PS_ENOENT;
 	}
 	const struct sockaddr_in *sin = (const void *)res->ai_addr;
@@ -35,14 +35,14 @@ int ps_resolve_ipv4(const char *host, char *addr, size_t cap, char *why,
 
 /* The host part of "[user@]host" resolved to IPv4. */
 static int resolve(const char *dest, char *addr, size_t cap, char *why,
-		   size_t whycap)
+		   size_t whylen)
 {
 	const char *host = strrchr(dest, '@');
 	char gai[96];
 
 	host = host ? host + 1 : dest;
 	if (ps_resolve_ipv4(host, addr, cap, gai, sizeof(gai)) != PS_OK) {
-		snprintf(why, whycap, "cannot resolve '%.200s' to an IPv4 "
+		snprintf(why, whylen, "cannot resolve '%.200s' to an IPv4 "
 			 "address here (%s); give it as addr=A.B.C.D", host,
 			 gai);
 		return PS_ENOENT;
@@ -51,7 +51,7 @@ static int resolve(const char *dest, char *addr, size_t cap, char *why,
 }
 
 /* One field after the destination: slots=N or addr=A. */
-static int parse_field(ps_host *h, const char *f, char *why, size_t whycap)
+static int parse_field(ps_host *h, const char *f, char *why, size_t whylen)
 {
 	if (strncmp(f, "slots=", 6) == 0) {
 		char *end;
@@ -59,7 +59,7 @@ static int parse_field(ps_host *h, const char *f, char *why, size_t whycap)
 		errno = 0;
 		v = strtol(f + 6, &end, 10);
 		if (errno || end == f + 6 || *end || v < 1 || v > SLOTS_MAX) {
-			snprintf(why, whycap, "slots = '%s' is not a number "
+			snprintf(why, whylen, "slots = '%s' is not a number "
 				 "in [1, %d]", f + 6, SLOTS_MAX);
 			return PS_EINVAL;
 		}
@@ -69,54 +69,54 @@ static int parse_field(ps_host *h, const char *f, char *why, size_t whycap)
 	if (strncmp(f, "addr=", 5) == 0) {
 		struct in_addr a;
 		if (inet_pton(AF_INET, f + 5, &a) != 1) {
-			snprintf(why, whycap, "addr = '%s' is not an IPv4 "
+			snprintf(why, whylen, "addr = '%s' is not an IPv4 "
 				 "address", f + 5);
 			return PS_EINVAL;
 		}
 		snprintf(h->addr, sizeof(h->addr), "%s", f + 5);
 		return PS_OK;
 	}
-	snprintf(why, whycap, "unknown field '%s' (a line is: HOST "
+	snprintf(why, whylen, "unknown field '%s' (a line is: HOST "
 		 "[slots=N] [addr=A.B.C.D])", f);
 	return PS_EINVAL;
 }
 
 /* One non-empty line (comment stripped) into h. */
-static int parse_line(char *line, ps_host *h, char *why, size_t whycap)
+static int parse_line(char *line, ps_host *h, char *why, size_t whylen)
 {
 	char *save = NULL, *tok = strtok_r(line, " \t\r", &save);
 
 	if (strlen(tok) >= sizeof(h->dest) || tok[0] == '-') {
-		snprintf(why, whycap, "'%.40s' is not a host", tok);
+		snprintf(why, whylen, "'%.40s' is not a host", tok);
 		return PS_EINVAL;
 	}
 	snprintf(h->dest, sizeof(h->dest), "%s", tok);
 	h->slots = 1;
 	h->addr[0] = '\0';
 	while ((tok = strtok_r(NULL, " \t\r", &save)))
-		if (parse_field(h, tok, why, whycap) != PS_OK)
+		if (parse_field(h, tok, why, whylen) != PS_OK)
 			return PS_EINVAL;
 	if (!h->addr[0])
-		return resolve(h->dest, h->addr, sizeof(h->addr), why, whycap);
+		return resolve(h->dest, h->addr, sizeof(h->addr), why, whylen);
 	return PS_OK;
 }
 
-int ps_hosts_load(const char *path, ps_host **hosts, int *n, char *err,
-		  size_t cap)
+int ps_hosts_load(const char *path, ps_host **hosts, int *n, char *why,
+		  size_t whylen)
 {
 	FILE *f = fopen(path, "r");
 	ps_host *v = NULL;
 	int count = 0, alloc = 0, lineno = 0, rc = PS_OK;
-	char line[1024], why[512];
+	char line[1024], reason[512];
 
 	if (!f) {
-		snprintf(err, cap, "--hosts %s: %s", path, strerror(errno));
+		snprintf(why, whylen, "--hosts %s: %s", path, strerror(errno));
 		return errno == ENOENT ? PS_ENOENT : PS_EIO;
 	}
 	while (rc == PS_OK && fgets(line, sizeof(line), f)) {
 		lineno++;
 		if (!strchr(line, '\n') && !feof(f)) {
-			snprintf(err, cap, "%s:%d: line longer than %zu "
+			snprintf(why, whylen, "%s:%d: line longer than %zu "
 				 "characters", path, lineno, sizeof(line) - 2);
 			rc = PS_EINVAL;
 			break;
@@ -129,20 +129,20 @@ int ps_hosts_load(const char *path, ps_host **hosts, int *n, char *err,
 			ps_host *nv = realloc(v, (size_t)alloc * sizeof(*v));
 			if (!nv) {
 				rc = PS_ENOMEM;
-				snprintf(err, cap, "out of memory");
+				snprintf(why, whylen, "out of memory");
 				break;
 			}
 			v = nv;
 		}
-		rc = parse_line(line, &v[count], why, sizeof(why));
+		rc = parse_line(line, &v[count], reason, sizeof(reason));
 		if (rc != PS_OK)
-			snprintf(err, cap, "%s:%d: %s", path, lineno, why);
+			snprintf(why, whylen, "%s:%d: %s", path, lineno, reason);
 		v[count].line = lineno;
 		count++;
 	}
 	fclose(f);
 	if (rc == PS_OK && count == 0) {
-		snprintf(err, cap, "--hosts %s: no hosts in the file", path);
+		snprintf(why, whylen, "--hosts %s: no hosts in the file", path);
 		rc = PS_EINVAL;
 	}
 	if (rc != PS_OK) {

@@ -35,10 +35,10 @@ typedef struct ps_host {
 } ps_host;
 
 /* Reads and resolves the host file. *hosts is malloc'd (free it); at
- * least one host. On failure PS_EINVAL/PS_ENOENT/PS_EIO and err names the
+ * least one host. On failure PS_EINVAL/PS_ENOENT/PS_EIO and why names the
  * file, the line and the problem. */
-int ps_hosts_load(const char *path, ps_host **hosts, int *n, char *err,
-		  size_t cap);
+int ps_hosts_load(const char *path, ps_host **hosts, int *n, char *why,
+		  size_t whylen);
 
 /* The first IPv4 address of host, resolved here, into addr; PS_ENOENT
  * with the resolver's reason in why. */

@@ -641,13 +641,13 @@ static int start_scheduler(launch *l, const ps_config *cfg,
 }
 
 /* --ssh COMMAND into words (split at spaces: no quoting). */
-static int split_ssh(launch *l, const char *cmd, char *err, size_t errlen)
+static int split_ssh(launch *l, const char *cmd, char *why, size_t whylen)
 {
 	int n = 0;
 	char *save = NULL;
 
 	if (strlen(cmd) >= sizeof(l->ssh_buf)) {
-		snprintf(err, errlen, "--ssh: the command is longer than %zu "
+		snprintf(why, whylen, "--ssh: the command is longer than %zu "
 			 "characters", sizeof(l->ssh_buf) - 1);
 		return PS_EINVAL;
 	}
@@ -655,7 +655,7 @@ static int split_ssh(launch *l, const char *cmd, char *err, size_t errlen)
 	for (char *w = strtok_r(l->ssh_buf, " \t", &save); w;
 	     w = strtok_r(NULL, " \t", &save)) {
 		if (n == SSH_WORDS_MAX) {
-			snprintf(err, errlen, "--ssh: more than %d words",
+			snprintf(why, whylen, "--ssh: more than %d words",
 				 SSH_WORDS_MAX);
 			return PS_EINVAL;
 		}
@@ -663,14 +663,14 @@ static int split_ssh(launch *l, const char *cmd, char *err, size_t errlen)
 	}
 	l->ssh_words[n] = NULL;
 	if (n == 0) {
-		snprintf(err, errlen, "--ssh needs a command");
+		snprintf(why, whylen, "--ssh needs a command");
 		return PS_EINVAL;
 	}
 	return PS_OK;
 }
 
-static int on_opt(void *ud, const char *name, const char *arg, char *err,
-		  size_t errlen)
+static int on_opt(void *ud, const char *name, const char *arg, char *why,
+		  size_t whylen)
 {
 	launch *l = ud;
 
@@ -679,11 +679,11 @@ static int on_opt(void *ud, const char *name, const char *arg, char *err,
 		return PS_OK;
 	}
 	if (!arg || !*arg) {
-		snprintf(err, errlen, "--%s needs an argument", name);
+		snprintf(why, whylen, "--%s needs an argument", name);
 		return PS_EINVAL;
 	}
 	if (strcmp(name, "worker") == 0 && l->prog_args) {
-		snprintf(err, errlen, "--worker and -- PROGRAM both name the "
+		snprintf(why, whylen, "--worker and -- PROGRAM both name the "
 			 "workers' program: give one");
 		return PS_EINVAL;
 	}
@@ -697,7 +697,7 @@ static int on_opt(void *ud, const char *name, const char *arg, char *err,
 			    (size_t)snprintf(l->worker_path,
 					     sizeof(l->worker_path), "%s/%s",
 					     cwd, arg) >= sizeof(l->worker_path)) {
-				snprintf(err, errlen, "--worker %s: the path is "
+				snprintf(why, whylen, "--worker %s: the path is "
 					 "too long", arg);
 				return PS_EINVAL;
 			}
@@ -709,22 +709,22 @@ static int on_opt(void *ud, const char *name, const char *arg, char *err,
 	else if (strcmp(name, "hosts") == 0)
 		l->hosts_file = arg;
 	else if (strcmp(name, "ssh") == 0)
-		return split_ssh(l, arg, err, errlen);
+		return split_ssh(l, arg, why, whylen);
 	else if (strcmp(name, "env") == 0) {
 		size_t n = strspn(arg, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 				       "abcdefghijklmnopqrstuvwxyz0123456789_");
 		if (arg[n] || (arg[0] >= '0' && arg[0] <= '9')) {
-			snprintf(err, errlen, "--env %s: not a variable name",
+			snprintf(why, whylen, "--env %s: not a variable name",
 				 arg);
 			return PS_EINVAL;
 		}
 		if (!getenv(arg)) {
-			snprintf(err, errlen, "--env %s: %s is not set here",
+			snprintf(why, whylen, "--env %s: %s is not set here",
 				 arg, arg);
 			return PS_EINVAL;
 		}
 		if (l->nenv == ENV_NAMES_MAX) {
-			snprintf(err, errlen, "--env: at most %d variables",
+			snprintf(why, whylen, "--env: at most %d variables",
 				 ENV_NAMES_MAX);
 			return PS_EINVAL;
 		}

@@ -38,7 +38,7 @@ static int parse_count(const char *s, int *out)
 	return PS_OK;
 }
 
-int ps_rank_from_env(ps_getenv_fn env, ps_rank *out, char *err, size_t cap)
+int ps_rank_from_env(ps_getenv_fn env, ps_rank *out, char *why, size_t whylen)
 {
 	for (size_t i = 0; i < sizeof(launchers) / sizeof(launchers[0]); i++) {
 		const char *r = env(launchers[i].rank);
@@ -48,30 +48,30 @@ int ps_rank_from_env(ps_getenv_fn env, ps_rank *out, char *err, size_t cap)
 		out->rank_var = launchers[i].rank;
 		out->size_var = launchers[i].size;
 		if (!r || !s) {
-			snprintf(err, cap, "%s is set but %s is not",
+			snprintf(why, whylen, "%s is set but %s is not",
 				 r ? launchers[i].rank : launchers[i].size,
 				 r ? launchers[i].size : launchers[i].rank);
 			return PS_EINVAL;
 		}
 		if (parse_count(r, &out->rank) != PS_OK) {
-			snprintf(err, cap, "%s = '%s' is not a rank",
+			snprintf(why, whylen, "%s = '%s' is not a rank",
 				 launchers[i].rank, r);
 			return PS_EINVAL;
 		}
 		if (parse_count(s, &out->size) != PS_OK || out->size < 1) {
-			snprintf(err, cap, "%s = '%s' is not a number of "
+			snprintf(why, whylen, "%s = '%s' is not a number of "
 				 "processes", launchers[i].size, s);
 			return PS_EINVAL;
 		}
 		if (out->rank >= out->size) {
-			snprintf(err, cap, "%s = %d is not below %s = %d",
+			snprintf(why, whylen, "%s = %d is not below %s = %d",
 				 launchers[i].rank, out->rank,
 				 launchers[i].size, out->size);
 			return PS_EINVAL;
 		}
 		return PS_OK;
 	}
-	snprintf(err, cap, "no rank in the environment: --rank is for "
+	snprintf(why, whylen, "no rank in the environment: --rank is for "
 		 "processes started by srun (SLURM_PROCID, SLURM_NTASKS), "
 		 "Open MPI's mpirun (OMPI_COMM_WORLD_RANK, "
 		 "OMPI_COMM_WORLD_SIZE), a PMI launcher (PMI_RANK, "

@@ -33,9 +33,9 @@ typedef struct ps_rank {
  * OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE (Open MPI's mpirun),
  * PMI_RANK/PMI_SIZE (MPICH's hydra, Intel MPI, other PMI launchers).
  * PS_ENOENT when none is there, PS_EINVAL for a value that is not a rank
- * (or a rank not below the size); err says which variable and why.
+ * (or a rank not below the size); why says which variable and why.
  */
-int ps_rank_from_env(ps_getenv_fn env, ps_rank *out, char *err, size_t cap);
+int ps_rank_from_env(ps_getenv_fn env, ps_rank *out, char *why, size_t whylen);
 
 /* The role of rank (0 <= rank < 1 + servers + workers: PS_ROLE_SCHEDULER,
  * _SERVER or _WORKER) and its index among its kind. PS_EINVAL for a rank

@@ -1163,23 +1163,23 @@ static int json_failure(loader *L, const json_error_t *je)
 }
 
 int ps_dag_load(const char *path, double compute_scale, ps_dag **dag_p,
-                char *err, size_t errlen)
+                char *why, size_t whylen)
 {
-	loader L = {.file = path, .err = err, .errlen = errlen};
+	loader L = {.file = path, .err = why, .errlen = whylen};
 	json_t *root, *tensors, *ops;
 	json_error_t je;
 	int rc;
 
-	if (err && errlen)
-		err[0] = '\0';
+	if (why && whylen)
+		why[0] = '\0';
 	if (!path || !dag_p) {
-		if (err && errlen)
-			snprintf(err, errlen, "ps_dag_load: no file");
+		if (why && whylen)
+			snprintf(why, whylen, "ps_dag_load: no file");
 		return PS_EINVAL;
 	}
 	if (!isfinite(compute_scale) || compute_scale <= 0) {
-		if (err && errlen)
-			snprintf(err, errlen,
+		if (why && whylen)
+			snprintf(why, whylen,
 			         "%s: compute_scale %g: must be a finite "
 			         "number > 0",
 			         path, compute_scale);
@@ -1208,8 +1208,8 @@ int ps_dag_load(const char *path, double compute_scale, ps_dag **dag_p,
 		rc = check_ops(&L, ops, compute_scale);
 	json_decref(root);
 	if (rc) {
-		if (rc == PS_ENOMEM && err && errlen)
-			snprintf(err, errlen, "%s: out of memory", path);
+		if (rc == PS_ENOMEM && why && whylen)
+			snprintf(why, whylen, "%s: out of memory", path);
 		dag_destroy(L.g);
 		return rc;
 	}

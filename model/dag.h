@@ -62,9 +62,9 @@ typedef struct ps_dag {
 
 /* Loads and checks a model file; compute_scale (> 0) multiplies every op
  * time. On error returns PS_ENOENT (cannot open), PS_EINVAL (anything
- * else) with "FILE: $.path: message" in err. */
+ * else) with "FILE: $.path: message" in why. */
 int ps_dag_load(const char *path, double compute_scale, ps_dag **dag_p,
-		char *err, size_t errlen);
+		char *why, size_t whylen);
 void ps_dag_free(ps_dag **dag_p);
 
 int64_t ps_dag_find_tensor(const ps_dag *d, const char *name);

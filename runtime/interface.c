@@ -11,8 +11,8 @@
 #include "ordo/error.h"
 #include "runtime/interface.h"
 
-int ps_interface_ipv4(const char *name, char *addr, size_t cap, char *err,
-		      size_t errlen)
+int ps_interface_ipv4(const char *name, char *addr, size_t cap, char *why,
+		      size_t whylen)
 {
 	struct ifaddrs *all = NULL;
 	char list[1024] = "";
@@ -20,7 +20,7 @@ int ps_interface_ipv4(const char *name, char *addr, size_t cap, char *err,
 	int found = 0, exists = 0;
 
 	if (getifaddrs(&all) != 0) {
-		snprintf(err, errlen, "cluster.interface = %s: cannot list "
+		snprintf(why, whylen, "cluster.interface = %s: cannot list "
 			 "the network interfaces: %s", name, strerror(errno));
 		return PS_EIO;
 	}
@@ -48,7 +48,7 @@ int ps_interface_ipv4(const char *name, char *addr, size_t cap, char *err,
 	freeifaddrs(all);
 	if (found)
 		return PS_OK;
-	snprintf(err, errlen,
+	snprintf(why, whylen,
 		 "cluster.interface = %s: %s; interfaces with an IPv4 "
 		 "address here: %s",
 		 name,

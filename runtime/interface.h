@@ -12,9 +12,9 @@
 #include <stddef.h>
 
 /* The first IPv4 address of interface name into addr ("a.b.c.d"). On
- * failure PS_ENOENT, and err says why and lists every interface with an
+ * failure PS_ENOENT, and why says why and lists every interface with an
  * IPv4 address ("eth0 10.0.0.5, lo 127.0.0.1"). */
-int ps_interface_ipv4(const char *name, char *addr, size_t cap, char *err,
-		      size_t errlen);
+int ps_interface_ipv4(const char *name, char *addr, size_t cap, char *why,
+		      size_t whylen);
 
 #endif /* ORDO_RUNTIME_INTERFACE_H */

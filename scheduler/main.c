@@ -9,8 +9,8 @@
 #include "runtime/signals.h"
 #include "scheduler/scheduler.h"
 
-static int on_opt(void *ud, const char *name, const char *arg, char *err,
-		  size_t errlen)
+static int on_opt(void *ud, const char *name, const char *arg, char *why,
+		  size_t whylen)
 {
 	int *ready_fd = ud;
 	char *end;
@@ -20,7 +20,7 @@ static int on_opt(void *ud, const char *name, const char *arg, char *err,
 		return PS_EINVAL;
 	v = strtol(arg, &end, 10);
 	if (*arg == '\0' || *end != '\0' || v < 0 || v > 65535) {
-		snprintf(err, errlen, "--ready-fd: '%s' is not a file "
+		snprintf(why, whylen, "--ready-fd: '%s' is not a file "
 			 "descriptor number", arg);
 		return PS_EINVAL;
 	}

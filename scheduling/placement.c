@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "common/config.h"
+#include "common/errbuf.h"
 #include "common/log.h"
 #include "scheduling/placement.h"
 
@@ -426,19 +427,6 @@ ps_segment ps_placement_segment(const ps_placement *p, uint32_t t, uint32_t k)
 
 /* ---- rebuilding a received placement ------------------------------------ */
 
-__attribute__((format(printf, 3, 4))) static int
-reject(char *why, size_t whylen, const char *fmt, ...)
-{
-	if (why && whylen > 0) {
-		va_list ap;
-
-		va_start(ap, fmt);
-		vsnprintf(why, whylen, fmt, ap);
-		va_end(ap);
-	}
-	return PS_EPROTO;
-}
-
 /* A fused part i, met when tensor t is next with `covered` elements of it
  * already covered: it must start tensor t and hold whole tensors, each
  * smaller than a partition, that fit in one together. */
@@ -450,20 +438,20 @@ static int check_fused(const ps_tensor_desc *tensors, uint32_t n,
 	uint64_t per_part = partition_size / PS_ELEM_SIZE, sum = 0;
 
 	if (q->tensor != t || covered != 0 || q->index != 0 || q->offset != 0)
-		return reject(why, whylen,
+		return ps_errf(why, whylen, PS_EPROTO,
 		              "placement: fused part %u must start tensor %u "
 		              "at offset 0 (it says tensor %u, index %u, "
 		              "offset %llu)",
 		              i, t, q->tensor, q->index,
 		              (unsigned long long)q->offset);
 	if (q->ntensors > n - t)
-		return reject(why, whylen,
+		return ps_errf(why, whylen, PS_EPROTO,
 		              "placement: fused part %u holds %u tensors from "
 		              "tensor %u, but there are only %u",
 		              i, q->ntensors, t, n);
 	for (uint32_t u = t; u < t + q->ntensors; u++) {
 		if (tensors[u].numel >= per_part)
-			return reject(why, whylen,
+			return ps_errf(why, whylen, PS_EPROTO,
 			              "placement: fused part %u holds tensor %u "
 			              "(%s), which is not smaller than a "
 			              "partition",
@@ -471,7 +459,7 @@ static int check_fused(const ps_tensor_desc *tensors, uint32_t n,
 		sum += tensors[u].numel;
 	}
 	if (sum != q->numel || sum > per_part)
-		return reject(why, whylen,
+		return ps_errf(why, whylen, PS_EPROTO,
 		              "placement: fused part %u has %llu elements; "
 		              "its tensors hold %llu (at most %llu fit)",
 		              i, (unsigned long long)q->numel,
@@ -492,16 +480,16 @@ int ps_placement_from_parts(const ps_tensor_desc *tensors, uint32_t n,
 	if (!p_p)
 		return PS_EINVAL;
 	if (n == 0 || n > PS_MAX_TENSORS)
-		return reject(why, whylen, "placement: %u tensors (need 1..%u)",
+		return ps_errf(why, whylen, PS_EPROTO, "placement: %u tensors (need 1..%u)",
 		              n, PS_MAX_TENSORS);
 	if (nparts > PS_MAX_PARTS)
-		return reject(why, whylen, "placement: %u partitions (max %u)",
+		return ps_errf(why, whylen, PS_EPROTO, "placement: %u partitions (max %u)",
 		              nparts, PS_MAX_PARTS);
 	if (servers == 0 || servers > PS_MAX_SERVERS)
-		return reject(why, whylen, "placement: %u servers (need 1..%u)",
+		return ps_errf(why, whylen, PS_EPROTO, "placement: %u servers (need 1..%u)",
 		              servers, PS_MAX_SERVERS);
 	if (partition_size < PS_ELEM_SIZE)
-		return reject(why, whylen,
+		return ps_errf(why, whylen, PS_EPROTO,
 		              "placement: partition size %llu bytes is "
 		              "smaller than one element",
 		              (unsigned long long)partition_size);
@@ -511,18 +499,18 @@ int ps_placement_from_parts(const ps_tensor_desc *tensors, uint32_t n,
 		uint64_t numel = tensors[i].numel;
 
 		if (!memchr(tensors[i].name, '\0', PS_NAME_MAX))
-			return reject(why, whylen,
+			return ps_errf(why, whylen, PS_EPROTO,
 			              "placement: tensor %u: name is not "
 			              "NUL-terminated",
 			              i);
 		if (numel == 0 || numel > UINT64_MAX / PS_ELEM_SIZE)
-			return reject(why, whylen,
+			return ps_errf(why, whylen, PS_EPROTO,
 			              "placement: tensor %u (%s): %llu "
 			              "elements",
 			              i, tensors[i].name,
 			              (unsigned long long)numel);
 		if (numel * PS_ELEM_SIZE > UINT64_MAX - total)
-			return reject(why, whylen,
+			return ps_errf(why, whylen, PS_EPROTO,
 			              "placement: total size overflows");
 		total += numel * PS_ELEM_SIZE;
 	}
@@ -533,15 +521,15 @@ int ps_placement_from_parts(const ps_tensor_desc *tensors, uint32_t n,
 		const ps_partition *q = &parts[i];
 
 		if (t >= n)
-			return reject(why, whylen,
+			return ps_errf(why, whylen, PS_EPROTO,
 			              "placement: part %u: every tensor is "
 			              "already covered (%u extra parts)",
 			              i, nparts - i);
 		if (q->ntensors == 0)
-			return reject(why, whylen,
+			return ps_errf(why, whylen, PS_EPROTO,
 			              "placement: part %u holds 0 tensors", i);
 		if (q->server >= servers)
-			return reject(why, whylen,
+			return ps_errf(why, whylen, PS_EPROTO,
 			              "placement: part %u is on server %u, "
 			              "but there are %u servers",
 			              i, q->server, servers);
@@ -554,7 +542,7 @@ int ps_placement_from_parts(const ps_tensor_desc *tensors, uint32_t n,
 			continue;
 		}
 		if (q->tensor != t)
-			return reject(why, whylen,
+			return ps_errf(why, whylen, PS_EPROTO,
 			              "placement: part %u belongs to tensor "
 			              "%u, expected tensor %u (parts out of "
 			              "order, or tensor %u not covered: %llu "
@@ -563,34 +551,34 @@ int ps_placement_from_parts(const ps_tensor_desc *tensors, uint32_t n,
 			              (unsigned long long)covered,
 			              (unsigned long long)tensors[t].numel);
 		if (q->index != idx)
-			return reject(why, whylen,
+			return ps_errf(why, whylen, PS_EPROTO,
 			              "placement: part %u (tensor %u) has "
 			              "index %u, expected %u",
 			              i, t, q->index, idx);
 		if (q->offset < covered)
-			return reject(why, whylen,
+			return ps_errf(why, whylen, PS_EPROTO,
 			              "placement: part %u (tensor %u) at "
 			              "offset %llu overlaps the previous part "
 			              "(which ends at %llu)",
 			              i, t, (unsigned long long)q->offset,
 			              (unsigned long long)covered);
 		if (q->offset > covered)
-			return reject(why, whylen,
+			return ps_errf(why, whylen, PS_EPROTO,
 			              "placement: part %u (tensor %u) at "
 			              "offset %llu leaves a gap (previous "
 			              "part ends at %llu)",
 			              i, t, (unsigned long long)q->offset,
 			              (unsigned long long)covered);
 		if (q->numel == 0 || q->numel > tensors[t].numel - covered)
-			return reject(
-			    why, whylen,
+			return ps_errf(
+			    why, whylen, PS_EPROTO,
 			    "placement: part %u (tensor %u) has "
 			    "%llu elements, %llu remain in the "
 			    "tensor",
 			    i, t, (unsigned long long)q->numel,
 			    (unsigned long long)(tensors[t].numel - covered));
 		if (q->numel > partition_size / PS_ELEM_SIZE)
-			return reject(why, whylen,
+			return ps_errf(why, whylen, PS_EPROTO,
 			              "placement: part %u (tensor %u) has "
 			              "%llu elements, more than a partition "
 			              "of %llu bytes holds",
@@ -605,14 +593,14 @@ int ps_placement_from_parts(const ps_tensor_desc *tensors, uint32_t n,
 		}
 	}
 	if (t < n)
-		return reject(why, whylen,
+		return ps_errf(why, whylen, PS_EPROTO,
 		              "placement: tensor %u (%s) is not covered: %llu "
 		              "of %llu elements",
 		              t, tensors[t].name, (unsigned long long)covered,
 		              (unsigned long long)tensors[t].numel);
 
 	if (placement_alloc(n, nparts, servers, &p) != PS_OK) {
-		reject(why, whylen, "placement: out of memory");
+		ps_errf(why, whylen, PS_EPROTO, "placement: out of memory");
 		return PS_ENOMEM;
 	}
 	memcpy(p->tensors, tensors, (size_t)n * sizeof(*tensors));

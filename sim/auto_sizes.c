@@ -45,10 +45,10 @@ static void sim_cluster(const ps_config *cfg, uint32_t *w_p, uint32_t *s_p)
 	*s_p = s;
 }
 
-/* ps-sim's steady-state iteration time of k (us), or -1 with err. */
+/* ps-sim's steady-state iteration time of k (us), or -1 with why. */
 static double simulate(ps_config k, const ps_dag *dag,
 		       const ps_link_model *lm, uint32_t w, uint32_t s,
-		       char *err, size_t errlen)
+		       char *why, size_t whylen)
 {
 	ps_sim_result r;
 	double us;
@@ -57,7 +57,7 @@ static double simulate(ps_config k, const ps_dag *dag,
 	k.train.iterations = AUTO_ITERATIONS;
 	k.cluster.workers = (int)w;
 	k.cluster.servers = (int)s;
-	if (ps_sim_run(&k, dag, lm, &r, err, errlen) != PS_OK)
+	if (ps_sim_run(&k, dag, lm, &r, why, whylen) != PS_OK)
 		return -1.0;
 	us = r.iteration_us;
 	ps_sim_result_free(&r);
@@ -104,7 +104,7 @@ static void runner_up(const ps_config *cfg, const ps_dag *dag,
 
 int ps_auto_sizes_choose(ps_config *cfg, const ps_dag *dag,
 			 const ps_link_model *lm, ps_auto_choice *c,
-			 char *err, size_t errlen)
+			 char *why, size_t whylen)
 {
 	const uint64_t part = cfg->scheduling.partition_size;
 	const uint64_t up = cfg->scheduling.push.credit_size;
@@ -138,8 +138,8 @@ int ps_auto_sizes_choose(ps_config *cfg, const ps_dag *dag,
 			p_lo *= 2;
 		p_hi = PS_AUTO_PARTITION_MAX;
 	}
-	if (err && errlen)
-		err[0] = '\0';
+	if (why && whylen)
+		why[0] = '\0';
 	for (uint64_t p = p_lo; p <= p_hi; p *= 2) {
 		if (!fits(up, p) || !fits(down, p))
 			continue;
@@ -163,7 +163,7 @@ int ps_auto_sizes_choose(ps_config *cfg, const ps_dag *dag,
 			k.scheduling.params.credit_size =
 			    credit_for(down, pd, m);
 			ps_config_finalize(&k);
-			us = simulate(k, dag, lm, w, s, err, errlen);
+			us = simulate(k, dag, lm, w, s, why, whylen);
 			c->candidates++;
 			if (us > 0.0 && (best_us < 0.0 || us < best_us)) {
 				best_us = us;
@@ -174,8 +174,8 @@ int ps_auto_sizes_choose(ps_config *cfg, const ps_dag *dag,
 			break;
 	}
 	if (best_us < 0.0) {
-		if (err && errlen && !err[0])
-			snprintf(err, errlen,
+		if (why && whylen && !why[0])
+			snprintf(why, whylen,
 				 "no partition of %lluK to %lluM fits under "
 				 "the fixed credit",
 				 (unsigned long long)(p_lo >> 10),

@@ -79,11 +79,11 @@ int ps_auto_sizes_wanted(const ps_config *cfg);
  * model.compute_scale) on lm, and writes them into cfg (finalized: a
  * preset's bandwidth-delay credit follows the chosen partition). A config
  * without auto sizes is left as it is (c->chosen = 0). Errors: PS_EINVAL /
- * PS_ENOMEM with a reason in err (no candidate could be simulated).
+ * PS_ENOMEM with a reason in why (no candidate could be simulated).
  */
 int ps_auto_sizes_choose(ps_config *cfg, const ps_dag *dag,
 			 const ps_link_model *lm, ps_auto_choice *c,
-			 char *err, size_t errlen);
+			 char *why, size_t whylen);
 
 /* The stated fallback without timings, for a model of model_bytes (the
  * declared tensors): AUTO_FALLBACK_PARTITION, halved (down to

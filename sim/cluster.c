@@ -745,7 +745,7 @@ static void params_acked(sim *s, uint32_t srv, uint32_t w, uint32_t part,
 /* One direction's gate numbers per partition: the scheduler's order
  * (metrics.bandwidth_gbps oracle, no a), renumbered for its gate. */
 static int direction_numbers(sim *s, const ps_direction_sched *dir,
-			     uint32_t **numbers_p, char *err, size_t errlen)
+			     uint32_t **numbers_p, char *why, size_t whylen)
 {
 	uint32_t *prio = NULL;
 	int rc;
@@ -763,7 +763,7 @@ static int direction_numbers(sim *s, const ps_direction_sched *dir,
 				      &oracle, prio);
 		if (rc != PS_OK) {
 			free(prio);
-			snprintf(err, errlen, "cannot compute order %s: %s",
+			snprintf(why, whylen, "cannot compute order %s: %s",
 				 ps_order_name((ps_order_kind)dir->order),
 				 ps_strerror(rc));
 			return rc;
@@ -774,12 +774,12 @@ static int direction_numbers(sim *s, const ps_direction_sched *dir,
 					numbers_p);
 	free(prio);
 	if (rc != PS_OK)
-		snprintf(err, errlen, "cannot number the partitions: %s",
+		snprintf(why, whylen, "cannot number the partitions: %s",
 			 ps_strerror(rc));
 	return rc;
 }
 
-static int setup(sim *s, char *err, size_t errlen)
+static int setup(sim *s, char *why, size_t whylen)
 {
 	const ps_config *cfg = s->cfg;
 	const ps_dag *d = s->dag;
@@ -802,13 +802,13 @@ static int setup(sim *s, char *err, size_t errlen)
 				  cfg->scheduling.placement, &s->pl);
 	free(descs);
 	if (rc != PS_OK) {
-		snprintf(err, errlen, "cannot place %s's %u tensors on %u "
+		snprintf(why, whylen, "cannot place %s's %u tensors on %u "
 			 "servers: %s", d->name, T, s->S, ps_strerror(rc));
 		return rc;
 	}
 	P = s->pl->num_parts;
-	rc = direction_numbers(s, &cfg->scheduling.params, &s->number, err,
-			       errlen);
+	rc = direction_numbers(s, &cfg->scheduling.params, &s->number, why,
+			       whylen);
 	if (rc != PS_OK)
 		return rc;
 	if (cfg->scheduling.push.order == cfg->scheduling.params.order &&
@@ -820,7 +820,7 @@ static int setup(sim *s, char *err, size_t errlen)
 		memcpy(s->push_number, s->number, P * sizeof(uint32_t));
 	} else {
 		rc = direction_numbers(s, &cfg->scheduling.push,
-				       &s->push_number, err, errlen);
+				       &s->push_number, why, whylen);
 		if (rc != PS_OK)
 			return rc;
 	}
@@ -907,25 +907,25 @@ static int setup(sim *s, char *err, size_t errlen)
 	}
 	s->fair = cfg->link.sharing == PS_SHARING_FAIR;
 	if (!s->fair && cfg->link.burst_bytes > 0) {
-		snprintf(err, errlen, "link.burst_bytes = %d needs link.sharing "
+		snprintf(why, whylen, "link.burst_bytes = %d needs link.sharing "
 			 "= fair (fifo links carry one message at one rate)",
 			 cfg->link.burst_bytes);
 		return PS_EINVAL;
 	}
 	if (!s->fair && cfg->sim.machine_gbps > 0) {
-		snprintf(err, errlen, "sim.machine_gbps = %g needs link.sharing "
+		snprintf(why, whylen, "sim.machine_gbps = %g needs link.sharing "
 			 "= fair (fifo links do not share a machine)",
 			 cfg->sim.machine_gbps);
 		return PS_EINVAL;
 	}
 	if (cfg->sim.machine_small_gbps > 0 && !(cfg->sim.machine_gbps > 0)) {
-		snprintf(err, errlen, "sim.machine_small_gbps = %g needs "
+		snprintf(why, whylen, "sim.machine_small_gbps = %g needs "
 			 "sim.machine_gbps (the rate of the other messages)",
 			 cfg->sim.machine_small_gbps);
 		return PS_EINVAL;
 	}
 	if (cfg->sim.machine_message_us > 0 && !(cfg->sim.machine_gbps > 0)) {
-		snprintf(err, errlen, "sim.machine_message_us = %g needs "
+		snprintf(why, whylen, "sim.machine_message_us = %g needs "
 			 "sim.machine_gbps (the machine it is spent on)",
 			 cfg->sim.machine_message_us);
 		return PS_EINVAL;
@@ -1195,15 +1195,15 @@ static void results(sim *s, ps_sim_result *r)
 }
 
 int ps_sim_run(const ps_config *cfg, const ps_dag *dag,
-	       const ps_link_model *lm, ps_sim_result *res_p, char *err,
-	       size_t errlen)
+	       const ps_link_model *lm, ps_sim_result *res_p, char *why,
+	       size_t whylen)
 {
-	return ps_sim_run_opts(cfg, dag, lm, NULL, res_p, err, errlen);
+	return ps_sim_run_opts(cfg, dag, lm, NULL, res_p, why, whylen);
 }
 
 int ps_sim_run_opts(const ps_config *cfg, const ps_dag *dag,
 		    const ps_link_model *lm, const ps_sim_opts *opts,
-		    ps_sim_result *res_p, char *err, size_t errlen)
+		    ps_sim_result *res_p, char *why, size_t whylen)
 {
 	sim s = {.cfg = cfg,
 		 .dag = dag,
@@ -1220,16 +1220,16 @@ int ps_sim_run_opts(const ps_config *cfg, const ps_dag *dag,
 	ps_sim_result r = {0};
 	int rc;
 
-	err[0] = '\0';
+	why[0] = '\0';
 	if (s.K == 0) {
-		snprintf(err, errlen, "train.iterations must be at least 1 "
+		snprintf(why, whylen, "train.iterations must be at least 1 "
 			 "to simulate");
 		return PS_EINVAL;
 	}
 	if (s.trace_workers > s.W)
 		s.trace_workers = s.W;
 	r.iter_us = calloc(s.K, sizeof(double));
-	rc = r.iter_us ? setup(&s, err, errlen) : PS_ENOMEM;
+	rc = r.iter_us ? setup(&s, why, whylen) : PS_ENOMEM;
 	if (rc == PS_OK) {
 		run_events(&s, &r);
 		rc = s.rc;
@@ -1237,7 +1237,7 @@ int ps_sim_run_opts(const ps_config *cfg, const ps_dag *dag,
 	if (rc == PS_OK) {
 		for (uint32_t w = 0; w < s.W; w++)
 			if (s.w[w].it < s.K) {
-				snprintf(err, errlen, "worker %u stopped in "
+				snprintf(why, whylen, "worker %u stopped in "
 					 "iteration %llu of %u: the model "
 					 "cannot make progress", w,
 					 (unsigned long long)s.w[w].it, s.K);
@@ -1251,11 +1251,11 @@ int ps_sim_run_opts(const ps_config *cfg, const ps_dag *dag,
 			char path[PS_CFG_STR + 32];
 			snprintf(path, sizeof(path), "%s/timeline.json",
 				 cfg->output.dir);
-			rc = ps_sim_timeline_write(s.tl, path, err, errlen);
+			rc = ps_sim_timeline_write(s.tl, path, why, whylen);
 		}
 	}
-	if (rc != PS_OK && !err[0])
-		snprintf(err, errlen, "simulation failed: %s", ps_strerror(rc));
+	if (rc != PS_OK && !why[0])
+		snprintf(why, whylen, "simulation failed: %s", ps_strerror(rc));
 	teardown(&s);
 	if (rc != PS_OK) {
 		free(r.iter_us);

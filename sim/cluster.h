@@ -87,16 +87,16 @@ typedef struct ps_sim_opts {
  * model lm. With cfg->output.dir set, writes DIR/timeline.json (Chrome
  * trace events, the format of real runs: runtime/trace.h). On success
  * *res_p is filled and owns iter_us (ps_sim_result_free). Errors: PS_EINVAL
- * / PS_ENOMEM / PS_EIO with a message in err.
+ * / PS_ENOMEM / PS_EIO with a message in why.
  */
 int ps_sim_run(const ps_config *cfg, const ps_dag *dag,
-	       const ps_link_model *lm, ps_sim_result *res_p, char *err,
-	       size_t errlen);
+	       const ps_link_model *lm, ps_sim_result *res_p, char *why,
+	       size_t whylen);
 
 /* ps_sim_run with options (NULL: the defaults). */
 int ps_sim_run_opts(const ps_config *cfg, const ps_dag *dag,
 		    const ps_link_model *lm, const ps_sim_opts *opts,
-		    ps_sim_result *res_p, char *err, size_t errlen);
+		    ps_sim_result *res_p, char *why, size_t whylen);
 
 void ps_sim_result_free(ps_sim_result *r);
 

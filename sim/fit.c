@@ -15,8 +15,8 @@
 #define MAX_COLS 32
 
 int ps_link_fit_rows(const double *bytes, const double *conc,
-		     const double *us, size_t n, ps_link_fit *f_p, char *err,
-		     size_t errlen)
+		     const double *us, size_t n, ps_link_fit *f_p, char *why,
+		     size_t whylen)
 {
 	ps_link_fit f = {.gamma = 1.0, .rows = (uint32_t)n};
 	double *x = malloc((n ? n : 1) * sizeof(double));
@@ -27,7 +27,7 @@ int ps_link_fit_rows(const double *bytes, const double *conc,
 
 	if (!x || !y) {
 		rc = PS_ENOMEM;
-		snprintf(err, errlen, "out of memory");
+		snprintf(why, whylen, "out of memory");
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -40,7 +40,7 @@ int ps_link_fit_rows(const double *bytes, const double *conc,
 	}
 	f.rows_single = (uint32_t)k;
 	if (k < 2 || !distinct) {
-		snprintf(err, errlen, "the sweep needs rows with concurrency "
+		snprintf(why, whylen, "the sweep needs rows with concurrency "
 			 "1 at two or more message sizes to fit a and b (it "
 			 "has %zu such rows)", k);
 		goto out;
@@ -48,7 +48,7 @@ int ps_link_fit_rows(const double *bytes, const double *conc,
 	gsl_fit_linear(x, 1, y, 1, k, &c0, &c1, &cov00, &cov01, &cov11,
 		       &sumsq);
 	if (!(c1 > 0) || !isfinite(c1) || !isfinite(c0)) {
-		snprintf(err, errlen, "the time does not grow with the "
+		snprintf(why, whylen, "the time does not grow with the "
 			 "message size (b = %g us/byte): is this a link "
 			 "sweep?", c1);
 		goto out;
@@ -71,7 +71,7 @@ int ps_link_fit_rows(const double *bytes, const double *conc,
 		double g, cov;
 		gsl_fit_mul(x, 1, y, 1, k, &g, &cov, &sumsq);
 		if (!isfinite(g)) {
-			snprintf(err, errlen, "gamma could not be fitted");
+			snprintf(why, whylen, "gamma could not be fitted");
 			goto out;
 		}
 		f.gamma = g < 0.01 ? 0.01 : g > 100.0 ? 100.0 : g;
@@ -112,8 +112,8 @@ static int split(char *line, char **fields)
 	return n;
 }
 
-int ps_link_fit_file(const char *path, ps_link_fit *f_p, char *err,
-		     size_t errlen)
+int ps_link_fit_file(const char *path, ps_link_fit *f_p, char *why,
+		     size_t whylen)
 {
 	FILE *fp = fopen(path, "r");
 	char line[1024], *fields[MAX_COLS];
@@ -123,7 +123,7 @@ int ps_link_fit_file(const char *path, ps_link_fit *f_p, char *err,
 	int rc = PS_EINVAL;
 
 	if (!fp) {
-		snprintf(err, errlen, "cannot open the link sweep '%s': %s",
+		snprintf(why, whylen, "cannot open the link sweep '%s': %s",
 			 path, strerror(errno));
 		return PS_ENOENT;
 	}
@@ -131,7 +131,7 @@ int ps_link_fit_file(const char *path, ps_link_fit *f_p, char *err,
 		int nf;
 		lineno++;
 		if (!strchr(line, '\n') && !feof(fp)) {
-			snprintf(err, errlen, "%s:%d: line too long", path,
+			snprintf(why, whylen, "%s:%d: line too long", path,
 				 lineno);
 			goto out;
 		}
@@ -139,7 +139,7 @@ int ps_link_fit_file(const char *path, ps_link_fit *f_p, char *err,
 			continue;
 		nf = split(line, fields);
 		if (nf < 0) {
-			snprintf(err, errlen, "%s:%d: more than %d columns",
+			snprintf(why, whylen, "%s:%d: more than %d columns",
 				 path, lineno, MAX_COLS);
 			goto out;
 		}
@@ -153,7 +153,7 @@ int ps_link_fit_file(const char *path, ps_link_fit *f_p, char *err,
 					col_t = i;
 			}
 			if (col_b < 0 || col_c < 0 || col_t < 0) {
-				snprintf(err, errlen, "%s:%d: the header must "
+				snprintf(why, whylen, "%s:%d: the header must "
 					 "name the columns bytes, concurrency "
 					 "and us (a CSV from bench/link_sweep)",
 					 path, lineno);
@@ -165,14 +165,14 @@ int ps_link_fit_file(const char *path, ps_link_fit *f_p, char *err,
 		if (n == cap) {
 			size_t nc = cap ? 2 * cap : 64;
 			if (nc > MAX_ROWS) {
-				snprintf(err, errlen, "%s:%d: more than %d "
+				snprintf(why, whylen, "%s:%d: more than %d "
 					 "rows", path, lineno, MAX_ROWS);
 				goto out;
 			}
 			for (int j = 0; j < 3; j++) {
 				double *q = realloc(v[j], nc * sizeof(double));
 				if (!q) {
-					snprintf(err, errlen, "out of memory");
+					snprintf(why, whylen, "out of memory");
 					rc = PS_ENOMEM;
 					goto out;
 				}
@@ -187,7 +187,7 @@ int ps_link_fit_file(const char *path, ps_link_fit *f_p, char *err,
 			char *end;
 			double d;
 			if (cols[j] >= nf) {
-				snprintf(err, errlen, "%s:%d: no value in "
+				snprintf(why, whylen, "%s:%d: no value in "
 					 "column '%s'", path, lineno,
 					 names[j]);
 				goto out;
@@ -197,7 +197,7 @@ int ps_link_fit_file(const char *path, ps_link_fit *f_p, char *err,
 			if (end == fields[cols[j]] || *end || errno ||
 			    !isfinite(d) || d < 0 || (j == 1 && d < 1) ||
 			    (j == 1 && d != floor(d))) {
-				snprintf(err, errlen, "%s:%d: column '%s': "
+				snprintf(why, whylen, "%s:%d: column '%s': "
 					 "'%s' is not a %s", path, lineno,
 					 names[j], fields[cols[j]],
 					 j == 1 ? "whole number >= 1"
@@ -209,19 +209,19 @@ int ps_link_fit_file(const char *path, ps_link_fit *f_p, char *err,
 		n++;
 	}
 	if (ferror(fp)) {
-		snprintf(err, errlen, "%s: read error", path);
+		snprintf(why, whylen, "%s: read error", path);
 		goto out;
 	}
 	if (!header) {
-		snprintf(err, errlen, "%s: empty: no header, no rows", path);
+		snprintf(why, whylen, "%s: empty: no header, no rows", path);
 		goto out;
 	}
 	{
-		char why[512];
-		rc = ps_link_fit_rows(v[0], v[1], v[2], n, f_p, why,
-				      sizeof(why));
+		char reason[512];
+		rc = ps_link_fit_rows(v[0], v[1], v[2], n, f_p, reason,
+				      sizeof(reason));
 		if (rc != PS_OK)
-			snprintf(err, errlen, "%s: %s", path, why);
+			snprintf(why, whylen, "%s: %s", path, reason);
 	}
 out:
 	fclose(fp);

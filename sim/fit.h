@@ -33,16 +33,16 @@ typedef struct ps_link_fit {
 	uint32_t rows, rows_single;
 } ps_link_fit;
 
-/* Fits n measurements. PS_EINVAL with the reason in err when they cannot
+/* Fits n measurements. PS_EINVAL with the reason in why when they cannot
  * determine a and b (fewer than two sizes at c = 1, time not growing with
  * size). */
 int ps_link_fit_rows(const double *bytes, const double *conc,
-		     const double *us, size_t n, ps_link_fit *f_p, char *err,
-		     size_t errlen);
+		     const double *us, size_t n, ps_link_fit *f_p, char *why,
+		     size_t whylen);
 
 /* Reads a sweep CSV and fits it. PS_ENOENT (cannot open) or PS_EINVAL
- * (garbled: "FILE:LINE: what") with the message in err. */
-int ps_link_fit_file(const char *path, ps_link_fit *f_p, char *err,
-		     size_t errlen);
+ * (garbled: "FILE:LINE: what") with the message in why. */
+int ps_link_fit_file(const char *path, ps_link_fit *f_p, char *why,
+		     size_t whylen);
 
 #endif /* ORDO_SIM_FIT_H */

@@ -62,7 +62,7 @@ const char *ps_link_model_name(int kind)
 }
 
 int ps_link_model_from_config(const ps_config *cfg, ps_link_model *m_p,
-			      char *err, size_t errlen)
+			      char *why, size_t whylen)
 {
 	double gbps = cfg->link.bandwidth_gbps > 0 ? cfg->link.bandwidth_gbps
 						   : cfg->metrics.bandwidth_gbps;
@@ -73,11 +73,11 @@ int ps_link_model_from_config(const ps_config *cfg, ps_link_model *m_p,
 		.gamma = rdma ? cfg->link.rdma_gamma : cfg->link.gamma};
 
 	if (!(gbps > 0)) {
-		snprintf(err, errlen, "link.bandwidth_gbps: must be > 0");
+		snprintf(why, whylen, "link.bandwidth_gbps: must be > 0");
 		return PS_EINVAL;
 	}
 	if (!(eff > 0 && eff <= 1)) {
-		snprintf(err, errlen, "link.%sefficiency = %g: must be in (0, 1]",
+		snprintf(why, whylen, "link.%sefficiency = %g: must be in (0, 1]",
 			 rdma ? "rdma_" : "", eff);
 		return PS_EINVAL;
 	}
@@ -86,7 +86,7 @@ int ps_link_model_from_config(const ps_config *cfg, ps_link_model *m_p,
 		/* a sweep of the transport itself: its a, b and gamma, whatever
 		 * the model's defaults say */
 		ps_link_fit f;
-		int rc = ps_link_fit_file(cfg->link.fit_file, &f, err, errlen);
+		int rc = ps_link_fit_file(cfg->link.fit_file, &f, why, whylen);
 		if (rc != PS_OK)
 			return rc;
 		m.a_us = f.a_us;

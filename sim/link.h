@@ -80,8 +80,8 @@ const char *ps_link_model_name(int kind);
  * (docs/sim.md gives the sources of the rdma defaults). With link.fit_file
  * set, a, b and gamma fitted from that sweep (sim/fit.h) instead, whichever
  * the model: a sweep measures the transport itself. PS_EINVAL/PS_ENOENT
- * with a message in err naming the problem. */
+ * with a message in why naming the problem. */
 int ps_link_model_from_config(const ps_config *cfg, ps_link_model *m_p,
-			      char *err, size_t errlen);
+			      char *why, size_t whylen);
 
 #endif /* ORDO_SIM_LINK_H */

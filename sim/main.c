@@ -35,8 +35,8 @@ typedef struct opts {
 	const char *fit;
 } opts;
 
-static int on_opt(void *ud, const char *name, const char *arg, char *err,
-		  size_t errlen)
+static int on_opt(void *ud, const char *name, const char *arg, char *why,
+		  size_t whylen)
 {
 	opts *o = ud;
 
@@ -51,7 +51,7 @@ static int on_opt(void *ud, const char *name, const char *arg, char *err,
 	else if (!strcmp(name, "fair-check"))
 		o->fair_check = 1;
 	else {
-		snprintf(err, errlen, "unknown option --%s", name);
+		snprintf(why, whylen, "unknown option --%s", name);
 		return PS_EINVAL;
 	}
 	return PS_OK;

@@ -102,14 +102,14 @@ void ps_sim_timeline_instant(ps_sim_timeline *tl, uint32_t node,
 	record(tl, node, 'i', lane, name, ts_us, 0.0, a);
 }
 
-int ps_sim_timeline_write(ps_sim_timeline *tl, const char *path, char *err,
-			  size_t errlen)
+int ps_sim_timeline_write(ps_sim_timeline *tl, const char *path, char *why,
+			  size_t whylen)
 {
 	FILE *f = fopen(path, "w");
 	int first = 1;
 
 	if (!f) {
-		snprintf(err, errlen, "cannot write the timeline %s: %s", path,
+		snprintf(why, whylen, "cannot write the timeline %s: %s", path,
 			 strerror(errno));
 		return PS_EIO;
 	}
@@ -130,11 +130,11 @@ int ps_sim_timeline_write(ps_sim_timeline *tl, const char *path, char *err,
 	}
 	fputs("]\n", f);
 	if (fclose(f) != 0) {
-		snprintf(err, errlen, "cannot write the timeline %s", path);
+		snprintf(why, whylen, "cannot write the timeline %s", path);
 		return PS_EIO;
 	}
 	if (tl->dropped) {
-		snprintf(err, errlen, "timeline %s: %llu events dropped (out "
+		snprintf(why, whylen, "timeline %s: %llu events dropped (out "
 			 "of memory)", path, (unsigned long long)tl->dropped);
 		return PS_EIO;
 	}

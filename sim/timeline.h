@@ -36,8 +36,8 @@ void ps_sim_timeline_instant(ps_sim_timeline *tl, uint32_t node,
 			     ps_trace_lane lane, const char *name, double ts_us,
 			     const ps_trace_args *a);
 
-/* Writes the JSON array to path. PS_EIO with a message in err. */
-int ps_sim_timeline_write(ps_sim_timeline *tl, const char *path, char *err,
-			  size_t errlen);
+/* Writes the JSON array to path. PS_EIO with a message in why. */
+int ps_sim_timeline_write(ps_sim_timeline *tl, const char *path, char *why,
+			  size_t whylen);
 
 #endif /* ORDO_SIM_TIMELINE_H */

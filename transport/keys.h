@@ -36,11 +36,11 @@ typedef struct ps_job_keys {
 
 /* Writes a fresh pair into dir (created with mode 0700 if missing):
  * job.pub (0644) and job.key (0600). Refuses to replace existing files
- * unless force. PS_OK, or an error with the reason in err. */
-int ps_keys_generate(const char *dir, int force, char *err, size_t errlen);
+ * unless force. PS_OK, or an error with the reason in why. */
+int ps_keys_generate(const char *dir, int force, char *why, size_t whylen);
 
 /* Loads and checks dir's pair: both files present, 40 Z85 characters,
  * job.key private to its owner, and job.pub the public key of job.key. */
-int ps_keys_load(const char *dir, ps_job_keys *k, char *err, size_t errlen);
+int ps_keys_load(const char *dir, ps_job_keys *k, char *why, size_t whylen);
 
 #endif /* ORDO_TRANSPORT_KEYS_H */

@@ -4,243 +4,16 @@
  * buffers, large payloads read by the receiver where they are (zero
  * copy: a READ rendezvous).
  *
- * DESIGN (zero copy). A payload of ZC_MIN (64 KiB) or more
- * goes by READ rendezvous: the sender sends an RTS frame (the message
- * header bytes and {address, rkey, cookie}) in place of the payload; the
- * receiver RDMA-READs the payload into memory it registered, and answers
- * with a FIN frame carrying the cookie, upon which the sender hands the
- * payload back (free_fn, once). Chosen over WRITE with immediate into a
- * buffer the receiver advertised because the receiver then picks the
- * destination when the message comes - a buffer of exactly the size,
- * lent from its pool, with no buffer advertised ahead per connection and
- * size - and because the sender needs nothing from the receiver before it
- * sends (no extra round trip to learn a remote buffer; the FIN is off the
- * receive path). The cost is the FIN frame per large message. Where the
- * payload is:
- *  - inside a region given to ps_transport_reg: registered there with
- *    IBV_ACCESS_REMOTE_READ (ps_mr.priv holds the ibv_mr; registered at
- *    the first large send from it when no device was known at reg time);
- *  - anywhere else: registered for that one send (ibv_reg_mr, deregistered
- *    before free_fn: never cached, freed memory can come back at the same
- *    address) when UNREG_ZC, else copied like a small message. Measured in
- *    the Soft-RoCE VM (bench/rdma_goodput.sh: the client's pushes come
- *    from unregistered memory, the server's pulls from its registered
- *    arena), both builds in one boot: 4 MiB 32 MB/s registering per send
- *    against 20 MB/s copying; 1 MiB 9 against 13, where ib_write_bw in
- *    the same runs swung from 16 to 36 (a loaded 2-core host): noise
- *    there, a clear gain at 4 MiB, so UNREG_ZC is 1. If a registration
- *    fails (RLIMIT_MEMLOCK) the payload is copied: registering is about
- *    speed, never correctness.
- * Payloads below ZC_MIN are copied (a rendezvous costs more than copying
- * one buffer), as are those whose header exceeds ZC_HDR_MAX (an RTS fits
- * one SEND). On the receiving side the READ lands in a buffer lent from
- * the transport's pool (power-of-two sizes from 64 KiB to 16 MiB,
- * registered once, reused when the ps_msg holding it is freed; at most
- * POOL_CACHE_MAX idle bytes kept); at most LEND_MAX (caps.recv_lend_max)
- * are lent at a time, and a payload beyond that, or larger than 16 MiB,
- * is READ into a heap buffer registered for that READ alone (the
- * receiver's own copy: holding messages never starves anything). The
- * pool has a reference per lent buffer: stop deregisters everything (the
- * PD must go) but a lent buffer's memory lives until its ps_msg is freed,
- * after the transport too. Payloads stay 8-byte aligned (4096 / 64). A
- * READ is split in READ_CHUNK work requests, posted while the send queue
- * has room (READ_SQ_RESERVE stays for SENDs); rdma_cm's initiator depth
- * and responder resources are min(RD_ATOM_MAX, the device's). Order per
- * connection is kept: a message waiting for its READ holds back the
- * later messages of its connection. The rkey of a registration is valid
- * on every QP of the PD: a peer is trusted not to READ what it was not
- * offered (as with every verbs rendezvous).
+ * The design - zero copy, device memory (GPUDirect RDMA), connections,
+ * dead connections, one device per transport, framing, flow control,
+ * threads, teardown, device errors, the source GID, QP settings - is
+ * docs/rdma.md, section by section; comments below name the section.
  *
- * DESIGN (device memory: GPUDirect RDMA; docs/cuda.md). A
- * PS_MEM_CUDA region is registered at once by ps_transport_reg_ex (not at
- * the first send as host memory may be: the caller must learn now whether
- * this path works, to fall back on another), on the transport's PD, which
- * exists from the first listen on an RDMA address or the first connect:
- * before that, or once the device is gone, it fails with PS_ENOTSUP and
- * the reason. With a dma-buf descriptor: ibv_reg_dmabuf_mr(pd, offset,
- * len, iova = the device pointer, fd, REMOTE_READ), so peers READ at the
- * pointer's value as for host memory; without one: ibv_reg_mr on the
- * device pointer, which the nvidia-peermem module resolves. Either way
- * IBV_ACCESS_REMOTE_READ only: the peer READs, nobody writes. Sending: a
- * payload inside a PS_MEM_CUDA registration goes by the READ rendezvous
- * above whatever its size (ZC_MIN does not apply), so the CPU never reads
- * it - the RTS carries its address and the registration's rkey, the
- * receiver (unchanged) READs it into its own host buffer, the FIN hands it
- * back. Chosen over gathering small device payloads into a SEND with a
- * second SGE (the device MR's lkey) because the copy path builds each
- * SEND's frames by memcpy into one registered buffer and splits a message
- * over many SENDs under the credit accounting; a gather would need a
- * second framing (an SGE per chunk, frames never shared with other
- * messages) for what is a latency gain on small tensors only, while the
- * rendezvous is the path already tested for every large payload. A
- * payload said to be device memory (ps_transport_send_mem) but in no such
- * registration, or one that runs past a registration's end, is refused
- * with PS_EINVAL before anything reads it, as is a device payload whose
- * header does not fit an RTS (ZC_HDR_MAX). Tested in the Soft-RoCE VM
- * with host memory registered as PS_MEM_CUDA and then made PROT_NONE
- * (tests/rdma/gpudirect.c): any CPU read there is a crash; a GPU, a
- * GPU's dma-buf and nvidia-peermem were not available to test.
- *
- * DESIGN (connections). Endpoints are "rdma://A.B.C.D:PORT" (a host name
- * is resolved, IPv4 only). listen() binds an rdma_cm id (RDMA_PS_TCP) and
- * listens; connect() resolves address and route and connects an RC QP,
- * carrying private data {magic, version, transport id, receive depth}; the
- * acceptor answers with its own. Rejected or unreachable attempts (nobody
- * listening yet) are retried with backoff until connect_timeout_ms, then
- * fail with PS_ECONNREFUSED (PS_ETIMEDOUT when something else failed).
- * As in tcp.c (ZeroMQ DEALER -> ROUTER), messages travel only on the
- * connections the sender opened; an accepted connection's messages carry
- * src = the id from the connector's private data. Connecting to the same
- * endpoint twice returns the same peer (a connection that died is
- * replaced under the same peer handle).
- *
- * DESIGN (dead connections). A connection that dies (peer gone, error,
- * disconnect) is freed - QP, id, its 4.6 MiB of receive buffers, what it
- * still held - by the progress thread's sweep once it is quiet: both
- * sides disconnected (DISCONNECTED seen, ours sent; or the device is
- * gone), every work request completed (the QP in error flushes them all,
- * so no completion can name it later), and no owner-thread call waits on
- * it (connect, a send waiting for room, disconnect's flush: pins). Peer
- * handles are slots {connection, endpoint, closed}: a freed connection
- * leaves its slot empty, sends to it fail PS_ECLOSED, and a connect to
- * the endpoint fills it again. A connection refused while being accepted
- * after its QP was made is kept until stop (no DISCONNECTED comes); with
- * an explicit GID index (our own QP, moved to error by us) the sweep
- * frees it once its receives are flushed, and one refused before any
- * receive was posted goes at once.
- *
- * DESIGN (one device per transport). The first verbs context seen (the
- * listening id's, an accepted or resolved id's) gives the transport its
- * protection domain, one completion channel and one CQ shared by every QP,
- * and the registered send pool. A connection on another device is refused.
- *
- * DESIGN (framing). Every SEND fills at most one BUF_SIZE buffer with
- * frames: a 32-byte frame header (type, credits returned, chunk length,
- * message header length, payload length, offset) and, for DATA, a chunk
- * of the message stream (header bytes, then payload bytes); an RTS frame
- * carries an rts_desc and the header; a FIN frame only its cookie (in
- * offset); a CREDIT frame nothing. A copied message larger than a buffer
- * is split over many SENDs; small queued messages, RTS and FIN frames
- * share a SEND. The receiver checks every size that comes from the
- * network, reassembles a copied message into a heap ps_msg (payload
- * malloc'ed, so 8-byte aligned; NULL when empty) and reposts each
- * receive buffer at once. RC delivers in order, and a connection carries
- * one copied message at a time (an RTS never interrupts one).
- *
- * DESIGN (flow control; transport-level, apart from the scheduler's
- * credits). Each side posts RECV_DEPTH + CTRL_RESERVE receive buffers per
- * connection and announces RECV_DEPTH in its private data: the peer's
- * credits. A SEND that carries data (DATA, RTS or FIN frames: the FINs of
- * an accepted connection flow back to the connector and pay for their
- * buffer like data) costs one credit; a READ needs no receive buffer and
- * costs none. The receiver counts
- * the data buffers it reposted and returns them, piggy-backed on its next
- * data SEND or, once CREDIT_BATCH (half the depth) are owed, in a
- * credit-only SEND, which costs no credit: it lands in the reserve. At
- * most RECV_DEPTH / CREDIT_BATCH credit-only SENDs can be unprocessed at
- * the peer (each returns >= CREDIT_BATCH of the <= RECV_DEPTH buffers in
- * flight), fewer than CTRL_RESERVE, so a SEND never finds its receiver
- * without a buffer. rnr_retry_count is therefore 0: an accounting bug
- * shows up as a completion error (the connection dies) instead of a
- * silent stall.
- *
- * DESIGN (threads). The conformance suite, like any single-threaded
- * caller, sends a 256 MiB message or 100000 small ones before it receives
- * anything, on one thread that owns both transports: the receiver's
- * buffers must be reposted and credits returned while the owner is busy
- * in the sender. So, as ZeroMQ does with its I/O thread, every transport
- * has one progress thread that waits (poll(), no busy polling unless
- * opts.rdma_busy_poll) on the rdma_cm event channel, the completion
- * channel, the device's async event fd and a control eventfd; it
- * handles connect requests, the
- * connection state machine, completions, reassembly, credits and queued
- * sends. One mutex guards all state; CM events are fetched, handled and
- * acked under it, so the owner (which may destroy ids) never waits on an
- * unacked event. send() copies the header, queues the message on the
- * connection and posts what credits and free send buffers allow, then
- * returns; the progress thread posts the rest. Payloads are not copied
- * before that: free_fn runs exactly once, on whichever thread copied the
- * last chunk into a send buffer (usually the progress thread), or for a
- * rendezvous on the progress thread at its FIN, or when a queued or
- * unread message is dropped (the connection died, disconnect, stop:
- * after its QP went to error, so no READ of it can follow). A
- * send that fails takes nothing (the caller keeps the payload). A send
- * waits (at most send_timeout_ms, then PS_ETIMEDOUT) only when
- * SEND_QUEUE_MAX messages are queued on the connection. recv() takes
- * completed messages from a queue the progress thread fills, and waits in
- * poll() on a "message ready" eventfd and the wake eventfd: tcp's rule,
- * ps_transport_wake() only write()s an eventfd (thread and signal safe).
- *
- * DESIGN (teardown). Both sides must rdma_disconnect() (rxe: a destroyed
- * id whose DREQ is never answered blocks for ~70 s): the progress thread
- * answers every DISCONNECTED with rdma_disconnect(). stop(linger) waits up
- * to linger_ms for queued and posted sends and for the FINs of sent
- * rendezvous, disconnects every live connection, drops what is left
- * (free_fn once each), waits up to DISC_WAIT_MS for their DISCONNECTED,
- * ends the progress thread, then destroys QPs, ids, the registrations
- * (the user's too: ps_transport_dereg after stop finds nothing left to
- * release), the pool's, the CQ, the completion channel, the PD and the
- * event channel. Received messages outlive the transport (heap copies,
- * or lent pool buffers kept by the pool's reference count). Byte order:
- * frames and private data are little-endian host structs (x86-64 and
- * arm64 only).
- *
- * DESIGN (device errors). The progress thread reads the device's async
- * events (ibv_get_async_event; librdmacm shares one verbs context per
- * device in a process, so whichever transport's thread reads an event
- * queues it for every transport on that device: g_transports) and
- * RDMA_CM_EVENT_DEVICE_REMOVAL on every id, the listening one too. A QP
- * error (QP_FATAL, QP_REQ_ERR, QP_ACCESS_ERR, PATH_MIG_ERR) kills that
- * connection, logged "rdma: ... QP to peer X went to error state: ...".
- * Removal, DEVICE_FATAL or a CQ error fails the device: logged once
- * ("rdma: device rxe0 removed"), every connection dies, later sends and
- * connects answer PS_EIO, and recv() answers PS_EIO once its queue is
- * empty instead of blocking, so the process exits with the reason. The
- * kernel waits for the process: in the VM `rdma link delete rxe0` returns
- * only once the transports on it were stopped and freed (their ids, QPs,
- * MRs, PD destroyed), ~0.1 s after that and 2 s after it began when the
- * holder waited 1.5 s (tests/rdma/removal.c); it does not wait for the
- * process to exit. PORT_ERR is only logged (the connections' own
- * timeouts decide).
- *
- * DESIGN (the source GID). By default (opts.rdma_gid_index
- * -1) the GID is the one rdma_cm picks for the bound or resolved IPv4
- * address (the RoCE v2 GID ::ffff:a.b.c.d) and rdma_cm drives the QP:
- * rdma_create_qp on the id, which librdmacm moves to INIT, RTR and RTS
- * itself during rdma_connect / rdma_accept. librdmacm has no option to
- * choose the source GID index, so with an index (>= 0) the QP is our
- * own: ibv_create_qp on the transport's PD and CQ, moved INIT -> RTR ->
- * RTS here (qp_step) with the attributes rdma_init_qp_attr gives for each
- * state, overriding ah_attr.grh.sgid_index (is_global = 1) at RTR and
- * setting ack timeout, retry and rnr_retry at RTS, as rdma_cm would (at
- * RTR, INIT is applied again first: only once the peer's REQ or REP is
- * known do its access flags allow the peer's READs). Its number goes in
- * rdma_conn_param.qp_num. Connecting: INIT at ROUTE_RESOLVED,
- * rdma_connect; RDMA_CM_EVENT_CONNECT_RESPONSE (what rdma_cm reports
- * for QPs not its own) -> RTR, RTS, receives posted, rdma_establish (the
- * RTU; no ESTABLISHED follows there). Accepting: on CONNECT_REQUEST the
- * QP is made and taken to INIT, RTR and RTS, receives posted, then
- * rdma_accept; ESTABLISHED follows. rdma_disconnect moves only rdma_cm's
- * own QPs to error, so ours are moved by conn_disconnect (and on
- * REJECTED, as librdmacm does), which keeps the flush-then-free rule of
- * dead connections. The default path stays rdma_cm-driven, unchanged:
- * it is the one most tested (here and by every rdma_cm user). The index
- * is checked up front: listen (on the bound device's port) and the first
- * connect fail with rdma_device.c's listing error when it names no valid
- * GID, as every QP's port is checked when its QP is made. A QP step that
- * fails (in the Soft-RoCE VM index 0, the link-local fe80:: GID, is
- * refused at RTR with EINVAL for a peer whose GID is ::ffff:192.0.2.1:
- * tests/rdma/gid.sh) is logged naming the index and the GID; an acceptor
- * rejects with a hello flagged HELLO_REJ_QP, and the connector then fails
- * at once (PS_EIO, naming the peer and its index) instead of retrying
- * until connect_timeout_ms.
- *
- * QP settings (Soft-RoCE tails are several ms): ack timeout 14, retry 7,
- * rnr_retry 0 (above). opts.rdma_busy_poll makes the progress thread poll
- * without sleeping (never on a small VM: it starves rxe). opts.rdma_device,
- * when set, must be the listening address's device.
+ * Threads: one progress thread per transport and one mutex over all of
+ * its state (docs/rdma.md, "Threads").
  * PS_RDMA_TRACE=1 traces CM events, completions and credit frames.
  */
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -261,6 +34,7 @@
 #include <rdma/rdma_cma.h>
 
 #include "common/log.h"
+#include "transport/clock.h"
 #include "transport/rdma_device.h"
 #include "transport/transport.h"
 
@@ -548,14 +322,6 @@ static int trace_on;
 static rdma_transport *rt_of(ps_transport *t)
 {
 	return (rdma_transport *)t;
-}
-
-/* The transport sits below runtime/: its own monotonic clock. */
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Waits on rt->cv (mu held) until deadline_ms (monotonic; -1: forever). */
@@ -2655,7 +2421,7 @@ static int try_connect(rdma_transport *rt, const char *endpoint,
 		conn_destroy(rt, c);
 		return PS_EIO;
 	}
-	int64_t left = deadline - mono_ms();
+	int64_t left = deadline - ps_transport_now_ms();
 	int tmo = left < RESOLVE_MS ? (int)(left > 1 ? left : 1) : RESOLVE_MS;
 	if (rdma_resolve_addr(c->id, NULL, (struct sockaddr *)sa, tmo) != 0) {
 		PS_ERROR("rdma: rdma_resolve_addr(%s): %s", endpoint,
@@ -2664,7 +2430,7 @@ static int try_connect(rdma_transport *rt, const char *endpoint,
 		return PS_EINVAL;
 	}
 	efd_signal(rt->ctl_fd);
-	while (c->state == C_RESOLVING && mono_ms() < deadline && !rt->quit)
+	while (c->state == C_RESOLVING && ps_transport_now_ms() < deadline && !rt->quit)
 		cv_wait_until(rt, deadline);
 	c->connecting = false;
 	if (c->state == C_UP) {
@@ -2700,7 +2466,7 @@ static int rdma_connect_(ps_transport *t, const char *endpoint, ps_peer *peer_p)
 	char host[ENDPOINT_MAX];
 	int port, rc;
 	struct sockaddr_in sa;
-	int64_t deadline = mono_ms() + rt->opts.connect_timeout_ms;
+	int64_t deadline = ps_transport_now_ms() + rt->opts.connect_timeout_ms;
 	bool refused = false;
 	int64_t backoff = 10;
 
@@ -2775,7 +2541,7 @@ static int rdma_connect_(ps_transport *t, const char *endpoint, ps_peer *peer_p)
 			refused = true;
 		if (rc != PS_ECONNREFUSED && rc != PS_ETIMEDOUT)
 			goto unlock; /* logged */
-		if (mono_ms() + backoff >= deadline || rt->quit) {
+		if (ps_transport_now_ms() + backoff >= deadline || rt->quit) {
 			rc = refused ? PS_ECONNREFUSED : PS_ETIMEDOUT;
 			PS_ERROR("rdma: cannot connect to %s: %s (retried for "
 			         "%d ms)",
@@ -2784,8 +2550,8 @@ static int rdma_connect_(ps_transport *t, const char *endpoint, ps_peer *peer_p)
 			         rt->opts.connect_timeout_ms);
 			break;
 		}
-		int64_t until = mono_ms() + backoff;
-		while (mono_ms() < until)
+		int64_t until = ps_transport_now_ms() + backoff;
+		while (ps_transport_now_ms() < until)
 			cv_wait_until(rt, until);
 		backoff = backoff * 2 > 500 ? 500 : backoff * 2;
 	}
@@ -2814,8 +2580,8 @@ static ps_mr *find_mr(ps_transport *t, const void *p, size_t len,
 /* How a payload stands to the PS_MEM_CUDA registrations (owner thread:
  * t->mrs is the owner's; the payload is only compared as addresses, never
  * read): PS_OK with *dev set and *rkey when it lies inside one (it goes by
- * READ whatever its size: DESIGN, device memory); PS_OK with *dev clear
- * when it touches none and kind is PS_MEM_HOST, or is empty; PS_EINVAL
+ * READ whatever its size: docs/rdma.md, "Device memory"); PS_OK with *dev
+ * clear when it touches none and kind is PS_MEM_HOST, or is empty; PS_EINVAL
  * (logged) when kind says device memory but it lies in no registration,
  * when it runs past a registration's end (the part outside is no memory
  * the NIC may read, and the CPU may not read the part inside), or when
@@ -2965,12 +2731,12 @@ static int rdma_send_mem_(ps_transport *t, ps_peer peer, const void *hdr,
 	c = ps->c;
 	int64_t deadline = rt->opts.send_timeout_ms < 0
 	                       ? -1
-	                       : mono_ms() + rt->opts.send_timeout_ms;
+	                       : ps_transport_now_ms() + rt->opts.send_timeout_ms;
 	if (c)
 		c->pins++; /* not freed while we wait */
 	while (c && !ps->closed && c->state == C_UP &&
 	       c->sq_len >= SEND_QUEUE_MAX) {
-		if (deadline >= 0 && mono_ms() >= deadline) {
+		if (deadline >= 0 && ps_transport_now_ms() >= deadline) {
 			PS_WARN("rdma: send to %s timed out after %d ms "
 			        "(%u messages queued)",
 			        ps->endpoint, rt->opts.send_timeout_ms,
@@ -3029,7 +2795,7 @@ static int rdma_send_(ps_transport *t, ps_peer peer, const void *hdr,
 static int rdma_recv_(ps_transport *t, int timeout_ms, ps_msg **msg_p)
 {
 	rdma_transport *rt = rt_of(t);
-	int64_t deadline = timeout_ms > 0 ? mono_ms() + timeout_ms : 0;
+	int64_t deadline = timeout_ms > 0 ? ps_transport_now_ms() + timeout_ms : 0;
 
 	for (;;) {
 		pthread_mutex_lock(&rt->mu);
@@ -3051,7 +2817,7 @@ static int rdma_recv_(ps_transport *t, int timeout_ms, ps_msg **msg_p)
 		int wait = -1;
 		if (timeout_ms >= 0) {
 			int64_t left =
-			    timeout_ms > 0 ? deadline - mono_ms() : 0;
+			    timeout_ms > 0 ? deadline - ps_transport_now_ms() : 0;
 			wait = left > 0 ? (int)left : 0;
 		}
 		struct pollfd pf[2] = {{rt->wake_fd, POLLIN, 0},
@@ -3088,7 +2854,7 @@ static void flush_conn(rdma_transport *rt, conn *c, int64_t deadline_ms)
 	c->pins++;
 	while (c->state == C_UP &&
 	       (c->sq_head || c->zc_head || c->send_posted) &&
-	       mono_ms() < deadline_ms)
+	       ps_transport_now_ms() < deadline_ms)
 		cv_wait_until(rt, deadline_ms);
 	c->pins--;
 }
@@ -3110,7 +2876,7 @@ static int rdma_disconnect_(ps_transport *t, ps_peer peer)
 		if (linger < 0 || linger > DISCONNECT_LINGER_MS)
 			linger = DISCONNECT_LINGER_MS;
 		if (c)
-			flush_conn(rt, c, mono_ms() + linger);
+			flush_conn(rt, c, ps_transport_now_ms() + linger);
 		ps->closed = true;
 		c = ps->c; /* still there: pinned while flushing */
 		if (c) {
@@ -3141,25 +2907,25 @@ static void rdma_caps_(const ps_transport *t, ps_transport_caps *caps)
 	caps->device_memory = 1;
 }
 
-/* Registers device memory (DESIGN: device memory) at once on pd, or
+/* Registers device memory (docs/rdma.md, "Device memory") at once on pd, or
  * says why not: PS_ENOTSUP and a sentence in why. dev: the device's name;
  * gone: why the device is gone ("" when it is not). */
 static int reg_device(struct ibv_pd *pd, const char *dev, const char *gone,
                       ps_mr *mr, const ps_reg_req *req, char *why,
-                      size_t cap)
+                      size_t whylen)
 {
 	struct ibv_mr *m;
 	int err;
 
 	if (gone[0]) {
-		snprintf(why, cap,
+		snprintf(why, whylen,
 		         "rdma: device %s is gone (%s): device memory cannot "
 		         "be registered",
 		         dev, gone);
 		return PS_ENOTSUP;
 	}
 	if (!pd) {
-		snprintf(why, cap, "rdma: no RDMA device bound yet: device "
+		snprintf(why, whylen, "rdma: no RDMA device bound yet: device "
 		         "memory is registered at once, on the device of the "
 		         "transport's first listen on an RDMA address or first "
 		         "connect, so register it after that");
@@ -3173,7 +2939,7 @@ static int reg_device(struct ibv_pd *pd, const char *dev, const char *gone,
 		                      req->dmabuf_fd, IBV_ACCESS_REMOTE_READ);
 		if (!m) {
 			err = errno;
-			snprintf(why, cap, "rdma: device %s cannot register "
+			snprintf(why, whylen, "rdma: device %s cannot register "
 			         "dma-buf memory: ibv_reg_dmabuf_mr: %s",
 			         dev, strerror(err));
 			return PS_ENOTSUP;
@@ -3182,7 +2948,7 @@ static int reg_device(struct ibv_pd *pd, const char *dev, const char *gone,
 		m = ibv_reg_mr(pd, mr->addr, mr->len, IBV_ACCESS_REMOTE_READ);
 		if (!m) {
 			err = errno;
-			snprintf(why, cap,
+			snprintf(why, whylen,
 			         "rdma: device %s cannot register device "
 			         "memory by its address (%zu bytes at %p): "
 			         "ibv_reg_mr: %s (that needs the "
@@ -3206,7 +2972,7 @@ static int reg_device(struct ibv_pd *pd, const char *dev, const char *gone,
  * zero-copy send from the region registers it. Device memory: reg_device,
  * at once. */
 static int rdma_reg_(ps_transport *t, ps_mr *mr, const ps_reg_req *req,
-                     char *why, size_t cap)
+                     char *why, size_t whylen)
 {
 	rdma_transport *rt = rt_of(t);
 	char dev[sizeof(rt->dev_name)], gone[sizeof(rt->dev_why)] = "";
@@ -3218,9 +2984,9 @@ static int rdma_reg_(ps_transport *t, ps_mr *mr, const ps_reg_req *req,
 		snprintf(gone, sizeof(gone), "%s", rt->dev_why);
 	pthread_mutex_unlock(&rt->mu);
 	if (mr->kind == PS_MEM_CUDA)
-		return reg_device(pd, dev, gone, mr, req, why, cap);
+		return reg_device(pd, dev, gone, mr, req, why, whylen);
 	if (mr->kind != PS_MEM_HOST) {
-		snprintf(why, cap, "rdma: unknown memory kind %d",
+		snprintf(why, whylen, "rdma: unknown memory kind %d",
 		         (int)mr->kind);
 		return PS_ENOTSUP;
 	}
@@ -3247,7 +3013,7 @@ static void rdma_dereg_(ps_transport *t, ps_mr *mr)
 static void rdma_stop_(ps_transport *t, int linger_ms)
 {
 	rdma_transport *rt = rt_of(t);
-	int64_t end = mono_ms() + linger_ms;
+	int64_t end = ps_transport_now_ms() + linger_ms;
 
 	pthread_mutex_lock(&rt->mu);
 	rt->stopping = true;
@@ -3265,8 +3031,8 @@ static void rdma_stop_(ps_transport *t, int linger_ms)
 			c->state = C_DEAD;
 	}
 	/* both sides disconnect: wait for the peers' answers */
-	int64_t disc_end = mono_ms() + DISC_WAIT_MS;
-	while (waiting && mono_ms() < disc_end) {
+	int64_t disc_end = ps_transport_now_ms() + DISC_WAIT_MS;
+	while (waiting && ps_transport_now_ms() < disc_end) {
 		cv_wait_until(rt, disc_end);
 		waiting = false;
 		for (conn *c = rt->conns; c; c = c->next)

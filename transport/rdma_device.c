@@ -25,6 +25,8 @@
 
 #include "transport/rdma_device.h"
 
+#include "common/strbuf.h"
+
 typedef struct port_info {
 	int query_err; /* errno of ibv_query_port, 0 when attr is valid */
 	struct ibv_port_attr attr;
@@ -46,34 +48,6 @@ typedef struct inventory {
 	int ndevs;
 	int list_err; /* errno of ibv_get_device_list, 0 when it answered */
 } inventory;
-
-/* A bounded string builder: never overflows, marks a cut with "[...]". */
-typedef struct sbuf {
-	char *buf;
-	size_t len;
-	size_t used;
-	bool cut;
-} sbuf;
-
-__attribute__((format(printf, 2, 3))) static void
-sb_printf(sbuf *sb, const char *fmt, ...)
-{
-	static const char mark[] = "\n[...]";
-	if (sb->cut || sb->len == 0)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(sb->buf + sb->used, sb->len - sb->used, fmt, ap);
-	va_end(ap);
-	if (n >= 0 && (size_t)n < sb->len - sb->used) {
-		sb->used += (size_t)n;
-		return;
-	}
-	sb->cut = true;
-	if (sb->len > sizeof(mark))
-		memcpy(sb->buf + sb->len - sizeof(mark), mark, sizeof(mark));
-	sb->used = sb->len - 1;
-}
 
 const char *ps_rdma_gid_type_str(enum ibv_gid_type type)
 {
@@ -249,46 +223,46 @@ static int inventory_read(inventory *inv)
 
 /* The listing of ps_rdma_device_list() and of every error. */
 static void inventory_print(const inventory *inv, const struct in_addr *addr,
-                            sbuf *sb)
+                            ps_strbuf *sb)
 {
 	if (inv->list_err == ENOSYS) {
-		sb_printf(sb, "RDMA devices found: none (no RDMA support in "
+		ps_strbuf_addf(sb, "RDMA devices found: none (no RDMA support in "
 		              "this kernel)\n");
 		return;
 	}
 	if (inv->list_err) {
-		sb_printf(sb,
+		ps_strbuf_addf(sb,
 		          "RDMA devices found: none (libibverbs cannot list "
 		          "devices: %s)\n",
 		          strerror(inv->list_err));
 		return;
 	}
 	if (inv->ndevs == 0) {
-		sb_printf(sb, "RDMA devices found: none\n");
+		ps_strbuf_addf(sb, "RDMA devices found: none\n");
 		return;
 	}
-	sb_printf(sb, "RDMA devices found: %d\n", inv->ndevs);
+	ps_strbuf_addf(sb, "RDMA devices found: %d\n", inv->ndevs);
 	for (int i = 0; i < inv->ndevs; i++) {
 		const dev_info *d = &inv->devs[i];
 		if (!d->ctx || d->open_err) {
-			sb_printf(sb, "  %s: cannot open it: %s\n", d->name,
+			ps_strbuf_addf(sb, "  %s: cannot open it: %s\n", d->name,
 			          strerror(d->open_err));
 			continue;
 		}
 		if (d->nports == 0)
-			sb_printf(sb, "  %s: no ports\n", d->name);
+			ps_strbuf_addf(sb, "  %s: no ports\n", d->name);
 		if (d->gid_err)
-			sb_printf(sb, "  %s: cannot read its GID table: %s\n",
+			ps_strbuf_addf(sb, "  %s: cannot read its GID table: %s\n",
 			          d->name, strerror(d->gid_err));
 		for (int p = 1; p <= d->nports; p++) {
 			const port_info *pi = &d->ports[p - 1];
 			if (pi->query_err) {
-				sb_printf(sb,
+				ps_strbuf_addf(sb,
 				          "  %s port %d: cannot query: %s\n",
 				          d->name, p, strerror(pi->query_err));
 				continue;
 			}
-			sb_printf(sb,
+			ps_strbuf_addf(sb,
 			          "  %s port %d: state %s, link layer %s, "
 			          "active MTU %d\n",
 			          d->name, p,
@@ -301,7 +275,7 @@ static void inventory_print(const inventory *inv, const struct in_addr *addr,
 				if ((int)e->port_num != p)
 					continue;
 				if (shown++ == 0)
-					sb_printf(
+					ps_strbuf_addf(
 					    sb, "    %-5s  %-39s  %-7s  %s\n",
 					    "index", "GID", "type", "netdev");
 				char gs[INET6_ADDRSTRLEN], nd[IF_NAMESIZE];
@@ -312,7 +286,7 @@ static void inventory_print(const inventory *inv, const struct in_addr *addr,
 				char as[INET_ADDRSTRLEN] = "";
 				if (gid_ipv4(&e->gid, &a))
 					inet_ntop(AF_INET, &a, as, sizeof(as));
-				sb_printf(
+				ps_strbuf_addf(
 				    sb, "    %-5u  %-39s  %-7s  %-*s%s%s%s\n",
 				    e->gid_index,
 				    ps_rdma_gid_str(&e->gid, gs, sizeof(gs)),
@@ -322,15 +296,15 @@ static void inventory_print(const inventory *inv, const struct in_addr *addr,
 				    gid_carries(e, addr) ? " (this node)" : "");
 			}
 			if (shown == 0)
-				sb_printf(sb, "    (no valid GID)\n");
+				ps_strbuf_addf(sb, "    (no valid GID)\n");
 		}
 	}
 }
 
 /* What the reader should set: the keys, with values from this machine. */
-static void hints_print(const inventory *inv, sbuf *sb)
+static void hints_print(const inventory *inv, ps_strbuf *sb)
 {
-	sb_printf(sb,
+	ps_strbuf_addf(sb,
 	          "To choose, set in the config's [transport] section (or "
 	          "with --set):\n"
 	          "  transport.rdma_device = NAME      a device above; empty "
@@ -353,15 +327,15 @@ static void hints_print(const inventory *inv, sbuf *sb)
 			    !port_active(port_of(d, e)))
 				continue;
 			if (n++ == 0)
-				sb_printf(sb, "Automatic selection works here "
+				ps_strbuf_addf(sb, "Automatic selection works here "
 				              "for these node addresses:\n");
 			inet_ntop(AF_INET, &a, as, sizeof(as));
-			sb_printf(sb, "  %s (%s port %u, GID index %u)\n", as,
+			ps_strbuf_addf(sb, "  %s (%s port %u, GID index %u)\n", as,
 			          d->name, e->port_num, e->gid_index);
 		}
 	}
 	if (n == 0)
-		sb_printf(sb, "No ACTIVE port here has a RoCE v2 GID with an "
+		ps_strbuf_addf(sb, "No ACTIVE port here has a RoCE v2 GID with an "
 		              "IPv4 address: give the RDMA netdev an IPv4 "
 		              "address (ip addr add A/N dev NETDEV), check "
 		              "the link, or set both keys explicitly.\n");
@@ -369,12 +343,12 @@ static void hints_print(const inventory *inv, sbuf *sb)
 
 int ps_rdma_device_list(char *buf, size_t len)
 {
-	sbuf sb = {buf, len, 0, false};
+	ps_strbuf sb = ps_strbuf_over(buf, len);
 	if (len)
 		buf[0] = '\0';
 	inventory inv;
 	if (inventory_read(&inv) != PS_OK) {
-		sb_printf(&sb, "out of memory while listing RDMA devices\n");
+		ps_strbuf_addf(&sb, "out of memory while listing RDMA devices\n");
 		inventory_free(&inv, NULL);
 		return -1;
 	}
@@ -405,23 +379,23 @@ typedef struct choice {
  */
 static bool choose(const inventory *inv, const char *want_dev, int want_gid,
                    const struct in_addr *addr, const char *addr_str, choice *c,
-                   sbuf *sb)
+                   ps_strbuf *sb)
 {
 	if (inv->list_err || inv->ndevs == 0) {
 		if (inv->list_err == ENOSYS)
-			sb_printf(sb, "no RDMA device was found: this kernel "
+			ps_strbuf_addf(sb, "no RDMA device was found: this kernel "
 			              "has no RDMA support loaded "
 			              "(/sys/class/infiniband_verbs is "
 			              "missing; ");
 		else if (inv->list_err)
-			sb_printf(sb,
+			ps_strbuf_addf(sb,
 			          "no RDMA device was found: libibverbs "
 			          "cannot list devices (%s; ",
 			          strerror(inv->list_err));
 		else
-			sb_printf(sb, "no RDMA device was found: libibverbs "
+			ps_strbuf_addf(sb, "no RDMA device was found: libibverbs "
 			              "lists none (");
-		sb_printf(sb, "is an RDMA NIC there, with its driver and "
+		ps_strbuf_addf(sb, "is an RDMA NIC there, with its driver and "
 		              "ib_uverbs loaded? For Soft-RoCE: modprobe "
 		              "rdma_rxe; rdma link add rxe0 type rxe netdev "
 		              "NETDEV).\n");
@@ -433,14 +407,14 @@ static bool choose(const inventory *inv, const char *want_dev, int want_gid,
 			if (strcmp(inv->devs[i].name, want_dev) == 0)
 				named = &inv->devs[i];
 		if (!named) {
-			sb_printf(sb,
+			ps_strbuf_addf(sb,
 			          "no RDMA device is named \"%s\" "
 			          "(transport.rdma_device).\n",
 			          want_dev);
 			return false;
 		}
 		if (!named->ctx || named->open_err) {
-			sb_printf(sb, "RDMA device %s cannot be opened: %s.\n",
+			ps_strbuf_addf(sb, "RDMA device %s cannot be opened: %s.\n",
 			          named->name, strerror(named->open_err));
 			return false;
 		}
@@ -490,23 +464,23 @@ static bool choose(const inventory *inv, const char *want_dev, int want_gid,
 	}
 	const char *where = named ? named->name : "any device";
 	if (want_gid >= 0 && named)
-		sb_printf(sb,
+		ps_strbuf_addf(sb,
 		          "RDMA device %s has no valid GID at index %d on an "
 		          "ACTIVE port (transport.rdma_gid_index = %d).\n",
 		          named->name, want_gid, want_gid);
 	else if (want_gid >= 0)
-		sb_printf(sb,
+		ps_strbuf_addf(sb,
 		          "no RDMA device has a valid GID at index %d on an "
 		          "ACTIVE port (transport.rdma_gid_index = %d).\n",
 		          want_gid, want_gid);
 	else
-		sb_printf(sb,
+		ps_strbuf_addf(sb,
 		          "no RoCE v2 GID carries the node's address %s "
 		          "(GID ::ffff:%s) on an ACTIVE port of %s.\n",
 		          addr_str, addr_str, where);
 	if (inactive.dev) {
 		const port_info *pi = port_of(inactive.dev, inactive.gid);
-		sb_printf(sb,
+		ps_strbuf_addf(sb,
 		          "The GID at index %u of %s port %u would fit, but "
 		          "that port is %s.\n",
 		          inactive.gid->gid_index, inactive.dev->name,
@@ -515,7 +489,7 @@ static bool choose(const inventory *inv, const char *want_dev, int want_gid,
 		             : "unknown");
 	}
 	if (other_type.dev)
-		sb_printf(sb,
+		ps_strbuf_addf(sb,
 		          "%s port %u carries %s at GID index %u, but as %s; "
 		          "to use it anyway set transport.rdma_gid_index = "
 		          "%u.\n",
@@ -527,11 +501,11 @@ static bool choose(const inventory *inv, const char *want_dev, int want_gid,
 }
 
 int ps_rdma_device_open(const ps_rdma_device_opts *opts, ps_rdma_device *dev_p,
-                        char *err, size_t errlen)
+                        char *why, size_t whylen)
 {
-	sbuf sb = {err, errlen, 0, false};
-	if (errlen)
-		err[0] = '\0';
+	ps_strbuf sb = ps_strbuf_over(why, whylen);
+	if (whylen)
+		why[0] = '\0';
 	const char *want_dev =
 	    opts->device && opts->device[0] ? opts->device : NULL;
 	const char *addr_str = opts->addr && opts->addr[0] ? opts->addr : NULL;
@@ -539,20 +513,20 @@ int ps_rdma_device_open(const ps_rdma_device_opts *opts, ps_rdma_device *dev_p,
 	int rc = PS_ENOENT;
 
 	if (opts->gid_index < -1) {
-		sb_printf(&sb,
+		ps_strbuf_addf(&sb,
 		          "transport.rdma_gid_index = %d: must be a GID index "
 		          "(0 or more) or -1 (automatic).\n",
 		          opts->gid_index);
 		rc = PS_EINVAL;
 	} else if (addr_str && inet_pton(AF_INET, addr_str, &addr) != 1) {
-		sb_printf(&sb,
+		ps_strbuf_addf(&sb,
 		          "the node's address \"%s\" is not an IPv4 address "
 		          "(a.b.c.d): the RDMA transport needs one to find its "
 		          "RoCE v2 GID.\n",
 		          addr_str);
 		rc = PS_EINVAL;
 	} else if (!addr_str && opts->gid_index < 0) {
-		sb_printf(&sb, "the node has no IPv4 address: automatic GID "
+		ps_strbuf_addf(&sb, "the node has no IPv4 address: automatic GID "
 		               "selection needs one.\n");
 		rc = PS_EINVAL;
 	}
@@ -560,7 +534,7 @@ int ps_rdma_device_open(const ps_rdma_device_opts *opts, ps_rdma_device *dev_p,
 	inventory inv;
 	if (inventory_read(&inv) != PS_OK) {
 		inventory_free(&inv, NULL);
-		snprintf(err, errlen,
+		snprintf(why, whylen,
 		         "out of memory while listing RDMA "
 		         "devices");
 		return PS_ENOMEM;
@@ -587,7 +561,7 @@ int ps_rdma_device_open(const ps_rdma_device_opts *opts, ps_rdma_device *dev_p,
 		*dev_p = d;
 		return PS_OK;
 	}
-	sb_printf(&sb,
+	ps_strbuf_addf(&sb,
 	          "Asked for: transport.rdma_device = \"%s\"%s, "
 	          "transport.rdma_gid_index = %d%s, node address %s.\n",
 	          want_dev ? want_dev : "", want_dev ? "" : " (automatic)",

@@ -67,14 +67,14 @@ typedef struct ps_rdma_device {
  * Opens the device and picks the port and GID described above.
  * On success returns PS_OK and fills *dev_p (the caller owns dev_p->ctx
  * and closes it with ps_rdma_device_close()). On failure *dev_p is not
- * written, err holds the message (at most errlen bytes, NUL-terminated;
+ * written, why holds the message (at most whylen bytes, NUL-terminated;
  * PS_RDMA_ERR_LEN is enough for a few devices) and the return is:
  *   PS_EINVAL  opts->addr is not an IPv4 address, or gid_index < -1
  *   PS_ENOENT  no device, or no device/port/GID fits the options
  *   PS_ENOMEM  out of memory
  */
 int ps_rdma_device_open(const ps_rdma_device_opts *opts, ps_rdma_device *dev_p,
-                        char *err, size_t errlen);
+                        char *why, size_t whylen);
 
 /* Closes dev->ctx (NULL is fine) and clears *dev. */
 void ps_rdma_device_close(ps_rdma_device *dev);

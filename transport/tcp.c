@@ -76,6 +76,7 @@
 #include <zmq.h>
 
 #include "common/log.h"
+#include "transport/clock.h"
 #include "transport/curve.h"
 #include "transport/transport.h"
 
@@ -93,15 +94,6 @@ void __tsan_release(void *addr);
 #define TSAN_RELEASE(p) ((void)(p))
 #define TSAN_ACQUIRE(p) ((void)(p))
 #endif
-
-/* The transport sits below runtime/ (docs/architecture.md): its own read
- * of the monotonic clock, for receive deadlines. */
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 #define ID_LEN               8
 #define ENDPOINT_MAX         512
@@ -380,11 +372,11 @@ static int read_monitor_event(void *mon)
 static int wait_connected(tcp_transport *tt, void *mon, const char *endpoint)
 {
 	int timeout = tt->opts.connect_timeout_ms;
-	int64_t deadline = mono_ms() + timeout;
+	int64_t deadline = ps_transport_now_ms() + timeout;
 	bool retried = false, connected = false, proto = false;
 
 	for (;;) {
-		int64_t left = deadline - mono_ms();
+		int64_t left = deadline - ps_transport_now_ms();
 		if (left <= 0)
 			break;
 		zmq_pollitem_t item = {mon, 0, ZMQ_POLLIN, 0};
@@ -789,7 +781,7 @@ drop:
 static int tcp_recv(ps_transport *t, int timeout_ms, ps_msg **msg_p)
 {
 	tcp_transport *tt = tcp_of(t);
-	int64_t deadline = timeout_ms > 0 ? mono_ms() + timeout_ms : 0;
+	int64_t deadline = timeout_ms > 0 ? ps_transport_now_ms() + timeout_ms : 0;
 
 	for (;;) {
 		zmq_pollitem_t items[2] = {
@@ -799,7 +791,7 @@ static int tcp_recv(ps_transport *t, int timeout_ms, ps_msg **msg_p)
 		long wait = -1;
 		if (timeout_ms >= 0) {
 			int64_t left =
-			    timeout_ms > 0 ? deadline - mono_ms() : 0;
+			    timeout_ms > 0 ? deadline - ps_transport_now_ms() : 0;
 			wait = left > 0 ? (long)left : 0;
 		}
 		int n = zmq_poll(items, tt->router ? 2 : 1, wait);
@@ -869,13 +861,13 @@ static void tcp_caps(const ps_transport *t, ps_transport_caps *caps)
  * hands every payload to the kernel's socket layer, which reads it with
  * the CPU (and a CUDA device pointer is no address the CPU can read). */
 static int tcp_reg(ps_transport *t, ps_mr *mr, const ps_reg_req *req,
-		   char *why, size_t cap)
+		   char *why, size_t whylen)
 {
 	(void)t;
 	(void)req;
 	if (mr->kind == PS_MEM_HOST)
 		return PS_OK;
-	snprintf(why, cap,
+	snprintf(why, whylen,
 		 "tcp: the tcp transport cannot send CUDA device memory "
 		 "(%zu bytes at %p): ZeroMQ reads every payload with the "
 		 "CPU; copy it to host memory, or use transport.type = rdma "

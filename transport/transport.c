@@ -214,24 +214,24 @@ void ps_transport_caps_of(const ps_transport *t, ps_transport_caps *caps)
 }
 
 static int reg_ex(ps_transport *t, const ps_reg_req *req, ps_mr **mr_p,
-		  char *why, size_t cap);
+		  char *why, size_t whylen);
 
 int ps_transport_reg_ex(ps_transport *t, const ps_reg_req *req,
-			ps_mr **mr_p, char *why, size_t cap)
+			ps_mr **mr_p, char *why, size_t whylen)
 {
 	/* the backend always gets a buffer: the caller's, or this one,
 	 * logged (the caller did not ask for the reason) */
 	char own[512];
 	int rc;
 
-	if (!why || !cap) {
+	if (!why || !whylen) {
 		why = own;
-		cap = sizeof(own);
+		whylen = sizeof(own);
 	}
 	why[0] = '\0';
 	if (mr_p)
 		*mr_p = NULL;
-	rc = reg_ex(t, req, mr_p, why, cap);
+	rc = reg_ex(t, req, mr_p, why, whylen);
 	if (rc != PS_OK && rc != PS_ECLOSED && why == own)
 		PS_ERROR("%s", why);
 	return rc;
@@ -239,45 +239,45 @@ int ps_transport_reg_ex(ps_transport *t, const ps_reg_req *req,
 
 /* ps_transport_reg_ex with a reason buffer (why[0] == '\0'). */
 static int reg_ex(ps_transport *t, const ps_reg_req *req, ps_mr **mr_p,
-		  char *why, size_t cap)
+		  char *why, size_t whylen)
 {
 	ps_mr *mr;
 	int rc;
 
 	if (!t || !t->ops || !req || !req->addr || req->len == 0 || !mr_p)
-		return ps_errf(why, cap, PS_EINVAL,
+		return ps_errf(why, whylen, PS_EINVAL,
 		               "transport: reg: invalid argument (%zu bytes at "
 		               "%p)",
 		               req ? req->len : 0, req ? req->addr : NULL);
 	if (t->stopped)
-		return ps_errf(why, cap, PS_ECLOSED,
+		return ps_errf(why, whylen, PS_ECLOSED,
 		               "transport: reg: the %s transport is stopped",
 		               t->ops->name);
 	if (req->kind != PS_MEM_HOST && req->kind != PS_MEM_CUDA)
-		return ps_errf(why, cap, PS_EINVAL,
+		return ps_errf(why, whylen, PS_EINVAL,
 		               "transport: reg: unknown memory kind %d",
 		               (int)req->kind);
 	if (req->dmabuf_fd >= 0 && req->kind != PS_MEM_CUDA)
-		return ps_errf(why, cap, PS_EINVAL,
+		return ps_errf(why, whylen, PS_EINVAL,
 		               "transport: reg: a dma-buf (descriptor %d) is "
 		               "registered as device memory (PS_MEM_CUDA) only",
 		               req->dmabuf_fd);
 	if (!t->ops->reg && req->kind != PS_MEM_HOST)
 		return ps_errf(
-		    why, cap, PS_ENOTSUP,
+		    why, whylen, PS_ENOTSUP,
 		    "transport: %s cannot register CUDA device memory",
 		    t->ops->name);
 	mr = calloc(1, sizeof(*mr));
 	if (!mr)
-		return ps_errf(why, cap, PS_ENOMEM,
+		return ps_errf(why, whylen, PS_ENOMEM,
 		               "transport: reg: out of memory");
 	mr->addr = req->addr;
 	mr->len = req->len;
 	mr->kind = req->kind;
-	rc = t->ops->reg ? t->ops->reg(t, mr, req, why, cap) : PS_OK;
+	rc = t->ops->reg ? t->ops->reg(t, mr, req, why, whylen) : PS_OK;
 	if (rc != PS_OK) {
 		if (!why[0])
-			ps_errf(why, cap, rc,
+			ps_errf(why, whylen, rc,
 			        "transport: %s cannot register %zu "
 			        "bytes of %s memory (%s)",
 			        t->ops->name, req->len,

@@ -217,9 +217,9 @@ typedef struct ps_transport_ops {
 	 * PS_OK; PS_ENOTSUP for a kind the backend cannot use, or device
 	 * memory it could not register, with the reason in why (a whole
 	 * sentence beginning with the backend's name; why is never NULL,
-	 * cap > 0); PS_ENOMEM. NULL: nothing to register (host memory). */
+	 * whylen > 0); PS_ENOMEM. NULL: nothing to register (host memory). */
 	int (*reg)(ps_transport *t, ps_mr *mr, const ps_reg_req *req,
-		   char *why, size_t cap);
+		   char *why, size_t whylen);
 	void (*dereg)(ps_transport *t, ps_mr *mr);
 	/* Ends all I/O (DESIGN above); the transport stays allocated. The
 	 * wrappers answer PS_ECLOSED for every operation after it. */
@@ -274,12 +274,12 @@ int ps_transport_reg(ps_transport *t, void *addr, size_t len,
 		     ps_mem_kind kind, ps_mr **mr_p);
 /* Registers req's memory (DESIGN: device memory): PS_OK and *mr_p;
  * PS_ENOTSUP when the backend cannot use that memory, or cannot register
- * that device memory now, with a whole sentence in why[cap] ("rdma: device
+ * that device memory now, with a whole sentence in why[whylen] ("rdma: device
  * rxe0 cannot register dma-buf memory: ibv_reg_dmabuf_mr: Operation not
  * supported"); PS_EINVAL for a bad request (also said in why); PS_ECLOSED
  * after stop; PS_ENOMEM. why NULL: the reason is logged instead. */
 int ps_transport_reg_ex(ps_transport *t, const ps_reg_req *req,
-			ps_mr **mr_p, char *why, size_t cap);
+			ps_mr **mr_p, char *why, size_t whylen);
 /* Releases *mr_p (NULL: nothing) and sets it to NULL; allowed after
  * ps_transport_stop, before ps_transport_free. */
 void ps_transport_dereg(ps_transport *t, ps_mr **mr_p);

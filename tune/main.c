@@ -26,8 +26,8 @@ typedef struct opts {
 	const char *launcher; /* --launcher PROGRAM */
 } opts;
 
-static int on_opt(void *ud, const char *name, const char *arg, char *err,
-		  size_t errlen)
+static int on_opt(void *ud, const char *name, const char *arg, char *why,
+		  size_t whylen)
 {
 	opts *o = ud;
 
@@ -36,12 +36,12 @@ static int on_opt(void *ud, const char *name, const char *arg, char *err,
 			o->sim = strcmp(arg, "sim") == 0;
 			return PS_OK;
 		}
-		snprintf(err, errlen, "--backend: '%s' is not a backend "
+		snprintf(why, whylen, "--backend: '%s' is not a backend "
 			 "(allowed: job, sim)", arg);
 		return PS_EINVAL;
 	}
 	if (!arg || !*arg) {
-		snprintf(err, errlen, "--%s needs a program", name);
+		snprintf(why, whylen, "--%s needs a program", name);
 		return PS_EINVAL;
 	}
 	if (strcmp(name, "launcher") == 0)

@@ -67,12 +67,12 @@ typedef struct ps_config ps_config;
 
 /* A configuration holding every option's default. */
 int ps_config_new(ps_config **cfg_p);
-/* Loads an INI file over cfg; err receives "FILE:LINE: message". */
-int ps_config_load(ps_config *cfg, const char *path, char *err,
-		   size_t errlen);
+/* Loads an INI file over cfg; why receives "FILE:LINE: message". */
+int ps_config_load(ps_config *cfg, const char *path, char *why,
+		   size_t whylen);
 /* Sets "section.key=value". */
-int ps_config_set(ps_config *cfg, const char *assignment, char *err,
-		  size_t errlen);
+int ps_config_set(ps_config *cfg, const char *assignment, char *why,
+		  size_t whylen);
 /* The value of "section.key" as text, in the form ps_config_set takes
  * (a size as "4M", an enum by name); PS_ENOENT for a key that does not
  * exist (value then says so), PS_EINVAL when cap is too small. */

@@ -405,10 +405,10 @@ cudaError_t cudaMemcpy(void *d, const void *src, size_t n,
 	return cudaSuccess;
 }
 
-int ps_cuda_open(int index, ps_cuda_info *info, char *err, size_t cap)
+int ps_cuda_open(int index, ps_cuda_info *info, char *why, size_t whylen)
 {
 	if (index != 0) {
-		snprintf(err, cap, "server.cuda_device = %d, but this machine "
+		snprintf(why, whylen, "server.cuda_device = %d, but this machine "
 			 "has 1 CUDA device(s): 0 host emulation", index);
 		return PS_EINVAL;
 	}
@@ -422,12 +422,12 @@ int ps_cuda_open(int index, ps_cuda_info *info, char *err, size_t cap)
 	return PS_OK;
 }
 
-int ps_cuda_alloc(void **ptr, size_t bytes, const char *what, char *err,
-		  size_t cap)
+int ps_cuda_alloc(void **ptr, size_t bytes, const char *what, char *why,
+		  size_t whylen)
 {
 	*ptr = NULL;
 	if (over_limit(bytes)) {
-		snprintf(err, cap, "cudaMalloc of %zu bytes (%s) on CUDA "
+		snprintf(why, whylen, "cudaMalloc of %zu bytes (%s) on CUDA "
 			 "device 0 (host emulation): out of memory; the device "
 			 "has %s bytes free of %s", bytes, what,
 			 getenv("EMULATED_CUDA_LIMIT"),
@@ -436,7 +436,7 @@ int ps_cuda_alloc(void **ptr, size_t bytes, const char *what, char *err,
 	}
 	*ptr = device_alloc(bytes);
 	if (!*ptr) {
-		snprintf(err, cap, "emulated cudaMalloc of %zu bytes: out of "
+		snprintf(why, whylen, "emulated cudaMalloc of %zu bytes: out of "
 			 "host memory", bytes);
 		return PS_ENOMEM;
 	}
@@ -448,10 +448,10 @@ void ps_cuda_free(void *ptr)
 	device_free(ptr);
 }
 
-int ps_cuda_sync(void *stream, char *err, size_t cap)
+int ps_cuda_sync(void *stream, char *why, size_t whylen)
 {
-	(void)err;
-	(void)cap;
+	(void)why;
+	(void)whylen;
 	run(stream_of(stream));
 	return PS_OK;
 }
@@ -527,22 +527,22 @@ int ps_cuda_adam_apply_last(float *w, float *m, float *s, const double *acc,
 }
 
 int ps_cuda_dmabuf_fd(const void *dev_ptr, size_t len, int *fd,
-		      uint64_t *offset, char *err, size_t cap)
+		      uint64_t *offset, char *why, size_t whylen)
 {
 	(void)dev_ptr, (void)len;
 	*fd = -1;
 	*offset = 0;
-	snprintf(err, cap, "no dma-buf of device memory: the host emulation "
+	snprintf(why, whylen, "no dma-buf of device memory: the host emulation "
 		 "of CUDA has no dma-buf exporter");
 	return PS_ENOTSUP;
 }
 
-int ps_cuda_peermem_loaded(char *why, size_t cap)
+int ps_cuda_peermem_loaded(char *why, size_t whylen)
 {
 	int on = getenv("EMULATED_CUDA_PEERMEM") != NULL;
 
-	if (why && cap)
-		snprintf(why, cap, on ? "nvidia-peermem stood in for by the "
+	if (why && whylen)
+		snprintf(why, whylen, on ? "nvidia-peermem stood in for by the "
 				        "host emulation (EMULATED_CUDA_PEERMEM)"
 				      : "nvidia-peermem is not loaded (host "
 				        "emulation of CUDA)");

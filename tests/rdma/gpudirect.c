@@ -1,7 +1,7 @@
 /*
  * tests/rdma/gpudirect.c - `rdma_gpudirect ADDR DEVICE`: the transports
  * and device memory (GPUDirect RDMA; transport/transport.h, DESIGN
- * "Device memory"; transport/rdma.c, DESIGN "device memory"). Guest only
+ * "Device memory"; docs/rdma.md, "Device memory"). Guest only
  * (the Soft-RoCE VM, ORDO_RDMA_VM=1).
  *
  * The VM has no GPU. Host memory stands in for device memory: an mmap'ed
@@ -293,7 +293,7 @@ static void load_module(const char *name)
 }
 
 /* /dev/udmabuf: a dma-buf of a sealed memfd's pages. */
-static int udmabuf_make(dmabuf *b, char *why, size_t cap)
+static int udmabuf_make(dmabuf *b, char *why, size_t whylen)
 {
 	int dev = open("/dev/udmabuf", O_RDWR | O_CLOEXEC);
 	if (dev < 0 && errno == ENOENT) {
@@ -301,7 +301,7 @@ static int udmabuf_make(dmabuf *b, char *why, size_t cap)
 		dev = open("/dev/udmabuf", O_RDWR | O_CLOEXEC);
 	}
 	if (dev < 0) {
-		snprintf(why, cap, "no /dev/udmabuf (%s: this kernel was "
+		snprintf(why, whylen, "no /dev/udmabuf (%s: this kernel was "
 		         "built without CONFIG_UDMABUF, or the module is "
 		         "missing)", strerror(errno));
 		return -1;
@@ -322,7 +322,7 @@ static int udmabuf_make(dmabuf *b, char *why, size_t cap)
 	close(dev);
 	if (b->fd < 0) {
 		close(mfd);
-		snprintf(why, cap, "UDMABUF_CREATE: %s", strerror(err));
+		snprintf(why, whylen, "UDMABUF_CREATE: %s", strerror(err));
 		return -1;
 	}
 	b->map = mmap(NULL, b->len, PROT_READ | PROT_WRITE, MAP_SHARED, mfd,
@@ -335,7 +335,7 @@ static int udmabuf_make(dmabuf *b, char *why, size_t cap)
 
 /* vgem (a DRM driver with memory and no hardware): a dumb buffer,
  * exported as a dma-buf by PRIME. */
-static int vgem_make(dmabuf *b, char *why, size_t cap)
+static int vgem_make(dmabuf *b, char *why, size_t whylen)
 {
 	char path[64], name[32];
 	int card = -1;
@@ -356,7 +356,7 @@ static int vgem_make(dmabuf *b, char *why, size_t cap)
 			close(fd);
 	}
 	if (card < 0) {
-		snprintf(why, cap, "no vgem DRM device (modprobe vgem made no "
+		snprintf(why, whylen, "no vgem DRM device (modprobe vgem made no "
 		         "/dev/dri/cardN named vgem)");
 		return -1;
 	}
@@ -366,20 +366,20 @@ static int vgem_make(dmabuf *b, char *why, size_t cap)
 	struct gd_drm_map_dumb m = {0};
 	if (ioctl(card, GD_DRM_IOCTL_CREATE_DUMB, &c) != 0 ||
 	    c.size < b->len) {
-		snprintf(why, cap, "vgem: DRM_IOCTL_MODE_CREATE_DUMB: %s",
+		snprintf(why, whylen, "vgem: DRM_IOCTL_MODE_CREATE_DUMB: %s",
 		         strerror(errno));
 		goto fail;
 	}
 	h.handle = c.handle;
 	h.flags = O_CLOEXEC | O_RDWR;
 	if (ioctl(card, GD_DRM_IOCTL_PRIME_TO_FD, &h) != 0) {
-		snprintf(why, cap, "vgem: DRM_IOCTL_PRIME_HANDLE_TO_FD: %s",
+		snprintf(why, whylen, "vgem: DRM_IOCTL_PRIME_HANDLE_TO_FD: %s",
 		         strerror(errno));
 		goto fail;
 	}
 	m.handle = c.handle;
 	if (ioctl(card, GD_DRM_IOCTL_MAP_DUMB, &m) != 0) {
-		snprintf(why, cap, "vgem: DRM_IOCTL_MODE_MAP_DUMB: %s",
+		snprintf(why, whylen, "vgem: DRM_IOCTL_MODE_MAP_DUMB: %s",
 		         strerror(errno));
 		close(h.fd);
 		goto fail;
@@ -387,7 +387,7 @@ static int vgem_make(dmabuf *b, char *why, size_t cap)
 	b->map = mmap(NULL, b->len, PROT_READ | PROT_WRITE, MAP_SHARED, card,
 	              (off_t)m.offset);
 	if (b->map == MAP_FAILED) {
-		snprintf(why, cap, "vgem: mmap of the dumb buffer: %s",
+		snprintf(why, whylen, "vgem: mmap of the dumb buffer: %s",
 		         strerror(errno));
 		close(h.fd);
 		goto fail;

@@ -67,8 +67,8 @@ typedef struct opts {
 	uint32_t n;
 } opts;
 
-static int on_opt(void *ud, const char *name, const char *arg, char *err,
-		  size_t errlen)
+static int on_opt(void *ud, const char *name, const char *arg, char *why,
+		  size_t whylen)
 {
 	opts *o = ud;
 	char *copy, *tok, *save = NULL;
@@ -83,7 +83,7 @@ static int on_opt(void *ud, const char *name, const char *arg, char *err,
 		char *end;
 		unsigned long long v = strtoull(tok, &end, 10);
 		if (*end || v == 0 || o->n == MAX_TENSORS) {
-			snprintf(err, errlen, "--sizes: bad list '%s'", arg);
+			snprintf(why, whylen, "--sizes: bad list '%s'", arg);
 			free(copy);
 			return PS_EINVAL;
 		}

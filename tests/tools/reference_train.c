@@ -31,8 +31,8 @@ typedef struct opts {
 	double tol;
 } opts;
 
-static int on_opt(void *ud, const char *name, const char *arg, char *err,
-		  size_t errlen)
+static int on_opt(void *ud, const char *name, const char *arg, char *why,
+		  size_t whylen)
 {
 	opts *o = ud;
 	if (strcmp(name, "compare") == 0) {
@@ -41,7 +41,7 @@ static int on_opt(void *ud, const char *name, const char *arg, char *err,
 	}
 	o->tol = strtod(arg, NULL);
 	if (!(o->tol > 0)) {
-		snprintf(err, errlen, "--tol must be positive");
+		snprintf(why, whylen, "--tol must be positive");
 		return PS_EINVAL;
 	}
 	return PS_OK;

@@ -46,14 +46,14 @@ static const char *write_file(const char *name, const char *text)
 
 /* Loads text as a file named name into cfg (over defaults). */
 static int load_text(ps_config *cfg, const char *name, const char *text,
-                     char *err, size_t errlen, const char **path_p)
+                     char *why, size_t whylen, const char **path_p)
 {
 	const char *path = write_file(name, text);
 
 	if (path_p)
 		*path_p = path;
 	ps_config_defaults(cfg);
-	return ps_config_load_file(cfg, path, err, errlen);
+	return ps_config_load_file(cfg, path, why, whylen);
 }
 
 /* Asserts that loading text fails with exactly "PATH:LINE: rest". */
@@ -1218,8 +1218,8 @@ typedef struct opt_log {
 	char seen[256];
 } opt_log;
 
-static int on_opt(void *ud, const char *name, const char *arg, char *err,
-                  size_t errlen)
+static int on_opt(void *ud, const char *name, const char *arg, char *why,
+                  size_t whylen)
 {
 	opt_log *l = ud;
 	size_t n = strlen(l->seen);
@@ -1228,7 +1228,7 @@ static int on_opt(void *ud, const char *name, const char *arg, char *err,
 	snprintf(l->seen + n, sizeof(l->seen) - n, "%s%s=%s", n ? " " : "",
 	         name, arg ? arg : "(null)");
 	if (strcmp(name, "fail") == 0) {
-		snprintf(err, errlen, "--fail: '%s' is not accepted", arg);
+		snprintf(why, whylen, "--fail: '%s' is not accepted", arg);
 		return PS_EINVAL;
 	}
 	return PS_OK;

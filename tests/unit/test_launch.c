@@ -31,11 +31,11 @@ static const char *env_of(const char *name)
 	return NULL;
 }
 
-static int rank_of(const char *const *env, ps_rank *r, char *err,
-		   size_t cap)
+static int rank_of(const char *const *env, ps_rank *r, char *why,
+		   size_t whylen)
 {
 	fake_env = env;
-	return ps_rank_from_env(env_of, r, err, cap);
+	return ps_rank_from_env(env_of, r, why, whylen);
 }
 
 static void test_rank_each_launcher(void **state)
