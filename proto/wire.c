@@ -37,21 +37,15 @@
  *              last four may be absent: 5 elements decode with them 0)
  *   ABORT     reason                           (str, < PS_REASON_MAX bytes)
  *
- * DESIGN. Decoding never trusts the bytes. A first pass (prescan) walks
- * the encoding without building anything: the buffer must hold exactly one
- * msgpack object, no array or map may claim more elements than bytes
- * remain (every element takes at least one byte), and the message may hold
- * no more objects in all than the most its kind can legitimately hold
- * (the *_OBJECTS bounds below). Only then does msgpack_unpack_next build
- * the object tree: msgpack-c allocates an array's element slots (one
- * msgpack_object, 24 bytes, each; a map's 48 per pair) as soon as it reads
- * the count, so what it allocates is bounded by 24 bytes times the
- * smaller of the buffer's length and the kind's object bound. The tree is then walked with every type,
- * range, string length and count checked against our limits before any
- * allocation of ours. Strings may not contain NUL bytes. On error the
- * output is cleared, everything allocated is freed and `why` says what was
- * wrong ("header: element 3 (sender) is not an unsigned integer (got a
- * negative integer)"). Decoders do not log: the caller decides.
+ * DESIGN. Decoding never trusts the bytes: every decoder reads through
+ * proto/msgpack_reader.h, whose prescan bounds what msgpack-c allocates
+ * by the most objects the message's kind can legitimately hold (the
+ * *_OBJECTS bounds below), and whose accessors check every type, range,
+ * string length and count against our limits before any allocation of
+ * ours. On error the output is cleared, everything allocated is freed and
+ * `why` says what was wrong ("header: element 3 (sender) is not an
+ * unsigned integer (got a negative integer)"). Decoders do not log: the
+ * caller decides.
  *
  * Encoders check what decoders would reject (PS_EINVAL, logged), so a
  * message that leaves one node is accepted by the others.
@@ -65,6 +59,7 @@
 
 #include "common/config.h"
 #include "common/log.h"
+#include "proto/msgpack_reader.h"
 #include "proto/wire.h"
 
 /* A job that config validation lets run fits in a WELCOME. */
@@ -130,52 +125,6 @@ void ps_wire_free(void *data, void *hint)
 	free(data);
 }
 
-/* ---- decoding context and reasons --------------------------------------- */
-
-typedef struct dctx {
-	char *why;
-	size_t whylen;
-	char where[96]; /* "welcome: node 3" */
-} dctx;
-
-static void dctx_init(dctx *d, char *why, size_t whylen, const char *where)
-{
-	d->why = why;
-	d->whylen = whylen;
-	snprintf(d->where, sizeof(d->where), "%s", where);
-	if (why && whylen > 0)
-		why[0] = '\0';
-}
-
-__attribute__((format(printf, 2, 3))) static void at(dctx *d, const char *fmt,
-                                                     ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(d->where, sizeof(d->where), fmt, ap);
-	va_end(ap);
-}
-
-__attribute__((format(printf, 2, 3))) static int bad(dctx *d, const char *fmt,
-                                                     ...)
-{
-	char msg[384];
-	va_list ap;
-
-	if (!d->why || d->whylen == 0)
-		return PS_EPROTO;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	snprintf(d->why, d->whylen, "%s: %s", d->where, msg);
-	return PS_EPROTO;
-}
-
-/* ---- prescan: one object, counts backed by bytes ------------------------ */
-
-#define MAX_DEPTH 16 /* our layouts nest 4 deep */
-
 /* The most objects (every array, map key, map value and scalar counts one)
  * each kind of message can legitimately hold, slack for appended trailing
  * fields included. A header is at most PS_WIRE_HEADER_MAX bytes, so at most
@@ -196,336 +145,6 @@ __attribute__((format(printf, 2, 3))) static int bad(dctx *d, const char *fmt,
 #define DONE_OBJECTS (1 + 9 + SLACK_OBJECTS)
 /* a u64 body, a reason: one object (the slack lets a wrong type be named) */
 #define SCALAR_OBJECTS (1 + SLACK_OBJECTS)
-
-static uint64_t be(const uint8_t *p, size_t n)
-{
-	uint64_t v = 0;
-
-	for (size_t i = 0; i < n; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
-static int prescan(const uint8_t *p, size_t len, uint64_t max_objects,
-		   dctx *d)
-{
-	uint64_t left[MAX_DEPTH + 1]; /* objects still to read, per level */
-	uint64_t pending = 1;         /* their sum */
-	uint64_t seen = 0;            /* objects read so far */
-	size_t off = 0;
-	int top = 0;
-
-	left[0] = 1;
-	while (pending > 0) {
-		uint64_t skip = 0, children = 0, extra = 0;
-		size_t lenbytes = 0;
-		int kind = 0; /* 0 skip, 1 array, 2 map */
-		uint8_t b;
-
-		while (left[top] == 0)
-			top--;
-		left[top]--;
-		if (off >= len)
-			return bad(d, "truncated after %zu bytes", len);
-		b = p[off++];
-		pending--;
-		seen++;
-		if (b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc2 ||
-		    b == 0xc3) {
-			/* fixint, nil, bool */
-		} else if (b <= 0x8f) {
-			children = 2u * (b & 0x0fu), kind = 2;
-		} else if (b <= 0x9f) {
-			children = b & 0x0fu, kind = 1;
-		} else if (b <= 0xbf) {
-			skip = b & 0x1fu;
-		} else {
-			switch (b) {
-			case 0xc4: /* bin 8/16/32 */
-			case 0xd9: /* str 8/16/32 */
-				lenbytes = 1;
-				break;
-			case 0xc5:
-			case 0xda:
-				lenbytes = 2;
-				break;
-			case 0xc6:
-			case 0xdb:
-				lenbytes = 4;
-				break;
-			case 0xc7: /* ext 8/16/32: length, type, data */
-				lenbytes = 1, extra = 1;
-				break;
-			case 0xc8:
-				lenbytes = 2, extra = 1;
-				break;
-			case 0xc9:
-				lenbytes = 4, extra = 1;
-				break;
-			case 0xca:
-				skip = 4;
-				break;
-			case 0xcb:
-				skip = 8;
-				break;
-			case 0xcc:
-			case 0xd0:
-				skip = 1;
-				break;
-			case 0xcd:
-			case 0xd1:
-				skip = 2;
-				break;
-			case 0xce:
-			case 0xd2:
-				skip = 4;
-				break;
-			case 0xcf:
-			case 0xd3:
-				skip = 8;
-				break;
-			case 0xd4: /* fixext 1/2/4/8/16 */
-				skip = 2;
-				break;
-			case 0xd5:
-				skip = 3;
-				break;
-			case 0xd6:
-				skip = 5;
-				break;
-			case 0xd7:
-				skip = 9;
-				break;
-			case 0xd8:
-				skip = 17;
-				break;
-			case 0xdc:
-				lenbytes = 2, kind = 1;
-				break;
-			case 0xdd:
-				lenbytes = 4, kind = 1;
-				break;
-			case 0xde:
-				lenbytes = 2, kind = 2;
-				break;
-			case 0xdf:
-				lenbytes = 4, kind = 2;
-				break;
-			default: /* 0xc1: never used */
-				return bad(d,
-				           "invalid msgpack byte 0x%02x at "
-				           "offset %zu",
-				           b, off - 1);
-			}
-		}
-		if (lenbytes) {
-			uint64_t n;
-
-			if (len - off < lenbytes)
-				return bad(d, "truncated after %zu bytes", len);
-			n = be(p + off, lenbytes);
-			off += lenbytes;
-			if (kind == 1)
-				children = n;
-			else if (kind == 2)
-				children = 2 * n;
-			else
-				skip = n + extra;
-		}
-		if (skip > len - off)
-			return bad(d,
-			           "truncated: %llu bytes claimed at offset "
-			           "%zu, %zu remain",
-			           (unsigned long long)skip, off, len - off);
-		off += skip;
-		/* every pending object takes at least one more byte */
-		if (pending + children > len - off) {
-			if (children == 0)
-				return bad(d, "truncated after %zu bytes", len);
-			return bad(d,
-			           "%s at offset %zu claims %llu elements, "
-			           "only %zu bytes remain",
-			           kind == 2 ? "a map" : "an array", off,
-			           (unsigned long long)children, len - off);
-		}
-		/* before msgpack-c would allocate the slots */
-		if (children > max_objects - seen - pending)
-			return bad(d,
-			           "%s at offset %zu claims %llu elements: "
-			           "more than the %llu objects in all this "
-			           "message can hold",
-			           kind == 2 ? "a map" : "an array", off,
-			           (unsigned long long)children,
-			           (unsigned long long)max_objects);
-		if (children > 0) {
-			/* msgpack-c fails with "no memory" past its own
-			 * limit (32); ours is well below it */
-			if (top == MAX_DEPTH)
-				return bad(d, "nested deeper than %d levels",
-				           MAX_DEPTH);
-			left[++top] = children;
-		}
-		pending += children;
-	}
-	if (off < len)
-		return bad(d, "%zu trailing bytes after the message",
-		           len - off);
-	return PS_OK;
-}
-
-/* Checks buf with prescan (at most max_objects objects), then unpacks it
- * into u (destroy it after). */
-static int unpack_one(const void *buf, size_t len, uint64_t max_objects,
-		      msgpack_unpacked *u, dctx *d)
-{
-	msgpack_unpack_return ret;
-	size_t off = 0;
-	int rc;
-
-	if (!buf || len == 0)
-		return bad(d, "empty message");
-	rc = prescan(buf, len, max_objects, d);
-	if (rc != PS_OK)
-		return rc;
-	msgpack_unpacked_init(u);
-	ret = msgpack_unpack_next(u, buf, len, &off);
-	if (ret == MSGPACK_UNPACK_SUCCESS && off == len)
-		return PS_OK;
-	msgpack_unpacked_destroy(u);
-	if (ret == MSGPACK_UNPACK_NOMEM_ERROR) {
-		bad(d, "out of memory");
-		return PS_ENOMEM;
-	}
-	if (ret == MSGPACK_UNPACK_SUCCESS)
-		return bad(d, "%zu trailing bytes after the message",
-		           len - off);
-	return bad(d, "malformed msgpack");
-}
-
-/* ---- typed access to msgpack objects ------------------------------------ */
-
-static const char *kind_name(msgpack_object_type t)
-{
-	switch (t) {
-	case MSGPACK_OBJECT_NIL:
-		return "nil";
-	case MSGPACK_OBJECT_BOOLEAN:
-		return "a boolean";
-	case MSGPACK_OBJECT_POSITIVE_INTEGER:
-		return "an unsigned integer";
-	case MSGPACK_OBJECT_NEGATIVE_INTEGER:
-		return "a negative integer";
-	case MSGPACK_OBJECT_FLOAT32:
-	case MSGPACK_OBJECT_FLOAT64:
-		return "a float";
-	case MSGPACK_OBJECT_STR:
-		return "a string";
-	case MSGPACK_OBJECT_ARRAY:
-		return "an array";
-	case MSGPACK_OBJECT_MAP:
-		return "a map";
-	case MSGPACK_OBJECT_BIN:
-		return "binary data";
-	case MSGPACK_OBJECT_EXT:
-		return "an extension";
-	}
-	return "unknown";
-}
-
-static int get_uint(dctx *d, const msgpack_object *o, const char *name,
-                    uint64_t max, uint64_t *v_p)
-{
-	if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-		return bad(d, "%s is not an unsigned integer (got %s)", name,
-		           kind_name(o->type));
-	if (o->via.u64 > max)
-		return bad(d, "%s = %llu is out of range (max %llu)", name,
-		           (unsigned long long)o->via.u64,
-		           (unsigned long long)max);
-	*v_p = o->via.u64;
-	return PS_OK;
-}
-
-static int get_u32(dctx *d, const msgpack_object *o, const char *name,
-                   uint32_t *v_p)
-{
-	uint64_t v = 0;
-	int rc = get_uint(d, o, name, UINT32_MAX, &v);
-
-	if (rc == PS_OK)
-		*v_p = (uint32_t)v;
-	return rc;
-}
-
-static int get_i32(dctx *d, const msgpack_object *o, const char *name,
-                   int32_t *v_p)
-{
-	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
-		if (o->via.u64 > INT32_MAX)
-			return bad(d, "%s = %llu is out of range (max %d)",
-			           name, (unsigned long long)o->via.u64,
-			           INT32_MAX);
-		*v_p = (int32_t)o->via.u64;
-		return PS_OK;
-	}
-	if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
-		if (o->via.i64 < INT32_MIN)
-			return bad(d, "%s = %lld is out of range (min %d)",
-			           name, (long long)o->via.i64, INT32_MIN);
-		*v_p = (int32_t)o->via.i64;
-		return PS_OK;
-	}
-	return bad(d, "%s is not an integer (got %s)", name,
-	           kind_name(o->type));
-}
-
-static int get_f64(dctx *d, const msgpack_object *o, const char *name,
-                   double *v_p)
-{
-	if (o->type != MSGPACK_OBJECT_FLOAT32 &&
-	    o->type != MSGPACK_OBJECT_FLOAT64)
-		return bad(d, "%s is not a float (got %s)", name,
-		           kind_name(o->type));
-	*v_p = o->via.f64;
-	return PS_OK;
-}
-
-/* Copies a str of fewer than cap bytes, without NUL bytes, into dst. */
-static int get_str(dctx *d, const msgpack_object *o, const char *name,
-                   char *dst, size_t cap)
-{
-	if (o->type != MSGPACK_OBJECT_STR)
-		return bad(d, "%s is not a string (got %s)", name,
-		           kind_name(o->type));
-	if (o->via.str.size >= cap)
-		return bad(d, "%s is %u bytes long (max %zu)", name,
-		           o->via.str.size, cap - 1);
-	if (o->via.str.size > 0 &&
-	    memchr(o->via.str.ptr, '\0', o->via.str.size))
-		return bad(d, "%s contains a NUL byte", name);
-	if (o->via.str.size > 0)
-		memcpy(dst, o->via.str.ptr, o->via.str.size);
-	dst[o->via.str.size] = '\0';
-	return PS_OK;
-}
-
-/* An array of min..max elements. */
-static int get_array(dctx *d, const msgpack_object *o, const char *name,
-                     uint32_t min, uint32_t max,
-                     const msgpack_object_array **a_p)
-{
-	if (o->type != MSGPACK_OBJECT_ARRAY)
-		return bad(d, "%s is not an array (got %s)", name,
-		           kind_name(o->type));
-	if (o->via.array.size < min)
-		return bad(d, "%s has %u elements, expected at least %u", name,
-		           o->via.array.size, min);
-	if (o->via.array.size > max)
-		return bad(d, "%s has %u elements, at most %u allowed", name,
-		           o->via.array.size, max);
-	*a_p = &o->via.array;
-	return PS_OK;
-}
 
 /* ---- encoding helpers --------------------------------------------------- */
 
@@ -612,7 +231,7 @@ int ps_wire_header_encode(const ps_wire_header *h, void *buf, size_t cap,
 	return PS_OK;
 }
 
-static int header_walk(dctx *d, const msgpack_object *top, ps_wire_header *h)
+static int header_walk(ps_mpr *d, const msgpack_object *top, ps_wire_header *h)
 {
 	const msgpack_object_array *a = NULL;
 	uint64_t v[HEADER_FIELDS - 1];
@@ -620,19 +239,19 @@ static int header_walk(dctx *d, const msgpack_object *top, ps_wire_header *h)
 	int32_t prio = 0;
 	int rc;
 
-	rc = get_array(d, top, "the message", 1, UINT32_MAX, &a);
+	rc = ps_mpr_array(d, top, "the message", 1, UINT32_MAX, &a);
 	if (rc != PS_OK)
 		return rc;
-	rc = get_uint(d, &a->ptr[0], "element 0 (version)", UINT32_MAX, &v[0]);
+	rc = ps_mpr_uint(d, &a->ptr[0], "element 0 (version)", UINT32_MAX, &v[0]);
 	if (rc != PS_OK)
 		return rc;
 	if (v[0] != PS_WIRE_VERSION)
-		return bad(d,
+		return ps_mpr_bad(d,
 		           "unsupported protocol version %llu (this build "
 		           "speaks %d)",
 		           (unsigned long long)v[0], PS_WIRE_VERSION);
 	if (a->size < HEADER_FIELDS)
-		return bad(d, "%u elements, expected at least %d", a->size,
+		return ps_mpr_bad(d, "%u elements, expected at least %d", a->size,
 		           HEADER_FIELDS);
 	for (int i = 1; i < HEADER_FIELDS - 1; i++) {
 		/* job_id, iteration and payload_len are 64-bit */
@@ -641,16 +260,16 @@ static int header_walk(dctx *d, const msgpack_object *top, ps_wire_header *h)
 
 		snprintf(name, sizeof(name), "element %d (%s)", i,
 		         header_fields[i]);
-		rc = get_uint(d, &a->ptr[i], name, max, &v[i]);
+		rc = ps_mpr_uint(d, &a->ptr[i], name, max, &v[i]);
 		if (rc != PS_OK)
 			return rc;
 	}
 	snprintf(name, sizeof(name), "element 8 (priority)");
-	rc = get_i32(d, &a->ptr[8], name, &prio);
+	rc = ps_mpr_i32(d, &a->ptr[8], name, &prio);
 	if (rc != PS_OK)
 		return rc;
 	if (v[1] < PS_MSG_REGISTER || v[1] >= PS_MSG_TYPE_END)
-		return bad(d, "unknown message type %llu (valid: %d..%d)",
+		return ps_mpr_bad(d, "unknown message type %llu (valid: %d..%d)",
 		           (unsigned long long)v[1], PS_MSG_REGISTER,
 		           PS_MSG_TYPE_END - 1);
 	h->version = (uint32_t)v[0];
@@ -670,19 +289,19 @@ static int header_walk(dctx *d, const msgpack_object *top, ps_wire_header *h)
 		    o->type == MSGPACK_OBJECT_FLOAT64) {
 			double lr = o->via.f64;
 			if (!isfinite(lr) || lr < 0)
-				return bad(d, "element 9 (lr): %g is not a "
+				return ps_mpr_bad(d, "element 9 (lr): %g is not a "
 					   "learning rate (finite, >= 0)", lr);
 			h->has_lr = 1;
 			h->lr = lr;
 		} else if (o->type != MSGPACK_OBJECT_NIL) {
-			return bad(d, "element 9 (lr): expected a float");
+			return ps_mpr_bad(d, "element 9 (lr): expected a float");
 		}
 	}
 	h->piece = 0;
 	if (a->size > HEADER_FIELDS + 1 &&
 	    a->ptr[HEADER_FIELDS + 1].type != MSGPACK_OBJECT_NIL) {
 		uint64_t piece;
-		rc = get_uint(d, &a->ptr[HEADER_FIELDS + 1], "element 10 (piece)",
+		rc = ps_mpr_uint(d, &a->ptr[HEADER_FIELDS + 1], "element 10 (piece)",
 		              PS_MAX_PIECES - 1, &piece);
 		if (rc != PS_OK)
 			return rc;
@@ -696,19 +315,19 @@ int ps_wire_header_decode(const void *buf, size_t len, ps_wire_header *h_p,
 {
 	msgpack_unpacked u;
 	ps_wire_header h;
-	dctx d;
+	ps_mpr d;
 	int rc;
 
 	if (!h_p)
 		return PS_EINVAL;
 	memset(h_p, 0, sizeof(*h_p));
-	dctx_init(&d, why, whylen, "header");
+	ps_mpr_init(&d, why, whylen, "header");
 	/* before anything is decoded: a header is small, and decoding a
 	 * large one would allocate in proportion to it */
 	if (len > PS_WIRE_HEADER_MAX)
-		return bad(&d, "%zu bytes, more than a header's %d", len,
+		return ps_mpr_bad(&d, "%zu bytes, more than a header's %d", len,
 		           PS_WIRE_HEADER_MAX);
-	rc = unpack_one(buf, len, PS_WIRE_HEADER_MAX, &u, &d);
+	rc = ps_mpr_unpack(buf, len, PS_WIRE_HEADER_MAX, &u, &d);
 	if (rc != PS_OK)
 		return rc;
 	rc = header_walk(&d, &u.data, &h);
@@ -751,30 +370,30 @@ static int node_pack(msgpack_packer *pk, const ps_node_info *n)
 	return failed;
 }
 
-static int node_walk(dctx *d, const msgpack_object *o, ps_node_info *n)
+static int node_walk(ps_mpr *d, const msgpack_object *o, ps_node_info *n)
 {
 	const msgpack_object_array *a = NULL;
 	int rc;
 
 	memset(n, 0, sizeof(*n));
-	rc = get_array(d, o, "node", 7, UINT32_MAX, &a);
+	rc = ps_mpr_array(d, o, "node", 7, UINT32_MAX, &a);
 	if (rc == PS_OK)
-		rc = get_u32(d, &a->ptr[0], "id", &n->id);
+		rc = ps_mpr_u32(d, &a->ptr[0], "id", &n->id);
 	if (rc == PS_OK)
-		rc = get_u32(d, &a->ptr[1], "role", &n->role);
+		rc = ps_mpr_u32(d, &a->ptr[1], "role", &n->role);
 	if (rc == PS_OK && n->role > PS_ROLE_WORKER)
-		rc = bad(d, "role %u is not a valid role (0..2)", n->role);
+		rc = ps_mpr_bad(d, "role %u is not a valid role (0..2)", n->role);
 	if (rc == PS_OK)
-		rc = get_u32(d, &a->ptr[2], "rank", &n->rank);
+		rc = ps_mpr_u32(d, &a->ptr[2], "rank", &n->rank);
 	if (rc == PS_OK)
-		rc = get_i32(d, &a->ptr[3], "pid", &n->pid);
+		rc = ps_mpr_i32(d, &a->ptr[3], "pid", &n->pid);
 	if (rc == PS_OK)
-		rc = get_uint(d, &a->ptr[4], "transport_id", UINT64_MAX,
+		rc = ps_mpr_uint(d, &a->ptr[4], "transport_id", UINT64_MAX,
 		              &n->transport_id);
 	if (rc == PS_OK)
-		rc = get_str(d, &a->ptr[5], "host", n->host, PS_HOST_MAX);
+		rc = ps_mpr_str(d, &a->ptr[5], "host", n->host, PS_HOST_MAX);
 	if (rc == PS_OK)
-		rc = get_str(d, &a->ptr[6], "endpoint", n->endpoint,
+		rc = ps_mpr_str(d, &a->ptr[6], "endpoint", n->endpoint,
 		             PS_ENDPOINT_MAX);
 	return rc;
 }
@@ -812,40 +431,40 @@ static int tensors_pack(msgpack_packer *pk, const ps_tensor_desc *t, uint32_t n)
 }
 
 /* Decodes an array of tensors; *t_p is calloc'd (NULL when empty). */
-static int tensors_walk(dctx *d, const msgpack_object *o, const char *prefix,
+static int tensors_walk(ps_mpr *d, const msgpack_object *o, const char *prefix,
                         ps_tensor_desc **t_p, uint32_t *n_p)
 {
 	const msgpack_object_array *a = NULL, *e = NULL;
 	ps_tensor_desc *t = NULL;
 	int rc;
 
-	rc = get_array(d, o, "tensors", 0, PS_MAX_TENSORS, &a);
+	rc = ps_mpr_array(d, o, "tensors", 0, PS_MAX_TENSORS, &a);
 	if (rc != PS_OK)
 		return rc;
 	if (a->size > 0) {
 		t = calloc(a->size, sizeof(*t));
 		if (!t) {
-			bad(d, "out of memory (%u tensors)", a->size);
+			ps_mpr_bad(d, "out of memory (%u tensors)", a->size);
 			return PS_ENOMEM;
 		}
 	}
 	for (uint32_t i = 0; i < a->size; i++) {
-		at(d, "%s: tensor %u", prefix, i);
-		rc = get_array(d, &a->ptr[i], "tensor", 2, UINT32_MAX, &e);
+		ps_mpr_at(d, "%s: tensor %u", prefix, i);
+		rc = ps_mpr_array(d, &a->ptr[i], "tensor", 2, UINT32_MAX, &e);
 		if (rc == PS_OK)
-			rc = get_str(d, &e->ptr[0], "name", t[i].name,
+			rc = ps_mpr_str(d, &e->ptr[0], "name", t[i].name,
 			             PS_NAME_MAX);
 		if (rc == PS_OK)
-			rc = get_uint(d, &e->ptr[1], "numel",
+			rc = ps_mpr_uint(d, &e->ptr[1], "numel",
 			              UINT64_MAX / PS_ELEM_SIZE, &t[i].numel);
 		if (rc == PS_OK && t[i].numel == 0)
-			rc = bad(d, "numel is 0");
+			rc = ps_mpr_bad(d, "numel is 0");
 		if (rc != PS_OK) {
 			free(t);
 			return rc;
 		}
 	}
-	at(d, "%s", prefix);
+	ps_mpr_at(d, "%s", prefix);
 	*t_p = t;
 	*n_p = a->size;
 	return PS_OK;
@@ -881,30 +500,30 @@ int ps_wire_register_decode(const void *buf, size_t len, ps_wire_register *r_p,
 	const msgpack_object_array *a = NULL;
 	ps_wire_register r;
 	msgpack_unpacked u;
-	dctx d;
+	ps_mpr d;
 	int rc;
 
 	if (!r_p)
 		return PS_EINVAL;
 	memset(r_p, 0, sizeof(*r_p));
 	memset(&r, 0, sizeof(r));
-	dctx_init(&d, why, whylen, "register");
-	rc = unpack_one(buf, len, REGISTER_OBJECTS, &u, &d);
+	ps_mpr_init(&d, why, whylen, "register");
+	rc = ps_mpr_unpack(buf, len, REGISTER_OBJECTS, &u, &d);
 	if (rc != PS_OK)
 		return rc;
-	rc = get_array(&d, &u.data, "the message", 2, UINT32_MAX, &a);
+	rc = ps_mpr_array(&d, &u.data, "the message", 2, UINT32_MAX, &a);
 	if (rc == PS_OK) {
-		at(&d, "register: self");
+		ps_mpr_at(&d, "register: self");
 		rc = node_walk(&d, &a->ptr[0], &r.self);
 	}
 	if (rc == PS_OK) {
-		at(&d, "register");
+		ps_mpr_at(&d, "register");
 		rc = tensors_walk(&d, &a->ptr[1], "register", &r.tensors,
 		                  &r.num_tensors);
 	}
 	if (rc == PS_OK && a->size > 2) {
 		uint64_t want;
-		rc = get_uint(&d, &a->ptr[2], "register: element 2 (rank asked "
+		rc = ps_mpr_uint(&d, &a->ptr[2], "register: element 2 (rank asked "
 		              "for, plus 1)", PS_MAX_NODES, &want);
 		r.want_rank = (uint32_t)want;
 	}
@@ -927,15 +546,15 @@ void ps_wire_register_clear(ps_wire_register *r)
 /* ---- WELCOME ------------------------------------------------------------ */
 
 /* Nodes indexed by id with the roles and ranks their ids imply. */
-static int nodes_consistent(dctx *d, const ps_wire_welcome *w)
+static int nodes_consistent(ps_mpr *d, const ps_wire_welcome *w)
 {
 	uint64_t expect = 1 + (uint64_t)w->num_servers + w->num_workers;
 
 	if (w->num_nodes != expect)
-		return bad(d, "%u nodes, expected 1 + %u servers + %u workers",
+		return ps_mpr_bad(d, "%u nodes, expected 1 + %u servers + %u workers",
 		           w->num_nodes, w->num_servers, w->num_workers);
 	if (w->your_id >= w->num_nodes)
-		return bad(d, "your_id %u is not a node (%u nodes)", w->your_id,
+		return ps_mpr_bad(d, "your_id %u is not a node (%u nodes)", w->your_id,
 		           w->num_nodes);
 	for (uint32_t i = 0; i < w->num_nodes; i++) {
 		const ps_node_info *n = &w->nodes[i];
@@ -946,9 +565,9 @@ static int nodes_consistent(dctx *d, const ps_wire_welcome *w)
 		else if (i > 0)
 			role = PS_ROLE_SERVER, rank = i - 1;
 		if (n->id != i)
-			return bad(d, "node %u has id %u", i, n->id);
+			return ps_mpr_bad(d, "node %u has id %u", i, n->id);
 		if (n->role != role || n->rank != rank)
-			return bad(d, "node %u is %s %u, expected %s %u", i,
+			return ps_mpr_bad(d, "node %u is %s %u, expected %s %u", i,
 			           ps_role_name(n->role), n->rank,
 			           ps_role_name(role), rank);
 	}
@@ -1000,11 +619,11 @@ int ps_wire_welcome_encode(const ps_wire_welcome *w, void **buf_p,
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
 	int failed = 0;
-	dctx d;
+	ps_mpr d;
 
 	if (!w || !buf_p || !len_p || (w->num_nodes > 0 && !w->nodes))
 		return PS_EINVAL;
-	dctx_init(&d, why, sizeof(why), "welcome");
+	ps_mpr_init(&d, why, sizeof(why), "welcome");
 	if (w->num_nodes > PS_MAX_NODES || nodes_consistent(&d, w) != PS_OK) {
 		PS_ERROR("wire: cannot encode: %s",
 		         w->num_nodes > PS_MAX_NODES ? "too many nodes" : why);
@@ -1062,29 +681,29 @@ int ps_wire_welcome_encode(const ps_wire_welcome *w, void **buf_p,
 	return sbuf_finish(&sb, failed, buf_p, len_p);
 }
 
-static int part_walk(dctx *d, const msgpack_object *o, ps_partition *q)
+static int part_walk(ps_mpr *d, const msgpack_object *o, ps_partition *q)
 {
 	const msgpack_object_array *a = NULL;
 	int rc;
 
-	rc = get_array(d, o, "part", 5, UINT32_MAX, &a);
+	rc = ps_mpr_array(d, o, "part", 5, UINT32_MAX, &a);
 	if (rc == PS_OK)
-		rc = get_u32(d, &a->ptr[0], "tensor", &q->tensor);
+		rc = ps_mpr_u32(d, &a->ptr[0], "tensor", &q->tensor);
 	if (rc == PS_OK)
-		rc = get_u32(d, &a->ptr[1], "index", &q->index);
+		rc = ps_mpr_u32(d, &a->ptr[1], "index", &q->index);
 	if (rc == PS_OK)
-		rc = get_uint(d, &a->ptr[2], "offset", UINT64_MAX, &q->offset);
+		rc = ps_mpr_uint(d, &a->ptr[2], "offset", UINT64_MAX, &q->offset);
 	if (rc == PS_OK)
-		rc = get_uint(d, &a->ptr[3], "numel", UINT64_MAX, &q->numel);
+		rc = ps_mpr_uint(d, &a->ptr[3], "numel", UINT64_MAX, &q->numel);
 	if (rc == PS_OK)
-		rc = get_u32(d, &a->ptr[4], "server", &q->server);
+		rc = ps_mpr_u32(d, &a->ptr[4], "server", &q->server);
 	q->ntensors = 1; /* absent before fusion existed */
 	if (rc == PS_OK && a->size > 5)
-		rc = get_u32(d, &a->ptr[5], "ntensors", &q->ntensors);
+		rc = ps_mpr_u32(d, &a->ptr[5], "ntensors", &q->ntensors);
 	return rc;
 }
 
-static int placement_walk(dctx *d, const msgpack_object *o, uint32_t servers,
+static int placement_walk(ps_mpr *d, const msgpack_object *o, uint32_t servers,
                           ps_placement **p_p)
 {
 	const msgpack_object_array *a = NULL;
@@ -1097,39 +716,39 @@ static int placement_walk(dctx *d, const msgpack_object *o, uint32_t servers,
 	int rc;
 
 	*p_p = NULL;
-	at(d, "welcome: placement");
-	rc = get_array(d, o, "placement", 3, UINT32_MAX, &a);
+	ps_mpr_at(d, "welcome: placement");
+	rc = ps_mpr_array(d, o, "placement", 3, UINT32_MAX, &a);
 	if (rc == PS_OK)
-		rc = get_uint(d, &a->ptr[0], "partition_size", UINT64_MAX,
+		rc = ps_mpr_uint(d, &a->ptr[0], "partition_size", UINT64_MAX,
 		              &partition_size);
 	if (rc == PS_OK)
 		rc = tensors_walk(d, &a->ptr[1], "welcome: placement", &tensors,
 		                  &n);
 	if (rc == PS_OK)
-		rc = get_array(d, &a->ptr[2], "parts", 0, PS_MAX_PARTS, &pa);
+		rc = ps_mpr_array(d, &a->ptr[2], "parts", 0, PS_MAX_PARTS, &pa);
 	if (rc != PS_OK)
 		goto out_tensors;
 	if (pa->size > 0) {
 		parts = calloc(pa->size, sizeof(*parts));
 		if (!parts) {
 			rc = PS_ENOMEM;
-			bad(d, "out of memory (%u parts)", pa->size);
+			ps_mpr_bad(d, "out of memory (%u parts)", pa->size);
 			goto out_tensors;
 		}
 	}
 	for (uint32_t i = 0; i < pa->size; i++) {
-		at(d, "welcome: placement: part %u", i);
+		ps_mpr_at(d, "welcome: placement: part %u", i);
 		rc = part_walk(d, &pa->ptr[i], &parts[i]);
 		if (rc != PS_OK)
 			goto out_parts;
 	}
-	at(d, "welcome");
+	ps_mpr_at(d, "welcome");
 	rc = ps_placement_from_parts(tensors, n, parts, pa->size, servers,
 	                             partition_size, p_p, why, sizeof(why));
 	if (rc == PS_EPROTO)
-		bad(d, "%s", why);
+		ps_mpr_bad(d, "%s", why);
 	else if (rc != PS_OK)
-		bad(d, "placement: %s", ps_strerror(rc));
+		ps_mpr_bad(d, "placement: %s", ps_strerror(rc));
 out_parts:
 	free(parts);
 out_tensors:
@@ -1138,22 +757,22 @@ out_tensors:
 }
 
 /* The optional priorities of a WELCOME: exactly n uint32. */
-static int priorities_walk(dctx *d, const msgpack_object *o, uint32_t n,
+static int priorities_walk(ps_mpr *d, const msgpack_object *o, uint32_t n,
                            uint32_t **prio_p)
 {
 	const msgpack_object_array *pa = NULL;
 	uint32_t *prio;
 	int rc;
 
-	at(d, "welcome: priorities");
-	rc = get_array(d, o, "priorities", n, n, &pa);
+	ps_mpr_at(d, "welcome: priorities");
+	rc = ps_mpr_array(d, o, "priorities", n, n, &pa);
 	if (rc != PS_OK)
 		return rc;
 	prio = calloc(n ? n : 1, sizeof(*prio));
 	if (!prio)
-		return bad(d, "out of memory (%u priorities)", n);
+		return ps_mpr_bad(d, "out of memory (%u priorities)", n);
 	for (uint32_t i = 0; i < n && rc == PS_OK; i++)
-		rc = get_u32(d, &pa->ptr[i], "priority", &prio[i]);
+		rc = ps_mpr_u32(d, &pa->ptr[i], "priority", &prio[i]);
 	if (rc != PS_OK) {
 		free(prio);
 		return rc;
@@ -1168,48 +787,48 @@ int ps_wire_welcome_decode(const void *buf, size_t len, ps_wire_welcome *w_p,
 	const msgpack_object_array *a, *na;
 	ps_wire_welcome w;
 	msgpack_unpacked u;
-	dctx d;
+	ps_mpr d;
 	int rc;
 
 	if (!w_p)
 		return PS_EINVAL;
 	memset(w_p, 0, sizeof(*w_p));
 	memset(&w, 0, sizeof(w));
-	dctx_init(&d, why, whylen, "welcome");
-	rc = unpack_one(buf, len, WELCOME_OBJECTS, &u, &d);
+	ps_mpr_init(&d, why, whylen, "welcome");
+	rc = ps_mpr_unpack(buf, len, WELCOME_OBJECTS, &u, &d);
 	if (rc != PS_OK)
 		return rc;
-	rc = get_array(&d, &u.data, "the message", 5, UINT32_MAX, &a);
+	rc = ps_mpr_array(&d, &u.data, "the message", 5, UINT32_MAX, &a);
 	if (rc == PS_OK)
-		rc = get_u32(&d, &a->ptr[0], "your_id", &w.your_id);
+		rc = ps_mpr_u32(&d, &a->ptr[0], "your_id", &w.your_id);
 	if (rc == PS_OK)
-		rc = get_u32(&d, &a->ptr[1], "num_servers", &w.num_servers);
+		rc = ps_mpr_u32(&d, &a->ptr[1], "num_servers", &w.num_servers);
 	if (rc == PS_OK && w.num_servers > PS_MAX_SERVERS)
-		rc = bad(&d, "num_servers = %u (max %u)", w.num_servers,
+		rc = ps_mpr_bad(&d, "num_servers = %u (max %u)", w.num_servers,
 		         PS_MAX_SERVERS);
 	if (rc == PS_OK)
-		rc = get_u32(&d, &a->ptr[2], "num_workers", &w.num_workers);
+		rc = ps_mpr_u32(&d, &a->ptr[2], "num_workers", &w.num_workers);
 	if (rc == PS_OK && w.num_workers > PS_MAX_NODES)
-		rc = bad(&d, "num_workers = %u (max %u)", w.num_workers,
+		rc = ps_mpr_bad(&d, "num_workers = %u (max %u)", w.num_workers,
 		         PS_MAX_NODES);
 	if (rc == PS_OK)
-		rc = get_array(&d, &a->ptr[3], "nodes", 0, PS_MAX_NODES, &na);
+		rc = ps_mpr_array(&d, &a->ptr[3], "nodes", 0, PS_MAX_NODES, &na);
 	if (rc != PS_OK)
 		goto out;
 	if (na->size > 0) {
 		w.nodes = calloc(na->size, sizeof(*w.nodes));
 		if (!w.nodes) {
 			rc = PS_ENOMEM;
-			bad(&d, "out of memory (%u nodes)", na->size);
+			ps_mpr_bad(&d, "out of memory (%u nodes)", na->size);
 			goto out;
 		}
 	}
 	w.num_nodes = na->size;
 	for (uint32_t i = 0; i < na->size && rc == PS_OK; i++) {
-		at(&d, "welcome: node %u", i);
+		ps_mpr_at(&d, "welcome: node %u", i);
 		rc = node_walk(&d, &na->ptr[i], &w.nodes[i]);
 	}
-	at(&d, "welcome");
+	ps_mpr_at(&d, "welcome");
 	if (rc == PS_OK)
 		rc = nodes_consistent(&d, &w);
 	if (rc == PS_OK && a->ptr[4].type != MSGPACK_OBJECT_NIL)
@@ -1220,7 +839,7 @@ int ps_wire_welcome_decode(const void *buf, size_t len, ps_wire_welcome *w_p,
 		rc = priorities_walk(&d, &a->ptr[5], w.placement->num_tensors,
 		                     &w.priority);
 	if (rc == PS_OK && a->size >= 7)
-		rc = get_uint(&d, &a->ptr[6], "start_iteration", UINT64_MAX,
+		rc = ps_mpr_uint(&d, &a->ptr[6], "start_iteration", UINT64_MAX,
 		              &w.start_iteration);
 	if (rc == PS_OK && a->size >= 8 && w.placement &&
 	    a->ptr[7].type != MSGPACK_OBJECT_NIL)
@@ -1229,23 +848,23 @@ int ps_wire_welcome_decode(const void *buf, size_t len, ps_wire_welcome *w_p,
 	if (rc == PS_OK && a->size >= 9 &&
 	    a->ptr[8].type != MSGPACK_OBJECT_NIL) {
 		const msgpack_object_array *ca;
-		rc = get_array(&d, &a->ptr[8], "sizes", 4, 4, &ca);
+		rc = ps_mpr_array(&d, &a->ptr[8], "sizes", 4, 4, &ca);
 		if (rc == PS_OK)
-			rc = get_uint(&d, &ca->ptr[0], "push credit",
+			rc = ps_mpr_uint(&d, &ca->ptr[0], "push credit",
 			              PS_WIRE_SIZE_MAX, &w.push_credit);
 		if (rc == PS_OK)
-			rc = get_uint(&d, &ca->ptr[1], "params credit",
+			rc = ps_mpr_uint(&d, &ca->ptr[1], "params credit",
 			              PS_WIRE_SIZE_MAX, &w.params_credit);
 		if (rc == PS_OK)
-			rc = get_uint(&d, &ca->ptr[2], "push partition size",
+			rc = ps_mpr_uint(&d, &ca->ptr[2], "push partition size",
 			              PS_WIRE_SIZE_MAX, &w.push_partition);
 		if (rc == PS_OK)
-			rc = get_uint(&d, &ca->ptr[3], "params partition size",
+			rc = ps_mpr_uint(&d, &ca->ptr[3], "params partition size",
 			              PS_WIRE_SIZE_MAX, &w.params_partition);
 		if (rc == PS_OK &&
 		    (w.push_partition < PS_ELEM_SIZE ||
 		     w.params_partition < PS_ELEM_SIZE))
-			rc = bad(&d, "sizes: a partition size below %d bytes",
+			rc = ps_mpr_bad(&d, "sizes: a partition size below %d bytes",
 			         PS_ELEM_SIZE);
 		w.has_sizes = rc == PS_OK;
 	}
@@ -1254,7 +873,7 @@ int ps_wire_welcome_decode(const void *buf, size_t len, ps_wire_welcome *w_p,
 		size_t n = w.placement->num_tensors * sizeof(*w.priority);
 		w.push_priority = malloc(n ? n : 1);
 		if (!w.push_priority)
-			rc = bad(&d, "out of memory (%u priorities)",
+			rc = ps_mpr_bad(&d, "out of memory (%u priorities)",
 			         w.placement->num_tensors);
 		else
 			memcpy(w.push_priority, w.priority, n);
@@ -1321,40 +940,40 @@ int ps_wire_done_decode(const void *buf, size_t len, ps_wire_done *d_p,
 	const msgpack_object_array *a = NULL;
 	ps_wire_done dn = {0};
 	msgpack_unpacked u;
-	dctx d;
+	ps_mpr d;
 	int rc;
 
 	if (!d_p)
 		return PS_EINVAL;
 	memset(d_p, 0, sizeof(*d_p));
-	dctx_init(&d, why, whylen, "done");
-	rc = unpack_one(buf, len, DONE_OBJECTS, &u, &d);
+	ps_mpr_init(&d, why, whylen, "done");
+	rc = ps_mpr_unpack(buf, len, DONE_OBJECTS, &u, &d);
 	if (rc != PS_OK)
 		return rc;
-	rc = get_array(&d, &u.data, "the message", 5, UINT32_MAX, &a);
+	rc = ps_mpr_array(&d, &u.data, "the message", 5, UINT32_MAX, &a);
 	if (rc == PS_OK)
-		rc = get_uint(&d, &a->ptr[0], "iterations", UINT64_MAX,
+		rc = ps_mpr_uint(&d, &a->ptr[0], "iterations", UINT64_MAX,
 		              &dn.iterations);
 	if (rc == PS_OK)
-		rc = get_f64(&d, &a->ptr[1], "seconds", &dn.seconds);
+		rc = ps_mpr_f64(&d, &a->ptr[1], "seconds", &dn.seconds);
 	if (rc == PS_OK)
-		rc = get_uint(&d, &a->ptr[2], "bytes_pushed", UINT64_MAX,
+		rc = ps_mpr_uint(&d, &a->ptr[2], "bytes_pushed", UINT64_MAX,
 		              &dn.bytes_pushed);
 	if (rc == PS_OK)
-		rc = get_uint(&d, &a->ptr[3], "bytes_received", UINT64_MAX,
+		rc = ps_mpr_uint(&d, &a->ptr[3], "bytes_received", UINT64_MAX,
 		              &dn.bytes_received);
 	if (rc == PS_OK)
-		rc = get_f64(&d, &a->ptr[4], "last_loss", &dn.last_loss);
+		rc = ps_mpr_f64(&d, &a->ptr[4], "last_loss", &dn.last_loss);
 	/* the replay metrics, since the model replay; absent = 0 */
 	if (rc == PS_OK && a->size >= 9)
-		rc = get_f64(&d, &a->ptr[5], "wait_seconds", &dn.wait_seconds);
+		rc = ps_mpr_f64(&d, &a->ptr[5], "wait_seconds", &dn.wait_seconds);
 	if (rc == PS_OK && a->size >= 9)
-		rc = get_f64(&d, &a->ptr[6], "efficiency", &dn.efficiency);
+		rc = ps_mpr_f64(&d, &a->ptr[6], "efficiency", &dn.efficiency);
 	if (rc == PS_OK && a->size >= 9)
-		rc = get_f64(&d, &a->ptr[7], "speedup_bound",
+		rc = ps_mpr_f64(&d, &a->ptr[7], "speedup_bound",
 		             &dn.speedup_bound);
 	if (rc == PS_OK && a->size >= 9)
-		rc = get_f64(&d, &a->ptr[8], "samples_per_second",
+		rc = ps_mpr_f64(&d, &a->ptr[8], "samples_per_second",
 		             &dn.samples_per_second);
 	msgpack_unpacked_destroy(&u);
 	if (rc == PS_OK)
@@ -1380,16 +999,16 @@ int ps_wire_u64_decode(const void *buf, size_t len, uint64_t *value_p,
                        char *why, size_t whylen)
 {
 	msgpack_unpacked u;
-	dctx d;
+	ps_mpr d;
 	int rc;
 
 	if (!value_p)
 		return PS_EINVAL;
-	dctx_init(&d, why, whylen, "integer body");
-	rc = unpack_one(buf, len, SCALAR_OBJECTS, &u, &d);
+	ps_mpr_init(&d, why, whylen, "integer body");
+	rc = ps_mpr_unpack(buf, len, SCALAR_OBJECTS, &u, &d);
 	if (rc != PS_OK)
 		return rc;
-	rc = get_uint(&d, &u.data, "the value", UINT64_MAX, value_p);
+	rc = ps_mpr_uint(&d, &u.data, "the value", UINT64_MAX, value_p);
 	msgpack_unpacked_destroy(&u);
 	return rc;
 }
@@ -1436,17 +1055,17 @@ int ps_wire_reason_decode(const void *buf, size_t len, char *reason, size_t cap,
 {
 	char text[PS_REASON_MAX];
 	msgpack_unpacked u;
-	dctx d;
+	ps_mpr d;
 	int rc;
 
 	if (!reason || cap == 0)
 		return PS_EINVAL;
 	reason[0] = '\0';
-	dctx_init(&d, why, whylen, "abort reason");
-	rc = unpack_one(buf, len, SCALAR_OBJECTS, &u, &d);
+	ps_mpr_init(&d, why, whylen, "abort reason");
+	rc = ps_mpr_unpack(buf, len, SCALAR_OBJECTS, &u, &d);
 	if (rc != PS_OK)
 		return rc;
-	rc = get_str(&d, &u.data, "the message", text, sizeof(text));
+	rc = ps_mpr_str(&d, &u.data, "the message", text, sizeof(text));
 	msgpack_unpacked_destroy(&u);
 	if (rc == PS_OK)
 		snprintf(reason, cap, "%s", text); /* cut to the caller's cap */
