@@ -29,6 +29,7 @@
 #include "proto/membership.h"
 #include "proto/wire.h"
 #include "scheduler/scheduler.h"
+#include "scheduling/job_plan.h"
 #include "scheduling/order.h"
 #include "scheduling/placement.h"
 #include "model/dag.h"
@@ -67,6 +68,9 @@ typedef struct coord {
 	member *members; /* 1 + registration index, then by node id */
 	const ps_tensor_desc *tensors; /* the machine's: what workers declared */
 	uint32_t ntensors;
+	/* model.file's DAG from its load to the job's plan (NULL: none, or
+	 * neither the sizes nor the orders need it) */
+	ps_dag *dag;
 	ps_placement *placement;
 	/* per tensor: the order of parameter sends (scheduling.params_order)
 	 * and of pushes (scheduling.push_order); NULL: fifo */
@@ -517,12 +521,41 @@ static int measure_link(coord *c, char *how, size_t cap)
 	return PS_OK;
 }
 
+/*
+ * model.file's DAG, where the sizes or the orders need it: auto sizes
+ * simulate it, orders other than fifo follow it. The workers' tensors must
+ * be its own (same_as_model says which differs).
+ */
+static int load_model(coord *c)
+{
+	const ps_config *cfg = c->cfg;
+	char err[1024], why[1100];
+	int rc;
+
+	if (!cfg->model.file[0] ||
+	    (!ps_auto_sizes_wanted(cfg) &&
+	     cfg->scheduling.push.order == PS_ORDER_FIFO &&
+	     cfg->scheduling.params.order == PS_ORDER_FIFO))
+		return PS_OK;
+	rc = ps_dag_load(cfg->model.file, cfg->model.compute_scale, &c->dag,
+			 err, sizeof(err));
+	if (rc != PS_OK) {
+		snprintf(why, sizeof(why), "cannot load model.file: %s", err);
+		abort_job(c, why);
+		return PS_EABORTED;
+	}
+	if (!same_as_model(c, c->dag)) {
+		abort_job(c, "the workers' tensors are not model.file's");
+		return PS_EABORTED;
+	}
+	return PS_OK;
+}
+
 static int choose_sizes(coord *c)
 {
 	ps_config *cfg = &c->in_force;
 	ps_auto_choice ch;
 	ps_link_model lm;
-	ps_dag *dag = NULL;
 	char err[1024], line[1280], why[1100], how[384];
 	struct timespec t0, t1;
 	int rc = PS_OK;
@@ -534,23 +567,13 @@ static int choose_sizes(coord *c)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (measure_link(c, how, sizeof(how)) != PS_OK)
 		return PS_EINTR;
-	if (!cfg->model.file[0]) {
+	if (!c->dag) {
 		ps_auto_sizes_fallback(cfg, model_bytes(c), &ch);
 	} else {
-		rc = ps_dag_load(cfg->model.file, cfg->model.compute_scale,
-				 &dag, err, sizeof(err));
-		if (rc == PS_OK && !same_as_model(c, dag)) {
-			snprintf(err, sizeof(err), "the workers' tensors are "
-				 "not model.file's");
-			rc = PS_EINVAL;
-		}
+		rc = ps_link_model_from_config(cfg, &lm, err, sizeof(err));
 		if (rc == PS_OK)
-			rc = ps_link_model_from_config(cfg, &lm, err,
-						       sizeof(err));
-		if (rc == PS_OK)
-			rc = ps_auto_sizes_choose(cfg, dag, &lm, &ch, err,
+			rc = ps_auto_sizes_choose(cfg, c->dag, &lm, &ch, err,
 						  sizeof(err));
-		ps_dag_free(&dag);
 		if (rc != PS_OK) {
 			snprintf(why, sizeof(why),
 				 "cannot choose the auto sizes: %s", err);
@@ -593,96 +616,29 @@ static void write_order_csv(const coord *c)
 	fclose(f);
 }
 
-/* One direction's order: NULL for fifo, else one number per tensor. */
-static int order_for(coord *c, const ps_dag *dag, ps_order_kind kind,
-		     uint32_t **prio_p)
-{
-	ps_time_oracle oracle = {
-		.latency_us = 0.0,
-		.bandwidth_bytes_per_us =
-			c->cfg->metrics.bandwidth_gbps * 1e3 / 8.0,
-	};
-	uint32_t *prio;
-	int rc = PS_OK;
-
-	*prio_p = NULL;
-	if (kind == PS_ORDER_FIFO)
-		return PS_OK;
-	prio = calloc(c->ntensors ? c->ntensors : 1, sizeof(*prio));
-	if (!prio)
-		return PS_ENOMEM;
-	if (!dag)
-		for (uint32_t i = 0; i < c->ntensors; i++)
-			prio[i] = i;
-	else
-		rc = ps_order_compute(dag, kind, &oracle, prio);
-	if (rc != PS_OK) {
-		free(prio);
-		return rc;
-	}
-	*prio_p = prio;
-	return PS_OK;
-}
-
 /*
- * The transfer orders, once per job, one per direction: from model.file's
- * DAG when there is one (replay), else the declaration order (a program
- * declares its tensors in forward order, and without a DAG that is all an
- * order can know).
+ * Says the transfer orders of the job's plan (computed with the
+ * placement, scheduling/job_plan.h) and writes them with the
+ * configuration in force.
  */
-static int compute_order(coord *c)
+static void say_orders(coord *c)
 {
 	const ps_config *cfg = c->cfg;
-	ps_order_kind up = (ps_order_kind)cfg->scheduling.push.order,
-		      down = (ps_order_kind)cfg->scheduling.params.order;
-	char line[320], err[1024];
-	ps_dag *dag = NULL;
-	int rc = PS_OK;
+	char line[320];
 
 	ps_config_describe_scheduling(cfg, line, sizeof(line));
 	printf("scheduling: %s%s\n", line,
 	       ps_config_directions_alike(cfg)
 		       ? " (worker pushes and server parameter sends alike)"
 		       : "");
-	if (up != PS_ORDER_FIFO || down != PS_ORDER_FIFO) {
-		if (!cfg->model.file[0]) {
-			printf("scheduling: no model.file: orders other than "
-			       "fifo follow the tensors' declaration "
-			       "order\n");
-		} else {
-			rc = ps_dag_load(cfg->model.file,
-					 cfg->model.compute_scale, &dag, err,
-					 sizeof(err));
-			if (rc != PS_OK)
-				PS_ERROR("cannot load model.file: %s", err);
-			else if (!same_as_model(c, dag))
-				rc = PS_EINVAL;
-		}
-	}
-	if (rc == PS_OK) {
-		rc = order_for(c, dag, down, &c->priority);
-		if (rc == PS_OK && up == down && c->priority) {
-			/* the same order: computed once */
-			size_t n = c->ntensors * sizeof(*c->priority);
-			c->push_priority = malloc(n ? n : 1);
-			if (!c->push_priority)
-				rc = PS_ENOMEM;
-			else
-				memcpy(c->push_priority, c->priority, n);
-		} else if (rc == PS_OK) {
-			rc = order_for(c, dag, up, &c->push_priority);
-		}
-		if (rc != PS_OK)
-			PS_ERROR("cannot compute the transfer order: %s",
-				 ps_strerror(rc));
-	}
-	ps_dag_free(&dag);
-	if (rc == PS_OK) {
-		write_order_csv(c);
-		write_config_ini(c);
-	}
+	if ((cfg->scheduling.push.order != PS_ORDER_FIFO ||
+	     cfg->scheduling.params.order != PS_ORDER_FIFO) &&
+	    !cfg->model.file[0])
+		printf("scheduling: no model.file: orders other than fifo "
+		       "follow the tensors' declaration order\n");
+	write_order_csv(c);
+	write_config_ini(c);
 	fflush(stdout);
-	return rc;
 }
 
 /* DIR/placement.csv: which server holds which partition. */
@@ -703,18 +659,23 @@ static void write_placement_csv(const coord *c)
 	fclose(f);
 }
 
-static int place(coord *c)
+/* The job's plan (scheduling/job_plan.h): the placement, said and
+ * written, and the orders. */
+static int plan_job(coord *c)
 {
-	int rc = ps_placement_compute(c->tensors, c->ntensors,
-				      c->cfg->scheduling.partition_size,
-				      c->cfg->scheduling.fusion, c->servers,
-				      c->cfg->scheduling.placement,
-				      &c->placement);
+	ps_job_plan plan;
+	char why[1024];
+	int rc = ps_job_plan_make(c->cfg, c->tensors, c->ntensors, c->servers,
+				  c->dag, &plan, why, sizeof(why));
+
+	ps_dag_free(&c->dag);
 	if (rc != PS_OK) {
-		PS_ERROR("cannot place %u tensors on %u servers: %s",
-			 c->ntensors, c->servers, ps_strerror(rc));
+		PS_ERROR("%s", why);
 		return rc;
 	}
+	c->placement = plan.pl;
+	c->priority = plan.params_priority;
+	c->push_priority = plan.push_priority;
 	/* every partition's payload must pass every node's transport */
 	uint64_t max = ps_config_max_message(c->cfg);
 	for (uint32_t i = 0; i < c->placement->num_parts; i++) {
@@ -1711,11 +1672,13 @@ int ps_scheduler_run(const ps_config *cfg, int ready_fd)
 	if (rc == PS_OK)
 		rc = prepare_checkpoints(&c);
 	if (rc == PS_OK)
+		rc = load_model(&c);
+	if (rc == PS_OK)
 		rc = choose_sizes(&c);
 	if (rc == PS_OK)
-		rc = place(&c);
+		rc = plan_job(&c);
 	if (rc == PS_OK)
-		rc = compute_order(&c);
+		say_orders(&c);
 	if (rc == PS_OK)
 		rc = send_welcomes(&c);
 	if (rc != PS_OK) {
@@ -1741,6 +1704,7 @@ out:
 	if (c.progress_fd > STDERR_FILENO) /* fd 1 under ps-launch --hosts */
 		close(c.progress_fd);
 	ps_transport_destroy(&c.t, 2000);
+	ps_dag_free(&c.dag);
 	ps_placement_free(&c.placement);
 	free(c.priority);
 	free(c.push_priority);

@@ -31,14 +31,15 @@
 #include "proto/engine.h"
 #include "proto/server.h"
 #include "proto/worker.h"
+#include "scheduling/efficiency.h"
 #include "scheduling/gate.h"
+#include "scheduling/job_plan.h"
 #include "scheduling/order.h"
 #include "scheduling/placement.h"
 #include "sim/cluster.h"
 #include "sim/events.h"
 #include "sim/fair.h"
 #include "sim/timeline.h"
-#include "scheduling/efficiency.h"
 
 enum {
 	EV_OP_DONE,     /* node: worker */
@@ -742,37 +743,15 @@ static void params_acked(sim *s, uint32_t srv, uint32_t w, uint32_t part,
 
 /* ---- setup ------------------------------------------------------------- */
 
-/* One direction's gate numbers per partition: the scheduler's order
- * (metrics.bandwidth_gbps oracle, no a), renumbered for its gate. */
-static int direction_numbers(sim *s, const ps_direction_sched *dir,
+/* One direction's gate numbers per partition, from its order in the job's
+ * plan (NULL: fifo), renumbered for its gate. */
+static int direction_numbers(sim *s, const uint32_t *prio, int gate,
 			     uint32_t **numbers_p, char *why, size_t whylen)
 {
-	uint32_t *prio = NULL;
-	int rc;
+	int rc = ps_order_partition_numbers(s->pl, prio,
+					    gate == PS_GATE_COUNTER,
+					    numbers_p);
 
-	if (dir->order != PS_ORDER_FIFO) {
-		ps_time_oracle oracle = {
-			.latency_us = 0.0,
-			.bandwidth_bytes_per_us =
-				s->cfg->metrics.bandwidth_gbps * 1e3 / 8.0};
-		prio = calloc(s->dag->ntensors ? s->dag->ntensors : 1,
-			      sizeof(*prio));
-		if (!prio)
-			return PS_ENOMEM;
-		rc = ps_order_compute(s->dag, (ps_order_kind)dir->order,
-				      &oracle, prio);
-		if (rc != PS_OK) {
-			free(prio);
-			snprintf(why, whylen, "cannot compute order %s: %s",
-				 ps_order_name((ps_order_kind)dir->order),
-				 ps_strerror(rc));
-			return rc;
-		}
-	}
-	rc = ps_order_partition_numbers(s->pl, prio,
-					dir->gate == PS_GATE_COUNTER,
-					numbers_p);
-	free(prio);
 	if (rc != PS_OK)
 		snprintf(why, whylen, "cannot number the partitions: %s",
 			 ps_strerror(rc));
@@ -784,6 +763,8 @@ static int setup(sim *s, char *why, size_t whylen)
 	const ps_config *cfg = s->cfg;
 	const ps_dag *d = s->dag;
 	ps_tensor_desc *descs;
+	ps_job_plan plan;
+	char reason[512];
 	uint32_t P, T = d->ntensors;
 	uint64_t total_bytes = 0;
 	int rc;
@@ -797,33 +778,37 @@ static int setup(sim *s, char *why, size_t whylen)
 		descs[t].numel = d->tensors[t].numel;
 		total_bytes += d->tensors[t].bytes;
 	}
-	rc = ps_placement_compute(descs, T, cfg->scheduling.partition_size,
-				  cfg->scheduling.fusion, s->S,
-				  cfg->scheduling.placement, &s->pl);
+	rc = ps_job_plan_make(cfg, descs, T, s->S, d, &plan, reason,
+			      sizeof(reason));
 	free(descs);
 	if (rc != PS_OK) {
-		snprintf(why, whylen, "cannot place %s's %u tensors on %u "
-			 "servers: %s", d->name, T, s->S, ps_strerror(rc));
+		snprintf(why, whylen, "%s: %s", d->name, reason);
 		return rc;
 	}
+	s->pl = plan.pl;
+	plan.pl = NULL;
 	P = s->pl->num_parts;
-	rc = direction_numbers(s, &cfg->scheduling.params, &s->number, why,
+	rc = direction_numbers(s, plan.params_priority,
+			       cfg->scheduling.params.gate, &s->number, why,
 			       whylen);
-	if (rc != PS_OK)
-		return rc;
-	if (cfg->scheduling.push.order == cfg->scheduling.params.order &&
+	if (rc == PS_OK &&
+	    cfg->scheduling.push.order == cfg->scheduling.params.order &&
 	    cfg->scheduling.push.gate == cfg->scheduling.params.gate) {
-		/* the same numbers: the order is computed once */
+		/* the same numbers: computed once */
 		s->push_number = malloc((P ? P : 1) * sizeof(uint32_t));
 		if (!s->push_number)
-			return PS_ENOMEM;
-		memcpy(s->push_number, s->number, P * sizeof(uint32_t));
-	} else {
-		rc = direction_numbers(s, &cfg->scheduling.push,
+			rc = PS_ENOMEM;
+		else
+			memcpy(s->push_number, s->number,
+			       P * sizeof(uint32_t));
+	} else if (rc == PS_OK) {
+		rc = direction_numbers(s, plan.push_priority,
+				       cfg->scheduling.push.gate,
 				       &s->push_number, why, whylen);
-		if (rc != PS_OK)
-			return rc;
 	}
+	ps_job_plan_free(&plan);
+	if (rc != PS_OK)
+		return rc;
 	s->part_bytes = calloc(P, sizeof(*s->part_bytes));
 	s->tparts_first = calloc((size_t)T + 1, sizeof(uint32_t));
 	s->iter_end = calloc(s->K, sizeof(*s->iter_end));
