@@ -993,28 +993,12 @@ static int setup_after_join(ps_client *c)
 			pl, c->node.welcome.push_priority,
 			c->cfg.scheduling.push.gate == PS_GATE_COUNTER,
 			&numbers);
-		if (rc == PS_OK)
-			rc = ps_wproto_create(
-				&(ps_wproto_config){
-					.pl = pl,
-					.gate = (ps_gate_kind)c->cfg
-							.scheduling.push.gate,
-					.credit = c->cfg.scheduling.push
-							  .credit_size,
-					.params_credit = c->cfg.scheduling
-								 .params
-								 .credit_size,
-					.sync = c->cfg.train.mode ==
-						PS_MODE_SYNC,
-					.push_piece =
-						ps_config_pieces_size(&c->cfg,
-								      0),
-					.params_piece =
-						ps_config_pieces_size(&c->cfg,
-								      1),
-					.numbers = numbers,
-					.clock_ns = ps_now_ns},
-				&c->proto);
+		if (rc == PS_OK) {
+			ps_wproto_config wc =
+				ps_wproto_config_of(&c->cfg, pl, numbers);
+			wc.clock_ns = ps_now_ns;
+			rc = ps_wproto_create(&wc, &c->proto);
+		}
 		if (rc == PS_OK)
 			rc = count_push_pieces(c);
 #ifdef PS_WITH_CUDA

@@ -282,6 +282,25 @@ static int updated(ps_sproto *sh, uint32_t k, uint64_t was)
 
 /* ---- setup ------------------------------------------------------------- */
 
+ps_sproto_config ps_sproto_config_of(const ps_config *cfg,
+				     const ps_placement *pl, uint32_t server,
+				     uint32_t workers, const uint32_t *numbers)
+{
+	return (ps_sproto_config){
+		.pl = pl,
+		.server = server,
+		.workers = workers,
+		.async = cfg->train.mode == PS_MODE_ASYNC,
+		.gate = (ps_gate_kind)cfg->scheduling.params.gate,
+		.credit = cfg->scheduling.params.credit_size,
+		.push_credit = cfg->scheduling.push.credit_size,
+		.push_piece = ps_config_pieces_size(cfg, 0),
+		.params_piece = ps_config_pieces_size(cfg, 1),
+		.barrier = cfg->scheduling.params_barrier,
+		.numbers = numbers,
+	};
+}
+
 int ps_sproto_create(const ps_sproto_config *cfg, ps_sproto **sh_p)
 {
 	const ps_placement *pl = cfg->pl;
@@ -692,7 +711,7 @@ int ps_sproto_on_params_ack(ps_sproto *sh, uint32_t from, uint32_t part,
 			 p->nparams > 1 ? p->next_ack[from] : 0);
 		return PS_EPROTO;
 	}
-	if (sh->cfg.fault == PS_SHARD_FAULT_CREDIT_LEAK &&
+	if (sh->cfg.fault == PS_SPROTO_FAULT_CREDIT_LEAK &&
 	    ++sh->params_acks % 3 == 0)
 		rc = PS_OK; /* the deliberate leak: the credit never returns */
 	else
@@ -798,7 +817,7 @@ int ps_sproto_op_done(ps_sproto *sh)
 		was = p->pub.version;
 		sh->st.pushes++;
 		p->pub.version++;
-		if (sh->cfg.fault == PS_SHARD_FAULT_VERSION_SKIP && op.k == 0 &&
+		if (sh->cfg.fault == PS_SPROTO_FAULT_VERSION_SKIP && op.k == 0 &&
 		    p->pub.version == 1)
 			p->pub.version++; /* the deliberate off-by-one */
 		sh->st.updates++;

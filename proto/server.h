@@ -71,6 +71,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/config.h"
 #include "scheduling/gate.h"
 #include "scheduling/placement.h"
 
@@ -107,15 +108,15 @@ typedef struct ps_sproto_config {
 	uint64_t (*clock_ns)(void);
 	void *ud;
 	/* A deliberate bug, for the simulation tests' proof that they can
-	 * fail (tests/dst); PS_SHARD_FAULT_NONE everywhere else. */
+	 * fail (tests/dst); PS_SPROTO_FAULT_NONE everywhere else. */
 	int fault;
 } ps_sproto_config;
 
 enum {
-	PS_SHARD_FAULT_NONE = 0,
-	PS_SHARD_FAULT_CREDIT_LEAK,  /* every third PARAMS_ACK returns no
+	PS_SPROTO_FAULT_NONE = 0,
+	PS_SPROTO_FAULT_CREDIT_LEAK,  /* every third PARAMS_ACK returns no
 					credit */
-	PS_SHARD_FAULT_VERSION_SKIP, /* the first update of the first local
+	PS_SPROTO_FAULT_VERSION_SKIP, /* the first update of the first local
 					partition makes version + 2 */
 };
 
@@ -184,6 +185,15 @@ typedef struct ps_sproto_msg {
 } ps_sproto_msg;
 
 /* PS_OK, PS_EINVAL (bad config), PS_ENOMEM. */
+/* The configuration of server `server` of cfg's job (on pl, with
+ * `workers` workers; numbers: its parameter sends' gate numbers): every
+ * field the job's keys decide. A driver adds its own (hold, drop,
+ * clock_ns, ud). */
+ps_sproto_config ps_sproto_config_of(const ps_config *cfg,
+				     const ps_placement *pl, uint32_t server,
+				     uint32_t workers,
+				     const uint32_t *numbers);
+
 int ps_sproto_create(const ps_sproto_config *cfg, ps_sproto **sh_p);
 /* Drops every send still waiting (drop()). NULL-safe; sets *sh_p NULL. */
 void ps_sproto_destroy(ps_sproto **sh_p);

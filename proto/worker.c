@@ -79,6 +79,22 @@ static uint64_t piece_bytes(const ps_wproto *w, uint32_t part,
 	return n * PS_ELEM_SIZE;
 }
 
+ps_wproto_config ps_wproto_config_of(const ps_config *cfg,
+				     const ps_placement *pl,
+				     const uint32_t *numbers)
+{
+	return (ps_wproto_config){
+		.pl = pl,
+		.gate = (ps_gate_kind)cfg->scheduling.push.gate,
+		.credit = cfg->scheduling.push.credit_size,
+		.params_credit = cfg->scheduling.params.credit_size,
+		.sync = cfg->train.mode == PS_MODE_SYNC,
+		.push_piece = ps_config_pieces_size(cfg, 0),
+		.params_piece = ps_config_pieces_size(cfg, 1),
+		.numbers = numbers,
+	};
+}
+
 int ps_wproto_create(const ps_wproto_config *cfg, ps_wproto **w_p)
 {
 	const ps_placement *pl = cfg->pl;

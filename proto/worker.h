@@ -48,6 +48,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/config.h"
 #include "scheduling/gate.h"
 #include "scheduling/placement.h"
 
@@ -74,6 +75,13 @@ typedef struct ps_wproto_config {
 	/* Optional: a clock for the gate meter (ns); NULL = no meter. */
 	uint64_t (*clock_ns)(void);
 } ps_wproto_config;
+
+/* The configuration of a worker of cfg's job (on pl; numbers: its
+ * pushes' gate numbers): every field the job's keys decide. A driver adds
+ * its own (clock_ns). */
+ps_wproto_config ps_wproto_config_of(const ps_config *cfg,
+				     const ps_placement *pl,
+				     const uint32_t *numbers);
 
 /* PS_OK, PS_EINVAL, PS_ENOMEM. */
 int ps_wproto_create(const ps_wproto_config *cfg, ps_wproto **w_p);

@@ -122,24 +122,13 @@ static int setup_shard(server *s)
 					&numbers);
 	if (rc != PS_OK)
 		return rc;
-	rc = ps_sproto_create(
-		&(ps_sproto_config){
-			.pl = pl,
-			.server = s->node.rank,
-			.workers = s->workers,
-			.async = s->cfg->train.mode == PS_MODE_ASYNC,
-			.gate = (ps_gate_kind)s->cfg->scheduling.params.gate,
-			.credit = s->cfg->scheduling.params.credit_size,
-			.push_credit = s->cfg->scheduling.push.credit_size,
-			.push_piece = ps_config_pieces_size(s->cfg, 0),
-			.params_piece = ps_config_pieces_size(s->cfg, 1),
-			.barrier = s->cfg->scheduling.params_barrier,
-			.numbers = numbers,
-			.hold = hold_values,
-			.drop = drop_values,
-			.clock_ns = ps_now_ns,
-			.ud = s},
-		&s->shard);
+	ps_sproto_config sc = ps_sproto_config_of(s->cfg, pl, s->node.rank,
+						  s->workers, numbers);
+	sc.hold = hold_values;
+	sc.drop = drop_values;
+	sc.clock_ns = ps_now_ns;
+	sc.ud = s;
+	rc = ps_sproto_create(&sc, &s->shard);
 	free(numbers);
 	if (rc != PS_OK)
 		return rc;

@@ -848,18 +848,10 @@ static int setup(sim *s, char *why, size_t whylen)
 		rc = ps_engine_create(d, have_params, k, &k->engine);
 		if (rc != PS_OK)
 			return rc;
-		rc = ps_wproto_create(
-			&(ps_wproto_config){
-				.pl = s->pl,
-				.gate = (ps_gate_kind)cfg->scheduling.push.gate,
-				.credit = cfg->scheduling.push.credit_size,
-				.params_credit =
-					cfg->scheduling.params.credit_size,
-				.sync = 1,
-				.push_piece = s->push_piece,
-				.params_piece = s->params_piece,
-				.numbers = s->push_number},
-			&k->proto);
+		ps_wproto_config wc =
+			ps_wproto_config_of(cfg, s->pl, s->push_number);
+		wc.sync = 1; /* ps-sim simulates synchronous training */
+		rc = ps_wproto_create(&wc, &k->proto);
 		if (rc != PS_OK)
 			return rc;
 		/* every parameter is there at the start, at version 0 */
@@ -868,22 +860,12 @@ static int setup(sim *s, char *why, size_t whylen)
 		ps_engine_begin(k->engine, 0);
 	}
 	for (uint32_t srv = 0; srv < s->S; srv++) {
-		rc = ps_sproto_create(
-			&(ps_sproto_config){
-				.pl = s->pl,
-				.server = srv,
-				.workers = s->W,
-				.gate = (ps_gate_kind)cfg->scheduling.params
-						.gate,
-				.credit = cfg->scheduling.params.credit_size,
-				.push_credit = cfg->scheduling.push.credit_size,
-				.push_piece = s->push_piece,
-				.params_piece = s->params_piece,
-				.barrier = cfg->scheduling.params_barrier,
-				.numbers = s->number,
-				.hold = param_ready,
-				.ud = s},
-			&s->shard[srv]);
+		ps_sproto_config sc =
+			ps_sproto_config_of(cfg, s->pl, srv, s->W, s->number);
+		sc.async = 0; /* ps-sim simulates synchronous training */
+		sc.hold = param_ready;
+		sc.ud = s;
+		rc = ps_sproto_create(&sc, &s->shard[srv]);
 		if (rc != PS_OK)
 			return rc;
 		/* every parameter is there at the start, at version 0 */

@@ -119,9 +119,9 @@ static const char *const fault_names[] = {"",		     "credit-leak",
 
 static int shard_fault(int f)
 {
-	return f == FAULT_CREDIT_LEAK	 ? PS_SHARD_FAULT_CREDIT_LEAK
-	       : f == FAULT_VERSION_SKIP ? PS_SHARD_FAULT_VERSION_SKIP
-					 : PS_SHARD_FAULT_NONE;
+	return f == FAULT_CREDIT_LEAK	 ? PS_SPROTO_FAULT_CREDIT_LEAK
+	       : f == FAULT_VERSION_SKIP ? PS_SPROTO_FAULT_VERSION_SKIP
+					 : PS_SPROTO_FAULT_NONE;
 }
 
 static int membership_fault(int f)
