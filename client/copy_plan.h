@@ -6,7 +6,7 @@
  * device-to-host copy per step, in the steps' order, so that the
  * partition the gate sends first is copied first and an urgent partition
  * is never queued behind a large one on the copy stream. Unit-tested on the
- * CPU (tests/unit/test_copy_plan.c).
+ * CPU (tests/client/test_copy_plan.c).
  */
 #ifndef ORDO_CLIENT_COPY_PLAN_H
 #define ORDO_CLIENT_COPY_PLAN_H

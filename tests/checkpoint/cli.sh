@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/checkpoint/cli.sh - ps-ckpt's command line over checkpoints written
-# by make_ckpt (the contents of tests/unit/ckpt_fixture.h): list, show,
+# by make_ckpt (the contents of tests/support/ckpt_fixture.h): list, show,
 # verify and export outputs; the .npy bytes (Python's struct; numpy too
 # when it is installed); the shard and manifest layout read by the Python
 # code of docs/checkpoint-format.md itself; and every bad input failing with a

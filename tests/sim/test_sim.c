@@ -23,7 +23,7 @@
 #include "sim/events.h"
 #include "sim/fit.h"
 #include "sim/link.h"
-#include "unit/tmpdir.h"
+#include "support/tmpdir.h"
 
 static char dir[256];
 

@@ -35,7 +35,7 @@
 #include "sim/cluster.h"
 #include "sim/random_dag.h"
 #include "sim/link.h"
-#include "unit/tmpdir.h"
+#include "support/tmpdir.h"
 
 #ifndef ORDO_MODELS_DIR
 #error "ORDO_MODELS_DIR must be defined to the conf/models directory"

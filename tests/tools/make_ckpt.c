@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ckpt_fixture.h"
+#include "support/ckpt_fixture.h"
 #include "common/log.h"
 #include "common/memory.h"
 #include "runtime/clock.h"

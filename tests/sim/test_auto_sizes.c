@@ -1,0 +1,331 @@
+/*
+ * tests/sim/test_auto_sizes.c - the sizes chosen at a job's start
+ * (sim/auto_sizes.h): the choice for two shipped models pinned, the same
+ * on every call, within a fixed size the user gave, the fallback without
+ * a model, the line that states it, and a large cluster simulated small.
+ *
+ * ORDO_MODELS_DIR is the conf/models directory (set by tests/CMakeLists.txt).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common/config.h"
+#include "model/dag.h"
+#include "sim/auto_sizes.h"
+#include "sim/link.h"
+
+#ifndef ORDO_MODELS_DIR
+#error "ORDO_MODELS_DIR must be defined to the conf/models directory"
+#endif
+
+#define KIB ((uint64_t)1 << 10)
+#define MIB ((uint64_t)1 << 20)
+#define TIB ((uint64_t)1 << 40)
+
+static void set(ps_config *cfg, const char *key, const char *value)
+{
+	char err[512] = "";
+	int rc = ps_config_set_kv(cfg, key, value, "test", err, sizeof(err));
+
+	if (rc != PS_OK)
+		print_error("%s = %s: %s\n", key, value, err);
+	assert_int_equal(rc, PS_OK);
+}
+
+/* A job of `model` on 2 x 2 at 1 Gbit/s with preset ordo. */
+static void job(ps_config *cfg, const char *model)
+{
+	char path[512];
+
+	ps_config_defaults(cfg);
+	snprintf(path, sizeof(path), "%s/%s.json", ORDO_MODELS_DIR, model);
+	set(cfg, "model.file", path);
+	set(cfg, "cluster.workers", "2");
+	set(cfg, "cluster.servers", "2");
+	set(cfg, "link.bandwidth_gbps", "1");
+	set(cfg, "scheduling.preset", "ordo");
+}
+
+static int choose(ps_config *cfg, ps_auto_choice *c)
+{
+	char err[1024] = "";
+	ps_link_model lm;
+	ps_dag *dag = NULL;
+	int rc;
+
+	ps_config_finalize(cfg);
+	assert_int_equal(ps_config_validate(cfg, err, sizeof(err)), PS_OK);
+	assert_int_equal(ps_link_model_from_config(cfg, &lm, err,
+						   sizeof(err)),
+			 PS_OK);
+	assert_int_equal(ps_dag_load(cfg->model.file,
+				     cfg->model.compute_scale, &dag, err,
+				     sizeof(err)),
+			 PS_OK);
+	rc = ps_auto_sizes_choose(cfg, dag, &lm, c, err, sizeof(err));
+	if (rc != PS_OK)
+		print_message("ps_auto_sizes_choose: %s\n", err);
+	ps_dag_free(&dag);
+	return rc;
+}
+
+static void test_preset_ordo_is_auto(void **state)
+{
+	ps_config cfg;
+
+	(void)state;
+	job(&cfg, "resnet50");
+	assert_true(ps_auto_sizes_wanted(&cfg));
+	assert_true(cfg.scheduling.partition_size == PS_SIZE_AUTO);
+	assert_true(cfg.scheduling.push.credit_size == PS_SIZE_AUTO);
+	assert_true(cfg.scheduling.params.credit_size == PS_SIZE_AUTO);
+	set(&cfg, "scheduling.preset", "p3");
+	assert_false(ps_auto_sizes_wanted(&cfg));
+}
+
+/* The choice, pinned for two shipped models: a change of ps-sim or of the
+ * candidates that moves it shows here. Chosen twice: the same. */
+static void test_pinned(void **state)
+{
+	static const struct {
+		const char *model;
+		uint64_t partition, credit;
+	} want[] = {
+		{"resnet50", 256 * KIB, 2 * MIB},
+		{"vgg16", 512 * KIB, 4 * MIB},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		ps_config a, b;
+		ps_auto_choice ca, cb;
+
+		job(&a, want[i].model);
+		job(&b, want[i].model);
+		assert_int_equal(choose(&a, &ca), PS_OK);
+		assert_int_equal(choose(&b, &cb), PS_OK);
+		if (ca.partition_size != want[i].partition ||
+		    ca.push_credit != want[i].credit)
+			print_message("%s: chose %llu / %llu\n", want[i].model,
+				      (unsigned long long)ca.partition_size,
+				      (unsigned long long)ca.push_credit);
+		assert_int_equal(ca.chosen, 1);
+		assert_int_equal(ca.fallback, 0);
+		assert_int_equal(a.scheduling.partition_size,
+				 want[i].partition);
+		assert_int_equal(a.scheduling.push.credit_size,
+				 want[i].credit);
+		assert_int_equal(a.scheduling.params.credit_size,
+				 want[i].credit);
+		assert_int_equal(ca.partition_size, cb.partition_size);
+		assert_int_equal(ca.push_credit, cb.push_credit);
+		assert_true(ca.iteration_us == cb.iteration_us);
+		assert_true(ca.iteration_us > 0.0);
+		/* the runner-up is another preset, one that fixes its sizes */
+		assert_true(ca.runner_up >= 0);
+		assert_int_not_equal(ca.runner_up, PS_PRESET_ORDO);
+		assert_true(ca.runner_up_us > 0.0);
+		assert_int_equal(ca.sim_workers, 2);
+		assert_int_equal(ca.sim_servers, 2);
+		/* what it chose is a valid configuration */
+		char err[256];
+		assert_int_equal(ps_config_validate(&a, err, sizeof(err)),
+				 PS_OK);
+	}
+}
+
+/* A credit the user fixed stays, and the partition fits under it; a
+ * partition the user fixed stays, and the credit is a window of it. */
+static void test_within_fixed_sizes(void **state)
+{
+	ps_config cfg;
+	ps_auto_choice c;
+	uint64_t cr;
+
+	(void)state;
+	job(&cfg, "resnet50");
+	set(&cfg, "scheduling.credit_size", "192K");
+	assert_int_equal(choose(&cfg, &c), PS_OK);
+	assert_int_equal(cfg.scheduling.push.credit_size, 192 * KIB);
+	assert_int_equal(cfg.scheduling.params.credit_size, 192 * KIB);
+	assert_true(cfg.scheduling.partition_size <= 192 * KIB);
+
+	job(&cfg, "resnet50");
+	set(&cfg, "scheduling.partition_size", "3M");
+	assert_int_equal(choose(&cfg, &c), PS_OK);
+	assert_int_equal(cfg.scheduling.partition_size, 3 * MIB);
+	cr = cfg.scheduling.push.credit_size;
+	assert_true(cr == 0 || cr == 3 * MIB || cr == 6 * MIB ||
+		    cr == 12 * MIB || cr == 24 * MIB);
+	assert_int_equal(cfg.scheduling.params.credit_size, cr);
+
+	/* whole tensors: no window to count in partitions */
+	job(&cfg, "resnet50");
+	set(&cfg, "scheduling.partition_size", "1T");
+	assert_int_equal(choose(&cfg, &c), PS_OK);
+	assert_int_equal(cfg.scheduling.partition_size, TIB);
+	assert_int_equal(cfg.scheduling.push.credit_size, 0);
+
+	/* one direction auto, the other fixed */
+	job(&cfg, "resnet50");
+	set(&cfg, "scheduling.push_credit_size", "0");
+	assert_int_equal(choose(&cfg, &c), PS_OK);
+	assert_int_equal(cfg.scheduling.push.credit_size, 0);
+	assert_true(cfg.scheduling.params.credit_size !=
+		    PS_SIZE_AUTO);
+}
+
+/* Too small a fixed credit for any candidate: refused, saying why. */
+static void test_no_candidate(void **state)
+{
+	ps_config cfg;
+	ps_auto_choice c;
+	char err[1024] = "";
+	ps_link_model lm;
+	ps_dag *dag = NULL;
+
+	(void)state;
+	job(&cfg, "resnet50");
+	set(&cfg, "scheduling.credit_size", "16K");
+	assert_int_equal(ps_link_model_from_config(&cfg, &lm, err,
+						   sizeof(err)),
+			 PS_OK);
+	assert_int_equal(ps_dag_load(cfg.model.file, 1.0, &dag, err,
+				     sizeof(err)),
+			 PS_OK);
+	assert_int_equal(ps_auto_sizes_choose(&cfg, dag, &lm, &c, err,
+					      sizeof(err)),
+			 PS_EINVAL);
+	assert_non_null(strstr(err, "fits under the fixed credit"));
+	assert_true(cfg.scheduling.partition_size == PS_SIZE_AUTO);
+	ps_dag_free(&dag);
+}
+
+/* Nothing to choose: the config is left as it is. */
+static void test_nothing_to_choose(void **state)
+{
+	ps_config cfg, before;
+	ps_auto_choice c;
+
+	(void)state;
+	job(&cfg, "resnet50");
+	set(&cfg, "scheduling.preset", "bytescheduler");
+	ps_config_finalize(&cfg);
+	before = cfg;
+	assert_int_equal(choose(&cfg, &c), PS_OK);
+	assert_int_equal(c.chosen, 0);
+	assert_memory_equal(&cfg, &before, sizeof(cfg));
+}
+
+/* Without timings: the stated fallback, a valid configuration. */
+static void test_fallback(void **state)
+{
+	ps_config cfg;
+	ps_auto_choice c;
+	char line[768], err[256];
+
+	(void)state;
+	ps_config_defaults(&cfg);
+	set(&cfg, "scheduling.preset", "ordo");
+	set(&cfg, "link.bandwidth_gbps", "25");
+	ps_auto_sizes_fallback(&cfg, 100 * MIB, &c);
+	assert_int_equal(c.fallback, 1);
+	assert_int_equal(cfg.scheduling.partition_size,
+			 AUTO_FALLBACK_PARTITION);
+	assert_int_equal(cfg.scheduling.push.credit_size,
+			 ps_config_bdp_credit(&cfg));
+	assert_true(cfg.scheduling.push.credit_size >= 2 * MIB);
+	assert_int_equal(ps_config_validate(&cfg, err, sizeof(err)), PS_OK);
+	ps_auto_choice_describe(&c, line, sizeof(line));
+	assert_non_null(strstr(line, "auto sizes: partition 1M"));
+	assert_non_null(strstr(line, "fallback"));
+	assert_non_null(strstr(line, "25 Gbit/s"));
+
+	/* under a fixed credit smaller than the fallback partition */
+	ps_config_defaults(&cfg);
+	set(&cfg, "scheduling.preset", "ordo");
+	set(&cfg, "scheduling.credit_size", "256K");
+	ps_auto_sizes_fallback(&cfg, 100 * MIB, &c);
+	assert_int_equal(cfg.scheduling.partition_size, 256 * KIB);
+	assert_int_equal(ps_config_validate(&cfg, err, sizeof(err)), PS_OK);
+	/* the link rate's source is said: here not the link's own key */
+	ps_auto_choice_describe(&c, line, sizeof(line));
+	assert_non_null(strstr(line, "at 10 Gbit/s (metrics.bandwidth_gbps: "
+				     "link.bandwidth_gbps is 0)"));
+
+	/* a model too small for two 1M partitions per server: smaller ones,
+	 * said; never below the smallest candidate */
+	ps_config_defaults(&cfg);
+	set(&cfg, "cluster.servers", "2");
+	ps_auto_sizes_fallback(&cfg, 556 * KIB, &c);
+	assert_int_equal(cfg.scheduling.partition_size, 128 * KIB);
+	ps_auto_choice_describe(&c, line, sizeof(line));
+	assert_non_null(strstr(line, "auto sizes: partition 128K"));
+	assert_non_null(strstr(line, "1M partitions (less: two per server)"));
+	ps_config_defaults(&cfg);
+	set(&cfg, "cluster.servers", "8");
+	ps_auto_sizes_fallback(&cfg, 4 * KIB, &c);
+	assert_int_equal(cfg.scheduling.partition_size, AUTO_MIN_PARTITION);
+	/* the caller's account of the link rate replaces the keys' */
+	snprintf(c.link_how, sizeof(c.link_how), "measured to server 0");
+	ps_auto_choice_describe(&c, line, sizeof(line));
+	assert_non_null(strstr(line, "Gbit/s (measured to server 0)"));
+}
+
+static void test_describe(void **state)
+{
+	ps_config cfg;
+	ps_auto_choice c;
+	char line[768];
+
+	(void)state;
+	job(&cfg, "resnet50");
+	assert_int_equal(choose(&cfg, &c), PS_OK);
+	ps_auto_choice_describe(&c, line, sizeof(line));
+	assert_non_null(strstr(line, "auto sizes: partition 256K, credit 2M "
+				     "(ps-sim: "));
+	assert_non_null(strstr(line, "on 2 x 2 at 1 Gbit/s; runner-up "
+				     "preset "));
+	c.params_credit = 0;
+	ps_auto_choice_describe(&c, line, sizeof(line));
+	assert_non_null(strstr(line, "push credit 2M, params credit "
+				     "unlimited"));
+}
+
+/* Many workers: simulated on AUTO_MAX_WORKERS in the job's ratio. */
+static void test_large_cluster(void **state)
+{
+	ps_config cfg;
+	ps_auto_choice c;
+
+	(void)state;
+	job(&cfg, "resnet50");
+	set(&cfg, "cluster.workers", "64");
+	set(&cfg, "cluster.servers", "16");
+	assert_int_equal(choose(&cfg, &c), PS_OK);
+	assert_int_equal(c.sim_workers, AUTO_MAX_WORKERS);
+	assert_int_equal(c.sim_servers, 1);
+	assert_int_equal(cfg.cluster.workers, 64); /* the job's, untouched */
+	assert_int_equal(cfg.cluster.servers, 16);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_preset_ordo_is_auto),
+	    cmocka_unit_test(test_pinned),
+	    cmocka_unit_test(test_within_fixed_sizes),
+	    cmocka_unit_test(test_no_candidate),
+	    cmocka_unit_test(test_nothing_to_choose),
+	    cmocka_unit_test(test_fallback),
+	    cmocka_unit_test(test_describe),
+	    cmocka_unit_test(test_large_cluster),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
