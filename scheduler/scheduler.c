@@ -682,7 +682,6 @@ static int plan_job(coord *c)
 		const ps_partition *p = &c->placement->parts[i];
 		if (p->numel <= max / sizeof(float))
 			continue;
-		char why[512];
 		snprintf(why, sizeof(why),
 			 "partition %u (tensor '%s') is %llu bytes, more than "
 			 "transport.max_message = %llu: raise it or lower "
