@@ -75,12 +75,7 @@ for p in $servers; do
 	assert_peak "$p" "server pid $p" "${base[$p]}" $((frames * frame))
 done
 touch "$hold"
-wait $job
-status=$?
-assert_job_ended run $status "the running job"
-[ $status -eq 0 ] || fail "the job failed after the attacks (status $status)"
-n=$(grep -c "^exact: .* 0 wrong$" "$WORK/run.out.log")
-[ "$n" -eq 2 ] || fail "$n of 2 workers exact after the attacks"
+assert_job_exact $job run "the running job" "the attacks"
 pass "a 64 MiB header to the scheduler and $frames x 64 KiB frames in one message to each server: refused, logged, peak RSS bounded, job exact"
 
 # ---- 2. a job in registration

@@ -120,6 +120,20 @@ assert_job_ended() {
 		fail "$what: the job hung (killed by the hang guard)"
 }
 
+# assert_job_exact PID NAME WHAT AFTER: waits for job NAME (PID), which
+# must end by itself (assert_job_ended NAME STATUS WHAT), succeed, and
+# leave both its workers exact ($WORK/NAME.out.log); AFTER names what the
+# job went through, for the messages.
+assert_job_exact() {
+	local pid=$1 name=$2 what=$3 after=$4 status n
+	wait "$pid"
+	status=$?
+	assert_job_ended "$name" $status "$what"
+	[ $status -eq 0 ] || fail "the job failed after $after (status $status)"
+	n=$(grep -c "^exact: .* 0 wrong$" "$WORK/$name.out.log")
+	[ "$n" -eq 2 ] || fail "$n of 2 workers exact after $after"
+}
+
 # wait_for FILE PATTERN: waits (up to 120 s, a hang guard) for a line
 # matching PATTERN.
 wait_for() {

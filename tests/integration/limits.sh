@@ -49,12 +49,7 @@ for who in scheduler "server 0" "server 1"; do
 	wait_for "$WORK/big.err.log" "$who\] warning: dropped .*\(claims to come from node [0-4], which did not send it\|wrong job, sender identity or length\)"
 done
 touch "$big"
-wait $job
-status=$?
-assert_job_ended big $status "oversized frames"
-[ $status -eq 0 ] || fail "the job failed after the oversized frames (status $status)"
-n=$(grep -c "^exact: .* 0 wrong$" "$WORK/big.out.log")
-[ "$n" -eq 2 ] || fail "$n of 2 workers exact after the oversized frames"
+assert_job_exact $job big "oversized frames" "the oversized frames"
 pass "3 MiB frames to the scheduler and both servers (max_message 2M): connections dropped; 900 forged acks, credits, PARAMS and PUSHes of the job dropped; job exact"
 
 # ---- 2. a flood before the WELCOME
