@@ -10,7 +10,14 @@
 
 #define TIB ((uint64_t)1 << 40)
 
-static const unsigned credit_multiples[] = {1, 2, 4, 8, 0}; /* 0: none */
+/* The windows tried, in partitions (0: unlimited). None below
+ * AUTO_MIN_WINDOW: ps-sim sees a message's round trip as its link's
+ * latency, and a real one (wake-ups, the receiver's turn, the
+ * acknowledgement's way back) is several times that; a window of one or
+ * two partitions the model finds enough left the link idle for every
+ * round trip it underestimated (docs/auto-sizes.md, "Why no window of
+ * fewer than four partitions"). */
+static const unsigned credit_multiples[] = {AUTO_MIN_WINDOW, 8, 16, 0};
 
 /* The link rate the link model is built from (sim/link.h). */
 static double link_gbps(const ps_config *cfg)
@@ -55,6 +62,10 @@ static double simulate(ps_config k, const ps_dag *dag,
 
 	k.output.dir[0] = '\0';
 	k.train.iterations = AUTO_ITERATIONS;
+	/* one stream per peer pair, a message's latency a delay that a
+	 * window hides (as TCP's), not a cost each message holds its link
+	 * for: what makes a window too small for the round trip show */
+	k.link.sharing = PS_SHARING_FAIR;
 	k.cluster.workers = (int)w;
 	k.cluster.servers = (int)s;
 	if (ps_sim_run(&k, dag, lm, &r, why, whylen) != PS_OK)
@@ -102,6 +113,34 @@ static void runner_up(const ps_config *cfg, const ps_dag *dag,
 	}
 }
 
+/* Candidate (partition p, window of m partitions) as a config in *k;
+ * 0 where it is no candidate. */
+static int candidate(const ps_config *cfg, uint64_t p, unsigned m,
+		     ps_config *k)
+{
+	const uint64_t up = cfg->scheduling.push.credit_size;
+	const uint64_t down = cfg->scheduling.params.credit_size;
+
+	*k = *cfg;
+	if (cfg->scheduling.partition_size == PS_SIZE_AUTO)
+		ps_config_set_partition_size(k, p);
+	/* a window of m of the direction's own pieces */
+	uint64_t pu = k->scheduling.push.partition_size,
+		 pd = k->scheduling.params.partition_size;
+	if ((pu >= TIB || pd >= TIB) && m != 0)
+		return 0; /* whole tensors: no window */
+	k->scheduling.push.credit_size = credit_for(up, pu, m);
+	k->scheduling.params.credit_size = credit_for(down, pd, m);
+	ps_config_finalize(k);
+	return 1;
+}
+
+typedef struct {
+	uint64_t p;
+	unsigned m;
+	double us[2]; /* at the link's latency, at AUTO_LATENCY_FACTOR x */
+} scored;
+
 int ps_auto_sizes_choose(ps_config *cfg, const ps_dag *dag,
 			 const ps_link_model *lm, ps_auto_choice *c,
 			 char *why, size_t whylen)
@@ -110,9 +149,14 @@ int ps_auto_sizes_choose(ps_config *cfg, const ps_dag *dag,
 	const uint64_t up = cfg->scheduling.push.credit_size;
 	const uint64_t down = cfg->scheduling.params.credit_size;
 	const int credit_auto = up == PS_SIZE_AUTO || down == PS_SIZE_AUTO;
+	const size_t nmult =
+	    sizeof(credit_multiples) / sizeof(credit_multiples[0]);
 	uint64_t p_lo = part, p_hi = part;
-	ps_config best = *cfg;
-	double best_us = -1.0;
+	ps_link_model slow = *lm;
+	const ps_link_model *models[2] = {lm, &slow};
+	scored cand[64];
+	size_t n = 0, pick = 0;
+	double best[2] = {-1.0, -1.0}, regret = -1.0;
 	uint32_t w, s;
 
 	memset(c, 0, sizeof(*c));
@@ -125,6 +169,7 @@ int ps_auto_sizes_choose(ps_config *cfg, const ps_dag *dag,
 		c->params_credit = down;
 		return PS_OK;
 	}
+	slow.a_us *= AUTO_LATENCY_FACTOR;
 	sim_cluster(cfg, &w, &s);
 	c->sim_workers = w;
 	c->sim_servers = s;
@@ -143,37 +188,35 @@ int ps_auto_sizes_choose(ps_config *cfg, const ps_dag *dag,
 	for (uint64_t p = p_lo; p <= p_hi; p *= 2) {
 		if (!fits(up, p) || !fits(down, p))
 			continue;
-		for (size_t i = 0; i < sizeof(credit_multiples) /
-					   sizeof(credit_multiples[0]);
-		     i++) {
-			unsigned m = credit_multiples[i];
-			ps_config k = *cfg;
-			double us;
+		for (size_t i = 0; i < nmult; i++) {
+			ps_config k;
+			scored *sc = &cand[n];
+			int ok = 1;
 
 			if (!credit_auto && i > 0)
 				break; /* one candidate: the fixed credit */
-			if (part == PS_SIZE_AUTO)
-				ps_config_set_partition_size(&k, p);
-			/* a window of m of the direction's own pieces */
-			uint64_t pu = k.scheduling.push.partition_size,
-				 pd = k.scheduling.params.partition_size;
-			if ((pu >= TIB || pd >= TIB) && m != 0)
-				continue; /* whole tensors: no window */
-			k.scheduling.push.credit_size = credit_for(up, pu, m);
-			k.scheduling.params.credit_size =
-			    credit_for(down, pd, m);
-			ps_config_finalize(&k);
-			us = simulate(k, dag, lm, w, s, why, whylen);
-			c->candidates++;
-			if (us > 0.0 && (best_us < 0.0 || us < best_us)) {
-				best_us = us;
-				best = k;
+			if (n == sizeof(cand) / sizeof(cand[0]) ||
+			    !candidate(cfg, p, credit_multiples[i], &k))
+				continue;
+			sc->p = p;
+			sc->m = credit_multiples[i];
+			for (int l = 0; l < 2; l++) {
+				sc->us[l] = simulate(k, dag, models[l], w, s,
+						     why, whylen);
+				ok = ok && sc->us[l] > 0.0;
 			}
+			c->candidates++;
+			if (!ok)
+				continue;
+			for (int l = 0; l < 2; l++)
+				if (best[l] < 0.0 || sc->us[l] < best[l])
+					best[l] = sc->us[l];
+			n++;
 		}
 		if (p >= TIB)
 			break;
 	}
-	if (best_us < 0.0) {
+	if (n == 0) {
 		if (why && whylen && !why[0])
 			snprintf(why, whylen,
 				 "no partition of %lluK to %lluM fits under "
@@ -183,12 +226,30 @@ int ps_auto_sizes_choose(ps_config *cfg, const ps_dag *dag,
 						      20));
 		return PS_EINVAL;
 	}
-	*cfg = best;
+	/* The least regret: the pair whose slowdown against the best pair
+	 * is least at whichever latency is worse for it (the first on
+	 * ties, the smallest sizes). */
+	for (size_t i = 0; i < n; i++) {
+		double r0 = cand[i].us[0] / best[0], r1 = cand[i].us[1] / best[1];
+		double r = r0 > r1 ? r0 : r1;
+
+		if (regret < 0.0 || r < regret) {
+			regret = r;
+			pick = i;
+		}
+	}
+	{
+		ps_config k;
+		(void)candidate(cfg, cand[pick].p, cand[pick].m, &k);
+		*cfg = k;
+	}
 	c->chosen = 1;
 	c->partition_size = cfg->scheduling.partition_size;
 	c->push_credit = cfg->scheduling.push.credit_size;
 	c->params_credit = cfg->scheduling.params.credit_size;
-	c->iteration_us = best_us;
+	c->iteration_us = cand[pick].us[0];
+	c->regret = regret;
+	c->latency_us = lm->a_us;
 	runner_up(cfg, dag, lm, w, s, c);
 	return PS_OK;
 }
@@ -222,6 +283,8 @@ void ps_auto_sizes_fallback(ps_config *cfg, uint64_t model_bytes,
 		ps_config_set_partition_size(cfg, p);
 	}
 	bdp = ps_config_bdp_credit(cfg);
+	if (bdp < AUTO_MIN_WINDOW * cfg->scheduling.partition_size)
+		bdp = AUTO_MIN_WINDOW * cfg->scheduling.partition_size;
 	if (cfg->scheduling.push.credit_size == PS_SIZE_AUTO)
 		cfg->scheduling.push.credit_size = bdp;
 	if (cfg->scheduling.params.credit_size == PS_SIZE_AUTO)
@@ -283,8 +346,8 @@ void ps_auto_choice_describe(const ps_auto_choice *c, char *buf,
 		snprintf(rest, sizeof(rest),
 			 "no model timings to simulate (model.file is not "
 			 "set): the fallback, %sthe bandwidth-delay credit "
-			 "at %s",
-			 fb, link);
+			 "(at least %d partitions) at %s",
+			 fb, AUTO_MIN_WINDOW, link);
 	else {
 		char runner[128] = "";
 		if (c->runner_up >= 0)
@@ -294,9 +357,12 @@ void ps_auto_choice_describe(const ps_auto_choice *c, char *buf,
 						     c->runner_up),
 				 c->runner_up_us / 1e3);
 		snprintf(rest, sizeof(rest),
-			 "ps-sim: %.1f ms per iteration, best of %u pairs on "
+			 "ps-sim: %.1f ms per iteration, %.1f %% behind the "
+			 "best of %u pairs at %.3g or %.3g us of latency, on "
 			 "%u x %u at %s%s",
-			 c->iteration_us / 1e3, c->candidates, c->sim_workers,
+			 c->iteration_us / 1e3, (c->regret - 1.0) * 100.0,
+			 c->candidates, c->latency_us,
+			 c->latency_us * AUTO_LATENCY_FACTOR, c->sim_workers,
 			 c->sim_servers, link, runner);
 	}
 	snprintf(buf, cap, "auto sizes: partition %s, %s (%s)", part, credit,

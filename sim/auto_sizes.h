@@ -4,19 +4,27 @@
  *
  * The scheduler (and ps-sim, so that a prediction is of the job that will
  * run) simulates the job's own model on its own links for every candidate
- * pair and keeps the fastest:
+ * pair and keeps the one of least regret (below):
  *
  *   partition  64K, 128K, ... 64M (powers of two) from the smallest
  *              that cuts the model into at most AUTO_MAX_PARTITIONS
  *              (below it, per-message costs dominate and the simulation
  *              grows with the messages), or the config's when it is
  *              fixed; at most a fixed credit
- *   credit     1, 2, 4 and 8 partitions, and unlimited, or the config's
+ *   credit     4, 8 and 16 partitions, and unlimited, or the config's
  *              when it is fixed (both auto directions get the same)
  *
  * Each candidate is ps-sim (sim/cluster.h) over AUTO_ITERATIONS
- * iterations, scored by the mean iteration after the first (the steady
- * state). A cluster of more than AUTO_MAX_WORKERS workers is simulated
+ * iterations with fair sharing (link.sharing = fair: a message's latency
+ * is a delay a window hides, as TCP's), scored by the mean iteration
+ * after the first (the steady state), twice: with the link model's
+ * latency and with AUTO_LATENCY_FACTOR times it. A real round trip
+ * (wake-ups, the receiver's turn, the acknowledgement's way back) is
+ * known only within such a factor (20 us is ps-sim's default; 81 us was
+ * measured at 10 Gbit/s on a 16-core machine), and the pair the model
+ * finds fastest at one latency can stall the link at another. The pair
+ * chosen is the one of least regret: whose slowdown against the best
+ * pair, at whichever of the two latencies is worse for it, is least. A cluster of more than AUTO_MAX_WORKERS workers is simulated
  * at that many workers and servers in the same ratio: a worker's and a
  * server's links carry the same bytes per iteration as in the full job,
  * at a fraction of the simulation's cost. The choice is a pure function
@@ -29,8 +37,8 @@
  * Without a model's timings (training through the client API, where the
  * scheduler has only the declared tensors) there is nothing to simulate:
  * the fallback is stated, AUTO_FALLBACK_PARTITION (smaller for a model too
- * small to give every server two) and a credit of bandwidth-delay product
- * (ps_config_bdp_credit).
+ * small to give every server two) and a credit of the bandwidth-delay
+ * product (ps_config_bdp_credit), at least AUTO_MIN_WINDOW partitions.
  *
  * Threads: none; a call owns what it allocates.
  */
@@ -49,6 +57,8 @@
 #define AUTO_MIN_PARTITION ((uint64_t)64 << 10)
 #define AUTO_MAX_PARTITIONS 2048
 #define AUTO_FALLBACK_PARTITION ((uint64_t)1 << 20)
+#define AUTO_MIN_WINDOW 4 /* partitions: the smallest credit window */
+#define AUTO_LATENCY_FACTOR 4.0 /* the latency's other guess: this x */
 
 typedef struct ps_auto_choice {
 	int chosen;              /* 0: the config had no auto size */
@@ -57,6 +67,10 @@ typedef struct ps_auto_choice {
 	uint64_t partition_size; /* the sizes in force after the choice */
 	uint64_t push_credit, params_credit;
 	double iteration_us;     /* predicted (0 with the fallback) */
+	double regret;           /* its slowdown against the best pair at
+				  * the worse of the two latencies (>= 1) */
+	double latency_us;       /* the link model's latency (the guesses:
+				  * it and AUTO_LATENCY_FACTOR x it) */
 	uint32_t candidates;     /* pairs simulated */
 	uint32_t sim_workers, sim_servers;
 	int runner_up;           /* a ps_preset, or -1 */
@@ -93,9 +107,9 @@ void ps_auto_sizes_fallback(ps_config *cfg, uint64_t model_bytes,
 			    ps_auto_choice *c);
 
 /* One line: what was chosen, the prediction, the runner-up preset
- * ("auto sizes: partition 1M, credit 4M both ways (ps-sim: 412.3 ms per
- * iteration over 55 pairs, 2 x 2, link 10 Gbit/s; runner-up preset p3:
- * 431.0 ms)"). */
+ * ("auto sizes: partition 256K, credit 2M (ps-sim: 87.1 ms per iteration,
+ * 0.7 % behind the best of 44 pairs at 20 or 80 us of latency, on 2 x 2
+ * at 10 Gbit/s; runner-up preset p3: 107.4 ms)"). */
 void ps_auto_choice_describe(const ps_auto_choice *c, char *buf,
 			     size_t cap);
 

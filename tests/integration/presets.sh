@@ -59,7 +59,7 @@ pass "auto sizes chosen by simulating the model: $(grep -h '^scheduling: auto si
 exact auto-fallback 2 1000,100000,10,50000 \
 	--set cluster.servers=2 --set train.iterations=3 \
 	--set output.dir="$WORK/auto-fallback.d"
-grep -q "^scheduling: auto sizes: partition 128K, credit .*no model timings.*fallback, 1M partitions (less: two per server) and the bandwidth-delay credit at [0-9.e+]* Gbit/s (measured to server 0 at 127.0.0.1: .* probes" \
+grep -q "^scheduling: auto sizes: partition 128K, credit .*no model timings.*fallback, 1M partitions (less: two per server) and the bandwidth-delay credit (at least 4 partitions) at [0-9.e+]* Gbit/s (measured to server 0 at 127.0.0.1: .* probes" \
 	"$WORK/auto-fallback.out.log" || fail "auto without a model: no fallback stated"
 grep -q "^preset = ordo$" "$WORK/auto-fallback.d/config.ini" || fail "the default preset is not ordo"
 grep -q "^bandwidth_gbps = [0-9]" "$WORK/auto-fallback.d/config.ini" &&
@@ -68,7 +68,7 @@ grep -q "^bandwidth_gbps = [0-9]" "$WORK/auto-fallback.d/config.ini" &&
 # a link rate given is taken as it is: nothing measured
 exact auto-given 2 1000,100000,10,50000 --set cluster.servers=2 \
 	--set train.iterations=3 --set link.bandwidth_gbps=5
-grep -q "^scheduling: auto sizes: .*credit at 5 Gbit/s)" "$WORK/auto-given.out.log" &&
+grep -q "^scheduling: auto sizes: .*credit (at least 4 partitions) at 5 Gbit/s)" "$WORK/auto-given.out.log" &&
 	! grep -q "measured" "$WORK/auto-given.out.log" ||
 	fail "link.bandwidth_gbps = 5: not taken as given"
 pass "auto without a model: the stated fallback on the measured link, exact"
