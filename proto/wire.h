@@ -87,8 +87,9 @@ typedef enum ps_msg_type {
 	PS_MSG_STOP_LATE,    /* worker -> scheduler: already ran the
 			      * iteration asked; iteration = the first it can
 			      * still stop before */
-	PS_MSG_TUNE_HELLO,   /* scheduler -> tuner: body its endpoint (str);
-			      * tuner -> scheduler: attached, no body */
+	PS_MSG_TUNE_HELLO,   /* scheduler -> tuner: body its endpoint (str),
+			      * iteration a nonce; tuner -> scheduler:
+			      * attached, no body, the nonce it was sent */
 	PS_MSG_PEER_LOST,    /* node -> scheduler: a send to node `key`
 			      * failed (body: reason string); the node waits
 			      * for the ABORT that names the lost one */

@@ -34,6 +34,7 @@
 #include "scheduling/placement.h"
 #include "model/dag.h"
 #include "scheduler/link_probe.h"
+#include "proto/checkpoint_round.h"
 #include "proto/credit_refine.h"
 #include "sim/auto_sizes.h"
 #include "sim/link.h"
@@ -48,13 +49,6 @@ typedef struct member {
 	ps_wire_done stats;
 } member;
 
-/* A checkpoint whose shards are being written (docs/design-notes.md). */
-#define CKPT_SLOTS 4
-typedef struct ckpt_slot {
-	uint64_t iteration; /* 0: free */
-	uint32_t answers, written;
-	int failed;
-} ckpt_slot;
 
 typedef struct coord {
 	const ps_config *cfg; /* &in_force */
@@ -83,7 +77,7 @@ typedef struct coord {
 	uint32_t bcast_from; /* the root's node id */
 	int64_t started_ms;
 	uint64_t start_iteration; /* of the checkpoint resumed, or 0 */
-	ckpt_slot ckpt[CKPT_SLOTS];
+	ps_ckpt_rounds ckpt; /* the checkpoints being written */
 	uint64_t asked;   /* on-demand checkpoint requested, 0: none */
 	uint64_t margin;  /* how far ahead of the servers it was asked */
 	int flushing;     /* every worker is done: servers finish writing */
@@ -102,6 +96,8 @@ typedef struct coord {
 		uint64_t tid;     /* its transport id, once attached */
 		uint64_t told;    /* last PROGRESS it was sent */
 		int stopping;     /* it asked for a stop at a checkpoint */
+		uint64_t nonce;   /* sent only to tune.endpoint; the tuner's
+				   * TUNE_HELLO must carry it back */
 	} tuner;
 } coord;
 
@@ -1059,25 +1055,20 @@ static void write_manifest(coord *c, uint64_t iteration)
 		PS_WARN("checkpoint.keep: %s", why);
 }
 
-static ckpt_slot *slot_for(coord *c, uint64_t iteration)
+/* The round of checkpoint `iteration`; a new one asks the servers that
+ * hold nothing for their (empty) shards. */
+static ps_ckpt_round *round_of(coord *c, uint64_t iteration)
 {
-	ckpt_slot *free_slot = NULL, *oldest = &c->ckpt[0];
+	int opened;
+	uint64_t abandoned;
+	ps_ckpt_round *k =
+	    ps_ckpt_round_of(&c->ckpt, iteration, &opened, &abandoned);
 
-	for (int i = 0; i < CKPT_SLOTS; i++) {
-		ckpt_slot *k = &c->ckpt[i];
-		if (k->iteration == iteration)
-			return k;
-		if (!k->iteration && !free_slot)
-			free_slot = k;
-		if (k->iteration < oldest->iteration)
-			oldest = k;
-	}
-	if (!free_slot) {
+	if (abandoned)
 		PS_WARN("checkpoint %llu abandoned: too many checkpoints in "
-			"progress", (unsigned long long)oldest->iteration);
-		free_slot = oldest;
-	}
-	*free_slot = (ckpt_slot){.iteration = iteration};
+			"progress", (unsigned long long)abandoned);
+	if (!opened)
+		return k;
 	/* servers that hold no partition take no update, so nothing makes a
 	 * periodic checkpoint come due for them: ask them (an empty shard) */
 	for (uint32_t r = 0; r < c->servers && iteration != c->asked; r++) {
@@ -1090,22 +1081,27 @@ static ckpt_slot *slot_for(coord *c, uint64_t iteration)
 			send_server(c, r, PS_MSG_FLUSH, 0);
 		}
 	}
-	return free_slot;
+	return k;
 }
 
-/* CKPT_DONE: a server's shard is durable (or failed). */
+/* CKPT_DONE: a server's shard is durable (or failed). Counted once per
+ * server: the manifest is written when every server has answered. */
 static void shard_written(coord *c, const member *m, const ps_msg *msg,
 			  const ps_wire_header *h)
 {
-	ckpt_slot *k;
+	ps_ckpt_round *k;
+	ps_ckpt_answer a;
 
 	if (h->iteration == 0)
 		return;
-	k = slot_for(c, h->iteration);
-	k->answers++;
-	if (h->key == 0) {
-		k->written++;
-	} else {
+	k = round_of(c, h->iteration);
+	a = ps_ckpt_round_answer(&c->ckpt, k, m->info.rank, h->key == 0);
+	if (a == PS_CKPT_ANSWER_REPEATED || a == PS_CKPT_ANSWER_BAD_RANK) {
+		psi_note_drop(++c->dropped, "CKPT_DONE",
+			      "the server answered that checkpoint already");
+		return;
+	}
+	if (h->key != 0) {
 		char reason[PS_REASON_MAX], why[256];
 		if (ps_wire_reason_decode(msg->payload, msg->payload_len,
 					  reason, sizeof(reason), why,
@@ -1114,15 +1110,11 @@ static void shard_written(coord *c, const member *m, const ps_msg *msg,
 		PS_ERROR("checkpoint %llu failed on server %u: %s",
 			 (unsigned long long)h->iteration, m->info.rank,
 			 reason);
-		k->failed = 1;
 	}
 	if (h->iteration == c->asked && (k->failed || k->written))
 		c->asked = 0; /* the request was taken up */
-	if (k->answers < c->servers)
-		return;
-	if (!k->failed)
+	if (a == PS_CKPT_ANSWER_COMPLETE && !k->failed)
 		write_manifest(c, k->iteration);
-	k->iteration = 0;
 }
 
 /* Checkpoint messages from servers: PS_ECLOSED once every server has
@@ -1182,22 +1174,40 @@ static void send_tuner(coord *c, uint32_t type, uint64_t iteration)
 }
 
 /* tune.endpoint: connect to the tuner and say where we listen; it
- * attaches with a TUNE_HELLO of its own. */
+ * attaches with a TUNE_HELLO of its own, which must carry back the nonce
+ * this one carries (its iteration): only the process at tune.endpoint
+ * has seen it, so no member of the job (which knows the job id) and no
+ * stranger can attach as the tuner and change the credit or stop the
+ * job. */
 static int tuner_connect(coord *c)
 {
 	const char *ep = c->cfg->tune.endpoint;
-	void *body;
-	size_t len;
+	void *body = NULL;
+	size_t len = 0;
 	int rc;
 
 	if (!ep[0])
 		return PS_OK;
+	c->tuner.nonce = ps_random_id();
 	rc = ps_transport_connect(c->t, ep, &c->tuner.peer);
 	if (rc == PS_OK)
 		rc = ps_wire_reason_encode(c->self.endpoint, &body, &len);
-	if (rc == PS_OK)
-		rc = send_msg(c, c->tuner.peer, PS_MSG_TUNE_HELLO, 0, body,
-			      len);
+	if (rc == PS_OK) {
+		ps_wire_header h = {.version = PS_WIRE_VERSION,
+				    .type = PS_MSG_TUNE_HELLO,
+				    .job_id = c->job_id,
+				    .iteration = c->tuner.nonce,
+				    .payload_len = len};
+		uint8_t buf[PS_WIRE_HEADER_MAX];
+		size_t hlen;
+
+		rc = ps_wire_header_encode(&h, buf, sizeof(buf), &hlen);
+		if (rc == PS_OK)
+			rc = ps_transport_send(c->t, c->tuner.peer, buf, hlen,
+					       body, len, ps_wire_free, NULL);
+		if (rc != PS_OK)
+			free(body);
+	}
 	if (rc != PS_OK) {
 		char why[PS_CFG_STR + 128];
 		snprintf(why, sizeof(why), "cannot reach the tuner at "
@@ -1377,7 +1387,7 @@ static void refine_step(coord *c, uint64_t floor)
 static void handle_tuner(coord *c, const ps_msg *msg, const ps_wire_header *h)
 {
 	if (c->tuner.state == 1 && h->type == PS_MSG_TUNE_HELLO &&
-	    h->job_id == c->job_id) {
+	    h->job_id == c->job_id && h->iteration == c->tuner.nonce) {
 		c->tuner.tid = msg->src;
 		c->tuner.state = 2;
 		PS_INFO("tuner attached (%s)", c->cfg->tune.endpoint);
@@ -1627,7 +1637,7 @@ int ps_scheduler_run(const ps_config *cfg, int ready_fd)
 	c.workers = (uint32_t)cfg->cluster.workers;
 	c.job_id = ps_random_id();
 	c.members = calloc(1 + c.servers + c.workers, sizeof(*c.members));
-	if (!c.members ||
+	if (!c.members || ps_ckpt_rounds_init(&c.ckpt, c.servers) != PS_OK ||
 	    ps_membership_create(
 		    &(ps_membership_config){
 			    .servers = c.servers,

@@ -123,7 +123,8 @@ static void attach(tune_job *j, const ps_msg *msg, const ps_wire_header *h)
 	char ep[PS_REASON_MAX], why[256];
 	ps_wire_header back = {.version = PS_WIRE_VERSION,
 			       .type = PS_MSG_TUNE_HELLO,
-			       .job_id = h->job_id};
+			       .job_id = h->job_id,
+			       .iteration = h->iteration}; /* its nonce */
 	uint8_t buf[PS_WIRE_HEADER_MAX];
 	size_t len;
 	int rc;

@@ -18,6 +18,11 @@
 #     waiting for its WELCOME, gets a WELCOME with the same body that does
 #     not name its transport id (dropped undecoded: before, one malformed
 #     WELCOME ended the server). The workers then start; the job is exact.
+#  3. A job tuned through tune.endpoint: a member (it knows the job id)
+#     answers the scheduler's TUNE_HELLO before the tuner, without the
+#     nonce that only the process at tune.endpoint was sent, and sends a
+#     CREDIT: both dropped; the tuner's answer attaches it and its CREDIT
+#     is applied; the job is exact.
 source "$(dirname "$0")/lib.sh" "$@"
 
 SLACK_MB=96
@@ -123,4 +128,37 @@ done
 n=$(cat "$WORK"/reg-w*.out.log | grep -c "^exact: .* 0 wrong$")
 [ "$n" -eq 2 ] || fail "$n of 2 workers exact after the attacks in registration"
 pass "a 64 MiB REGISTER body to the scheduler and a 64 MiB WELCOME not addressed to the server, in registration: refused, logged, peak RSS bounded, job exact"
+
+# ---- 3. a forged tuner
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+tuner_ep="tcp://127.0.0.1:$port"
+forged=393216 genuine=262144
+mkfifo "$WORK/tuner.in"
+"$TOOLS/fuzz_sender" "$tuner_ep" tuner $forged $genuine <"$WORK/tuner.in" \
+	>"$WORK/tuner.log" 2>&1 &
+tuner=$!
+exec 7>"$WORK/tuner.in" # the tuner's stdin, open until the go
+wait_for "$WORK/tuner.log" "tuner: listening on"
+hold=$WORK/hold-tuned
+EXACT_WORKER_SIZES=1000,4097 EXACT_WORKER_HOLD=$hold start_job tuned \
+	--worker "$TOOLS/exact_worker" --set train.iterations=20 \
+	--set train.lr=1 --set train.momentum=0 \
+	--set tune.endpoint="$tuner_ep" \
+	--set scheduling.partition_size=64K --set scheduling.credit_size=128K
+job=$JOB_PID
+wait_for "$WORK/tuner.log" "tuner: forged TUNE_HELLO and CREDIT $forged sent"
+wait_for "$WORK/tuned.err.log" "scheduler\] warning: dropped TUNE_HELLO: not from a node of this job or its tuner"
+wait_for "$WORK/tuned.err.log" "scheduler\] warning: dropped CREDIT: wrong job, sender identity or length"
+echo go >&7
+exec 7>&-
+wait "$tuner" || fail "the tuner failed: $(cat "$WORK/tuner.log")"
+wait_for "$WORK/tuned.err.log" "scheduler\] info: tuner attached"
+wait_for "$WORK/tuned.err.log" "scheduler\] info: tuner: credit window $genuine bytes"
+! grep -q "credit window $forged bytes" "$WORK/tuned.err.log" ||
+	fail "the forged CREDIT was applied"
+[ "$(grep -c "info: tuner attached" "$WORK/tuned.err.log")" -eq 1 ] ||
+	fail "the tuner attached more than once"
+touch "$hold"
+assert_job_exact $job tuned "the tuned job" "a forged tuner"
+pass "a member's TUNE_HELLO without the scheduler's nonce, and its CREDIT: dropped; the tuner's attached and its CREDIT applied; job exact"
 assert_no_leftovers

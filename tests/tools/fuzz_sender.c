@@ -7,6 +7,7 @@
  *   fuzz_sender ENDPOINT curve SERVER_PUB_FILE CLIENT_KEY_DIR COUNT SEED
  *   fuzz_sender ENDPOINT register ROLE NODE_ENDPOINT
  *   fuzz_sender ENDPOINT forge JOB_ID COUNT SEED
+ *   fuzz_sender ENDPOINT tuner FORGED GENUINE
  *
  * Connects raw ZeroMQ DEALER sockets (one with an 8-byte identity like a
  * real node, one with a short one) to ENDPOINT and sends COUNT messages
@@ -36,6 +37,13 @@
  * claim to come from its nodes 0-4: acknowledgements (PUSH_ACK,
  * PARAMS_ACK), CREDITs, PARAMS and PUSHes with matching payloads, i.e.
  * what could enlarge a credit window or corrupt values if believed.
+ * tuner FORGED GENUINE: a tuner at ENDPOINT (bound, for a job started
+ * with tune.endpoint = ENDPOINT): waits for the scheduler's TUNE_HELLO,
+ * then, from a connection of its own, answers as a member could (the job
+ * id right, the hello's nonce wrong) and sends CREDIT FORGED; reads a
+ * line from stdin (the test's go, once the scheduler logged the drop),
+ * then answers as the tuner (the nonce it was sent) and sends CREDIT
+ * GENUINE; exits 0 once the scheduler has confirmed that CREDIT.
  * bomb KIND BYTES [COUNT]: one message built to make its receiver
  * allocate or hold much more than it is worth, then exits 0 once it has
  * left:
@@ -445,6 +453,114 @@ static int bomb(const char *ep, const char *kind, size_t bytes, long count)
 	return rc;
 }
 
+/* A TUNE_HELLO carrying `nonce`, then a CREDIT of `credit`, from a new
+ * connection to the scheduler at ep. */
+static int tuner_answer(void *ctx, const char *ep, uint64_t job,
+			uint64_t nonce, uint64_t credit)
+{
+	void *sock = zmq_socket(ctx, ZMQ_DEALER), *body = NULL;
+	uint8_t id[8], hdr[PS_WIRE_HEADER_MAX];
+	size_t hlen, blen;
+	int linger = -1;
+	ps_wire_header hello = {.version = PS_WIRE_VERSION,
+				.type = PS_MSG_TUNE_HELLO,
+				.job_id = job,
+				.iteration = nonce};
+	ps_wire_header cr = {.version = PS_WIRE_VERSION,
+			     .type = PS_MSG_CREDIT,
+			     .job_id = job};
+
+	fill(id, sizeof(id));
+	zmq_setsockopt(sock, ZMQ_ROUTING_ID, id, sizeof(id));
+	zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof(linger));
+	if (zmq_connect(sock, ep) != 0 ||
+	    ps_wire_u64_encode(credit, &body, &blen) != PS_OK)
+		return 1;
+	cr.payload_len = blen;
+	ps_wire_header_encode(&hello, hdr, sizeof(hdr), &hlen);
+	zmq_send(sock, hdr, hlen, 0);
+	ps_wire_header_encode(&cr, hdr, sizeof(hdr), &hlen);
+	zmq_send(sock, hdr, hlen, ZMQ_SNDMORE);
+	zmq_send(sock, body, blen, 0);
+	free(body);
+	zmq_close(sock); /* lingers: the context's end waits for it */
+	return 0;
+}
+
+static int fake_tuner(const char *ep, uint64_t forged, uint64_t genuine)
+{
+	void *ctx = zmq_ctx_new(), *router = zmq_socket(ctx, ZMQ_ROUTER);
+	uint8_t id[256], hdr[PS_WIRE_HEADER_MAX], body[PS_REASON_MAX + 64];
+	char sched_ep[PS_REASON_MAX], why[256], line[16];
+	ps_wire_header h;
+	int n, bn;
+
+	if (zmq_bind(router, ep) != 0) {
+		fprintf(stderr, "fuzz_sender: tuner: cannot bind %s: %s\n", ep,
+			zmq_strerror(zmq_errno()));
+		return 1;
+	}
+	printf("fuzz_sender: tuner: listening on %s\n", ep);
+	fflush(stdout);
+	/* the scheduler's hello: its routing id, the header, its endpoint */
+	if (zmq_recv(router, id, sizeof(id), 0) < 0)
+		return 1;
+	n = zmq_recv(router, hdr, sizeof(hdr), 0);
+	bn = zmq_recv(router, body, sizeof(body), 0);
+	if (n < 0 || bn < 0 ||
+	    ps_wire_header_decode(hdr, (size_t)n, &h, why, sizeof(why)) !=
+		PS_OK ||
+	    h.type != PS_MSG_TUNE_HELLO ||
+	    ps_wire_reason_decode(body, (size_t)bn, sched_ep, sizeof(sched_ep),
+				  why, sizeof(why)) != PS_OK) {
+		fprintf(stderr, "fuzz_sender: tuner: not a TUNE_HELLO\n");
+		return 1;
+	}
+	printf("fuzz_sender: tuner: hello from job %016llx at %s\n",
+	       (unsigned long long)h.job_id, sched_ep);
+	if (tuner_answer(ctx, sched_ep, h.job_id, h.iteration ^ 1, forged))
+		return 1;
+	printf("fuzz_sender: tuner: forged TUNE_HELLO and CREDIT %llu sent\n",
+	       (unsigned long long)forged);
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin))
+		return 1;
+	if (tuner_answer(ctx, sched_ep, h.job_id, h.iteration, genuine))
+		return 1;
+	printf("fuzz_sender: tuner: TUNE_HELLO and CREDIT %llu sent\n",
+	       (unsigned long long)genuine);
+	fflush(stdout);
+	/* stay attached until the scheduler confirms the CREDIT (a CREDIT
+	 * back, naming the iteration it applies from): a tuner gone earlier
+	 * is dropped, and its CREDIT with it (120 s: a hang guard) */
+	int timeout = 120000;
+	zmq_setsockopt(router, ZMQ_RCVTIMEO, &timeout, sizeof(timeout));
+	for (;;) {
+		int more;
+		size_t ml = sizeof(more);
+
+		if (zmq_recv(router, id, sizeof(id), 0) < 0)
+			return 1;
+		n = zmq_recv(router, hdr, sizeof(hdr), 0);
+		zmq_getsockopt(router, ZMQ_RCVMORE, &more, &ml);
+		while (more) {
+			(void)zmq_recv(router, body, sizeof(body), 0);
+			zmq_getsockopt(router, ZMQ_RCVMORE, &more, &ml);
+		}
+		if (n > 0 &&
+		    ps_wire_header_decode(hdr, (size_t)n, &h, why,
+					  sizeof(why)) == PS_OK &&
+		    h.type == PS_MSG_CREDIT)
+			break;
+	}
+	printf("fuzz_sender: tuner: the scheduler applies it from iteration "
+	       "%llu\n",
+	       (unsigned long long)h.iteration);
+	zmq_close(router);
+	zmq_ctx_term(ctx);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	void *ctx, *socks[2];
@@ -472,6 +588,11 @@ int main(int argc, char **argv)
 		return bomb(argv[1], argv[3], strtoull(argv[4], NULL, 10),
 			    argc == 6 ? strtol(argv[5], NULL, 10) : 0);
 	}
+	if (argc == 5 && strcmp(argv[2], "tuner") == 0) {
+		rng_state = (uint64_t)getpid();
+		return fake_tuner(argv[1], strtoull(argv[3], NULL, 10),
+				  strtoull(argv[4], NULL, 10));
+	}
 	if (argc == 5 && strcmp(argv[2], "flood") == 0)
 		return big_or_flood(argv[1], 0, strtol(argv[3], NULL, 10),
 				    strtoull(argv[4], NULL, 10));
@@ -481,6 +602,7 @@ int main(int argc, char **argv)
 			"ENDPOINT curve SERVER_PUB CLIENT_DIR COUNT SEED | "
 			"ENDPOINT register ROLE NODE_ENDPOINT | "
 			"ENDPOINT forge JOB_ID COUNT SEED | "
+			"ENDPOINT tuner FORGED GENUINE | "
 			"ENDPOINT bomb KIND BYTES [COUNT]\n");
 		return 2;
 	}
