@@ -1485,6 +1485,19 @@ static int handle_running(coord *c, const ps_msg *msg,
 	}
 	m = &c->members[h->sender];
 	ps_membership_heard(c->ms, h->sender, ps_now_ms());
+	if ((h->type == PS_MSG_HEARTBEAT || h->type == PS_MSG_PROGRESS ||
+	     h->type == PS_MSG_STOP_LATE) &&
+	    h->iteration > (uint64_t)c->cfg->train.iterations) {
+		/* no node of this job reaches it: believed, it would move the
+		 * iteration a checkpoint or a credit change is asked for
+		 * past any (and its + 1 wrap) */
+		snprintf(why, sizeof(why),
+			 "iteration %llu beyond train.iterations (%d)",
+			 (unsigned long long)h->iteration,
+			 c->cfg->train.iterations);
+		psi_note_drop(++c->dropped, ps_msg_type_name(h->type), why);
+		return PS_OK;
+	}
 	switch (h->type) {
 	case PS_MSG_HEARTBEAT:
 		if (m->info.role == PS_ROLE_SERVER)

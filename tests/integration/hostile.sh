@@ -23,6 +23,8 @@
 #     nonce that only the process at tune.endpoint was sent, and sends a
 #     CREDIT: both dropped; the tuner's answer attaches it and its CREDIT
 #     is applied; the job is exact.
+#  4. Workers that say they begin iteration 2^64 - 1 (PROGRESS): dropped,
+#     logged with the iteration; the job is exact.
 source "$(dirname "$0")/lib.sh" "$@"
 
 SLACK_MB=96
@@ -161,4 +163,13 @@ wait_for "$WORK/tuned.err.log" "scheduler\] info: tuner: credit window $genuine 
 touch "$hold"
 assert_job_exact $job tuned "the tuned job" "a forged tuner"
 pass "a member's TUNE_HELLO without the scheduler's nonce, and its CREDIT: dropped; the tuner's attached and its CREDIT applied; job exact"
+
+# ---- 4. a PROGRESS no job reaches
+EXACT_WORKER_SIZES=1000,4097 EXACT_WORKER_LIE_PROGRESS=18446744073709551615 \
+	start_job lying --worker "$TOOLS/exact_worker" --set train.iterations=20 \
+	--set train.lr=1 --set train.momentum=0
+assert_job_exact $JOB_PID lying "the job with lying workers" "a PROGRESS of 2^64 - 1"
+grep -q "scheduler\] warning: dropped PROGRESS: iteration 18446744073709551615 beyond train.iterations (20)" \
+	"$WORK/lying.err.log" || fail "the PROGRESS of 2^64 - 1 was not dropped"
+pass "a PROGRESS of iteration 2^64 - 1: dropped, logged; job exact"
 assert_no_leftovers

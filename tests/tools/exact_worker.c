@@ -32,6 +32,9 @@
  * heartbeats going. A job that stops earlier (ps_client_next_iteration)
  * never waits. EXACT_WORKER_HELD=FILE: created when the wait begins (so a
  * test knows how long the application has been away from the library).
+ * EXACT_WORKER_LIE_PROGRESS=I: before training, says it begins iteration
+ * I (ps_client_next_iteration), as a buggy or lying application could
+ * (hostile.sh: the scheduler must drop it).
  * EXACT_WORKER_EVERY=N: prints "exact: worker R at iteration I" (flushed)
  * after every N-th iteration, milestones a test can wait on (bench/soak.sh
  * samples every process's memory at them).
@@ -237,6 +240,9 @@ int main(int argc, char **argv)
 			     ? strtoull(getenv("EXACT_WORKER_EVERY"), NULL, 10)
 			     : 0;
 	t0 = ps_now_ns();
+	if (getenv("EXACT_WORKER_LIE_PROGRESS"))
+		(void)ps_client_next_iteration(
+		    c, strtoull(getenv("EXACT_WORKER_LIE_PROGRESS"), NULL, 10));
 	for (i = first; rc == PS_OK && ps_client_next_iteration(c, i); i++) {
 		if (every && i > first && (i - first) % every == 0) {
 			printf("exact: worker %d at iteration %llu\n", rank,
