@@ -1,0 +1,247 @@
+/*
+ * client/state.h - what the files of the client library share: a
+ * ps_client, its tensors, their partitions' slots, the stages of fused
+ * partitions and the commands queued for the communication thread.
+ * Not installed; nothing of it is exported from libordo.so
+ * (cmake/ordo.map).
+ *
+ * DESIGN (threads). Two threads share a ps_client:
+ *  - the application thread calls the API;
+ *  - the communication thread joins the job, keeps the heartbeats going
+ *    and drives the node (transport, protocol machine) whenever the
+ *    application thread does not (DESIGN, driving, client/client.c).
+ * They meet in `mu`: while the communication thread drives, the
+ * application enqueues commands (push, pull, barrier, done) and wakes the
+ * transport; received parameter partitions go into per-partition slots,
+ * and `cv` is broadcast. Received bytes are copied into the application's values buffer on
+ * the application thread, inside ps_client_wait/pull, so the values never
+ * change while the application computes with them. Gradients are sent
+ * without copying; each partition sent holds its tensor's `inflight` count
+ * until the transport releases the bytes (its free callback, on a ZeroMQ
+ * I/O thread, takes `mu`).
+ *
+ * The transport may be woken from the application thread only while the
+ * communication thread runs (`comm_alive`, checked under `mu`; the thread
+ * clears it under `mu` before it closes the transport).
+ */
+#ifndef ORDO_CLIENT_STATE_H
+#define ORDO_CLIENT_STATE_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/config.h"
+#include "ordo/ordo.h"
+#include "proto/wire.h"
+#include "proto/worker.h"
+#include "runtime/node.h"
+#ifdef PS_WITH_CUDA
+#include "client/copy_plan.h"
+#endif
+
+typedef enum {
+	CMD_PUSH,
+	CMD_PULL,
+	CMD_BARRIER,
+	CMD_DONE,
+	CMD_PROGRESS,
+} cmd_kind;
+
+/* A push of the whole tensor (cmd.part otherwise: one partition). */
+#define PUSH_WHOLE UINT32_MAX
+
+typedef struct cmd {
+	cmd_kind kind;
+	uint32_t tensor;
+	uint32_t part; /* CMD_PUSH: PUSH_WHOLE, or a global partition */
+	const float *data;
+	uint64_t iteration;
+	ps_wire_done done;
+	/* CMD_BARRIER: the bytes a broadcast's root sends (malloc'd; the
+	 * transport frees them), or NULL */
+	void *payload;
+	size_t payload_len;
+	struct cmd *next;
+} cmd;
+
+typedef enum {
+	DRIVER_NONE, /* the communication thread is parked */
+	DRIVER_COMM,
+	DRIVER_APP,
+} driver_kind;
+
+typedef enum {
+	ST_CREATED,
+	ST_JOINING,
+	ST_RUNNING,
+	ST_SHUTDOWN,
+	ST_FAILED,
+} client_state;
+
+typedef struct tensor {
+	ps_client *client;
+	char name[PS_NAME_MAX];
+	uint64_t numel;
+	float *values;
+	uint32_t first_part, nparts;
+	uint32_t inflight; /* sent partitions (pieces) not yet released */
+	uint32_t push_pieces; /* the pushes of all its partitions, piece by
+			       * piece (placement.h, "Pieces") */
+	int fused;         /* its one partition holds other tensors too */
+	uint64_t part_base; /* fused: its first element in the partition */
+	uint64_t copied_seq; /* fused: the arrival it copied out last */
+	struct ps_mr *mr;    /* values, registered with the transport */
+	ps_msg **detached; /* copy_out's scratch, nparts entries */
+	uint32_t *detached_part;
+#ifdef PS_WITH_CUDA
+	struct dev_tensor *dev; /* in device memory (ps_client_declare_cuda) */
+#endif
+} tensor;
+
+#ifdef PS_WITH_CUDA
+/* DESIGN (device tensors, docs/cuda.md). A tensor declared with
+ * ps_client_declare_cuda has two pinned host buffers: `mirror`, which is
+ * the tensor's `values` for everything above (initial values, received
+ * parameters copied out in wait/try/pull), and `grad`, the staging of its
+ * pushed gradient, which is what the host push path sends. All CUDA work
+ * is enqueued by the application thread, on two streams of the client's:
+ *  - d2h: ps_client_push_stream makes it wait for the application's stream
+ *    (an event recorded there), enqueues one copy per partition in the
+ *    gate's order (client/copy_plan.h, plain C), each followed by its
+ *    event, then waits for the events in that order and hands each
+ *    partition to the gate as soon as its own event completed
+ *    (ps_wproto_push_part): the communication thread sends partition k
+ *    while partition k + 1 is still being copied. A fused tensor is one
+ *    copy into its shared partition's stage, pushed whole.
+ *  - h2d: after copy_out wrote partitions into the mirror, each is copied
+ *    to device memory, then `h2d_done` is recorded. copy_out waits for it
+ *    only before it writes a partition again whose last copy may still be
+ *    reading the mirror (the next version's): the partitions of one
+ *    version arrive, are written and copied without waiting for each
+ *    other's copies.
+ *    ps_client_ready_event records the application's event on h2d.
+ * Before `grad` is written again the tensor's last push must be released
+ * by the transport (its inflight count is 0). */
+typedef struct dev_tensor {
+	float *dev_values;
+	float *mirror, *grad; /* pinned, numel floats each */
+	/* GPUDirect RDMA (DESIGN, GPUDirect): the gradient's copy in device
+	 * memory registered with the transport, sent from there; NULL when
+	 * its pushes are staged through `grad` */
+	void *dgrad_alloc;    /* what ps_cuda_alloc gave */
+	float *dgrad;         /* its first host-page boundary */
+	struct ps_mr *dmr;
+	void *app_ev;         /* recorded in the application's stream */
+	void *h2d_done;       /* after the last host-to-device copy */
+	void **part_ev;       /* per partition: after its device-to-host copy */
+	/* per partition (one when fused): written into the mirror since the
+	 * client last waited for h2d_done, so its copy to the device may
+	 * still be reading it; NULL until the first copy_out */
+	uint8_t *dirty;
+	ps_copy_step *plan;   /* the copies of a push, in the gate's order */
+} dev_tensor;
+#endif
+
+typedef struct slot {
+	/* communication thread only: the partition's last push, traced */
+	uint64_t push_iteration, push_ready_us, push_sent_us;
+	/* guarded by mu */
+	ps_msg *msg; /* latest PARAMS not yet copied out, or NULL */
+	/* communication thread only: parameters arriving in pieces,
+	 * gathered here until the last is in (then they are msg) */
+	ps_msg *gather;
+	uint64_t version;
+	uint64_t seq;         /* PARAMS accepted so far */
+	uint32_t copies_left; /* fused: member tensors yet to copy msg out */
+	int have;         /* a version has arrived */
+	int pull_pending; /* async pull sent, no answer yet */
+} slot;
+
+/* Learning-rate changes a client remembers: pushes are sent at most a few
+ * iterations after they are made, so a push finds its iteration's rate
+ * among the newest changes. */
+#define LR_KEEP 64
+
+struct ps_client {
+	ps_config cfg;
+	tensor *tensors;
+	uint32_t ntensors, cap;
+
+	pthread_t thread;
+	int thread_started;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;      /* the application waits on it */
+	pthread_cond_t comm_cv; /* the parked communication thread waits */
+	/* everything below is guarded by mu */
+	cmd *head, *tail;
+	client_state state;
+	int fail_code;
+	char fail_why[512]; /* what ended the job (ST_FAILED), as logged */
+	int comm_alive;
+	int stop;
+	driver_kind driver; /* who drives the node (DESIGN, driving) */
+	int comm_needed;    /* the communication thread must drive */
+	int drive_rc;       /* the application's drive ended the job */
+	char drive_why[512]; /* ... and the error it logged ("": none) */
+	int wants_release;  /* the application waits for sent bytes to be
+			     * released, and for nothing else */
+	slot *slots; /* per global partition */
+	uint32_t nparts;
+	uint32_t fused_inflight; /* staged transfers not yet released */
+	uint64_t barriers_done, barriers_asked;
+	/* the data the last BARRIER_DONE brought (a broadcast), for the
+	 * application; NULL: none */
+	void *bcast;
+	size_t bcast_len;
+	uint64_t bcast_barrier;
+	ps_client_stats stats;
+	/* tuning (docs/tune.md): the application began iteration begun - 1
+	 * (0: none yet); the job stops before stop_at (0: no stop asked) */
+	uint64_t begun, stop_at;
+
+	/* the learning rates set for the servers' optimizer
+	 * (ps_client_set_lr): lr[k] from iteration lr_from[k] on, oldest
+	 * first, the newest LR_KEEP; guarded by lr_mu (read when a push is
+	 * sent) */
+	pthread_mutex_t lr_mu;
+	uint32_t nlr;
+	uint64_t lr_from[LR_KEEP];
+	double lr[LR_KEEP];
+
+	/* the driver's (DESIGN, driving); read-only for the application
+	 * once state is RUNNING */
+	ps_node node;
+
+	/* the protocol: the gate of the pushes, fusion counts, versions
+	 * received, DONE after the last ack (proto/worker.h); the driver's */
+	ps_wproto *proto;
+	/* fusion (the driver's) */
+	struct stage **stages; /* per partition: the one being filled */
+	/* DONE, encoded, held until every push is acknowledged (applied,
+	 * in asynchronous mode: nothing of this worker's is lost at the
+	 * end, and a checkpoint at the last iteration sees all of it): the
+	 * machine says when; the driver's */
+	void *done_body;
+	size_t done_len;
+	/* synchronous, without a credit window (so far): nothing arrives
+	 * that the application does not wait for; the driver's */
+	int unwindowed_sync;
+#ifdef PS_WITH_CUDA
+	/* device tensors (DESIGN, device tensors): their device, -1 while
+	 * none is declared; the streams; the gate numbers per partition */
+	int cuda_device;
+	void *d2h, *h2d;
+	uint32_t *numbers;
+#endif
+};
+
+/* A fused partition's gradients (or initial values) being gathered, then
+ * sent; freed by the transport once the bytes are gone. */
+typedef struct stage {
+	ps_client *client;
+	uint32_t refs; /* pieces sent from it (or waiting) not released */
+	float data[];
+} stage;
+
+#endif /* ORDO_CLIENT_STATE_H */
