@@ -39,7 +39,6 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1021,95 +1020,6 @@ static void *comm_main(void *arg)
 	return NULL;
 }
 
-/* ---- errors of the public calls (ps_client_last_error) ----------------
- *
- * Every public call that fails logs why, as an error line naming the
- * call, and leaves that text in this thread's api_error. A reason logged
- * deeper down (a send that failed, a CUDA error) is taken as it was
- * logged; a call that failed because of the job's state (not started,
- * shut down, failed on the communication thread) logs the state, with
- * the reason the communication thread logged when the job failed. */
-
-static _Thread_local char api_error[1024];
-/* the public call this thread is in, for api_errf */
-static _Thread_local const char *api_fn;
-
-typedef struct api_call {
-	const char *fn;
-	unsigned long errors; /* this thread's logged errors at its start */
-} api_call;
-
-static api_call api_begin(const char *fn)
-{
-	api_fn = fn;
-	return (api_call){.fn = fn, .errors = ps_log_errors()};
-}
-
-/* Fails the current public call with rc, logging "FN: reason". */
-__attribute__((format(printf, 2, 3))) static int api_errf(int rc,
-							   const char *fmt,
-							   ...)
-{
-	char msg[768];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	PS_ERROR("%s: %s", api_fn ? api_fn : "ordo", msg);
-	return rc;
-}
-
-/* What the client's state says about a call that failed with rc without
- * logging a reason ("": nothing). Caller holds mu. */
-static void state_why_locked(const ps_client *c, int rc, char *why,
-			     size_t whylen)
-{
-	why[0] = '\0';
-	if (c->state == ST_FAILED)
-		snprintf(why, whylen, "the job failed: %s", c->fail_why);
-	else if (rc == PS_ESTATE && c->state == ST_CREATED)
-		snprintf(why, whylen, "the client has not joined a job: call "
-			 "ps_client_start first");
-	else if (rc == PS_ESTATE && c->state == ST_SHUTDOWN)
-		snprintf(why, whylen, "the job has shut down (ps_client_finish "
-			 "returned)");
-}
-
-/* Ends a public call that returned rc (c may be NULL): a failure leaves
- * its reason in api_error: the error the call logged last, else what the
- * client's state says (logged now). */
-static int api_end(const api_call *a, const ps_client *c, int rc)
-{
-	size_t n = strlen(a->fn);
-	const char *m;
-
-	api_fn = NULL;
-	if (rc == PS_OK)
-		return rc;
-	if (ps_log_errors() == a->errors) { /* nothing logged: say it */
-		char why[sizeof(((ps_client *)0)->fail_why) + 64] = "";
-		if (c) {
-			ps_client *mc = (ps_client *)c;
-			pthread_mutex_lock(&mc->mu);
-			state_why_locked(c, rc, why, sizeof(why));
-			pthread_mutex_unlock(&mc->mu);
-		}
-		PS_ERROR("%s: %s", a->fn, why[0] ? why : ps_strerror(rc));
-	}
-	m = ps_log_last_error();
-	if (strncmp(m, a->fn, n) == 0 && m[n] == ':')
-		snprintf(api_error, sizeof(api_error), "%s", m);
-	else
-		snprintf(api_error, sizeof(api_error), "%s: %s", a->fn, m);
-	return rc;
-}
-
-const char *ps_client_last_error(void)
-{
-	return api_error;
-}
-
 /* ---- application side ------------------------------------------------- */
 
 static int enqueue(ps_client *c, cmd *k)
@@ -1389,7 +1299,8 @@ static int wait_tensor(ps_client *c, tensor *t, uint64_t version,
 }
 
 /* Whether the client has joined its job (caller holds mu): PS_OK; else
- * PS_ESTATE, or the failure that ended the joining (api_end says why). */
+ * PS_ESTATE, or the failure that ended the joining (psi_client_api_end
+ * says why). */
 static int joined_locked(const ps_client *c)
 {
 	if (c->state == ST_CREATED || c->state == ST_JOINING)
@@ -1405,14 +1316,16 @@ static int create(const ps_config *cfg, ps_client **client_p)
 	char err[512];
 
 	if (!cfg || !client_p)
-		return api_errf(PS_EINVAL, "%s is NULL",
-				!cfg ? "cfg" : "client_p");
+		return psi_client_api_errf(PS_EINVAL, "%s is NULL",
+					   !cfg ? "cfg" : "client_p");
 	if (ps_config_validate(cfg, err, sizeof(err)) != PS_OK ||
 	    ps_config_validate_job(cfg, err, sizeof(err)) != PS_OK)
-		return api_errf(PS_ECONFIG, "invalid configuration: %s", err);
+		return psi_client_api_errf(PS_ECONFIG,
+					   "invalid configuration: %s", err);
 	c = calloc(1, sizeof(*c));
 	if (!c)
-		return api_errf(PS_ENOMEM, "out of memory for the client");
+		return psi_client_api_errf(PS_ENOMEM,
+					   "out of memory for the client");
 	c->cfg = *cfg;
 	ps_config_finalize(&c->cfg);
 	pthread_mutex_init(&c->mu, NULL);
@@ -1435,9 +1348,9 @@ static int create(const ps_config *cfg, ps_client **client_p)
 
 int ps_client_create(const ps_config *cfg, ps_client **client_p)
 {
-	api_call a = api_begin("ps_client_create");
+	api_call a = psi_client_api_begin("ps_client_create");
 
-	return api_end(&a, NULL, create(cfg, client_p));
+	return psi_client_api_end(&a, NULL, create(cfg, client_p));
 }
 
 /* The checks of a new tensor's declaration: arguments, state, a name not
@@ -1448,26 +1361,32 @@ static int declare_check(const ps_client *c, const char *name,
 	size_t len;
 
 	if (!c)
-		return api_errf(PS_EINVAL, "the client is NULL");
+		return psi_client_api_errf(PS_EINVAL, "the client is NULL");
 	if (!name)
-		return api_errf(PS_EINVAL, "the tensor's name is NULL");
+		return psi_client_api_errf(PS_EINVAL,
+					   "the tensor's name is NULL");
 	len = strlen(name);
 	if (len == 0 || len >= PS_NAME_MAX)
-		return api_errf(PS_EINVAL, "tensor name '%.*s%s' is %zu bytes: "
-				"a name is 1 to %d bytes", 64, name,
-				len > 64 ? "..." : "", len, PS_NAME_MAX - 1);
+		return psi_client_api_errf(PS_EINVAL, "tensor name '%.*s%s' is "
+					   "%zu bytes: a name is 1 to %d bytes",
+					   64, name, len > 64 ? "..." : "", len,
+					   PS_NAME_MAX - 1);
 	if (!values)
-		return api_errf(PS_EINVAL, "tensor '%s': values is NULL", name);
+		return psi_client_api_errf(PS_EINVAL,
+					   "tensor '%s': values is NULL", name);
 	if (numel == 0)
-		return api_errf(PS_EINVAL, "tensor '%s' has 0 elements", name);
+		return psi_client_api_errf(PS_EINVAL,
+					   "tensor '%s' has 0 elements", name);
 	if (c->state != ST_CREATED)
-		return api_errf(PS_ESTATE, "tensor '%s' declared after "
-				"ps_client_start: declare every tensor before",
-				name);
+		return psi_client_api_errf(PS_ESTATE, "tensor '%s' declared "
+					   "after ps_client_start: declare "
+					   "every tensor before", name);
 	for (uint32_t i = 0; i < c->ntensors; i++)
 		if (strcmp(c->tensors[i].name, name) == 0)
-			return api_errf(PS_EINVAL, "tensor '%s' is declared "
-					"already (tensor %u)", name, i);
+			return psi_client_api_errf(
+				PS_EINVAL,
+				"tensor '%s' is declared already (tensor %u)",
+				name, i);
 	return PS_OK;
 }
 
@@ -1483,8 +1402,9 @@ static int declare(ps_client *c, const char *name, uint64_t numel,
 		uint32_t cap = c->cap ? 2 * c->cap : 16;
 		tensor *n = realloc(c->tensors, cap * sizeof(*n));
 		if (!n)
-			return api_errf(PS_ENOMEM, "out of memory declaring "
-					"tensor '%s'", name);
+			return psi_client_api_errf(
+				PS_ENOMEM,
+				"out of memory declaring tensor '%s'", name);
 		c->tensors = n;
 		c->cap = cap;
 	}
@@ -1503,9 +1423,10 @@ static int declare(ps_client *c, const char *name, uint64_t numel,
 int ps_client_declare(ps_client *c, const char *name, uint64_t numel,
 		      float *values, uint32_t *tensor_p)
 {
-	api_call a = api_begin("ps_client_declare");
+	api_call a = psi_client_api_begin("ps_client_declare");
 
-	return api_end(&a, c, declare(c, name, numel, values, tensor_p));
+	return psi_client_api_end(&a, c,
+				  declare(c, name, numel, values, tensor_p));
 }
 
 static int start(ps_client *c)
@@ -1514,23 +1435,25 @@ static int start(ps_client *c)
 	int rc = PS_OK;
 
 	if (!c)
-		return api_errf(PS_EINVAL, "the client is NULL");
+		return psi_client_api_errf(PS_EINVAL, "the client is NULL");
 	pthread_mutex_lock(&c->mu);
 	state = c->state;
 	pthread_mutex_unlock(&c->mu);
 	if (state == ST_FAILED)
-		return PS_ESTATE; /* api_end says why */
+		return PS_ESTATE; /* psi_client_api_end says why */
 	if (state != ST_CREATED)
-		return api_errf(PS_ESTATE, "the client has started already");
+		return psi_client_api_errf(PS_ESTATE,
+					   "the client has started already");
 	if (c->ntensors == 0)
-		return api_errf(PS_ESTATE, "no tensor declared: declare them "
-				"(ps_client_declare) before");
+		return psi_client_api_errf(PS_ESTATE, "no tensor declared: "
+					   "declare them (ps_client_declare) "
+					   "before");
 	c->state = ST_JOINING;
 	if (pthread_create(&c->thread, NULL, comm_main, c) != 0) {
 		c->state = ST_FAILED;
 		snprintf(c->fail_why, sizeof(c->fail_why), "%s",
 			 "cannot start the communication thread");
-		return api_errf(PS_ENOMEM, "%s", c->fail_why);
+		return psi_client_api_errf(PS_ENOMEM, "%s", c->fail_why);
 	}
 	c->thread_started = 1;
 	pthread_mutex_lock(&c->mu);
@@ -1559,9 +1482,9 @@ static int start(ps_client *c)
 
 int ps_client_start(ps_client *c)
 {
-	api_call a = api_begin("ps_client_start");
+	api_call a = psi_client_api_begin("ps_client_start");
 
-	return api_end(&a, c, start(c));
+	return psi_client_api_end(&a, c, start(c));
 }
 
 uint64_t ps_client_start_iteration(const ps_client *c)
@@ -1577,9 +1500,11 @@ int ps_client_next_iteration(ps_client *c, uint64_t it)
 	int run;
 
 	if (!c || c->state == ST_CREATED || c->state == ST_JOINING) {
-		api_call a = api_begin("ps_client_next_iteration");
-		api_end(&a, c, c ? PS_ESTATE : api_errf(PS_EINVAL, "the "
-							  "client is NULL"));
+		api_call a = psi_client_api_begin("ps_client_next_iteration");
+		psi_client_api_end(&a, c,
+				   c ? PS_ESTATE
+				     : psi_client_api_errf(PS_EINVAL, "the "
+							   "client is NULL"));
 		return 0;
 	}
 	k = calloc(1, sizeof(*k));
@@ -1605,9 +1530,11 @@ static int joined(const ps_client *c, const char *fn)
 
 	if (c && c->state != ST_CREATED && c->state != ST_JOINING)
 		return 1;
-	a = api_begin(fn);
-	api_end(&a, c,
-		c ? PS_ESTATE : api_errf(PS_EINVAL, "the client is NULL"));
+	a = psi_client_api_begin(fn);
+	psi_client_api_end(&a, c,
+			   c ? PS_ESTATE
+			     : psi_client_api_errf(PS_EINVAL,
+						   "the client is NULL"));
 	return 0;
 }
 
@@ -1663,11 +1590,12 @@ static int push_cmd(ps_client *c, uint32_t tensor_id, const float *grad,
 static int tensor_check(const ps_client *c, uint32_t tensor_id)
 {
 	if (!c)
-		return api_errf(PS_EINVAL, "the client is NULL");
+		return psi_client_api_errf(PS_EINVAL, "the client is NULL");
 	if (tensor_id >= c->ntensors)
-		return api_errf(PS_EINVAL, "tensor %u is not declared (this "
-				"client declared %u tensor%s)", tensor_id,
-				c->ntensors, c->ntensors == 1 ? "" : "s");
+		return psi_client_api_errf(PS_EINVAL, "tensor %u is not "
+					   "declared (this client declared %u "
+					   "tensor%s)", tensor_id, c->ntensors,
+					   c->ntensors == 1 ? "" : "s");
 	return PS_OK;
 }
 
@@ -1679,26 +1607,27 @@ static int push(ps_client *c, uint32_t tensor_id, const float *grad,
 	if (rc != PS_OK)
 		return rc;
 	if (!grad)
-		return api_errf(PS_EINVAL, "tensor '%s': grad is NULL",
-				c->tensors[tensor_id].name);
+		return psi_client_api_errf(PS_EINVAL,
+					   "tensor '%s': grad is NULL",
+					   c->tensors[tensor_id].name);
 	return push_cmd(c, tensor_id, grad, iteration, PUSH_WHOLE);
 }
 
 int ps_client_push(ps_client *c, uint32_t tensor_id, const float *grad,
 		   uint64_t iteration)
 {
-	api_call a = api_begin("ps_client_push");
+	api_call a = psi_client_api_begin("ps_client_push");
 
-	return api_end(&a, c, push(c, tensor_id, grad, iteration));
+	return psi_client_api_end(&a, c, push(c, tensor_id, grad, iteration));
 }
 
 static int set_lr(ps_client *c, uint64_t iteration, double lr)
 {
 	if (!c)
-		return api_errf(PS_EINVAL, "the client is NULL");
+		return psi_client_api_errf(PS_EINVAL, "the client is NULL");
 	if (!isfinite(lr) || lr < 0)
-		return api_errf(PS_EINVAL, "%g is not a learning rate (finite, "
-				">= 0)", lr);
+		return psi_client_api_errf(PS_EINVAL, "%g is not a learning "
+					   "rate (finite, >= 0)", lr);
 	pthread_mutex_lock(&c->lr_mu);
 	/* a change from an iteration at or before the newest replaces the
 	 * changes it covers */
@@ -1719,9 +1648,9 @@ static int set_lr(ps_client *c, uint64_t iteration, double lr)
 
 int ps_client_set_lr(ps_client *c, uint64_t iteration, double lr)
 {
-	api_call a = api_begin("ps_client_set_lr");
+	api_call a = psi_client_api_begin("ps_client_set_lr");
 
-	return api_end(&a, c, set_lr(c, iteration, lr));
+	return psi_client_api_end(&a, c, set_lr(c, iteration, lr));
 }
 
 /* ---- tensors in device memory (DESIGN, device tensors) ---------------- */
@@ -1731,8 +1660,8 @@ static int try_params(ps_client *c, uint32_t tensor_id, uint64_t version);
 #ifndef PS_WITH_CUDA
 static int no_cuda(void)
 {
-	return api_errf(PS_ENOTSUP, "this build has no CUDA support "
-			"(configure with -DPS_WITH_CUDA=ON)");
+	return psi_client_api_errf(PS_ENOTSUP, "this build has no CUDA support "
+				   "(configure with -DPS_WITH_CUDA=ON)");
 }
 
 static int declare_cuda(ps_client *c, const char *name, uint64_t numel,
@@ -1857,9 +1786,10 @@ static int declare_cuda(ps_client *c, const char *name, uint64_t numel,
 	uint32_t id = 0;
 
 	if (numel > SIZE_MAX / sizeof(float))
-		return api_errf(PS_EINVAL, "tensor '%s': %llu elements do not "
-				"fit in memory", name ? name : "(NULL)",
-				(unsigned long long)numel);
+		return psi_client_api_errf(PS_EINVAL, "tensor '%s': %llu "
+					   "elements do not fit in memory",
+					   name ? name : "(NULL)",
+					   (unsigned long long)numel);
 	rc = declare_check(c, name, numel, device_values);
 	if (rc != PS_OK)
 		return rc;
@@ -2090,12 +2020,14 @@ static int push_stream(ps_client *c, uint32_t tensor_id,
 		return rc;
 	t = &c->tensors[tensor_id];
 	if (!device_grad)
-		return api_errf(PS_EINVAL, "tensor '%s': device_grad is NULL",
-				t->name);
+		return psi_client_api_errf(PS_EINVAL,
+					   "tensor '%s': device_grad is NULL",
+					   t->name);
 	d = t->dev;
 	if (!d)
-		return api_errf(PS_EINVAL, "tensor '%s' is in host memory "
-				"(use ps_client_push)", t->name);
+		return psi_client_api_errf(PS_EINVAL, "tensor '%s' is in host "
+					   "memory (use ps_client_push)",
+					   t->name);
 	if (c->state == ST_CREATED || c->state == ST_JOINING)
 		return PS_ESTATE;
 	rc = dev_staging_free(c, t);
@@ -2168,11 +2100,13 @@ static int ready_event(ps_client *c, uint32_t tensor_id, uint64_t version,
 	if (rc != PS_OK)
 		return rc;
 	if (!cuda_event)
-		return api_errf(PS_EINVAL, "tensor '%s': cuda_event is NULL",
-				c->tensors[tensor_id].name);
+		return psi_client_api_errf(PS_EINVAL,
+					   "tensor '%s': cuda_event is NULL",
+					   c->tensors[tensor_id].name);
 	if (!c->tensors[tensor_id].dev)
-		return api_errf(PS_EINVAL, "tensor '%s' is in host memory",
-				c->tensors[tensor_id].name);
+		return psi_client_api_errf(PS_EINVAL,
+					   "tensor '%s' is in host memory",
+					   c->tensors[tensor_id].name);
 	rc = try_params(c, tensor_id, version); /* copies enqueued */
 	if (rc != PS_OK)
 		return rc;
@@ -2181,8 +2115,8 @@ static int ready_event(ps_client *c, uint32_t tensor_id, uint64_t version,
 	rc = ps_cuda_record(cuda_event, c->h2d, err, sizeof(err));
 	ps_cuda_set(prev);
 	if (rc != PS_OK)
-		return api_errf(rc, "tensor '%s': %s",
-				c->tensors[tensor_id].name, err);
+		return psi_client_api_errf(rc, "tensor '%s': %s",
+					   c->tensors[tensor_id].name, err);
 	return rc;
 }
 #endif
@@ -2191,34 +2125,36 @@ int ps_client_declare_cuda(ps_client *c, const char *name, uint64_t numel,
 			   float *device_values, int device,
 			   uint32_t *tensor_p)
 {
-	api_call a = api_begin("ps_client_declare_cuda");
+	api_call a = psi_client_api_begin("ps_client_declare_cuda");
 
-	return api_end(&a, c, declare_cuda(c, name, numel, device_values,
-					   device, tensor_p));
+	return psi_client_api_end(&a, c,
+				  declare_cuda(c, name, numel, device_values,
+					       device, tensor_p));
 }
 
 int ps_client_push_stream(ps_client *c, uint32_t tensor_id,
 			  const float *device_grad, uint64_t iteration,
 			  void *cuda_stream)
 {
-	api_call a = api_begin("ps_client_push_stream");
+	api_call a = psi_client_api_begin("ps_client_push_stream");
 
-	return api_end(&a, c, push_stream(c, tensor_id, device_grad,
-					  iteration, cuda_stream));
+	return psi_client_api_end(&a, c,
+				  push_stream(c, tensor_id, device_grad,
+					      iteration, cuda_stream));
 }
 
 /* PS_EAGAIN (not arrived yet) is no failure: it leaves api_error. */
 int ps_client_ready_event(ps_client *c, uint32_t tensor_id,
 			  uint64_t version, void *cuda_event)
 {
-	api_call a = api_begin("ps_client_ready_event");
+	api_call a = psi_client_api_begin("ps_client_ready_event");
 	int rc = ready_event(c, tensor_id, version, cuda_event);
 
 	if (rc == PS_EAGAIN) {
-		api_fn = NULL;
+		psi_client_api_end_quiet();
 		return rc;
 	}
-	return api_end(&a, c, rc);
+	return psi_client_api_end(&a, c, rc);
 }
 
 /* Fails a wait for version of t that timed out after timeout_ms, saying
@@ -2237,20 +2173,25 @@ static int wait_timed_out(const ps_client *c, const tensor *t,
 			low = s->version;
 	}
 	if (!missing)
-		return api_errf(PS_ETIMEDOUT, "tensor '%s': version %llu "
-				"arrived, but the gradient pushed from its "
-				"buffer was not released by the transport "
-				"within %d ms", t->name,
-				(unsigned long long)version, timeout_ms);
+		return psi_client_api_errf(PS_ETIMEDOUT, "tensor '%s': version "
+					   "%llu arrived, but the gradient "
+					   "pushed from its buffer was not "
+					   "released by the transport within "
+					   "%d ms", t->name,
+					   (unsigned long long)version,
+					   timeout_ms);
 	if (low == UINT64_MAX)
-		return api_errf(PS_ETIMEDOUT, "tensor '%s': no version arrived "
-				"within %d ms (waiting for %llu)", t->name,
-				timeout_ms, (unsigned long long)version);
-	return api_errf(PS_ETIMEDOUT, "tensor '%s': version %llu did not "
-			"arrive within %d ms (%u of its %u partitions not "
-			"there, the oldest at version %llu)", t->name,
-			(unsigned long long)version, timeout_ms, missing,
-			t->nparts, (unsigned long long)low);
+		return psi_client_api_errf(PS_ETIMEDOUT, "tensor '%s': no "
+					   "version arrived within %d ms "
+					   "(waiting for %llu)", t->name,
+					   timeout_ms,
+					   (unsigned long long)version);
+	return psi_client_api_errf(PS_ETIMEDOUT, "tensor '%s': version %llu "
+				   "did not arrive within %d ms (%u of its %u "
+				   "partitions not there, the oldest at "
+				   "version %llu)", t->name,
+				   (unsigned long long)version, timeout_ms,
+				   missing, t->nparts, (unsigned long long)low);
 }
 
 static int wait_params(ps_client *c, uint32_t tensor_id, uint64_t version,
@@ -2274,9 +2215,10 @@ static int wait_params(ps_client *c, uint32_t tensor_id, uint64_t version,
 int ps_client_wait(ps_client *c, uint32_t tensor_id, uint64_t version,
 		   int timeout_ms)
 {
-	api_call a = api_begin("ps_client_wait");
+	api_call a = psi_client_api_begin("ps_client_wait");
 
-	return api_end(&a, c, wait_params(c, tensor_id, version, timeout_ms));
+	return psi_client_api_end(&a, c, wait_params(c, tensor_id, version,
+						     timeout_ms));
 }
 
 static int try_params(ps_client *c, uint32_t tensor_id, uint64_t version)
@@ -2305,14 +2247,14 @@ static int try_params(ps_client *c, uint32_t tensor_id, uint64_t version)
 /* PS_EAGAIN (not arrived yet) is no failure: it leaves api_error. */
 int ps_client_try(ps_client *c, uint32_t tensor_id, uint64_t version)
 {
-	api_call a = api_begin("ps_client_try");
+	api_call a = psi_client_api_begin("ps_client_try");
 	int rc = try_params(c, tensor_id, version);
 
 	if (rc == PS_EAGAIN) {
-		api_fn = NULL;
+		psi_client_api_end_quiet();
 		return rc;
 	}
-	return api_end(&a, c, rc);
+	return psi_client_api_end(&a, c, rc);
 }
 
 static int wait_any(ps_client *c, uint64_t *seen, int timeout_ms)
@@ -2321,8 +2263,8 @@ static int wait_any(ps_client *c, uint64_t *seen, int timeout_ms)
 	int rc = PS_OK;
 
 	if (!c || !seen)
-		return api_errf(PS_EINVAL, "%s is NULL", !c ? "the client"
-							    : "seen");
+		return psi_client_api_errf(PS_EINVAL, "%s is NULL",
+					   !c ? "the client" : "seen");
 	pthread_mutex_lock(&c->mu);
 	while (rc == PS_OK && c->stats.params_received == *seen) {
 		if (c->state != ST_RUNNING) {
@@ -2334,17 +2276,17 @@ static int wait_any(ps_client *c, uint64_t *seen, int timeout_ms)
 	*seen = c->stats.params_received;
 	pthread_mutex_unlock(&c->mu);
 	if (rc == PS_ETIMEDOUT)
-		api_errf(rc, "no parameters arrived within %d ms (%llu "
-			 "arrivals so far)", timeout_ms,
-			 (unsigned long long)*seen);
+		psi_client_api_errf(rc, "no parameters arrived within %d ms "
+				    "(%llu arrivals so far)", timeout_ms,
+				    (unsigned long long)*seen);
 	return rc;
 }
 
 int ps_client_wait_any(ps_client *c, uint64_t *seen, int timeout_ms)
 {
-	api_call a = api_begin("ps_client_wait_any");
+	api_call a = psi_client_api_begin("ps_client_wait_any");
 
-	return api_end(&a, c, wait_any(c, seen, timeout_ms));
+	return psi_client_api_end(&a, c, wait_any(c, seen, timeout_ms));
 }
 
 static int pull(ps_client *c, uint32_t tensor_id, int timeout_ms)
@@ -2357,7 +2299,7 @@ static int pull(ps_client *c, uint32_t tensor_id, int timeout_ms)
 		return rc;
 	k = calloc(1, sizeof(*k));
 	if (!k)
-		return api_errf(PS_ENOMEM, "out of memory");
+		return psi_client_api_errf(PS_ENOMEM, "out of memory");
 	k->kind = CMD_PULL;
 	k->tensor = tensor_id;
 	t = &c->tensors[tensor_id];
@@ -2368,17 +2310,18 @@ static int pull(ps_client *c, uint32_t tensor_id, int timeout_ms)
 	if (rc == PS_OK)
 		rc = wait_tensor(c, t, 0, deadline_of(timeout_ms));
 	if (rc == PS_ETIMEDOUT)
-		api_errf(rc, "tensor '%s': the servers' values did not arrive "
-			 "within %d ms", t->name, timeout_ms);
+		psi_client_api_errf(rc, "tensor '%s': the servers' values did "
+				    "not arrive within %d ms", t->name,
+				    timeout_ms);
 	pthread_mutex_unlock(&c->mu);
 	return rc;
 }
 
 int ps_client_pull(ps_client *c, uint32_t tensor_id, int timeout_ms)
 {
-	api_call a = api_begin("ps_client_pull");
+	api_call a = psi_client_api_begin("ps_client_pull");
 
-	return api_end(&a, c, pull(c, tensor_id, timeout_ms));
+	return psi_client_api_end(&a, c, pull(c, tensor_id, timeout_ms));
 }
 
 static int flush(ps_client *c, int timeout_ms)
@@ -2388,7 +2331,7 @@ static int flush(ps_client *c, int timeout_ms)
 	uint32_t i;
 
 	if (!c)
-		return api_errf(PS_EINVAL, "the client is NULL");
+		return psi_client_api_errf(PS_EINVAL, "the client is NULL");
 	pthread_mutex_lock(&c->mu);
 	for (i = 0; i <= c->ntensors && rc == PS_OK; i++) {
 		/* i == ntensors: the fused transfers */
@@ -2404,21 +2347,21 @@ static int flush(ps_client *c, int timeout_ms)
 		}
 	}
 	if (rc == PS_ETIMEDOUT && i <= c->ntensors)
-		api_errf(rc, "the gradient of tensor '%s' was not released by "
-			 "the transport within %d ms", c->tensors[i - 1].name,
-			 timeout_ms);
+		psi_client_api_errf(rc, "the gradient of tensor '%s' was not "
+				    "released by the transport within %d ms",
+				    c->tensors[i - 1].name, timeout_ms);
 	else if (rc == PS_ETIMEDOUT)
-		api_errf(rc, "fused gradients were not released by the "
-			 "transport within %d ms", timeout_ms);
+		psi_client_api_errf(rc, "fused gradients were not released by "
+				    "the transport within %d ms", timeout_ms);
 	pthread_mutex_unlock(&c->mu);
 	return rc;
 }
 
 int ps_client_flush(ps_client *c, int timeout_ms)
 {
-	api_call a = api_begin("ps_client_flush");
+	api_call a = psi_client_api_begin("ps_client_flush");
 
-	return api_end(&a, c, flush(c, timeout_ms));
+	return psi_client_api_end(&a, c, flush(c, timeout_ms));
 }
 
 /* A barrier; send (len bytes, or NULL) goes to the scheduler with it (a
@@ -2432,14 +2375,14 @@ static int barrier_with(ps_client *c, const void *send, void *recv,
 	int rc;
 
 	if (!k)
-		return api_errf(PS_ENOMEM, "out of memory");
+		return psi_client_api_errf(PS_ENOMEM, "out of memory");
 	k->kind = CMD_BARRIER;
 	if (send) {
 		k->payload = malloc(len ? len : 1);
 		if (!k->payload) {
 			free(k);
-			return api_errf(PS_ENOMEM, "out of memory for %zu "
-					"bytes", len);
+			return psi_client_api_errf(
+				PS_ENOMEM, "out of memory for %zu bytes", len);
 		}
 		memcpy(k->payload, send, len);
 		k->payload_len = len;
@@ -2459,18 +2402,18 @@ static int barrier_with(ps_client *c, const void *send, void *recv,
 		rc = wait_until(c, deadline);
 	}
 	if (rc == PS_ETIMEDOUT)
-		api_errf(rc, "barrier %llu: not every worker arrived within "
-			 "%d ms", (unsigned long long)number, timeout_ms);
+		psi_client_api_errf(rc, "barrier %llu: not every worker "
+				    "arrived within %d ms",
+				    (unsigned long long)number, timeout_ms);
 	if (rc == PS_OK && recv) {
 		if (c->bcast_barrier != number || c->bcast_len != len) {
-			rc = api_errf(PS_EPROTO, "barrier %llu brought %zu "
-				      "bytes, this worker expects %zu: every "
-				      "worker must broadcast as many bytes "
-				      "from the same root",
-				      (unsigned long long)number,
-				      c->bcast_barrier == number ? c->bcast_len
-								 : 0,
-				      len);
+			rc = psi_client_api_errf(
+				PS_EPROTO, "barrier %llu brought %zu bytes, "
+				"this worker expects %zu: every worker must "
+				"broadcast as many bytes from the same root",
+				(unsigned long long)number,
+				c->bcast_barrier == number ? c->bcast_len : 0,
+				len);
 		} else if (len) {
 			memcpy(recv, c->bcast, len);
 		}
@@ -2484,12 +2427,13 @@ static int barrier_with(ps_client *c, const void *send, void *recv,
 
 int ps_client_barrier(ps_client *c, int timeout_ms)
 {
-	api_call a = api_begin("ps_client_barrier");
+	api_call a = psi_client_api_begin("ps_client_barrier");
 
-	return api_end(&a, c,
-		       c ? barrier_with(c, NULL, NULL, 0,
-					deadline_of(timeout_ms), timeout_ms)
-			 : api_errf(PS_EINVAL, "the client is NULL"));
+	return psi_client_api_end(
+		&a, c,
+		c ? barrier_with(c, NULL, NULL, 0, deadline_of(timeout_ms),
+				 timeout_ms)
+		  : psi_client_api_errf(PS_EINVAL, "the client is NULL"));
 }
 
 static int broadcast(ps_client *c, int root, void *buf, size_t len,
@@ -2500,16 +2444,18 @@ static int broadcast(ps_client *c, int root, void *buf, size_t len,
 	size_t chunk, off = 0;
 
 	if (!c)
-		return api_errf(PS_EINVAL, "the client is NULL");
+		return psi_client_api_errf(PS_EINVAL, "the client is NULL");
 	if (!buf && len)
-		return api_errf(PS_EINVAL, "buf is NULL for %zu bytes", len);
+		return psi_client_api_errf(PS_EINVAL,
+					   "buf is NULL for %zu bytes", len);
 	if (c->state == ST_CREATED || c->state == ST_JOINING)
 		return PS_ESTATE;
 	rank = (int)c->node.rank;
 	workers = (int)c->node.welcome.num_workers;
 	if (root < 0 || root >= workers)
-		return api_errf(PS_EINVAL, "root %d is not a worker's rank "
-				"(0..%d)", root, workers - 1);
+		return psi_client_api_errf(PS_EINVAL, "root %d is not a "
+					   "worker's rank (0..%d)", root,
+					   workers - 1);
 	/* in messages the transport takes (transport.max_message), every
 	 * worker cutting the same len alike */
 	chunk = (size_t)ps_config_max_message(&c->cfg);
@@ -2528,9 +2474,10 @@ static int broadcast(ps_client *c, int root, void *buf, size_t len,
 int ps_client_broadcast(ps_client *c, int root, void *buf, size_t len,
 			int timeout_ms)
 {
-	api_call a = api_begin("ps_client_broadcast");
+	api_call a = psi_client_api_begin("ps_client_broadcast");
 
-	return api_end(&a, c, broadcast(c, root, buf, len, timeout_ms));
+	return psi_client_api_end(&a, c,
+				  broadcast(c, root, buf, len, timeout_ms));
 }
 
 static int finish(ps_client *c, const ps_client_result *result,
@@ -2540,14 +2487,14 @@ static int finish(ps_client *c, const ps_client_result *result,
 	int rc;
 
 	if (!c || !result)
-		return api_errf(PS_EINVAL, "%s is NULL", !c ? "the client"
-							    : "result");
+		return psi_client_api_errf(PS_EINVAL, "%s is NULL",
+					   !c ? "the client" : "result");
 	rc = flush(c, -1);
 	if (rc != PS_OK)
 		return rc;
 	k = calloc(1, sizeof(*k));
 	if (!k)
-		return api_errf(PS_ENOMEM, "out of memory");
+		return psi_client_api_errf(PS_ENOMEM, "out of memory");
 	k->kind = CMD_DONE;
 	k->done.iterations = result->iterations;
 	k->done.seconds = result->seconds;
@@ -2564,8 +2511,8 @@ static int finish(ps_client *c, const ps_client_result *result,
 	if (c->state == ST_SHUTDOWN) {
 		cmd_free(k);
 		pthread_mutex_unlock(&c->mu);
-		return api_errf(PS_ESTATE, "called again: the job has shut "
-				"down already");
+		return psi_client_api_errf(PS_ESTATE, "called again: the job "
+					   "has shut down already");
 	}
 	rc = enqueue(c, k);
 	while (rc == PS_OK && c->state == ST_RUNNING)
@@ -2579,9 +2526,9 @@ static int finish(ps_client *c, const ps_client_result *result,
 int psi_client_finish_replay(ps_client *c, const ps_client_result *result,
 			     const ps_replay_result *replay)
 {
-	api_call a = api_begin("ps_client_finish");
+	api_call a = psi_client_api_begin("ps_client_finish");
 
-	return api_end(&a, c, finish(c, result, replay));
+	return psi_client_api_end(&a, c, finish(c, result, replay));
 }
 
 int ps_client_finish(ps_client *c, const ps_client_result *result)

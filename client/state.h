@@ -244,4 +244,24 @@ typedef struct stage {
 	float data[];
 } stage;
 
+/* ---- the calls between the files ---------------------------------------- */
+
+/* client/errors.c: the errors of the public calls (ps_client_last_error) */
+
+/* A public call under way (psi_client_api_begin). */
+typedef struct api_call {
+	const char *fn;
+	unsigned long errors; /* this thread's logged errors at its start */
+} api_call;
+
+/* Begins public call fn (its name): the errors logged from here are its. */
+api_call psi_client_api_begin(const char *fn);
+/* Fails the current public call with rc, logging "FN: reason". */
+__attribute__((format(printf, 2, 3))) int
+psi_client_api_errf(int rc, const char *fmt, ...);
+/* Ends a public call that returned rc (c may be NULL): a failure says why. */
+int psi_client_api_end(const api_call *a, const ps_client *c, int rc);
+/* Ends a public call whose PS_EAGAIN is no failure: the last error stays. */
+void psi_client_api_end_quiet(void);
+
 #endif /* ORDO_CLIENT_STATE_H */
