@@ -9,7 +9,7 @@
  *  - the application thread calls the API;
  *  - the communication thread joins the job, keeps the heartbeats going
  *    and drives the node (transport, protocol machine) whenever the
- *    application thread does not (DESIGN, driving, client/client.c).
+ *    application thread does not (client/client.c, DESIGN driving).
  * They meet in `mu`: while the communication thread drives, the
  * application enqueues commands (push, pull, barrier, done) and wakes the
  * transport; received parameter partitions go into per-partition slots,
@@ -100,29 +100,8 @@ typedef struct tensor {
 } tensor;
 
 #ifdef PS_WITH_CUDA
-/* DESIGN (device tensors, docs/cuda.md). A tensor declared with
- * ps_client_declare_cuda has two pinned host buffers: `mirror`, which is
- * the tensor's `values` for everything above (initial values, received
- * parameters copied out in wait/try/pull), and `grad`, the staging of its
- * pushed gradient, which is what the host push path sends. All CUDA work
- * is enqueued by the application thread, on two streams of the client's:
- *  - d2h: ps_client_push_stream makes it wait for the application's stream
- *    (an event recorded there), enqueues one copy per partition in the
- *    gate's order (client/copy_plan.h, plain C), each followed by its
- *    event, then waits for the events in that order and hands each
- *    partition to the gate as soon as its own event completed
- *    (ps_wproto_push_part): the communication thread sends partition k
- *    while partition k + 1 is still being copied. A fused tensor is one
- *    copy into its shared partition's stage, pushed whole.
- *  - h2d: after copy_out wrote partitions into the mirror, each is copied
- *    to device memory, then `h2d_done` is recorded. copy_out waits for it
- *    only before it writes a partition again whose last copy may still be
- *    reading the mirror (the next version's): the partitions of one
- *    version arrive, are written and copied without waiting for each
- *    other's copies.
- *    ps_client_ready_event records the application's event on h2d.
- * Before `grad` is written again the tensor's last push must be released
- * by the transport (its inflight count is 0). */
+/* A tensor in device memory (ps_client_declare_cuda); how its buffers are
+ * used: client/device.c, DESIGN device tensors. */
 typedef struct dev_tensor {
 	float *dev_values;
 	float *mirror, *grad; /* pinned, numel floats each */
@@ -263,5 +242,37 @@ psi_client_api_errf(int rc, const char *fmt, ...);
 int psi_client_api_end(const api_call *a, const ps_client *c, int rc);
 /* Ends a public call whose PS_EAGAIN is no failure: the last error stays. */
 void psi_client_api_end_quiet(void);
+
+/* client/client.c: the public calls, on the application thread */
+
+/* Waits on cv, or drives, until deadline_ms (< 0: none); caller holds mu. */
+int psi_client_wait_until(ps_client *c, int64_t deadline_ms);
+/* The checks of a new tensor's declaration: PS_OK, or the call's error. */
+int psi_client_declare_check(const ps_client *c, const char *name,
+			     uint64_t numel, const float *values);
+/* Declares a tensor whose values are in host memory at `values`. */
+int psi_client_declare(ps_client *c, const char *name, uint64_t numel,
+		       float *values, uint32_t *tensor_p);
+/* The checks of a call on a declared tensor: PS_OK, or the call's error. */
+int psi_client_tensor_check(const ps_client *c, uint32_t tensor_id);
+/* A gradient (part: PUSH_WHOLE, or one partition) enters the machine. */
+int psi_client_push_cmd(ps_client *c, uint32_t tensor_id, const float *grad,
+			uint64_t iteration, uint32_t part);
+/* ps_client_try's work: copied out, or PS_EAGAIN while it is not there. */
+int psi_client_try_params(ps_client *c, uint32_t tensor_id, uint64_t version);
+
+#ifdef PS_WITH_CUDA
+/* client/device.c: tensors in device memory */
+
+/* Frees a device tensor's resources (d may be NULL). */
+void psi_client_dev_free(ps_client *c, dev_tensor *d, uint32_t nparts);
+/* GPUDirect RDMA for the device tensors that can have it, once joined. */
+void psi_client_dev_direct_all(ps_client *c);
+/* Partition k of t's mirror is to be written: waits for its last copy. */
+int psi_client_dev_before_write(ps_client *c, tensor *t, uint32_t k);
+/* Elements offset .. offset + numel of t's mirror go to device memory. */
+int psi_client_dev_copy_in(ps_client *c, tensor *t, uint64_t offset,
+			   uint64_t numel, int last);
+#endif
 
 #endif /* ORDO_CLIENT_STATE_H */
