@@ -13,28 +13,6 @@
  * while the transport may still read it. Received fused partitions stay
  * in their slot until every member tensor has copied its piece out (under
  * `mu`: the pieces are small) or a newer version replaces them.
- *
- * DESIGN (driving). One thread at a time drives the node - receives,
- * sends, runs the protocol machine - as `driver` (under `mu`) says; a
- * hand-over through `mu` orders everything the last driver did before
- * what the next one does. The communication thread drives whenever
- * messages must be handled while the application is away from the
- * library: acknowledgements of a credit window, asynchronous training,
- * DONE waiting for its acknowledgements, commands queued. Otherwise
- * (synchronous training without a window, between pushes and waits) it
- * parks on `comm_cv`, waking once a heartbeat interval to send its
- * heartbeat and read what came, and the application thread drives the
- * node itself while it pushes or waits: a push goes to the transport
- * and the parameters come from it without a hand-off between threads
- * (a wake-up of a thread on another CPU costs ~22 us on the VMs here; the
- * two per iteration were a tenth of a 1 MiB round trip,
- * docs/benchmarks.md). What arrives while the application computes waits
- * in the transport until its next look - ps_client_try takes everything
- * that has arrived, a wait what it waits for - (its receive stamp too),
- * or the next heartbeat. While the communication thread drives, the application
- * queues commands and waits on `cv` as before. The application's drive
- * never closes the node: an error that ends the job (`drive_rc`) goes to
- * the communication thread, which ends it as it would its own.
  */
 #include <errno.h>
 #include <math.h>
@@ -67,7 +45,7 @@
 
 /* The job failed with code; why says what happened (as logged; NULL or
  * "": the code's description). Caller holds mu. */
-static void fail_locked(ps_client *c, int code, const char *why)
+void psi_client_fail_locked(ps_client *c, int code, const char *why)
 {
 	if (c->state != ST_FAILED && c->state != ST_SHUTDOWN) {
 		c->state = ST_FAILED;
@@ -223,7 +201,7 @@ static int send_piece(ps_client *c, tensor *t, stage *st, uint32_t part,
 		PS_ERROR("cannot send %s of tensor '%s' partition %u to server "
 			 "%u: %s", ps_msg_type_name(type), t->name, part,
 			 p->server, ps_strerror(rc));
-		fail_locked(c, rc, ps_log_last_error());
+		psi_client_fail_locked(c, rc, ps_log_last_error());
 	} else {
 		c->stats.bytes_pushed += len;
 		c->stats.pushes++;
@@ -268,7 +246,7 @@ static int send_tensor(ps_client *c, tensor *t, uint32_t type,
 
 /* Sends what the machine wants sent: pushes as its gate releases them,
  * PARAMS_ACKs, DONE. */
-static int send_msgs(ps_client *c)
+int psi_client_send_msgs(ps_client *c)
 {
 	ps_wproto_msg m;
 	int rc = ps_wproto_flush(c->proto);
@@ -413,7 +391,7 @@ static int send_pulls(ps_client *c, tensor *t)
 	return PS_OK;
 }
 
-static int run_command(ps_client *c, cmd *k)
+int psi_client_run_command(ps_client *c, cmd *k)
 {
 	ps_wire_header h = {.key = (uint32_t)k->iteration};
 	void *body;
@@ -441,7 +419,7 @@ static int run_command(ps_client *c, cmd *k)
 		c->done_body = body;
 		c->done_len = len;
 		rc = ps_wproto_done(c->proto);
-		return rc == PS_OK ? send_msgs(c) : rc;
+		return rc == PS_OK ? psi_client_send_msgs(c) : rc;
 	case CMD_PROGRESS:
 		h.type = PS_MSG_PROGRESS;
 		h.key = 0;
@@ -633,7 +611,7 @@ static int handle_stop(ps_client *c, const ps_wire_header *h, char *why,
 }
 
 /* Handles one received message. Returns PS_OK, PS_ECLOSED on SHUTDOWN. */
-static int handle(ps_client *c, ps_msg *msg, const ps_wire_header *h)
+int psi_client_handle(ps_client *c, ps_msg *msg, const ps_wire_header *h)
 {
 	char why[256] = "";
 	int rc = PS_OK;
@@ -645,7 +623,7 @@ static int handle(ps_client *c, ps_msg *msg, const ps_wire_header *h)
 			break;
 		/* the slot owns msg now (a piece: its gather); with a credit
 		 * window a PARAMS_ACK goes back */
-		return send_msgs(c);
+		return psi_client_send_msgs(c);
 	case PS_MSG_PUSH_ACK:
 		if (h->partition < c->nparts &&
 		    h->piece + 1 == push_pieces_of(c, h->partition))
@@ -655,7 +633,7 @@ static int handle(ps_client *c, ps_msg *msg, const ps_wire_header *h)
 					   sizeof(why));
 		if (rc != PS_OK)
 			break;
-		rc = send_msgs(c);
+		rc = psi_client_send_msgs(c);
 		if (rc != PS_OK) {
 			ps_msg_free(&msg);
 			return rc;
@@ -720,7 +698,7 @@ static int handle(ps_client *c, ps_msg *msg, const ps_wire_header *h)
 
 /* Maps tensors to partitions, allocates the slots and connects to the
  * servers: everything the application may use once state is RUNNING. */
-static int setup_after_join(ps_client *c)
+int psi_client_setup_after_join(ps_client *c)
 {
 	const ps_placement *pl = c->node.welcome.placement;
 	int rc;
@@ -808,7 +786,7 @@ static int send_fused_init(ps_client *c, uint32_t part)
 }
 
 /* Worker 0's values are the initial parameters. */
-static int send_initial_values(ps_client *c)
+int psi_client_send_initial_values(ps_client *c)
 {
 	int rc = PS_OK;
 
@@ -830,199 +808,13 @@ static int send_initial_values(ps_client *c)
 	return rc;
 }
 
-/* ---- driving the node (DESIGN, driving) ------------------------------- */
-
-/* The driver: whether the communication thread must drive while the
- * application is away from the library. */
-static int comm_needed(const ps_client *c)
-{
-	return !c->unwindowed_sync || c->done_body != NULL;
-}
-
-/* A command and what it still owns (a broadcast's bytes not sent). */
-static void cmd_free(cmd *k)
-{
-	free(k->payload);
-	free(k);
-}
-
-/* The driver runs queued commands (all freed; after an error, only
- * freed). */
-static int run_commands(ps_client *c, cmd *k, int rc)
-{
-	while (k) {
-		cmd *next = k->next;
-		if (rc == PS_OK)
-			rc = run_command(c, k);
-		cmd_free(k);
-		k = next;
-	}
-	return rc;
-}
-
-/* The driver receives one message (at most timeout_ms: -1 forever, 0 no
- * wait) and handles it. PS_OK (also when woken), PS_ETIMEDOUT, PS_ECLOSED
- * on SHUTDOWN, or the error that ends the job. */
-static int receive_one(ps_client *c, int timeout_ms)
-{
-	ps_wire_header h;
-	ps_msg *msg = NULL;
-	int rc;
-
-	if (ps_signal_pending()) {
-		PS_WARN("interrupted by signal %d", ps_signal_pending());
-		return PS_EINTR;
-	}
-	rc = ps_node_recv(&c->node, timeout_ms, &msg, &h);
-	if (rc == PS_EAGAIN)
-		return PS_OK;
-	return rc == PS_OK ? handle(c, msg, &h) : rc;
-}
-
-/* The communication thread gives the drive back and sleeps until it is
- * needed: commands queued, the machine needs driving, the client stops or
- * failed, or a heartbeat interval passed with nobody driving. It has the
- * drive again when this returns. Caller holds mu. */
-static void park(ps_client *c)
-{
-	int64_t interval = c->cfg.cluster.heartbeat_interval_ms;
-	int64_t beat = ps_now_ms() + interval;
-
-	c->driver = DRIVER_NONE;
-	/* an application waiting on cv while this thread drove may drive now */
-	pthread_cond_broadcast(&c->cv);
-	for (;;) {
-		int64_t now = ps_now_ms();
-		struct timespec ts;
-
-		if (c->driver == DRIVER_NONE &&
-		    (c->stop || c->drive_rc != PS_OK || c->head ||
-		     c->comm_needed || now >= beat))
-			break;
-		if (c->driver == DRIVER_APP && now >= beat)
-			beat = now + interval; /* it sends the heartbeats */
-		ts.tv_sec = beat / 1000;
-		ts.tv_nsec = (beat % 1000) * 1000000L;
-		pthread_cond_timedwait(&c->comm_cv, &c->mu, &ts);
-	}
-	c->driver = DRIVER_COMM;
-}
-
-/* The communication thread's loop: commands, the machine's messages,
- * one received message; parked while it is not needed. Returns what ended
- * it (PS_ECLOSED: SHUTDOWN, or the client stops). */
-static int drive(ps_client *c)
-{
-	int rc = PS_OK, idle = 0, was_needed = -1;
-
-	while (rc == PS_OK) {
-		int needed;
-		cmd *k;
-
-		pthread_mutex_lock(&c->mu);
-		if (idle) { /* only when not needed: say so (the application
-			     * may have said otherwise since) */
-			c->comm_needed = was_needed = 0;
-			park(c);
-		}
-		k = c->head;
-		c->head = c->tail = NULL;
-		rc = c->stop ? PS_ECLOSED : c->drive_rc;
-		pthread_mutex_unlock(&c->mu);
-		rc = run_commands(c, k, rc);
-		if (rc == PS_OK)
-			rc = send_msgs(c);
-		if (rc != PS_OK)
-			break;
-		needed = comm_needed(c);
-		if (needed != was_needed) { /* rarely changes: no lock else */
-			pthread_mutex_lock(&c->mu);
-			c->comm_needed = needed;
-			pthread_mutex_unlock(&c->mu);
-			was_needed = needed;
-		}
-		/* not needed: what came, then parked */
-		rc = receive_one(c, needed ? -1 : 0);
-		idle = rc == PS_ETIMEDOUT;
-		if (idle)
-			rc = PS_OK;
-	}
-	return rc;
-}
-
-static void *comm_main(void *arg)
-{
-	ps_client *c = arg;
-	ps_tensor_desc *descs = calloc(c->ntensors, sizeof(*descs));
-	int rc = descs ? PS_OK : PS_ENOMEM;
-	unsigned long errors = ps_log_errors(); /* this thread's */
-
-	for (uint32_t i = 0; i < c->ntensors && descs; i++) {
-		memcpy(descs[i].name, c->tensors[i].name, PS_NAME_MAX);
-		descs[i].numel = c->tensors[i].numel;
-	}
-	if (rc == PS_OK)
-		rc = ps_node_join(&c->node, &c->cfg, PS_ROLE_WORKER, descs,
-				  c->ntensors);
-	free(descs);
-	if (rc == PS_OK)
-		rc = setup_after_join(c);
-	if (rc == PS_OK) {
-		pthread_mutex_lock(&c->mu);
-		c->state = ST_RUNNING;
-		c->comm_alive = 1;
-		c->driver = DRIVER_COMM;
-		pthread_cond_broadcast(&c->cv);
-		pthread_mutex_unlock(&c->mu);
-		if (c->node.welcome.start_iteration == 0)
-			rc = send_initial_values(c);
-	}
-	if (rc == PS_OK)
-		rc = drive(c);
-	pthread_mutex_lock(&c->mu);
-	if (rc == PS_ECLOSED && !c->stop)
-		c->state = ST_SHUTDOWN;
-	else if (rc == PS_ECLOSED) /* ps_client_destroy */
-		fail_locked(c, PS_ESTATE, "the client was destroyed");
-	else /* what the application's drive or this thread logged last */
-		fail_locked(c, rc,
-			    c->drive_rc != PS_OK && rc == c->drive_rc
-				    ? c->drive_why
-			    : ps_log_errors() != errors ? ps_log_last_error()
-							: NULL);
-	c->comm_alive = 0;
-	pthread_cond_broadcast(&c->cv);
-	pthread_mutex_unlock(&c->mu);
-	if (c->proto) {
-		ps_wproto_stats st;
-		ps_wproto_get_stats(c->proto, &st);
-		if (st.pushes)
-			PS_INFO("gate: %llu pushes, %.0f ns each",
-				(unsigned long long)st.pushes,
-				(double)st.gate_ns / (double)st.pushes);
-	}
-	free(c->done_body); /* never sent: the job failed */
-	c->done_body = NULL;
-	ps_node_stop(&c->node, c->state == ST_SHUTDOWN ? 2000 : 200);
-	for (uint32_t i = 0; i < c->ntensors; i++) {
-		ps_transport_dereg(c->node.transport, &c->tensors[i].mr);
-#ifdef PS_WITH_CUDA
-		if (c->tensors[i].dev)
-			ps_transport_dereg(c->node.transport,
-					   &c->tensors[i].dev->dmr);
-#endif
-	}
-	ps_node_close(&c->node, 0);
-	return NULL;
-}
-
 /* ---- application side ------------------------------------------------- */
 
 static int enqueue(ps_client *c, cmd *k)
 {
 	/* caller holds mu */
 	if (c->state != ST_RUNNING) {
-		cmd_free(k);
+		psi_client_cmd_free(k);
 		return c->state == ST_FAILED ? c->fail_code : PS_ESTATE;
 	}
 	if (c->tail)
@@ -1039,83 +831,20 @@ static int enqueue(ps_client *c, cmd *k)
 	return PS_OK;
 }
 
-/* The application takes the drive when nobody has it (caller holds mu):
- * 1, and the commands queued are its to run. */
-static int app_take_drive(ps_client *c, cmd **queued_p)
-{
-	if (c->driver != DRIVER_NONE || c->state != ST_RUNNING ||
-	    !c->comm_alive || c->drive_rc != PS_OK)
-		return 0;
-	c->driver = DRIVER_APP;
-	*queued_p = c->head;
-	c->head = c->tail = NULL;
-	return 1;
-}
-
-/* The application gives the drive back, having ended with rc (called
- * without mu, returns holding it): the communication thread is woken when
- * it is needed now, or to end the job. errors: this thread's count of
- * logged errors when it took the drive (an error logged since says why
- * the job ends). */
-static void app_give_drive(ps_client *c, int rc, unsigned long errors)
-{
-	int needed = comm_needed(c);
-
-	pthread_mutex_lock(&c->mu);
-	c->driver = DRIVER_NONE;
-	if (rc != PS_OK && rc != PS_ETIMEDOUT && c->drive_rc == PS_OK) {
-		c->drive_rc = rc;
-		snprintf(c->drive_why, sizeof(c->drive_why), "%s",
-			 ps_log_errors() != errors ? ps_log_last_error() : "");
-	}
-	c->comm_needed = needed;
-	if (needed || c->head || c->drive_rc != PS_OK)
-		pthread_cond_signal(&c->comm_cv);
-}
-
-/* The application drives: the commands queued (and k), the machine's
- * messages, then (timeout_ms >= -1) one received message, or
- * (APP_DRAIN) every message that has arrived. Called with mu held and the
- * drive taken; returns holding mu, the drive given back. */
-#define APP_NO_RECV (-2)
-#define APP_DRAIN (-3)
-static int app_drive(ps_client *c, cmd *queued, cmd *k, int timeout_ms)
-{
-	unsigned long errors = ps_log_errors();
-	int rc;
-
-	if (k) { /* after what was queued before it */
-		cmd **end = &queued;
-		while (*end)
-			end = &(*end)->next;
-		*end = k;
-	}
-	pthread_mutex_unlock(&c->mu);
-	rc = run_commands(c, queued, PS_OK);
-	if (rc == PS_OK)
-		rc = send_msgs(c);
-	if (rc == PS_OK && timeout_ms >= -1)
-		rc = receive_one(c, timeout_ms);
-	while (rc == PS_OK && timeout_ms == APP_DRAIN)
-		rc = receive_one(c, 0);
-	if (timeout_ms == APP_DRAIN && rc == PS_ETIMEDOUT)
-		rc = PS_OK; /* all there was */
-	app_give_drive(c, rc, errors);
-	return rc;
-}
-
 /* Waits on cv until deadline (ms, monotonic; < 0 none). PS_ETIMEDOUT. */
 int psi_client_wait_until(ps_client *c, int64_t deadline_ms)
 {
 	struct timespec ts;
 	cmd *queued;
 
-	if (app_take_drive(c, &queued)) { /* receive what is waited for */
+	if (psi_client_app_take_drive(c, &queued)) {
+		/* receive what is waited for */
 		int64_t left = deadline_ms < 0 ? -1 : deadline_ms - ps_now_ms();
-		int rc = app_drive(c, queued, NULL,
-				   left < 0 && deadline_ms >= 0 ? 0
-				   : left > INT32_MAX		? INT32_MAX
-								: (int)left);
+		int rc = psi_client_app_drive(
+			c, queued, NULL,
+			left < 0 && deadline_ms >= 0 ? 0
+			: left > INT32_MAX	     ? INT32_MAX
+						     : (int)left);
 		/* an error that ends the job: the state says it soon */
 		return rc == PS_ETIMEDOUT ? PS_ETIMEDOUT : PS_OK;
 	}
@@ -1392,7 +1121,7 @@ static int start(ps_client *c)
 					   "declare them (ps_client_declare) "
 					   "before");
 	c->state = ST_JOINING;
-	if (pthread_create(&c->thread, NULL, comm_main, c) != 0) {
+	if (pthread_create(&c->thread, NULL, psi_client_comm_main, c) != 0) {
 		c->state = ST_FAILED;
 		snprintf(c->fail_why, sizeof(c->fail_why), "%s",
 			 "cannot start the communication thread");
@@ -1515,9 +1244,10 @@ int psi_client_push_cmd(ps_client *c, uint32_t tensor_id, const float *grad,
 	pthread_mutex_lock(&c->mu);
 	{
 		cmd *queued;
-		if (app_take_drive(c, &queued)) { /* sent from here */
+		if (psi_client_app_take_drive(c, &queued)) {
+			/* sent from here */
 			t->inflight += held;
-			rc = app_drive(c, queued, k, APP_NO_RECV);
+			rc = psi_client_app_drive(c, queued, k, APP_NO_RECV);
 			pthread_mutex_unlock(&c->mu);
 			return rc;
 		}
@@ -1670,8 +1400,8 @@ int psi_client_try_params(ps_client *c, uint32_t tensor_id, uint64_t version)
 	{ /* what has arrived counts, even while nobody drove */
 		cmd *queued;
 		if (!tensor_ready(c, &c->tensors[tensor_id], version) &&
-		    app_take_drive(c, &queued))
-			app_drive(c, queued, NULL, APP_DRAIN);
+		    psi_client_app_take_drive(c, &queued))
+			psi_client_app_drive(c, queued, NULL, APP_DRAIN);
 	}
 	if (c->state != ST_RUNNING)
 		rc = c->state == ST_FAILED ? c->fail_code : PS_ESTATE;
@@ -1948,7 +1678,7 @@ static int finish(ps_client *c, const ps_client_result *result,
 	k->done.bytes_pushed = c->stats.bytes_pushed;
 	k->done.bytes_received = c->stats.bytes_received;
 	if (c->state == ST_SHUTDOWN) {
-		cmd_free(k);
+		psi_client_cmd_free(k);
 		pthread_mutex_unlock(&c->mu);
 		return psi_client_api_errf(PS_ESTATE, "called again: the job "
 					   "has shut down already");
@@ -2004,7 +1734,7 @@ void ps_client_destroy(ps_client **client_p)
 	}
 	while (c->head) {
 		cmd *next = c->head->next;
-		cmd_free(c->head);
+		psi_client_cmd_free(c->head);
 		c->head = next;
 	}
 	if (c->slots) {

@@ -9,7 +9,7 @@
  *  - the application thread calls the API;
  *  - the communication thread joins the job, keeps the heartbeats going
  *    and drives the node (transport, protocol machine) whenever the
- *    application thread does not (client/client.c, DESIGN driving).
+ *    application thread does not (client/driving.c, DESIGN driving).
  * They meet in `mu`: while the communication thread drives, the
  * application enqueues commands (push, pull, barrier, done) and wakes the
  * transport; received parameter partitions go into per-partition slots,
@@ -242,6 +242,36 @@ psi_client_api_errf(int rc, const char *fmt, ...);
 int psi_client_api_end(const api_call *a, const ps_client *c, int rc);
 /* Ends a public call whose PS_EAGAIN is no failure: the last error stays. */
 void psi_client_api_end_quiet(void);
+
+/* client/driving.c: who drives the node (DESIGN, driving) */
+
+/* psi_client_app_drive's timeout_ms: no receive; every message arrived. */
+#define APP_NO_RECV (-2)
+#define APP_DRAIN (-3)
+
+/* Frees a command and what it still owns. */
+void psi_client_cmd_free(cmd *k);
+/* The communication thread: joins the job, then drives until it ends. */
+void *psi_client_comm_main(void *arg);
+/* The application takes the drive if nobody has it; caller holds mu. */
+int psi_client_app_take_drive(ps_client *c, cmd **queued_p);
+/* The application drives (mu held, drive taken); gives the drive back. */
+int psi_client_app_drive(ps_client *c, cmd *queued, cmd *k, int timeout_ms);
+
+/* client/client.c: what the driver sends, and what it does with what comes */
+
+/* The job failed with code; why: as logged (NULL: code's). Caller holds mu. */
+void psi_client_fail_locked(ps_client *c, int code, const char *why);
+/* Sends what the machine wants sent: pushes, PARAMS_ACKs, DONE. */
+int psi_client_send_msgs(ps_client *c);
+/* Runs one command of the application's (the driver's). */
+int psi_client_run_command(ps_client *c, cmd *k);
+/* Handles one received message: PS_OK, or PS_ECLOSED on SHUTDOWN. */
+int psi_client_handle(ps_client *c, ps_msg *msg, const ps_wire_header *h);
+/* Once joined: tensors to partitions, slots, the machine, the servers. */
+int psi_client_setup_after_join(ps_client *c);
+/* Worker 0 sends its values as the initial parameters. */
+int psi_client_send_initial_values(ps_client *c);
 
 /* client/client.c: the public calls, on the application thread */
 
