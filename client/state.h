@@ -1,9 +1,11 @@
 /*
  * client/state.h - what the files of the client library share: a
  * ps_client, its tensors, their partitions' slots, the stages of fused
- * partitions and the commands queued for the communication thread.
- * Not installed; nothing of it is exported from libordo.so
- * (cmake/ordo.map).
+ * partitions and the commands queued for the driver, and the calls from
+ * one file to another. Not installed; nothing of it is exported from
+ * libordo.so (cmake/ordo.map). The DESIGN paragraphs the fields name are
+ * here (threads), in client/messages.c (fusion), client/driving.c
+ * (driving) and client/device.c (device tensors, GPUDirect).
  *
  * DESIGN (threads). Two threads share a ps_client:
  *  - the application thread calls the API;
@@ -258,7 +260,7 @@ int psi_client_app_take_drive(ps_client *c, cmd **queued_p);
 /* The application drives (mu held, drive taken); gives the drive back. */
 int psi_client_app_drive(ps_client *c, cmd *queued, cmd *k, int timeout_ms);
 
-/* client/client.c: what the driver sends, and what it does with what comes */
+/* client/messages.c: what the driver sends, and what it does with what comes */
 
 /* The job failed with code; why: as logged (NULL: code's). Caller holds mu. */
 void psi_client_fail_locked(ps_client *c, int code, const char *why);
@@ -272,6 +274,10 @@ int psi_client_handle(ps_client *c, ps_msg *msg, const ps_wire_header *h);
 int psi_client_setup_after_join(ps_client *c);
 /* Worker 0 sends its values as the initial parameters. */
 int psi_client_send_initial_values(ps_client *c);
+/* The pieces partition `part` is pushed in (1: whole). */
+uint32_t psi_client_push_pieces_of(const ps_client *c, uint32_t part);
+/* ps_wproto_foreach_waiting's callback: drops a stage's ref. */
+void psi_client_free_waiting(void *ctx, int fused, void *ud);
 
 /* client/client.c: the public calls, on the application thread */
 
