@@ -1,1340 +1,42 @@
 /*
- * client/client.c - the worker client library (include/ordo/ordo.h).
+ * client/client.c - the worker client library (include/ordo/ordo.h): its
+ * public calls on the application thread - creating a client, declaring
+ * tensors, starting (joining the job), pushes, waits and pulls, the
+ * learning rate, barriers and broadcasts, finishing and destroying - and
+ * the copies of received parameters into the tensors' values.
  *
- * DESIGN (threads). Two threads share a ps_client:
- *  - the application thread calls the API;
- *  - the communication thread joins the job, keeps the heartbeats going
- *    and drives the node (transport, protocol machine) whenever the
- *    application thread does not (DESIGN, driving, below).
- * They meet in `mu`: while the communication thread drives, the
- * application enqueues commands (push, pull, barrier, done) and wakes the
- * transport; received parameter partitions go into per-partition slots,
- * and `cv` is broadcast. Received bytes are copied into the application's values buffer on
- * the application thread, inside ps_client_wait/pull, so the values never
- * change while the application computes with them. Gradients are sent
- * without copying; each partition sent holds its tensor's `inflight` count
- * until the transport releases the bytes (its free callback, on a ZeroMQ
- * I/O thread, takes `mu`).
- *
- * DESIGN (fusion). A fused partition holds several small tensors whole
- * (scheduling/placement.h). Their gradients are copied, on the
- * communication thread, into a staging buffer of the partition's size -
- * the only copy on the push path, and a small one by construction - and
- * the partition enters the gate once every member tensor of that
- * iteration is in. A staging buffer is allocated per fused transfer and
- * freed by the transport's release callback, so a buffer is never written
- * while the transport may still read it. Received fused partitions stay
- * in their slot until every member tensor has copied its piece out (under
- * `mu`: the pieces are small) or a newer version replaces them.
- *
- * The transport may be woken from the application thread only while the
- * communication thread runs (`comm_alive`, checked under `mu`; the thread
- * clears it under `mu` before it closes the transport).
- *
- * DESIGN (driving). One thread at a time drives the node - receives,
- * sends, runs the protocol machine - as `driver` (under `mu`) says; a
- * hand-over through `mu` orders everything the last driver did before
- * what the next one does. The communication thread drives whenever
- * messages must be handled while the application is away from the
- * library: acknowledgements of a credit window, asynchronous training,
- * DONE waiting for its acknowledgements, commands queued. Otherwise
- * (synchronous training without a window, between pushes and waits) it
- * parks on `comm_cv`, waking once a heartbeat interval to send its
- * heartbeat and read what came, and the application thread drives the
- * node itself while it pushes or waits: a push goes to the transport
- * and the parameters come from it without a hand-off between threads
- * (a wake-up of a thread on another CPU costs ~22 us on the VMs here; the
- * two per iteration were a tenth of a 1 MiB round trip,
- * docs/benchmarks.md). What arrives while the application computes waits
- * in the transport until its next look - ps_client_try takes everything
- * that has arrived, a wait what it waits for - (its receive stamp too),
- * or the next heartbeat. While the communication thread drives, the application
- * queues commands and waits on `cv` as before. The application's drive
- * never closes the node: an error that ends the job (`drive_rc`) goes to
- * the communication thread, which ends it as it would its own.
+ * The rest of the library: a client's state, and how its two threads
+ * share it (DESIGN, threads), client/state.h; who drives the node,
+ * client/driving.c; what is sent and received, client/messages.c; the
+ * errors of the public calls, client/errors.c; tensors in device memory,
+ * client/device.c.
  */
-#include <errno.h>
 #include <math.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "common/config.h"
 #include "common/log.h"
 #include "runtime/clock.h"
 #include "runtime/node.h"
-#include "runtime/signals.h"
-#include "runtime/trace.h"
-#include "proto/wire.h"
 #include "ordo/ordo.h"
 #include "proto/worker.h"
-#include "scheduling/order.h"
 #include "client/internal.h"
+#include "client/state.h"
 #ifdef PS_WITH_CUDA
 #include "cuda/device.h"
-#include "cuda/gpudirect.h"
 #include "cuda/staging.h"
-#include "client/copy_plan.h"
 #endif
-
-typedef enum {
-	CMD_PUSH,
-	CMD_PULL,
-	CMD_BARRIER,
-	CMD_DONE,
-	CMD_PROGRESS,
-} cmd_kind;
-
-/* A push of the whole tensor (cmd.part otherwise: one partition). */
-#define PUSH_WHOLE UINT32_MAX
-
-typedef struct cmd {
-	cmd_kind kind;
-	uint32_t tensor;
-	uint32_t part; /* CMD_PUSH: PUSH_WHOLE, or a global partition */
-	const float *data;
-	uint64_t iteration;
-	ps_wire_done done;
-	/* CMD_BARRIER: the bytes a broadcast's root sends (malloc'd; the
-	 * transport frees them), or NULL */
-	void *payload;
-	size_t payload_len;
-	struct cmd *next;
-} cmd;
-
-typedef enum {
-	DRIVER_NONE, /* the communication thread is parked */
-	DRIVER_COMM,
-	DRIVER_APP,
-} driver_kind;
-
-typedef enum {
-	ST_CREATED,
-	ST_JOINING,
-	ST_RUNNING,
-	ST_SHUTDOWN,
-	ST_FAILED,
-} client_state;
-
-typedef struct tensor {
-	ps_client *client;
-	char name[PS_NAME_MAX];
-	uint64_t numel;
-	float *values;
-	uint32_t first_part, nparts;
-	uint32_t inflight; /* sent partitions (pieces) not yet released */
-	uint32_t push_pieces; /* the pushes of all its partitions, piece by
-			       * piece (placement.h, "Pieces") */
-	int fused;         /* its one partition holds other tensors too */
-	uint64_t part_base; /* fused: its first element in the partition */
-	uint64_t copied_seq; /* fused: the arrival it copied out last */
-	struct ps_mr *mr;    /* values, registered with the transport */
-	ps_msg **detached; /* copy_out's scratch, nparts entries */
-	uint32_t *detached_part;
-#ifdef PS_WITH_CUDA
-	struct dev_tensor *dev; /* in device memory (ps_client_declare_cuda) */
-#endif
-} tensor;
-
-#ifdef PS_WITH_CUDA
-/* DESIGN (device tensors, docs/cuda.md). A tensor declared with
- * ps_client_declare_cuda has two pinned host buffers: `mirror`, which is
- * the tensor's `values` for everything above (initial values, received
- * parameters copied out in wait/try/pull), and `grad`, the staging of its
- * pushed gradient, which is what the host push path sends. All CUDA work
- * is enqueued by the application thread, on two streams of the client's:
- *  - d2h: ps_client_push_stream makes it wait for the application's stream
- *    (an event recorded there), enqueues one copy per partition in the
- *    gate's order (client/copy_plan.h, plain C), each followed by its
- *    event, then waits for the events in that order and hands each
- *    partition to the gate as soon as its own event completed
- *    (ps_wproto_push_part): the communication thread sends partition k
- *    while partition k + 1 is still being copied. A fused tensor is one
- *    copy into its shared partition's stage, pushed whole.
- *  - h2d: after copy_out wrote partitions into the mirror, each is copied
- *    to device memory, then `h2d_done` is recorded. copy_out waits for it
- *    only before it writes a partition again whose last copy may still be
- *    reading the mirror (the next version's): the partitions of one
- *    version arrive, are written and copied without waiting for each
- *    other's copies.
- *    ps_client_ready_event records the application's event on h2d.
- * Before `grad` is written again the tensor's last push must be released
- * by the transport (its inflight count is 0). */
-typedef struct dev_tensor {
-	float *dev_values;
-	float *mirror, *grad; /* pinned, numel floats each */
-	/* GPUDirect RDMA (DESIGN, GPUDirect): the gradient's copy in device
-	 * memory registered with the transport, sent from there; NULL when
-	 * its pushes are staged through `grad` */
-	void *dgrad_alloc;    /* what ps_cuda_alloc gave */
-	float *dgrad;         /* its first host-page boundary */
-	struct ps_mr *dmr;
-	void *app_ev;         /* recorded in the application's stream */
-	void *h2d_done;       /* after the last host-to-device copy */
-	void **part_ev;       /* per partition: after its device-to-host copy */
-	/* per partition (one when fused): written into the mirror since the
-	 * client last waited for h2d_done, so its copy to the device may
-	 * still be reading it; NULL until the first copy_out */
-	uint8_t *dirty;
-	ps_copy_step *plan;   /* the copies of a push, in the gate's order */
-} dev_tensor;
-
-static void dev_direct_all(ps_client *c);
-#endif
-
-typedef struct slot {
-	/* communication thread only: the partition's last push, traced */
-	uint64_t push_iteration, push_ready_us, push_sent_us;
-	/* guarded by mu */
-	ps_msg *msg; /* latest PARAMS not yet copied out, or NULL */
-	/* communication thread only: parameters arriving in pieces,
-	 * gathered here until the last is in (then they are msg) */
-	ps_msg *gather;
-	uint64_t version;
-	uint64_t seq;         /* PARAMS accepted so far */
-	uint32_t copies_left; /* fused: member tensors yet to copy msg out */
-	int have;         /* a version has arrived */
-	int pull_pending; /* async pull sent, no answer yet */
-} slot;
-
-/* Learning-rate changes a client remembers: pushes are sent at most a few
- * iterations after they are made, so a push finds its iteration's rate
- * among the newest changes. */
-#define LR_KEEP 64
-
-struct ps_client {
-	ps_config cfg;
-	tensor *tensors;
-	uint32_t ntensors, cap;
-
-	pthread_t thread;
-	int thread_started;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;      /* the application waits on it */
-	pthread_cond_t comm_cv; /* the parked communication thread waits */
-	/* everything below is guarded by mu */
-	cmd *head, *tail;
-	client_state state;
-	int fail_code;
-	char fail_why[512]; /* what ended the job (ST_FAILED), as logged */
-	int comm_alive;
-	int stop;
-	driver_kind driver; /* who drives the node (DESIGN, driving) */
-	int comm_needed;    /* the communication thread must drive */
-	int drive_rc;       /* the application's drive ended the job */
-	char drive_why[512]; /* ... and the error it logged ("": none) */
-	int wants_release;  /* the application waits for sent bytes to be
-			     * released, and for nothing else */
-	slot *slots; /* per global partition */
-	uint32_t nparts;
-	uint32_t fused_inflight; /* staged transfers not yet released */
-	uint64_t barriers_done, barriers_asked;
-	/* the data the last BARRIER_DONE brought (a broadcast), for the
-	 * application; NULL: none */
-	void *bcast;
-	size_t bcast_len;
-	uint64_t bcast_barrier;
-	ps_client_stats stats;
-	/* tuning (docs/tune.md): the application began iteration begun - 1
-	 * (0: none yet); the job stops before stop_at (0: no stop asked) */
-	uint64_t begun, stop_at;
-
-	/* the learning rates set for the servers' optimizer
-	 * (ps_client_set_lr): lr[k] from iteration lr_from[k] on, oldest
-	 * first, the newest LR_KEEP; guarded by lr_mu (read when a push is
-	 * sent) */
-	pthread_mutex_t lr_mu;
-	uint32_t nlr;
-	uint64_t lr_from[LR_KEEP];
-	double lr[LR_KEEP];
-
-	/* the driver's (DESIGN, driving); read-only for the application
-	 * once state is RUNNING */
-	ps_node node;
-
-	/* the protocol: the gate of the pushes, fusion counts, versions
-	 * received, DONE after the last ack (proto/worker.h); the driver's */
-	ps_wproto *proto;
-	/* fusion (the driver's) */
-	struct stage **stages; /* per partition: the one being filled */
-	/* DONE, encoded, held until every push is acknowledged (applied,
-	 * in asynchronous mode: nothing of this worker's is lost at the
-	 * end, and a checkpoint at the last iteration sees all of it): the
-	 * machine says when; the driver's */
-	void *done_body;
-	size_t done_len;
-	/* synchronous, without a credit window (so far): nothing arrives
-	 * that the application does not wait for; the driver's */
-	int unwindowed_sync;
-#ifdef PS_WITH_CUDA
-	/* device tensors (DESIGN, device tensors): their device, -1 while
-	 * none is declared; the streams; the gate numbers per partition */
-	int cuda_device;
-	void *d2h, *h2d;
-	uint32_t *numbers;
-#endif
-};
-
-/* A fused partition's gradients (or initial values) being gathered, then
- * sent; freed by the transport once the bytes are gone. */
-typedef struct stage {
-	ps_client *client;
-	uint32_t refs; /* pieces sent from it (or waiting) not released */
-	float data[];
-} stage;
-
-/* The job failed with code; why says what happened (as logged; NULL or
- * "": the code's description). Caller holds mu. */
-static void fail_locked(ps_client *c, int code, const char *why)
-{
-	if (c->state != ST_FAILED && c->state != ST_SHUTDOWN) {
-		c->state = ST_FAILED;
-		c->fail_code = code;
-		snprintf(c->fail_why, sizeof(c->fail_why), "%s",
-			 why && why[0] ? why : ps_strerror(code));
-	}
-	pthread_cond_broadcast(&c->cv);
-}
-
-/* Sent bytes were released (ZeroMQ's I/O thread): the application is
- * woken when it waits for that alone - it may wait on cv, or drive,
- * blocked in the transport's receive. Usually the bytes are long gone
- * when the parameters come back, and a wake-up then would only take a
- * CPU from the server and the transport. Caller holds mu. */
-static void notify_app_locked(ps_client *c)
-{
-	if (!c->wants_release)
-		return;
-	pthread_cond_broadcast(&c->cv);
-	if (c->driver == DRIVER_APP)
-		ps_node_wake(&c->node);
-}
-
-/* The pieces partition `part` is pushed in (1: whole). */
-static uint32_t push_pieces_of(const ps_client *c, uint32_t part)
-{
-	return (uint32_t)ps_part_pieces(
-		&c->node.welcome.placement->parts[part],
-		ps_config_pieces_size(&c->cfg, 0));
-}
-
-/* Each tensor's pushes, counted in pieces (its inflight count's unit). */
-static int count_push_pieces(ps_client *c)
-{
-	for (uint32_t i = 0; i < c->ntensors; i++) {
-		tensor *t = &c->tensors[i];
-		uint64_t n = 0;
-
-		for (uint32_t k = 0; k < t->nparts; k++)
-			n += push_pieces_of(c, t->first_part + k);
-		if (n > UINT32_MAX / 2) {
-			PS_ERROR("tensor '%s' would be pushed in %llu pieces: "
-				 "raise scheduling.push_partition_size",
-				 t->name, (unsigned long long)n);
-			return PS_EINVAL;
-		}
-		t->push_pieces = (uint32_t)n;
-	}
-	return PS_OK;
-}
-
-static void release_payload(void *data, void *hint)
-{
-	tensor *t = hint;
-	ps_client *c = t->client;
-
-	(void)data;
-	pthread_mutex_lock(&c->mu);
-	if (--t->inflight == 0)
-		notify_app_locked(c);
-	pthread_mutex_unlock(&c->mu);
-}
-
-/* One piece sent from a stage (or all of it) is released: the last frees
- * it. */
-static void release_stage(void *data, void *hint)
-{
-	stage *st = hint;
-	ps_client *c = st->client;
-	int last;
-
-	(void)data;
-	pthread_mutex_lock(&c->mu);
-	last = --st->refs == 0;
-	if (last && --c->fused_inflight == 0)
-		notify_app_locked(c);
-	pthread_mutex_unlock(&c->mu);
-	if (last)
-		free(st);
-}
-
-static stage *stage_new(ps_client *c, uint32_t part)
-{
-	const ps_partition *p = &c->node.welcome.placement->parts[part];
-	stage *st = malloc(sizeof(*st) + p->numel * sizeof(float));
-
-	if (!st) {
-		PS_ERROR("out of memory staging fused partition %u (%llu "
-			 "elements)", part, (unsigned long long)p->numel);
-		return NULL;
-	}
-	st->client = c;
-	st->refs = 1;
-	return st;
-}
-
-/* The learning rate set for the pushes of `iteration`: 1 and *lr_p, or 0
- * when none was set (the servers use train.lr). An iteration older than
- * every change kept takes the oldest. */
-static int lr_of(ps_client *c, uint64_t iteration, double *lr_p)
-{
-	int found = 0;
-
-	pthread_mutex_lock(&c->lr_mu);
-	for (uint32_t k = c->nlr; k-- > 0;) {
-		if (c->lr_from[k] <= iteration || k == 0) {
-			*lr_p = c->lr[k];
-			found = 1;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&c->lr_mu);
-	return found;
-}
-
-/* Sends piece `piece` of a partition, elements offset .. offset + numel
- * of it (the whole partition: piece 0 of all of them): from a tensor's
- * buffer (base = the tensor's values or gradient; the tensor's inflight
- * count must already include it) or, with st, from a stage (one of its
- * refs). Whichever holds the bytes is released here if the send fails. */
-static int send_piece(ps_client *c, tensor *t, stage *st, uint32_t part,
-		      uint32_t piece, uint64_t offset, uint64_t numel,
-		      uint32_t type, const float *base, uint64_t iteration,
-		      int32_t priority)
-{
-	const ps_partition *p = &c->node.welcome.placement->parts[part];
-	ps_wire_header h = {
-		.type = type,
-		.key = p->tensor,
-		.partition = part,
-		.iteration = iteration,
-		.priority = priority,
-		.piece = piece,
-	};
-	size_t len = numel * sizeof(float);
-	int rc;
-
-	if (type == PS_MSG_PUSH)
-		h.has_lr = lr_of(c, iteration, &h.lr);
-
-	rc = ps_node_send(&c->node, ps_node_server_id(&c->node, p->server), &h,
-			  st ? (void *)(st->data + offset)
-			     : (void *)(base + p->offset + offset),
-			  len, st ? release_stage : release_payload,
-			  st ? (void *)st : (void *)t);
-	if (rc != PS_OK && st)
-		release_stage(NULL, st);
-	pthread_mutex_lock(&c->mu);
-	if (rc != PS_OK) {
-		if (!st)
-			t->inflight--;
-		PS_ERROR("cannot send %s of tensor '%s' partition %u to server "
-			 "%u: %s", ps_msg_type_name(type), t->name, part,
-			 p->server, ps_strerror(rc));
-		fail_locked(c, rc, ps_log_last_error());
-	} else {
-		c->stats.bytes_pushed += len;
-		c->stats.pushes++;
-	}
-	pthread_mutex_unlock(&c->mu);
-	if (rc == PS_OK && type == PS_MSG_PUSH) {
-		slot *s = &c->slots[part];
-		s->push_iteration = iteration; /* ready_us: queue_push */
-		s->push_sent_us = ps_trace_now_us();
-	}
-	return rc;
-}
-
-/* Sends a whole partition (INIT), as send_piece. */
-static int send_part(ps_client *c, tensor *t, stage *st, uint32_t part,
-		     uint32_t type, const float *base, uint64_t iteration,
-		     int32_t priority)
-{
-	const ps_partition *p = &c->node.welcome.placement->parts[part];
-
-	return send_piece(c, t, st, part, 0, 0, p->numel, type, base,
-			  iteration, priority);
-}
-
-static int send_tensor(ps_client *c, tensor *t, uint32_t type,
-		       const float *base, uint64_t iteration, int32_t priority)
-{
-	for (uint32_t k = 0; k < t->nparts; k++) {
-		int rc = send_part(c, t, NULL, t->first_part + k, type, base,
-				   iteration, priority);
-		if (rc != PS_OK) {
-			/* the parts never sent hold no reference */
-			pthread_mutex_lock(&c->mu);
-			t->inflight -= t->nparts - k - 1;
-			pthread_cond_broadcast(&c->cv);
-			pthread_mutex_unlock(&c->mu);
-			return rc;
-		}
-	}
-	return PS_OK;
-}
-
-/* Sends what the machine wants sent: pushes as its gate releases them,
- * PARAMS_ACKs, DONE. */
-static int send_msgs(ps_client *c)
-{
-	ps_wproto_msg m;
-	int rc = ps_wproto_flush(c->proto);
-
-	while (rc == PS_OK && ps_wproto_next_msg(c->proto, &m)) {
-		ps_wire_header h = {.key = m.key,
-				    .partition = m.part,
-				    .iteration = m.iteration,
-				    .piece = m.piece};
-		switch (m.kind) {
-		case PS_WPROTO_MSG_PUSH:
-			rc = send_piece(c, &c->tensors[m.tensor],
-					m.fused ? m.ctx : NULL, m.part, m.piece,
-					m.offset, m.bytes / sizeof(float),
-					PS_MSG_PUSH, m.fused ? NULL : m.ctx,
-					m.iteration, m.priority);
-			break;
-		case PS_WPROTO_MSG_PARAMS_ACK:
-			h.type = PS_MSG_PARAMS_ACK;
-			rc = ps_node_send(&c->node,
-					  ps_node_server_id(&c->node, m.server),
-					  &h, NULL, 0, NULL, NULL);
-			break;
-		case PS_WPROTO_MSG_DONE:
-			h = (ps_wire_header){.type = PS_MSG_DONE};
-			rc = ps_node_send(&c->node, 0, &h, c->done_body,
-					  c->done_len, ps_wire_free, NULL);
-			if (rc != PS_OK)
-				free(c->done_body);
-			c->done_body = NULL;
-			break;
-		}
-	}
-	return rc;
-}
-
-/* A pushed tensor enters the machine: an unfused tensor's partitions go
- * into the gate as they are (the caller drains it once a whole batch of
- * commands is in, so the gate chooses among all of them); a fused
- * tensor's gradient is copied into its partition's stage - the only copy
- * on the push path, and a small one by construction - so the
- * application's buffer is free at once, and the stage enters the gate
- * once its last member tensor is in. */
-static int queue_push(ps_client *c, const cmd *k)
-{
-	tensor *t = &c->tensors[k->tensor];
-	ps_wproto_staging st;
-	stage *sg = NULL;
-	char why[512];
-	uint64_t now = ps_trace_now_us();
-	int rc;
-
-	if (k->part != PUSH_WHOLE) { /* one partition, as its copy is done */
-		rc = ps_wproto_push_part(c->proto, k->tensor, k->part,
-					 k->iteration, (void *)k->data, why,
-					 sizeof(why));
-		if (rc == PS_OK) {
-			c->slots[k->part].push_ready_us = now;
-			return PS_OK;
-		}
-		PS_ERROR("tensor '%s': %s", t->name, why);
-		pthread_mutex_lock(&c->mu);
-		t->inflight -= push_pieces_of(c, k->part); /* never queued */
-		pthread_cond_broadcast(&c->cv);
-		pthread_mutex_unlock(&c->mu);
-		return rc;
-	}
-	rc = ps_wproto_push(c->proto, k->tensor, k->iteration,
-			    (void *)k->data, &st, why, sizeof(why));
-	if (rc == PS_ESTATE)
-		PS_ERROR("tensor '%s': %s", t->name, why);
-	if (rc == PS_OK && st.fused) {
-		sg = st.new_stage ? stage_new(c, st.part) : c->stages[st.part];
-		if (!sg)
-			rc = PS_ENOMEM;
-		else
-			memcpy(sg->data + st.offset, k->data,
-			       t->numel * sizeof(float));
-		c->stages[st.part] = st.complete ? NULL : sg;
-	}
-	pthread_mutex_lock(&c->mu);
-	if (rc != PS_OK || st.fused) {
-		/* copied, or never queued: no partition holds the buffer */
-		t->inflight -= t->push_pieces;
-		pthread_cond_broadcast(&c->cv);
-	}
-	if (rc == PS_OK && st.complete)
-		c->fused_inflight++;
-	pthread_mutex_unlock(&c->mu);
-	if (rc != PS_OK)
-		return rc;
-	if (st.fused && !st.complete)
-		return PS_OK;
-	if (st.fused) {
-		c->slots[st.part].push_ready_us = now;
-		/* one ref per piece that will be sent from it */
-		pthread_mutex_lock(&c->mu);
-		sg->refs = push_pieces_of(c, st.part);
-		pthread_mutex_unlock(&c->mu);
-		rc = ps_wproto_stage_ready(c->proto, st.part, k->iteration, sg);
-		if (rc != PS_OK) {
-			pthread_mutex_lock(&c->mu);
-			sg->refs = 1;
-			pthread_mutex_unlock(&c->mu);
-			release_stage(NULL, sg);
-		}
-		return rc;
-	}
-	for (uint32_t i = 0; i < t->nparts; i++)
-		c->slots[t->first_part + i].push_ready_us = now;
-	return PS_OK;
-}
-
-/* A push (piece) never released: a stage's ref is the client's to
- * drop. */
-static void free_waiting(void *ctx, int fused, void *ud)
-{
-	(void)ud;
-	if (fused)
-		release_stage(NULL, ctx);
-}
-
-static int send_pulls(ps_client *c, tensor *t)
-{
-	for (uint32_t k = 0; k < t->nparts; k++) {
-		uint32_t part = t->first_part + k;
-		const ps_partition *p = &c->node.welcome.placement->parts[part];
-		ps_wire_header h = {
-			.type = PS_MSG_PULL,
-			.key = p->tensor,
-			.partition = part,
-		};
-		int rc = ps_node_send(&c->node,
-				      ps_node_server_id(&c->node, p->server),
-				      &h, NULL, 0, NULL, NULL);
-		if (rc != PS_OK) {
-			PS_ERROR("cannot send PULL to server %u: %s",
-				 p->server, ps_strerror(rc));
-			return rc;
-		}
-	}
-	return PS_OK;
-}
-
-static int run_command(ps_client *c, cmd *k)
-{
-	ps_wire_header h = {.key = (uint32_t)k->iteration};
-	void *body;
-	size_t len;
-	int rc;
-
-	switch (k->kind) {
-	case CMD_PUSH:
-		return queue_push(c, k);
-	case CMD_PULL:
-		return send_pulls(c, &c->tensors[k->tensor]);
-	case CMD_BARRIER:
-		h.type = PS_MSG_BARRIER;
-		h.payload_len = k->payload_len;
-		rc = ps_node_send(&c->node, 0, &h, k->payload, k->payload_len,
-				  k->payload ? ps_wire_free : NULL, NULL);
-		if (rc != PS_OK)
-			free(k->payload);
-		k->payload = NULL;
-		return rc;
-	case CMD_DONE:
-		rc = ps_wire_done_encode(&k->done, &body, &len);
-		if (rc != PS_OK)
-			return rc;
-		c->done_body = body;
-		c->done_len = len;
-		rc = ps_wproto_done(c->proto);
-		return rc == PS_OK ? send_msgs(c) : rc;
-	case CMD_PROGRESS:
-		h.type = PS_MSG_PROGRESS;
-		h.key = 0;
-		h.iteration = k->iteration;
-		return ps_node_send(&c->node, 0, &h, NULL, 0, NULL, NULL);
-	}
-	return PS_EINVAL;
-}
-
-/* The server rank of a node, or PS_WPROTO_NOT_SERVER. */
-static uint32_t server_rank(const ps_client *c, uint32_t node)
-{
-	const ps_node_info *n = &c->node.welcome.nodes[node];
-
-	return n->role == PS_ROLE_SERVER ? n->rank : PS_WPROTO_NOT_SERVER;
-}
-
-/* A PARAMS message the machine accepted is stored in its slot, which
- * owns msg from then on. */
-/* A gradient partition's life on the push lane: ready -> sent -> acked. */
-/* (the push of `iteration` of partition `part` was acknowledged: by its
- * PUSH_ACK, or in synchronous mode without a window by the next PARAMS) */
-static void trace_ack(ps_client *c, uint32_t part, uint64_t iteration)
-{
-	const ps_placement *pl = c->node.welcome.placement;
-	const slot *s;
-	uint64_t now;
-
-	if (!ps_trace_enabled() || part >= pl->num_parts)
-		return;
-	s = &c->slots[part];
-	if (s->push_iteration != iteration || !s->push_sent_us)
-		return;
-	now = ps_trace_now_us();
-	ps_trace_args a = {
-		.iteration = (int64_t)iteration,
-		.tensor = pl->parts[part].tensor,
-		.partition = part,
-		.bytes = (int64_t)(pl->parts[part].numel * sizeof(float)),
-		.ready_us = s->push_ready_us,
-		.sent_us = s->push_sent_us,
-		.acked_us = now,
-	};
-	ps_trace_span(PS_LANE_PUSH, c->tensors[pl->parts[part].tensor].name,
-		      s->push_ready_us, now - s->push_ready_us, &a);
-}
-
-/* A message of its own holding a whole partition's parameters, gathered
- * from pieces. */
-typedef struct gathered {
-	ps_msg msg;
-	float data[];
-} gathered;
-
-static void gathered_release(ps_msg *msg)
-{
-	free(msg);
-}
-
-/* Piece h->piece of a partition's parameters into its slot's gather
- * (the first piece starts one): 1 when it was the last, and *msg_p is
- * then the whole partition's message; 0 while pieces are missing. Takes
- * the piece's message. */
-static int gather_piece(ps_client *c, ps_msg **msg_p,
-			const ps_wire_header *h)
-{
-	const ps_partition *p = &c->node.welcome.placement->parts[h->partition];
-	uint64_t piece = ps_config_pieces_size(&c->cfg, 1), off, n;
-	slot *s = &c->slots[h->partition];
-
-	if (!s->gather) {
-		gathered *g = malloc(sizeof(*g) + p->numel * sizeof(float));
-		if (!g)
-			return -1;
-		g->msg = (ps_msg){.payload = g->data,
-				  .payload_len = p->numel * sizeof(float),
-				  .release = gathered_release};
-		s->gather = &g->msg;
-	}
-	ps_piece_span(p, piece, h->piece, &off, &n);
-	memcpy((float *)s->gather->payload + off, (*msg_p)->payload,
-	       n * sizeof(float));
-	ps_msg_free(msg_p);
-	if (h->piece + 1 < ps_part_pieces(p, piece))
-		return 0;
-	*msg_p = s->gather;
-	s->gather = NULL;
-	return 1;
-}
-
-static int accept_params(ps_client *c, ps_msg **msg_p,
-			 const ps_wire_header *h, char *why, size_t whylen)
-{
-	const ps_placement *pl = c->node.welcome.placement;
-	ps_msg *msg = *msg_p;
-	slot *s;
-	int acked, complete;
-	int rc = ps_wproto_on_params(c->proto, server_rank(c, h->sender),
-				     h->partition, h->key, h->iteration,
-				     h->piece, msg->payload_len, &acked,
-				     &complete, why, whylen);
-
-	if (rc != PS_OK)
-		return rc;
-	if (ps_config_pieces_size(&c->cfg, 1)) {
-		/* in pieces: gathered until the last is in */
-		int last = gather_piece(c, msg_p, h);
-		if (last < 0) {
-			PS_ERROR("out of memory gathering partition %u",
-				 h->partition);
-			return PS_ENOMEM;
-		}
-		msg = *msg_p;
-		if (!complete)
-			return PS_OK;
-	}
-	if (acked) /* the push of the iteration before */
-		trace_ack(c, h->partition,
-			  c->slots[h->partition].push_iteration);
-	pthread_mutex_lock(&c->mu);
-	s = &c->slots[h->partition];
-	ps_msg_free(&s->msg);
-	s->msg = msg;
-	s->version = h->iteration;
-	s->seq++;
-	s->copies_left = pl->parts[h->partition].ntensors;
-	s->have = 1;
-	s->pull_pending = 0;
-	c->stats.bytes_received += msg->payload_len;
-	c->stats.params_received++;
-	*msg_p = NULL; /* the slot's now */
-	pthread_cond_broadcast(&c->cv);
-	pthread_mutex_unlock(&c->mu);
-	if (ps_trace_enabled()) {
-		ps_trace_args a = {
-			.iteration = (int64_t)h->iteration,
-			.tensor = h->key,
-			.partition = h->partition,
-			.bytes = (int64_t)h->payload_len,
-		};
-		ps_trace_instant(PS_LANE_RECEIVE, c->tensors[h->key].name,
-				 ps_trace_now_us(), &a);
-	}
-	return PS_OK;
-}
-
-/* CREDIT from the scheduler: a new window from an iteration on. */
-static int handle_credit(ps_client *c, const ps_msg *msg,
-			 const ps_wire_header *h, char *why, size_t whylen)
-{
-	uint64_t credit;
-
-	if (ps_wire_credit_decode(h, msg->payload, msg->payload_len,
-				  c->cfg.scheduling.push.credit_size, &credit,
-				  why,
-				  whylen) != PS_OK)
-		return PS_EPROTO;
-	ps_wproto_on_credit(c->proto, credit, h->iteration);
-	if (credit)
-		c->unwindowed_sync = 0; /* acknowledgements to handle now */
-	PS_INFO("credit: window %llu bytes from iteration %llu",
-		(unsigned long long)credit,
-		(unsigned long long)h->iteration);
-	return PS_OK;
-}
-
-/* STOP from the scheduler: the job ends before h->iteration, unless the
- * application has begun it already: then the scheduler hears how far. */
-static int handle_stop(ps_client *c, const ps_wire_header *h, char *why,
-		       size_t whylen)
-{
-	ps_wire_header late = {.type = PS_MSG_STOP_LATE};
-	uint64_t begun;
-
-	if (h->sender != 0 || h->iteration == 0) {
-		snprintf(why, whylen, "STOP before %llu from node %u",
-			 (unsigned long long)h->iteration, h->sender);
-		return PS_EPROTO;
-	}
-	pthread_mutex_lock(&c->mu);
-	begun = c->begun;
-	if (begun <= h->iteration) /* iteration - 1 is the last begun */
-		c->stop_at = h->iteration;
-	pthread_mutex_unlock(&c->mu);
-	if (begun <= h->iteration)
-		return PS_OK;
-	late.iteration = begun; /* began begun - 1: can stop before begun */
-	return ps_node_send(&c->node, 0, &late, NULL, 0, NULL, NULL);
-}
-
-/* Handles one received message. Returns PS_OK, PS_ECLOSED on SHUTDOWN. */
-static int handle(ps_client *c, ps_msg *msg, const ps_wire_header *h)
-{
-	char why[256] = "";
-	int rc = PS_OK;
-
-	switch (h->type) {
-	case PS_MSG_PARAMS:
-		rc = accept_params(c, &msg, h, why, sizeof(why));
-		if (rc != PS_OK)
-			break;
-		/* the slot owns msg now (a piece: its gather); with a credit
-		 * window a PARAMS_ACK goes back */
-		return send_msgs(c);
-	case PS_MSG_PUSH_ACK:
-		if (h->partition < c->nparts &&
-		    h->piece + 1 == push_pieces_of(c, h->partition))
-			trace_ack(c, h->partition, h->iteration); /* the last */
-		rc = ps_wproto_on_push_ack(c->proto, server_rank(c, h->sender),
-					   h->partition, h->piece, why,
-					   sizeof(why));
-		if (rc != PS_OK)
-			break;
-		rc = send_msgs(c);
-		if (rc != PS_OK) {
-			ps_msg_free(&msg);
-			return rc;
-		}
-		break;
-	case PS_MSG_BARRIER_DONE:
-		if (h->sender != 0) {
-			rc = PS_EPROTO;
-			snprintf(why, sizeof(why), "BARRIER_DONE from node %u",
-				 h->sender);
-			break;
-		}
-		pthread_mutex_lock(&c->mu);
-		free(c->bcast); /* a broadcast nobody claimed */
-		c->bcast = NULL;
-		c->bcast_len = 0;
-		if (msg->payload_len) { /* a broadcast's data */
-			c->bcast = malloc(msg->payload_len);
-			if (c->bcast) {
-				memcpy(c->bcast, msg->payload,
-				       msg->payload_len);
-				c->bcast_len = msg->payload_len;
-			}
-		}
-		c->bcast_barrier = h->key;
-		c->barriers_done++;
-		pthread_cond_broadcast(&c->cv);
-		pthread_mutex_unlock(&c->mu);
-		break;
-	case PS_MSG_CREDIT:
-		rc = handle_credit(c, msg, h, why, sizeof(why));
-		break;
-	case PS_MSG_STOP:
-		rc = handle_stop(c, h, why, sizeof(why));
-		if (rc != PS_OK && rc != PS_EPROTO) {
-			ps_msg_free(&msg);
-			return rc;
-		}
-		break;
-	case PS_MSG_SHUTDOWN:
-		if (h->sender == 0) {
-			ps_msg_free(&msg);
-			return PS_ECLOSED;
-		}
-		rc = PS_EPROTO;
-		snprintf(why, sizeof(why), "SHUTDOWN from node %u", h->sender);
-		break;
-	default:
-		rc = PS_EPROTO;
-		snprintf(why, sizeof(why), "unexpected %s from node %u",
-			 ps_msg_type_name(h->type), h->sender);
-	}
-	if (rc == PS_EPROTO) {
-		pthread_mutex_lock(&c->mu);
-		c->stats.dropped++;
-		pthread_mutex_unlock(&c->mu);
-		psi_note_drop(++c->node.dropped, "message", why);
-	}
-	ps_msg_free(&msg);
-	return PS_OK;
-}
-
-/* Maps tensors to partitions, allocates the slots and connects to the
- * servers: everything the application may use once state is RUNNING. */
-static int setup_after_join(ps_client *c)
-{
-	const ps_placement *pl = c->node.welcome.placement;
-	int rc;
-
-	if (pl->num_tensors != c->ntensors) {
-		PS_ERROR("the job's placement holds %u tensors, this worker "
-			 "declared %u", pl->num_tensors, c->ntensors);
-		return PS_EPROTO;
-	}
-	for (uint32_t i = 0; i < c->ntensors; i++) {
-		tensor *t = &c->tensors[i];
-		t->first_part = pl->first_part[i];
-		t->nparts = pl->part_count[i];
-		t->fused = pl->parts[t->first_part].ntensors > 1;
-		t->part_base = pl->tensor_base[i];
-		t->detached = calloc(t->nparts, sizeof(*t->detached));
-		t->detached_part = calloc(t->nparts, sizeof(*t->detached_part));
-		if (!t->detached || !t->detached_part)
-			return PS_ENOMEM;
-		/* where the tensor's buffer is born for the transport: the
-		 * initial values leave from it (gradients come at push time,
-		 * anywhere: transport/transport.h) */
-		rc = ps_transport_reg(c->node.transport, t->values,
-				      t->numel * sizeof(float), PS_MEM_HOST,
-				      &t->mr);
-		if (rc != PS_OK) {
-			PS_ERROR("cannot register tensor '%s' (%llu elements) "
-				 "with the transport: %s", t->name,
-				 (unsigned long long)t->numel, ps_strerror(rc));
-			return rc;
-		}
-	}
-#ifdef PS_WITH_CUDA
-	dev_direct_all(c); /* the transport has its device now */
-#endif
-	c->slots = calloc(pl->num_parts, sizeof(*c->slots));
-	c->stages = calloc(pl->num_parts, sizeof(*c->stages));
-	if (!c->slots || !c->stages)
-		return PS_ENOMEM;
-	c->nparts = pl->num_parts;
-	ps_wire_welcome_sizes(&c->node.welcome, &c->cfg);
-	c->unwindowed_sync = c->cfg.train.mode == PS_MODE_SYNC &&
-			     c->cfg.scheduling.push.credit_size == 0;
-	{
-		uint32_t *numbers = NULL;
-		rc = ps_order_partition_numbers(
-			pl, c->node.welcome.push_priority,
-			c->cfg.scheduling.push.gate == PS_GATE_COUNTER,
-			&numbers);
-		if (rc == PS_OK) {
-			ps_wproto_config wc =
-				ps_wproto_config_of(&c->cfg, pl, numbers);
-			wc.clock_ns = ps_now_ns;
-			rc = ps_wproto_create(&wc, &c->proto);
-		}
-		if (rc == PS_OK)
-			rc = count_push_pieces(c);
-#ifdef PS_WITH_CUDA
-		c->numbers = numbers; /* the copy order of device tensors */
-#else
-		free(numbers);
-#endif
-	}
-	if (rc != PS_OK)
-		return rc;
-	return ps_node_connect_role(&c->node, PS_ROLE_SERVER);
-}
-
-/* The initial values of a fused partition, gathered from its tensors. */
-static int send_fused_init(ps_client *c, uint32_t part)
-{
-	const ps_partition *p = &c->node.welcome.placement->parts[part];
-	stage *st = stage_new(c, part);
-
-	if (!st)
-		return PS_ENOMEM;
-	for (uint32_t i = p->tensor; i < p->tensor + p->ntensors; i++)
-		memcpy(st->data + c->tensors[i].part_base, c->tensors[i].values,
-		       c->tensors[i].numel * sizeof(float));
-	pthread_mutex_lock(&c->mu);
-	c->fused_inflight++;
-	pthread_mutex_unlock(&c->mu);
-	return send_part(c, &c->tensors[p->tensor], st, part, PS_MSG_INIT,
-			 st->data, 0, 0);
-}
-
-/* Worker 0's values are the initial parameters. */
-static int send_initial_values(ps_client *c)
-{
-	int rc = PS_OK;
-
-	if (c->node.rank != 0)
-		return PS_OK;
-	for (uint32_t i = 0; i < c->ntensors && rc == PS_OK; i++) {
-		tensor *t = &c->tensors[i];
-
-		if (t->fused) {
-			if (t->part_base == 0) /* its partition's first */
-				rc = send_fused_init(c, t->first_part);
-			continue;
-		}
-		pthread_mutex_lock(&c->mu);
-		t->inflight += t->nparts;
-		pthread_mutex_unlock(&c->mu);
-		rc = send_tensor(c, t, PS_MSG_INIT, t->values, 0, 0);
-	}
-	return rc;
-}
-
-/* ---- driving the node (DESIGN, driving) ------------------------------- */
-
-/* The driver: whether the communication thread must drive while the
- * application is away from the library. */
-static int comm_needed(const ps_client *c)
-{
-	return !c->unwindowed_sync || c->done_body != NULL;
-}
-
-/* A command and what it still owns (a broadcast's bytes not sent). */
-static void cmd_free(cmd *k)
-{
-	free(k->payload);
-	free(k);
-}
-
-/* The driver runs queued commands (all freed; after an error, only
- * freed). */
-static int run_commands(ps_client *c, cmd *k, int rc)
-{
-	while (k) {
-		cmd *next = k->next;
-		if (rc == PS_OK)
-			rc = run_command(c, k);
-		cmd_free(k);
-		k = next;
-	}
-	return rc;
-}
-
-/* The driver receives one message (at most timeout_ms: -1 forever, 0 no
- * wait) and handles it. PS_OK (also when woken), PS_ETIMEDOUT, PS_ECLOSED
- * on SHUTDOWN, or the error that ends the job. */
-static int receive_one(ps_client *c, int timeout_ms)
-{
-	ps_wire_header h;
-	ps_msg *msg = NULL;
-	int rc;
-
-	if (ps_signal_pending()) {
-		PS_WARN("interrupted by signal %d", ps_signal_pending());
-		return PS_EINTR;
-	}
-	rc = ps_node_recv(&c->node, timeout_ms, &msg, &h);
-	if (rc == PS_EAGAIN)
-		return PS_OK;
-	return rc == PS_OK ? handle(c, msg, &h) : rc;
-}
-
-/* The communication thread gives the drive back and sleeps until it is
- * needed: commands queued, the machine needs driving, the client stops or
- * failed, or a heartbeat interval passed with nobody driving. It has the
- * drive again when this returns. Caller holds mu. */
-static void park(ps_client *c)
-{
-	int64_t interval = c->cfg.cluster.heartbeat_interval_ms;
-	int64_t beat = ps_now_ms() + interval;
-
-	c->driver = DRIVER_NONE;
-	/* an application waiting on cv while this thread drove may drive now */
-	pthread_cond_broadcast(&c->cv);
-	for (;;) {
-		int64_t now = ps_now_ms();
-		struct timespec ts;
-
-		if (c->driver == DRIVER_NONE &&
-		    (c->stop || c->drive_rc != PS_OK || c->head ||
-		     c->comm_needed || now >= beat))
-			break;
-		if (c->driver == DRIVER_APP && now >= beat)
-			beat = now + interval; /* it sends the heartbeats */
-		ts.tv_sec = beat / 1000;
-		ts.tv_nsec = (beat % 1000) * 1000000L;
-		pthread_cond_timedwait(&c->comm_cv, &c->mu, &ts);
-	}
-	c->driver = DRIVER_COMM;
-}
-
-/* The communication thread's loop: commands, the machine's messages,
- * one received message; parked while it is not needed. Returns what ended
- * it (PS_ECLOSED: SHUTDOWN, or the client stops). */
-static int drive(ps_client *c)
-{
-	int rc = PS_OK, idle = 0, was_needed = -1;
-
-	while (rc == PS_OK) {
-		int needed;
-		cmd *k;
-
-		pthread_mutex_lock(&c->mu);
-		if (idle) { /* only when not needed: say so (the application
-			     * may have said otherwise since) */
-			c->comm_needed = was_needed = 0;
-			park(c);
-		}
-		k = c->head;
-		c->head = c->tail = NULL;
-		rc = c->stop ? PS_ECLOSED : c->drive_rc;
-		pthread_mutex_unlock(&c->mu);
-		rc = run_commands(c, k, rc);
-		if (rc == PS_OK)
-			rc = send_msgs(c);
-		if (rc != PS_OK)
-			break;
-		needed = comm_needed(c);
-		if (needed != was_needed) { /* rarely changes: no lock else */
-			pthread_mutex_lock(&c->mu);
-			c->comm_needed = needed;
-			pthread_mutex_unlock(&c->mu);
-			was_needed = needed;
-		}
-		/* not needed: what came, then parked */
-		rc = receive_one(c, needed ? -1 : 0);
-		idle = rc == PS_ETIMEDOUT;
-		if (idle)
-			rc = PS_OK;
-	}
-	return rc;
-}
-
-static void *comm_main(void *arg)
-{
-	ps_client *c = arg;
-	ps_tensor_desc *descs = calloc(c->ntensors, sizeof(*descs));
-	int rc = descs ? PS_OK : PS_ENOMEM;
-	unsigned long errors = ps_log_errors(); /* this thread's */
-
-	for (uint32_t i = 0; i < c->ntensors && descs; i++) {
-		memcpy(descs[i].name, c->tensors[i].name, PS_NAME_MAX);
-		descs[i].numel = c->tensors[i].numel;
-	}
-	if (rc == PS_OK)
-		rc = ps_node_join(&c->node, &c->cfg, PS_ROLE_WORKER, descs,
-				  c->ntensors);
-	free(descs);
-	if (rc == PS_OK)
-		rc = setup_after_join(c);
-	if (rc == PS_OK) {
-		pthread_mutex_lock(&c->mu);
-		c->state = ST_RUNNING;
-		c->comm_alive = 1;
-		c->driver = DRIVER_COMM;
-		pthread_cond_broadcast(&c->cv);
-		pthread_mutex_unlock(&c->mu);
-		if (c->node.welcome.start_iteration == 0)
-			rc = send_initial_values(c);
-	}
-	if (rc == PS_OK)
-		rc = drive(c);
-	pthread_mutex_lock(&c->mu);
-	if (rc == PS_ECLOSED && !c->stop)
-		c->state = ST_SHUTDOWN;
-	else if (rc == PS_ECLOSED) /* ps_client_destroy */
-		fail_locked(c, PS_ESTATE, "the client was destroyed");
-	else /* what the application's drive or this thread logged last */
-		fail_locked(c, rc,
-			    c->drive_rc != PS_OK && rc == c->drive_rc
-				    ? c->drive_why
-			    : ps_log_errors() != errors ? ps_log_last_error()
-							: NULL);
-	c->comm_alive = 0;
-	pthread_cond_broadcast(&c->cv);
-	pthread_mutex_unlock(&c->mu);
-	if (c->proto) {
-		ps_wproto_stats st;
-		ps_wproto_get_stats(c->proto, &st);
-		if (st.pushes)
-			PS_INFO("gate: %llu pushes, %.0f ns each",
-				(unsigned long long)st.pushes,
-				(double)st.gate_ns / (double)st.pushes);
-	}
-	free(c->done_body); /* never sent: the job failed */
-	c->done_body = NULL;
-	ps_node_stop(&c->node, c->state == ST_SHUTDOWN ? 2000 : 200);
-	for (uint32_t i = 0; i < c->ntensors; i++) {
-		ps_transport_dereg(c->node.transport, &c->tensors[i].mr);
-#ifdef PS_WITH_CUDA
-		if (c->tensors[i].dev)
-			ps_transport_dereg(c->node.transport,
-					   &c->tensors[i].dev->dmr);
-#endif
-	}
-	ps_node_close(&c->node, 0);
-	return NULL;
-}
-
-/* ---- errors of the public calls (ps_client_last_error) ----------------
- *
- * Every public call that fails logs why, as an error line naming the
- * call, and leaves that text in this thread's api_error. A reason logged
- * deeper down (a send that failed, a CUDA error) is taken as it was
- * logged; a call that failed because of the job's state (not started,
- * shut down, failed on the communication thread) logs the state, with
- * the reason the communication thread logged when the job failed. */
-
-static _Thread_local char api_error[1024];
-/* the public call this thread is in, for api_errf */
-static _Thread_local const char *api_fn;
-
-typedef struct api_call {
-	const char *fn;
-	unsigned long errors; /* this thread's logged errors at its start */
-} api_call;
-
-static api_call api_begin(const char *fn)
-{
-	api_fn = fn;
-	return (api_call){.fn = fn, .errors = ps_log_errors()};
-}
-
-/* Fails the current public call with rc, logging "FN: reason". */
-__attribute__((format(printf, 2, 3))) static int api_errf(int rc,
-							   const char *fmt,
-							   ...)
-{
-	char msg[768];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	PS_ERROR("%s: %s", api_fn ? api_fn : "ordo", msg);
-	return rc;
-}
-
-/* What the client's state says about a call that failed with rc without
- * logging a reason ("": nothing). Caller holds mu. */
-static void state_why_locked(const ps_client *c, int rc, char *why,
-			     size_t whylen)
-{
-	why[0] = '\0';
-	if (c->state == ST_FAILED)
-		snprintf(why, whylen, "the job failed: %s", c->fail_why);
-	else if (rc == PS_ESTATE && c->state == ST_CREATED)
-		snprintf(why, whylen, "the client has not joined a job: call "
-			 "ps_client_start first");
-	else if (rc == PS_ESTATE && c->state == ST_SHUTDOWN)
-		snprintf(why, whylen, "the job has shut down (ps_client_finish "
-			 "returned)");
-}
-
-/* Ends a public call that returned rc (c may be NULL): a failure leaves
- * its reason in api_error: the error the call logged last, else what the
- * client's state says (logged now). */
-static int api_end(const api_call *a, const ps_client *c, int rc)
-{
-	size_t n = strlen(a->fn);
-	const char *m;
-
-	api_fn = NULL;
-	if (rc == PS_OK)
-		return rc;
-	if (ps_log_errors() == a->errors) { /* nothing logged: say it */
-		char why[sizeof(((ps_client *)0)->fail_why) + 64] = "";
-		if (c) {
-			ps_client *mc = (ps_client *)c;
-			pthread_mutex_lock(&mc->mu);
-			state_why_locked(c, rc, why, sizeof(why));
-			pthread_mutex_unlock(&mc->mu);
-		}
-		PS_ERROR("%s: %s", a->fn, why[0] ? why : ps_strerror(rc));
-	}
-	m = ps_log_last_error();
-	if (strncmp(m, a->fn, n) == 0 && m[n] == ':')
-		snprintf(api_error, sizeof(api_error), "%s", m);
-	else
-		snprintf(api_error, sizeof(api_error), "%s: %s", a->fn, m);
-	return rc;
-}
-
-const char *ps_client_last_error(void)
-{
-	return api_error;
-}
-
-/* ---- application side ------------------------------------------------- */
 
 static int enqueue(ps_client *c, cmd *k)
 {
 	/* caller holds mu */
 	if (c->state != ST_RUNNING) {
-		cmd_free(k);
+		psi_client_cmd_free(k);
 		return c->state == ST_FAILED ? c->fail_code : PS_ESTATE;
 	}
 	if (c->tail)
@@ -1351,83 +53,20 @@ static int enqueue(ps_client *c, cmd *k)
 	return PS_OK;
 }
 
-/* The application takes the drive when nobody has it (caller holds mu):
- * 1, and the commands queued are its to run. */
-static int app_take_drive(ps_client *c, cmd **queued_p)
-{
-	if (c->driver != DRIVER_NONE || c->state != ST_RUNNING ||
-	    !c->comm_alive || c->drive_rc != PS_OK)
-		return 0;
-	c->driver = DRIVER_APP;
-	*queued_p = c->head;
-	c->head = c->tail = NULL;
-	return 1;
-}
-
-/* The application gives the drive back, having ended with rc (called
- * without mu, returns holding it): the communication thread is woken when
- * it is needed now, or to end the job. errors: this thread's count of
- * logged errors when it took the drive (an error logged since says why
- * the job ends). */
-static void app_give_drive(ps_client *c, int rc, unsigned long errors)
-{
-	int needed = comm_needed(c);
-
-	pthread_mutex_lock(&c->mu);
-	c->driver = DRIVER_NONE;
-	if (rc != PS_OK && rc != PS_ETIMEDOUT && c->drive_rc == PS_OK) {
-		c->drive_rc = rc;
-		snprintf(c->drive_why, sizeof(c->drive_why), "%s",
-			 ps_log_errors() != errors ? ps_log_last_error() : "");
-	}
-	c->comm_needed = needed;
-	if (needed || c->head || c->drive_rc != PS_OK)
-		pthread_cond_signal(&c->comm_cv);
-}
-
-/* The application drives: the commands queued (and k), the machine's
- * messages, then (timeout_ms >= -1) one received message, or
- * (APP_DRAIN) every message that has arrived. Called with mu held and the
- * drive taken; returns holding mu, the drive given back. */
-#define APP_NO_RECV (-2)
-#define APP_DRAIN (-3)
-static int app_drive(ps_client *c, cmd *queued, cmd *k, int timeout_ms)
-{
-	unsigned long errors = ps_log_errors();
-	int rc;
-
-	if (k) { /* after what was queued before it */
-		cmd **end = &queued;
-		while (*end)
-			end = &(*end)->next;
-		*end = k;
-	}
-	pthread_mutex_unlock(&c->mu);
-	rc = run_commands(c, queued, PS_OK);
-	if (rc == PS_OK)
-		rc = send_msgs(c);
-	if (rc == PS_OK && timeout_ms >= -1)
-		rc = receive_one(c, timeout_ms);
-	while (rc == PS_OK && timeout_ms == APP_DRAIN)
-		rc = receive_one(c, 0);
-	if (timeout_ms == APP_DRAIN && rc == PS_ETIMEDOUT)
-		rc = PS_OK; /* all there was */
-	app_give_drive(c, rc, errors);
-	return rc;
-}
-
 /* Waits on cv until deadline (ms, monotonic; < 0 none). PS_ETIMEDOUT. */
-static int wait_until(ps_client *c, int64_t deadline_ms)
+int psi_client_wait_until(ps_client *c, int64_t deadline_ms)
 {
 	struct timespec ts;
 	cmd *queued;
 
-	if (app_take_drive(c, &queued)) { /* receive what is waited for */
+	if (psi_client_app_take_drive(c, &queued)) {
+		/* receive what is waited for */
 		int64_t left = deadline_ms < 0 ? -1 : deadline_ms - ps_now_ms();
-		int rc = app_drive(c, queued, NULL,
-				   left < 0 && deadline_ms >= 0 ? 0
-				   : left > INT32_MAX		? INT32_MAX
-								: (int)left);
+		int rc = psi_client_app_drive(
+			c, queued, NULL,
+			left < 0 && deadline_ms >= 0 ? 0
+			: left > INT32_MAX	     ? INT32_MAX
+						     : (int)left);
 		/* an error that ends the job: the state says it soon */
 		return rc == PS_ETIMEDOUT ? PS_ETIMEDOUT : PS_OK;
 	}
@@ -1448,69 +87,14 @@ static int64_t deadline_of(int timeout_ms)
 	return timeout_ms < 0 ? -1 : ps_now_ms() + timeout_ms;
 }
 
-#ifdef PS_WITH_CUDA
-/* Partition k (0 when fused) of a device tensor's mirror is about to be
- * written: if it was written since the last wait, its copy to device
- * memory may still be reading it, so every copy enqueued so far must be
- * done first (h2d_done follows the latest). Other partitions of the same
- * version need no wait: they are other bytes of the mirror. */
-static int dev_before_write(ps_client *c, tensor *t, uint32_t k)
-{
-	dev_tensor *d = t->dev;
-	uint32_t n = t->fused ? 1 : t->nparts;
-	char err[512];
-	int rc;
-
-	(void)c;
-	if (!d->dirty)
-		d->dirty = calloc(n, 1); /* NULL: wait every time, as safe */
-	if (d->dirty && !d->dirty[k]) {
-		d->dirty[k] = 1;
-		return PS_OK;
-	}
-	rc = ps_cuda_event_sync(d->h2d_done, err, sizeof(err));
-	if (rc != PS_OK) {
-		PS_ERROR("tensor '%s': %s", t->name, err);
-		return rc;
-	}
-	if (d->dirty) {
-		memset(d->dirty, 0, n);
-		d->dirty[k] = 1;
-	}
-	return PS_OK;
-}
-
-/* numel elements from element `offset` of the mirror go to device memory
- * on h2d; with last, h2d_done is recorded after them. */
-static int dev_copy_in(ps_client *c, tensor *t, uint64_t offset,
-		       uint64_t numel, int last)
-{
-	char err[512];
-	int prev, rc;
-
-	ps_cuda_current(&prev);
-	ps_cuda_set(c->cuda_device);
-	rc = ps_cuda_copy_async(t->dev->dev_values + offset,
-				t->dev->mirror + offset, numel * sizeof(float),
-				PS_CUDA_H2D, c->h2d,
-				last ? t->dev->h2d_done : NULL, err,
-				sizeof(err));
-	ps_cuda_set(prev);
-	if (rc != PS_OK)
-		PS_ERROR("tensor '%s': copying parameters to CUDA device %d: "
-			 "%s", t->name, c->cuda_device, err);
-	return rc;
-}
-#endif
-
 /* Copies a tensor's arrived partitions into its values (caller holds mu). */
 /* Called with mu held; returns with mu held, but drops it for the copy:
  * a copy of hundreds of MiB must not hold up the communication thread,
  * nor ZeroMQ's I/O thread, which takes mu to release sent payloads. The
  * messages are detached from their slots first, so nothing else touches
  * them; only this (application) thread writes the values. A device
- * tensor's values are its mirror, copied on to device memory (DESIGN,
- * device tensors). PS_OK, or a CUDA error. */
+ * tensor's values are its mirror, copied on to device memory
+ * (client/device.c, DESIGN device tensors). PS_OK, or a CUDA error. */
 static int copy_out(ps_client *c, tensor *t)
 {
 	const ps_placement *pl = c->node.welcome.placement;
@@ -1524,7 +108,7 @@ static int copy_out(ps_client *c, tensor *t)
 			return PS_OK;
 #ifdef PS_WITH_CUDA
 		if (t->dev)
-			rc = dev_before_write(c, t, 0);
+			rc = psi_client_dev_before_write(c, t, 0);
 		if (rc != PS_OK)
 			return rc;
 #endif
@@ -1536,7 +120,7 @@ static int copy_out(ps_client *c, tensor *t)
 			ps_msg_free(&s->msg);
 #ifdef PS_WITH_CUDA
 		if (t->dev)
-			rc = dev_copy_in(c, t, 0, t->numel, 1);
+			rc = psi_client_dev_copy_in(c, t, 0, t->numel, 1);
 #endif
 		return rc;
 	}
@@ -1555,15 +139,16 @@ static int copy_out(ps_client *c, tensor *t)
 		const ps_partition *p = &pl->parts[t->detached_part[k]];
 #ifdef PS_WITH_CUDA
 		if (rc == PS_OK && t->dev)
-			rc = dev_before_write(c, t,
-					      t->detached_part[k] - t->first_part);
+			rc = psi_client_dev_before_write(
+				c, t, t->detached_part[k] - t->first_part);
 #endif
 		if (rc == PS_OK)
 			memcpy(t->values + p->offset, t->detached[k]->payload,
 			       t->detached[k]->payload_len);
 #ifdef PS_WITH_CUDA
 		if (rc == PS_OK && t->dev)
-			rc = dev_copy_in(c, t, p->offset, p->numel, k + 1 == n);
+			rc = psi_client_dev_copy_in(c, t, p->offset, p->numel,
+						    k + 1 == n);
 #endif
 		ps_msg_free(&t->detached[k]);
 	}
@@ -1598,7 +183,7 @@ static int wait_tensor(ps_client *c, tensor *t, uint64_t version,
 			return c->state == ST_FAILED ? c->fail_code
 						     : PS_ESTATE;
 		c->wants_release = params_ready(c, t, version);
-		rc = wait_until(c, deadline);
+		rc = psi_client_wait_until(c, deadline);
 		c->wants_release = 0;
 	}
 	if (rc == PS_OK)
@@ -1607,7 +192,8 @@ static int wait_tensor(ps_client *c, tensor *t, uint64_t version,
 }
 
 /* Whether the client has joined its job (caller holds mu): PS_OK; else
- * PS_ESTATE, or the failure that ended the joining (api_end says why). */
+ * PS_ESTATE, or the failure that ended the joining (psi_client_api_end
+ * says why). */
 static int joined_locked(const ps_client *c)
 {
 	if (c->state == ST_CREATED || c->state == ST_JOINING)
@@ -1623,14 +209,16 @@ static int create(const ps_config *cfg, ps_client **client_p)
 	char err[512];
 
 	if (!cfg || !client_p)
-		return api_errf(PS_EINVAL, "%s is NULL",
-				!cfg ? "cfg" : "client_p");
+		return psi_client_api_errf(PS_EINVAL, "%s is NULL",
+					   !cfg ? "cfg" : "client_p");
 	if (ps_config_validate(cfg, err, sizeof(err)) != PS_OK ||
 	    ps_config_validate_job(cfg, err, sizeof(err)) != PS_OK)
-		return api_errf(PS_ECONFIG, "invalid configuration: %s", err);
+		return psi_client_api_errf(PS_ECONFIG,
+					   "invalid configuration: %s", err);
 	c = calloc(1, sizeof(*c));
 	if (!c)
-		return api_errf(PS_ENOMEM, "out of memory for the client");
+		return psi_client_api_errf(PS_ENOMEM,
+					   "out of memory for the client");
 	c->cfg = *cfg;
 	ps_config_finalize(&c->cfg);
 	pthread_mutex_init(&c->mu, NULL);
@@ -1653,47 +241,53 @@ static int create(const ps_config *cfg, ps_client **client_p)
 
 int ps_client_create(const ps_config *cfg, ps_client **client_p)
 {
-	api_call a = api_begin("ps_client_create");
+	api_call a = psi_client_api_begin("ps_client_create");
 
-	return api_end(&a, NULL, create(cfg, client_p));
+	return psi_client_api_end(&a, NULL, create(cfg, client_p));
 }
 
 /* The checks of a new tensor's declaration: arguments, state, a name not
  * declared before. */
-static int declare_check(const ps_client *c, const char *name,
-			 uint64_t numel, const float *values)
+int psi_client_declare_check(const ps_client *c, const char *name,
+			     uint64_t numel, const float *values)
 {
 	size_t len;
 
 	if (!c)
-		return api_errf(PS_EINVAL, "the client is NULL");
+		return psi_client_api_errf(PS_EINVAL, "the client is NULL");
 	if (!name)
-		return api_errf(PS_EINVAL, "the tensor's name is NULL");
+		return psi_client_api_errf(PS_EINVAL,
+					   "the tensor's name is NULL");
 	len = strlen(name);
 	if (len == 0 || len >= PS_NAME_MAX)
-		return api_errf(PS_EINVAL, "tensor name '%.*s%s' is %zu bytes: "
-				"a name is 1 to %d bytes", 64, name,
-				len > 64 ? "..." : "", len, PS_NAME_MAX - 1);
+		return psi_client_api_errf(PS_EINVAL, "tensor name '%.*s%s' is "
+					   "%zu bytes: a name is 1 to %d bytes",
+					   64, name, len > 64 ? "..." : "", len,
+					   PS_NAME_MAX - 1);
 	if (!values)
-		return api_errf(PS_EINVAL, "tensor '%s': values is NULL", name);
+		return psi_client_api_errf(PS_EINVAL,
+					   "tensor '%s': values is NULL", name);
 	if (numel == 0)
-		return api_errf(PS_EINVAL, "tensor '%s' has 0 elements", name);
+		return psi_client_api_errf(PS_EINVAL,
+					   "tensor '%s' has 0 elements", name);
 	if (c->state != ST_CREATED)
-		return api_errf(PS_ESTATE, "tensor '%s' declared after "
-				"ps_client_start: declare every tensor before",
-				name);
+		return psi_client_api_errf(PS_ESTATE, "tensor '%s' declared "
+					   "after ps_client_start: declare "
+					   "every tensor before", name);
 	for (uint32_t i = 0; i < c->ntensors; i++)
 		if (strcmp(c->tensors[i].name, name) == 0)
-			return api_errf(PS_EINVAL, "tensor '%s' is declared "
-					"already (tensor %u)", name, i);
+			return psi_client_api_errf(
+				PS_EINVAL,
+				"tensor '%s' is declared already (tensor %u)",
+				name, i);
 	return PS_OK;
 }
 
-static int declare(ps_client *c, const char *name, uint64_t numel,
-		   float *values, uint32_t *tensor_p)
+int psi_client_declare(ps_client *c, const char *name, uint64_t numel,
+		       float *values, uint32_t *tensor_p)
 {
 	tensor *t;
-	int rc = declare_check(c, name, numel, values);
+	int rc = psi_client_declare_check(c, name, numel, values);
 
 	if (rc != PS_OK)
 		return rc;
@@ -1701,8 +295,9 @@ static int declare(ps_client *c, const char *name, uint64_t numel,
 		uint32_t cap = c->cap ? 2 * c->cap : 16;
 		tensor *n = realloc(c->tensors, cap * sizeof(*n));
 		if (!n)
-			return api_errf(PS_ENOMEM, "out of memory declaring "
-					"tensor '%s'", name);
+			return psi_client_api_errf(
+				PS_ENOMEM,
+				"out of memory declaring tensor '%s'", name);
 		c->tensors = n;
 		c->cap = cap;
 	}
@@ -1721,9 +316,11 @@ static int declare(ps_client *c, const char *name, uint64_t numel,
 int ps_client_declare(ps_client *c, const char *name, uint64_t numel,
 		      float *values, uint32_t *tensor_p)
 {
-	api_call a = api_begin("ps_client_declare");
+	api_call a = psi_client_api_begin("ps_client_declare");
 
-	return api_end(&a, c, declare(c, name, numel, values, tensor_p));
+	return psi_client_api_end(&a, c,
+				  psi_client_declare(c, name, numel, values,
+						     tensor_p));
 }
 
 static int start(ps_client *c)
@@ -1732,23 +329,25 @@ static int start(ps_client *c)
 	int rc = PS_OK;
 
 	if (!c)
-		return api_errf(PS_EINVAL, "the client is NULL");
+		return psi_client_api_errf(PS_EINVAL, "the client is NULL");
 	pthread_mutex_lock(&c->mu);
 	state = c->state;
 	pthread_mutex_unlock(&c->mu);
 	if (state == ST_FAILED)
-		return PS_ESTATE; /* api_end says why */
+		return PS_ESTATE; /* psi_client_api_end says why */
 	if (state != ST_CREATED)
-		return api_errf(PS_ESTATE, "the client has started already");
+		return psi_client_api_errf(PS_ESTATE,
+					   "the client has started already");
 	if (c->ntensors == 0)
-		return api_errf(PS_ESTATE, "no tensor declared: declare them "
-				"(ps_client_declare) before");
+		return psi_client_api_errf(PS_ESTATE, "no tensor declared: "
+					   "declare them (ps_client_declare) "
+					   "before");
 	c->state = ST_JOINING;
-	if (pthread_create(&c->thread, NULL, comm_main, c) != 0) {
+	if (pthread_create(&c->thread, NULL, psi_client_comm_main, c) != 0) {
 		c->state = ST_FAILED;
 		snprintf(c->fail_why, sizeof(c->fail_why), "%s",
 			 "cannot start the communication thread");
-		return api_errf(PS_ENOMEM, "%s", c->fail_why);
+		return psi_client_api_errf(PS_ENOMEM, "%s", c->fail_why);
 	}
 	c->thread_started = 1;
 	pthread_mutex_lock(&c->mu);
@@ -1777,9 +376,9 @@ static int start(ps_client *c)
 
 int ps_client_start(ps_client *c)
 {
-	api_call a = api_begin("ps_client_start");
+	api_call a = psi_client_api_begin("ps_client_start");
 
-	return api_end(&a, c, start(c));
+	return psi_client_api_end(&a, c, start(c));
 }
 
 uint64_t ps_client_start_iteration(const ps_client *c)
@@ -1795,9 +394,11 @@ int ps_client_next_iteration(ps_client *c, uint64_t it)
 	int run;
 
 	if (!c || c->state == ST_CREATED || c->state == ST_JOINING) {
-		api_call a = api_begin("ps_client_next_iteration");
-		api_end(&a, c, c ? PS_ESTATE : api_errf(PS_EINVAL, "the "
-							  "client is NULL"));
+		api_call a = psi_client_api_begin("ps_client_next_iteration");
+		psi_client_api_end(&a, c,
+				   c ? PS_ESTATE
+				     : psi_client_api_errf(PS_EINVAL, "the "
+							   "client is NULL"));
 		return 0;
 	}
 	k = calloc(1, sizeof(*k));
@@ -1823,9 +424,11 @@ static int joined(const ps_client *c, const char *fn)
 
 	if (c && c->state != ST_CREATED && c->state != ST_JOINING)
 		return 1;
-	a = api_begin(fn);
-	api_end(&a, c,
-		c ? PS_ESTATE : api_errf(PS_EINVAL, "the client is NULL"));
+	a = psi_client_api_begin(fn);
+	psi_client_api_end(&a, c,
+			   c ? PS_ESTATE
+			     : psi_client_api_errf(PS_EINVAL,
+						   "the client is NULL"));
 	return 0;
 }
 
@@ -1844,12 +447,12 @@ int ps_client_num_workers(const ps_client *c)
 /* Tensor tensor_id's gradient (part = PUSH_WHOLE) or one partition of it
  * enters the machine: sent from here when nobody drives, else queued for
  * the driver. grad is the whole tensor's buffer in both cases. */
-static int push_cmd(ps_client *c, uint32_t tensor_id, const float *grad,
-		    uint64_t iteration, uint32_t part)
+int psi_client_push_cmd(ps_client *c, uint32_t tensor_id, const float *grad,
+			uint64_t iteration, uint32_t part)
 {
 	tensor *t = &c->tensors[tensor_id];
 	uint32_t held = part == PUSH_WHOLE ? t->push_pieces
-					   : push_pieces_of(c, part);
+					   : psi_client_push_pieces_of(c, part);
 	cmd *k = calloc(1, sizeof(*k));
 	int rc;
 
@@ -1863,9 +466,10 @@ static int push_cmd(ps_client *c, uint32_t tensor_id, const float *grad,
 	pthread_mutex_lock(&c->mu);
 	{
 		cmd *queued;
-		if (app_take_drive(c, &queued)) { /* sent from here */
+		if (psi_client_app_take_drive(c, &queued)) {
+			/* sent from here */
 			t->inflight += held;
-			rc = app_drive(c, queued, k, APP_NO_RECV);
+			rc = psi_client_app_drive(c, queued, k, APP_NO_RECV);
 			pthread_mutex_unlock(&c->mu);
 			return rc;
 		}
@@ -1878,45 +482,47 @@ static int push_cmd(ps_client *c, uint32_t tensor_id, const float *grad,
 }
 
 /* The checks of a call on a declared tensor: 0 or its error. */
-static int tensor_check(const ps_client *c, uint32_t tensor_id)
+int psi_client_tensor_check(const ps_client *c, uint32_t tensor_id)
 {
 	if (!c)
-		return api_errf(PS_EINVAL, "the client is NULL");
+		return psi_client_api_errf(PS_EINVAL, "the client is NULL");
 	if (tensor_id >= c->ntensors)
-		return api_errf(PS_EINVAL, "tensor %u is not declared (this "
-				"client declared %u tensor%s)", tensor_id,
-				c->ntensors, c->ntensors == 1 ? "" : "s");
+		return psi_client_api_errf(PS_EINVAL, "tensor %u is not "
+					   "declared (this client declared %u "
+					   "tensor%s)", tensor_id, c->ntensors,
+					   c->ntensors == 1 ? "" : "s");
 	return PS_OK;
 }
 
 static int push(ps_client *c, uint32_t tensor_id, const float *grad,
 		uint64_t iteration)
 {
-	int rc = tensor_check(c, tensor_id);
+	int rc = psi_client_tensor_check(c, tensor_id);
 
 	if (rc != PS_OK)
 		return rc;
 	if (!grad)
-		return api_errf(PS_EINVAL, "tensor '%s': grad is NULL",
-				c->tensors[tensor_id].name);
-	return push_cmd(c, tensor_id, grad, iteration, PUSH_WHOLE);
+		return psi_client_api_errf(PS_EINVAL,
+					   "tensor '%s': grad is NULL",
+					   c->tensors[tensor_id].name);
+	return psi_client_push_cmd(c, tensor_id, grad, iteration, PUSH_WHOLE);
 }
 
 int ps_client_push(ps_client *c, uint32_t tensor_id, const float *grad,
 		   uint64_t iteration)
 {
-	api_call a = api_begin("ps_client_push");
+	api_call a = psi_client_api_begin("ps_client_push");
 
-	return api_end(&a, c, push(c, tensor_id, grad, iteration));
+	return psi_client_api_end(&a, c, push(c, tensor_id, grad, iteration));
 }
 
 static int set_lr(ps_client *c, uint64_t iteration, double lr)
 {
 	if (!c)
-		return api_errf(PS_EINVAL, "the client is NULL");
+		return psi_client_api_errf(PS_EINVAL, "the client is NULL");
 	if (!isfinite(lr) || lr < 0)
-		return api_errf(PS_EINVAL, "%g is not a learning rate (finite, "
-				">= 0)", lr);
+		return psi_client_api_errf(PS_EINVAL, "%g is not a learning "
+					   "rate (finite, >= 0)", lr);
 	pthread_mutex_lock(&c->lr_mu);
 	/* a change from an iteration at or before the newest replaces the
 	 * changes it covers */
@@ -1937,506 +543,9 @@ static int set_lr(ps_client *c, uint64_t iteration, double lr)
 
 int ps_client_set_lr(ps_client *c, uint64_t iteration, double lr)
 {
-	api_call a = api_begin("ps_client_set_lr");
+	api_call a = psi_client_api_begin("ps_client_set_lr");
 
-	return api_end(&a, c, set_lr(c, iteration, lr));
-}
-
-/* ---- tensors in device memory (DESIGN, device tensors) ---------------- */
-
-static int try_params(ps_client *c, uint32_t tensor_id, uint64_t version);
-
-#ifndef PS_WITH_CUDA
-static int no_cuda(void)
-{
-	return api_errf(PS_ENOTSUP, "this build has no CUDA support "
-			"(configure with -DPS_WITH_CUDA=ON)");
-}
-
-static int declare_cuda(ps_client *c, const char *name, uint64_t numel,
-			float *device_values, int device, uint32_t *tensor_p)
-{
-	(void)c, (void)name, (void)numel, (void)device_values, (void)device;
-	(void)tensor_p;
-	return no_cuda();
-}
-
-static int push_stream(ps_client *c, uint32_t tensor_id,
-		       const float *device_grad, uint64_t iteration,
-		       void *cuda_stream)
-{
-	(void)c, (void)tensor_id, (void)device_grad, (void)iteration;
-	(void)cuda_stream;
-	return no_cuda();
-}
-
-static int ready_event(ps_client *c, uint32_t tensor_id, uint64_t version,
-		       void *cuda_event)
-{
-	(void)c, (void)tensor_id, (void)version, (void)cuda_event;
-	(void)try_params;
-	return no_cuda();
-}
-#else
-/* Frees a device tensor's resources (on the client's device). */
-static void dev_free(ps_client *c, dev_tensor *d, uint32_t nparts)
-{
-	int prev;
-
-	if (!d)
-		return;
-	ps_cuda_current(&prev);
-	ps_cuda_set(c->cuda_device);
-	if (c->h2d)
-		ps_cuda_sync(c->h2d, NULL, 0);
-	if (c->d2h)
-		ps_cuda_sync(c->d2h, NULL, 0);
-	ps_cuda_host_free(d->mirror);
-	ps_cuda_host_free(d->grad);
-	ps_cuda_free(d->dgrad_alloc); /* deregistered with the transport */
-	ps_cuda_event_free(d->app_ev);
-	ps_cuda_event_free(d->h2d_done);
-	if (d->part_ev)
-		for (uint32_t k = 0; k < nparts; k++)
-			ps_cuda_event_free(d->part_ev[k]);
-	free(d->part_ev);
-	free(d->plan);
-	free(d->dirty);
-	free(d);
-	ps_cuda_set(prev);
-}
-
-/* The CUDA side of a declaration, on the device made current. */
-static int dev_new(ps_client *c, const char *name, uint64_t numel,
-		   float *device_values, int device, dev_tensor **d_p)
-{
-	size_t bytes = numel * sizeof(float);
-	char what[PS_NAME_MAX + 64], err[1024];
-	dev_tensor *d;
-	int rc;
-
-	snprintf(what, sizeof(what), "device tensor '%s'", name);
-	if (c->cuda_device >= 0 && device != c->cuda_device) {
-		PS_ERROR("%s: on CUDA device %d, but this client's device "
-			 "tensors are on device %d (one device per client)",
-			 what, device, c->cuda_device);
-		return PS_EINVAL;
-	}
-	rc = ps_cuda_client_open(device, what, err, sizeof(err));
-	if (rc == PS_OK)
-		rc = ps_cuda_check_device_ptr(device_values, device, what, err,
-					      sizeof(err));
-	if (rc != PS_OK) {
-		PS_ERROR("%s", err);
-		return rc;
-	}
-	d = calloc(1, sizeof(*d));
-	if (!d)
-		return PS_ENOMEM;
-	d->dev_values = device_values;
-	snprintf(what, sizeof(what), "pinned mirror of device tensor '%s'",
-		 name);
-	rc = ps_cuda_host_alloc((void **)&d->mirror, bytes, what, err,
-				sizeof(err));
-	if (rc == PS_OK) {
-		snprintf(what, sizeof(what),
-			 "pinned gradient staging of device tensor '%s'", name);
-		rc = ps_cuda_host_alloc((void **)&d->grad, bytes, what, err,
-					sizeof(err));
-	}
-	if (rc == PS_OK)
-		rc = ps_cuda_event_new(&d->app_ev, err, sizeof(err));
-	if (rc == PS_OK)
-		rc = ps_cuda_event_new(&d->h2d_done, err, sizeof(err));
-	if (rc == PS_OK && !c->d2h)
-		rc = ps_cuda_stream_new(&c->d2h, err, sizeof(err));
-	if (rc == PS_OK && !c->h2d)
-		rc = ps_cuda_stream_new(&c->h2d, err, sizeof(err));
-	if (rc == PS_OK) /* the initial values, as a host tensor has them */
-		rc = ps_cuda_copy(d->mirror, device_values, bytes, PS_CUDA_D2H, err,
-				  sizeof(err));
-	if (rc != PS_OK) {
-		PS_ERROR("device tensor '%s' (%llu elements): %s", name,
-			 (unsigned long long)numel, err);
-		c->cuda_device = device; /* for dev_free */
-		dev_free(c, d, 0);
-		return rc;
-	}
-	*d_p = d;
-	return PS_OK;
-}
-
-static int declare_cuda(ps_client *c, const char *name, uint64_t numel,
-			float *device_values, int device, uint32_t *tensor_p)
-{
-	dev_tensor *d = NULL;
-	int had = c ? c->cuda_device : -1;
-	int prev, rc;
-	uint32_t id = 0;
-
-	if (numel > SIZE_MAX / sizeof(float))
-		return api_errf(PS_EINVAL, "tensor '%s': %llu elements do not "
-				"fit in memory", name ? name : "(NULL)",
-				(unsigned long long)numel);
-	rc = declare_check(c, name, numel, device_values);
-	if (rc != PS_OK)
-		return rc;
-	ps_cuda_current(&prev);
-	rc = dev_new(c, name, numel, device_values, device, &d);
-	ps_cuda_set(prev);
-	if (rc != PS_OK) {
-		if (had < 0 && c->cuda_device >= 0) { /* streams made here */
-			ps_cuda_current(&prev);
-			ps_cuda_set(c->cuda_device);
-			ps_cuda_stream_free(c->d2h);
-			ps_cuda_stream_free(c->h2d);
-			c->d2h = c->h2d = NULL;
-			ps_cuda_set(prev);
-		}
-		c->cuda_device = had;
-		return rc;
-	}
-	c->cuda_device = device;
-	rc = declare(c, name, numel, d->mirror, &id);
-	if (rc != PS_OK) {
-		dev_free(c, d, 0);
-		c->cuda_device = had;
-		return rc;
-	}
-	c->tensors[id].dev = d;
-	if (tensor_p)
-		*tensor_p = id;
-	return PS_OK;
-}
-
-/*
- * DESIGN (GPUDirect, docs/cuda.md). Where the transport can send device
- * memory (caps.device_memory: rdma), each unfused device tensor gets a
- * second device buffer, registered with the transport once the node has
- * its RDMA device (after the WELCOME, on the driver's thread, which owns
- * the transport): a push copies the gradient into it device to device,
- * partition by partition in the gate's order, and each partition is sent
- * from there, the NIC reading device memory: no copy to the host. The
- * application's buffer is free when the push returns, as with staging.
- * Registration is tried by dma-buf first (ps_cuda_dmabuf_fd, then
- * ibv_reg_dmabuf_mr in the transport), then by the device pointer itself
- * where nvidia-peermem is loaded; else, and for fused tensors (copied
- * into a shared host stage) and on tcp, pushes are staged through pinned
- * host memory. Received parameters always come through pinned host
- * memory (the transport picks where a message lands). One log line says
- * which path was taken and why the others were not.
- */
-static int dev_direct(ps_client *c, tensor *t, const char **how,
-		      char *why_dmabuf, char *why_peer, size_t cap)
-{
-	dev_tensor *d = t->dev;
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	size_t bytes = (t->numel * sizeof(float) + page - 1) / page * page;
-	char what[PS_NAME_MAX + 64];
-	ps_reg_req req = {.kind = PS_MEM_CUDA, .dmabuf_fd = -1};
-	int rc;
-
-	snprintf(what, sizeof(what), "GPUDirect send buffer of device tensor "
-		 "'%s'", t->name);
-	/* a page more, so the registered range is whole host pages inside
-	 * the allocation (what the driver exports as a dma-buf) */
-	rc = ps_cuda_alloc(&d->dgrad_alloc, bytes + page, what, why_dmabuf,
-			   cap);
-	if (rc != PS_OK) {
-		snprintf(why_peer, cap, "(no device memory for it)");
-		return rc;
-	}
-	d->dgrad = (float *)(((uintptr_t)d->dgrad_alloc + page - 1) /
-			     page * page);
-	req.addr = d->dgrad;
-	req.len = bytes;
-	rc = ps_cuda_dmabuf_fd(d->dgrad, bytes, &req.dmabuf_fd,
-			       &req.dmabuf_offset, why_dmabuf, cap);
-	if (rc == PS_OK) {
-		rc = ps_transport_reg_ex(c->node.transport, &req, &d->dmr,
-					 why_dmabuf, cap);
-		close(req.dmabuf_fd); /* the registration holds the dma-buf */
-		if (rc == PS_OK) {
-			*how = "a dma-buf";
-			return PS_OK;
-		}
-	}
-	rc = PS_ENOTSUP;
-	if (ps_cuda_peermem_loaded(why_peer, cap)) {
-		req.dmabuf_fd = -1; /* the device pointer as it is */
-		req.dmabuf_offset = 0;
-		rc = ps_transport_reg_ex(c->node.transport, &req, &d->dmr,
-					 why_peer, cap);
-		if (rc == PS_OK) {
-			*how = "its device pointer (nvidia-peermem)";
-			return PS_OK;
-		}
-	}
-	ps_cuda_free(d->dgrad_alloc);
-	d->dgrad_alloc = NULL;
-	d->dgrad = NULL;
-	return rc;
-}
-
-static void dev_direct_all(ps_client *c)
-{
-	char why_dmabuf[512] = "", why_peer[512] = "";
-	uint32_t direct = 0, staged = 0, fused = 0;
-	const char *how = NULL;
-	ps_transport_caps caps;
-	int prev;
-
-	if (c->cuda_device < 0)
-		return; /* no device tensor */
-	ps_transport_caps_of(c->node.transport, &caps);
-	ps_cuda_current(&prev);
-	ps_cuda_set(c->cuda_device);
-	for (uint32_t i = 0; i < c->ntensors; i++) {
-		tensor *t = &c->tensors[i];
-		if (!t->dev)
-			continue;
-		if (t->fused)
-			fused++;
-		else if (caps.device_memory &&
-			 dev_direct(c, t, &how, why_dmabuf, why_peer,
-				    sizeof(why_dmabuf)) == PS_OK)
-			direct++;
-		else
-			staged++;
-	}
-	ps_cuda_set(prev);
-	if (!caps.device_memory)
-		PS_INFO("device tensors: pushes staged through pinned host "
-			"memory, not GPUDirect RDMA: transport.type = tcp "
-			"sends host memory only (ZeroMQ reads payloads with "
-			"the CPU)");
-	else if (direct && !staged)
-		PS_INFO("device tensors: GPUDirect RDMA: %u tensor(s) pushed "
-			"from device memory registered by %s, no copy to the "
-			"host%s%s%s; %u fused tensor(s) staged through pinned "
-			"host memory; received parameters through pinned host "
-			"memory", direct, how, why_dmabuf[0] ? " (dma-buf: " : "",
-			why_dmabuf, why_dmabuf[0] ? ")" : "", fused);
-	else if (direct)
-		PS_WARN("device tensors: GPUDirect RDMA for %u tensor(s) "
-			"(registered by %s), %u staged through pinned host "
-			"memory: dma-buf: %s; nvidia-peermem: %s", direct, how,
-			staged, why_dmabuf, why_peer);
-	else if (staged)
-		PS_INFO("device tensors: pushes staged through pinned host "
-			"memory, not GPUDirect RDMA: dma-buf: %s; "
-			"nvidia-peermem: %s", why_dmabuf, why_peer);
-	else
-		PS_INFO("device tensors: %u fused tensor(s), staged through "
-			"pinned host memory", fused);
-}
-
-/* A device tensor's push plan and events, made at its first push (the
- * placement is known then). */
-static int dev_plan(ps_client *c, tensor *t, char *why, size_t whylen)
-{
-	dev_tensor *d = t->dev;
-	int rc;
-
-	if (d->plan)
-		return PS_OK;
-	if (!c->numbers) {
-		snprintf(why, whylen, "no gate order");
-		return PS_ESTATE;
-	}
-	d->plan = calloc(t->nparts, sizeof(*d->plan));
-	d->part_ev = calloc(t->nparts, sizeof(*d->part_ev));
-	if (!d->plan || !d->part_ev) {
-		snprintf(why, whylen, "out of memory");
-		return PS_ENOMEM;
-	}
-	for (uint32_t k = 0; k < t->nparts; k++) {
-		rc = ps_cuda_event_new(&d->part_ev[k], why, whylen);
-		if (rc != PS_OK)
-			return rc;
-	}
-	rc = ps_copy_plan(c->node.welcome.placement, c->numbers,
-			  (uint32_t)(t - c->tensors), d->plan);
-	if (rc != PS_OK) {
-		snprintf(why, whylen, "copy plan: %s", ps_strerror(rc));
-		free(d->plan);
-		d->plan = NULL;
-	}
-	return rc;
-}
-
-static int dev_copy_failed(ps_client *c, const tensor *t, uint64_t it,
-			   const char *err, int rc)
-{
-	PS_ERROR("tensor '%s': copying the gradient of iteration %llu from "
-		 "CUDA device %d: %s", t->name, (unsigned long long)it,
-		 c->cuda_device, err);
-	return rc;
-}
-
-/* The tensor's last push released: its staging may be written. */
-static int dev_staging_free(ps_client *c, tensor *t)
-{
-	int rc = PS_OK;
-
-	pthread_mutex_lock(&c->mu);
-	while (rc == PS_OK && t->inflight) {
-		if (c->state != ST_RUNNING) {
-			rc = c->state == ST_FAILED ? c->fail_code : PS_ESTATE;
-			break;
-		}
-		c->wants_release = 1;
-		rc = wait_until(c, -1);
-		c->wants_release = 0;
-	}
-	pthread_mutex_unlock(&c->mu);
-	return rc;
-}
-
-static int push_stream(ps_client *c, uint32_t tensor_id,
-		       const float *device_grad, uint64_t iteration,
-		       void *cuda_stream)
-{
-	char err[1024] = "";
-	dev_tensor *d;
-	float *dst;
-	tensor *t;
-	int prev, rc;
-
-	rc = tensor_check(c, tensor_id);
-	if (rc != PS_OK)
-		return rc;
-	t = &c->tensors[tensor_id];
-	if (!device_grad)
-		return api_errf(PS_EINVAL, "tensor '%s': device_grad is NULL",
-				t->name);
-	d = t->dev;
-	if (!d)
-		return api_errf(PS_EINVAL, "tensor '%s' is in host memory "
-				"(use ps_client_push)", t->name);
-	if (c->state == ST_CREATED || c->state == ST_JOINING)
-		return PS_ESTATE;
-	rc = dev_staging_free(c, t);
-	if (rc != PS_OK)
-		return rc;
-	ps_cuda_current(&prev);
-	ps_cuda_set(c->cuda_device);
-	rc = dev_plan(c, t, err, sizeof(err));
-	/* the gradient is complete when the application's stream gets here */
-	if (rc == PS_OK)
-		rc = ps_cuda_stream_after(c->d2h, cuda_stream, d->app_ev, err,
-					  sizeof(err));
-	/* into pinned memory, or (GPUDirect) the registered device copy */
-	dst = d->dmr ? d->dgrad : d->grad;
-	for (uint32_t k = 0; rc == PS_OK && k < t->nparts; k++) {
-		const ps_copy_step *s = &d->plan[k];
-		size_t bytes = s->numel * sizeof(float);
-		rc = ps_cuda_copy_async(dst + s->offset,
-					device_grad + s->offset, bytes,
-					d->dmr ? PS_CUDA_D2D : PS_CUDA_D2H,
-					c->d2h, d->part_ev[k], err,
-					sizeof(err));
-	}
-	if (t->fused) { /* one copy, one shared partition: pushed whole */
-		if (rc == PS_OK)
-			rc = ps_cuda_event_sync(d->part_ev[0], err,
-						sizeof(err));
-		ps_cuda_set(prev);
-		if (rc != PS_OK)
-			return dev_copy_failed(c, t, iteration, err, rc);
-		PS_DEBUG("tensor '%s' (%llu bytes, in fused partition %u) of "
-			 "iteration %llu copied from the device and handed to "
-			 "the gate", t->name,
-			 (unsigned long long)(t->numel * sizeof(float)),
-			 t->first_part, (unsigned long long)iteration);
-		return push_cmd(c, tensor_id, d->grad, iteration, PUSH_WHOLE);
-	}
-	/* In the same order, each partition goes to the gate as soon as its
-	 * own copy is done: its send overlaps the copies behind it. Once a
-	 * copy failed the partitions after it are never handed in (their
-	 * bytes are not there); the job fails with the error. */
-	for (uint32_t k = 0; rc == PS_OK && k < t->nparts; k++) {
-		rc = ps_cuda_event_sync(d->part_ev[k], err, sizeof(err));
-		if (rc != PS_OK)
-			break;
-		rc = push_cmd(c, tensor_id, dst, iteration, d->plan[k].part);
-		if (rc != PS_OK) {
-			ps_cuda_set(prev);
-			return rc;
-		}
-		PS_DEBUG("tensor '%s' partition %u (%llu bytes) of iteration "
-			 "%llu copied from the device and handed to the gate",
-			 t->name, d->plan[k].part,
-			 (unsigned long long)(d->plan[k].numel * sizeof(float)),
-			 (unsigned long long)iteration);
-	}
-	ps_cuda_set(prev);
-	if (rc != PS_OK)
-		return dev_copy_failed(c, t, iteration, err, rc);
-	return PS_OK;
-}
-
-static int ready_event(ps_client *c, uint32_t tensor_id, uint64_t version,
-		       void *cuda_event)
-{
-	char err[512];
-	int prev, rc;
-
-	rc = tensor_check(c, tensor_id);
-	if (rc != PS_OK)
-		return rc;
-	if (!cuda_event)
-		return api_errf(PS_EINVAL, "tensor '%s': cuda_event is NULL",
-				c->tensors[tensor_id].name);
-	if (!c->tensors[tensor_id].dev)
-		return api_errf(PS_EINVAL, "tensor '%s' is in host memory",
-				c->tensors[tensor_id].name);
-	rc = try_params(c, tensor_id, version); /* copies enqueued */
-	if (rc != PS_OK)
-		return rc;
-	ps_cuda_current(&prev);
-	ps_cuda_set(c->cuda_device);
-	rc = ps_cuda_record(cuda_event, c->h2d, err, sizeof(err));
-	ps_cuda_set(prev);
-	if (rc != PS_OK)
-		return api_errf(rc, "tensor '%s': %s",
-				c->tensors[tensor_id].name, err);
-	return rc;
-}
-#endif
-
-int ps_client_declare_cuda(ps_client *c, const char *name, uint64_t numel,
-			   float *device_values, int device,
-			   uint32_t *tensor_p)
-{
-	api_call a = api_begin("ps_client_declare_cuda");
-
-	return api_end(&a, c, declare_cuda(c, name, numel, device_values,
-					   device, tensor_p));
-}
-
-int ps_client_push_stream(ps_client *c, uint32_t tensor_id,
-			  const float *device_grad, uint64_t iteration,
-			  void *cuda_stream)
-{
-	api_call a = api_begin("ps_client_push_stream");
-
-	return api_end(&a, c, push_stream(c, tensor_id, device_grad,
-					  iteration, cuda_stream));
-}
-
-/* PS_EAGAIN (not arrived yet) is no failure: it leaves api_error. */
-int ps_client_ready_event(ps_client *c, uint32_t tensor_id,
-			  uint64_t version, void *cuda_event)
-{
-	api_call a = api_begin("ps_client_ready_event");
-	int rc = ready_event(c, tensor_id, version, cuda_event);
-
-	if (rc == PS_EAGAIN) {
-		api_fn = NULL;
-		return rc;
-	}
-	return api_end(&a, c, rc);
+	return psi_client_api_end(&a, c, set_lr(c, iteration, lr));
 }
 
 /* Fails a wait for version of t that timed out after timeout_ms, saying
@@ -2455,26 +564,31 @@ static int wait_timed_out(const ps_client *c, const tensor *t,
 			low = s->version;
 	}
 	if (!missing)
-		return api_errf(PS_ETIMEDOUT, "tensor '%s': version %llu "
-				"arrived, but the gradient pushed from its "
-				"buffer was not released by the transport "
-				"within %d ms", t->name,
-				(unsigned long long)version, timeout_ms);
+		return psi_client_api_errf(PS_ETIMEDOUT, "tensor '%s': version "
+					   "%llu arrived, but the gradient "
+					   "pushed from its buffer was not "
+					   "released by the transport within "
+					   "%d ms", t->name,
+					   (unsigned long long)version,
+					   timeout_ms);
 	if (low == UINT64_MAX)
-		return api_errf(PS_ETIMEDOUT, "tensor '%s': no version arrived "
-				"within %d ms (waiting for %llu)", t->name,
-				timeout_ms, (unsigned long long)version);
-	return api_errf(PS_ETIMEDOUT, "tensor '%s': version %llu did not "
-			"arrive within %d ms (%u of its %u partitions not "
-			"there, the oldest at version %llu)", t->name,
-			(unsigned long long)version, timeout_ms, missing,
-			t->nparts, (unsigned long long)low);
+		return psi_client_api_errf(PS_ETIMEDOUT, "tensor '%s': no "
+					   "version arrived within %d ms "
+					   "(waiting for %llu)", t->name,
+					   timeout_ms,
+					   (unsigned long long)version);
+	return psi_client_api_errf(PS_ETIMEDOUT, "tensor '%s': version %llu "
+				   "did not arrive within %d ms (%u of its %u "
+				   "partitions not there, the oldest at "
+				   "version %llu)", t->name,
+				   (unsigned long long)version, timeout_ms,
+				   missing, t->nparts, (unsigned long long)low);
 }
 
 static int wait_params(ps_client *c, uint32_t tensor_id, uint64_t version,
 		       int timeout_ms)
 {
-	int rc = tensor_check(c, tensor_id);
+	int rc = psi_client_tensor_check(c, tensor_id);
 
 	if (rc != PS_OK)
 		return rc;
@@ -2492,14 +606,15 @@ static int wait_params(ps_client *c, uint32_t tensor_id, uint64_t version,
 int ps_client_wait(ps_client *c, uint32_t tensor_id, uint64_t version,
 		   int timeout_ms)
 {
-	api_call a = api_begin("ps_client_wait");
+	api_call a = psi_client_api_begin("ps_client_wait");
 
-	return api_end(&a, c, wait_params(c, tensor_id, version, timeout_ms));
+	return psi_client_api_end(&a, c, wait_params(c, tensor_id, version,
+						     timeout_ms));
 }
 
-static int try_params(ps_client *c, uint32_t tensor_id, uint64_t version)
+int psi_client_try_params(ps_client *c, uint32_t tensor_id, uint64_t version)
 {
-	int rc = tensor_check(c, tensor_id);
+	int rc = psi_client_tensor_check(c, tensor_id);
 
 	if (rc != PS_OK)
 		return rc;
@@ -2507,8 +622,8 @@ static int try_params(ps_client *c, uint32_t tensor_id, uint64_t version)
 	{ /* what has arrived counts, even while nobody drove */
 		cmd *queued;
 		if (!tensor_ready(c, &c->tensors[tensor_id], version) &&
-		    app_take_drive(c, &queued))
-			app_drive(c, queued, NULL, APP_DRAIN);
+		    psi_client_app_take_drive(c, &queued))
+			psi_client_app_drive(c, queued, NULL, APP_DRAIN);
 	}
 	if (c->state != ST_RUNNING)
 		rc = c->state == ST_FAILED ? c->fail_code : PS_ESTATE;
@@ -2523,14 +638,14 @@ static int try_params(ps_client *c, uint32_t tensor_id, uint64_t version)
 /* PS_EAGAIN (not arrived yet) is no failure: it leaves api_error. */
 int ps_client_try(ps_client *c, uint32_t tensor_id, uint64_t version)
 {
-	api_call a = api_begin("ps_client_try");
-	int rc = try_params(c, tensor_id, version);
+	api_call a = psi_client_api_begin("ps_client_try");
+	int rc = psi_client_try_params(c, tensor_id, version);
 
 	if (rc == PS_EAGAIN) {
-		api_fn = NULL;
+		psi_client_api_end_quiet();
 		return rc;
 	}
-	return api_end(&a, c, rc);
+	return psi_client_api_end(&a, c, rc);
 }
 
 static int wait_any(ps_client *c, uint64_t *seen, int timeout_ms)
@@ -2539,43 +654,43 @@ static int wait_any(ps_client *c, uint64_t *seen, int timeout_ms)
 	int rc = PS_OK;
 
 	if (!c || !seen)
-		return api_errf(PS_EINVAL, "%s is NULL", !c ? "the client"
-							    : "seen");
+		return psi_client_api_errf(PS_EINVAL, "%s is NULL",
+					   !c ? "the client" : "seen");
 	pthread_mutex_lock(&c->mu);
 	while (rc == PS_OK && c->stats.params_received == *seen) {
 		if (c->state != ST_RUNNING) {
 			rc = c->state == ST_FAILED ? c->fail_code : PS_ESTATE;
 			break;
 		}
-		rc = wait_until(c, deadline);
+		rc = psi_client_wait_until(c, deadline);
 	}
 	*seen = c->stats.params_received;
 	pthread_mutex_unlock(&c->mu);
 	if (rc == PS_ETIMEDOUT)
-		api_errf(rc, "no parameters arrived within %d ms (%llu "
-			 "arrivals so far)", timeout_ms,
-			 (unsigned long long)*seen);
+		psi_client_api_errf(rc, "no parameters arrived within %d ms "
+				    "(%llu arrivals so far)", timeout_ms,
+				    (unsigned long long)*seen);
 	return rc;
 }
 
 int ps_client_wait_any(ps_client *c, uint64_t *seen, int timeout_ms)
 {
-	api_call a = api_begin("ps_client_wait_any");
+	api_call a = psi_client_api_begin("ps_client_wait_any");
 
-	return api_end(&a, c, wait_any(c, seen, timeout_ms));
+	return psi_client_api_end(&a, c, wait_any(c, seen, timeout_ms));
 }
 
 static int pull(ps_client *c, uint32_t tensor_id, int timeout_ms)
 {
 	tensor *t;
 	cmd *k;
-	int rc = tensor_check(c, tensor_id);
+	int rc = psi_client_tensor_check(c, tensor_id);
 
 	if (rc != PS_OK)
 		return rc;
 	k = calloc(1, sizeof(*k));
 	if (!k)
-		return api_errf(PS_ENOMEM, "out of memory");
+		return psi_client_api_errf(PS_ENOMEM, "out of memory");
 	k->kind = CMD_PULL;
 	k->tensor = tensor_id;
 	t = &c->tensors[tensor_id];
@@ -2586,17 +701,18 @@ static int pull(ps_client *c, uint32_t tensor_id, int timeout_ms)
 	if (rc == PS_OK)
 		rc = wait_tensor(c, t, 0, deadline_of(timeout_ms));
 	if (rc == PS_ETIMEDOUT)
-		api_errf(rc, "tensor '%s': the servers' values did not arrive "
-			 "within %d ms", t->name, timeout_ms);
+		psi_client_api_errf(rc, "tensor '%s': the servers' values did "
+				    "not arrive within %d ms", t->name,
+				    timeout_ms);
 	pthread_mutex_unlock(&c->mu);
 	return rc;
 }
 
 int ps_client_pull(ps_client *c, uint32_t tensor_id, int timeout_ms)
 {
-	api_call a = api_begin("ps_client_pull");
+	api_call a = psi_client_api_begin("ps_client_pull");
 
-	return api_end(&a, c, pull(c, tensor_id, timeout_ms));
+	return psi_client_api_end(&a, c, pull(c, tensor_id, timeout_ms));
 }
 
 static int flush(ps_client *c, int timeout_ms)
@@ -2606,7 +722,7 @@ static int flush(ps_client *c, int timeout_ms)
 	uint32_t i;
 
 	if (!c)
-		return api_errf(PS_EINVAL, "the client is NULL");
+		return psi_client_api_errf(PS_EINVAL, "the client is NULL");
 	pthread_mutex_lock(&c->mu);
 	for (i = 0; i <= c->ntensors && rc == PS_OK; i++) {
 		/* i == ntensors: the fused transfers */
@@ -2617,26 +733,26 @@ static int flush(ps_client *c, int timeout_ms)
 				break;
 			}
 			c->wants_release = 1;
-			rc = wait_until(c, deadline);
+			rc = psi_client_wait_until(c, deadline);
 			c->wants_release = 0;
 		}
 	}
 	if (rc == PS_ETIMEDOUT && i <= c->ntensors)
-		api_errf(rc, "the gradient of tensor '%s' was not released by "
-			 "the transport within %d ms", c->tensors[i - 1].name,
-			 timeout_ms);
+		psi_client_api_errf(rc, "the gradient of tensor '%s' was not "
+				    "released by the transport within %d ms",
+				    c->tensors[i - 1].name, timeout_ms);
 	else if (rc == PS_ETIMEDOUT)
-		api_errf(rc, "fused gradients were not released by the "
-			 "transport within %d ms", timeout_ms);
+		psi_client_api_errf(rc, "fused gradients were not released by "
+				    "the transport within %d ms", timeout_ms);
 	pthread_mutex_unlock(&c->mu);
 	return rc;
 }
 
 int ps_client_flush(ps_client *c, int timeout_ms)
 {
-	api_call a = api_begin("ps_client_flush");
+	api_call a = psi_client_api_begin("ps_client_flush");
 
-	return api_end(&a, c, flush(c, timeout_ms));
+	return psi_client_api_end(&a, c, flush(c, timeout_ms));
 }
 
 /* A barrier; send (len bytes, or NULL) goes to the scheduler with it (a
@@ -2650,14 +766,14 @@ static int barrier_with(ps_client *c, const void *send, void *recv,
 	int rc;
 
 	if (!k)
-		return api_errf(PS_ENOMEM, "out of memory");
+		return psi_client_api_errf(PS_ENOMEM, "out of memory");
 	k->kind = CMD_BARRIER;
 	if (send) {
 		k->payload = malloc(len ? len : 1);
 		if (!k->payload) {
 			free(k);
-			return api_errf(PS_ENOMEM, "out of memory for %zu "
-					"bytes", len);
+			return psi_client_api_errf(
+				PS_ENOMEM, "out of memory for %zu bytes", len);
 		}
 		memcpy(k->payload, send, len);
 		k->payload_len = len;
@@ -2674,21 +790,21 @@ static int barrier_with(ps_client *c, const void *send, void *recv,
 			rc = c->state == ST_FAILED ? c->fail_code : PS_ESTATE;
 			break;
 		}
-		rc = wait_until(c, deadline);
+		rc = psi_client_wait_until(c, deadline);
 	}
 	if (rc == PS_ETIMEDOUT)
-		api_errf(rc, "barrier %llu: not every worker arrived within "
-			 "%d ms", (unsigned long long)number, timeout_ms);
+		psi_client_api_errf(rc, "barrier %llu: not every worker "
+				    "arrived within %d ms",
+				    (unsigned long long)number, timeout_ms);
 	if (rc == PS_OK && recv) {
 		if (c->bcast_barrier != number || c->bcast_len != len) {
-			rc = api_errf(PS_EPROTO, "barrier %llu brought %zu "
-				      "bytes, this worker expects %zu: every "
-				      "worker must broadcast as many bytes "
-				      "from the same root",
-				      (unsigned long long)number,
-				      c->bcast_barrier == number ? c->bcast_len
-								 : 0,
-				      len);
+			rc = psi_client_api_errf(
+				PS_EPROTO, "barrier %llu brought %zu bytes, "
+				"this worker expects %zu: every worker must "
+				"broadcast as many bytes from the same root",
+				(unsigned long long)number,
+				c->bcast_barrier == number ? c->bcast_len : 0,
+				len);
 		} else if (len) {
 			memcpy(recv, c->bcast, len);
 		}
@@ -2702,12 +818,13 @@ static int barrier_with(ps_client *c, const void *send, void *recv,
 
 int ps_client_barrier(ps_client *c, int timeout_ms)
 {
-	api_call a = api_begin("ps_client_barrier");
+	api_call a = psi_client_api_begin("ps_client_barrier");
 
-	return api_end(&a, c,
-		       c ? barrier_with(c, NULL, NULL, 0,
-					deadline_of(timeout_ms), timeout_ms)
-			 : api_errf(PS_EINVAL, "the client is NULL"));
+	return psi_client_api_end(
+		&a, c,
+		c ? barrier_with(c, NULL, NULL, 0, deadline_of(timeout_ms),
+				 timeout_ms)
+		  : psi_client_api_errf(PS_EINVAL, "the client is NULL"));
 }
 
 static int broadcast(ps_client *c, int root, void *buf, size_t len,
@@ -2718,16 +835,18 @@ static int broadcast(ps_client *c, int root, void *buf, size_t len,
 	size_t chunk, off = 0;
 
 	if (!c)
-		return api_errf(PS_EINVAL, "the client is NULL");
+		return psi_client_api_errf(PS_EINVAL, "the client is NULL");
 	if (!buf && len)
-		return api_errf(PS_EINVAL, "buf is NULL for %zu bytes", len);
+		return psi_client_api_errf(PS_EINVAL,
+					   "buf is NULL for %zu bytes", len);
 	if (c->state == ST_CREATED || c->state == ST_JOINING)
 		return PS_ESTATE;
 	rank = (int)c->node.rank;
 	workers = (int)c->node.welcome.num_workers;
 	if (root < 0 || root >= workers)
-		return api_errf(PS_EINVAL, "root %d is not a worker's rank "
-				"(0..%d)", root, workers - 1);
+		return psi_client_api_errf(PS_EINVAL, "root %d is not a "
+					   "worker's rank (0..%d)", root,
+					   workers - 1);
 	/* in messages the transport takes (transport.max_message), every
 	 * worker cutting the same len alike */
 	chunk = (size_t)ps_config_max_message(&c->cfg);
@@ -2746,9 +865,10 @@ static int broadcast(ps_client *c, int root, void *buf, size_t len,
 int ps_client_broadcast(ps_client *c, int root, void *buf, size_t len,
 			int timeout_ms)
 {
-	api_call a = api_begin("ps_client_broadcast");
+	api_call a = psi_client_api_begin("ps_client_broadcast");
 
-	return api_end(&a, c, broadcast(c, root, buf, len, timeout_ms));
+	return psi_client_api_end(&a, c,
+				  broadcast(c, root, buf, len, timeout_ms));
 }
 
 static int finish(ps_client *c, const ps_client_result *result,
@@ -2758,14 +878,14 @@ static int finish(ps_client *c, const ps_client_result *result,
 	int rc;
 
 	if (!c || !result)
-		return api_errf(PS_EINVAL, "%s is NULL", !c ? "the client"
-							    : "result");
+		return psi_client_api_errf(PS_EINVAL, "%s is NULL",
+					   !c ? "the client" : "result");
 	rc = flush(c, -1);
 	if (rc != PS_OK)
 		return rc;
 	k = calloc(1, sizeof(*k));
 	if (!k)
-		return api_errf(PS_ENOMEM, "out of memory");
+		return psi_client_api_errf(PS_ENOMEM, "out of memory");
 	k->kind = CMD_DONE;
 	k->done.iterations = result->iterations;
 	k->done.seconds = result->seconds;
@@ -2780,14 +900,14 @@ static int finish(ps_client *c, const ps_client_result *result,
 	k->done.bytes_pushed = c->stats.bytes_pushed;
 	k->done.bytes_received = c->stats.bytes_received;
 	if (c->state == ST_SHUTDOWN) {
-		cmd_free(k);
+		psi_client_cmd_free(k);
 		pthread_mutex_unlock(&c->mu);
-		return api_errf(PS_ESTATE, "called again: the job has shut "
-				"down already");
+		return psi_client_api_errf(PS_ESTATE, "called again: the job "
+					   "has shut down already");
 	}
 	rc = enqueue(c, k);
 	while (rc == PS_OK && c->state == ST_RUNNING)
-		wait_until(c, -1);
+		psi_client_wait_until(c, -1);
 	if (rc == PS_OK && c->state == ST_FAILED)
 		rc = c->fail_code;
 	pthread_mutex_unlock(&c->mu);
@@ -2797,9 +917,9 @@ static int finish(ps_client *c, const ps_client_result *result,
 int psi_client_finish_replay(ps_client *c, const ps_client_result *result,
 			     const ps_replay_result *replay)
 {
-	api_call a = api_begin("ps_client_finish");
+	api_call a = psi_client_api_begin("ps_client_finish");
 
-	return api_end(&a, c, finish(c, result, replay));
+	return psi_client_api_end(&a, c, finish(c, result, replay));
 }
 
 int ps_client_finish(ps_client *c, const ps_client_result *result)
@@ -2836,7 +956,7 @@ void ps_client_destroy(ps_client **client_p)
 	}
 	while (c->head) {
 		cmd *next = c->head->next;
-		cmd_free(c->head);
+		psi_client_cmd_free(c->head);
 		c->head = next;
 	}
 	if (c->slots) {
@@ -2856,7 +976,7 @@ void ps_client_destroy(ps_client **client_p)
 		free(c->tensors[i].detached);
 		free(c->tensors[i].detached_part);
 #ifdef PS_WITH_CUDA
-		dev_free(c, c->tensors[i].dev, c->tensors[i].nparts);
+		psi_client_dev_free(c, c->tensors[i].dev, c->tensors[i].nparts);
 #endif
 	}
 	free(c->tensors);
@@ -2872,7 +992,8 @@ void ps_client_destroy(ps_client **client_p)
 	free(c->numbers);
 #endif
 	if (c->proto) /* pushes never released: the job failed */
-		ps_wproto_foreach_waiting(c->proto, free_waiting, NULL);
+		ps_wproto_foreach_waiting(c->proto, psi_client_free_waiting,
+					  NULL);
 	ps_wproto_destroy(&c->proto);
 	pthread_cond_destroy(&c->cv);
 	pthread_cond_destroy(&c->comm_cv);

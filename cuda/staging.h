@@ -1,6 +1,6 @@
 /*
  * cuda/staging.h - the CUDA runtime calls of the client's device tensors
- * (client/client.c, PS_WITH_CUDA=ON; docs/cuda.md): pinned host memory,
+ * (client/device.c, PS_WITH_CUDA=ON; docs/cuda.md): pinned host memory,
  * streams, events and asynchronous copies, with clear errors. A thin
  * layer: what is copied in which order is decided in plain C
  * (client/copy_plan.h). Streams and events are passed as void *.

@@ -37,7 +37,7 @@
  *   ps_wproto_next_msg    PUSH, PARAMS_ACK (when the servers have a
  *                         credit window), DONE.
  *
- * ps-worker's client library (client/client.c) drives it on its
+ * ps-worker's client library (client/messages.c) drives it on its
  * communication thread; ps-sim (sim/cluster.c) for every simulated worker.
  *
  * Threads: a machine belongs to one thread.

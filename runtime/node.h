@@ -14,7 +14,7 @@
  *
  * Threads: a ps_node belongs to one thread at a time (it owns the
  * transport; the client library hands it between its threads under a lock,
- * client/client.c), except ps_node_wake(), callable from any thread or a
+ * client/driving.c), except ps_node_wake(), callable from any thread or a
  * signal handler.
  */
 #ifndef ORDO_RUNTIME_NODE_H

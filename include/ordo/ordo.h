@@ -42,7 +42,7 @@
  * handles the transport while the application is away from the library;
  * in synchronous training without a credit window the application's own
  * push and wait calls send and receive, without a hand-off between
- * threads (client/client.c).
+ * threads (client/driving.c).
  */
 #ifndef ORDO_ORDO_H
 #define ORDO_ORDO_H

@@ -2,7 +2,7 @@
 # tests/cuda/emulated_client.sh BUILD_DIR SOURCE_DIR - the client's device
 # tensors (ps_client_declare_cuda, ps_client_push_stream,
 # ps_client_ready_event) over cuda_client_worker_emulated: cuda/staging.c
-# and client/client.c as built, with the CUDA runtime emulated on the host
+# and client/device.c as built, with the CUDA runtime emulated on the host
 # (tests/cuda/emulated_cuda.c: copies deferred until something waits for
 # them, one stream waiting for another's event). NOT a GPU: it checks the
 # client's wiring on any machine; client.sh runs the same jobs on a GPU.

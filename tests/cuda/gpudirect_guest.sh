@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/cuda/gpudirect_guest.sh BUILD_DIR SOURCE_DIR - the client's
-# GPUDirect RDMA path (client/client.c, DESIGN GPUDirect; docs/cuda.md) in
+# GPUDirect RDMA path (client/device.c, DESIGN GPUDirect; docs/cuda.md) in
 # the Soft-RoCE VM (ORDO_RDMA_VM=1; skips elsewhere), with
 # cuda_client_worker_emulated: the CUDA runtime emulated on the host (NOT a
 # GPU), its "device" memory being host memory that rxe can register. So it

@@ -1,7 +1,7 @@
 # A worker away from the library - computing, say - for longer than the
 # heartbeat timeout. In synchronous training without a credit window the
 # client's communication thread is parked between a wait and the next push
-# (client/client.c, DESIGN driving): it must still wake for the
+# (client/driving.c, DESIGN driving): it must still wake for the
 # heartbeats, or the scheduler takes the worker for dead. The workers hold
 # iteration 5 for 2.5 heartbeat timeouts, counted from when a hold began
 # (EXACT_WORKER_HELD); the job must then finish with every value exact.
