@@ -15,12 +15,12 @@
  * They meet in `mu`: while the communication thread drives, the
  * application enqueues commands (push, pull, barrier, done) and wakes the
  * transport; received parameter partitions go into per-partition slots,
- * and `cv` is broadcast. Received bytes are copied into the application's values buffer on
- * the application thread, inside ps_client_wait/pull, so the values never
- * change while the application computes with them. Gradients are sent
- * without copying; each partition sent holds its tensor's `inflight` count
- * until the transport releases the bytes (its free callback, on a ZeroMQ
- * I/O thread, takes `mu`).
+ * and `cv` is broadcast. Received bytes are copied into the application's
+ * values buffer on the application thread, inside ps_client_wait/pull, so
+ * the values never change while the application computes with them.
+ * Gradients are sent without copying; each partition sent holds its
+ * tensor's `inflight` count until the transport releases the bytes (its
+ * free callback, on a ZeroMQ I/O thread, takes `mu`).
  *
  * The transport may be woken from the application thread only while the
  * communication thread runs (`comm_alive`, checked under `mu`; the thread
