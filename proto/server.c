@@ -297,6 +297,7 @@ ps_sproto_config ps_sproto_config_of(const ps_config *cfg,
 		.push_piece = ps_config_pieces_size(cfg, 0),
 		.params_piece = ps_config_pieces_size(cfg, 1),
 		.barrier = cfg->scheduling.params_barrier,
+		.iterations = (uint64_t)cfg->train.iterations,
 		.numbers = numbers,
 	};
 }
@@ -545,6 +546,15 @@ int ps_sproto_check_push(const ps_sproto *sh, uint32_t from, uint32_t part,
 		snprintf(why, whylen, "partition %u%s needs %llu bytes, got "
 			 "%zu", part, p->npush > 1 ? " piece" : "",
 			 (unsigned long long)(n * PS_ELEM_SIZE), payload_len);
+		return PS_EPROTO;
+	}
+	if (sh->cfg.iterations && iteration >= sh->cfg.iterations) {
+		/* no worker of the job pushes it; in asynchronous training
+		 * it would start a checkpoint no other worker reaches */
+		snprintf(why, whylen, "PUSH of iteration %llu for partition "
+			 "%u, beyond the job's %llu iterations",
+			 (unsigned long long)iteration, part,
+			 (unsigned long long)sh->cfg.iterations);
 		return PS_EPROTO;
 	}
 	if (!sh->cfg.async) {
