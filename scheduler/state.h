@@ -1,0 +1,82 @@
+/*
+ * scheduler/state.h - what the files of ps-scheduler share: the job as
+ * the scheduler holds it (coord) and what it keeps per member. Not
+ * installed: scheduler/scheduler.h is the entry point; the DESIGN of the
+ * loop is in scheduler/scheduler.c.
+ */
+#ifndef ORDO_SCHEDULER_STATE_H
+#define ORDO_SCHEDULER_STATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/config.h"
+#include "model/dag.h"
+#include "proto/checkpoint_round.h"
+#include "proto/credit_refine.h"
+#include "proto/membership.h"
+#include "proto/wire.h"
+#include "scheduling/placement.h"
+#include "transport/transport.h"
+
+typedef struct member {
+	ps_node_info info; /* the machine's, copied once ids are given */
+	ps_peer peer;
+	int flush_wait;    /* server: FLUSHes sent and not yet answered */
+	uint64_t progress; /* server: highest version, from its heartbeats;
+			    * worker: the iteration it began (PROGRESS) */
+	ps_wire_done stats;
+} member;
+
+typedef struct coord {
+	const ps_config *cfg; /* &in_force */
+	/* the job's configuration with its auto sizes chosen */
+	ps_config in_force;
+	ps_transport *t;
+	ps_node_info self;
+	uint64_t job_id;
+	uint32_t servers, workers;
+	ps_membership *ms; /* who is in the job (proto/membership.h) */
+	member *members; /* 1 + registration index, then by node id */
+	const ps_tensor_desc *tensors; /* the machine's: what workers declared */
+	uint32_t ntensors;
+	/* model.file's DAG from its load to the job's plan (NULL: none, or
+	 * neither the sizes nor the orders need it) */
+	ps_dag *dag;
+	ps_placement *placement;
+	/* per tensor: the order of parameter sends (scheduling.params_order)
+	 * and of pushes (scheduling.push_order); NULL: fifo */
+	uint32_t *priority, *push_priority;
+	uint64_t dropped;
+	/* the data of the barrier being gathered, from its root worker
+	 * (ps_client_broadcast), shared by the BARRIER_DONEs that carry
+	 * it; NULL: none */
+	struct bcast *bcast;
+	uint32_t bcast_from; /* the root's node id */
+	int64_t started_ms;
+	uint64_t start_iteration; /* of the checkpoint resumed, or 0 */
+	ps_ckpt_rounds ckpt; /* the checkpoints being written */
+	uint64_t asked;   /* on-demand checkpoint requested, 0: none */
+	uint64_t margin;  /* how far ahead of the servers it was asked */
+	int flushing;     /* every worker is done: servers finish writing */
+	int progress_fd;  /* the launcher's pipe after the port, or -1 */
+	uint64_t progress_told; /* last "progress N" written there */
+	/* the credit refined from measured iterations
+	 * (scheduling.credit_refine, proto/credit_refine.h) */
+	int credit_chosen; /* the credit was auto: chosen at the start */
+	int refining;
+	ps_refine refine;
+	uint64_t refine_floor; /* the last iteration every worker began */
+	/* a tuner (ps-tune, tune.endpoint; docs/tune.md) */
+	struct {
+		int state;        /* 0 none, 1 HELLO sent, 2 attached */
+		ps_peer peer;
+		uint64_t tid;     /* its transport id, once attached */
+		uint64_t told;    /* last PROGRESS it was sent */
+		int stopping;     /* it asked for a stop at a checkpoint */
+		uint64_t nonce;   /* sent only to tune.endpoint; the tuner's
+				   * TUNE_HELLO must carry it back */
+	} tuner;
+} coord;
+
+#endif /* ORDO_SCHEDULER_STATE_H */
