@@ -1,5 +1,10 @@
 /*
- * scheduler/scheduler.c - the scheduler's event loop (scheduler.h).
+ * scheduler/scheduler.c - the scheduler's event loop (scheduler.h): the
+ * job's start and end (ps_scheduler_run), the loop over the transport
+ * while it runs, the checks and dispatch of every message from a
+ * welcomed node, heartbeats and liveness, barriers and their broadcasts.
+ * The rest of the scheduler's work is in the files beside it
+ * (scheduler/state.h says which holds what).
  *
  * DESIGN. One thread, one loop over the transport. Who is in the job -
  * registration, ids, liveness, barriers, DONE - is the membership machine
@@ -63,91 +68,6 @@ static void describe(const member *m, char *buf, size_t cap)
 	ps_membership_describe(&m->info, buf, cap);
 }
 
-/* A message from the scheduler; the body goes to the transport with
- * free_fn(body, hint) as its release, and stays the caller's when the send
- * fails. */
-static int send_msg_with(coord *c, ps_peer peer, uint32_t type, uint32_t key,
-			 void *body, size_t len, ps_free_fn *free_fn,
-			 void *hint)
-{
-	ps_wire_header h = {
-		.version = PS_WIRE_VERSION,
-		.type = type,
-		.job_id = c->job_id,
-		.sender = 0,
-		.key = key,
-		.payload_len = len,
-	};
-	uint8_t buf[PS_WIRE_HEADER_MAX];
-	size_t hlen;
-	int rc = ps_wire_header_encode(&h, buf, sizeof(buf), &hlen);
-
-	if (rc == PS_OK)
-		rc = ps_transport_send(c->t, peer, buf, hlen, body, len,
-				       free_fn, hint);
-	return rc;
-}
-
-/* A message with a malloc'd body (or none), freed whatever happens. */
-static int send_msg(coord *c, ps_peer peer, uint32_t type, uint32_t key,
-		    void *body, size_t len)
-{
-	int rc = send_msg_with(c, peer, type, key, body, len,
-			       body ? ps_wire_free : NULL, NULL);
-
-	if (rc != PS_OK)
-		free(body);
-	return rc;
-}
-
-/* A WELCOME or ABORT to member i, whose header names the member's
- * transport id (a node takes these before its WELCOME only so addressed:
- * the id is what others do not know). Frees body whatever happens. */
-static int send_addressed(coord *c, uint32_t i, uint32_t type, void *body,
-			  size_t len)
-{
-	ps_wire_header h = {
-		.version = PS_WIRE_VERSION,
-		.type = type,
-		.job_id = c->job_id,
-		.sender = 0,
-		.iteration = c->members[i].info.transport_id,
-		.payload_len = len,
-	};
-	uint8_t buf[PS_WIRE_HEADER_MAX];
-	size_t hlen;
-	int rc = ps_wire_header_encode(&h, buf, sizeof(buf), &hlen);
-
-	if (rc == PS_OK)
-		rc = ps_transport_send(c->t, c->members[i].peer, buf, hlen,
-				       body, len, body ? ps_wire_free : NULL,
-				       NULL);
-	if (rc != PS_OK)
-		free(body);
-	return rc;
-}
-
-static void send_abort(coord *c, uint32_t i, const char *reason)
-{
-	void *body;
-	size_t len;
-
-	if (ps_wire_reason_encode(reason, &body, &len) == PS_OK)
-		send_addressed(c, i, PS_MSG_ABORT, body, len);
-}
-
-/* Tells every registered node the job is over, with a reason. */
-static void abort_job(coord *c, const char *reason)
-{
-	uint32_t n = ps_membership_registered(c->ms);
-
-	PS_ERROR("aborting the job: %s", reason);
-	for (uint32_t i = 1; i <= n; i++)
-		if (!ps_membership_complete(c->ms) ||
-		    ps_membership_reachable(c->ms, i))
-			send_abort(c, i, reason);
-}
-
 /* Handles a REGISTER during registration. Returns PS_OK, PS_EPROTO
  * (dropped), or PS_EABORTED (the job cannot go on). */
 static int handle_register(coord *c, const ps_msg *msg,
@@ -189,7 +109,7 @@ static int handle_register(coord *c, const ps_msg *msg,
 		ps_wire_register_clear(&r);
 		return PS_EPROTO;
 	case PS_MEMBER_FATAL:
-		abort_job(c, why);
+		psi_sched_abort_job(c, why);
 		ps_wire_register_clear(&r);
 		return PS_EABORTED;
 	}
@@ -202,7 +122,7 @@ static int handle_register(coord *c, const ps_msg *msg,
 			 ps_role_name(r.self.role), (int)r.self.pid,
 			 r.self.endpoint, ps_strerror(rc));
 		ps_wire_register_clear(&r);
-		abort_job(c, reason);
+		psi_sched_abort_job(c, reason);
 		return PS_EABORTED;
 	}
 	ps_wire_register_clear(&r);
@@ -231,7 +151,7 @@ static int barrier(coord *c, const member *m, const ps_msg *msg,
 		snprintf(why, sizeof(why), "two workers broadcast as the root "
 			 "of one broadcast (barrier %u): %s and %s: every "
 			 "worker must name the same root", h->key, a, b);
-		abort_job(c, why);
+		psi_sched_abort_job(c, why);
 		return PS_EABORTED;
 	}
 	if (ps_membership_barrier(c->ms, h->sender, h->key, &released, why,
@@ -242,7 +162,8 @@ static int barrier(coord *c, const member *m, const ps_msg *msg,
 	if (msg->payload_len) {
 		c->bcast = malloc(sizeof(*c->bcast) + msg->payload_len);
 		if (!c->bcast) {
-			abort_job(c, "out of memory holding a broadcast");
+			psi_sched_abort_job(
+			    c, "out of memory holding a broadcast");
 			return PS_EABORTED;
 		}
 		atomic_init(&c->bcast->refs, 1);
@@ -257,12 +178,14 @@ static int barrier(coord *c, const member *m, const ps_msg *msg,
 	for (uint32_t r = 0; r < c->workers; r++) {
 		ps_peer peer = c->members[1 + c->servers + r].peer;
 		if (!b) {
-			send_msg(c, peer, PS_MSG_BARRIER_DONE, h->key, NULL, 0);
+			psi_sched_send_msg(c, peer, PS_MSG_BARRIER_DONE,
+					   h->key, NULL, 0);
 			continue;
 		}
 		atomic_fetch_add(&b->refs, 1);
-		if (send_msg_with(c, peer, PS_MSG_BARRIER_DONE, h->key,
-				  b->data, b->len, bcast_unref, b) != PS_OK)
+		if (psi_sched_send_msg_with(c, peer, PS_MSG_BARRIER_DONE,
+					    h->key, b->data, b->len,
+					    bcast_unref, b) != PS_OK)
 			bcast_unref(NULL, b);
 	}
 	if (b)
@@ -331,12 +254,13 @@ static int send_welcomes(coord *c)
 				 (unsigned long long)ps_config_max_message(
 					 c->cfg));
 			free(body);
-			abort_job(c, why);
+			psi_sched_abort_job(c, why);
 			free(nodes);
 			return PS_EABORTED;
 		}
 		if (rc == PS_OK)
-			rc = send_addressed(c, i, PS_MSG_WELCOME, body, len);
+			rc = psi_sched_send_addressed(c, i, PS_MSG_WELCOME,
+						      body, len);
 		if (rc != PS_OK) {
 			char who[400];
 			describe(&c->members[i], who, sizeof(who));
@@ -436,7 +360,8 @@ static int measure_link(coord *c, char *how, size_t cap)
 			       cfg->cluster.connect_timeout_ms, &r,
 			       &c->dropped, why, sizeof(why));
 	if (rc == PS_EINTR) {
-		abort_job(c, "scheduler interrupted while measuring the link");
+		psi_sched_abort_job(
+		    c, "scheduler interrupted while measuring the link");
 		return PS_EINTR;
 	}
 	endpoint_address(m->info.endpoint, addr, sizeof(addr));
@@ -477,11 +402,12 @@ static int load_model(coord *c)
 			 err, sizeof(err));
 	if (rc != PS_OK) {
 		snprintf(why, sizeof(why), "cannot load model.file: %s", err);
-		abort_job(c, why);
+		psi_sched_abort_job(c, why);
 		return PS_EABORTED;
 	}
 	if (!same_as_model(c, c->dag)) {
-		abort_job(c, "the workers' tensors are not model.file's");
+		psi_sched_abort_job(
+		    c, "the workers' tensors are not model.file's");
 		return PS_EABORTED;
 	}
 	return PS_OK;
@@ -513,7 +439,7 @@ static int choose_sizes(coord *c)
 		if (rc != PS_OK) {
 			snprintf(why, sizeof(why),
 				 "cannot choose the auto sizes: %s", err);
-			abort_job(c, why);
+			psi_sched_abort_job(c, why);
 			return PS_EABORTED;
 		}
 	}
@@ -625,7 +551,7 @@ static int plan_job(coord *c)
 			 i, c->tensors[p->tensor].name,
 			 (unsigned long long)(p->numel * sizeof(float)),
 			 (unsigned long long)max);
-		abort_job(c, why);
+		psi_sched_abort_job(c, why);
 		return PS_EABORTED;
 	}
 	ps_placement_print(c->placement, stdout);
@@ -643,7 +569,7 @@ static int interrupted(coord *c)
 		return 0;
 	snprintf(why, sizeof(why), "scheduler interrupted by signal %d",
 		 ps_signal_pending());
-	abort_job(c, why);
+	psi_sched_abort_job(c, why);
 	return 1;
 }
 
@@ -667,7 +593,7 @@ static int registration(coord *c)
 			return PS_EINTR;
 		if (ps_membership_check_registration(c->ms, now, &left, why,
 						     sizeof(why)) != PS_OK) {
-			abort_job(c, why);
+			psi_sched_abort_job(c, why);
 			return PS_ETIMEDOUT;
 		}
 		if (now >= say_at) {
@@ -810,7 +736,7 @@ static int open_resume(coord *c)
 			snprintf(reason, sizeof(reason), "checkpoint.resume = "
 				 "latest: no complete checkpoint under %s",
 				 cfg->checkpoint.dir);
-			abort_job(c, reason);
+			psi_sched_abort_job(c, reason);
 			return PS_EABORTED;
 		}
 	} else {
@@ -832,7 +758,7 @@ static int open_resume(coord *c)
 	if (rc != PS_OK) {
 		ps_ckpt_close(&ck);
 		snprintf(reason, sizeof(reason), "cannot resume: %s", why);
-		abort_job(c, reason);
+		psi_sched_abort_job(c, reason);
 		return PS_EABORTED;
 	}
 	m = ps_ckpt_info(ck);
@@ -862,7 +788,7 @@ static int prepare_checkpoints(coord *c)
 	if (ps_ckpt_prepare_root(root, c->start_iteration, &newer, &removed,
 				 why, sizeof(why)) != PS_OK) {
 		snprintf(reason, sizeof(reason), "checkpoint.dir: %s", why);
-		abort_job(c, reason);
+		psi_sched_abort_job(c, reason);
 		return PS_EABORTED;
 	}
 	if (removed)
@@ -877,36 +803,16 @@ static int prepare_checkpoints(coord *c)
 			 "another checkpoint.dir, so that two runs' checkpoints "
 			 "are not mixed", root, (unsigned long long)newer,
 			 (unsigned long long)c->start_iteration);
-		abort_job(c, reason);
+		psi_sched_abort_job(c, reason);
 		return PS_EABORTED;
 	}
 	return PS_OK;
 }
 
-/* A message without a body that says an iteration. */
-static int send_iteration(coord *c, ps_peer peer, uint32_t type,
-			  uint64_t iteration)
-{
-	ps_wire_header h = {
-		.version = PS_WIRE_VERSION,
-		.type = type,
-		.job_id = c->job_id,
-		.iteration = iteration,
-	};
-	uint8_t buf[PS_WIRE_HEADER_MAX];
-	size_t hlen;
-	int rc = ps_wire_header_encode(&h, buf, sizeof(buf), &hlen);
-
-	if (rc == PS_OK)
-		rc = ps_transport_send(c->t, peer, buf, hlen, NULL, 0, NULL,
-				       NULL);
-	return rc;
-}
-
 static void send_server(coord *c, uint32_t rank, uint32_t type,
 			uint64_t iteration)
 {
-	send_iteration(c, c->members[1 + rank].peer, type, iteration);
+	psi_sched_send_iteration(c, c->members[1 + rank].peer, type, iteration);
 }
 
 static void send_servers(coord *c, uint32_t type, uint64_t iteration)
@@ -921,8 +827,9 @@ static void send_tuner(coord *c, uint32_t type, uint64_t iteration);
 static void send_stops(coord *c)
 {
 	for (uint32_t r = 0; r < c->workers; r++)
-		send_iteration(c, c->members[1 + c->servers + r].peer,
-			       PS_MSG_STOP, c->asked);
+		psi_sched_send_iteration(c,
+					 c->members[1 + c->servers + r].peer,
+					 PS_MSG_STOP, c->asked);
 	send_tuner(c, PS_MSG_STOP, c->asked);
 }
 
@@ -1106,7 +1013,8 @@ static void send_tuner(coord *c, uint32_t type, uint64_t iteration)
 {
 	if (c->tuner.state != 2)
 		return;
-	if (send_iteration(c, c->tuner.peer, type, iteration) != PS_OK) {
+	if (psi_sched_send_iteration(c, c->tuner.peer, type, iteration) !=
+	    PS_OK) {
 		PS_WARN("the tuner at %s is gone: the job goes on without it",
 			c->cfg->tune.endpoint);
 		c->tuner.state = 0;
@@ -1152,7 +1060,7 @@ static int tuner_connect(coord *c)
 		char why[PS_CFG_STR + 128];
 		snprintf(why, sizeof(why), "cannot reach the tuner at "
 			 "tune.endpoint = %s: %s", ep, ps_strerror(rc));
-		abort_job(c, why);
+		psi_sched_abort_job(c, why);
 		return PS_EABORTED;
 	}
 	c->tuner.state = 1;
@@ -1397,7 +1305,7 @@ static int peer_lost(coord *c, const ps_msg *msg, const ps_wire_header *h)
 		psi_note_drop(++c->dropped, "PEER_LOST", why);
 		return PS_OK;
 	}
-	abort_job(c, why);
+	psi_sched_abort_job(c, why);
 	say_resume_from(c);
 	return PS_EABORTED;
 }
@@ -1495,14 +1403,14 @@ static int tick(coord *c)
 
 	if (ps_membership_tick(c->ms, ps_now_ms(), &beat, why, sizeof(why)) !=
 	    PS_OK) {
-		abort_job(c, why);
+		psi_sched_abort_job(c, why);
 		say_resume_from(c);
 		return PS_EABORTED;
 	}
 	for (uint32_t i = 1; beat && i < n; i++)
 		if (ps_membership_reachable(c->ms, i) &&
-		    send_msg(c, c->members[i].peer, PS_MSG_HEARTBEAT, 0, NULL,
-			     0) != PS_OK)
+		    psi_sched_send_msg(c, c->members[i].peer,
+				       PS_MSG_HEARTBEAT, 0, NULL, 0) != PS_OK)
 			ps_membership_unreachable(c->ms, i);
 	return PS_OK;
 }
@@ -1644,7 +1552,8 @@ int ps_scheduler_run(const ps_config *cfg, int ready_fd)
 		rc = send_welcomes(&c);
 	if (rc != PS_OK) {
 		if (rc != PS_EABORTED && rc != PS_ETIMEDOUT && rc != PS_EINTR)
-			abort_job(&c, "the scheduler failed to start the job");
+			psi_sched_abort_job(
+			    &c, "the scheduler failed to start the job");
 		goto out;
 	}
 	c.started_ms = ps_now_ms();
@@ -1656,7 +1565,8 @@ int ps_scheduler_run(const ps_config *cfg, int ready_fd)
 		goto out;
 	print_summary(&c);
 	for (uint32_t i = 1; i <= c.servers + c.workers; i++)
-		send_msg(&c, c.members[i].peer, PS_MSG_SHUTDOWN, 0, NULL, 0);
+		psi_sched_send_msg(&c, c.members[i].peer, PS_MSG_SHUTDOWN, 0,
+				   NULL, 0);
 	status = 0;
 out:
 	if (status != 0 && ps_signal_pending())

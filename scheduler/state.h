@@ -1,8 +1,8 @@
 /*
  * scheduler/state.h - what the files of ps-scheduler share: the job as
- * the scheduler holds it (coord) and what it keeps per member. Not
- * installed: scheduler/scheduler.h is the entry point; the DESIGN of the
- * loop is in scheduler/scheduler.c.
+ * the scheduler holds it (coord), what it keeps per member, and the calls
+ * from one file to another. Not installed: scheduler/scheduler.h is the
+ * entry point; the DESIGN of the loop is in scheduler/scheduler.c.
  */
 #ifndef ORDO_SCHEDULER_STATE_H
 #define ORDO_SCHEDULER_STATE_H
@@ -78,5 +78,25 @@ typedef struct coord {
 				   * TUNE_HELLO must carry it back */
 	} tuner;
 } coord;
+
+/* ---- the calls between the files ---------------------------------------- */
+
+/* scheduler/send.c: the messages the scheduler sends */
+
+/* A message whose body the transport releases with free_fn(body, hint). */
+int psi_sched_send_msg_with(coord *c, ps_peer peer, uint32_t type,
+			    uint32_t key, void *body, size_t len,
+			    ps_free_fn *free_fn, void *hint);
+/* A message with a malloc'd body (or none), freed whatever happens. */
+int psi_sched_send_msg(coord *c, ps_peer peer, uint32_t type, uint32_t key,
+		       void *body, size_t len);
+/* A WELCOME or ABORT to member i, by its transport id; frees body. */
+int psi_sched_send_addressed(coord *c, uint32_t i, uint32_t type,
+			     void *body, size_t len);
+/* Tells every registered node the job is over, with a reason. */
+void psi_sched_abort_job(coord *c, const char *reason);
+/* A message without a body that says an iteration. */
+int psi_sched_send_iteration(coord *c, ps_peer peer, uint32_t type,
+			     uint64_t iteration);
 
 #endif /* ORDO_SCHEDULER_STATE_H */
