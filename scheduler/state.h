@@ -81,6 +81,13 @@ typedef struct coord {
 
 /* ---- the calls between the files ---------------------------------------- */
 
+/* scheduler/scheduler.c: the loop, the job's start and end */
+
+/* Says who member m is (ps_membership_describe) into buf. */
+void psi_sched_describe(const member *m, char *buf, size_t cap);
+/* After SIGINT/SIGTERM: aborts the job and returns 1; else 0. */
+int psi_sched_interrupted(coord *c);
+
 /* scheduler/send.c: the messages the scheduler sends */
 
 /* A message whose body the transport releases with free_fn(body, hint). */
@@ -98,5 +105,14 @@ void psi_sched_abort_job(coord *c, const char *reason);
 /* A message without a body that says an iteration. */
 int psi_sched_send_iteration(coord *c, ps_peer peer, uint32_t type,
 			     uint64_t iteration);
+
+/* scheduler/registration.c: from the REGISTERs to the WELCOME */
+
+/* Takes REGISTERs until every node has registered, or the job is over. */
+int psi_sched_registration(coord *c);
+/* Orders members by id: the scheduler, servers by rank, workers by rank. */
+int psi_sched_assign_ids(coord *c);
+/* The WELCOME to every node: the node table, the plan, the sizes. */
+int psi_sched_send_welcomes(coord *c);
 
 #endif /* ORDO_SCHEDULER_STATE_H */
