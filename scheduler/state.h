@@ -115,4 +115,17 @@ int psi_sched_assign_ids(coord *c);
 /* The WELCOME to every node: the node table, the plan, the sizes. */
 int psi_sched_send_welcomes(coord *c);
 
+/* scheduler/plan.c: the job's plan, before the WELCOME */
+
+/* The bytes of the tensors the workers declared. */
+uint64_t psi_sched_model_bytes(const coord *c);
+/* model.file's DAG into c->dag, where the sizes or the orders need it. */
+int psi_sched_load_model(coord *c);
+/* The sizes left auto, chosen (the link measured first where needed). */
+int psi_sched_choose_sizes(coord *c);
+/* The placement and the orders (scheduling/job_plan.h), said and written. */
+int psi_sched_plan_job(coord *c);
+/* Says the transfer orders; writes them and the configuration in force. */
+void psi_sched_say_orders(coord *c);
+
 #endif /* ORDO_SCHEDULER_STATE_H */
