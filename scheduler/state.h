@@ -128,4 +128,9 @@ int psi_sched_plan_job(coord *c);
 /* Says the transfer orders; writes them and the configuration in force. */
 void psi_sched_say_orders(coord *c);
 
+/* scheduler/summary.c: the summary of a completed job */
+
+/* Prints the summary and writes output.dir/summary.csv. */
+void psi_sched_print_summary(coord *c);
+
 #endif /* ORDO_SCHEDULER_STATE_H */
