@@ -87,6 +87,8 @@ typedef struct coord {
 void psi_sched_describe(const member *m, char *buf, size_t cap);
 /* After SIGINT/SIGTERM: aborts the job and returns 1; else 0. */
 int psi_sched_interrupted(coord *c);
+/* An iteration to the attached tuner; one it cannot reach is given up. */
+void psi_sched_send_tuner(coord *c, uint32_t type, uint64_t iteration);
 
 /* scheduler/send.c: the messages the scheduler sends */
 
@@ -132,5 +134,21 @@ void psi_sched_say_orders(coord *c);
 
 /* Prints the summary and writes output.dir/summary.csv. */
 void psi_sched_print_summary(coord *c);
+
+/* scheduler/checkpoints.c: checkpoints, and the stop at one */
+
+/* checkpoint.resume, checked against the workers' tensors. */
+int psi_sched_open_resume(coord *c);
+/* checkpoint.dir, checked and cleaned before anything is written there. */
+int psi_sched_prepare_checkpoints(coord *c);
+/* A checkpoint a little ahead of the fastest node (late: CKPT_LATE's). */
+void psi_sched_request_checkpoint(coord *c, uint64_t late);
+/* CKPT_DONE, CKPT_LATE, FLUSHED: PS_ECLOSED once every server flushed. */
+int psi_sched_handle_checkpoint(coord *c, member *m, const ps_msg *msg,
+				const ps_wire_header *h);
+/* Every worker is done: PS_ECLOSED, or PS_OK while the servers flush. */
+int psi_sched_job_done(coord *c);
+/* A failed job: logs the checkpoint it can be resumed from. */
+void psi_sched_say_resume_from(const coord *c);
 
 #endif /* ORDO_SCHEDULER_STATE_H */
