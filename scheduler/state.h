@@ -151,4 +151,13 @@ int psi_sched_job_done(coord *c);
 /* A failed job: logs the checkpoint it can be resumed from. */
 void psi_sched_say_resume_from(const coord *c);
 
+/* scheduler/credit.c: the credit window changed during the job */
+
+/* CREDIT from the tuner, which from then on drives the credit alone. */
+void psi_sched_change_credit(coord *c, const ps_msg *msg);
+/* Starts the credit refinement where this job has one (c->refining). */
+void psi_sched_start_refining(coord *c);
+/* Every worker began iteration `floor`: the refinement's step. */
+void psi_sched_refine_step(coord *c, uint64_t floor);
+
 #endif /* ORDO_SCHEDULER_STATE_H */
