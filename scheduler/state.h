@@ -87,8 +87,6 @@ typedef struct coord {
 void psi_sched_describe(const member *m, char *buf, size_t cap);
 /* After SIGINT/SIGTERM: aborts the job and returns 1; else 0. */
 int psi_sched_interrupted(coord *c);
-/* An iteration to the attached tuner; one it cannot reach is given up. */
-void psi_sched_send_tuner(coord *c, uint32_t type, uint64_t iteration);
 
 /* scheduler/send.c: the messages the scheduler sends */
 
@@ -150,6 +148,16 @@ int psi_sched_handle_checkpoint(coord *c, member *m, const ps_msg *msg,
 int psi_sched_job_done(coord *c);
 /* A failed job: logs the checkpoint it can be resumed from. */
 void psi_sched_say_resume_from(const coord *c);
+
+/* scheduler/tuner.c: the tuner's link */
+
+/* An iteration to the attached tuner; one it cannot reach is given up. */
+void psi_sched_send_tuner(coord *c, uint32_t type, uint64_t iteration);
+/* tune.endpoint: connects to the tuner and sends it a TUNE_HELLO. */
+int psi_sched_tuner_connect(coord *c);
+/* A message that is not from a node: the tuner's, or dropped. */
+void psi_sched_handle_tuner(coord *c, const ps_msg *msg,
+			    const ps_wire_header *h);
 
 /* scheduler/credit.c: the credit window changed during the job */
 
