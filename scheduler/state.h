@@ -168,4 +168,11 @@ void psi_sched_start_refining(coord *c);
 /* Every worker began iteration `floor`: the refinement's step. */
 void psi_sched_refine_step(coord *c, uint64_t floor);
 
+/* scheduler/progress.c: the workers' progress, the launcher's pipe */
+
+/* PROGRESS from worker m; a new floor goes to whoever follows it. */
+void psi_sched_worker_progress(coord *c, member *m, uint64_t iteration);
+/* "PORT\n" on the launcher's pipe (ready_fd), kept for "progress N". */
+int psi_sched_announce_port(coord *c, int ready_fd);
+
 #endif /* ORDO_SCHEDULER_STATE_H */
