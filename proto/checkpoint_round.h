@@ -16,8 +16,8 @@
  * taken, a new round replaces the oldest closed one, else the oldest open
  * one, which is then abandoned (the caller says so).
  *
- * No socket, clock or thread: ps-scheduler (scheduler/scheduler.c) drives
- * it with the servers' messages.
+ * No socket, clock or thread: ps-scheduler (scheduler/checkpoints.c)
+ * drives it with the servers' messages.
  *
  * Threads: plain data; a table belongs to one thread.
  */

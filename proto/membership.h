@@ -25,9 +25,9 @@
  * and the reporter is never taken for the dead one.
  * Barriers and DONE are counted per worker.
  *
- * No socket, clock or thread: ps-scheduler (scheduler/scheduler.c)
- * drives it with the transport and the monotonic clock; the simulation
- * tests (tests/dst) with simulated ones.
+ * No socket, clock or thread: ps-scheduler (scheduler/registration.c,
+ * then scheduler/scheduler.c) drives it with the transport and the
+ * monotonic clock; the simulation tests (tests/dst) with simulated ones.
  *
  * Threads: a machine belongs to one thread.
  */

@@ -1,5 +1,10 @@
 /*
- * scheduler/scheduler.c - the scheduler's event loop (scheduler.h).
+ * scheduler/scheduler.c - the scheduler's event loop (scheduler.h): the
+ * job's start and end (ps_scheduler_run), the loop over the transport
+ * while it runs, the checks and dispatch of every message from a
+ * welcomed node, heartbeats and liveness, barriers and their broadcasts.
+ * The rest of the scheduler's work is in the files beside it
+ * (scheduler/state.h says which holds what).
  *
  * DESIGN. One thread, one loop over the transport. Who is in the job -
  * registration, ids, liveness, barriers, DONE - is the membership machine
@@ -11,95 +16,24 @@
  * id the message came from must be the one that node registered with).
  * Bad messages are dropped with a reason.
  */
-#include <errno.h>
-#include <poll.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "checkpoint/checkpoint.h"
 #include "common/log.h"
 #include "runtime/clock.h"
 #include "runtime/node.h"
-#include "common/output.h"
 #include "runtime/signals.h"
 #include "proto/membership.h"
 #include "proto/wire.h"
 #include "scheduler/scheduler.h"
-#include "scheduling/job_plan.h"
-#include "scheduling/order.h"
 #include "scheduling/placement.h"
 #include "model/dag.h"
-#include "scheduler/link_probe.h"
 #include "proto/checkpoint_round.h"
-#include "proto/credit_refine.h"
-#include "sim/auto_sizes.h"
-#include "sim/link.h"
 #include "transport/transport.h"
-
-typedef struct member {
-	ps_node_info info; /* the machine's, copied once ids are given */
-	ps_peer peer;
-	int flush_wait;    /* server: FLUSHes sent and not yet answered */
-	uint64_t progress; /* server: highest version, from its heartbeats;
-			    * worker: the iteration it began (PROGRESS) */
-	ps_wire_done stats;
-} member;
-
-
-typedef struct coord {
-	const ps_config *cfg; /* &in_force */
-	/* the job's configuration with its auto sizes chosen */
-	ps_config in_force;
-	ps_transport *t;
-	ps_node_info self;
-	uint64_t job_id;
-	uint32_t servers, workers;
-	ps_membership *ms; /* who is in the job (proto/membership.h) */
-	member *members; /* 1 + registration index, then by node id */
-	const ps_tensor_desc *tensors; /* the machine's: what workers declared */
-	uint32_t ntensors;
-	/* model.file's DAG from its load to the job's plan (NULL: none, or
-	 * neither the sizes nor the orders need it) */
-	ps_dag *dag;
-	ps_placement *placement;
-	/* per tensor: the order of parameter sends (scheduling.params_order)
-	 * and of pushes (scheduling.push_order); NULL: fifo */
-	uint32_t *priority, *push_priority;
-	uint64_t dropped;
-	/* the data of the barrier being gathered, from its root worker
-	 * (ps_client_broadcast), shared by the BARRIER_DONEs that carry
-	 * it; NULL: none */
-	struct bcast *bcast;
-	uint32_t bcast_from; /* the root's node id */
-	int64_t started_ms;
-	uint64_t start_iteration; /* of the checkpoint resumed, or 0 */
-	ps_ckpt_rounds ckpt; /* the checkpoints being written */
-	uint64_t asked;   /* on-demand checkpoint requested, 0: none */
-	uint64_t margin;  /* how far ahead of the servers it was asked */
-	int flushing;     /* every worker is done: servers finish writing */
-	int progress_fd;  /* the launcher's pipe after the port, or -1 */
-	uint64_t progress_told; /* last "progress N" written there */
-	/* the credit refined from measured iterations
-	 * (scheduling.credit_refine, proto/credit_refine.h) */
-	int credit_chosen; /* the credit was auto: chosen at the start */
-	int refining;
-	ps_refine refine;
-	uint64_t refine_floor; /* the last iteration every worker began */
-	/* a tuner (ps-tune, tune.endpoint; docs/tune.md) */
-	struct {
-		int state;        /* 0 none, 1 HELLO sent, 2 attached */
-		ps_peer peer;
-		uint64_t tid;     /* its transport id, once attached */
-		uint64_t told;    /* last PROGRESS it was sent */
-		int stopping;     /* it asked for a stop at a checkpoint */
-		uint64_t nonce;   /* sent only to tune.endpoint; the tuner's
-				   * TUNE_HELLO must carry it back */
-	} tuner;
-} coord;
+#include "scheduler/state.h"
 
 /* A broadcast's bytes, sent to every worker from one buffer: freed by
  * the last send's release (the transport's threads may release). */
@@ -118,161 +52,9 @@ static void bcast_unref(void *data, void *hint)
 		free(b);
 }
 
-static void describe(const member *m, char *buf, size_t cap)
+void psi_sched_describe(const member *m, char *buf, size_t cap)
 {
 	ps_membership_describe(&m->info, buf, cap);
-}
-
-/* A message from the scheduler; the body goes to the transport with
- * free_fn(body, hint) as its release, and stays the caller's when the send
- * fails. */
-static int send_msg_with(coord *c, ps_peer peer, uint32_t type, uint32_t key,
-			 void *body, size_t len, ps_free_fn *free_fn,
-			 void *hint)
-{
-	ps_wire_header h = {
-		.version = PS_WIRE_VERSION,
-		.type = type,
-		.job_id = c->job_id,
-		.sender = 0,
-		.key = key,
-		.payload_len = len,
-	};
-	uint8_t buf[PS_WIRE_HEADER_MAX];
-	size_t hlen;
-	int rc = ps_wire_header_encode(&h, buf, sizeof(buf), &hlen);
-
-	if (rc == PS_OK)
-		rc = ps_transport_send(c->t, peer, buf, hlen, body, len,
-				       free_fn, hint);
-	return rc;
-}
-
-/* A message with a malloc'd body (or none), freed whatever happens. */
-static int send_msg(coord *c, ps_peer peer, uint32_t type, uint32_t key,
-		    void *body, size_t len)
-{
-	int rc = send_msg_with(c, peer, type, key, body, len,
-			       body ? ps_wire_free : NULL, NULL);
-
-	if (rc != PS_OK)
-		free(body);
-	return rc;
-}
-
-/* A WELCOME or ABORT to member i, whose header names the member's
- * transport id (a node takes these before its WELCOME only so addressed:
- * the id is what others do not know). Frees body whatever happens. */
-static int send_addressed(coord *c, uint32_t i, uint32_t type, void *body,
-			  size_t len)
-{
-	ps_wire_header h = {
-		.version = PS_WIRE_VERSION,
-		.type = type,
-		.job_id = c->job_id,
-		.sender = 0,
-		.iteration = c->members[i].info.transport_id,
-		.payload_len = len,
-	};
-	uint8_t buf[PS_WIRE_HEADER_MAX];
-	size_t hlen;
-	int rc = ps_wire_header_encode(&h, buf, sizeof(buf), &hlen);
-
-	if (rc == PS_OK)
-		rc = ps_transport_send(c->t, c->members[i].peer, buf, hlen,
-				       body, len, body ? ps_wire_free : NULL,
-				       NULL);
-	if (rc != PS_OK)
-		free(body);
-	return rc;
-}
-
-static void send_abort(coord *c, uint32_t i, const char *reason)
-{
-	void *body;
-	size_t len;
-
-	if (ps_wire_reason_encode(reason, &body, &len) == PS_OK)
-		send_addressed(c, i, PS_MSG_ABORT, body, len);
-}
-
-/* Tells every registered node the job is over, with a reason. */
-static void abort_job(coord *c, const char *reason)
-{
-	uint32_t n = ps_membership_registered(c->ms);
-
-	PS_ERROR("aborting the job: %s", reason);
-	for (uint32_t i = 1; i <= n; i++)
-		if (!ps_membership_complete(c->ms) ||
-		    ps_membership_reachable(c->ms, i))
-			send_abort(c, i, reason);
-}
-
-/* Handles a REGISTER during registration. Returns PS_OK, PS_EPROTO
- * (dropped), or PS_EABORTED (the job cannot go on). */
-static int handle_register(coord *c, const ps_msg *msg,
-			   const ps_wire_header *h)
-{
-	ps_wire_register r;
-	const ps_node_info *info;
-	char why[1024];
-	uint32_t index;
-	ps_peer peer;
-	int rc;
-
-	if (h->job_id != 0 || h->payload_len != msg->payload_len) {
-		psi_note_drop_from(++c->dropped, "REGISTER", msg->src,
-				   "bad job id or length");
-		return PS_EPROTO;
-	}
-	rc = ps_wire_register_decode(msg->payload, msg->payload_len, &r, why,
-				     sizeof(why));
-	if (rc != PS_OK) {
-		psi_note_drop_from(++c->dropped, "REGISTER", msg->src, why);
-		return PS_EPROTO;
-	}
-	/* The verdict first: a REGISTER the job has no place for is never
-	 * connected back to, so an unexpected peer (an unreachable endpoint
-	 * included) cannot hold the scheduler for connect_timeout_ms. */
-	switch (ps_membership_register(c->ms, &r, msg->src, ps_now_ms(),
-				       &index, why, sizeof(why))) {
-	case PS_MEMBER_ACCEPTED:
-		break;
-	case PS_MEMBER_DROPPED:
-		psi_note_drop(++c->dropped, "REGISTER", why);
-		ps_wire_register_clear(&r);
-		return PS_EPROTO;
-	case PS_MEMBER_REFUSED:
-		/* not told: reaching it could block; it ends when its wait
-		 * for a WELCOME does, and this line says why */
-		PS_ERROR("refusing a node: %s", why);
-		ps_wire_register_clear(&r);
-		return PS_EPROTO;
-	case PS_MEMBER_FATAL:
-		abort_job(c, why);
-		ps_wire_register_clear(&r);
-		return PS_EABORTED;
-	}
-	rc = ps_transport_connect(c->t, r.self.endpoint, &peer);
-	if (rc != PS_OK) {
-		char reason[PS_REASON_MAX];
-		snprintf(reason, sizeof(reason),
-			 "cannot reach %s pid %d at %s, which registered: %s "
-			 "(cluster.advertise_host?)",
-			 ps_role_name(r.self.role), (int)r.self.pid,
-			 r.self.endpoint, ps_strerror(rc));
-		ps_wire_register_clear(&r);
-		abort_job(c, reason);
-		return PS_EABORTED;
-	}
-	ps_wire_register_clear(&r);
-	info = ps_membership_by_index(c->ms, index);
-	c->members[1 + index].peer = peer;
-	c->members[1 + index].info = *info;
-	PS_INFO("registered %s %u: pid %d on %s, %s",
-		ps_role_name(info->role), info->rank, info->pid, info->host,
-		info->endpoint);
-	return PS_OK;
 }
 
 /* BARRIER from worker m; with a payload, the data its root broadcasts
@@ -286,12 +68,12 @@ static int barrier(coord *c, const member *m, const ps_msg *msg,
 
 	if (msg->payload_len && c->bcast) {
 		char a[160], b[160];
-		describe(&c->members[c->bcast_from], a, sizeof(a));
-		describe(m, b, sizeof(b));
+		psi_sched_describe(&c->members[c->bcast_from], a, sizeof(a));
+		psi_sched_describe(m, b, sizeof(b));
 		snprintf(why, sizeof(why), "two workers broadcast as the root "
 			 "of one broadcast (barrier %u): %s and %s: every "
 			 "worker must name the same root", h->key, a, b);
-		abort_job(c, why);
+		psi_sched_abort_job(c, why);
 		return PS_EABORTED;
 	}
 	if (ps_membership_barrier(c->ms, h->sender, h->key, &released, why,
@@ -302,7 +84,8 @@ static int barrier(coord *c, const member *m, const ps_msg *msg,
 	if (msg->payload_len) {
 		c->bcast = malloc(sizeof(*c->bcast) + msg->payload_len);
 		if (!c->bcast) {
-			abort_job(c, "out of memory holding a broadcast");
+			psi_sched_abort_job(
+			    c, "out of memory holding a broadcast");
 			return PS_EABORTED;
 		}
 		atomic_init(&c->bcast->refs, 1);
@@ -317,12 +100,14 @@ static int barrier(coord *c, const member *m, const ps_msg *msg,
 	for (uint32_t r = 0; r < c->workers; r++) {
 		ps_peer peer = c->members[1 + c->servers + r].peer;
 		if (!b) {
-			send_msg(c, peer, PS_MSG_BARRIER_DONE, h->key, NULL, 0);
+			psi_sched_send_msg(c, peer, PS_MSG_BARRIER_DONE,
+					   h->key, NULL, 0);
 			continue;
 		}
 		atomic_fetch_add(&b->refs, 1);
-		if (send_msg_with(c, peer, PS_MSG_BARRIER_DONE, h->key,
-				  b->data, b->len, bcast_unref, b) != PS_OK)
+		if (psi_sched_send_msg_with(c, peer, PS_MSG_BARRIER_DONE,
+					    h->key, b->data, b->len,
+					    bcast_unref, b) != PS_OK)
 			bcast_unref(NULL, b);
 	}
 	if (b)
@@ -330,372 +115,8 @@ static int barrier(coord *c, const member *m, const ps_msg *msg,
 	return PS_OK;
 }
 
-/* Orders members by id: the scheduler, servers by rank, workers by rank. */
-static int assign_ids(coord *c)
-{
-	member *sorted = calloc(1 + c->servers + c->workers, sizeof(*sorted));
-	if (!sorted)
-		return PS_ENOMEM;
-	for (uint32_t i = 0; i < ps_membership_registered(c->ms); i++) {
-		uint32_t id = ps_membership_id_of(c->ms, i);
-		sorted[id] = c->members[1 + i];
-		sorted[id].info = *ps_membership_by_id(c->ms, id);
-	}
-	sorted[0].info = c->self;
-	c->tensors = ps_membership_tensors(c->ms, &c->ntensors);
-	free(c->members);
-	c->members = sorted;
-	return PS_OK;
-}
-
-static int send_welcomes(coord *c)
-{
-	uint32_t n = 1 + c->servers + c->workers;
-	ps_node_info *nodes = calloc(n, sizeof(*nodes));
-	int rc = PS_OK;
-
-	if (!nodes)
-		return PS_ENOMEM;
-	for (uint32_t i = 0; i < n; i++)
-		nodes[i] = c->members[i].info;
-	for (uint32_t i = 1; i < n && rc == PS_OK; i++) {
-		ps_wire_welcome w = {
-			.your_id = i,
-			.num_servers = c->servers,
-			.num_workers = c->workers,
-			.num_nodes = n,
-			.nodes = nodes,
-			.placement = c->placement,
-			.priority = c->priority,
-			.push_priority = c->push_priority,
-			.start_iteration = c->start_iteration,
-			.has_sizes = 1,
-			.push_credit = c->cfg->scheduling.push.credit_size,
-			.params_credit = c->cfg->scheduling.params.credit_size,
-			.push_partition =
-				c->cfg->scheduling.push.partition_size,
-			.params_partition =
-				c->cfg->scheduling.params.partition_size,
-		};
-		void *body;
-		size_t len;
-
-		rc = ps_wire_welcome_encode(&w, &body, &len);
-		if (rc == PS_OK && len > ps_config_max_message(c->cfg)) {
-			char why[256];
-			snprintf(why, sizeof(why),
-				 "the WELCOME (%u partitions) is %zu bytes, "
-				 "more than transport.max_message = %llu: raise "
-				 "it",
-				 c->placement->num_parts, len,
-				 (unsigned long long)ps_config_max_message(
-					 c->cfg));
-			free(body);
-			abort_job(c, why);
-			free(nodes);
-			return PS_EABORTED;
-		}
-		if (rc == PS_OK)
-			rc = send_addressed(c, i, PS_MSG_WELCOME, body, len);
-		if (rc != PS_OK) {
-			char who[400];
-			describe(&c->members[i], who, sizeof(who));
-			PS_ERROR("cannot send the WELCOME to %s: %s", who,
-				 ps_strerror(rc));
-		}
-	}
-	free(nodes);
-	return rc;
-}
-
-/* The tensors the workers declared must be the model file's, in order. */
-static int same_as_model(const coord *c, const ps_dag *d)
-{
-	if (d->ntensors != c->ntensors) {
-		PS_ERROR("model.file has %u tensors, the workers declared %u",
-			 d->ntensors, c->ntensors);
-		return 0;
-	}
-	for (uint32_t i = 0; i < d->ntensors; i++)
-		if (strcmp(d->tensors[i].name, c->tensors[i].name) != 0 ||
-		    d->tensors[i].numel != c->tensors[i].numel) {
-			PS_ERROR("tensor %u: model.file has '%s', the workers "
-				 "declared '%s'", i, d->tensors[i].name,
-				 c->tensors[i].name);
-			return 0;
-		}
-	return 1;
-}
-
-/*
- * scheduling.partition_size / *_credit_size = auto: chosen now, before the
- * placement, by simulating the job's model on its links
- * (sim/auto_sizes.h); the partitions reach every node in the WELCOME's
- * placement, the credits in its credit element. Without model.file there
- * are no timings to simulate: the stated fallback.
- */
-/* The bytes of the tensors the workers declared. */
-static uint64_t model_bytes(const coord *c)
-{
-	uint64_t bytes = 0;
-
-	for (uint32_t i = 0; i < c->ntensors; i++)
-		bytes += c->tensors[i].numel * PS_ELEM_SIZE;
-	return bytes;
-}
-
-/* The address part of an endpoint ("tcp://10.0.0.2:5000" -> "10.0.0.2"). */
-static void endpoint_address(const char *endpoint, char *buf, size_t cap)
-{
-	const char *a = strstr(endpoint, "://"), *colon;
-
-	a = a ? a + 3 : endpoint;
-	colon = strrchr(a, ':');
-	snprintf(buf, cap, "%.*s", (int)(colon ? colon - a : (long)strlen(a)),
-		 a);
-}
-
-/* The node to measure the link to: the first server at another address
- * than the scheduler's, else the first worker, else server 0 (the whole
- * job on the scheduler's address: its link is what the job uses). */
-static uint32_t probe_target(const coord *c)
-{
-	char self[PS_ENDPOINT_MAX], a[PS_ENDPOINT_MAX];
-
-	endpoint_address(c->self.endpoint, self, sizeof(self));
-	for (uint32_t i = 1; i <= c->servers + c->workers; i++) {
-		endpoint_address(c->members[i].info.endpoint, a, sizeof(a));
-		if (strcmp(a, self) != 0)
-			return i;
-	}
-	return 1;
-}
-
-/*
- * link.bandwidth_gbps = 0 with sizes to choose: the link measured to one
- * node (scheduler/link_probe.h), its rate put in force for the choice
- * and said in how. A probe that fails leaves metrics.bandwidth_gbps, with
- * a warning. PS_EINTR when a signal came.
- */
-static int measure_link(coord *c, char *how, size_t cap)
-{
-	ps_config *cfg = &c->in_force;
-	uint32_t id = probe_target(c);
-	const member *m = &c->members[id];
-	uint64_t max = ps_config_max_message(cfg);
-	char addr[PS_ENDPOINT_MAX], size[32], why[256];
-	ps_link_probe r;
-	int rc;
-
-	how[0] = '\0';
-	if (cfg->link.bandwidth_gbps > 0)
-		return PS_OK;
-	rc = ps_link_probe_run(c->t, c->job_id, m->peer,
-			       m->info.transport_id,
-			       max < PROBE_MAX_BYTES ? max : PROBE_MAX_BYTES,
-			       cfg->cluster.connect_timeout_ms, &r,
-			       &c->dropped, why, sizeof(why));
-	if (rc == PS_EINTR) {
-		abort_job(c, "scheduler interrupted while measuring the link");
-		return PS_EINTR;
-	}
-	endpoint_address(m->info.endpoint, addr, sizeof(addr));
-	if (rc != PS_OK) {
-		PS_WARN("cannot measure the link to %s %u at %s: %s; the "
-			"sizes are chosen for metrics.bandwidth_gbps = %g",
-			ps_role_name(m->info.role), m->info.rank, addr, why,
-			cfg->metrics.bandwidth_gbps);
-		return PS_OK;
-	}
-	cfg->link.bandwidth_gbps = r.gbps;
-	ps_config_format_size(r.bytes, size, sizeof(size));
-	snprintf(how, cap,
-		 "measured to %s %u at %s: %s probes, %.0f us each, "
-		 "round trip %.0f us; link.bandwidth_gbps is 0",
-		 ps_role_name(m->info.role), m->info.rank, addr, size, r.us,
-		 r.rtt_us);
-	return PS_OK;
-}
-
-/*
- * model.file's DAG, where the sizes or the orders need it: auto sizes
- * simulate it, orders other than fifo follow it. The workers' tensors must
- * be its own (same_as_model says which differs).
- */
-static int load_model(coord *c)
-{
-	const ps_config *cfg = c->cfg;
-	char err[1024], why[1100];
-	int rc;
-
-	if (!cfg->model.file[0] ||
-	    (!ps_auto_sizes_wanted(cfg) &&
-	     cfg->scheduling.push.order == PS_ORDER_FIFO &&
-	     cfg->scheduling.params.order == PS_ORDER_FIFO))
-		return PS_OK;
-	rc = ps_dag_load(cfg->model.file, cfg->model.compute_scale, &c->dag,
-			 err, sizeof(err));
-	if (rc != PS_OK) {
-		snprintf(why, sizeof(why), "cannot load model.file: %s", err);
-		abort_job(c, why);
-		return PS_EABORTED;
-	}
-	if (!same_as_model(c, c->dag)) {
-		abort_job(c, "the workers' tensors are not model.file's");
-		return PS_EABORTED;
-	}
-	return PS_OK;
-}
-
-static int choose_sizes(coord *c)
-{
-	ps_config *cfg = &c->in_force;
-	ps_auto_choice ch;
-	ps_link_model lm;
-	char err[1024], line[1280], why[1100], how[384];
-	struct timespec t0, t1;
-	int rc = PS_OK;
-
-	if (!ps_auto_sizes_wanted(cfg))
-		return PS_OK;
-	c->credit_chosen = cfg->scheduling.push.credit_size == PS_SIZE_AUTO &&
-			   cfg->scheduling.params.credit_size == PS_SIZE_AUTO;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (measure_link(c, how, sizeof(how)) != PS_OK)
-		return PS_EINTR;
-	if (!c->dag) {
-		ps_auto_sizes_fallback(cfg, model_bytes(c), &ch);
-	} else {
-		rc = ps_link_model_from_config(cfg, &lm, err, sizeof(err));
-		if (rc == PS_OK)
-			rc = ps_auto_sizes_choose(cfg, c->dag, &lm, &ch, err,
-						  sizeof(err));
-		if (rc != PS_OK) {
-			snprintf(why, sizeof(why),
-				 "cannot choose the auto sizes: %s", err);
-			abort_job(c, why);
-			return PS_EABORTED;
-		}
-	}
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	snprintf(ch.link_how, sizeof(ch.link_how), "%s", how);
-	ps_auto_choice_describe(&ch, line, sizeof(line));
-	printf("scheduling: %s; chosen in %.3f s\n", line,
-	       (double)(t1.tv_sec - t0.tv_sec) +
-		       (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
-	fflush(stdout);
-	return PS_OK;
-}
-
-/* DIR/config.ini: the configuration the job runs with, every key. */
-static void write_config_ini(const coord *c)
-{
-	FILE *f = ps_output_open(c->cfg, "config.ini");
-
-	if (!f)
-		return;
-	ps_config_write_ini(c->cfg, f);
-	fclose(f);
-}
-
-static void write_order_csv(const coord *c)
-{
-	FILE *f = ps_output_open(c->cfg, "order.csv");
-
-	if (!f)
-		return;
-	fprintf(f, "tensor,name,push_priority,params_priority\n");
-	for (uint32_t i = 0; i < c->ntensors; i++)
-		fprintf(f, "%u,%s,%u,%u\n", i, c->tensors[i].name,
-			c->push_priority ? c->push_priority[i] : 0,
-			c->priority ? c->priority[i] : 0);
-	fclose(f);
-}
-
-/*
- * Says the transfer orders of the job's plan (computed with the
- * placement, scheduling/job_plan.h) and writes them with the
- * configuration in force.
- */
-static void say_orders(coord *c)
-{
-	const ps_config *cfg = c->cfg;
-	char line[320];
-
-	ps_config_describe_scheduling(cfg, line, sizeof(line));
-	printf("scheduling: %s%s\n", line,
-	       ps_config_directions_alike(cfg)
-		       ? " (worker pushes and server parameter sends alike)"
-		       : "");
-	if ((cfg->scheduling.push.order != PS_ORDER_FIFO ||
-	     cfg->scheduling.params.order != PS_ORDER_FIFO) &&
-	    !cfg->model.file[0])
-		printf("scheduling: no model.file: orders other than fifo "
-		       "follow the tensors' declaration order\n");
-	write_order_csv(c);
-	write_config_ini(c);
-	fflush(stdout);
-}
-
-/* DIR/placement.csv: which server holds which partition. */
-static void write_placement_csv(const coord *c)
-{
-	const ps_placement *pl = c->placement;
-	FILE *f = ps_output_open(c->cfg, "placement.csv");
-
-	if (!f)
-		return;
-	fprintf(f, "partition,tensor,index,offset,numel,server,ntensors\n");
-	for (uint32_t i = 0; i < pl->num_parts; i++)
-		fprintf(f, "%u,%u,%u,%llu,%llu,%u,%u\n", i,
-			pl->parts[i].tensor, pl->parts[i].index,
-			(unsigned long long)pl->parts[i].offset,
-			(unsigned long long)pl->parts[i].numel,
-			pl->parts[i].server, pl->parts[i].ntensors);
-	fclose(f);
-}
-
-/* The job's plan (scheduling/job_plan.h): the placement, said and
- * written, and the orders. */
-static int plan_job(coord *c)
-{
-	ps_job_plan plan;
-	char why[1024];
-	int rc = ps_job_plan_make(c->cfg, c->tensors, c->ntensors, c->servers,
-				  c->dag, &plan, why, sizeof(why));
-
-	ps_dag_free(&c->dag);
-	if (rc != PS_OK) {
-		PS_ERROR("%s", why);
-		return rc;
-	}
-	c->placement = plan.pl;
-	c->priority = plan.params_priority;
-	c->push_priority = plan.push_priority;
-	/* every partition's payload must pass every node's transport */
-	uint64_t max = ps_config_max_message(c->cfg);
-	for (uint32_t i = 0; i < c->placement->num_parts; i++) {
-		const ps_partition *p = &c->placement->parts[i];
-		if (p->numel <= max / sizeof(float))
-			continue;
-		snprintf(why, sizeof(why),
-			 "partition %u (tensor '%s') is %llu bytes, more than "
-			 "transport.max_message = %llu: raise it or lower "
-			 "scheduling.partition_size",
-			 i, c->tensors[p->tensor].name,
-			 (unsigned long long)(p->numel * sizeof(float)),
-			 (unsigned long long)max);
-		abort_job(c, why);
-		return PS_EABORTED;
-	}
-	ps_placement_print(c->placement, stdout);
-	fflush(stdout);
-	write_placement_csv(c);
-	return PS_OK;
-}
-
 /* After SIGINT/SIGTERM: aborts the job and returns 1. */
-static int interrupted(coord *c)
+int psi_sched_interrupted(coord *c)
 {
 	char why[64];
 
@@ -703,743 +124,8 @@ static int interrupted(coord *c)
 		return 0;
 	snprintf(why, sizeof(why), "scheduler interrupted by signal %d",
 		 ps_signal_pending());
-	abort_job(c, why);
+	psi_sched_abort_job(c, why);
 	return 1;
-}
-
-/* Registration says whom it waits for from connect_timeout_ms on (where
- * a slow start used to fail), then every REGISTRATION_SAY_MS. */
-#define REGISTRATION_SAY_MS 10000
-
-static int registration(coord *c)
-{
-	int64_t start = ps_now_ms();
-	int64_t say_at = start + c->cfg->cluster.connect_timeout_ms;
-
-	while (!ps_membership_complete(c->ms)) {
-		int64_t left, now = ps_now_ms();
-		ps_wire_header h;
-		ps_msg *msg = NULL;
-		char why[256];
-		int rc;
-
-		if (interrupted(c))
-			return PS_EINTR;
-		if (ps_membership_check_registration(c->ms, now, &left, why,
-						     sizeof(why)) != PS_OK) {
-			abort_job(c, why);
-			return PS_ETIMEDOUT;
-		}
-		if (now >= say_at) {
-			ps_membership_waiting(c->ms, now, why, sizeof(why));
-			PS_INFO("%s", why);
-			say_at = now + REGISTRATION_SAY_MS;
-		}
-		if (left > say_at - now)
-			left = say_at - now > 1 ? say_at - now : 1;
-		rc = ps_transport_recv(c->t, (int)left, &msg);
-		if (rc == PS_ETIMEDOUT || rc == PS_EAGAIN)
-			continue;
-		if (rc != PS_OK)
-			return rc;
-		rc = ps_wire_header_decode(msg->hdr, msg->hdr_len, &h, why,
-					   sizeof(why));
-		if (rc != PS_OK) {
-			psi_note_drop_from(++c->dropped, "message", msg->src,
-					   why);
-		} else if (h.type != PS_MSG_REGISTER) {
-			/* Heartbeats cannot come before the WELCOME; anything
-			 * else is a stray. */
-			psi_note_drop(++c->dropped, ps_msg_type_name(h.type),
-				      "not expected during registration");
-		} else if (handle_register(c, msg, &h) == PS_EABORTED) {
-			ps_msg_free(&msg);
-			return PS_EABORTED;
-		}
-		ps_msg_free(&msg);
-	}
-	return PS_OK;
-}
-
-/* Per-worker rows of the summary, also written to DIR/summary.csv. The
- * straggler effect (TicTac §6) is the largest share of its time any worker
- * spent waiting for parameters. */
-static void write_summary_csv(coord *c)
-{
-	FILE *f = ps_output_open(c->cfg, "summary.csv");
-
-	if (!f)
-		return;
-	fprintf(f, "worker,iterations,seconds,samples_per_s,wait_s,"
-		"wait_share,efficiency,speedup_bound,bytes_pushed,"
-		"bytes_received\n");
-	for (uint32_t r = 0; r < c->workers; r++) {
-		const ps_wire_done *d = &c->members[1 + c->servers + r].stats;
-		fprintf(f, "%u,%llu,%.6f,%.3f,%.6f,%.6f,%.6f,%.6f,%llu,%llu\n",
-			r, (unsigned long long)d->iterations, d->seconds,
-			d->samples_per_second, d->wait_seconds,
-			d->seconds > 0 ? d->wait_seconds / d->seconds : 0.0,
-			d->efficiency, d->speedup_bound,
-			(unsigned long long)d->bytes_pushed,
-			(unsigned long long)d->bytes_received);
-	}
-	fclose(f);
-}
-
-static void print_summary(coord *c)
-{
-	double secs = (double)(ps_now_ms() - c->started_ms) / 1000.0;
-	uint64_t pushed = 0, received = 0, iters = 0;
-	double straggler = 0.0, samples = 0.0, eff = 0.0;
-	int replay = 0;
-
-	for (uint32_t r = 0; r < c->workers; r++) {
-		const ps_wire_done *d =
-			&c->members[1 + c->servers + r].stats;
-		pushed += d->bytes_pushed;
-		received += d->bytes_received;
-		if (d->iterations > iters)
-			iters = d->iterations;
-		if (d->seconds > 0 && d->wait_seconds / d->seconds > straggler)
-			straggler = d->wait_seconds / d->seconds;
-		samples += d->samples_per_second;
-		eff += d->efficiency / c->workers;
-		replay |= d->samples_per_second > 0;
-	}
-	printf("summary: job %016llx finished: %u worker(s) x %u server(s), "
-	       "%llu iterations, %.3f s since the WELCOME, %.2f MiB pushed, "
-	       "%.2f MiB received\n",
-	       (unsigned long long)c->job_id, c->workers, c->servers,
-	       (unsigned long long)iters, secs, (double)pushed / 1048576.0,
-	       (double)received / 1048576.0);
-	for (uint32_t r = 0; r < c->workers; r++) {
-		const ps_wire_done *d =
-			&c->members[1 + c->servers + r].stats;
-		if (replay)
-			printf("summary: worker %u: %llu iterations in %.3f s "
-			       "(%.2f it/s, %.1f samples/s), waited %.3f s "
-			       "for parameters, E %.3f\n",
-			       r, (unsigned long long)d->iterations,
-			       d->seconds,
-			       d->seconds > 0 ? (double)d->iterations /
-							d->seconds
-					      : 0.0,
-			       d->samples_per_second, d->wait_seconds,
-			       d->efficiency);
-		else
-			printf("summary: worker %u: %llu iterations in %.3f s "
-			       "(%.2f it/s), last loss %.6f\n",
-			       r, (unsigned long long)d->iterations,
-			       d->seconds,
-			       d->seconds > 0 ? (double)d->iterations /
-							d->seconds
-					      : 0.0,
-			       d->last_loss);
-	}
-	if (replay) {
-		const ps_wire_done *d0 = &c->members[1 + c->servers].stats;
-		printf("summary: throughput %.1f samples/s, ordering "
-		       "efficiency E %.3f (mean), speedup bound S %.3f, "
-		       "straggler effect %.3f\n",
-		       samples, eff, d0->speedup_bound, straggler);
-	}
-	fflush(stdout);
-	write_summary_csv(c);
-}
-
-/* ---- checkpoints ---------------------------------------------------------- */
-
-/* The checkpoint.resume the job starts from, checked before anyone is
- * WELCOMEd: the tensors the workers declared must be the checkpoint's. */
-static int open_resume(coord *c)
-{
-	const ps_config *cfg = c->cfg;
-	char dir[PS_CKPT_PATH_MAX], why[PS_CKPT_PATH_MAX + 512];
-	char reason[sizeof(why) + 64];
-	const ps_ckpt_meta *m;
-	ps_ckpt *ck = NULL;
-	const char *mode = ps_config_enum_name("train.mode", cfg->train.mode);
-	int rc;
-
-	if (!cfg->checkpoint.resume[0])
-		return PS_OK;
-	if (strcmp(cfg->checkpoint.resume, "latest") == 0) {
-		rc = ps_ckpt_latest(cfg->checkpoint.dir, dir, sizeof(dir),
-				    NULL);
-		if (rc != PS_OK) {
-			snprintf(reason, sizeof(reason), "checkpoint.resume = "
-				 "latest: no complete checkpoint under %s",
-				 cfg->checkpoint.dir);
-			abort_job(c, reason);
-			return PS_EABORTED;
-		}
-	} else {
-		snprintf(dir, sizeof(dir), "%s", cfg->checkpoint.resume);
-	}
-	rc = ps_ckpt_open(dir, &ck, why, sizeof(why));
-	if (rc == PS_OK)
-		rc = ps_ckpt_check_model(ck, c->tensors, c->ntensors, why,
-					 sizeof(why));
-	if (rc == PS_OK && strcmp(ps_ckpt_info(ck)->mode, mode) != 0) {
-		snprintf(why, sizeof(why), "%s was written in train.mode = %s, "
-			 "the job runs %s", dir, ps_ckpt_info(ck)->mode, mode);
-		rc = PS_EINVAL;
-	}
-	if (rc == PS_OK && ps_ckpt_info(ck)->iteration == 0) {
-		snprintf(why, sizeof(why), "%s holds iteration 0", dir);
-		rc = PS_EINVAL;
-	}
-	if (rc != PS_OK) {
-		ps_ckpt_close(&ck);
-		snprintf(reason, sizeof(reason), "cannot resume: %s", why);
-		abort_job(c, reason);
-		return PS_EABORTED;
-	}
-	m = ps_ckpt_info(ck);
-	c->start_iteration = m->iteration;
-	printf("checkpoint: resuming at iteration %llu from %s (written by "
-	       "%u worker(s) x %u server(s), partition %llu B, preset %s)\n",
-	       (unsigned long long)m->iteration, dir, m->workers, m->servers,
-	       (unsigned long long)m->partition_size, m->preset);
-	fflush(stdout);
-	ps_ckpt_close(&ck);
-	return PS_OK;
-}
-
-/* checkpoint.dir before anything is written there: writable, no leftovers
- * of a run that died while writing, and no checkpoint of another history
- * newer than where this job starts (a crash of this run would otherwise
- * resume from it). */
-static int prepare_checkpoints(coord *c)
-{
-	const char *root = c->cfg->checkpoint.dir;
-	char why[PS_CKPT_PATH_MAX + 512], reason[sizeof(why) + 400];
-	uint64_t newer;
-	uint32_t removed;
-
-	if (!root[0])
-		return PS_OK;
-	if (ps_ckpt_prepare_root(root, c->start_iteration, &newer, &removed,
-				 why, sizeof(why)) != PS_OK) {
-		snprintf(reason, sizeof(reason), "checkpoint.dir: %s", why);
-		abort_job(c, reason);
-		return PS_EABORTED;
-	}
-	if (removed)
-		PS_WARN("checkpoint.dir: removed %u incomplete checkpoint(s) "
-			"above iteration %llu (a run died while writing them)",
-			removed, (unsigned long long)c->start_iteration);
-	if (newer) {
-		snprintf(reason, sizeof(reason), "checkpoint.dir %s holds "
-			 "checkpoint %llu, newer than the iteration this job "
-			 "starts at (%llu): resume from it "
-			 "(checkpoint.resume=latest), or move it away or use "
-			 "another checkpoint.dir, so that two runs' checkpoints "
-			 "are not mixed", root, (unsigned long long)newer,
-			 (unsigned long long)c->start_iteration);
-		abort_job(c, reason);
-		return PS_EABORTED;
-	}
-	return PS_OK;
-}
-
-/* A message without a body that says an iteration. */
-static int send_iteration(coord *c, ps_peer peer, uint32_t type,
-			  uint64_t iteration)
-{
-	ps_wire_header h = {
-		.version = PS_WIRE_VERSION,
-		.type = type,
-		.job_id = c->job_id,
-		.iteration = iteration,
-	};
-	uint8_t buf[PS_WIRE_HEADER_MAX];
-	size_t hlen;
-	int rc = ps_wire_header_encode(&h, buf, sizeof(buf), &hlen);
-
-	if (rc == PS_OK)
-		rc = ps_transport_send(c->t, peer, buf, hlen, NULL, 0, NULL,
-				       NULL);
-	return rc;
-}
-
-static void send_server(coord *c, uint32_t rank, uint32_t type,
-			uint64_t iteration)
-{
-	send_iteration(c, c->members[1 + rank].peer, type, iteration);
-}
-
-static void send_servers(coord *c, uint32_t type, uint64_t iteration)
-{
-	for (uint32_t r = 0; r < c->servers; r++)
-		send_server(c, r, type, iteration);
-}
-
-static void send_tuner(coord *c, uint32_t type, uint64_t iteration);
-
-/* The workers stop before iteration c->asked (a tuner's stop). */
-static void send_stops(coord *c)
-{
-	for (uint32_t r = 0; r < c->workers; r++)
-		send_iteration(c, c->members[1 + c->servers + r].peer,
-			       PS_MSG_STOP, c->asked);
-	send_tuner(c, PS_MSG_STOP, c->asked);
-}
-
-/* SIGUSR1 or a tuner's stop: a checkpoint a little ahead of the fastest
- * server and worker (with a stop, the workers stop there). */
-static void request_checkpoint(coord *c, uint64_t late)
-{
-	uint64_t highest = late;
-	uint32_t n = 1 + c->servers + c->workers;
-
-	for (uint32_t i = 1; i < n; i++)
-		if (c->members[i].progress > highest)
-			highest = c->members[i].progress;
-	c->margin = late ? c->margin * 2 : 2;
-	if (c->margin > 1024) {
-		PS_ERROR("checkpoint: the servers keep passing the iteration "
-			 "asked for (last %llu); giving up this request",
-			 (unsigned long long)c->asked);
-		c->asked = 0;
-		return;
-	}
-	c->asked = highest + c->margin;
-	PS_INFO("checkpoint requested at iteration %llu%s",
-		(unsigned long long)c->asked,
-		c->tuner.stopping ? "; the job stops there" : "");
-	send_servers(c, PS_MSG_CKPT, c->asked);
-	if (c->tuner.stopping)
-		send_stops(c);
-}
-
-static void write_manifest(coord *c, uint64_t iteration)
-{
-	const ps_config *cfg = c->cfg;
-	char dir[PS_CKPT_PATH_MAX], why[PS_CKPT_PATH_MAX + 512];
-	char *ini = NULL;
-	size_t inilen = 0;
-	FILE *f = open_memstream(&ini, &inilen);
-	ps_ckpt_meta meta = {
-		.iteration = iteration,
-		.mode = ps_config_enum_name("train.mode", cfg->train.mode),
-		.workers = c->workers,
-		.servers = c->servers,
-		.partition_size = cfg->scheduling.partition_size,
-		.preset = ps_config_enum_name("scheduling.preset",
-					      cfg->scheduling.preset),
-		.seed = cfg->train.seed,
-	};
-	int rc;
-
-	if (f) {
-		ps_config_write_ini(cfg, f);
-		fclose(f);
-	}
-	meta.config_ini = ini ? ini : "";
-	rc = ps_ckpt_path(cfg->checkpoint.dir, iteration, dir, sizeof(dir));
-	if (rc == PS_OK)
-		rc = ps_ckpt_write_manifest(dir, &meta, c->tensors, c->ntensors,
-					    c->servers, why, sizeof(why));
-	free(ini);
-	if (rc != PS_OK) {
-		PS_ERROR("checkpoint %llu is not complete: %s",
-			 (unsigned long long)iteration, why);
-		return;
-	}
-	printf("checkpoint: iteration %llu complete in %s\n",
-	       (unsigned long long)iteration, dir);
-	fflush(stdout);
-	if (ps_ckpt_prune(cfg->checkpoint.dir, (uint32_t)cfg->checkpoint.keep,
-			  why, sizeof(why)) != PS_OK)
-		PS_WARN("checkpoint.keep: %s", why);
-}
-
-/* The round of checkpoint `iteration`; a new one asks the servers that
- * hold nothing for their (empty) shards. */
-static ps_ckpt_round *round_of(coord *c, uint64_t iteration)
-{
-	int opened;
-	uint64_t abandoned;
-	ps_ckpt_round *k =
-	    ps_ckpt_round_of(&c->ckpt, iteration, &opened, &abandoned);
-
-	if (abandoned)
-		PS_WARN("checkpoint %llu abandoned: too many checkpoints in "
-			"progress", (unsigned long long)abandoned);
-	if (!opened)
-		return k;
-	/* servers that hold no partition take no update, so nothing makes a
-	 * periodic checkpoint come due for them: ask them (an empty shard) */
-	for (uint32_t r = 0; r < c->servers && iteration != c->asked; r++) {
-		member *m = &c->members[1 + r];
-		if (c->placement->server_bytes[r] != 0)
-			continue;
-		send_server(c, r, PS_MSG_CKPT, iteration);
-		if (c->flushing) { /* it may have flushed already: again */
-			m->flush_wait++;
-			send_server(c, r, PS_MSG_FLUSH, 0);
-		}
-	}
-	return k;
-}
-
-/* CKPT_DONE: a server's shard is durable (or failed). Counted once per
- * server: the manifest is written when every server has answered. */
-static void shard_written(coord *c, const member *m, const ps_msg *msg,
-			  const ps_wire_header *h)
-{
-	ps_ckpt_round *k;
-	ps_ckpt_answer a;
-
-	if (h->iteration == 0)
-		return;
-	k = round_of(c, h->iteration);
-	a = ps_ckpt_round_answer(&c->ckpt, k, m->info.rank, h->key == 0);
-	if (a == PS_CKPT_ANSWER_REPEATED || a == PS_CKPT_ANSWER_BAD_RANK) {
-		psi_note_drop(++c->dropped, "CKPT_DONE",
-			      "the server answered that checkpoint already");
-		return;
-	}
-	if (h->key != 0) {
-		char reason[PS_REASON_MAX], why[256];
-		if (ps_wire_reason_decode(msg->payload, msg->payload_len,
-					  reason, sizeof(reason), why,
-					  sizeof(why)) != PS_OK)
-			snprintf(reason, sizeof(reason), "(no reason)");
-		PS_ERROR("checkpoint %llu failed on server %u: %s",
-			 (unsigned long long)h->iteration, m->info.rank,
-			 reason);
-	}
-	if (h->iteration == c->asked && (k->failed || k->written))
-		c->asked = 0; /* the request was taken up */
-	if (a == PS_CKPT_ANSWER_COMPLETE && !k->failed)
-		write_manifest(c, k->iteration);
-}
-
-/* Checkpoint messages from servers: PS_ECLOSED once every server has
- * flushed after the last worker finished. */
-static int handle_checkpoint(coord *c, member *m, const ps_msg *msg,
-			     const ps_wire_header *h)
-{
-	if (m->info.role != PS_ROLE_SERVER || !c->cfg->checkpoint.dir[0]) {
-		psi_note_drop(++c->dropped, ps_msg_type_name(h->type),
-			      "not a server, or no checkpoint.dir");
-		return PS_OK;
-	}
-	switch (h->type) {
-	case PS_MSG_CKPT_DONE:
-		shard_written(c, m, msg, h);
-		return PS_OK;
-	case PS_MSG_CKPT_LATE:
-		if (c->asked && h->iteration >= c->asked && !c->flushing)
-			request_checkpoint(c, h->iteration);
-		return PS_OK;
-	default: /* FLUSHED */
-		if (m->flush_wait == 0) {
-			psi_note_drop(++c->dropped, "FLUSHED", "not asked for");
-			return PS_OK;
-		}
-		m->flush_wait--;
-		for (uint32_t r = 0; r < c->servers; r++)
-			if (c->members[1 + r].flush_wait > 0)
-				return PS_OK;
-		return PS_ECLOSED;
-	}
-}
-
-/* Every worker is done: with checkpoints, servers finish writing first. */
-static int job_done(coord *c)
-{
-	if (!c->cfg->checkpoint.dir[0])
-		return PS_ECLOSED;
-	c->flushing = 1;
-	for (uint32_t r = 0; r < c->servers; r++)
-		c->members[1 + r].flush_wait++;
-	send_servers(c, PS_MSG_FLUSH, 0);
-	return PS_OK;
-}
-
-/* ---- the tuner ---------------------------------------------------------- */
-
-static void send_tuner(coord *c, uint32_t type, uint64_t iteration)
-{
-	if (c->tuner.state != 2)
-		return;
-	if (send_iteration(c, c->tuner.peer, type, iteration) != PS_OK) {
-		PS_WARN("the tuner at %s is gone: the job goes on without it",
-			c->cfg->tune.endpoint);
-		c->tuner.state = 0;
-	}
-}
-
-/* tune.endpoint: connect to the tuner and say where we listen; it
- * attaches with a TUNE_HELLO of its own, which must carry back the nonce
- * this one carries (its iteration): only the process at tune.endpoint
- * has seen it, so no member of the job (which knows the job id) and no
- * stranger can attach as the tuner and change the credit or stop the
- * job. */
-static int tuner_connect(coord *c)
-{
-	const char *ep = c->cfg->tune.endpoint;
-	void *body = NULL;
-	size_t len = 0;
-	int rc;
-
-	if (!ep[0])
-		return PS_OK;
-	c->tuner.nonce = ps_random_id();
-	rc = ps_transport_connect(c->t, ep, &c->tuner.peer);
-	if (rc == PS_OK)
-		rc = ps_wire_reason_encode(c->self.endpoint, &body, &len);
-	if (rc == PS_OK) {
-		ps_wire_header h = {.version = PS_WIRE_VERSION,
-				    .type = PS_MSG_TUNE_HELLO,
-				    .job_id = c->job_id,
-				    .iteration = c->tuner.nonce,
-				    .payload_len = len};
-		uint8_t buf[PS_WIRE_HEADER_MAX];
-		size_t hlen;
-
-		rc = ps_wire_header_encode(&h, buf, sizeof(buf), &hlen);
-		if (rc == PS_OK)
-			rc = ps_transport_send(c->t, c->tuner.peer, buf, hlen,
-					       body, len, ps_wire_free, NULL);
-		if (rc != PS_OK)
-			free(body);
-	}
-	if (rc != PS_OK) {
-		char why[PS_CFG_STR + 128];
-		snprintf(why, sizeof(why), "cannot reach the tuner at "
-			 "tune.endpoint = %s: %s", ep, ps_strerror(rc));
-		abort_job(c, why);
-		return PS_EABORTED;
-	}
-	c->tuner.state = 1;
-	return PS_OK;
-}
-
-/* PROGRESS from a worker: when every worker is past an iteration, the
- * tuner hears it (its clock times the trials). */
-static void refine_step(coord *c, uint64_t floor);
-
-static void worker_progress(coord *c, member *m, uint64_t iteration)
-{
-	uint64_t floor = UINT64_MAX;
-
-	if (iteration > m->progress)
-		m->progress = iteration;
-	for (uint32_t r = 0; r < c->workers; r++) {
-		uint64_t p = c->members[1 + c->servers + r].progress;
-		if (p < floor)
-			floor = p;
-	}
-	if (c->refining && floor != UINT64_MAX && floor > c->refine_floor) {
-		/* a floor that jumped is a gap the refinement does not
-		 * measure across */
-		c->refine_floor = floor;
-		refine_step(c, floor);
-	}
-	if (floor > c->tuner.told && floor != UINT64_MAX) {
-		c->tuner.told = floor;
-		send_tuner(c, PS_MSG_PROGRESS, floor);
-	}
-	if (c->progress_fd >= 0 && floor != UINT64_MAX &&
-	    floor > c->progress_told) {
-		/* the launcher's progress line; advisory: a full pipe (a
-		 * launcher that stopped reading) drops it, never blocks.
-		 * Polled rather than O_NONBLOCK: the fd may be stdout
-		 * itself (ps-launch --hosts reads both through ssh), which
-		 * must stay blocking; a pipe or socket with room takes a
-		 * line this short whole. */
-		char line[40];
-		struct pollfd pfd = {.fd = c->progress_fd, .events = POLLOUT};
-		int len = snprintf(line, sizeof(line), "progress %llu\n",
-				   (unsigned long long)floor);
-		c->progress_told = floor;
-		if (poll(&pfd, 1, 0) != 1 || !(pfd.revents & POLLOUT))
-			return;
-		if (write(c->progress_fd, line, (size_t)len) != len &&
-		    errno != EAGAIN) {
-			close(c->progress_fd);
-			c->progress_fd = -1;
-		}
-	}
-}
-
-/* Every sender takes window `credit` from the iteration after the
- * furthest worker's (a boundary none has pushed yet, or one it is just
- * reaching: the change is never applied mid-way); returns that
- * iteration. */
-static uint64_t set_credit(coord *c, uint64_t credit)
-{
-	uint64_t from = 0;
-	uint32_t n = 1 + c->servers + c->workers;
-
-	for (uint32_t r = 0; r < c->workers; r++)
-		if (c->members[1 + c->servers + r].progress > from)
-			from = c->members[1 + c->servers + r].progress;
-	from++;
-	for (uint32_t i = 1; i < n; i++) {
-		void *body;
-		size_t len;
-		if (!ps_membership_reachable(c->ms, i) ||
-		    ps_wire_u64_encode(credit, &body, &len) != PS_OK)
-			continue;
-		ps_wire_header h = {
-			.version = PS_WIRE_VERSION,
-			.type = PS_MSG_CREDIT,
-			.job_id = c->job_id,
-			.iteration = from,
-			.payload_len = len,
-		};
-		uint8_t buf[PS_WIRE_HEADER_MAX];
-		size_t hlen;
-		if (ps_wire_header_encode(&h, buf, sizeof(buf), &hlen) !=
-			    PS_OK ||
-		    ps_transport_send(c->t, c->members[i].peer, buf, hlen,
-				      body, len, ps_wire_free, NULL) != PS_OK)
-			free(body);
-	}
-	return from;
-}
-
-/* CREDIT from the tuner, which from then on drives the credit alone. */
-static void change_credit(coord *c, const ps_msg *msg)
-{
-	uint64_t credit, from;
-	char why[256];
-
-	if (ps_wire_u64_decode(msg->payload, msg->payload_len, &credit, why,
-			       sizeof(why)) != PS_OK) {
-		psi_note_drop(++c->dropped, "CREDIT", why);
-		return;
-	}
-	if (credit == 0 || !c->cfg->scheduling.push.credit_size ||
-	    !c->cfg->scheduling.params.credit_size ||
-	    credit < c->cfg->scheduling.partition_size) {
-		PS_WARN("tuner: credit %llu refused: a live change needs a "
-			"window before in both directions "
-			"(scheduling.push_credit_size and params_credit_size) "
-			"and after, at least scheduling.partition_size",
-			(unsigned long long)credit);
-		return;
-	}
-	c->refining = 0;
-	from = set_credit(c, credit);
-	PS_INFO("tuner: credit window %llu bytes from iteration %llu",
-		(unsigned long long)credit, (unsigned long long)from);
-	send_tuner(c, PS_MSG_CREDIT, from);
-}
-
-/* Whether the credit is refined during this job: chosen at the start, a
- * window, the same both ways, synchronous, long enough, no tuner. */
-static void start_refining(coord *c)
-{
-	const ps_config *cfg = c->cfg;
-	uint64_t credit = cfg->scheduling.push.credit_size, cap;
-
-	if (!cfg->scheduling.credit_refine || !c->credit_chosen ||
-	    cfg->tune.endpoint[0] || /* ps-tune drives the credit */
-	    credit == 0 || credit != cfg->scheduling.params.credit_size ||
-	    cfg->train.mode != PS_MODE_SYNC ||
-	    (uint64_t)cfg->train.iterations <= c->start_iteration)
-		return;
-	cap = model_bytes(c);
-	c->refining = ps_refine_init(
-	    &c->refine, credit, cfg->scheduling.partition_size,
-	    cap > credit ? cap : credit,
-	    (uint64_t)cfg->train.iterations - c->start_iteration);
-	c->refine_floor = c->start_iteration;
-}
-
-/* Every worker began iteration `floor`: the refinement's step. */
-static void refine_step(coord *c, uint64_t floor)
-{
-	uint64_t credit, from;
-	int changed;
-	char size[32], line[512];
-	ps_refine_action a;
-
-	a = ps_refine_on_iteration(&c->refine, floor - c->start_iteration,
-				   (double)ps_now_ns() * 1e-3, &credit,
-				   &changed);
-	if (a == PS_REFINE_NOTHING)
-		return;
-	from = changed ? set_credit(c, credit) : floor;
-	ps_config_format_size(credit, size, sizeof(size));
-	if (a == PS_REFINE_APPLY) {
-		ps_refine_applied(&c->refine, from - c->start_iteration);
-		printf("scheduling: credit refinement: trying %s from "
-		       "iteration %llu\n",
-		       size, (unsigned long long)from);
-	} else {
-		c->refining = 0;
-		ps_refine_describe(&c->refine, line, sizeof(line));
-		printf("scheduling: credit refined from measured iterations: "
-		       "%s (from iteration %llu)\n",
-		       line, (unsigned long long)from);
-	}
-	fflush(stdout);
-}
-
-/* A message that is not from a node: the tuner's, or dropped. */
-static void handle_tuner(coord *c, const ps_msg *msg, const ps_wire_header *h)
-{
-	if (c->tuner.state == 1 && h->type == PS_MSG_TUNE_HELLO &&
-	    h->job_id == c->job_id && h->iteration == c->tuner.nonce) {
-		c->tuner.tid = msg->src;
-		c->tuner.state = 2;
-		PS_INFO("tuner attached (%s)", c->cfg->tune.endpoint);
-		if (c->tuner.told)
-			send_tuner(c, PS_MSG_PROGRESS, c->tuner.told);
-		return;
-	}
-	if (c->tuner.state != 2 || msg->src != c->tuner.tid ||
-	    h->job_id != c->job_id || h->payload_len != msg->payload_len) {
-		psi_note_drop(++c->dropped, ps_msg_type_name(h->type),
-			      "not from a node of this job or its tuner");
-		return;
-	}
-	switch (h->type) {
-	case PS_MSG_CREDIT:
-		change_credit(c, msg);
-		return;
-	case PS_MSG_STOP:
-		if (!c->cfg->checkpoint.dir[0]) {
-			PS_WARN("tuner: a stop needs checkpoint.dir");
-			return;
-		}
-		if (c->tuner.stopping || c->flushing)
-			return;
-		c->tuner.stopping = 1;
-		request_checkpoint(c, 0);
-		return;
-	default:
-		psi_note_drop(++c->dropped, ps_msg_type_name(h->type),
-			      "not expected from the tuner");
-	}
-}
-
-
-/* A failed job: where a supervisor (Slurm's --requeue, systemd...) can
- * restart it from. */
-static void say_resume_from(const coord *c)
-{
-	char dir[PS_CKPT_PATH_MAX];
-	uint64_t it;
-
-	if (!c->cfg->checkpoint.dir[0])
-		return;
-	if (ps_ckpt_latest(c->cfg->checkpoint.dir, dir, sizeof(dir), &it) ==
-	    PS_OK)
-		PS_ERROR("to resume, start the job again with --set "
-			 "checkpoint.resume=%s (iteration %llu) or "
-			 "checkpoint.resume=latest", dir,
-			 (unsigned long long)it);
-	else
-		PS_ERROR("no complete checkpoint under %s yet: a restart "
-			 "starts from the beginning", c->cfg->checkpoint.dir);
 }
 
 /* A node could not send to another (proto/membership.h): the job ends
@@ -1458,8 +144,8 @@ static int peer_lost(coord *c, const ps_msg *msg, const ps_wire_header *h)
 		psi_note_drop(++c->dropped, "PEER_LOST", why);
 		return PS_OK;
 	}
-	abort_job(c, why);
-	say_resume_from(c);
+	psi_sched_abort_job(c, why);
+	psi_sched_say_resume_from(c);
 	return PS_EABORTED;
 }
 
@@ -1473,7 +159,7 @@ static int handle_running(coord *c, const ps_msg *msg,
 
 	if ((c->tuner.state == 2 && msg->src == c->tuner.tid) ||
 	    (c->tuner.state == 1 && h->type == PS_MSG_TUNE_HELLO)) {
-		handle_tuner(c, msg, h);
+		psi_sched_handle_tuner(c, msg, h);
 		return PS_OK;
 	}
 	if (h->job_id != c->job_id || h->sender == 0 || h->sender >= n ||
@@ -1506,7 +192,7 @@ static int handle_running(coord *c, const ps_msg *msg,
 	case PS_MSG_CKPT_DONE:
 	case PS_MSG_CKPT_LATE:
 	case PS_MSG_FLUSHED:
-		return handle_checkpoint(c, m, msg, h);
+		return psi_sched_handle_checkpoint(c, m, msg, h);
 	case PS_MSG_PROGRESS:
 	case PS_MSG_STOP_LATE:
 		if (m->info.role != PS_ROLE_WORKER) {
@@ -1515,9 +201,9 @@ static int handle_running(coord *c, const ps_msg *msg,
 			return PS_OK;
 		}
 		if (h->type == PS_MSG_PROGRESS)
-			worker_progress(c, m, h->iteration);
+			psi_sched_worker_progress(c, m, h->iteration);
 		else if (c->tuner.stopping && !c->flushing)
-			request_checkpoint(c, h->iteration);
+			psi_sched_request_checkpoint(c, h->iteration);
 		return PS_OK;
 	case PS_MSG_PEER_LOST:
 		return peer_lost(c, msg, h);
@@ -1538,7 +224,7 @@ static int handle_running(coord *c, const ps_msg *msg,
 		m->stats = d;
 		PS_INFO("worker %u done: %llu iterations", m->info.rank,
 			(unsigned long long)m->stats.iterations);
-		return all ? job_done(c) : PS_OK;
+		return all ? psi_sched_job_done(c) : PS_OK;
 	}
 	default:
 		psi_note_drop(++c->dropped, ps_msg_type_name(h->type),
@@ -1556,21 +242,21 @@ static int tick(coord *c)
 
 	if (ps_membership_tick(c->ms, ps_now_ms(), &beat, why, sizeof(why)) !=
 	    PS_OK) {
-		abort_job(c, why);
-		say_resume_from(c);
+		psi_sched_abort_job(c, why);
+		psi_sched_say_resume_from(c);
 		return PS_EABORTED;
 	}
 	for (uint32_t i = 1; beat && i < n; i++)
 		if (ps_membership_reachable(c->ms, i) &&
-		    send_msg(c, c->members[i].peer, PS_MSG_HEARTBEAT, 0, NULL,
-			     0) != PS_OK)
+		    psi_sched_send_msg(c, c->members[i].peer,
+				       PS_MSG_HEARTBEAT, 0, NULL, 0) != PS_OK)
 			ps_membership_unreachable(c->ms, i);
 	return PS_OK;
 }
 
 static int running(coord *c)
 {
-	if (tuner_connect(c) != PS_OK)
+	if (psi_sched_tuner_connect(c) != PS_OK)
 		return PS_EABORTED;
 	for (;;) {
 		ps_wire_header h;
@@ -1578,7 +264,7 @@ static int running(coord *c)
 		char why[256];
 		int rc;
 
-		if (interrupted(c))
+		if (psi_sched_interrupted(c))
 			return PS_EINTR;
 		if (ps_signal_take_usr1()) {
 			if (!c->cfg->checkpoint.dir[0])
@@ -1588,7 +274,7 @@ static int running(coord *c)
 				PS_INFO("SIGUSR1: checkpoint %llu is already "
 					"requested", (unsigned long long)c->asked);
 			else if (!c->flushing)
-				request_checkpoint(c, 0);
+				psi_sched_request_checkpoint(c, 0);
 		}
 		rc = tick(c);
 		if (rc != PS_OK)
@@ -1614,27 +300,6 @@ static int running(coord *c)
 		if (rc == PS_EABORTED)
 			return rc;
 	}
-}
-
-/* "PORT\n" on the launcher's pipe; the pipe stays open for "progress
- * N\n" lines: every worker has finished N iterations. */
-static int announce_port(coord *c, int ready_fd)
-{
-	const char *colon = strrchr(c->self.endpoint, ':');
-	char line[32];
-	int len;
-
-	if (ready_fd < 0)
-		return PS_OK;
-	len = snprintf(line, sizeof(line), "%s\n", colon ? colon + 1 : "0");
-	if (write(ready_fd, line, (size_t)len) != len) {
-		PS_ERROR("cannot write the port to fd %d: %s", ready_fd,
-			 strerror(errno));
-		close(ready_fd);
-		return PS_EIO;
-	}
-	c->progress_fd = ready_fd;
-	return PS_OK;
 }
 
 int ps_scheduler_run(const ps_config *cfg, int ready_fd)
@@ -1684,40 +349,42 @@ int ps_scheduler_run(const ps_config *cfg, int ready_fd)
 	PS_INFO("job %016llx: listening on %s, waiting for %u server(s) and "
 		"%u worker(s)", (unsigned long long)c.job_id, c.self.endpoint,
 		c.servers, c.workers);
-	if (announce_port(&c, ready_fd) != PS_OK)
+	if (psi_sched_announce_port(&c, ready_fd) != PS_OK)
 		goto out;
-	rc = registration(&c);
+	rc = psi_sched_registration(&c);
 	if (rc == PS_OK)
-		rc = assign_ids(&c);
+		rc = psi_sched_assign_ids(&c);
 	if (rc == PS_OK)
-		rc = open_resume(&c);
+		rc = psi_sched_open_resume(&c);
 	if (rc == PS_OK)
-		rc = prepare_checkpoints(&c);
+		rc = psi_sched_prepare_checkpoints(&c);
 	if (rc == PS_OK)
-		rc = load_model(&c);
+		rc = psi_sched_load_model(&c);
 	if (rc == PS_OK)
-		rc = choose_sizes(&c);
+		rc = psi_sched_choose_sizes(&c);
 	if (rc == PS_OK)
-		rc = plan_job(&c);
+		rc = psi_sched_plan_job(&c);
 	if (rc == PS_OK)
-		say_orders(&c);
+		psi_sched_say_orders(&c);
 	if (rc == PS_OK)
-		rc = send_welcomes(&c);
+		rc = psi_sched_send_welcomes(&c);
 	if (rc != PS_OK) {
 		if (rc != PS_EABORTED && rc != PS_ETIMEDOUT && rc != PS_EINTR)
-			abort_job(&c, "the scheduler failed to start the job");
+			psi_sched_abort_job(
+			    &c, "the scheduler failed to start the job");
 		goto out;
 	}
 	c.started_ms = ps_now_ms();
 	for (uint32_t i = 1; i <= c.servers + c.workers; i++)
 		ps_membership_heard(c.ms, i, c.started_ms);
-	start_refining(&c);
+	psi_sched_start_refining(&c);
 	rc = running(&c);
 	if (rc != PS_OK)
 		goto out;
-	print_summary(&c);
+	psi_sched_print_summary(&c);
 	for (uint32_t i = 1; i <= c.servers + c.workers; i++)
-		send_msg(&c, c.members[i].peer, PS_MSG_SHUTDOWN, 0, NULL, 0);
+		psi_sched_send_msg(&c, c.members[i].peer, PS_MSG_SHUTDOWN, 0,
+				   NULL, 0);
 	status = 0;
 out:
 	if (status != 0 && ps_signal_pending())

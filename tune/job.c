@@ -3,8 +3,8 @@
  *
  * DESIGN. ps-tune listens on a transport endpoint of its own and starts
  * ps-launch with --set tune.endpoint=THAT, so the job's scheduler
- * connects to it (scheduler/scheduler.c, "the tuner"): it says where it
- * listens (TUNE_HELLO), then reports PROGRESS(i) when every worker has
+ * connects to it (scheduler/tuner.c): it says where it listens
+ * (TUNE_HELLO), then reports PROGRESS(i) when every worker has
  * begun iteration i. ps-tune timestamps those on arrival: a trial's
  * throughput is measure_iterations * workers * batch over the time from
  * PROGRESS(a) to PROGRESS(a + measure_iterations), a = the trial's first
