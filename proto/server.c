@@ -548,9 +548,11 @@ int ps_sproto_check_push(const ps_sproto *sh, uint32_t from, uint32_t part,
 			 (unsigned long long)(n * PS_ELEM_SIZE), payload_len);
 		return PS_EPROTO;
 	}
-	if (sh->cfg.iterations && iteration >= sh->cfg.iterations) {
-		/* no worker of the job pushes it; in asynchronous training
-		 * it would start a checkpoint no other worker reaches */
+	if (sh->cfg.async && sh->cfg.iterations &&
+	    iteration >= sh->cfg.iterations) {
+		/* no worker of the job pushes it, and it would start a
+		 * checkpoint no other worker reaches (in synchronous
+		 * training the partition's version pins the iteration) */
 		snprintf(why, whylen, "PUSH of iteration %llu for partition "
 			 "%u, beyond the job's %llu iterations",
 			 (unsigned long long)iteration, part,

@@ -96,8 +96,9 @@ typedef struct ps_sproto_config {
 	 * pieces (ps_config_validate says why; create refuses them). */
 	uint64_t push_piece, params_piece;
 	int barrier;             /* see "barrier" above */
-	uint64_t iterations;     /* pushes are of iterations below it (the
-				  * job's train.iterations); 0: no bound */
+	uint64_t iterations;     /* async: pushes are of iterations below
+				  * it (the job's train.iterations); 0: no
+				  * bound */
 	const uint32_t *numbers; /* per global partition: the gate number of
 				  * its parameter sends
 				  * (ps_order_partition_numbers); copied */

@@ -1,8 +1,8 @@
 /*
  * tests/proto/test_push_checks.c - a server's checks of a PUSH before it
- * is applied (ps_sproto_check_push, proto/server.h): the iteration must be
- * one the job runs (below train.iterations), in asynchronous training too,
- * where no version pins it; in synchronous training it must be the
+ * is applied (ps_sproto_check_push, proto/server.h): in asynchronous
+ * training, where no version pins it, the iteration must be one the job
+ * runs (below train.iterations); in synchronous training it must be the
  * partition's version.
  */
 #include <setjmp.h>
@@ -91,13 +91,14 @@ static void test_async_bounded(void **state)
 	check(1, 0, 1000000, PS_OK); /* no bound given */
 }
 
-/* Synchronous: the partition's version, and the bound as well. */
+/* Synchronous: the partition's version pins the iteration. */
 static void test_sync_version(void **state)
 {
 	(void)state;
 	check(0, 20, 0, PS_OK);
 	check(0, 20, 1, PS_EPROTO);
 	check(0, 20, UINT64_MAX, PS_EPROTO);
+	check(0, 0, 0, PS_OK);
 }
 
 int main(void)
