@@ -37,20 +37,10 @@ static uint64_t set_credit(coord *c, uint64_t credit)
 		if (!ps_membership_reachable(c->ms, i) ||
 		    ps_wire_u64_encode(credit, &body, &len) != PS_OK)
 			continue;
-		ps_wire_header h = {
-			.version = PS_WIRE_VERSION,
-			.type = PS_MSG_CREDIT,
-			.job_id = c->job_id,
-			.iteration = from,
-			.payload_len = len,
-		};
-		uint8_t buf[PS_WIRE_HEADER_MAX];
-		size_t hlen;
-		if (ps_wire_header_encode(&h, buf, sizeof(buf), &hlen) !=
-			    PS_OK ||
-		    ps_transport_send(c->t, c->members[i].peer, buf, hlen,
-				      body, len, ps_wire_free, NULL) != PS_OK)
-			free(body);
+		(void)psi_sched_send_owned(
+		    c, c->members[i].peer,
+		    (ps_wire_header){.type = PS_MSG_CREDIT, .iteration = from},
+		    body, len);
 	}
 	return from;
 }

@@ -14,6 +14,41 @@
 #include "transport/transport.h"
 #include "scheduler/state.h"
 
+/* The one way out: h's type, key and iteration as the caller set them;
+ * the version, the job id, sender 0 and the payload's length filled in.
+ * The body goes to the transport with free_fn(body, hint) as its
+ * release, and stays the caller's when the send fails. */
+int psi_sched_send_header(coord *c, ps_peer peer, ps_wire_header h,
+			  void *body, size_t len, ps_free_fn *free_fn,
+			  void *hint)
+{
+	uint8_t buf[PS_WIRE_HEADER_MAX];
+	size_t hlen;
+	int rc;
+
+	h.version = PS_WIRE_VERSION;
+	h.job_id = c->job_id;
+	h.sender = 0;
+	h.payload_len = len;
+	rc = ps_wire_header_encode(&h, buf, sizeof(buf), &hlen);
+	if (rc == PS_OK)
+		rc = ps_transport_send(c->t, peer, buf, hlen, body, len,
+				       free_fn, hint);
+	return rc;
+}
+
+/* The same with a malloc'd body (or none), freed whatever happens. */
+int psi_sched_send_owned(coord *c, ps_peer peer, ps_wire_header h,
+			 void *body, size_t len)
+{
+	int rc = psi_sched_send_header(c, peer, h, body, len,
+				       body ? ps_wire_free : NULL, NULL);
+
+	if (rc != PS_OK)
+		free(body);
+	return rc;
+}
+
 /* A message from the scheduler; the body goes to the transport with
  * free_fn(body, hint) as its release, and stays the caller's when the send
  * fails. */
@@ -21,34 +56,17 @@ int psi_sched_send_msg_with(coord *c, ps_peer peer, uint32_t type,
 			    uint32_t key, void *body, size_t len,
 			    ps_free_fn *free_fn, void *hint)
 {
-	ps_wire_header h = {
-		.version = PS_WIRE_VERSION,
-		.type = type,
-		.job_id = c->job_id,
-		.sender = 0,
-		.key = key,
-		.payload_len = len,
-	};
-	uint8_t buf[PS_WIRE_HEADER_MAX];
-	size_t hlen;
-	int rc = ps_wire_header_encode(&h, buf, sizeof(buf), &hlen);
-
-	if (rc == PS_OK)
-		rc = ps_transport_send(c->t, peer, buf, hlen, body, len,
-				       free_fn, hint);
-	return rc;
+	return psi_sched_send_header(
+	    c, peer, (ps_wire_header){.type = type, .key = key}, body, len,
+	    free_fn, hint);
 }
 
 /* A message with a malloc'd body (or none), freed whatever happens. */
 int psi_sched_send_msg(coord *c, ps_peer peer, uint32_t type, uint32_t key,
 		       void *body, size_t len)
 {
-	int rc = psi_sched_send_msg_with(c, peer, type, key, body, len,
-					 body ? ps_wire_free : NULL, NULL);
-
-	if (rc != PS_OK)
-		free(body);
-	return rc;
+	return psi_sched_send_owned(
+	    c, peer, (ps_wire_header){.type = type, .key = key}, body, len);
 }
 
 /* A WELCOME or ABORT to member i, whose header names the member's
@@ -57,25 +75,11 @@ int psi_sched_send_msg(coord *c, ps_peer peer, uint32_t type, uint32_t key,
 int psi_sched_send_addressed(coord *c, uint32_t i, uint32_t type,
 			     void *body, size_t len)
 {
-	ps_wire_header h = {
-		.version = PS_WIRE_VERSION,
-		.type = type,
-		.job_id = c->job_id,
-		.sender = 0,
-		.iteration = c->members[i].info.transport_id,
-		.payload_len = len,
-	};
-	uint8_t buf[PS_WIRE_HEADER_MAX];
-	size_t hlen;
-	int rc = ps_wire_header_encode(&h, buf, sizeof(buf), &hlen);
-
-	if (rc == PS_OK)
-		rc = ps_transport_send(c->t, c->members[i].peer, buf, hlen,
-				       body, len, body ? ps_wire_free : NULL,
-				       NULL);
-	if (rc != PS_OK)
-		free(body);
-	return rc;
+	return psi_sched_send_owned(
+	    c, c->members[i].peer,
+	    (ps_wire_header){.type = type,
+			     .iteration = c->members[i].info.transport_id},
+	    body, len);
 }
 
 static void send_abort(coord *c, uint32_t i, const char *reason)
@@ -103,18 +107,7 @@ void psi_sched_abort_job(coord *c, const char *reason)
 int psi_sched_send_iteration(coord *c, ps_peer peer, uint32_t type,
 			     uint64_t iteration)
 {
-	ps_wire_header h = {
-		.version = PS_WIRE_VERSION,
-		.type = type,
-		.job_id = c->job_id,
-		.iteration = iteration,
-	};
-	uint8_t buf[PS_WIRE_HEADER_MAX];
-	size_t hlen;
-	int rc = ps_wire_header_encode(&h, buf, sizeof(buf), &hlen);
-
-	if (rc == PS_OK)
-		rc = ps_transport_send(c->t, peer, buf, hlen, NULL, 0, NULL,
-				       NULL);
-	return rc;
+	return psi_sched_send_header(
+	    c, peer, (ps_wire_header){.type = type, .iteration = iteration},
+	    NULL, 0, NULL, NULL);
 }

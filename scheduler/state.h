@@ -90,6 +90,15 @@ int psi_sched_interrupted(coord *c);
 
 /* scheduler/send.c: the messages the scheduler sends */
 
+/* h (its type, key, iteration) with the version, job id, sender 0 and
+ * length filled in; the body released with free_fn(body, hint), the
+ * caller's when the send fails. */
+int psi_sched_send_header(coord *c, ps_peer peer, ps_wire_header h,
+			  void *body, size_t len, ps_free_fn *free_fn,
+			  void *hint);
+/* The same with a malloc'd body (or none), freed whatever happens. */
+int psi_sched_send_owned(coord *c, ps_peer peer, ps_wire_header h,
+			 void *body, size_t len);
 /* A message whose body the transport releases with free_fn(body, hint). */
 int psi_sched_send_msg_with(coord *c, ps_peer peer, uint32_t type,
 			    uint32_t key, void *body, size_t len,

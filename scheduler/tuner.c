@@ -36,8 +36,8 @@ void psi_sched_send_tuner(coord *c, uint32_t type, uint64_t iteration)
 int psi_sched_tuner_connect(coord *c)
 {
 	const char *ep = c->cfg->tune.endpoint;
-	void *body = NULL;
-	size_t len = 0;
+	void *body;
+	size_t len;
 	int rc;
 
 	if (!ep[0])
@@ -46,22 +46,12 @@ int psi_sched_tuner_connect(coord *c)
 	rc = ps_transport_connect(c->t, ep, &c->tuner.peer);
 	if (rc == PS_OK)
 		rc = ps_wire_reason_encode(c->self.endpoint, &body, &len);
-	if (rc == PS_OK) {
-		ps_wire_header h = {.version = PS_WIRE_VERSION,
-				    .type = PS_MSG_TUNE_HELLO,
-				    .job_id = c->job_id,
-				    .iteration = c->tuner.nonce,
-				    .payload_len = len};
-		uint8_t buf[PS_WIRE_HEADER_MAX];
-		size_t hlen;
-
-		rc = ps_wire_header_encode(&h, buf, sizeof(buf), &hlen);
-		if (rc == PS_OK)
-			rc = ps_transport_send(c->t, c->tuner.peer, buf, hlen,
-					       body, len, ps_wire_free, NULL);
-		if (rc != PS_OK)
-			free(body);
-	}
+	if (rc == PS_OK)
+		rc = psi_sched_send_owned(
+		    c, c->tuner.peer,
+		    (ps_wire_header){.type = PS_MSG_TUNE_HELLO,
+				     .iteration = c->tuner.nonce},
+		    body, len);
 	if (rc != PS_OK) {
 		char why[PS_CFG_STR + 128];
 		snprintf(why, sizeof(why), "cannot reach the tuner at "
