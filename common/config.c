@@ -81,7 +81,8 @@ static const char *const sections[] = {
 static const char *const transport_names[] = {
     [PS_TRANSPORT_TCP] = "tcp", [PS_TRANSPORT_RDMA] = "rdma", NULL};
 static const char *const security_names[] = {
-    [PS_SECURITY_NONE] = "none", [PS_SECURITY_CURVE] = "curve", NULL};
+    [PS_SECURITY_NONE] = "none", [PS_SECURITY_CURVE] = "curve",
+    [PS_SECURITY_SECRET] = "secret", [PS_SECURITY_AUTO] = "auto", NULL};
 static const char *const rdma_poll_names[] = {
     [PS_RDMA_POLL_EVENT] = "event", [PS_RDMA_POLL_BUSY] = "busy", NULL};
 static const char *const model_names[] = {
@@ -315,17 +316,24 @@ static const option options[] = {
          "(polling: lower latency, one core per process at 100%)."),
 
     /* [security] */
-    ENUM(security, mode, "none", security_names,
-         "tcp: none, or curve: every connection is authenticated and "
-         "encrypted with ZeroMQ's CURVE, and only peers holding the job's "
-         "key pair are admitted (a ZAP handler; refusals are logged). "
-         "ps-launch makes a key pair per job; elsewhere give "
-         "security.keys_dir."),
+    ENUM(security, mode, "auto", security_names,
+         "Who may connect to a node. secret: only peers presenting the "
+         "job's secret (ORDO_JOB_SECRET, or job.secret in "
+         "security.keys_dir) when they connect (tcp and rdma); no cost "
+         "per byte, but the secret crosses the network in the clear. "
+         "curve (tcp): only peers holding the job's key pair, every frame "
+         "encrypted (ZeroMQ's CURVE; costs goodput). none: anyone who "
+         "reaches a "
+         "port. auto: secret when the job has one, else none (said at "
+         "start); ps-launch and ps-tune make a secret for every job. "
+         "Refusals are logged."),
     STRING(security, keys_dir, "",
-           "curve: the directory with the job's key pair, job.pub and "
-           "job.key (mode 0600), as `ps-keygen DIR` writes them; copy it to "
-           "every machine of the job. Empty under ps-launch: a fresh pair "
-           "in a private temporary directory, removed at the end."),
+           "The directory with the job's keys as `ps-keygen DIR` writes "
+           "them: job.secret (secret, auto), job.pub and job.key (curve), "
+           "mode 0600; copy it to every machine of the job. Empty: the "
+           "secret comes from ORDO_JOB_SECRET, and under ps-launch curve "
+           "gets a fresh pair in a private temporary directory, removed "
+           "at the end."),
 
     /* [model] */
     ENUM(model, name, "mlp", model_names,
@@ -1597,6 +1605,10 @@ int ps_config_apply_env(ps_config *cfg, char *const *envp, char *why,
 
 		if (strncmp(var, "ORDO_", 5) != 0 || !eq)
 			continue;
+		/* the job's secret (transport/keys.h), not a key */
+		if ((size_t)(eq - var) == strlen("ORDO_JOB_SECRET") &&
+		    strncmp(var, "ORDO_JOB_SECRET", (size_t)(eq - var)) == 0)
+			continue;
 		len = (size_t)(eq - var);
 		snprintf(origin, sizeof(origin), "environment %.*s",
 		         (int)(len < 120 ? len : 120), var);
@@ -1784,7 +1796,8 @@ int ps_config_validate(const ps_config *cfg, char *why, size_t whylen)
 	    cfg->transport.type != PS_TRANSPORT_TCP)
 		return ps_errf(why, whylen, PS_ECONFIG,
 		            "security.mode = curve: only the tcp transport has "
-		            "CURVE (transport.type = %s)",
+		            "CURVE (transport.type = %s; secret checks who "
+		            "connects over rdma too)",
 		            cfg->transport.type == PS_TRANSPORT_RDMA ? "rdma"
 		                                                     : "?");
 	if (cfg->transport.max_message &&

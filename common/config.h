@@ -26,7 +26,12 @@
 
 typedef enum { PS_TRANSPORT_TCP = 0, PS_TRANSPORT_RDMA = 1 } ps_transport_type;
 typedef enum { PS_RDMA_POLL_EVENT = 0, PS_RDMA_POLL_BUSY = 1 } ps_rdma_poll;
-typedef enum { PS_SECURITY_NONE = 0, PS_SECURITY_CURVE = 1 } ps_security_mode;
+typedef enum {
+	PS_SECURITY_NONE = 0,
+	PS_SECURITY_CURVE = 1,
+	PS_SECURITY_SECRET = 2,
+	PS_SECURITY_AUTO = 3 /* secret where the job has one, else none */
+} ps_security_mode;
 typedef enum { PS_MODE_SYNC = 0, PS_MODE_ASYNC = 1 } ps_train_mode;
 typedef enum { PS_MODEL_SOFTMAX = 0, PS_MODEL_MLP = 1 } ps_small_model_kind;
 typedef enum {

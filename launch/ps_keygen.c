@@ -1,13 +1,16 @@
 /*
- * launch/ps_keygen.c - ps-keygen: writes a job's CURVE key pair.
+ * launch/ps_keygen.c - ps-keygen: makes a job's keys.
  *
  *   ps-keygen [--force] DIR
+ *   ps-keygen --secret
  *
- * DIR/job.key (the secret key, mode 0600) and DIR/job.pub (mode 0644),
+ * DIR/job.secret and DIR/job.key (mode 0600) and DIR/job.pub (mode 0644),
  * DIR created with mode 0700 if missing (transport/keys.h). Copy DIR to
- * every machine of the job and set security.mode = curve and
- * security.keys_dir = DIR. ps-launch makes a pair per job by itself when
- * keys_dir is empty. Exit status: 0 written, 1 an error, 2 usage.
+ * every machine of the job and set security.keys_dir = DIR (the secret
+ * serves security.mode = secret and auto, the pair curve). --secret
+ * prints a fresh secret alone, for ORDO_JOB_SECRET. ps-launch makes what
+ * a job needs by itself when keys_dir is empty. Exit status: 0 written,
+ * 1 an error, 2 usage.
  */
 #include <stdio.h>
 #include <string.h>
@@ -20,11 +23,16 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: ps-keygen [--force] DIR\n"
-		"Writes a job's CURVE key pair for security.mode = curve:\n"
-		"DIR/job.key (secret, mode 0600) and DIR/job.pub, creating DIR\n"
-		"(mode 0700) if needed. Copy DIR to every machine of the job\n"
-		"and set security.keys_dir = DIR there.\n\n"
-		"  --force    replace an existing pair\n"
+		"       ps-keygen --secret\n"
+		"Writes a job's keys: DIR/job.secret (the job's secret, for\n"
+		"security.mode = secret and auto), DIR/job.key and DIR/job.pub\n"
+		"(its CURVE key pair, for security.mode = curve), the first two\n"
+		"mode 0600, creating DIR (mode 0700) if needed. Copy DIR to every\n"
+		"machine of the job and set security.keys_dir = DIR there.\n"
+		"--secret prints a fresh secret instead, for the environment:\n"
+		"  export ORDO_JOB_SECRET=$(ps-keygen --secret)\n\n"
+		"  --force    replace existing keys\n"
+		"  --secret   print a fresh job secret (64 hexadecimal digits)\n"
 		"  --help     this text\n"
 		"  --version  print the version and exit\n\n"
 		"Exit status: 0 written, 1 an error, 2 a usage error.\n");
@@ -33,7 +41,7 @@ static void usage(FILE *out)
 int main(int argc, char **argv)
 {
 	const char *dir = NULL;
-	int force = 0;
+	int force = 0, secret = 0;
 	char err[1024];
 
 	for (int i = 1; i < argc; i++) {
@@ -46,6 +54,8 @@ int main(int argc, char **argv)
 			return 0;
 		} else if (strcmp(argv[i], "--force") == 0) {
 			force = 1;
+		} else if (strcmp(argv[i], "--secret") == 0) {
+			secret = 1;
 		} else if (argv[i][0] == '-' || dir) {
 			fprintf(stderr, "ps-keygen: error: unexpected argument "
 					"'%s'\n\n", argv[i]);
@@ -54,6 +64,22 @@ int main(int argc, char **argv)
 		} else {
 			dir = argv[i];
 		}
+	}
+	if (secret && (dir || force)) {
+		fprintf(stderr, "ps-keygen: error: --secret prints a secret "
+				"and takes no directory or --force\n\n");
+		usage(stderr);
+		return 2;
+	}
+	if (secret) {
+		char s[PS_SECRET_LEN + 1];
+		if (ps_secret_make(s, err, sizeof(err)) != PS_OK) {
+			fprintf(stderr, "ps-keygen: error: %s\n", err);
+			return 1;
+		}
+		printf("%s\n", s);
+		memset(s, 0, sizeof(s));
+		return 0;
 	}
 	if (!dir) {
 		fprintf(stderr, "ps-keygen: error: no directory given\n\n");
@@ -64,7 +90,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ps-keygen: error: %s\n", err);
 		return 1;
 	}
-	printf("ps-keygen: wrote %s/job.key (secret, 0600) and %s/job.pub\n",
-	       dir, dir);
+	printf("ps-keygen: wrote %s/job.secret and %s/job.key (0600), and "
+	       "%s/job.pub\n",
+	       dir, dir, dir);
 	return 0;
 }

@@ -21,7 +21,14 @@
  * ps-launch goes, even by SIGKILL (PR_SET_PDEATHSIG), and a remote one
  * when its ssh's stdin closes. The per-job key directory
  * (security.mode = curve without keys_dir) is removed at every exit but
- * SIGKILL's. Exit status: 0 if every process exited 0, else the
+ * SIGKILL's.
+ *
+ * Security (security.mode = auto, the default, or secret): a
+ * job without a secret (ORDO_JOB_SECRET, job.secret in keys_dir) gets a
+ * fresh one here, in ORDO_JOB_SECRET: local processes inherit it, remote
+ * ones read it from ssh's stdin (the wrapper's first line), so it is
+ * never on a command line. Under --rank every rank must already share
+ * one: a rank cannot make it for the others. Exit status: 0 if every process exited 0, else the
  * first failure's status (128 + signal for a signal).
  *
  * Recovery (fault.restarts = N): when a process of the job fails, the
@@ -65,6 +72,7 @@
 #include "launch/hosts.h"
 #include "launch/rank.h"
 #include "runtime/clock.h"
+#include "runtime/node.h"
 #include "runtime/signals.h"
 #include "runtime/trace.h"
 #include "transport/keys.h"
@@ -117,6 +125,8 @@ typedef struct launch {
 	int p_tty, p_line_open;
 	char keys_dir[PATH_MAX]; /* a per-job key pair made here, or "" */
 	char keys_set[PATH_MAX + 32]; /* "security.keys_dir=..." */
+	/* --hosts: the secret remote processes read from stdin, or "" */
+	char secret[PS_SECRET_LEN + 1];
 	char port[32];       /* the scheduler's, once it said */
 	int rank_mode;       /* --rank */
 	const char *hosts_file; /* --hosts FILE */
@@ -133,6 +143,9 @@ typedef struct launch {
  * program and its arguments. */
 static const char remote_wrapper[] =
 	"exec 4<&0 </dev/null; "
+	"IFS= read -r ORDO_JOB_SECRET <&4; "
+	"if [ -n \"$ORDO_JOB_SECRET\" ]; then export ORDO_JOB_SECRET; "
+	"else unset ORDO_JOB_SECRET; fi; "
 	"\"$@\" 4<&- & p=$!; "
 	"trap 'kill -TERM $p 2>/dev/null' HUP INT TERM; "
 	"(while read -r c <&4; do case $c in "
@@ -194,12 +207,14 @@ static char **job_argv(const launch *l, const char *path,
 
 /* Does the environment entry NAME=VALUE go to remote processes: every
  * ORDO_* (the configuration's environment layer, which every node must
- * share) and each --env NAME. */
+ * share) and each --env NAME, never the job's secret (it goes through
+ * ssh's stdin). */
 static int forwarded(const launch *l, const char *entry)
 {
 	size_t n = strcspn(entry, "=");
 
-	if (!entry[n])
+	if (!entry[n] || (n == strlen(PS_SECRET_ENV) &&
+			  strncmp(entry, PS_SECRET_ENV, n) == 0))
 		return 0;
 	if (strncmp(entry, "ORDO_", 5) == 0)
 		return 1;
@@ -279,9 +294,14 @@ static int spawn(launch *l, const char *prog, const char *name,
 	run = argv;
 	if (host) {
 		run = remote_argv(l, host, argv, envs, &cmd);
+		char line[PS_SECRET_LEN + 2];
+		int n = snprintf(line, sizeof(line), "%s\n", l->secret);
+		/* the wrapper's first line: the secret (an empty pipe takes
+		 * it whole) */
 		if (!run || pipe(ctl) != 0 ||
 		    fcntl(ctl[1], F_SETFD, FD_CLOEXEC) != 0 ||
-		    fcntl(ctl[1], F_SETFL, O_NONBLOCK) != 0) {
+		    fcntl(ctl[1], F_SETFL, O_NONBLOCK) != 0 ||
+		    write(ctl[1], line, (size_t)n) != n) {
 			PS_ERROR("cannot prepare ssh for %s", name);
 			rc = PS_EIO;
 			goto out;
@@ -823,6 +843,25 @@ static int keys_shared(const ps_config *cfg, const char *mode)
 	return 0;
 }
 
+/* security.mode = auto or secret over tcp: the job's secret, found or
+ * made (file comment). 0, or an exit status. */
+static int job_secret(launch *l, const ps_config *cfg)
+{
+	char err[1024];
+	int made;
+
+	if (ps_job_secret_ensure(cfg, !l->rank_mode, l->secret, &made, err,
+				 sizeof(err)) != PS_OK) {
+		fprintf(stderr, "ps-launch: %s%s\n",
+			l->rank_mode ? "--rank: " : "", err);
+		return 2;
+	}
+	if (made)
+		fprintf(stderr, "ps-launch: security: a secret for this job; "
+			"a peer without it is refused when it connects\n");
+	return 0;
+}
+
 static const char *env_get(const char *name)
 {
 	return getenv(name);
@@ -1195,11 +1234,15 @@ static void remove_job_keys(launch *l)
 	char path[PATH_MAX + 16];
 	if (!l->keys_dir[0])
 		return;
-	snprintf(path, sizeof(path), "%s/job.key", l->keys_dir);
-	unlink(path);
-	snprintf(path, sizeof(path), "%s/job.pub", l->keys_dir);
-	unlink(path);
-	rmdir(l->keys_dir);
+	static const char *const files[] = {"job.key", "job.pub",
+					    "job.secret"};
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", l->keys_dir, files[i]);
+		unlink(path);
+	}
+	if (rmdir(l->keys_dir) != 0)
+		fprintf(stderr, "ps-launch: cannot remove the job's keys in "
+			"%s: %s\n", l->keys_dir, strerror(errno));
 }
 
 int main(int argc, char **argv)
@@ -1297,6 +1340,9 @@ int main(int argc, char **argv)
 			"places the processes\n");
 		return 2;
 	}
+	int secret_status = job_secret(&l, &cfg);
+	if (secret_status != 0)
+		return secret_status;
 	if (l.rank_mode)
 		return run_rank(&l, &cfg);
 	if (l.hosts_file) {

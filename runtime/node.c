@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/errbuf.h"
 #include "common/log.h"
 #include "proto/join.h"
 #include "runtime/interface.h"
@@ -354,6 +355,82 @@ static int await_welcome(ps_node *n)
 	}
 }
 
+int ps_job_secret_ensure(const ps_config *cfg, int may_make,
+			 char *env_secret, int *made, char *why,
+			 size_t whylen)
+{
+	char secret[PS_SECRET_LEN + 1], from[PS_CFG_STR + 16];
+	int rc;
+
+	*made = 0;
+	if (env_secret)
+		env_secret[0] = '\0';
+	if (cfg->security.mode != PS_SECURITY_AUTO &&
+	    cfg->security.mode != PS_SECURITY_SECRET)
+		return PS_OK;
+	rc = ps_secret_find(cfg->security.keys_dir, secret, from,
+			    sizeof(from), why, whylen);
+	if (rc == PS_OK && !secret[0] && !may_make)
+		rc = ps_errf(why, whylen, PS_ECONFIG,
+			     "security.mode = %s needs the job's secret on "
+			     "every node, and none is here: `export %s=$(ps-keygen "
+			     "--secret)` before starting each (srun passes "
+			     "it on; mpirun: -x %s), or give security.keys_dir "
+			     "(ps-keygen DIR, on every node), or set "
+			     "security.mode = none",
+			     cfg->security.mode == PS_SECURITY_AUTO ? "auto"
+								    : "secret",
+			     PS_SECRET_ENV, PS_SECRET_ENV);
+	if (rc == PS_OK && !secret[0]) {
+		rc = ps_secret_make(secret, why, whylen);
+		if (rc == PS_OK && setenv(PS_SECRET_ENV, secret, 1) != 0)
+			rc = ps_errf(why, whylen, PS_ENOMEM, "setenv %s: %s",
+				     PS_SECRET_ENV, strerror(errno));
+		if (rc == PS_OK) {
+			*made = 1;
+			snprintf(from, sizeof(from), "%s", PS_SECRET_ENV);
+		}
+	}
+	if (rc == PS_OK && env_secret && strcmp(from, PS_SECRET_ENV) == 0)
+		memcpy(env_secret, secret, sizeof(secret));
+	memset(secret, 0, sizeof(secret));
+	return rc;
+}
+
+/* security.mode = secret or auto: the job's secret into secret ("" for
+ * auto without one), saying at start what the node admits. */
+static int job_secret(const ps_config *cfg, char *secret)
+{
+	char err[1024], from[PS_CFG_STR + 16];
+	int rc = ps_secret_find(cfg->security.keys_dir, secret, from,
+				sizeof(from), err, sizeof(err));
+	int secret_mode = cfg->security.mode == PS_SECURITY_SECRET;
+
+	if (rc != PS_OK) {
+		PS_ERROR("security: %s", err);
+		return rc;
+	}
+	if (!secret[0] && secret_mode) {
+		PS_ERROR("security: security.mode = secret, but this job has "
+			 "no secret: set %s (`export %s=$(ps-keygen "
+			 "--secret)` before starting every node) or "
+			 "security.keys_dir (a directory ps-keygen DIR wrote); "
+			 "ps-launch makes one for its job",
+			 PS_SECRET_ENV, PS_SECRET_ENV);
+		return PS_ECONFIG;
+	}
+	if (secret[0])
+		PS_INFO("security: peers must present the job's secret (%s)",
+			from);
+	else
+		PS_INFO("security: auto, and this job has no secret (%s "
+			"unset, no job.secret in security.keys_dir): any "
+			"process that reaches this node's port can send to "
+			"it",
+			PS_SECRET_ENV);
+	return PS_OK;
+}
+
 int ps_job_transport_create(const ps_config *cfg, uint64_t *id_p,
 			    ps_transport **t_p)
 {
@@ -379,6 +456,12 @@ int ps_job_transport_create(const ps_config *cfg, uint64_t *id_p,
 	}
 	memcpy(opts.rdma_device, cfg->transport.rdma_device,
 	       strlen(cfg->transport.rdma_device) + 1);
+	if (cfg->security.mode == PS_SECURITY_SECRET ||
+	    cfg->security.mode == PS_SECURITY_AUTO) {
+		rc = job_secret(cfg, opts.job_secret);
+		if (rc != PS_OK)
+			return rc;
+	}
 	if (cfg->security.mode == PS_SECURITY_CURVE) {
 		ps_job_keys keys;
 		char err[1024];
@@ -394,6 +477,7 @@ int ps_job_transport_create(const ps_config *cfg, uint64_t *id_p,
 	}
 	rc = ps_transport_create(tname, &opts, t_p);
 	memset(opts.curve_secret, 0, sizeof(opts.curve_secret));
+	memset(opts.job_secret, 0, sizeof(opts.job_secret));
 	if (rc != PS_OK) {
 		PS_ERROR("cannot create the %s transport: %s", tname,
 			 ps_strerror(rc));

@@ -121,6 +121,16 @@ int ps_send_timeout_ms(const ps_config *cfg);
 int ps_job_transport_create(const ps_config *cfg, uint64_t *id_p,
 			    ps_transport **t_p);
 
+/* For a process that starts a job (ps-launch, ps-tune), before it
+ * creates its own transport: under security.mode = auto or secret, a job without a secret (transport/keys.h: job.secret in keys_dir,
+ * ORDO_JOB_SECRET) gets a fresh one in ORDO_JOB_SECRET, which the job's
+ * processes inherit (*made = 1), unless may_make is 0 (an error saying
+ * how to give one). env_secret (PS_SECRET_LEN + 1 bytes, or NULL) gets
+ * the secret when it is in the environment (found or made), else "". */
+int ps_job_secret_ensure(const ps_config *cfg, int may_make,
+			 char *env_secret, int *made, char *why,
+			 size_t whylen);
+
 /* Logs a dropped message (rate-limited by its running count). */
 void psi_note_drop(uint64_t count, const char *what, const char *why);
 

@@ -1,11 +1,13 @@
 /*
- * transport/keys.c - a job's CURVE key pair on disk (keys.h).
+ * transport/keys.c - a job's keys: its secret and its CURVE pair (keys.h).
  */
 #include <errno.h>
 #include <stdint.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -91,7 +93,7 @@ static int write_key(const char *dir, int dfd, const char *name,
 		    errno == EEXIST && !force
 			? " (ps-keygen --force replaces it)"
 			: "");
-	char line[PS_KEY_Z85_LEN + 2];
+	char line[PS_SECRET_LEN + 2];
 	int n = snprintf(line, sizeof(line), "%s\n", key);
 	int ok = fchmod(fd, mode) == 0 && write(fd, line, (size_t)n) == n &&
 		 fsync(fd) == 0;
@@ -121,16 +123,25 @@ int ps_keys_generate(const char *dir, int force, char *why, size_t whylen)
 		               "without libsodium?): %s",
 		               zmq_strerror(errno));
 	}
-	rc = write_key(dir, dfd, "job.key", k.sec, 0600, force, why, whylen);
+	char secret[PS_SECRET_LEN + 1];
+	rc = ps_secret_make(secret, why, whylen);
+	if (rc == PS_OK)
+		rc = write_key(dir, dfd, "job.key", k.sec, 0600, force, why,
+			       whylen);
 	if (rc == PS_OK)
 		rc = write_key(dir, dfd, "job.pub", k.pub, 0644, force, why,
 			       whylen);
+	if (rc == PS_OK)
+		rc = write_key(dir, dfd, "job.secret", secret, 0600, force,
+			       why, whylen);
 	memset(k.sec, 0, sizeof(k.sec));
+	memset(secret, 0, sizeof(secret));
 	close(dfd);
 	return rc;
 }
 
-/* One Z85 key from dir/name into key (41 bytes). */
+/* One key from dir/name into key: a Z85 key (PS_KEY_Z85_LEN + 1 bytes),
+ * or the secret (job.secret, PS_SECRET_LEN + 1 bytes). */
 static int read_key(const char *dir, int dfd, const char *name,
 		    int private_, char *key, char *why, size_t whylen)
 {
@@ -163,13 +174,20 @@ static int read_key(const char *dir, int dfd, const char *name,
 		               strerror(errno));
 	buf[n] = '\0';
 	buf[strcspn(buf, "\r\n")] = '\0';
+	int secret = strcmp(name, "job.secret") == 0;
 	uint8_t bin[32];
-	if (strlen(buf) != PS_KEY_Z85_LEN || !zmq_z85_decode(bin, buf))
+	if (secret ? !ps_secret_valid(buf)
+		   : strlen(buf) != PS_KEY_Z85_LEN || !zmq_z85_decode(bin, buf)) {
+		memset(buf, 0, sizeof(buf));
 		return ps_errf(why, whylen, PS_EINVAL,
-		               "%s: not a CURVE key (one line of %d Z85 "
-		               "characters, as ps-keygen writes)",
-		               path, PS_KEY_Z85_LEN);
-	memcpy(key, buf, PS_KEY_Z85_LEN + 1);
+		               "%s: not a %s (one line of %d %s, as ps-keygen "
+		               "writes)",
+		               path, secret ? "job secret" : "CURVE key",
+		               secret ? PS_SECRET_LEN : PS_KEY_Z85_LEN,
+		               secret ? "hexadecimal digits" : "Z85 characters");
+	}
+	memcpy(key, buf, (secret ? PS_SECRET_LEN : PS_KEY_Z85_LEN) + 1);
+	memset(buf, 0, sizeof(buf));
 	return PS_OK;
 }
 
@@ -200,5 +218,104 @@ int ps_keys_load(const char *dir, ps_job_keys *k, char *why, size_t whylen)
 		               "%s/job.pub is not the public key of job.key "
 		               "(files from two different pairs?)",
 		               dir);
+	return PS_OK;
+}
+
+int ps_secret_make(char *secret, char *why, size_t whylen)
+{
+	uint8_t raw[32];
+	size_t got = 0;
+
+	while (got < sizeof(raw)) {
+		ssize_t n = getrandom(raw + got, sizeof(raw) - got, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return ps_errf(why, whylen, PS_EIO,
+				       "cannot draw a job secret: getrandom: "
+				       "%s", strerror(errno));
+		got += (size_t)n;
+	}
+	for (size_t i = 0; i < sizeof(raw); i++) {
+		secret[2 * i] = "0123456789abcdef"[raw[i] >> 4];
+		secret[2 * i + 1] = "0123456789abcdef"[raw[i] & 15];
+	}
+	secret[PS_SECRET_LEN] = '\0';
+	memset(raw, 0, sizeof(raw));
+	return PS_OK;
+}
+
+int ps_secret_valid(const char *s)
+{
+	if (!s || strlen(s) != PS_SECRET_LEN)
+		return 0;
+	for (size_t i = 0; i < PS_SECRET_LEN; i++)
+		if (!strchr("0123456789abcdefABCDEF", s[i]))
+			return 0;
+	return 1;
+}
+
+void ps_secret_bytes(const char *s, uint8_t out[32])
+{
+	for (size_t i = 0; i < 32; i++) {
+		unsigned v = 0;
+		for (int k = 0; k < 2; k++) {
+			char c = s[2 * i + (size_t)k];
+			v = v << 4 | (unsigned)(c <= '9'   ? c - '0'
+						: c <= 'F' ? c - 'A' + 10
+							   : c - 'a' + 10);
+		}
+		out[i] = (uint8_t)v;
+	}
+}
+
+int ps_secret_equal(const void *a, const void *b, size_t n)
+{
+	const volatile uint8_t *x = a, *y = b;
+	uint8_t d = 0;
+	for (size_t i = 0; i < n; i++)
+		d |= (uint8_t)(x[i] ^ y[i]);
+	return d == 0;
+}
+
+static void set_from(char *from, size_t fromlen, const char *fmt,
+		     const char *a)
+{
+	if (from && fromlen)
+		snprintf(from, fromlen, fmt, a);
+}
+
+int ps_secret_find(const char *dir, char *secret, char *from, size_t fromlen,
+		   char *why, size_t whylen)
+{
+	secret[0] = '\0';
+	set_from(from, fromlen, "%s", "");
+	if (dir && *dir) {
+		int dfd = -1, rc;
+		struct stat st;
+
+		rc = open_dir(dir, 0, &dfd, why, whylen);
+		if (rc != PS_OK)
+			return rc;
+		if (fstatat(dfd, "job.secret", &st, AT_SYMLINK_NOFOLLOW) == 0) {
+			rc = read_key(dir, dfd, "job.secret", 1, secret, why,
+				      whylen);
+			close(dfd);
+			if (rc == PS_OK)
+				set_from(from, fromlen, "%s/job.secret", dir);
+			return rc;
+		}
+		close(dfd);
+	}
+	const char *env = getenv(PS_SECRET_ENV);
+	if (!env || !*env)
+		return PS_OK;
+	if (!ps_secret_valid(env))
+		return ps_errf(why, whylen, PS_EINVAL,
+			       "%s is not a job secret (%d hexadecimal digits, "
+			       "as `ps-keygen --secret` prints)",
+			       PS_SECRET_ENV, PS_SECRET_LEN);
+	memcpy(secret, env, PS_SECRET_LEN + 1);
+	set_from(from, fromlen, "%s", PS_SECRET_ENV);
 	return PS_OK;
 }

@@ -77,7 +77,7 @@
 
 #include "common/log.h"
 #include "transport/clock.h"
-#include "transport/curve.h"
+#include "transport/zap.h"
 #include "transport/transport.h"
 
 /* ThreadSanitizer cannot see libzmq's own synchronisation (the library is
@@ -118,7 +118,9 @@ typedef struct tcp_transport {
 	uint32_t cap_peers;
 	unsigned monitor_seq;
 	ps_job_keys keys; /* security.mode = curve; keys.sec "" otherwise */
-	psi_curve *curve; /* the ZAP handler, once listening */
+	char secret[PS_SECRET_LEN + 1]; /* security.mode = secret, or "" */
+	psi_zap_job job;  /* who may connect: secret or keys, or neither */
+	psi_zap *zap;     /* the ZAP handler, once listening */
 } tcp_transport;
 
 /* Adapter between ZeroMQ's free callback and the user's. */
@@ -203,7 +205,12 @@ static int tcp_create(const ps_transport_opts *opts, ps_transport **t_p)
 	memcpy(tt->keys.pub, opts->curve_public, sizeof(tt->keys.pub));
 	memcpy(tt->keys.sec, opts->curve_secret, sizeof(tt->keys.sec));
 	tt->keys.pub[PS_KEY_Z85_LEN] = tt->keys.sec[PS_KEY_Z85_LEN] = '\0';
+	memcpy(tt->secret, opts->job_secret, sizeof(tt->secret));
+	tt->secret[PS_SECRET_LEN] = '\0';
 	memset(tt->opts.curve_secret, 0, sizeof(tt->opts.curve_secret));
+	memset(tt->opts.job_secret, 0, sizeof(tt->opts.job_secret));
+	tt->job = (psi_zap_job){.secret = tt->secret,
+				.keys = tt->keys.sec[0] ? &tt->keys : NULL};
 	if (tt->opts.io_threads <= 0)
 		tt->opts.io_threads = 1;
 	if (tt->opts.connect_timeout_ms <= 0)
@@ -274,9 +281,8 @@ static int tcp_listen(ps_transport *t, const char *host, int port,
 	set_max_message(tt, router);
 	if (strchr(host, ':'))
 		set_int(router, ZMQ_IPV6, 1);
-	if (tt->keys.sec[0] &&
-	    (rc = psi_curve_start(tt->ctx, router, &tt->keys, &tt->curve)) !=
-		    PS_OK)
+	if ((tt->secret[0] || tt->keys.sec[0]) &&
+	    (rc = psi_zap_start(tt->ctx, router, &tt->job, &tt->zap)) != PS_OK)
 		goto close_router;
 
 	if (zmq_bind(router, addr) != 0) {
@@ -334,7 +340,7 @@ static int tcp_listen(ps_transport *t, const char *host, int port,
 
 close_router:
 	close_socket(router, 0);
-	psi_curve_stop(&tt->curve);
+	psi_zap_stop(&tt->zap);
 	return rc;
 }
 
@@ -402,9 +408,14 @@ static int wait_connected(tcp_transport *tt, void *mon, const char *endpoint)
 		case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
 			/* the peer's ZAP handler said no: retrying cannot help */
 			PS_ERROR("tcp: cannot connect to %s: the peer refused "
-			         "this node's CURVE key (security.keys_dir: not "
-			         "this job's key pair?)",
-			         endpoint);
+			         "%s",
+			         endpoint,
+			         tt->secret[0]
+			             ? "this node's job secret (not this job's: "
+			               "ORDO_JOB_SECRET or security.keys_dir's "
+			               "job.secret?)"
+			             : "this node's CURVE key (security.keys_dir: "
+			               "not this job's key pair?)");
 			return PS_EPROTO;
 		case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
 		case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
@@ -418,7 +429,10 @@ static int wait_connected(tcp_transport *tt, void *mon, const char *endpoint)
 		PS_ERROR("tcp: cannot connect to %s: the peer failed the "
 		         "ZeroMQ handshake (not an ordo node, or its "
 		         "security.mode is not %s?)",
-		         endpoint, tt->keys.sec[0] ? "curve" : "none");
+		         endpoint,
+		         tt->secret[0] ? "secret (or auto with the job's secret)"
+		         : tt->keys.sec[0] ? "curve"
+		                           : "none (or auto without a secret)");
 		return PS_EPROTO;
 	}
 	if (retried && !connected) {
@@ -490,7 +504,8 @@ static int tcp_connect(ps_transport *t, const char *endpoint, ps_peer *peer_p)
 	id_encode(tt->opts.id, id);
 	if (zmq_setsockopt(dealer, ZMQ_ROUTING_ID, id, sizeof(id)) != 0 ||
 	    set_max_message(tt, dealer) != 0 ||
-	    (tt->keys.sec[0] && psi_curve_client(dealer, &tt->keys) != 0) ||
+	    ((tt->secret[0] || tt->keys.sec[0]) &&
+	     psi_zap_client(dealer, &tt->job) != 0) ||
 	    set_int(dealer, ZMQ_IMMEDIATE, 1) != 0 ||
 	    set_int(dealer, ZMQ_SNDHWM, 0) != 0 ||
 	    set_int(dealer, ZMQ_RCVHWM, 0) != 0 ||
@@ -890,7 +905,7 @@ static void tcp_stop(ps_transport *t, int linger_ms)
 	}
 	close_socket(tt->router, 0);
 	tt->router = NULL;
-	psi_curve_stop(&tt->curve);
+	psi_zap_stop(&tt->zap);
 	while (zmq_ctx_term(tt->ctx) != 0 && errno == EINTR)
 		;
 	tt->ctx = NULL;
@@ -905,6 +920,7 @@ static void tcp_free(ps_transport *t)
 	free(tt->peers);
 	close(tt->wake_fd);
 	memset(tt->keys.sec, 0, sizeof(tt->keys.sec));
+	memset(tt->secret, 0, sizeof(tt->secret));
 	free(tt);
 }
 

@@ -146,8 +146,10 @@ typedef struct ps_transport_opts {
 	 * sends a larger one is disconnected before anything is allocated
 	 * for it (0: the backend's own limit) */
 	uint64_t max_message;
-	/* tcp, security.mode = curve (transport/curve.h): the job's key pair
-	 * in Z85 (transport/keys.h); "" = no security */
+	/* who may connect: security.mode = secret, the job's secret (tcp:
+	 * transport/zap.h; rdma: its hello); curve (tcp), the job's key
+	 * pair (transport/keys.h); "" = anyone (at most one of the two) */
+	char job_secret[65];
 	char curve_public[41];
 	char curve_secret[41];
 	/* rdma (transport/rdma_device.h): "" and -1 are automatic. An

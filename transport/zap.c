@@ -1,5 +1,5 @@
 /*
- * transport/curve.c - CURVE security for the tcp backend (curve.h).
+ * transport/zap.c - who may connect to a tcp node (zap.h).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -12,26 +12,55 @@
 
 #include "common/log.h"
 #include "ordo/error.h"
-#include "transport/curve.h"
+#include "transport/zap.h"
 
 #define ZAP_ENDPOINT "inproc://zeromq.zap.01"
 #define ZAP_DOMAIN   "ordo"
 #define FRAMES_MAX   8
+#define PLAIN_USER   "ordo"
 
-struct psi_curve {
+struct psi_zap {
 	void *zap; /* REP on ZAP_ENDPOINT */
 	void *ctl; /* PAIR: a byte from stop ends the thread */
 	void *ctl_peer;
 	void *mon; /* PAIR on the ROUTER's monitor */
 	pthread_t thread;
 	int thread_started;
-	uint8_t job_key[32];
+	int plain;                          /* secret, else curve */
+	uint8_t job_key[32];                /* curve */
+	char secret[PS_SECRET_LEN + 1];     /* secret */
 	uint64_t refused[4]; /* per kind of refusal */
 };
 
-enum { R_KEY, R_NO_CURVE, R_DAMAGED, R_OTHER };
+enum { R_KEY, R_MECHANISM, R_DAMAGED, R_OTHER };
 
-static void note_refusal(psi_curve *c, int kind, const char *fmt,
+static int frame_is(zmq_msg_t *f, const char *s)
+{
+	return zmq_msg_size(f) == strlen(s) &&
+	       memcmp(zmq_msg_data(f), s, strlen(s)) == 0;
+}
+
+/* Does the request's mechanism and credentials (frames 5...) admit the
+ * peer? *mech: whether it used the job's mechanism at all; key: the
+ * CURVE key it presented, in Z85, for the log. */
+static int admits(const psi_zap *c, zmq_msg_t *f, int n, int *mech,
+		  char key[41])
+{
+	if (c->plain) {
+		*mech = frame_is(&f[5], "PLAIN");
+		return *mech && n >= 8 && frame_is(&f[6], PLAIN_USER) &&
+		       zmq_msg_size(&f[7]) == PS_SECRET_LEN &&
+		       ps_secret_equal(zmq_msg_data(&f[7]), c->secret,
+				       PS_SECRET_LEN);
+	}
+	*mech = frame_is(&f[5], "CURVE");
+	if (!*mech || n < 7 || zmq_msg_size(&f[6]) != 32)
+		return 0;
+	zmq_z85_encode(key, zmq_msg_data(&f[6]), 32);
+	return memcmp(zmq_msg_data(&f[6]), c->job_key, 32) == 0;
+}
+
+static void note_refusal(psi_zap *c, int kind, const char *fmt,
 			 const char *a, const char *b)
 {
 	/* as psi_note_drop, per kind (one kind of intruder must not hide
@@ -47,7 +76,7 @@ static void note_refusal(psi_curve *c, int kind, const char *fmt,
 
 /* One ZAP request (RFC 27): version, request id, domain, address,
  * identity, mechanism, credentials... */
-static void handle_zap(psi_curve *c)
+static void handle_zap(psi_zap *c)
 {
 	zmq_msg_t f[FRAMES_MAX];
 	int n = 0, more = 1;
@@ -82,18 +111,20 @@ static void handle_zap(psi_curve *c)
 			    : sizeof(addr) - 1;
 	memcpy(addr, zmq_msg_data(&f[3]), al);
 	addr[al] = '\0';
-	int curve = zmq_msg_size(&f[5]) == 5 &&
-		    memcmp(zmq_msg_data(&f[5]), "CURVE", 5) == 0;
-	int ok = curve && n >= 7 && zmq_msg_size(&f[6]) == 32 &&
-		 memcmp(zmq_msg_data(&f[6]), c->job_key, 32) == 0;
-	if (curve && n >= 7 && zmq_msg_size(&f[6]) == 32)
-		zmq_z85_encode(key, zmq_msg_data(&f[6]), 32);
-	if (!ok)
+	int mech;
+	int ok = admits(c, f, n, &mech, key);
+	if (!ok && c->plain)
+		note_refusal(c, R_KEY, "a peer at %s: it did not present the "
+			     "job's secret%s", addr,
+			     mech ? "" : " (another mechanism)");
+	else if (!ok)
 		note_refusal(c, R_KEY, "a peer at %s: its key %s is not the "
 			     "job's", addr, key);
 
 	const char *status = ok ? "200" : "400";
-	const char *text = ok ? "OK" : "not a key of this job";
+	const char *text = ok ? "OK"
+		       : c->plain ? "not the secret of this job"
+				  : "not a key of this job";
 	zmq_send(c->zap, "1.0", 3, ZMQ_SNDMORE);
 	zmq_send(c->zap, zmq_msg_data(&f[1]), zmq_msg_size(&f[1]),
 		 ZMQ_SNDMORE);
@@ -107,7 +138,7 @@ static void handle_zap(psi_curve *c)
 
 /* One monitor event: a handshake that failed. ZAP refusals are logged by
  * handle_zap already (with the peer's address and key). */
-static void handle_event(psi_curve *c)
+static void handle_event(psi_zap *c)
 {
 	uint8_t ev[6];
 	char ep[256];
@@ -125,8 +156,11 @@ static void handle_event(psi_curve *c)
 		return;
 	if (event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL &&
 	    value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH) {
-		kind = R_NO_CURVE;
-		snprintf(why, sizeof(why), "it does not use CURVE");
+		kind = R_MECHANISM;
+		snprintf(why, sizeof(why), "%s",
+			 c->plain ? "it does not present a job secret "
+				    "(security.mode none or curve?)"
+				  : "it does not use CURVE");
 	} else if (event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) {
 		kind = R_DAMAGED;
 		snprintf(why, sizeof(why),
@@ -139,9 +173,9 @@ static void handle_event(psi_curve *c)
 	note_refusal(c, kind, "a peer connecting to %s: %s", ep, why);
 }
 
-static void *curve_main(void *arg)
+static void *zap_main(void *arg)
 {
-	psi_curve *c = arg;
+	psi_zap *c = arg;
 	zmq_pollitem_t it[3] = {{.socket = c->ctl, .events = ZMQ_POLLIN},
 				{.socket = c->zap, .events = ZMQ_POLLIN},
 				{.socket = c->mon, .events = ZMQ_POLLIN}};
@@ -161,7 +195,7 @@ static void *curve_main(void *arg)
 	return NULL;
 }
 
-static void close_all(psi_curve *c)
+static void close_all(psi_zap *c)
 {
 	int zero = 0;
 	void *socks[4] = {c->zap, c->ctl, c->ctl_peer, c->mon};
@@ -173,28 +207,43 @@ static void close_all(psi_curve *c)
 		}
 }
 
-int psi_curve_start(void *ctx, void *router, const ps_job_keys *keys,
-		    psi_curve **c_p)
+int psi_zap_start(void *ctx, void *router, const psi_zap_job *job,
+		  psi_zap **c_p)
 {
 	static unsigned seq;
 	char ctl_ep[64], mon_ep[64];
-	int one = 1;
-	psi_curve *c = calloc(1, sizeof(*c));
+	int one = 1, rc;
+	psi_zap *c = calloc(1, sizeof(*c));
 
 	*c_p = NULL;
 	if (!c)
 		return PS_ENOMEM;
-	if (!zmq_z85_decode(c->job_key, keys->pub)) {
+	c->plain = job->secret && job->secret[0];
+	if (c->plain) {
+		if (strlen(job->secret) != PS_SECRET_LEN) {
+			free(c);
+			return PS_EINVAL;
+		}
+		memcpy(c->secret, job->secret, sizeof(c->secret));
+	} else if (!job->keys || !zmq_z85_decode(c->job_key, job->keys->pub)) {
 		free(c);
 		return PS_EINVAL;
 	}
 	unsigned k = __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED);
-	snprintf(ctl_ep, sizeof(ctl_ep), "inproc://ordo-curve-ctl-%u", k);
-	snprintf(mon_ep, sizeof(mon_ep), "inproc://ordo-curve-mon-%u", k);
+	snprintf(ctl_ep, sizeof(ctl_ep), "inproc://ordo-zap-ctl-%u", k);
+	snprintf(mon_ep, sizeof(mon_ep), "inproc://ordo-zap-mon-%u", k);
 	c->zap = zmq_socket(ctx, ZMQ_REP);
 	c->ctl = zmq_socket(ctx, ZMQ_PAIR);
 	c->ctl_peer = zmq_socket(ctx, ZMQ_PAIR);
 	c->mon = zmq_socket(ctx, ZMQ_PAIR);
+	if (c->plain)
+		rc = zmq_setsockopt(router, ZMQ_PLAIN_SERVER, &one,
+				    sizeof(one));
+	else
+		rc = zmq_setsockopt(router, ZMQ_CURVE_SERVER, &one,
+				    sizeof(one)) != 0 ||
+		     zmq_setsockopt(router, ZMQ_CURVE_SECRETKEY,
+				    job->keys->sec, PS_KEY_Z85_LEN) != 0;
 	if (!c->zap || !c->ctl || !c->ctl_peer || !c->mon ||
 	    zmq_bind(c->zap, ZAP_ENDPOINT) != 0 ||
 	    zmq_bind(c->ctl, ctl_ep) != 0 ||
@@ -203,21 +252,21 @@ int psi_curve_start(void *ctx, void *router, const ps_job_keys *keys,
 			       ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
 				   ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
 				   ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) != 0 ||
-	    zmq_connect(c->mon, mon_ep) != 0 ||
-	    zmq_setsockopt(router, ZMQ_CURVE_SERVER, &one, sizeof(one)) != 0 ||
-	    zmq_setsockopt(router, ZMQ_CURVE_SECRETKEY, keys->sec,
-			   PS_KEY_Z85_LEN) != 0 ||
+	    zmq_connect(c->mon, mon_ep) != 0 || rc != 0 ||
 	    zmq_setsockopt(router, ZMQ_ZAP_DOMAIN, ZAP_DOMAIN,
 			   strlen(ZAP_DOMAIN)) != 0) {
-		PS_ERROR("security: cannot set up CURVE: %s",
+		PS_ERROR("security: cannot set up %s: %s",
+			 c->plain ? "the job secret's check" : "CURVE",
 			 zmq_strerror(errno));
 		close_all(c);
+		memset(c->secret, 0, sizeof(c->secret));
 		free(c);
 		return PS_EIO;
 	}
-	if (pthread_create(&c->thread, NULL, curve_main, c) != 0) {
+	if (pthread_create(&c->thread, NULL, zap_main, c) != 0) {
 		PS_ERROR("security: cannot start the ZAP handler thread");
 		close_all(c);
+		memset(c->secret, 0, sizeof(c->secret));
 		free(c);
 		return PS_EIO;
 	}
@@ -226,9 +275,9 @@ int psi_curve_start(void *ctx, void *router, const ps_job_keys *keys,
 	return PS_OK;
 }
 
-void psi_curve_stop(psi_curve **c_p)
+void psi_zap_stop(psi_zap **c_p)
 {
-	psi_curve *c = *c_p;
+	psi_zap *c = *c_p;
 	if (!c)
 		return;
 	if (c->thread_started) {
@@ -236,17 +285,26 @@ void psi_curve_stop(psi_curve **c_p)
 		pthread_join(c->thread, NULL);
 	}
 	close_all(c);
+	memset(c->secret, 0, sizeof(c->secret));
 	free(c);
 	*c_p = NULL;
 }
 
-int psi_curve_client(void *sock, const ps_job_keys *keys)
+int psi_zap_client(void *sock, const psi_zap_job *job)
 {
-	if (zmq_setsockopt(sock, ZMQ_CURVE_SERVERKEY, keys->pub,
+	if (job->secret && job->secret[0])
+		return zmq_setsockopt(sock, ZMQ_PLAIN_USERNAME, PLAIN_USER,
+				      strlen(PLAIN_USER)) != 0 ||
+				       zmq_setsockopt(sock, ZMQ_PLAIN_PASSWORD,
+						      job->secret,
+						      PS_SECRET_LEN) != 0
+			   ? PS_EIO
+			   : PS_OK;
+	if (zmq_setsockopt(sock, ZMQ_CURVE_SERVERKEY, job->keys->pub,
 			   PS_KEY_Z85_LEN) != 0 ||
-	    zmq_setsockopt(sock, ZMQ_CURVE_PUBLICKEY, keys->pub,
+	    zmq_setsockopt(sock, ZMQ_CURVE_PUBLICKEY, job->keys->pub,
 			   PS_KEY_Z85_LEN) != 0 ||
-	    zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, keys->sec,
+	    zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, job->keys->sec,
 			   PS_KEY_Z85_LEN) != 0)
 		return PS_EIO;
 	return PS_OK;

@@ -585,6 +585,15 @@ int tune_job_create(const ps_config *cfg, const tune_job_opts *o,
 		j->samples_per_iteration =
 			(double)cfg->train.batch * cfg->cluster.workers;
 	}
+	/* the jobs' ps-launch finds the secret made here, so every run
+	 * shares it with this process's endpoint */
+	char why[1024];
+	int made;
+	rc = ps_job_secret_ensure(cfg, 1, NULL, &made, why, sizeof(why));
+	if (rc != PS_OK) {
+		PS_ERROR("%s", why);
+		return rc;
+	}
 	rc = ps_job_transport_create(cfg, &tid, &j->t);
 	if (rc == PS_OK)
 		rc = ps_transport_listen(j->t, "127.0.0.1", 0, NULL,

@@ -10,6 +10,7 @@ import csv
 import json
 import os
 import re
+import secrets
 import select
 import shlex
 import signal
@@ -85,6 +86,9 @@ class Run:
         self.iter_seen = {}
         self.events = {}
         self.lock = threading.Lock()
+        # the job's secret, as ps-launch gives every job one (the
+        # default security.mode = auto then checks it at every connection)
+        self.env = dict(os.environ, ORDO_JOB_SECRET=secrets.token_hex(32))
 
     def _sets(self, name):
         c = self.cluster
@@ -102,7 +106,8 @@ class Run:
         lf.flush()
         p = subprocess.Popen(argv, stdout=subprocess.PIPE if stdout_pipe
                              else lf, stderr=lf, stdin=subprocess.DEVNULL,
-                             pass_fds=pass_fds, start_new_session=True)
+                             pass_fds=pass_fds, start_new_session=True,
+                             env=self.env)
         lf.close()
         Run.LIVE.append(p)
         pr = Proc(name, p, logf)

@@ -14,6 +14,8 @@
 #     how many tasks to start (mpirun aborts the others at the first one,
 #     so at least one says it); mpirun fails; nothing left.
 source "$(dirname "$0")/lib.sh" "$@"
+# every rank shares the job's secret, as the README says to give it
+export ORDO_JOB_SECRET=$("$BUILD/ps-keygen" --secret)
 mpirun=$(command -v mpirun.openmpi || command -v mpirun) ||
 	{ echo "SKIP: no mpirun (openmpi-bin)"; exit 77; }
 "$mpirun" --version 2>&1 | grep -q "Open MPI\|OpenRTE" || { echo "SKIP: $mpirun is not Open MPI's"; exit 77; }

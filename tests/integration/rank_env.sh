@@ -4,6 +4,8 @@
 # workers) and run an exact job; WORLD_SIZE = 4 for a 5-process job stops
 # each saying why (how many to start; rank 4: not below WORLD_SIZE).
 source "$(dirname "$0")/lib.sh" "$@"
+# every rank shares the job's secret, as the README says to give it
+export ORDO_JOB_SECRET=$("$BUILD/ps-keygen" --secret)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 
 # ranks SIZE: starts ranks 0..4 with WORLD_SIZE=SIZE, waits for each;

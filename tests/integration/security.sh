@@ -1,6 +1,13 @@
-# Authenticated peers (security.mode = curve; transport/curve.h): a job
-# whose every connection is CURVE, and, while it runs, three kinds of
-# intruder against the scheduler and every server: a peer without CURVE
+# Authenticated peers (transport/zap.h). The default (security.mode =
+# auto under ps-launch: a secret per job): a job whose every connection
+# presents the job's secret, and, while it runs, a peer without it
+# (malformed messages, as fuzz.sh sends) and a peer with another secret,
+# refused at the handshake and logged, nothing of theirs decoded; a peer
+# with the secret is admitted (so the check is what keeps the others
+# out). The errors for a job without a secret where it needs one (by
+# hand, --rank) and for nodes of two secrets. Then security.mode =
+# curve: a job whose every connection is CURVE, and, while it runs, three
+# kinds of intruder against the scheduler and every server: a peer without CURVE
 # (thousands of malformed messages, as fuzz.sh sends), a CURVE peer with a
 # key pair of its own, and captured traffic of an admitted client replayed
 # byte for byte. Each is refused at the handshake and logged; nothing of
@@ -64,6 +71,95 @@ cp -r "$keys" "$WORK/shared" && chmod 775 "$WORK/shared"
 expect_key_error shared-dir "shared: writable by its group (mode 0775).*chmod 700" \
 	--set security.keys_dir="$WORK/shared"
 pass "ps-keygen: 0600/0700, no overwrite without --force, never through a symlink, no open or foreign directory; loose, mixed and missing keys and an open directory named"
+
+# ---- the default: a secret per job
+secret=$("$BUILD/ps-keygen" --secret)
+[[ $secret =~ ^[0-9a-f]{64}$ ]] || fail "ps-keygen --secret printed '$secret'"
+[ "$(stat -c %a "$keys/job.secret")" = 600 ] || fail "job.secret is not 0600"
+[ "$(tr -d '\n' <"$keys/job.secret" | wc -c)" -eq 64 ] || fail "job.secret is not one 64-digit line"
+held=$WORK/secret-held
+EXACT_WORKER_SIZES=1000,4097 EXACT_WORKER_HOLD=$held start_job secret \
+	--worker "$TOOLS/exact_worker" --set train.iterations=20 \
+	--set train.lr=1 --set train.momentum=0
+job=$JOB_PID
+wait_for "$WORK/secret.err.log" 'server 0\] info: joined job'
+wait_for "$WORK/secret.err.log" 'server 1\] info: joined job'
+grep -q "^ps-launch: security: a secret for this job" "$WORK/secret.err.log" ||
+	fail "ps-launch did not make a secret for a default job"
+[ "$(grep -c "info: security: peers must present the job's secret (ORDO_JOB_SECRET)" "$WORK/secret.err.log")" -eq 5 ] ||
+	fail "not every node of the default job checks the secret: $(grep -m5 'security' "$WORK/secret.err.log")"
+eps=$(grep -E '\[ordo (scheduler|server)\] info: .*listening on tcp://' "$WORK/secret.err.log" |
+	grep -o 'tcp://[0-9.:]*' | sort -u)
+[ "$(echo "$eps" | wc -l)" -eq 3 ] || fail "endpoints not found: $eps"
+seed=1
+for ep in $eps; do
+	"$TOOLS/fuzz_sender" "$ep" 1000 $seed >>"$WORK/stranger.log" 2>&1 ||
+		fail "fuzz_sender could not run against $ep"
+	"$TOOLS/fuzz_sender" "$ep" secret "$secret" 20 $seed \
+		>>"$WORK/wrong-secret.log" 2>&1 || fail "fuzz_sender secret could not run against $ep"
+	seed=$((seed + 1))
+done
+[ "$(grep -c 'handshake refused' "$WORK/wrong-secret.log")" -eq 3 ] ||
+	fail "a peer with another secret was admitted: $(cat "$WORK/wrong-secret.log")"
+grep -q "warning: dropped" "$WORK/secret.err.log" &&
+	fail "a message of a stranger reached a node: $(grep -m3 'warning: dropped' "$WORK/secret.err.log")"
+for who in scheduler "server 0" "server 1"; do
+	poll_until 60 grep -q "$who\] warning: security: refused a peer connecting to .*: \(it does not present a job secret\|its handshake failed\)" "$WORK/secret.err.log" ||
+		fail "$who did not log the peer without a secret"
+	grep -qF "$who] warning: security: refused a peer at 127.0.0.1: it did not present the job's secret" "$WORK/secret.err.log" ||
+		fail "$who did not log the peer with another secret"
+done
+# with the job's own secret (read from a node, as a member could), a
+# peer gets in and its malformed messages are decoded and dropped
+sched=$(pgrep -f "ps-scheduler.*$WORK" | head -n 1)
+own=$(tr '\0' '\n' </proc/"$sched"/environ | sed -n 's/^ORDO_JOB_SECRET=//p')
+[ ${#own} -eq 64 ] || fail "the scheduler has no ORDO_JOB_SECRET"
+ps -eo args >"$WORK/ps.txt" # (a grep of ps's pipe would see its own argument)
+grep -qF "$own" "$WORK/ps.txt" && fail "the job's secret is on a command line"
+"$TOOLS/fuzz_sender" "$(echo "$eps" | head -n 1)" secret "$own" 50 9 >"$WORK/member.log" 2>&1 ||
+	fail "fuzz_sender with the job's secret failed"
+grep -q "handshake succeeded" "$WORK/member.log" || fail "the job's secret was refused: $(cat "$WORK/member.log")"
+poll_until 60 grep -q "warning: dropped" "$WORK/secret.err.log" ||
+	fail "the admitted peer's malformed messages never reached the node"
+touch "$held"
+assert_job_exact $job secret "the default job" "strangers"
+pass "default job: a secret made by ps-launch, never on a command line; strangers and a wrong secret refused and logged at the scheduler and both servers, the secret admits; job exact"
+
+# ---- a job without the secret where it needs one, and two secrets
+EXACT_WORKER_SIZES=100 launch hand 60 --worker "$TOOLS/exact_worker" \
+	--set train.iterations=3 --set security.mode=none || fail "a job of mode none exited $?"
+grep -q "security: a secret" "$WORK/hand.err.log" && fail "ps-launch made a secret for mode none"
+grep -q "security: peers must present" "$WORK/hand.err.log" && fail "a node of mode none checks a secret"
+env -u ORDO_JOB_SECRET timeout 60 "$BUILD/ps-scheduler" --config "$JOB" \
+	--set security.mode=secret >"$WORK/nosecret.log" 2>&1 && fail "ps-scheduler ran in mode secret without a secret"
+grep -q "security.mode = secret, but this job has no secret: set ORDO_JOB_SECRET" "$WORK/nosecret.log" ||
+	fail "no reason for mode secret without a secret: $(cat "$WORK/nosecret.log")"
+ORDO_JOB_SECRET=xyz timeout 60 "$BUILD/ps-scheduler" --config "$JOB" \
+	>"$WORK/badsecret.log" 2>&1 && fail "ps-scheduler ran with ORDO_JOB_SECRET=xyz"
+grep -q "ORDO_JOB_SECRET is not a job secret (64 hexadecimal digits" "$WORK/badsecret.log" ||
+	fail "no reason for a malformed ORDO_JOB_SECRET: $(cat "$WORK/badsecret.log")"
+env -u ORDO_JOB_SECRET SLURM_PROCID=0 SLURM_NTASKS=5 timeout 60 "$BUILD/ps-launch" --config "$JOB" --rank \
+	--set cluster.scheduler_port=1 >"$WORK/rank.log" 2>&1
+[ $? -eq 2 ] || fail "ps-launch --rank without a secret: not a usage error"
+grep -q "^ps-launch: --rank: security.mode = auto needs the job's secret on every node.*ps-keygen --secret" "$WORK/rank.log" ||
+	fail "no reason for --rank without a secret: $(cat "$WORK/rank.log")"
+# a scheduler of one secret, a server of another: refused, both say so
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+ORDO_JOB_SECRET=$secret timeout 60 "$BUILD/ps-scheduler" --config "$JOB" \
+	--set cluster.scheduler_port="$port" --set cluster.servers=1 --set cluster.workers=1 \
+	--set cluster.register_timeout_ms=20000 >"$WORK/two-sched.log" 2>&1 &
+two=$!
+wait_for "$WORK/two-sched.log" "listening on tcp://"
+ORDO_JOB_SECRET=$("$BUILD/ps-keygen" --secret) timeout 60 "$BUILD/ps-server" --config "$JOB" \
+	--set cluster.scheduler_port="$port" --set cluster.servers=1 --set cluster.workers=1 \
+	>"$WORK/two-server.log" 2>&1 && fail "a server of another secret joined"
+grep -q "the peer refused this node's job secret" "$WORK/two-server.log" ||
+	fail "the server of another secret did not say why: $(tail -3 "$WORK/two-server.log")"
+kill $two 2>/dev/null
+wait $two
+grep -q "warning: security: refused a peer at 127.0.0.1: it did not present the job's secret" "$WORK/two-sched.log" ||
+	fail "the scheduler did not log the server of another secret"
+pass "mode none runs without a secret; mode secret without one, a malformed one, --rank without one and a node of another secret refused, each naming the problem"
 
 # ---- a curve job under attack
 held=$WORK/attacked

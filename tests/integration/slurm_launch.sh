@@ -9,6 +9,8 @@
 #     to start, nothing left.
 source "$(dirname "$0")/lib.sh" "$@"
 source "$SRC/tests/tools/slurm_node.sh"
+# every rank shares the job's secret, as the README says to give it
+export ORDO_JOB_SECRET=$("$BUILD/ps-keygen" --secret)
 why=$(slurm_available) || { echo "SKIP: $why"; exit 77; }
 # the daemons' files apart from $WORK, whose path finds the job's stragglers
 SLURMDIR=$(mktemp -d /tmp/ordo-slurm.XXXXXX)

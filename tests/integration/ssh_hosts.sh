@@ -6,6 +6,9 @@
 #     host's address, the scheduler's summary forwarded, progress lines.
 #     The environment: ORDO_*, --env NAME, and each worker's RANK,
 #     WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE reach the remote processes.
+#     The job's secret (made by ps-launch, or given in ORDO_JOB_SECRET)
+#     reaches every remote process through ssh's stdin, never on ssh's
+#     command line.
 #  2. SIGTERM to ps-launch mid-job: every remote process stops, status
 #     143, nothing left on any host.
 #  3. SIGKILL to ps-launch mid-job: its ssh's stdin closes, and the
@@ -115,6 +118,33 @@ n=$(grep -c '^exact: worker [01] of 2: 24800 values checked over iterations 1..7
 	"$WORK/env.out.log")
 [ "$n" -eq 2 ] || fail "--env/ORDO_*: $n of 2 remote workers used 7 iterations of 100 + 3000 values: $(grep '^exact' "$WORK/env.out.log")"
 pass "ORDO_TRAIN_ITERATIONS and --env EXACT_WORKER_SIZES reach the remote processes"
+
+# 1c. the job's secret: ps-launch made one for job 1, and every remote
+# process checked it; one given in ORDO_JOB_SECRET goes through ssh's
+# stdin, not its command line (an ssh that logs its arguments)
+grep -q "^ps-launch: security: a secret for this job" "$err" || fail "ps-launch made no secret for the job over ssh"
+n=$(grep -c "info: security: peers must present the job's secret (ORDO_JOB_SECRET)" "$err")
+[ "$n" -eq 5 ] || fail "$n of 5 remote processes got the job's secret"
+cat >"$WORK/ssh-logged" <<EOF2
+#!/bin/sh
+echo "\$*" >>"$WORK/ssh-args.log"
+exec $SSH "\$@"
+EOF2
+chmod +x "$WORK/ssh-logged"
+given=$("$BUILD/ps-keygen" --secret)
+ORDO_JOB_SECRET=$given EXACT_WORKER_SIZES=100 timeout --kill-after=5 300 ip netns exec "$sw" \
+	"$BUILD/ps-launch" --config "$JOB" --hosts "$WORK/hosts" --ssh "$WORK/ssh-logged" \
+	--env EXACT_WORKER_SIZES "${exact[@]}" --set train.iterations=3 \
+	>"$WORK/given.out.log" 2>"$WORK/given.err.log" || fail "the job with a given secret exited $?"
+[ "$(grep -c 'ssh-args' "$WORK/ssh-logged")" -eq 1 ] && [ "$(wc -l <"$WORK/ssh-args.log")" -eq 5 ] ||
+	fail "the logging ssh did not run 5 times"
+grep -qF "$given" "$WORK/ssh-args.log" && fail "the job's secret was on ssh's command line"
+grep -q "ORDO_JOB_SECRET" "$WORK/ssh-args.log" && fail "ORDO_JOB_SECRET was on ssh's command line"
+grep -q "security: a secret for this job" "$WORK/given.err.log" && fail "ps-launch made a secret when one was given"
+n=$(grep -c "info: security: peers must present the job's secret (ORDO_JOB_SECRET)" "$WORK/given.err.log")
+[ "$n" -eq 5 ] || fail "$n of 5 remote processes got the given secret"
+assert_no_leftovers
+pass "the job's secret, made or given, reaches every remote process through ssh's stdin, not its command line"
 
 # 1c. every remote worker gets its own RANK, WORLD_SIZE, LOCAL_RANK and
 # LOCAL_WORLD_SIZE (worker #0 alone on host 3, worker #1 alone on host 1)

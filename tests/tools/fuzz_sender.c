@@ -5,6 +5,7 @@
  *   fuzz_sender ENDPOINT big BYTES
  *   fuzz_sender ENDPOINT flood COUNT BYTES
  *   fuzz_sender ENDPOINT curve SERVER_PUB_FILE CLIENT_KEY_DIR COUNT SEED
+ *   fuzz_sender ENDPOINT secret SECRET COUNT SEED
  *   fuzz_sender ENDPOINT register ROLE NODE_ENDPOINT
  *   fuzz_sender ENDPOINT forge JOB_ID COUNT SEED
  *   fuzz_sender ENDPOINT tuner FORGED GENUINE
@@ -29,6 +30,8 @@
  * prints "handshake succeeded" and sends COUNT random messages, or prints
  * "handshake refused" when the server's ZAP handler says no (exit 0 both
  * ways: the test reads which).
+ * secret: the same as a PLAIN client presenting SECRET (security.mode =
+ * secret), as a node of the job does.
  * register: a well-formed REGISTER of a ROLE (server or worker) node that
  * says it listens on NODE_ENDPOINT (say, one nobody listens on), from a
  * routing id that matches its transport id, as a real node's would; exits
@@ -234,16 +237,21 @@ static int read_key_file(const char *path, char *key)
 	return 0;
 }
 
-static int curve_client(const char *ep, const char *server_pub,
-			const char *dir, long count)
+/* A client of a node that checks who connects: PLAIN with secret, or
+ * else CURVE with the server's public key and the pair in dir. */
+static int secure_client(const char *ep, const char *secret,
+			 const char *server_pub, const char *dir, long count)
 {
 	char spub[41], cpub[41], csec[41], path[4096];
-	snprintf(path, sizeof(path), "%s/job.pub", dir);
-	if (read_key_file(server_pub, spub) || read_key_file(path, cpub))
-		return 1;
-	snprintf(path, sizeof(path), "%s/job.key", dir);
-	if (read_key_file(path, csec))
-		return 1;
+	if (!secret) {
+		snprintf(path, sizeof(path), "%s/job.pub", dir);
+		if (read_key_file(server_pub, spub) ||
+		    read_key_file(path, cpub))
+			return 1;
+		snprintf(path, sizeof(path), "%s/job.key", dir);
+		if (read_key_file(path, csec))
+			return 1;
+	}
 	void *ctx = zmq_ctx_new(), *sock = zmq_socket(ctx, ZMQ_DEALER),
 	     *mon = zmq_socket(ctx, ZMQ_PAIR);
 	uint8_t id[8];
@@ -251,9 +259,15 @@ static int curve_client(const char *ep, const char *server_pub,
 	fill(id, sizeof(id));
 	zmq_setsockopt(sock, ZMQ_ROUTING_ID, id, sizeof(id));
 	zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof(linger));
-	zmq_setsockopt(sock, ZMQ_CURVE_SERVERKEY, spub, 40);
-	zmq_setsockopt(sock, ZMQ_CURVE_PUBLICKEY, cpub, 40);
-	zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, csec, 40);
+	if (secret) {
+		zmq_setsockopt(sock, ZMQ_PLAIN_USERNAME, "ordo", 4);
+		zmq_setsockopt(sock, ZMQ_PLAIN_PASSWORD, secret,
+			       strlen(secret));
+	} else {
+		zmq_setsockopt(sock, ZMQ_CURVE_SERVERKEY, spub, 40);
+		zmq_setsockopt(sock, ZMQ_CURVE_PUBLICKEY, cpub, 40);
+		zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, csec, 40);
+	}
 	zmq_socket_monitor(sock, "inproc://fuzz-sender-curve",
 			   ZMQ_EVENT_HANDSHAKE_SUCCEEDED |
 			       ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
@@ -580,8 +594,13 @@ int main(int argc, char **argv)
 	}
 	if (argc == 7 && strcmp(argv[2], "curve") == 0) {
 		rng_state = strtoull(argv[6], NULL, 10);
-		return curve_client(argv[1], argv[3], argv[4],
-				    strtol(argv[5], NULL, 10));
+		return secure_client(argv[1], NULL, argv[3], argv[4],
+				     strtol(argv[5], NULL, 10));
+	}
+	if (argc == 6 && strcmp(argv[2], "secret") == 0) {
+		rng_state = strtoull(argv[5], NULL, 10);
+		return secure_client(argv[1], argv[3], NULL, NULL,
+				     strtol(argv[4], NULL, 10));
 	}
 	if ((argc == 5 || argc == 6) && strcmp(argv[2], "bomb") == 0) {
 		rng_state = (uint64_t)getpid();
@@ -600,6 +619,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: fuzz_sender ENDPOINT COUNT SEED | "
 			"ENDPOINT big BYTES | ENDPOINT flood COUNT BYTES | "
 			"ENDPOINT curve SERVER_PUB CLIENT_DIR COUNT SEED | "
+			"ENDPOINT secret SECRET COUNT SEED | "
 			"ENDPOINT register ROLE NODE_ENDPOINT | "
 			"ENDPOINT forge JOB_ID COUNT SEED | "
 			"ENDPOINT tuner FORGED GENUINE | "

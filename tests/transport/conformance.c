@@ -78,8 +78,8 @@ static void sleep_ms(int ms)
 		;
 }
 
-static ps_transport *make(uint64_t id, int send_timeout_ms,
-                          int connect_timeout_ms)
+static ps_transport *make_with(uint64_t id, int send_timeout_ms,
+                               int connect_timeout_ms, const char *secret)
 {
 	ps_transport_opts o = {
 	    .id = id,
@@ -88,10 +88,17 @@ static ps_transport *make(uint64_t id, int send_timeout_ms,
 	    .io_threads = 1,
 	    .rdma_gid_index = rdma_gid_index,
 	};
+	snprintf(o.job_secret, sizeof(o.job_secret), "%s", secret);
 	ps_transport *t = NULL;
 	assert_ps(ps_transport_create(backend, &o, &t), PS_OK);
 	assert_non_null(t);
 	return t;
+}
+
+static ps_transport *make(uint64_t id, int send_timeout_ms,
+                          int connect_timeout_ms)
+{
+	return make_with(id, send_timeout_ms, connect_timeout_ms, "");
 }
 
 static ps_transport *make_listener(uint64_t id, char *ep)
@@ -1261,6 +1268,48 @@ static void test_garbage(void **state)
 	ps_transport_destroy(&r, 0);
 }
 
+/* ---- who may connect: the job's secret --------------------------------- */
+
+/* Does a transport of secret `client` ("" none) get a message into a
+ * listener of secret `node`? A refused one fails to connect (or, at
+ * worst, its message never arrives: waited for PATIENCE_MS). */
+static bool gets_in(const char *node, const char *client)
+{
+	char ep[EP_CAP];
+	ps_transport *n = make_with(1, PATIENCE_MS, PATIENCE_MS, node);
+	ps_transport *c = make_with(2, PATIENCE_MS, 3000, client);
+	ps_peer p;
+	ps_msg *m = NULL;
+	bool in = false;
+
+	assert_ps(ps_transport_listen(n, host, 0, NULL, ep, EP_CAP), PS_OK);
+	if (ps_transport_connect(c, ep, &p) == PS_OK &&
+	    ps_transport_send(c, p, "hi", 2, NULL, 0, NULL, NULL) == PS_OK &&
+	    ps_transport_recv(n, PATIENCE_MS, &m) == PS_OK && m) {
+		in = m->hdr_len == 2 && memcmp(m->hdr, "hi", 2) == 0 &&
+		     m->src == 2;
+		ps_msg_free(&m);
+	}
+	ps_transport_destroy(&c, 0);
+	ps_transport_destroy(&n, 0);
+	return in;
+}
+
+/* security.mode = secret: a node admits exactly the peers presenting its
+ * own secret, and a node without one only peers without one. */
+static void test_secret(void **state)
+{
+	(void)state;
+	const char *a = "00112233445566778899aabbccddeeff"
+	                "00112233445566778899aabbccddeeff";
+	const char *b = "00112233445566778899aabbccddeeff"
+	                "00112233445566778899aabbccddeef0";
+	assert_true(gets_in(a, a));
+	assert_false(gets_in(a, b));  /* another secret (one digit off) */
+	assert_false(gets_in(a, "")); /* none, to a node of a secret */
+	assert_false(gets_in("", a)); /* a secret, to a node of none */
+}
+
 /* ---- main --------------------------------------------------------------- */
 
 int main(int argc, char **argv)
@@ -1273,7 +1322,7 @@ int main(int argc, char **argv)
 	    T(test_registry),    T(test_caps_and_registration),
 	    T(test_stop_then_free), T(test_large_registered),
 	    T(test_hold_many),   T(test_stop_pending), T(test_reconnect),
-	    T(test_garbage),
+	    T(test_garbage),     T(test_secret),
 #undef T
 	};
 	ps_transport_opts o = {.id = 1,
