@@ -1,0 +1,108 @@
+/*
+ * sim/cluster_state.h - what the files of the simulated cluster share: a
+ * run (sim), its workers and messages, the kinds of its events, and the
+ * calls from one file to another. Not installed: sim/cluster.h is the
+ * entry point; the DESIGN of the simulation is in sim/cluster.c.
+ */
+#ifndef ORDO_SIM_CLUSTER_STATE_H
+#define ORDO_SIM_CLUSTER_STATE_H
+
+#include <stdint.h>
+
+#include "common/config.h"
+#include "model/dag.h"
+#include "proto/engine.h"
+#include "proto/server.h"
+#include "proto/worker.h"
+#include "scheduling/placement.h"
+#include "sim/cluster.h"
+#include "sim/events.h"
+#include "sim/fair.h"
+#include "sim/link.h"
+#include "sim/timeline.h"
+
+enum {
+	EV_OP_DONE,     /* node: worker */
+	EV_UP_START,    /* arg: message */
+	EV_ARRIVE,      /* arg: message */
+	EV_PUSH_ACK,    /* node: worker, arg: partition | piece << 32 */
+	EV_PARAMS_ACK,  /* node: worker, arg: partition | piece << 32 */
+	EV_SERVER_OP,   /* node: server: its running op is done */
+	EV_NET,         /* fair sharing: arg: generation */
+	EV_ARRIVALS,    /* arg: the first of messages chained by next_free,
+			 * each as an EV_ARRIVE */
+};
+
+/* What a message carries (fair sharing sends acknowledgements as
+ * messages too). */
+enum { MSG_PARAMS = 0, MSG_PUSH = 1, MSG_PUSH_ACK, MSG_PARAMS_ACK };
+
+/* 20 bytes: with fair sharing and no credit, every push of an iteration
+ * is in flight at once (26 million at 8192 x 512 with 64 KiB partitions). */
+typedef struct msg {
+	uint32_t part, worker;
+	uint32_t iteration;  /* < train.iterations <= 10^9 */
+	uint32_t next_free;  /* also: next in its stream (fair sharing) */
+	uint32_t kind : 2;   /* MSG_* */
+	uint32_t piece : 30; /* < PS_MAX_PIECES */
+} msg;
+_Static_assert(sizeof(msg) == 20, "a message stays 20 bytes");
+
+typedef struct worker {
+	ps_wproto *proto;    /* its side of the protocol (proto/worker.h) */
+	ps_engine *engine;   /* which op runs next (proto/engine.h) */
+	uint64_t it;
+	int busy, waiting;
+	uint32_t running;
+	double op_start, wait_since, wait_us, last_end, e_sum;
+	unsigned e_n;
+} worker;
+
+typedef struct sim {
+	const ps_config *cfg;
+	const ps_dag *dag;
+	ps_link_model lm;
+	ps_placement *pl;
+	uint32_t W, S, K;
+	uint32_t *number;     /* per partition: gate number of its
+			       * parameter sends */
+	uint32_t *push_number; /* ... and of its pushes */
+	uint64_t *part_bytes; /* per partition */
+	uint64_t push_piece, params_piece; /* pieces' bytes; 0: whole */
+	uint32_t *tparts, *tparts_first; /* per tensor: its partitions */
+	worker *w;
+	ps_sproto **shard; /* per server: its protocol (proto/server.h) */
+	double now;       /* when server cur_srv's op finished (param_ready) */
+	uint32_t cur_srv;
+	ps_link *up, *down; /* per host */
+	/* fair sharing (link.sharing = fair) */
+	int fair;
+	ps_fair *net;
+	ps_sim_opts opts;
+	double machine_cap; /* bytes/us of all streams together, 0 = none */
+	uint64_t small_bytes; /* messages up to this size cost small_w */
+	double small_w;       /* machine_cap / their rate */
+	uint64_t msg_min;     /* messages up to this size pay no
+			       * machine_message_us */
+	msg *msgs;
+	uint32_t nmsgs, capmsgs, free_msg;
+	uint32_t batch_tail; /* last of the open EV_ARRIVALS, or NOMSG */
+	double batch_t;      /* its time */
+	double *up_end; /* fifo: per message, when its uplink carried it */
+	ps_sim_heap heap;
+	double compute_us, comm_oracle_us;
+	double *iter_end; /* per iteration: the job's end (max) */
+	uint64_t cycle_left; /* (worker, tensor) pairs without version 1 */
+	double makespan;
+	uint64_t messages;
+	/* timeline (NULL: off) */
+	ps_sim_timeline *tl;
+	uint32_t trace_workers;
+	double *push_ready, *push_sent, *param_ready; /* [w * P + p] */
+	uint64_t *push_iter;                          /* [w * P + p] */
+	int rc;
+} sim;
+
+#define NOMSG UINT32_MAX
+
+#endif /* ORDO_SIM_CLUSTER_STATE_H */
