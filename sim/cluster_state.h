@@ -105,4 +105,14 @@ typedef struct sim {
 
 #define NOMSG UINT32_MAX
 
+/* ---- the calls between the files ---------------------------------------- */
+
+/* sim/cluster_results.c: what a run reports */
+
+/* The digest after one more event (time, kind, node, argument). */
+uint64_t psi_cluster_mix_event(uint64_t digest, double t, uint32_t kind,
+			       uint32_t node, uint64_t arg);
+/* The metrics and bounds of a run that completed, into r. */
+void psi_cluster_results(sim *s, ps_sim_result *r);
+
 #endif /* ORDO_SIM_CLUSTER_STATE_H */
