@@ -7,6 +7,7 @@
 #ifndef ORDO_SIM_CLUSTER_STATE_H
 #define ORDO_SIM_CLUSTER_STATE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/config.h"
@@ -106,6 +107,30 @@ typedef struct sim {
 #define NOMSG UINT32_MAX
 
 /* ---- the calls between the files ---------------------------------------- */
+
+/* sim/cluster.c */
+
+/* Fair sharing's ps_fair_ops (sim/fair.h) over the run's messages; ud is
+ * the run */
+void psi_cluster_fair_schedule(void *ud, double t, uint32_t node, uint64_t arg);
+void psi_cluster_fair_sent(void *ud, uint32_t m, double t);
+uint64_t psi_cluster_fair_bytes(void *ud, uint32_t m);
+uint32_t psi_cluster_fair_next(void *ud, uint32_t m);
+void psi_cluster_fair_set_next(void *ud, uint32_t m, uint32_t next);
+/* The engine's question (proto/engine.h): version `it` of tensor t is
+ * here? ud is the worker. */
+int psi_cluster_have_params(void *ud, uint32_t t, uint64_t it, int *have_p);
+/* The shard machine's hold (proto/server.h): a parameter send became
+ * ready in the gate of the server whose op just finished; ud is the
+ * run. */
+void *psi_cluster_param_ready(void *ud, uint32_t k, uint32_t w);
+
+/* sim/cluster_setup.c: a run set up and torn down */
+
+/* The job's plan, its workers, servers and links (why: what is wrong). */
+int psi_cluster_setup(sim *s, char *why, size_t whylen);
+/* Frees what a run holds, also after a failed setup. */
+void psi_cluster_teardown(sim *s);
 
 /* sim/cluster_results.c: what a run reports */
 
