@@ -28,7 +28,6 @@
 #include <string.h>
 
 #include "proto/engine.h"
-#include "proto/server.h"
 #include "proto/worker.h"
 #include "scheduling/efficiency.h"
 #include "scheduling/placement.h"
@@ -38,18 +37,18 @@
 #include "sim/fair.h"
 #include "sim/timeline.h"
 
-static void fail(sim *s, int rc)
+void psi_cluster_fail(sim *s, int rc)
 {
 	if (s->rc == PS_OK)
 		s->rc = rc;
 }
 
-static void schedule(sim *s, double t, uint32_t kind, uint32_t node,
-		     uint64_t arg)
+void psi_cluster_schedule(sim *s, double t, uint32_t kind, uint32_t node,
+			  uint64_t arg)
 {
 	s->batch_tail = NOMSG; /* the next arrival opens a batch */
 	if (ps_sim_heap_push(&s->heap, t, kind, node, arg) != PS_OK)
-		fail(s, PS_ENOMEM);
+		psi_cluster_fail(s, PS_ENOMEM);
 }
 
 /* Message i arrives at t. Arrivals scheduled one after the other for the
@@ -65,7 +64,7 @@ static void schedule_arrival(sim *s, double t, uint32_t i)
 		s->batch_tail = i;
 		return;
 	}
-	schedule(s, t, EV_ARRIVALS, 0, i);
+	psi_cluster_schedule(s, t, EV_ARRIVALS, 0, i);
 	s->batch_tail = i;
 	s->batch_t = t;
 }
@@ -104,7 +103,7 @@ static uint32_t msg_new(sim *s)
 				v = NULL;
 		}
 		if (!v) {
-			fail(s, PS_ENOMEM);
+			psi_cluster_fail(s, PS_ENOMEM);
 			return NOMSG;
 		}
 		s->capmsgs = cap;
@@ -145,7 +144,7 @@ static uint32_t msg_dst(const sim *s, const msg *m)
 
 void psi_cluster_fair_schedule(void *ud, double t, uint32_t node, uint64_t arg)
 {
-	schedule(ud, t, EV_NET, node, arg);
+	psi_cluster_schedule(ud, t, EV_NET, node, arg);
 }
 
 void psi_cluster_fair_sent(void *ud, uint32_t m, double t)
@@ -157,7 +156,7 @@ void psi_cluster_fair_sent(void *ud, uint32_t m, double t)
 
 /* The payload message m carries: its piece of its partition, or none
  * (an acknowledgement). */
-static uint64_t msg_bytes(const sim *s, const msg *m)
+uint64_t psi_cluster_msg_bytes(const sim *s, const msg *m)
 {
 	uint64_t piece_bytes, off, numel;
 
@@ -175,7 +174,7 @@ uint64_t psi_cluster_fair_bytes(void *ud, uint32_t m)
 {
 	const sim *s = ud;
 
-	return msg_bytes(s, &s->msgs[m]);
+	return psi_cluster_msg_bytes(s, &s->msgs[m]);
 }
 
 uint32_t psi_cluster_fair_next(void *ud, uint32_t m)
@@ -195,7 +194,7 @@ static void net_send(sim *s, uint32_t i, double t)
 			      s->pl->parts[m->part].server, i, t);
 
 	if (rc != PS_OK)
-		fail(s, rc);
+		psi_cluster_fail(s, rc);
 }
 
 /* The message starts on its sender's uplink: it queues on the receiver's
@@ -205,15 +204,15 @@ static void up_start(sim *s, uint32_t i, double t)
 	msg *m = &s->msgs[i];
 	double end_d;
 
-	ps_link_reserve(&s->down[msg_dst(s, m)], &s->lm, t, msg_bytes(s, m),
-			&end_d);
-	schedule(s, end_d > s->up_end[i] ? end_d : s->up_end[i], EV_ARRIVE, 0,
-		 i);
+	ps_link_reserve(&s->down[msg_dst(s, m)], &s->lm, t,
+			psi_cluster_msg_bytes(s, m), &end_d);
+	psi_cluster_schedule(s, end_d > s->up_end[i] ? end_d : s->up_end[i],
+			     EV_ARRIVE, 0, i);
 }
 
 /* Fair sharing: an acknowledgement (no payload) enters its stream. */
-static void send_ack(sim *s, int kind, uint32_t part, uint32_t piece,
-		     uint32_t wrank, double t)
+void psi_cluster_send_ack(sim *s, int kind, uint32_t part, uint32_t piece,
+			  uint32_t wrank, double t)
 {
 	uint32_t i = msg_new(s);
 
@@ -225,15 +224,15 @@ static void send_ack(sim *s, int kind, uint32_t part, uint32_t piece,
 }
 
 /* An acknowledgement event's argument: the partition and its piece. */
-static uint64_t ack_arg(uint32_t part, uint32_t piece)
+uint64_t psi_cluster_ack_arg(uint32_t part, uint32_t piece)
 {
 	return (uint64_t)piece << 32 | part;
 }
 
 /* A sender hands a message (a piece of a partition) to the transport at
  * t. */
-static void hand_over(sim *s, int push, uint32_t part, uint32_t piece,
-		      uint32_t wrank, uint64_t iteration, double t)
+void psi_cluster_hand_over(sim *s, int push, uint32_t part, uint32_t piece,
+			   uint32_t wrank, uint64_t iteration, double t)
 {
 	uint32_t i = msg_new(s);
 	double start, end;
@@ -251,13 +250,13 @@ static void hand_over(sim *s, int push, uint32_t part, uint32_t piece,
 		return;
 	}
 	start = ps_link_reserve(&s->up[msg_src(s, m)], &s->lm, t,
-				msg_bytes(s, m), &end);
+				psi_cluster_msg_bytes(s, m), &end);
 	s->up_end[i] = end;
 	s->messages++;
 	if (start <= t)
 		up_start(s, i, t);
 	else
-		schedule(s, start, EV_UP_START, 0, i);
+		psi_cluster_schedule(s, start, EV_UP_START, 0, i);
 }
 
 /* ---- workers ----------------------------------------------------------- */
@@ -265,7 +264,7 @@ static void hand_over(sim *s, int push, uint32_t part, uint32_t piece,
 static void worker_protocol_error(sim *s, uint32_t w, const char *why)
 {
 	fprintf(stderr, "ps-sim: worker %u: %s\n", w, why);
-	fail(s, PS_EPROTO);
+	psi_cluster_fail(s, PS_EPROTO);
 }
 
 /* Sends what worker w's machine wants sent, at t: the pushes its gate
@@ -275,22 +274,23 @@ static void worker_send(sim *s, uint32_t w, double t)
 	ps_wproto_msg m;
 
 	if (ps_wproto_flush(s->w[w].proto) != PS_OK)
-		fail(s, PS_ENOMEM);
+		psi_cluster_fail(s, PS_ENOMEM);
 	while (ps_wproto_next_msg(s->w[w].proto, &m)) {
 		if (m.kind == PS_WPROTO_MSG_PARAMS_ACK) {
 			if (s->fair)
-				send_ack(s, MSG_PARAMS_ACK, m.part, m.piece, w,
-					 t);
+				psi_cluster_send_ack(s, MSG_PARAMS_ACK, m.part,
+						     m.piece, w, t);
 			else
-				schedule(s, t + s->lm.a_us, EV_PARAMS_ACK, w,
-					 ack_arg(m.part, m.piece));
+				psi_cluster_schedule(
+					s, t + s->lm.a_us, EV_PARAMS_ACK, w,
+					psi_cluster_ack_arg(m.part, m.piece));
 			continue;
 		}
 		if (m.kind != PS_WPROTO_MSG_PUSH)
 			continue;
 		if (traced_worker(s, w))
 			s->push_sent[(size_t)w * s->pl->num_parts + m.part] = t;
-		hand_over(s, 1, m.part, m.piece, w, m.iteration, t);
+		psi_cluster_hand_over(s, 1, m.part, m.piece, w, m.iteration, t);
 	}
 }
 
@@ -323,7 +323,7 @@ static void push_tensor(sim *s, uint32_t w, uint32_t tn, double t)
 	if (rc == PS_ESTATE)
 		worker_protocol_error(s, w, why);
 	else if (rc != PS_OK)
-		fail(s, rc);
+		psi_cluster_fail(s, rc);
 }
 
 /* The engine's question: version `it` of tensor t is here? */
@@ -373,10 +373,10 @@ static void try_run(sim *s, uint32_t w, double t)
 		k->busy = 1;
 		k->running = op;
 		k->op_start = t;
-		schedule(s,
-			 t + s->dag->ops[op].time_us +
-				 s->cfg->sim.op_overhead_us,
-			 EV_OP_DONE, w, 0);
+		psi_cluster_schedule(s,
+				     t + s->dag->ops[op].time_us +
+					     s->cfg->sim.op_overhead_us,
+				     EV_OP_DONE, w, 0);
 	}
 }
 
@@ -469,8 +469,9 @@ static void params_arrive(sim *s, const msg *m, double t)
 		before[j] = ps_wproto_tensor_version(k->proto, p->tensor + j,
 						     &v) ? v : 0;
 	rc = ps_wproto_on_params(k->proto, p->server, m->part, p->tensor,
-				 m->iteration, m->piece, msg_bytes(s, m),
-				 &acked, NULL, why, sizeof(why));
+				 m->iteration, m->piece,
+				 psi_cluster_msg_bytes(s, m), &acked, NULL,
+				 why, sizeof(why));
 	if (rc != PS_OK) {
 		worker_protocol_error(s, m->worker, why);
 		return;
@@ -499,161 +500,6 @@ static void push_acked(sim *s, uint32_t w, uint32_t part, uint32_t piece,
 	worker_send(s, w, t);
 }
 
-/* ---- servers -----------------------------------------------------------
- *
- * Each server runs the real shard machine (proto/server.h): an arriving
- * push is an event, the machine's ops run one at a time on the server's
- * simulated CPU (sim.aggregate_ns_per_byte for summing a push, an
- * update's last one included, sim.update_ns_per_byte for the optimizer),
- * and the messages it gives (PUSH_ACK when a sum is done or an update
- * carrying the push starts, PARAMS as its gate releases them) go onto the
- * links. */
-
-/* A parameter send became ready in server srv's gate (the machine's
- * hold). */
-void *psi_cluster_param_ready(void *ud, uint32_t k, uint32_t w)
-{
-	sim *s = ud;
-
-	if (s->tl && w < s->trace_workers) {
-		uint32_t part = ps_sproto_part_at(s->shard[s->cur_srv], k)->index;
-		s->param_ready[(size_t)w * s->pl->num_parts + part] = s->now;
-	}
-	return NULL;
-}
-
-static void server_protocol_error(sim *s, uint32_t srv, const char *what,
-				  const char *why)
-{
-	fprintf(stderr, "ps-sim: server %u refused %s: %s\n", srv, what, why);
-	fail(s, PS_EPROTO);
-}
-
-/* Sends what server srv's machine wants sent, at t. */
-static void server_send(sim *s, uint32_t srv, double t)
-{
-	ps_sproto_msg m;
-
-	while (ps_sproto_next_msg(s->shard[srv], &m)) {
-		if (m.kind == PS_SHARD_MSG_PUSH_ACK) {
-			if (s->fair)
-				send_ack(s, MSG_PUSH_ACK, m.partition, m.piece,
-					 m.worker, t);
-			else
-				schedule(s, t + s->lm.a_us, EV_PUSH_ACK,
-					 m.worker,
-					 ack_arg(m.partition, m.piece));
-			continue;
-		}
-		if (s->tl && m.worker < s->trace_workers) {
-			double r = s->param_ready[(size_t)m.worker *
-						  s->pl->num_parts +
-						  m.partition];
-			ps_trace_args a = {
-				.iteration = (int64_t)m.iteration,
-				.tensor = m.key,
-				.partition = m.partition,
-				.bytes = (int64_t)m.bytes,
-				.ready_us = (uint64_t)llround(r),
-				.sent_us = (uint64_t)llround(t),
-			};
-			char what[40];
-			snprintf(what, sizeof(what), "params to worker %u",
-				 m.worker);
-			ps_sim_timeline_span(s->tl, 1 + srv, PS_LANE_SEND, what,
-					     r, t - r, &a);
-		}
-		hand_over(s, 0, m.partition, m.piece, m.worker, m.iteration,
-			  t);
-	}
-}
-
-/* Starts server srv's next op, if it is idle and one waits. */
-static void server_run(sim *s, uint32_t srv, double t)
-{
-	ps_sproto_op op;
-	double bytes, sum_us, upd_us;
-
-	server_send(s, srv, t);
-	if (!ps_sproto_next_op(s->shard[srv], &op))
-		return;
-	server_send(s, srv, t); /* an update's push is acknowledged now */
-	bytes = (double)op.numel * PS_ELEM_SIZE;
-	/* summing a push in (every op but INIT, which ps-sim never has, and
-	 * an update of pieces summed before), then the optimizer */
-	sum_us = op.all_summed
-			 ? 0.0
-			 : bytes * s->cfg->sim.aggregate_ns_per_byte * 1e-3;
-	upd_us = op.kind == PS_SHARD_OP_UPDATE
-			 ? bytes * s->cfg->sim.update_ns_per_byte * 1e-3
-			 : 0.0;
-	if (op.kind == PS_SHARD_OP_UPDATE && s->tl) {
-		const ps_sproto_part *p = ps_sproto_part_at(s->shard[srv], op.k);
-		ps_trace_args a = {.iteration = (int64_t)p->version + 1,
-				   .tensor = p->desc->tensor,
-				   .partition = p->index,
-				   .bytes = (int64_t)bytes};
-		ps_sim_timeline_span(s->tl, 1 + srv, PS_LANE_UPDATE, "update",
-				     t + sum_us, upd_us, &a);
-	}
-	schedule(s, t + sum_us + upd_us, EV_SERVER_OP, srv, 0);
-}
-
-static void server_op_done(sim *s, uint32_t srv, double t)
-{
-	int rc;
-
-	s->now = t;
-	s->cur_srv = srv;
-	rc = ps_sproto_op_done(s->shard[srv]);
-
-	if (rc != PS_OK)
-		fail(s, rc);
-	server_run(s, srv, t);
-}
-
-static void push_arrive(sim *s, const msg *m, double t)
-{
-	uint32_t part = m->part, srv = s->pl->parts[part].server;
-	char why[256];
-	int rc;
-
-	if (s->tl && (m->worker < s->trace_workers || s->W <= 64)) {
-		ps_trace_args a = {.iteration = (int64_t)m->iteration,
-				   .tensor = s->pl->parts[part].tensor,
-				   .partition = part,
-				   .bytes = (int64_t)s->part_bytes[part]};
-		char what[32];
-		snprintf(what, sizeof(what), "push from worker %u", m->worker);
-		ps_sim_timeline_instant(s->tl, 1 + srv, PS_LANE_RECEIVE, what,
-					t, &a);
-	}
-	rc = ps_sproto_on_push(s->shard[srv], m->worker, part,
-			      s->pl->parts[part].tensor, m->iteration,
-			      (int32_t)s->push_number[part], m->piece,
-			      msg_bytes(s, m), NULL, 0, why, sizeof(why));
-	if (rc == PS_EPROTO)
-		server_protocol_error(s, srv, "a push", why);
-	else if (rc != PS_OK)
-		fail(s, rc);
-	server_run(s, srv, t);
-}
-
-/* A worker's PARAMS_ACK reached server srv: its credit returns. */
-static void params_acked(sim *s, uint32_t srv, uint32_t w, uint32_t part,
-			 uint32_t piece, double t)
-{
-	char why[256];
-	int rc = ps_sproto_on_params_ack(s->shard[srv], w, part, piece, why,
-					sizeof(why));
-
-	if (rc == PS_EPROTO)
-		server_protocol_error(s, srv, "a PARAMS_ACK", why);
-	else if (rc != PS_OK)
-		fail(s, rc);
-	server_send(s, srv, t);
-}
-
 /* Message i arrives at t. */
 static void arrive(sim *s, uint32_t i, double t)
 {
@@ -661,14 +507,14 @@ static void arrive(sim *s, uint32_t i, double t)
 
 	msg_free(s, i);
 	if (m.kind == MSG_PUSH)
-		push_arrive(s, &m, t);
+		psi_cluster_push_arrive(s, &m, t);
 	else if (m.kind == MSG_PARAMS)
 		params_arrive(s, &m, t);
 	else if (m.kind == MSG_PUSH_ACK)
 		push_acked(s, m.worker, m.part, m.piece, t);
 	else
-		params_acked(s, s->pl->parts[m.part].server, m.worker, m.part,
-			     m.piece, t);
+		psi_cluster_params_acked(s, s->pl->parts[m.part].server,
+					 m.worker, m.part, m.piece, t);
 }
 
 static void run_events(sim *s, ps_sim_result *r)
@@ -684,7 +530,7 @@ static void run_events(sim *s, ps_sim_result *r)
 	for (double now = 0.0; s->rc == PS_OK;) {
 		if (s->net && (s->heap.n == 0 || s->heap.v[0].t > now)) {
 			if (ps_fair_release(s->net, now) != PS_OK)
-				fail(s, PS_ENOMEM);
+				psi_cluster_fail(s, PS_ENOMEM);
 			ps_fair_hold(s->net);
 		}
 		if (!ps_sim_heap_pop(&s->heap, &e))
@@ -721,19 +567,19 @@ static void run_events(sim *s, ps_sim_result *r)
 			break;
 		case EV_NET:
 			if (ps_fair_event(s->net, e.node, e.arg, e.t) != PS_OK)
-				fail(s, PS_ENOMEM);
+				psi_cluster_fail(s, PS_ENOMEM);
 			break;
 		case EV_PUSH_ACK:
 			push_acked(s, e.node, (uint32_t)e.arg,
 				   (uint32_t)(e.arg >> 32), e.t);
 			break;
 		case EV_PARAMS_ACK:
-			params_acked(s, s->pl->parts[(uint32_t)e.arg].server,
-				     e.node, (uint32_t)e.arg,
-				     (uint32_t)(e.arg >> 32), e.t);
+			psi_cluster_params_acked(
+				s, s->pl->parts[(uint32_t)e.arg].server, e.node,
+				(uint32_t)e.arg, (uint32_t)(e.arg >> 32), e.t);
 			break;
 		case EV_SERVER_OP:
-			server_op_done(s, e.node, e.t);
+			psi_cluster_server_op_done(s, e.node, e.t);
 			break;
 		}
 	}

@@ -108,8 +108,28 @@ typedef struct sim {
 
 /* ---- the calls between the files ---------------------------------------- */
 
-/* sim/cluster.c */
+/* sim/cluster.c: the event loop */
 
+/* The run fails with rc (the first failure is kept). */
+void psi_cluster_fail(sim *s, int rc);
+/* An event (kind, node, arg) at t. */
+void psi_cluster_schedule(sim *s, double t, uint32_t kind, uint32_t node,
+			  uint64_t arg);
+
+/* sim/cluster.c: messages and links, workers */
+
+/* The payload message m carries: its piece of its partition, or none
+ * (an acknowledgement). */
+uint64_t psi_cluster_msg_bytes(const sim *s, const msg *m);
+/* Fair sharing: an acknowledgement (no payload) enters its stream. */
+void psi_cluster_send_ack(sim *s, int kind, uint32_t part, uint32_t piece,
+			  uint32_t wrank, double t);
+/* An acknowledgement event's argument: the partition and its piece. */
+uint64_t psi_cluster_ack_arg(uint32_t part, uint32_t piece);
+/* A sender hands a message (a piece of a partition) to the transport at
+ * t. */
+void psi_cluster_hand_over(sim *s, int push, uint32_t part, uint32_t piece,
+			   uint32_t wrank, uint64_t iteration, double t);
 /* Fair sharing's ps_fair_ops (sim/fair.h) over the run's messages; ud is
  * the run */
 void psi_cluster_fair_schedule(void *ud, double t, uint32_t node, uint64_t arg);
@@ -120,10 +140,20 @@ void psi_cluster_fair_set_next(void *ud, uint32_t m, uint32_t next);
 /* The engine's question (proto/engine.h): version `it` of tensor t is
  * here? ud is the worker. */
 int psi_cluster_have_params(void *ud, uint32_t t, uint64_t it, int *have_p);
+
+/* sim/cluster_servers.c: the servers */
+
 /* The shard machine's hold (proto/server.h): a parameter send became
  * ready in the gate of the server whose op just finished; ud is the
  * run. */
 void *psi_cluster_param_ready(void *ud, uint32_t k, uint32_t w);
+/* Server srv's running op is done at t: its next one starts. */
+void psi_cluster_server_op_done(sim *s, uint32_t srv, double t);
+/* A push (a piece of it) reaches its server at t. */
+void psi_cluster_push_arrive(sim *s, const msg *m, double t);
+/* A worker's PARAMS_ACK reached server srv: its credit returns. */
+void psi_cluster_params_acked(sim *s, uint32_t srv, uint32_t w, uint32_t part,
+			      uint32_t piece, double t);
 
 /* sim/cluster_setup.c: a run set up and torn down */
 
