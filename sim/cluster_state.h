@@ -116,7 +116,7 @@ void psi_cluster_fail(sim *s, int rc);
 void psi_cluster_schedule(sim *s, double t, uint32_t kind, uint32_t node,
 			  uint64_t arg);
 
-/* sim/cluster.c: messages and links, workers */
+/* sim/cluster.c: messages and links */
 
 /* The payload message m carries: its piece of its partition, or none
  * (an acknowledgement). */
@@ -137,9 +137,21 @@ void psi_cluster_fair_sent(void *ud, uint32_t m, double t);
 uint64_t psi_cluster_fair_bytes(void *ud, uint32_t m);
 uint32_t psi_cluster_fair_next(void *ud, uint32_t m);
 void psi_cluster_fair_set_next(void *ud, uint32_t m, uint32_t next);
+
+/* sim/cluster_workers.c: the workers */
+
 /* The engine's question (proto/engine.h): version `it` of tensor t is
  * here? ud is the worker. */
 int psi_cluster_have_params(void *ud, uint32_t t, uint64_t it, int *have_p);
+/* Worker w runs the ops its engine picks from t on, or waits. */
+void psi_cluster_try_run(sim *s, uint32_t w, double t);
+/* Worker w's running op is done at t. */
+void psi_cluster_op_done(sim *s, uint32_t w, double t);
+/* Parameters (a piece of a partition) reach their worker at t. */
+void psi_cluster_params_arrive(sim *s, const msg *m, double t);
+/* A PUSH_ACK reached worker w: the push of part's piece is done. */
+void psi_cluster_push_acked(sim *s, uint32_t w, uint32_t part, uint32_t piece,
+			    double t);
 
 /* sim/cluster_servers.c: the servers */
 
