@@ -1,5 +1,12 @@
 /*
- * sim/cluster.c - the simulation of a job (cluster.h).
+ * sim/cluster.c - the simulation of a job (cluster.h): its event loop,
+ * the events it schedules and dispatches, and ps_sim_run.
+ *
+ * The rest of the simulation: a run's state and the calls between its
+ * files, sim/cluster_state.h; messages and how the links carry them,
+ * sim/cluster_messages.c; the workers, sim/cluster_workers.c; the
+ * servers, sim/cluster_servers.c; a run set up and torn down,
+ * sim/cluster_setup.c; what a run reports, sim/cluster_results.c.
  *
  * DESIGN. One event loop over a (time, sequence) heap. Hosts are numbered
  * workers 0..W-1, then servers W..W+S-1; each has an uplink and a
@@ -24,7 +31,6 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "scheduling/placement.h"
 #include "sim/cluster.h"
@@ -52,7 +58,7 @@ void psi_cluster_schedule(sim *s, double t, uint32_t kind, uint32_t node,
  * through next_free): they would come out of it one after the other
  * anyway, with nothing between them, and each still counts as an event.
  * A network event delivers thousands of messages at once. */
-static void schedule_arrival(sim *s, double t, uint32_t i)
+void psi_cluster_schedule_arrival(sim *s, double t, uint32_t i)
 {
 	s->msgs[i].next_free = NOMSG;
 	if (s->batch_tail != NOMSG && t == s->batch_t) {
@@ -65,192 +71,12 @@ static void schedule_arrival(sim *s, double t, uint32_t i)
 	s->batch_t = t;
 }
 
-/* ---- messages and links ------------------------------------------------ */
-
-static uint32_t msg_new(sim *s)
-{
-	uint32_t i;
-
-	if (s->free_msg != NOMSG) {
-		i = s->free_msg;
-		s->free_msg = s->msgs[i].next_free;
-		return i;
-	}
-	if (s->nmsgs == s->capmsgs) {
-		uint32_t cap = s->capmsgs ? 2 * s->capmsgs : 1024;
-		msg *v = realloc(s->msgs, (size_t)cap * sizeof(*v));
-		if (v)
-			s->msgs = v;
-		if (v && !s->fair) {
-			double *u = realloc(s->up_end, (size_t)cap * sizeof(*u));
-			if (u)
-				s->up_end = u;
-			else
-				v = NULL;
-		}
-		if (!v) {
-			psi_cluster_fail(s, PS_ENOMEM);
-			return NOMSG;
-		}
-		s->capmsgs = cap;
-	}
-	return s->nmsgs++;
-}
-
-static void msg_free(sim *s, uint32_t i)
-{
-	s->msgs[i].next_free = s->free_msg;
-	s->free_msg = i;
-}
-
-static int msg_up(const msg *m) /* worker -> server */
-{
-	return m->kind == MSG_PUSH || m->kind == MSG_PARAMS_ACK;
-}
-
-static uint32_t msg_src(const sim *s, const msg *m)
-{
-	return msg_up(m) ? m->worker : s->W + s->pl->parts[m->part].server;
-}
-
-static uint32_t msg_dst(const sim *s, const msg *m)
-{
-	return msg_up(m) ? s->W + s->pl->parts[m->part].server : m->worker;
-}
-
-/* ---- fair sharing (sim/fair.h) -------------------------------------------
- *
- * Every (sender, receiver) pair has one stream that carries its messages
- * whole and in order (one ZeroMQ DEALER connection, one TCP stream, per
- * peer); the streams share the links max-min fairly (sim/fair.c). A
- * message arrives a after its last byte went (the fixed cost as latency).
- * Acknowledgements are messages without payload in the stream of their
- * direction: a PUSH_ACK queues behind the parameters the server already
- * handed to that worker's connection, as in the real server. */
-
-void psi_cluster_fair_schedule(void *ud, double t, uint32_t node, uint64_t arg)
-{
-	psi_cluster_schedule(ud, t, EV_NET, node, arg);
-}
-
-void psi_cluster_fair_sent(void *ud, uint32_t m, double t)
-{
-	sim *s = ud;
-
-	schedule_arrival(s, t + s->lm.a_us, m);
-}
-
-/* The payload message m carries: its piece of its partition, or none
- * (an acknowledgement). */
-uint64_t psi_cluster_msg_bytes(const sim *s, const msg *m)
-{
-	uint64_t piece_bytes, off, numel;
-
-	if (m->kind != MSG_PARAMS && m->kind != MSG_PUSH)
-		return 0;
-	piece_bytes = m->kind == MSG_PUSH ? s->push_piece : s->params_piece;
-	if (piece_bytes == 0)
-		return s->part_bytes[m->part];
-	ps_piece_span(&s->pl->parts[m->part], piece_bytes, m->piece, &off,
-		      &numel);
-	return numel * PS_ELEM_SIZE;
-}
-
-uint64_t psi_cluster_fair_bytes(void *ud, uint32_t m)
-{
-	const sim *s = ud;
-
-	return psi_cluster_msg_bytes(s, &s->msgs[m]);
-}
-
-uint32_t psi_cluster_fair_next(void *ud, uint32_t m)
-{
-	return ((sim *)ud)->msgs[m].next_free;
-}
-
-void psi_cluster_fair_set_next(void *ud, uint32_t m, uint32_t next)
-{
-	((sim *)ud)->msgs[m].next_free = next;
-}
-
-static void net_send(sim *s, uint32_t i, double t)
-{
-	const msg *m = &s->msgs[i];
-	int rc = ps_fair_send(s->net, msg_up(m), m->worker,
-			      s->pl->parts[m->part].server, i, t);
-
-	if (rc != PS_OK)
-		psi_cluster_fail(s, rc);
-}
-
-/* The message starts on its sender's uplink: it queues on the receiver's
- * downlink, and arrives once both carried it. */
-static void up_start(sim *s, uint32_t i, double t)
-{
-	msg *m = &s->msgs[i];
-	double end_d;
-
-	ps_link_reserve(&s->down[msg_dst(s, m)], &s->lm, t,
-			psi_cluster_msg_bytes(s, m), &end_d);
-	psi_cluster_schedule(s, end_d > s->up_end[i] ? end_d : s->up_end[i],
-			     EV_ARRIVE, 0, i);
-}
-
-/* Fair sharing: an acknowledgement (no payload) enters its stream. */
-void psi_cluster_send_ack(sim *s, int kind, uint32_t part, uint32_t piece,
-			  uint32_t wrank, double t)
-{
-	uint32_t i = msg_new(s);
-
-	if (i == NOMSG)
-		return;
-	s->msgs[i] = (msg){.part = part, .worker = wrank, .piece = piece,
-			   .kind = kind, .next_free = NOMSG};
-	net_send(s, i, t);
-}
-
-/* An acknowledgement event's argument: the partition and its piece. */
-uint64_t psi_cluster_ack_arg(uint32_t part, uint32_t piece)
-{
-	return (uint64_t)piece << 32 | part;
-}
-
-/* A sender hands a message (a piece of a partition) to the transport at
- * t. */
-void psi_cluster_hand_over(sim *s, int push, uint32_t part, uint32_t piece,
-			   uint32_t wrank, uint64_t iteration, double t)
-{
-	uint32_t i = msg_new(s);
-	double start, end;
-	msg *m;
-
-	if (i == NOMSG)
-		return;
-	m = &s->msgs[i];
-	*m = (msg){.part = part, .worker = wrank, .piece = piece,
-		   .iteration = (uint32_t)iteration, .kind = (uint32_t)push,
-		   .next_free = NOMSG};
-	if (s->fair) {
-		s->messages++;
-		net_send(s, i, t);
-		return;
-	}
-	start = ps_link_reserve(&s->up[msg_src(s, m)], &s->lm, t,
-				psi_cluster_msg_bytes(s, m), &end);
-	s->up_end[i] = end;
-	s->messages++;
-	if (start <= t)
-		up_start(s, i, t);
-	else
-		psi_cluster_schedule(s, start, EV_UP_START, 0, i);
-}
-
 /* Message i arrives at t. */
 static void arrive(sim *s, uint32_t i, double t)
 {
 	msg m = s->msgs[i];
 
-	msg_free(s, i);
+	psi_cluster_msg_free(s, i);
 	if (m.kind == MSG_PUSH)
 		psi_cluster_push_arrive(s, &m, t);
 	else if (m.kind == MSG_PARAMS)
@@ -291,7 +117,7 @@ static void run_events(sim *s, ps_sim_result *r)
 			psi_cluster_op_done(s, e.node, e.t);
 			break;
 		case EV_UP_START:
-			up_start(s, (uint32_t)e.arg, e.t);
+			psi_cluster_up_start(s, (uint32_t)e.arg, e.t);
 			break;
 		case EV_ARRIVE:
 			arrive(s, (uint32_t)e.arg, e.t);

@@ -115,12 +115,25 @@ void psi_cluster_fail(sim *s, int rc);
 /* An event (kind, node, arg) at t. */
 void psi_cluster_schedule(sim *s, double t, uint32_t kind, uint32_t node,
 			  uint64_t arg);
+/* Message i arrives at t (arrivals at one time: one EV_ARRIVALS). */
+void psi_cluster_schedule_arrival(sim *s, double t, uint32_t i);
 
-/* sim/cluster.c: messages and links */
+/* sim/cluster_messages.c: messages and links */
 
+/* Message i goes back to the free list. */
+void psi_cluster_msg_free(sim *s, uint32_t i);
+/* Fair sharing's ps_fair_ops (sim/fair.h) over the run's messages; ud is
+ * the run */
+void psi_cluster_fair_schedule(void *ud, double t, uint32_t node, uint64_t arg);
+void psi_cluster_fair_sent(void *ud, uint32_t m, double t);
+uint64_t psi_cluster_fair_bytes(void *ud, uint32_t m);
+uint32_t psi_cluster_fair_next(void *ud, uint32_t m);
+void psi_cluster_fair_set_next(void *ud, uint32_t m, uint32_t next);
 /* The payload message m carries: its piece of its partition, or none
  * (an acknowledgement). */
 uint64_t psi_cluster_msg_bytes(const sim *s, const msg *m);
+/* fifo: message i starts on its sender's uplink at t. */
+void psi_cluster_up_start(sim *s, uint32_t i, double t);
 /* Fair sharing: an acknowledgement (no payload) enters its stream. */
 void psi_cluster_send_ack(sim *s, int kind, uint32_t part, uint32_t piece,
 			  uint32_t wrank, double t);
@@ -130,13 +143,6 @@ uint64_t psi_cluster_ack_arg(uint32_t part, uint32_t piece);
  * t. */
 void psi_cluster_hand_over(sim *s, int push, uint32_t part, uint32_t piece,
 			   uint32_t wrank, uint64_t iteration, double t);
-/* Fair sharing's ps_fair_ops (sim/fair.h) over the run's messages; ud is
- * the run */
-void psi_cluster_fair_schedule(void *ud, double t, uint32_t node, uint64_t arg);
-void psi_cluster_fair_sent(void *ud, uint32_t m, double t);
-uint64_t psi_cluster_fair_bytes(void *ud, uint32_t m);
-uint32_t psi_cluster_fair_next(void *ud, uint32_t m);
-void psi_cluster_fair_set_next(void *ud, uint32_t m, uint32_t next);
 
 /* sim/cluster_workers.c: the workers */
 
