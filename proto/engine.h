@@ -14,7 +14,7 @@
  * tensor versions it holds (the `have` callback), runs the op the machine
  * names for its time, and reports it done. ps-worker's replay
  * (worker/replay.c) drives it with a real clock and the client API; ps-sim
- * (sim/cluster.c) with a simulated one.
+ * (sim/cluster_workers.c) with a simulated one.
  *
  * Threads: an engine belongs to one thread.
  */

@@ -21,10 +21,10 @@
  *   messages ps_sproto_next_msg: PUSH_ACK and PARAMS to send, in order.
  *
  * ps-server (server/server.c) runs every op at once on its thread, with
- * the payload the op names; ps-sim (sim/cluster.c) charges each op its
- * time on the server's simulated CPU and carries the messages over its
- * simulated links. Both run this machine, so they cannot disagree about
- * the protocol.
+ * the payload the op names; ps-sim (sim/cluster_servers.c) charges each
+ * op its time on the server's simulated CPU and carries the messages over
+ * its simulated links. Both run this machine, so they cannot disagree
+ * about the protocol.
  *
  * Semantics (as docs/design-notes.md):
  *  - synchronous: a push of iteration i is legal for a partition at

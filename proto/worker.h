@@ -38,7 +38,8 @@
  *                         credit window), DONE.
  *
  * ps-worker's client library (client/messages.c) drives it on its
- * communication thread; ps-sim (sim/cluster.c) for every simulated worker.
+ * communication thread; ps-sim (sim/cluster_workers.c) for every simulated
+ * worker.
  *
  * Threads: a machine belongs to one thread.
  */

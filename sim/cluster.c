@@ -1,5 +1,12 @@
 /*
- * sim/cluster.c - the simulation of a job (cluster.h).
+ * sim/cluster.c - the simulation of a job (cluster.h): its event loop,
+ * the events it schedules and dispatches, and ps_sim_run.
+ *
+ * The rest of the simulation: a run's state and the calls between its
+ * files, sim/cluster_state.h; messages and how the links carry them,
+ * sim/cluster_messages.c; the workers, sim/cluster_workers.c; the
+ * servers, sim/cluster_servers.c; a run set up and torn down,
+ * sim/cluster_setup.c; what a run reports, sim/cluster_results.c.
  *
  * DESIGN. One event loop over a (time, sequence) heap. Hosts are numbered
  * workers 0..W-1, then servers W..W+S-1; each has an uplink and a
@@ -22,121 +29,28 @@
  * 64 KiB partitions (every push of an iteration in flight at once) a few
  * GiB.
  */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
-#include "common/mix64.h"
-#include "proto/engine.h"
-#include "proto/server.h"
-#include "proto/worker.h"
-#include "scheduling/efficiency.h"
-#include "scheduling/gate.h"
-#include "scheduling/job_plan.h"
-#include "scheduling/order.h"
 #include "scheduling/placement.h"
 #include "sim/cluster.h"
+#include "sim/cluster_state.h"
 #include "sim/events.h"
 #include "sim/fair.h"
 #include "sim/timeline.h"
 
-enum {
-	EV_OP_DONE,     /* node: worker */
-	EV_UP_START,    /* arg: message */
-	EV_ARRIVE,      /* arg: message */
-	EV_PUSH_ACK,    /* node: worker, arg: partition | piece << 32 */
-	EV_PARAMS_ACK,  /* node: worker, arg: partition | piece << 32 */
-	EV_SERVER_OP,   /* node: server: its running op is done */
-	EV_NET,         /* fair sharing: arg: generation */
-	EV_ARRIVALS,    /* arg: the first of messages chained by next_free,
-			 * each as an EV_ARRIVE */
-};
-
-/* What a message carries (fair sharing sends acknowledgements as
- * messages too). */
-enum { MSG_PARAMS = 0, MSG_PUSH = 1, MSG_PUSH_ACK, MSG_PARAMS_ACK };
-
-/* 20 bytes: with fair sharing and no credit, every push of an iteration
- * is in flight at once (26 million at 8192 x 512 with 64 KiB partitions). */
-typedef struct msg {
-	uint32_t part, worker;
-	uint32_t iteration;  /* < train.iterations <= 10^9 */
-	uint32_t next_free;  /* also: next in its stream (fair sharing) */
-	uint32_t kind : 2;   /* MSG_* */
-	uint32_t piece : 30; /* < PS_MAX_PIECES */
-} msg;
-_Static_assert(sizeof(msg) == 20, "a message stays 20 bytes");
-
-typedef struct worker {
-	ps_wproto *proto;    /* its side of the protocol (proto/worker.h) */
-	ps_engine *engine;   /* which op runs next (proto/engine.h) */
-	uint64_t it;
-	int busy, waiting;
-	uint32_t running;
-	double op_start, wait_since, wait_us, last_end, e_sum;
-	unsigned e_n;
-} worker;
-
-typedef struct sim {
-	const ps_config *cfg;
-	const ps_dag *dag;
-	ps_link_model lm;
-	ps_placement *pl;
-	uint32_t W, S, K;
-	uint32_t *number;     /* per partition: gate number of its
-			       * parameter sends */
-	uint32_t *push_number; /* ... and of its pushes */
-	uint64_t *part_bytes; /* per partition */
-	uint64_t push_piece, params_piece; /* pieces' bytes; 0: whole */
-	uint32_t *tparts, *tparts_first; /* per tensor: its partitions */
-	worker *w;
-	ps_sproto **shard; /* per server: its protocol (proto/server.h) */
-	double now;       /* when server cur_srv's op finished (param_ready) */
-	uint32_t cur_srv;
-	ps_link *up, *down; /* per host */
-	/* fair sharing (link.sharing = fair) */
-	int fair;
-	ps_fair *net;
-	ps_sim_opts opts;
-	double machine_cap; /* bytes/us of all streams together, 0 = none */
-	uint64_t small_bytes; /* messages up to this size cost small_w */
-	double small_w;       /* machine_cap / their rate */
-	uint64_t msg_min;     /* messages up to this size pay no
-			       * machine_message_us */
-	msg *msgs;
-	uint32_t nmsgs, capmsgs, free_msg;
-	uint32_t batch_tail; /* last of the open EV_ARRIVALS, or NOMSG */
-	double batch_t;      /* its time */
-	double *up_end; /* fifo: per message, when its uplink carried it */
-	ps_sim_heap heap;
-	double compute_us, comm_oracle_us;
-	double *iter_end; /* per iteration: the job's end (max) */
-	uint64_t cycle_left; /* (worker, tensor) pairs without version 1 */
-	double makespan;
-	uint64_t messages;
-	/* timeline (NULL: off) */
-	ps_sim_timeline *tl;
-	uint32_t trace_workers;
-	double *push_ready, *push_sent, *param_ready; /* [w * P + p] */
-	uint64_t *push_iter;                          /* [w * P + p] */
-	int rc;
-} sim;
-
-#define NOMSG UINT32_MAX
-
-static void fail(sim *s, int rc)
+void psi_cluster_fail(sim *s, int rc)
 {
 	if (s->rc == PS_OK)
 		s->rc = rc;
 }
 
-static void schedule(sim *s, double t, uint32_t kind, uint32_t node,
-		     uint64_t arg)
+void psi_cluster_schedule(sim *s, double t, uint32_t kind, uint32_t node,
+			  uint64_t arg)
 {
 	s->batch_tail = NOMSG; /* the next arrival opens a batch */
 	if (ps_sim_heap_push(&s->heap, t, kind, node, arg) != PS_OK)
-		fail(s, PS_ENOMEM);
+		psi_cluster_fail(s, PS_ENOMEM);
 }
 
 /* Message i arrives at t. Arrivals scheduled one after the other for the
@@ -144,7 +58,7 @@ static void schedule(sim *s, double t, uint32_t kind, uint32_t node,
  * through next_free): they would come out of it one after the other
  * anyway, with nothing between them, and each still counts as an event.
  * A network event delivers thousands of messages at once. */
-static void schedule_arrival(sim *s, double t, uint32_t i)
+void psi_cluster_schedule_arrival(sim *s, double t, uint32_t i)
 {
 	s->msgs[i].next_free = NOMSG;
 	if (s->batch_tail != NOMSG && t == s->batch_t) {
@@ -152,864 +66,9 @@ static void schedule_arrival(sim *s, double t, uint32_t i)
 		s->batch_tail = i;
 		return;
 	}
-	schedule(s, t, EV_ARRIVALS, 0, i);
+	psi_cluster_schedule(s, t, EV_ARRIVALS, 0, i);
 	s->batch_tail = i;
 	s->batch_t = t;
-}
-
-static int traced_worker(const sim *s, uint32_t w)
-{
-	return s->tl && w < s->trace_workers;
-}
-
-static uint32_t worker_node(const sim *s, uint32_t w)
-{
-	return 1 + s->S + w;
-}
-
-/* ---- messages and links ------------------------------------------------ */
-
-static uint32_t msg_new(sim *s)
-{
-	uint32_t i;
-
-	if (s->free_msg != NOMSG) {
-		i = s->free_msg;
-		s->free_msg = s->msgs[i].next_free;
-		return i;
-	}
-	if (s->nmsgs == s->capmsgs) {
-		uint32_t cap = s->capmsgs ? 2 * s->capmsgs : 1024;
-		msg *v = realloc(s->msgs, (size_t)cap * sizeof(*v));
-		if (v)
-			s->msgs = v;
-		if (v && !s->fair) {
-			double *u = realloc(s->up_end, (size_t)cap * sizeof(*u));
-			if (u)
-				s->up_end = u;
-			else
-				v = NULL;
-		}
-		if (!v) {
-			fail(s, PS_ENOMEM);
-			return NOMSG;
-		}
-		s->capmsgs = cap;
-	}
-	return s->nmsgs++;
-}
-
-static void msg_free(sim *s, uint32_t i)
-{
-	s->msgs[i].next_free = s->free_msg;
-	s->free_msg = i;
-}
-
-static int msg_up(const msg *m) /* worker -> server */
-{
-	return m->kind == MSG_PUSH || m->kind == MSG_PARAMS_ACK;
-}
-
-static uint32_t msg_src(const sim *s, const msg *m)
-{
-	return msg_up(m) ? m->worker : s->W + s->pl->parts[m->part].server;
-}
-
-static uint32_t msg_dst(const sim *s, const msg *m)
-{
-	return msg_up(m) ? s->W + s->pl->parts[m->part].server : m->worker;
-}
-
-/* ---- fair sharing (sim/fair.h) -------------------------------------------
- *
- * Every (sender, receiver) pair has one stream that carries its messages
- * whole and in order (one ZeroMQ DEALER connection, one TCP stream, per
- * peer); the streams share the links max-min fairly (sim/fair.c). A
- * message arrives a after its last byte went (the fixed cost as latency).
- * Acknowledgements are messages without payload in the stream of their
- * direction: a PUSH_ACK queues behind the parameters the server already
- * handed to that worker's connection, as in the real server. */
-
-static void fair_schedule(void *ud, double t, uint32_t node, uint64_t arg)
-{
-	schedule(ud, t, EV_NET, node, arg);
-}
-
-static void fair_sent(void *ud, uint32_t m, double t)
-{
-	sim *s = ud;
-
-	schedule_arrival(s, t + s->lm.a_us, m);
-}
-
-/* The payload message m carries: its piece of its partition, or none
- * (an acknowledgement). */
-static uint64_t msg_bytes(const sim *s, const msg *m)
-{
-	uint64_t piece_bytes, off, numel;
-
-	if (m->kind != MSG_PARAMS && m->kind != MSG_PUSH)
-		return 0;
-	piece_bytes = m->kind == MSG_PUSH ? s->push_piece : s->params_piece;
-	if (piece_bytes == 0)
-		return s->part_bytes[m->part];
-	ps_piece_span(&s->pl->parts[m->part], piece_bytes, m->piece, &off,
-		      &numel);
-	return numel * PS_ELEM_SIZE;
-}
-
-static uint64_t fair_bytes(void *ud, uint32_t m)
-{
-	const sim *s = ud;
-
-	return msg_bytes(s, &s->msgs[m]);
-}
-
-static uint32_t fair_next(void *ud, uint32_t m)
-{
-	return ((sim *)ud)->msgs[m].next_free;
-}
-
-static void fair_set_next(void *ud, uint32_t m, uint32_t next)
-{
-	((sim *)ud)->msgs[m].next_free = next;
-}
-
-static void net_send(sim *s, uint32_t i, double t)
-{
-	const msg *m = &s->msgs[i];
-	int rc = ps_fair_send(s->net, msg_up(m), m->worker,
-			      s->pl->parts[m->part].server, i, t);
-
-	if (rc != PS_OK)
-		fail(s, rc);
-}
-
-/* The message starts on its sender's uplink: it queues on the receiver's
- * downlink, and arrives once both carried it. */
-static void up_start(sim *s, uint32_t i, double t)
-{
-	msg *m = &s->msgs[i];
-	double end_d;
-
-	ps_link_reserve(&s->down[msg_dst(s, m)], &s->lm, t, msg_bytes(s, m),
-			&end_d);
-	schedule(s, end_d > s->up_end[i] ? end_d : s->up_end[i], EV_ARRIVE, 0,
-		 i);
-}
-
-/* Fair sharing: an acknowledgement (no payload) enters its stream. */
-static void send_ack(sim *s, int kind, uint32_t part, uint32_t piece,
-		     uint32_t wrank, double t)
-{
-	uint32_t i = msg_new(s);
-
-	if (i == NOMSG)
-		return;
-	s->msgs[i] = (msg){.part = part, .worker = wrank, .piece = piece,
-			   .kind = kind, .next_free = NOMSG};
-	net_send(s, i, t);
-}
-
-/* An acknowledgement event's argument: the partition and its piece. */
-static uint64_t ack_arg(uint32_t part, uint32_t piece)
-{
-	return (uint64_t)piece << 32 | part;
-}
-
-/* A sender hands a message (a piece of a partition) to the transport at
- * t. */
-static void hand_over(sim *s, int push, uint32_t part, uint32_t piece,
-		      uint32_t wrank, uint64_t iteration, double t)
-{
-	uint32_t i = msg_new(s);
-	double start, end;
-	msg *m;
-
-	if (i == NOMSG)
-		return;
-	m = &s->msgs[i];
-	*m = (msg){.part = part, .worker = wrank, .piece = piece,
-		   .iteration = (uint32_t)iteration, .kind = (uint32_t)push,
-		   .next_free = NOMSG};
-	if (s->fair) {
-		s->messages++;
-		net_send(s, i, t);
-		return;
-	}
-	start = ps_link_reserve(&s->up[msg_src(s, m)], &s->lm, t,
-				msg_bytes(s, m), &end);
-	s->up_end[i] = end;
-	s->messages++;
-	if (start <= t)
-		up_start(s, i, t);
-	else
-		schedule(s, start, EV_UP_START, 0, i);
-}
-
-/* ---- workers ----------------------------------------------------------- */
-
-static void worker_protocol_error(sim *s, uint32_t w, const char *why)
-{
-	fprintf(stderr, "ps-sim: worker %u: %s\n", w, why);
-	fail(s, PS_EPROTO);
-}
-
-/* Sends what worker w's machine wants sent, at t: the pushes its gate
- * releases and, with a credit window, PARAMS_ACKs. */
-static void worker_send(sim *s, uint32_t w, double t)
-{
-	ps_wproto_msg m;
-
-	if (ps_wproto_flush(s->w[w].proto) != PS_OK)
-		fail(s, PS_ENOMEM);
-	while (ps_wproto_next_msg(s->w[w].proto, &m)) {
-		if (m.kind == PS_WPROTO_MSG_PARAMS_ACK) {
-			if (s->fair)
-				send_ack(s, MSG_PARAMS_ACK, m.part, m.piece, w,
-					 t);
-			else
-				schedule(s, t + s->lm.a_us, EV_PARAMS_ACK, w,
-					 ack_arg(m.part, m.piece));
-			continue;
-		}
-		if (m.kind != PS_WPROTO_MSG_PUSH)
-			continue;
-		if (traced_worker(s, w))
-			s->push_sent[(size_t)w * s->pl->num_parts + m.part] = t;
-		hand_over(s, 1, m.part, m.piece, w, m.iteration, t);
-	}
-}
-
-/* Partition part of worker w's gradients became ready at t (traced). */
-static void trace_ready(sim *s, uint32_t w, uint32_t part, double t)
-{
-	if (traced_worker(s, w)) {
-		s->push_ready[(size_t)w * s->pl->num_parts + part] = t;
-		s->push_iter[(size_t)w * s->pl->num_parts + part] = s->w[w].it;
-	}
-}
-
-/* Tensor tn's gradient enters worker w's machine at t. */
-static void push_tensor(sim *s, uint32_t w, uint32_t tn, double t)
-{
-	worker *k = &s->w[w];
-	ps_wproto_staging st;
-	char why[256];
-	int rc = ps_wproto_push(k->proto, tn, k->it, NULL, &st, why,
-				sizeof(why));
-
-	if (rc == PS_OK && st.fused && st.complete) {
-		trace_ready(s, w, st.part, t);
-		rc = ps_wproto_stage_ready(k->proto, st.part, k->it, NULL);
-	} else if (rc == PS_OK && !st.fused) {
-		for (uint32_t q = s->tparts_first[tn];
-		     q < s->tparts_first[tn + 1]; q++)
-			trace_ready(s, w, s->tparts[q], t);
-	}
-	if (rc == PS_ESTATE)
-		worker_protocol_error(s, w, why);
-	else if (rc != PS_OK)
-		fail(s, rc);
-}
-
-/* The engine's question: version `it` of tensor t is here? */
-static int have_params(void *ud, uint32_t t, uint64_t it, int *have_p)
-{
-	const worker *k = ud;
-
-	uint64_t v;
-
-	*have_p = ps_wproto_tensor_version(k->proto, t, &v) && v >= it;
-	return PS_OK;
-}
-
-static void end_iteration(sim *s, uint32_t w, double t);
-
-/* The engine runs what it picks (the lowest-indexed ready op that can
- * run), or waits. */
-static void try_run(sim *s, uint32_t w, double t)
-{
-	worker *k = &s->w[w];
-	ps_engine_action what;
-	uint32_t op;
-
-	while (!k->busy && k->it < s->K) {
-		ps_engine_next(k->engine, &what, &op);
-		if (what == PS_ENGINE_DONE) {
-			end_iteration(s, w, t);
-			continue;
-		}
-		if (what == PS_ENGINE_WAIT) {
-			if (!k->waiting) {
-				k->waiting = 1;
-				k->wait_since = t;
-			}
-			return;
-		}
-		if (k->waiting) {
-			k->waiting = 0;
-			k->wait_us += t - k->wait_since;
-			if (traced_worker(s, w))
-				ps_sim_timeline_span(s->tl, worker_node(s, w),
-						     PS_LANE_WAIT,
-						     "wait for parameters",
-						     k->wait_since,
-						     t - k->wait_since, NULL);
-		}
-		k->busy = 1;
-		k->running = op;
-		k->op_start = t;
-		schedule(s,
-			 t + s->dag->ops[op].time_us +
-				 s->cfg->sim.op_overhead_us,
-			 EV_OP_DONE, w, 0);
-	}
-}
-
-static void end_iteration(sim *s, uint32_t w, double t)
-{
-	worker *k = &s->w[w];
-	double it_us = t - k->last_end;
-	/* as replay.c: the compute this iteration really took */
-	double eff = ps_ordering_efficiency(
-		s->compute_us + s->dag->nops * s->cfg->sim.op_overhead_us,
-		s->comm_oracle_us, it_us);
-
-	/* as worker/replay.c: iteration 0 starts with the parameters there */
-	if (k->it > 0 && isfinite(eff)) {
-		k->e_sum += eff;
-		k->e_n++;
-	}
-	if (t > s->iter_end[k->it])
-		s->iter_end[k->it] = t;
-	k->last_end = t;
-	k->it++;
-	if (k->it < s->K)
-		ps_engine_begin(k->engine, k->it);
-}
-
-static void op_done(sim *s, uint32_t w, double t)
-{
-	worker *k = &s->w[w];
-	const ps_dag_op *o = &s->dag->ops[k->running];
-
-	k->busy = 0;
-	if (traced_worker(s, w)) {
-		ps_trace_args a = PS_TRACE_NO_ARGS;
-		a.iteration = (int64_t)k->it;
-		ps_sim_timeline_span(s->tl, worker_node(s, w), PS_LANE_COMPUTE,
-				     o->name, k->op_start, t - k->op_start, &a);
-	}
-	if (o->kind == PS_OP_BACKWARD) {
-		for (uint32_t j = 0; j < o->ntensors; j++)
-			push_tensor(s, w, o->tensors[j], t);
-		worker_send(s, w, t);
-	}
-	ps_engine_op_done(k->engine, k->running);
-	try_run(s, w, t);
-}
-
-/* The push lane's span of worker w's push of partition part, ready to
- * acknowledged at t. */
-static void trace_push(sim *s, uint32_t w, uint32_t part, double t)
-{
-	size_t i = (size_t)w * s->pl->num_parts + part;
-	const ps_partition *p = &s->pl->parts[part];
-
-	if (!traced_worker(s, w))
-		return;
-	ps_trace_args a = {
-		.iteration = (int64_t)s->push_iter[i],
-		.tensor = p->tensor,
-		.partition = part,
-		.bytes = (int64_t)s->part_bytes[part],
-		.ready_us = (uint64_t)llround(s->push_ready[i]),
-		.sent_us = (uint64_t)llround(s->push_sent[i]),
-		.acked_us = (uint64_t)llround(t),
-	};
-	ps_sim_timeline_span(s->tl, worker_node(s, w), PS_LANE_PUSH,
-			     s->dag->tensors[p->tensor].name, s->push_ready[i],
-			     t - s->push_ready[i], &a);
-}
-
-static void params_arrive(sim *s, const msg *m, double t)
-{
-	worker *k = &s->w[m->worker];
-	const ps_partition *p = &s->pl->parts[m->part];
-	uint32_t nt = p->ntensors;
-	uint64_t v, before[nt];
-	char why[256];
-	int rc, acked;
-
-	if (traced_worker(s, m->worker)) {
-		ps_trace_args a = {.iteration = (int64_t)m->iteration,
-				   .tensor = p->tensor,
-				   .partition = m->part,
-				   .bytes = (int64_t)s->part_bytes[m->part]};
-		ps_sim_timeline_instant(s->tl, worker_node(s, m->worker),
-					PS_LANE_RECEIVE,
-					s->dag->tensors[p->tensor].name, t, &a);
-	}
-	/* the cycle: when every worker holds version 1 of every tensor */
-	for (uint32_t j = 0; j < nt; j++)
-		before[j] = ps_wproto_tensor_version(k->proto, p->tensor + j,
-						     &v) ? v : 0;
-	rc = ps_wproto_on_params(k->proto, p->server, m->part, p->tensor,
-				 m->iteration, m->piece, msg_bytes(s, m),
-				 &acked, NULL, why, sizeof(why));
-	if (rc != PS_OK) {
-		worker_protocol_error(s, m->worker, why);
-		return;
-	}
-	if (acked) /* the push it acknowledges (no window: no PUSH_ACK) */
-		trace_push(s, m->worker, m->part, t);
-	worker_send(s, m->worker, t);
-	for (uint32_t j = 0; j < nt; j++)
-		if (before[j] < 1 &&
-		    ps_wproto_tensor_version(k->proto, p->tensor + j, &v) &&
-		    v >= 1 && --s->cycle_left == 0)
-			s->makespan = t;
-	try_run(s, m->worker, t);
-}
-
-static void push_acked(sim *s, uint32_t w, uint32_t part, uint32_t piece,
-		       double t)
-{
-	char why[256];
-
-	if (piece + 1 == ps_part_pieces(&s->pl->parts[part], s->push_piece))
-		trace_push(s, w, part, t); /* the push's last piece */
-	if (ps_wproto_on_push_ack(s->w[w].proto, s->pl->parts[part].server,
-				  part, piece, why, sizeof(why)) != PS_OK)
-		worker_protocol_error(s, w, why);
-	worker_send(s, w, t);
-}
-
-/* ---- servers -----------------------------------------------------------
- *
- * Each server runs the real shard machine (proto/server.h): an arriving
- * push is an event, the machine's ops run one at a time on the server's
- * simulated CPU (sim.aggregate_ns_per_byte for summing a push, an
- * update's last one included, sim.update_ns_per_byte for the optimizer),
- * and the messages it gives (PUSH_ACK when a sum is done or an update
- * carrying the push starts, PARAMS as its gate releases them) go onto the
- * links. */
-
-/* A parameter send became ready in server srv's gate (the machine's
- * hold). */
-static void *param_ready(void *ud, uint32_t k, uint32_t w)
-{
-	sim *s = ud;
-
-	if (s->tl && w < s->trace_workers) {
-		uint32_t part = ps_sproto_part_at(s->shard[s->cur_srv], k)->index;
-		s->param_ready[(size_t)w * s->pl->num_parts + part] = s->now;
-	}
-	return NULL;
-}
-
-static void server_protocol_error(sim *s, uint32_t srv, const char *what,
-				  const char *why)
-{
-	fprintf(stderr, "ps-sim: server %u refused %s: %s\n", srv, what, why);
-	fail(s, PS_EPROTO);
-}
-
-/* Sends what server srv's machine wants sent, at t. */
-static void server_send(sim *s, uint32_t srv, double t)
-{
-	ps_sproto_msg m;
-
-	while (ps_sproto_next_msg(s->shard[srv], &m)) {
-		if (m.kind == PS_SHARD_MSG_PUSH_ACK) {
-			if (s->fair)
-				send_ack(s, MSG_PUSH_ACK, m.partition, m.piece,
-					 m.worker, t);
-			else
-				schedule(s, t + s->lm.a_us, EV_PUSH_ACK,
-					 m.worker,
-					 ack_arg(m.partition, m.piece));
-			continue;
-		}
-		if (s->tl && m.worker < s->trace_workers) {
-			double r = s->param_ready[(size_t)m.worker *
-						  s->pl->num_parts +
-						  m.partition];
-			ps_trace_args a = {
-				.iteration = (int64_t)m.iteration,
-				.tensor = m.key,
-				.partition = m.partition,
-				.bytes = (int64_t)m.bytes,
-				.ready_us = (uint64_t)llround(r),
-				.sent_us = (uint64_t)llround(t),
-			};
-			char what[40];
-			snprintf(what, sizeof(what), "params to worker %u",
-				 m.worker);
-			ps_sim_timeline_span(s->tl, 1 + srv, PS_LANE_SEND, what,
-					     r, t - r, &a);
-		}
-		hand_over(s, 0, m.partition, m.piece, m.worker, m.iteration,
-			  t);
-	}
-}
-
-/* Starts server srv's next op, if it is idle and one waits. */
-static void server_run(sim *s, uint32_t srv, double t)
-{
-	ps_sproto_op op;
-	double bytes, sum_us, upd_us;
-
-	server_send(s, srv, t);
-	if (!ps_sproto_next_op(s->shard[srv], &op))
-		return;
-	server_send(s, srv, t); /* an update's push is acknowledged now */
-	bytes = (double)op.numel * PS_ELEM_SIZE;
-	/* summing a push in (every op but INIT, which ps-sim never has, and
-	 * an update of pieces summed before), then the optimizer */
-	sum_us = op.all_summed
-			 ? 0.0
-			 : bytes * s->cfg->sim.aggregate_ns_per_byte * 1e-3;
-	upd_us = op.kind == PS_SHARD_OP_UPDATE
-			 ? bytes * s->cfg->sim.update_ns_per_byte * 1e-3
-			 : 0.0;
-	if (op.kind == PS_SHARD_OP_UPDATE && s->tl) {
-		const ps_sproto_part *p = ps_sproto_part_at(s->shard[srv], op.k);
-		ps_trace_args a = {.iteration = (int64_t)p->version + 1,
-				   .tensor = p->desc->tensor,
-				   .partition = p->index,
-				   .bytes = (int64_t)bytes};
-		ps_sim_timeline_span(s->tl, 1 + srv, PS_LANE_UPDATE, "update",
-				     t + sum_us, upd_us, &a);
-	}
-	schedule(s, t + sum_us + upd_us, EV_SERVER_OP, srv, 0);
-}
-
-static void server_op_done(sim *s, uint32_t srv, double t)
-{
-	int rc;
-
-	s->now = t;
-	s->cur_srv = srv;
-	rc = ps_sproto_op_done(s->shard[srv]);
-
-	if (rc != PS_OK)
-		fail(s, rc);
-	server_run(s, srv, t);
-}
-
-static void push_arrive(sim *s, const msg *m, double t)
-{
-	uint32_t part = m->part, srv = s->pl->parts[part].server;
-	char why[256];
-	int rc;
-
-	if (s->tl && (m->worker < s->trace_workers || s->W <= 64)) {
-		ps_trace_args a = {.iteration = (int64_t)m->iteration,
-				   .tensor = s->pl->parts[part].tensor,
-				   .partition = part,
-				   .bytes = (int64_t)s->part_bytes[part]};
-		char what[32];
-		snprintf(what, sizeof(what), "push from worker %u", m->worker);
-		ps_sim_timeline_instant(s->tl, 1 + srv, PS_LANE_RECEIVE, what,
-					t, &a);
-	}
-	rc = ps_sproto_on_push(s->shard[srv], m->worker, part,
-			      s->pl->parts[part].tensor, m->iteration,
-			      (int32_t)s->push_number[part], m->piece,
-			      msg_bytes(s, m), NULL, 0, why, sizeof(why));
-	if (rc == PS_EPROTO)
-		server_protocol_error(s, srv, "a push", why);
-	else if (rc != PS_OK)
-		fail(s, rc);
-	server_run(s, srv, t);
-}
-
-/* A worker's PARAMS_ACK reached server srv: its credit returns. */
-static void params_acked(sim *s, uint32_t srv, uint32_t w, uint32_t part,
-			 uint32_t piece, double t)
-{
-	char why[256];
-	int rc = ps_sproto_on_params_ack(s->shard[srv], w, part, piece, why,
-					sizeof(why));
-
-	if (rc == PS_EPROTO)
-		server_protocol_error(s, srv, "a PARAMS_ACK", why);
-	else if (rc != PS_OK)
-		fail(s, rc);
-	server_send(s, srv, t);
-}
-
-/* ---- setup ------------------------------------------------------------- */
-
-/* One direction's gate numbers per partition, from its order in the job's
- * plan (NULL: fifo), renumbered for its gate. */
-static int direction_numbers(sim *s, const uint32_t *prio, int gate,
-			     uint32_t **numbers_p, char *why, size_t whylen)
-{
-	int rc = ps_order_partition_numbers(s->pl, prio,
-					    gate == PS_GATE_COUNTER,
-					    numbers_p);
-
-	if (rc != PS_OK)
-		snprintf(why, whylen, "cannot number the partitions: %s",
-			 ps_strerror(rc));
-	return rc;
-}
-
-static int setup(sim *s, char *why, size_t whylen)
-{
-	const ps_config *cfg = s->cfg;
-	const ps_dag *d = s->dag;
-	ps_tensor_desc *descs;
-	ps_job_plan plan;
-	char reason[512];
-	uint32_t P, T = d->ntensors;
-	uint64_t total_bytes = 0;
-	int rc;
-
-	descs = calloc(T, sizeof(*descs));
-	if (!descs)
-		return PS_ENOMEM;
-	for (uint32_t t = 0; t < T; t++) {
-		snprintf(descs[t].name, sizeof(descs[t].name), "%s",
-			 d->tensors[t].name);
-		descs[t].numel = d->tensors[t].numel;
-		total_bytes += d->tensors[t].bytes;
-	}
-	rc = ps_job_plan_make(cfg, descs, T, s->S, d, &plan, reason,
-			      sizeof(reason));
-	free(descs);
-	if (rc != PS_OK) {
-		snprintf(why, whylen, "%s: %s", d->name, reason);
-		return rc;
-	}
-	s->pl = plan.pl;
-	plan.pl = NULL;
-	P = s->pl->num_parts;
-	rc = direction_numbers(s, plan.params_priority,
-			       cfg->scheduling.params.gate, &s->number, why,
-			       whylen);
-	if (rc == PS_OK &&
-	    cfg->scheduling.push.order == cfg->scheduling.params.order &&
-	    cfg->scheduling.push.gate == cfg->scheduling.params.gate) {
-		/* the same numbers: computed once */
-		s->push_number = malloc((P ? P : 1) * sizeof(uint32_t));
-		if (!s->push_number)
-			rc = PS_ENOMEM;
-		else
-			memcpy(s->push_number, s->number,
-			       P * sizeof(uint32_t));
-	} else if (rc == PS_OK) {
-		rc = direction_numbers(s, plan.push_priority,
-				       cfg->scheduling.push.gate,
-				       &s->push_number, why, whylen);
-	}
-	ps_job_plan_free(&plan);
-	if (rc != PS_OK)
-		return rc;
-	s->part_bytes = calloc(P, sizeof(*s->part_bytes));
-	s->tparts_first = calloc((size_t)T + 1, sizeof(uint32_t));
-	s->iter_end = calloc(s->K, sizeof(*s->iter_end));
-	if (!s->part_bytes || !s->tparts_first ||
-	    !s->iter_end)
-		return PS_ENOMEM;
-	for (uint32_t p = 0; p < P; p++)
-		s->part_bytes[p] = s->pl->parts[p].numel * PS_ELEM_SIZE;
-	for (uint32_t t = 0; t < T; t++)
-		s->tparts_first[t + 1] = s->tparts_first[t] +
-					 s->pl->part_count[t];
-	s->tparts = calloc(s->tparts_first[T] ? s->tparts_first[T] : 1,
-			   sizeof(uint32_t));
-	if (!s->tparts)
-		return PS_ENOMEM;
-	for (uint32_t t = 0; t < T; t++)
-		for (uint32_t k = 0; k < s->pl->part_count[t]; k++)
-			s->tparts[s->tparts_first[t] + k] =
-				ps_placement_segment(s->pl, t, k).part;
-
-	s->compute_us = 0.0;
-	for (uint32_t op = 0; op < d->nops; op++)
-		s->compute_us += d->ops[op].time_us;
-	s->comm_oracle_us = (double)total_bytes * 8.0 /
-			    (cfg->metrics.bandwidth_gbps * 1e9) * 1e6;
-
-	s->push_piece = ps_config_pieces_size(cfg, 0);
-	s->params_piece = ps_config_pieces_size(cfg, 1);
-	s->w = calloc(s->W, sizeof(*s->w));
-	s->shard = calloc(s->S, sizeof(*s->shard));
-	s->up = calloc((size_t)s->W + s->S, sizeof(*s->up));
-	s->down = calloc((size_t)s->W + s->S, sizeof(*s->down));
-	if (!s->w || !s->shard || !s->up || !s->down)
-		return PS_ENOMEM;
-	for (uint32_t w = 0; w < s->W; w++) {
-		worker *k = &s->w[w];
-		rc = ps_engine_create(d, have_params, k, &k->engine);
-		if (rc != PS_OK)
-			return rc;
-		ps_wproto_config wc =
-			ps_wproto_config_of(cfg, s->pl, s->push_number);
-		wc.sync = 1; /* ps-sim simulates synchronous training */
-		rc = ps_wproto_create(&wc, &k->proto);
-		if (rc != PS_OK)
-			return rc;
-		/* every parameter is there at the start, at version 0 */
-		for (uint32_t q = 0; q < P; q++)
-			ps_wproto_assume(k->proto, q, 0);
-		ps_engine_begin(k->engine, 0);
-	}
-	for (uint32_t srv = 0; srv < s->S; srv++) {
-		ps_sproto_config sc =
-			ps_sproto_config_of(cfg, s->pl, srv, s->W, s->number);
-		sc.async = 0; /* ps-sim simulates synchronous training */
-		sc.hold = param_ready;
-		sc.ud = s;
-		rc = ps_sproto_create(&sc, &s->shard[srv]);
-		if (rc != PS_OK)
-			return rc;
-		/* every parameter is there at the start, at version 0 */
-		for (uint32_t k = 0; k < ps_sproto_nparts(s->shard[srv]); k++)
-			ps_sproto_resume(s->shard[srv], k, 0, 0);
-	}
-	s->fair = cfg->link.sharing == PS_SHARING_FAIR;
-	if (!s->fair && cfg->link.burst_bytes > 0) {
-		snprintf(why, whylen, "link.burst_bytes = %d needs link.sharing "
-			 "= fair (fifo links carry one message at one rate)",
-			 cfg->link.burst_bytes);
-		return PS_EINVAL;
-	}
-	if (!s->fair && cfg->sim.machine_gbps > 0) {
-		snprintf(why, whylen, "sim.machine_gbps = %g needs link.sharing "
-			 "= fair (fifo links do not share a machine)",
-			 cfg->sim.machine_gbps);
-		return PS_EINVAL;
-	}
-	if (cfg->sim.machine_small_gbps > 0 && !(cfg->sim.machine_gbps > 0)) {
-		snprintf(why, whylen, "sim.machine_small_gbps = %g needs "
-			 "sim.machine_gbps (the rate of the other messages)",
-			 cfg->sim.machine_small_gbps);
-		return PS_EINVAL;
-	}
-	if (cfg->sim.machine_message_us > 0 && !(cfg->sim.machine_gbps > 0)) {
-		snprintf(why, whylen, "sim.machine_message_us = %g needs "
-			 "sim.machine_gbps (the machine it is spent on)",
-			 cfg->sim.machine_message_us);
-		return PS_EINVAL;
-	}
-	if (s->fair) {
-		double rate = 1.0 / s->lm.b_us_per_byte;
-		uint8_t *used = calloc(s->S, 1);
-		if (!used)
-			return PS_ENOMEM;
-		for (uint32_t p = 0; p < P; p++)
-			used[s->pl->parts[p].server] = 1;
-		/* Gbit/s -> bytes/us */
-		s->machine_cap = cfg->sim.machine_gbps * 1e3 / 8.0;
-		s->small_bytes = (uint64_t)cfg->sim.machine_small_bytes;
-		s->small_w = cfg->sim.machine_small_gbps > 0
-				     ? cfg->sim.machine_gbps /
-					       cfg->sim.machine_small_gbps
-				     : 1.0;
-		s->msg_min = (uint64_t)cfg->sim.machine_message_min_bytes;
-		ps_fair_config fc = {
-			.workers = s->W,
-			.servers = s->S,
-			.server_used = used,
-			.rate = rate,
-			.burst = (double)cfg->link.burst_bytes,
-			/* Gbit/s -> bytes/us; 0: ten times the link's rate */
-			.burst_rate = cfg->link.burst_gbps > 0
-					      ? cfg->link.burst_gbps * 1e3 / 8.0
-					      : 10.0 * rate,
-			.machine_cap = s->machine_cap,
-			.small_bytes = s->small_bytes,
-			.small_w = s->small_w,
-			.msg_bytes = cfg->sim.machine_message_us * s->machine_cap,
-			.msg_min = s->msg_min,
-			.full = s->opts.fair_full,
-			.fault = s->opts.fair_fault,
-			.ops = {.schedule = fair_schedule,
-				.sent = fair_sent,
-				.bytes = fair_bytes,
-				.next = fair_next,
-				.set_next = fair_set_next,
-				.ud = s},
-		};
-		if (fc.burst_rate < rate)
-			fc.burst_rate = rate;
-		rc = ps_fair_create(&fc, &s->net);
-		free(used);
-		if (rc != PS_OK)
-			return rc;
-	}
-	s->cycle_left = (uint64_t)s->W * T;
-	s->free_msg = NOMSG;
-	if (cfg->output.dir[0]) {
-		size_t n = (size_t)s->trace_workers * P;
-		rc = ps_sim_timeline_create(s->S, s->W, &s->tl);
-		if (rc != PS_OK)
-			return rc;
-		s->push_ready = calloc(n ? n : 1, sizeof(double));
-		s->push_sent = calloc(n ? n : 1, sizeof(double));
-		s->param_ready = calloc(n ? n : 1, sizeof(double));
-		s->push_iter = calloc(n ? n : 1, sizeof(uint64_t));
-		if (!s->push_ready || !s->push_sent || !s->param_ready ||
-		    !s->push_iter)
-			return PS_ENOMEM;
-	}
-	return PS_OK;
-}
-
-static void teardown(sim *s)
-{
-	if (s->w)
-		for (uint32_t w = 0; w < s->W; w++) {
-			ps_engine_destroy(&s->w[w].engine);
-			ps_wproto_destroy(&s->w[w].proto);
-		}
-	if (s->shard)
-		for (uint32_t srv = 0; srv < s->S; srv++)
-			ps_sproto_destroy(&s->shard[srv]);
-	free(s->w);
-	free(s->shard);
-	free(s->up);
-	free(s->down);
-	free(s->iter_end);
-	free(s->part_bytes);
-	free(s->tparts);
-	free(s->tparts_first);
-	free(s->number);
-	free(s->push_number);
-	free(s->msgs);
-	free(s->up_end);
-	free(s->push_ready);
-	free(s->push_sent);
-	free(s->param_ready);
-	free(s->push_iter);
-	ps_fair_destroy(&s->net);
-	ps_sim_heap_free(&s->heap);
-	ps_sim_timeline_free(&s->tl);
-	ps_placement_free(&s->pl);
-}
-
-static uint64_t dbits(double x)
-{
-	uint64_t u;
-
-	memcpy(&u, &x, sizeof(u));
-	return u;
-}
-
-/* The digest after one more event (time, kind, node, argument). */
-static uint64_t mix_event(uint64_t digest, double t, uint32_t kind,
-			  uint32_t node, uint64_t arg)
-{
-	uint64_t x = dbits(t) ^ (((uint64_t)kind << 32 | node) *
-				 0xbf58476d1ce4e5b9ULL) ^
-		     arg * 0x94d049bb133111ebULL;
-
-	return ps_mix64(digest + x);
 }
 
 /* Message i arrives at t. */
@@ -1017,16 +76,16 @@ static void arrive(sim *s, uint32_t i, double t)
 {
 	msg m = s->msgs[i];
 
-	msg_free(s, i);
+	psi_cluster_msg_free(s, i);
 	if (m.kind == MSG_PUSH)
-		push_arrive(s, &m, t);
+		psi_cluster_push_arrive(s, &m, t);
 	else if (m.kind == MSG_PARAMS)
-		params_arrive(s, &m, t);
+		psi_cluster_params_arrive(s, &m, t);
 	else if (m.kind == MSG_PUSH_ACK)
-		push_acked(s, m.worker, m.part, m.piece, t);
+		psi_cluster_push_acked(s, m.worker, m.part, m.piece, t);
 	else
-		params_acked(s, s->pl->parts[m.part].server, m.worker, m.part,
-			     m.piece, t);
+		psi_cluster_params_acked(s, s->pl->parts[m.part].server,
+					 m.worker, m.part, m.piece, t);
 }
 
 static void run_events(sim *s, ps_sim_result *r)
@@ -1038,11 +97,11 @@ static void run_events(sim *s, ps_sim_result *r)
 	if (s->net)
 		ps_fair_hold(s->net);
 	for (uint32_t w = 0; w < s->W; w++)
-		try_run(s, w, 0.0);
+		psi_cluster_try_run(s, w, 0.0);
 	for (double now = 0.0; s->rc == PS_OK;) {
 		if (s->net && (s->heap.n == 0 || s->heap.v[0].t > now)) {
 			if (ps_fair_release(s->net, now) != PS_OK)
-				fail(s, PS_ENOMEM);
+				psi_cluster_fail(s, PS_ENOMEM);
 			ps_fair_hold(s->net);
 		}
 		if (!ps_sim_heap_pop(&s->heap, &e))
@@ -1051,14 +110,14 @@ static void run_events(sim *s, ps_sim_result *r)
 		r->events++;
 		r->total_us = e.t;
 		if (e.kind != EV_ARRIVALS)
-			r->digest = mix_event(r->digest, e.t, e.kind, e.node,
-					      e.arg);
+			r->digest = psi_cluster_mix_event(
+				r->digest, e.t, e.kind, e.node, e.arg);
 		switch (e.kind) {
 		case EV_OP_DONE:
-			op_done(s, e.node, e.t);
+			psi_cluster_op_done(s, e.node, e.t);
 			break;
 		case EV_UP_START:
-			up_start(s, (uint32_t)e.arg, e.t);
+			psi_cluster_up_start(s, (uint32_t)e.arg, e.t);
 			break;
 		case EV_ARRIVE:
 			arrive(s, (uint32_t)e.arg, e.t);
@@ -1070,8 +129,8 @@ static void run_events(sim *s, ps_sim_result *r)
 			     i = next) {
 				next = s->msgs[i].next_free;
 				r->events++;
-				r->digest = mix_event(r->digest, e.t, EV_ARRIVE,
-						      0, i);
+				r->digest = psi_cluster_mix_event(
+					r->digest, e.t, EV_ARRIVE, 0, i);
 				arrive(s, i, e.t);
 				if (s->rc != PS_OK)
 					break;
@@ -1079,86 +138,22 @@ static void run_events(sim *s, ps_sim_result *r)
 			break;
 		case EV_NET:
 			if (ps_fair_event(s->net, e.node, e.arg, e.t) != PS_OK)
-				fail(s, PS_ENOMEM);
+				psi_cluster_fail(s, PS_ENOMEM);
 			break;
 		case EV_PUSH_ACK:
-			push_acked(s, e.node, (uint32_t)e.arg,
-				   (uint32_t)(e.arg >> 32), e.t);
+			psi_cluster_push_acked(s, e.node, (uint32_t)e.arg,
+					       (uint32_t)(e.arg >> 32), e.t);
 			break;
 		case EV_PARAMS_ACK:
-			params_acked(s, s->pl->parts[(uint32_t)e.arg].server,
-				     e.node, (uint32_t)e.arg,
-				     (uint32_t)(e.arg >> 32), e.t);
+			psi_cluster_params_acked(
+				s, s->pl->parts[(uint32_t)e.arg].server, e.node,
+				(uint32_t)e.arg, (uint32_t)(e.arg >> 32), e.t);
 			break;
 		case EV_SERVER_OP:
-			server_op_done(s, e.node, e.t);
+			psi_cluster_server_op_done(s, e.node, e.t);
 			break;
 		}
 	}
-}
-
-static void results(sim *s, ps_sim_result *r)
-{
-	double e_sum = 0.0, prev = 0.0;
-	unsigned e_workers = 0;
-
-	r->workers = s->W;
-	r->servers = s->S;
-	r->iterations = s->K;
-	r->partitions = s->pl->num_parts;
-	r->fused = s->pl->num_fused;
-	r->link = s->lm;
-	r->messages = s->messages;
-	if (s->net)
-		ps_fair_get_stats(s->net, &r->fair);
-	/* every op of the cycle: the parameters back and the compute done
-	 * (the last backward ops may produce no gradient) */
-	r->makespan_us = s->makespan > s->iter_end[0] ? s->makespan
-						       : s->iter_end[0];
-	for (uint32_t i = 0; i < s->K; i++) {
-		r->iter_us[i] = s->iter_end[i] - prev;
-		prev = s->iter_end[i];
-	}
-	if (s->K == 1) {
-		r->iteration_us = r->iter_us[0];
-	} else {
-		double sum = 0.0;
-		for (uint32_t i = 1; i < s->K; i++)
-			sum += r->iter_us[i];
-		r->iteration_us = sum / (double)(s->K - 1);
-	}
-	for (uint32_t w = 0; w < s->W; w++) {
-		const worker *k = &s->w[w];
-		if (k->last_end > 0) {
-			r->samples_per_second += (double)s->K * s->dag->batch /
-						 (k->last_end / 1e6);
-			if (k->wait_us / k->last_end > r->straggler)
-				r->straggler = k->wait_us / k->last_end;
-		}
-		/* the scheduler's mean: NAN from any worker stays NAN */
-		e_sum += k->e_n ? k->e_sum / k->e_n : NAN;
-		e_workers++;
-	}
-	r->efficiency = e_workers ? e_sum / e_workers : NAN;
-	r->speedup_bound = ps_speedup_bound(s->compute_us, s->comm_oracle_us);
-	ps_sim_costs c = {
-		.aggregate_ns_per_byte = s->cfg->sim.aggregate_ns_per_byte,
-		.update_ns_per_byte = s->cfg->sim.update_ns_per_byte,
-		.op_overhead_us = s->cfg->sim.op_overhead_us,
-		.burst_bytes = (double)s->cfg->link.burst_bytes,
-		.machine_us_per_byte = s->machine_cap > 0 ? 1.0 / s->machine_cap
-							  : 0.0,
-		.machine_small_us_per_byte =
-			s->machine_cap > 0 ? s->small_w / s->machine_cap : 0.0,
-		.machine_small_bytes = (double)s->small_bytes,
-		.machine_message_us =
-			s->machine_cap > 0 ? s->cfg->sim.machine_message_us : 0.0,
-		.machine_message_min_bytes = (double)s->msg_min,
-		.credit = s->cfg->scheduling.push.credit_size != 0 ||
-			  s->cfg->scheduling.params.credit_size != 0,
-		.fair = s->fair,
-	};
-	ps_sim_bounds_compute(s->dag, s->pl, s->W, &s->lm, &c, &r->bounds);
 }
 
 int ps_sim_run(const ps_config *cfg, const ps_dag *dag,
@@ -1196,7 +191,7 @@ int ps_sim_run_opts(const ps_config *cfg, const ps_dag *dag,
 	if (s.trace_workers > s.W)
 		s.trace_workers = s.W;
 	r.iter_us = calloc(s.K, sizeof(double));
-	rc = r.iter_us ? setup(&s, why, whylen) : PS_ENOMEM;
+	rc = r.iter_us ? psi_cluster_setup(&s, why, whylen) : PS_ENOMEM;
 	if (rc == PS_OK) {
 		run_events(&s, &r);
 		rc = s.rc;
@@ -1213,7 +208,7 @@ int ps_sim_run_opts(const ps_config *cfg, const ps_dag *dag,
 			}
 	}
 	if (rc == PS_OK) {
-		results(&s, &r);
+		psi_cluster_results(&s, &r);
 		if (s.tl) {
 			char path[PS_CFG_STR + 32];
 			snprintf(path, sizeof(path), "%s/timeline.json",
@@ -1223,77 +218,11 @@ int ps_sim_run_opts(const ps_config *cfg, const ps_dag *dag,
 	}
 	if (rc != PS_OK && !why[0])
 		snprintf(why, whylen, "simulation failed: %s", ps_strerror(rc));
-	teardown(&s);
+	psi_cluster_teardown(&s);
 	if (rc != PS_OK) {
 		free(r.iter_us);
 		return rc;
 	}
 	*res_p = r;
 	return PS_OK;
-}
-
-void ps_sim_result_free(ps_sim_result *r)
-{
-	free(r->iter_us);
-	r->iter_us = NULL;
-}
-
-static int same_d(double a, double b)
-{
-	return dbits(a) == dbits(b);
-}
-
-int ps_sim_result_same(const ps_sim_result *a, const ps_sim_result *b,
-		       char *why, size_t whylen)
-{
-	const struct {
-		const char *name;
-		double x, y;
-	} d[] = {
-		{"iteration_us", a->iteration_us, b->iteration_us},
-		{"samples_per_second", a->samples_per_second,
-		 b->samples_per_second},
-		{"efficiency", a->efficiency, b->efficiency},
-		{"speedup_bound", a->speedup_bound, b->speedup_bound},
-		{"straggler", a->straggler, b->straggler},
-		{"makespan_us", a->makespan_us, b->makespan_us},
-		{"total_us", a->total_us, b->total_us},
-	};
-
-	if (a->iterations != b->iterations || a->workers != b->workers ||
-	    a->servers != b->servers) {
-		snprintf(why, whylen, "different jobs");
-		return 0;
-	}
-	for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++)
-		if (!same_d(d[i].x, d[i].y)) {
-			snprintf(why, whylen, "%s: %.17g vs %.17g", d[i].name,
-				 d[i].x, d[i].y);
-			return 0;
-		}
-	for (uint32_t i = 0; i < a->iterations; i++)
-		if (!same_d(a->iter_us[i], b->iter_us[i])) {
-			snprintf(why, whylen, "iteration %u: %.17g vs %.17g us",
-				 i, a->iter_us[i], b->iter_us[i]);
-			return 0;
-		}
-	if (memcmp(&a->bounds, &b->bounds, sizeof(a->bounds)) != 0) {
-		snprintf(why, whylen, "bounds");
-		return 0;
-	}
-	if (a->events != b->events || a->messages != b->messages) {
-		snprintf(why, whylen, "%llu vs %llu events, %llu vs %llu "
-			 "messages", (unsigned long long)a->events,
-			 (unsigned long long)b->events,
-			 (unsigned long long)a->messages,
-			 (unsigned long long)b->messages);
-		return 0;
-	}
-	if (a->digest != b->digest) {
-		snprintf(why, whylen, "event digest %016llx vs %016llx",
-			 (unsigned long long)a->digest,
-			 (unsigned long long)b->digest);
-		return 0;
-	}
-	return 1;
 }

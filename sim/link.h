@@ -26,8 +26,9 @@
  * what lets ps-sim run thousands of hosts. It misleads where a sender's
  * streams to different receivers meet different bottlenecks (a counter
  * gate releasing one server's transfers, then the other's, serves them
- * one server after the other); link.sharing = fair (sim/cluster.c) shares
- * the links between per-pair streams instead (docs/sim.md).
+ * one server after the other); link.sharing = fair
+ * (sim/cluster_messages.c, sim/fair.h) shares the links between per-pair
+ * streams instead (docs/sim.md).
  *
  * Threads: plain data.
  */
