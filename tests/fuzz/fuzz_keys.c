@@ -98,11 +98,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argc;
 	(void)argv;
 	ps_log_init("fuzz", -1 /* nothing: errors are expected */);
-	const char *tmp = getenv("TMPDIR");
-	snprintf(dir, sizeof(dir), "%s/ordo-fuzz-keys.XXXXXX",
-		 tmp && *tmp ? tmp : "/tmp");
-	FUZZ_CHECK(mkdtemp(dir) != NULL, "mkdtemp %s", dir);
-	atexit(remove_dir);
+	fuzz_private_dir(dir, sizeof(dir), "keys", remove_dir);
 	generate_and_load();
 	return 0;
 }
