@@ -21,8 +21,14 @@ declare -A files=(
 	[config]="common/config.c"
 	[model]="model/dag.c"
 	[checkpoint]="checkpoint/manifest.c checkpoint/checkpoint.c checkpoint/read.c checkpoint/shard.c checkpoint/io.c"
+	[hosts]="launch/hosts.c"
+	[rank]="launch/rank.c"
+	[keys]="transport/keys.c"
+	[fit]="sim/fit.c"
+	[trace]="common/trace_format.c sim/timeline.c"
+	[rdma]="transport/rdma_wire.h"
 )
-for name in wire config model checkpoint; do
+for name in wire config model checkpoint hosts rank keys fit trace rdma; do
 	dirs=("$src/tests/fuzz/corpus/$name")
 	for d in "$root/$name" "$root/$name/corpus"; do
 		[ -d "$d" ] && compgen -G "$d/*" >/dev/null && [ -f "$(ls -d "$d"/* | head -n 1)" ] && dirs+=("$d")

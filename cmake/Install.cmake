@@ -16,8 +16,16 @@ add_library(ordo_shared SHARED ${CMAKE_CURRENT_SOURCE_DIR}/common/error.c)
 target_link_libraries(ordo_shared PRIVATE "$<LINK_LIBRARY:WHOLE_ARCHIVE,ordo>"
   ordo_net)
 target_link_options(ordo_shared PRIVATE
-  "-Wl,--version-script=${CMAKE_CURRENT_SOURCE_DIR}/cmake/ordo.map"
-  "-Wl,--no-undefined")
+  "-Wl,--version-script=${CMAKE_CURRENT_SOURCE_DIR}/cmake/ordo.map")
+# Every symbol resolved at link time, except under clang's sanitizers or
+# libFuzzer's coverage (PS_SANITIZE, PS_FUZZ): clang links their runtime
+# into executables only, never into a shared library, so the __asan_*,
+# __ubsan_* and __sanitizer_cov_* the instrumented code calls are left for
+# the program that loads libordo.so (gcc's sanitizers link libasan.so
+# into it, and keep the check).
+if(NOT (CMAKE_C_COMPILER_ID MATCHES "Clang" AND (PS_SANITIZE OR PS_FUZZ)))
+  target_link_options(ordo_shared PRIVATE "-Wl,--no-undefined")
+endif()
 set_target_properties(ordo_shared PROPERTIES
   OUTPUT_NAME ordo
   VERSION ${PROJECT_VERSION}

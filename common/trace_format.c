@@ -3,6 +3,7 @@
  */
 #include <jansson.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "common/log.h"
 #include "common/trace_format.h"
@@ -54,6 +55,23 @@ static void put_args(FILE *f, const ps_trace_args *a)
 	ARG(acked_us, a->acked_us);
 #undef ARG
 	fputc('}', f);
+}
+
+void ps_trace_set_name(char *dst, size_t cap, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n >= cap) {
+		n = cap - 1;
+		/* name[n], the first byte left out, continues a character:
+		 * leave out its first bytes too (at most 3 in UTF-8) */
+		for (int k = 0; k < 3 && n > 0 &&
+				((unsigned char)name[n] & 0xc0) == 0x80;
+		     k++)
+			n--;
+	}
+	memcpy(dst, name, n);
+	dst[n] = '\0';
 }
 
 void ps_trace_write_process(FILE *f, uint32_t pid, const char *process_name,

@@ -53,6 +53,12 @@ typedef struct ps_trace_event {
 	ps_trace_args args;
 } ps_trace_event;
 
+/* name into an event's name field of cap bytes (NUL included). A longer
+ * name is cut before the character the field would split (names come
+ * from model files, UTF-8; half a character is not JSON, and the merge
+ * of the timeline would refuse the file). */
+void ps_trace_set_name(char *dst, size_t cap, const char *name);
+
 /* Writes one process of a timeline into an open JSON array: its name, its
  * lanes' names and its n events, in the trace-event format. first: nothing
  * was written into the array yet (no separator before). Used by

@@ -22,13 +22,14 @@ static const struct {
 	{"RANK", "WORLD_SIZE"},
 };
 
-/* A non-negative decimal int, the whole string. */
+/* A non-negative decimal int, the whole string: digits only (strtol
+ * alone would also take leading white space, " 3" or "\n-0"). */
 static int parse_count(const char *s, int *out)
 {
 	char *end;
 	long v;
 
-	if (!s || !*s || *s == '-' || *s == '+')
+	if (!s || *s < '0' || *s > '9')
 		return PS_EINVAL;
 	errno = 0;
 	v = strtol(s, &end, 10);

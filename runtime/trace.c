@@ -83,7 +83,7 @@ static void record(char ph, ps_trace_lane lane, const char *name,
 	e = &T.events[T.n++];
 	e->ph = ph;
 	e->lane = (uint8_t)lane;
-	snprintf(e->name, sizeof(e->name), "%s", name);
+	ps_trace_set_name(e->name, sizeof(e->name), name);
 	e->ts_us = ts;
 	e->dur_us = dur;
 	e->args = args ? *args : PS_TRACE_NO_ARGS;

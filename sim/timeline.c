@@ -81,7 +81,7 @@ static void record(ps_sim_timeline *tl, uint32_t node, char ph,
 	e = &n->v[n->n++];
 	e->ph = ph;
 	e->lane = (uint8_t)lane;
-	snprintf(e->name, sizeof(e->name), "%s", name);
+	ps_trace_set_name(e->name, sizeof(e->name), name);
 	/* as real runs: the end rounded, the duration what is left */
 	e->ts_us = us(ts);
 	e->dur_us = ph == 'X' ? us(ts + dur) - e->ts_us : 0;

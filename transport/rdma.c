@@ -36,10 +36,11 @@
 #include "common/log.h"
 #include "transport/clock.h"
 #include "transport/rdma_device.h"
+#include "transport/rdma_wire.h"
 #include "transport/transport.h"
 
-#define BUF_SIZE             (64u * 1024) /* one SEND / one receive buffer */
-#define RECV_DEPTH           64           /* data credits per connection */
+#define BUF_SIZE             PS_RDMA_BUF_SIZE   /* rdma_wire.h */
+#define RECV_DEPTH           PS_RDMA_RECV_DEPTH
 #define CTRL_RESERVE         8            /* receive buffers for credit SENDs */
 #define RECV_POSTED          (RECV_DEPTH + CTRL_RESERVE)
 #define CREDIT_BATCH         (RECV_DEPTH / 2)
@@ -54,8 +55,8 @@
 #define DISC_WAIT_MS         2000
 #define DISCONNECT_LINGER_MS 1000
 #define CQ_SIZE_MAX          65536
-#define PROTO_MAGIC          0x4f52444du /* "ORDM" */
-#define PROTO_VERSION        1
+#define PROTO_MAGIC          PS_RDMA_MAGIC
+#define PROTO_VERSION        PS_RDMA_VERSION
 #define ACK_TIMEOUT          14
 #define RETRY_COUNT          7
 #define RNR_RETRY            0
@@ -75,7 +76,12 @@
 #define UNREG_ZC             1
 #endif
 
-enum { FRAME_DATA = 1, FRAME_CREDIT = 2, FRAME_RTS = 3, FRAME_FIN = 4 };
+enum {
+	FRAME_DATA = PS_RDMA_FRAME_DATA,
+	FRAME_CREDIT = PS_RDMA_FRAME_CREDIT,
+	FRAME_RTS = PS_RDMA_FRAME_RTS,
+	FRAME_FIN = PS_RDMA_FRAME_FIN,
+};
 
 /* After an RTS frame's header (frame.len = sizeof(rts_desc) + hdr_len):
  * where the payload is for the receiver's READ, then the header bytes. A
@@ -89,33 +95,10 @@ typedef struct rts_desc {
 
 _Static_assert(sizeof(rts_desc) == 24, "rts descriptor is 24 bytes");
 
-/* One frame inside a SEND; `len` bytes of the message stream follow. */
-typedef struct frame {
-	uint16_t type;
-	uint16_t flags; /* 0 */
-	uint32_t credits;
-	uint32_t len;
-	uint32_t hdr_len;
-	uint64_t payload_len;
-	uint64_t offset;
-} frame;
-
-_Static_assert(sizeof(frame) == 32, "frame header is 32 bytes");
-
-/* rdma_connect / rdma_accept private data (connect: at most 56 bytes);
- * also rdma_reject's when the acceptor could not set up its QP with its
- * explicit GID index (flags HELLO_REJ_QP, depth = that index): the
- * connector then fails at once, naming it, instead of retrying. */
-typedef struct hello {
-	uint32_t magic;
-	uint16_t version;
-	uint16_t flags; /* 0, or HELLO_REJ_QP in a reject */
-	uint64_t id;
-	uint32_t depth;
-	uint32_t buf_size;
-} hello;
-
-#define HELLO_REJ_QP 1
+/* The frame header and the hello: rdma_wire.h. */
+typedef ps_rdma_frame frame;
+typedef ps_rdma_hello hello;
+#define HELLO_REJ_QP PS_RDMA_HELLO_REJ_QP
 
 enum conn_state {
 	C_RESOLVING, /* address/route, then connect sent */
@@ -1499,17 +1482,12 @@ static void on_recv(rdma_transport *rt, conn *c, slot *s, uint32_t len)
 		return;
 	while (pos < len) {
 		frame f;
-		if (len - pos < sizeof(f)) {
+		int fr = ps_rdma_frame_next(s->buf, len, &pos, &f);
+		if (fr == PS_RDMA_FRAME_TRUNCATED) {
 			conn_kill(c, "truncated frame");
 			return;
 		}
-		memcpy(&f, s->buf + pos, sizeof(f));
-		pos += (uint32_t)sizeof(f);
-		if (f.len > len - pos || f.type < FRAME_DATA ||
-		    f.type > FRAME_FIN ||
-		    ((f.type == FRAME_CREDIT || f.type == FRAME_FIN) &&
-		     f.len != 0) ||
-		    f.credits > RECV_DEPTH) {
+		if (fr != PS_RDMA_FRAME_OK) {
 			PS_WARN("rdma: malformed frame: type %u, %u bytes of "
 			        "%u left, %u credits",
 			        f.type, f.len, len - pos, f.credits);
@@ -1627,12 +1605,7 @@ static void drain_cq(rdma_transport *rt)
 
 static bool hello_ok(const void *data, uint8_t len, hello *h)
 {
-	if (!data || len < sizeof(*h))
-		return false;
-	memcpy(h, data, sizeof(*h));
-	return h->magic == PROTO_MAGIC && h->version == PROTO_VERSION &&
-	       h->depth > 0 && h->depth <= RECV_DEPTH * 64 &&
-	       h->buf_size == BUF_SIZE;
+	return ps_rdma_hello_ok(data, len, h);
 }
 
 static hello my_hello(const rdma_transport *rt)

@@ -132,11 +132,40 @@ static void test_timeline(void **state)
 	rmdir(dir);
 }
 
+/* An event's name longer than its field is cut between characters: a
+ * model's op names are UTF-8, and half a character is not JSON. */
+static void test_event_names(void **state)
+{
+	(void)state;
+	ps_trace_event e;
+	char name[128];
+
+	memset(name, 'a', 44);
+	strcpy(name + 44, "\xc3\xa9t\xc3\xa9"); /* "été" from byte 44 */
+	ps_trace_set_name(e.name, sizeof(e.name), name);
+	assert_int_equal(strlen(e.name), 44); /* not 45: half of the é */
+	json_t *j = json_string(e.name);
+	assert_non_null(j);
+	json_decref(j);
+	/* a 4-byte character across the end, and names that fit */
+	memset(name, 'b', 43);
+	strcpy(name + 43, "\xf0\x9f\x98\x80");
+	ps_trace_set_name(e.name, sizeof(e.name), name);
+	assert_int_equal(strlen(e.name), 43);
+	name[45] = '\0'; /* 45 bytes: fits, as given */
+	memset(name, 'c', 45);
+	ps_trace_set_name(e.name, sizeof(e.name), name);
+	assert_string_equal(e.name, name);
+	ps_trace_set_name(e.name, sizeof(e.name), "update");
+	assert_string_equal(e.name, "update");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_metrics),
 	    cmocka_unit_test(test_timeline),
+	    cmocka_unit_test(test_event_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

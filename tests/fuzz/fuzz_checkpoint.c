@@ -49,11 +49,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argc;
 	(void)argv;
 	ps_log_init("fuzz", -1 /* nothing: errors are expected */);
-	const char *tmp = getenv("TMPDIR");
-	snprintf(dir, sizeof(dir), "%s/ordo-fuzz-ckpt.XXXXXX",
-		 tmp && *tmp ? tmp : "/tmp");
-	FUZZ_CHECK(mkdtemp(dir) != NULL, "mkdtemp %s", dir);
-	atexit(remove_dir);
+	fuzz_private_dir(dir, sizeof(dir), "ckpt", remove_dir);
 	return 0;
 }
 

@@ -50,6 +50,19 @@ static inline int fuzz_memfd(const void *data, size_t len, char *path,
 		}                                                              \
 	} while (0)
 
+/* A directory of the harness's own, $TMPDIR/ordo-fuzz-NAME.XXXXXX (made
+ * into dir, cap bytes), for readers of directories; cleanup (which empties
+ * and removes it) runs at exit. */
+static inline void fuzz_private_dir(char *dir, size_t cap, const char *name,
+				    void (*cleanup)(void))
+{
+	const char *tmp = getenv("TMPDIR");
+	snprintf(dir, cap, "%s/ordo-fuzz-%s.XXXXXX",
+		 tmp && *tmp ? tmp : "/tmp", name);
+	FUZZ_CHECK(mkdtemp(dir) != NULL, "mkdtemp %s", dir);
+	atexit(cleanup);
+}
+
 /* A harness whose readers log their errors: quiet (errors are the point). */
 #define FUZZ_QUIET_INITIALIZE                                                  \
 	int LLVMFuzzerInitialize(int *argc, char ***argv);                     \

@@ -91,6 +91,9 @@ static void test_rank_errors(void **state)
 	const char *past[] = {"OMPI_COMM_WORLD_RANK=5",
 			      "OMPI_COMM_WORLD_SIZE=5", NULL};
 	const char *zero[] = {"SLURM_PROCID=0", "SLURM_NTASKS=0", NULL};
+	/* digits only: strtol would skip the white space */
+	const char *space[] = {"SLURM_PROCID= 1", "SLURM_NTASKS=2", NULL};
+	const char *minus0[] = {"RANK=\n-0", "WORLD_SIZE=2", NULL};
 	char err[512];
 	ps_rank r;
 
@@ -108,6 +111,9 @@ static void test_rank_errors(void **state)
 	assert_string_equal(err, "OMPI_COMM_WORLD_RANK = 5 is not below "
 				 "OMPI_COMM_WORLD_SIZE = 5");
 	assert_int_equal(rank_of(zero, &r, err, sizeof(err)), PS_EINVAL);
+	assert_int_equal(rank_of(space, &r, err, sizeof(err)), PS_EINVAL);
+	assert_string_equal(err, "SLURM_PROCID = ' 1' is not a rank");
+	assert_int_equal(rank_of(minus0, &r, err, sizeof(err)), PS_EINVAL);
 }
 
 static void test_roles(void **state)

@@ -1,0 +1,101 @@
+/*
+ * transport/rdma_wire.h - what the verbs transport (transport/rdma.c)
+ * reads from a peer before anything else: the hello in rdma_cm's private
+ * data, and the header of each frame inside a received SEND
+ * (docs/rdma.md, "Connections" and "Framing"). Pure functions over bytes,
+ * with no verbs: tests/fuzz/fuzz_rdma.c calls them without a device, and
+ * without PS_WITH_RDMA.
+ *
+ * Threads: pure functions.
+ */
+#ifndef ORDO_TRANSPORT_RDMA_WIRE_H
+#define ORDO_TRANSPORT_RDMA_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define PS_RDMA_MAGIC      0x4f52444du   /* "ORDM" */
+#define PS_RDMA_VERSION    1
+#define PS_RDMA_BUF_SIZE   (64u * 1024) /* one SEND / one receive buffer */
+#define PS_RDMA_RECV_DEPTH 64           /* data credits per connection */
+
+enum {
+	PS_RDMA_FRAME_DATA = 1,
+	PS_RDMA_FRAME_CREDIT = 2,
+	PS_RDMA_FRAME_RTS = 3,
+	PS_RDMA_FRAME_FIN = 4,
+};
+
+/* One frame inside a SEND; `len` bytes of the message stream follow. */
+typedef struct ps_rdma_frame {
+	uint16_t type;
+	uint16_t flags; /* 0 */
+	uint32_t credits;
+	uint32_t len;
+	uint32_t hdr_len;
+	uint64_t payload_len;
+	uint64_t offset;
+} ps_rdma_frame;
+
+_Static_assert(sizeof(ps_rdma_frame) == 32, "frame header is 32 bytes");
+
+/* rdma_connect / rdma_accept private data (connect: at most 56 bytes);
+ * also rdma_reject's when the acceptor could not set up its QP with its
+ * explicit GID index (flags PS_RDMA_HELLO_REJ_QP, depth = that index):
+ * the connector then fails at once, naming it, instead of retrying. */
+typedef struct ps_rdma_hello {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t flags; /* 0, or PS_RDMA_HELLO_REJ_QP in a reject */
+	uint64_t id;
+	uint32_t depth;
+	uint32_t buf_size;
+} ps_rdma_hello;
+
+#define PS_RDMA_HELLO_REJ_QP 1
+
+/* The len bytes at data (NULL: none) are an ordo hello of this version,
+ * copied into *h: its magic, its version, a depth in [1, 64 * RECV_DEPTH]
+ * and our buffer size. */
+static inline bool ps_rdma_hello_ok(const void *data, size_t len,
+				    ps_rdma_hello *h)
+{
+	if (!data || len < sizeof(*h))
+		return false;
+	memcpy(h, data, sizeof(*h));
+	return h->magic == PS_RDMA_MAGIC && h->version == PS_RDMA_VERSION &&
+	       h->depth > 0 && h->depth <= PS_RDMA_RECV_DEPTH * 64 &&
+	       h->buf_size == PS_RDMA_BUF_SIZE;
+}
+
+/* ps_rdma_frame_next's answers */
+enum {
+	PS_RDMA_FRAME_OK = 0,
+	PS_RDMA_FRAME_TRUNCATED = 1, /* less than a header left */
+	PS_RDMA_FRAME_MALFORMED = 2, /* a header no sender writes */
+};
+
+/* The frame header at *pos of a received buffer of len bytes (*pos <
+ * len), into *f; *pos moves past the header (to its f->len bytes) unless
+ * truncated. Malformed: its bytes run past len, an unknown type, a
+ * CREDIT or FIN with bytes, more credits than RECV_DEPTH. */
+static inline int ps_rdma_frame_next(const unsigned char *buf, uint32_t len,
+				     uint32_t *pos, ps_rdma_frame *f)
+{
+	if (len - *pos < sizeof(*f))
+		return PS_RDMA_FRAME_TRUNCATED;
+	memcpy(f, buf + *pos, sizeof(*f));
+	*pos += (uint32_t)sizeof(*f);
+	if (f->len > len - *pos || f->type < PS_RDMA_FRAME_DATA ||
+	    f->type > PS_RDMA_FRAME_FIN ||
+	    ((f->type == PS_RDMA_FRAME_CREDIT ||
+	      f->type == PS_RDMA_FRAME_FIN) &&
+	     f->len != 0) ||
+	    f->credits > PS_RDMA_RECV_DEPTH)
+		return PS_RDMA_FRAME_MALFORMED;
+	return PS_RDMA_FRAME_OK;
+}
+
+#endif /* ORDO_TRANSPORT_RDMA_WIRE_H */
