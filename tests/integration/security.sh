@@ -127,7 +127,8 @@ pass "default job: a secret made by ps-launch, never on a command line; stranger
 
 # ---- a job without the secret where it needs one, and two secrets
 EXACT_WORKER_SIZES=100 launch hand 60 --worker "$TOOLS/exact_worker" \
-	--set train.iterations=3 --set security.mode=none || fail "a job of mode none exited $?"
+	--set train.iterations=3 --set train.lr=1 --set train.momentum=0 \
+	--set security.mode=none || fail "a job of mode none exited $?"
 grep -q "security: a secret" "$WORK/hand.err.log" && fail "ps-launch made a secret for mode none"
 grep -q "security: peers must present" "$WORK/hand.err.log" && fail "a node of mode none checks a secret"
 env -u ORDO_JOB_SECRET timeout 60 "$BUILD/ps-scheduler" --config "$JOB" \

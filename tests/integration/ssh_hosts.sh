@@ -139,7 +139,7 @@ ORDO_JOB_SECRET=$given EXACT_WORKER_SIZES=100 timeout --kill-after=5 300 ip netn
 [ "$(grep -c 'ssh-args' "$WORK/ssh-logged")" -eq 1 ] && [ "$(wc -l <"$WORK/ssh-args.log")" -eq 5 ] ||
 	fail "the logging ssh did not run 5 times"
 grep -qF "$given" "$WORK/ssh-args.log" && fail "the job's secret was on ssh's command line"
-grep -q "ORDO_JOB_SECRET" "$WORK/ssh-args.log" && fail "ORDO_JOB_SECRET was on ssh's command line"
+grep -q "ORDO_JOB_SECRET=" "$WORK/ssh-args.log" && fail "ORDO_JOB_SECRET was set on ssh's command line"
 grep -q "security: a secret for this job" "$WORK/given.err.log" && fail "ps-launch made a secret when one was given"
 n=$(grep -c "info: security: peers must present the job's secret (ORDO_JOB_SECRET)" "$WORK/given.err.log")
 [ "$n" -eq 5 ] || fail "$n of 5 remote processes got the given secret"
