@@ -35,6 +35,7 @@
 
 #include "common/log.h"
 #include "transport/clock.h"
+#include "transport/keys.h"
 #include "transport/rdma_device.h"
 #include "transport/rdma_wire.h"
 #include "transport/transport.h"
@@ -98,7 +99,9 @@ _Static_assert(sizeof(rts_desc) == 24, "rts descriptor is 24 bytes");
 /* The frame header and the hello: rdma_wire.h. */
 typedef ps_rdma_frame frame;
 typedef ps_rdma_hello hello;
-#define HELLO_REJ_QP PS_RDMA_HELLO_REJ_QP
+#define HELLO_REJ_QP     PS_RDMA_HELLO_REJ_QP
+#define HELLO_SECRET     PS_RDMA_HELLO_SECRET
+#define HELLO_REJ_SECRET PS_RDMA_HELLO_REJ_SECRET
 
 enum conn_state {
 	C_RESOLVING, /* address/route, then connect sent */
@@ -275,6 +278,9 @@ struct rdma_transport {
 	uint32_t nasync;
 	char dev_name[64];
 	bool dev_dead; /* removed or fatal: recv answers PS_EIO */
+	bool has_secret;   /* the job's secret (opts.job_secret) */
+	uint8_t secret[32];
+	uint64_t refused;  /* connections refused for their secret */
 	char dev_why[160];
 	/* opts.rdma_gid_index >= 0: the GID checked (check_gid) */
 	bool gid_ok;
@@ -1608,14 +1614,50 @@ static bool hello_ok(const void *data, uint8_t len, hello *h)
 	return ps_rdma_hello_ok(data, len, h);
 }
 
-static hello my_hello(const rdma_transport *rt)
+/* What this side says: a connector (outbound) presents the secret. */
+static hello my_hello(const rdma_transport *rt, bool outbound)
 {
 	hello h = {.magic = PROTO_MAGIC,
 	           .version = PROTO_VERSION,
 	           .id = rt->opts.id,
 	           .depth = RECV_DEPTH,
 	           .buf_size = BUF_SIZE};
+	if (outbound && rt->has_secret) {
+		h.flags = HELLO_SECRET;
+		memcpy(h.secret, rt->secret, sizeof(h.secret));
+	}
 	return h;
+}
+
+/* Does a connector's hello carry what this node admits (rdma_wire.h)?
+ * Logs a refusal, bounded like dropped messages'. */
+static bool hello_admits(rdma_transport *rt, struct rdma_cm_id *id,
+                         const hello *h)
+{
+	bool presents = (h->flags & HELLO_SECRET) != 0;
+	bool ok = rt->has_secret
+	              ? presents && ps_secret_equal(h->secret, rt->secret,
+	                                            sizeof(rt->secret))
+	              : !presents;
+	if (ok)
+		return true;
+	uint64_t n = ++rt->refused;
+	if (n <= 20 || n % 1000 == 0) {
+		char addr[INET6_ADDRSTRLEN] = "?";
+		struct sockaddr *sa = rdma_get_peer_addr(id);
+		if (sa && sa->sa_family == AF_INET)
+			inet_ntop(AF_INET,
+			          &((struct sockaddr_in *)(void *)sa)->sin_addr,
+			          addr, sizeof(addr));
+		PS_WARN("security: refused a peer at %s: %s (%" PRIu64
+		        " of this kind so far)",
+		        addr,
+		        rt->has_secret ? "it did not present the job's secret"
+		                       : "it presents a job secret, and this "
+		                         "node has none",
+		        n);
+	}
+	return false;
 }
 
 /* The device is gone or failed: every connection dies with the reason,
@@ -1770,6 +1812,14 @@ static bool on_connect_request(rdma_transport *rt, struct rdma_cm_id *id,
 		rdma_reject(id, NULL, 0);
 		return true;
 	}
+	if (!hello_admits(rt, id, &h)) {
+		hello no = my_hello(rt, false);
+		no.flags = HELLO_REJ_SECRET;
+		rdma_reject(id, &no, sizeof(no));
+		memset(&h, 0, sizeof(h));
+		return true;
+	}
+	memset(h.secret, 0, sizeof(h.secret));
 	conn *c = conn_new(rt, false);
 	if (!c) {
 		rdma_reject(id, NULL, 0);
@@ -1779,7 +1829,7 @@ static bool on_connect_request(rdma_transport *rt, struct rdma_cm_id *id,
 	id->context = c;
 	c->peer_id = h.id;
 	c->credits = h.depth < RECV_DEPTH ? h.depth : RECV_DEPTH;
-	hello mine = my_hello(rt);
+	hello mine = my_hello(rt, false);
 	hello rej = mine; /* the reason, when our own QP cannot be set up */
 	rej.flags = HELLO_REJ_QP;
 	rej.depth = (uint32_t)rt->opts.rdma_gid_index;
@@ -1891,7 +1941,8 @@ fail:
 
 /* A REJECTED connect: an acceptor that could not set up its own QP with
  * its explicit GID index says so (HELLO_REJ_QP); retrying is vain. */
-static void check_reject(conn *c, const struct rdma_cm_event *ev)
+static void check_reject(const rdma_transport *rt, conn *c,
+                         const struct rdma_cm_event *ev)
 {
 	hello h;
 
@@ -1899,8 +1950,21 @@ static void check_reject(conn *c, const struct rdma_cm_event *ev)
 	    ev->param.conn.private_data_len < sizeof(h))
 		return;
 	memcpy(&h, ev->param.conn.private_data, sizeof(h));
-	if (h.magic != PROTO_MAGIC || h.version != PROTO_VERSION ||
-	    !(h.flags & HELLO_REJ_QP))
+	if (h.magic != PROTO_MAGIC || h.version != PROTO_VERSION)
+		return;
+	if (h.flags & HELLO_REJ_SECRET) {
+		PS_ERROR("rdma: cannot connect to %s: the peer refused %s",
+		         c->endpoint,
+		         rt->has_secret
+		             ? "this node's job secret (not this job's: "
+		               "ORDO_JOB_SECRET or security.keys_dir's "
+		               "job.secret?)"
+		             : "this node, which has no job secret (security."
+		               "mode none, or auto without a secret?)");
+		c->fatal = true;
+		return;
+	}
+	if (!(h.flags & HELLO_REJ_QP))
 		return;
 	PS_ERROR("rdma: cannot connect to %s: node %" PRIx64 " refused: it "
 	         "cannot set up a queue pair with its GID index %u "
@@ -1948,7 +2012,7 @@ static void on_cm_event(rdma_transport *rt, struct rdma_cm_event *ev,
 		}
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED: {
-		hello mine = my_hello(rt);
+		hello mine = my_hello(rt, true);
 		if (conn_create_qp(rt, c) != PS_OK) {
 			c->fail_event = RDMA_CM_EVENT_CONNECT_ERROR;
 			c->state = C_FAILED;
@@ -2017,7 +2081,7 @@ static void on_cm_event(rdma_transport *rt, struct rdma_cm_event *ev,
 			c->fail_status = ev->status;
 			c->state = C_FAILED;
 			if (c->outbound && ev->event == RDMA_CM_EVENT_REJECTED)
-				check_reject(c, ev);
+				check_reject(rt, c, ev);
 			if (c->own_qp) {
 				/* as rdma_cm does with its QPs: flushed */
 				qp_error(c);
@@ -2134,6 +2198,15 @@ static int rdma_create_transport(const ps_transport_opts *opts,
 	}
 	rt->base.ops = &psi_rdma_ops;
 	rt->opts = *opts;
+	memset(rt->opts.job_secret, 0, sizeof(rt->opts.job_secret));
+	if (opts->job_secret[0]) {
+		if (!ps_secret_valid(opts->job_secret)) {
+			free(rt);
+			return PS_EINVAL;
+		}
+		ps_secret_bytes(opts->job_secret, rt->secret);
+		rt->has_secret = true;
+	}
 	if (rt->opts.connect_timeout_ms <= 0)
 		rt->opts.connect_timeout_ms = DEFAULT_CONNECT_MS;
 	if (rt->opts.send_timeout_ms < 0)
@@ -3085,6 +3158,7 @@ static void rdma_free_(ps_transport *t)
 		close(rt->ctl_fd);
 	pthread_cond_destroy(&rt->cv);
 	pthread_mutex_destroy(&rt->mu);
+	memset(rt->secret, 0, sizeof(rt->secret));
 	free(rt);
 }
 

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #define PS_RDMA_MAGIC      0x4f52444du   /* "ORDM" */
-#define PS_RDMA_VERSION    1
+#define PS_RDMA_VERSION    2
 #define PS_RDMA_BUF_SIZE   (64u * 1024) /* one SEND / one receive buffer */
 #define PS_RDMA_RECV_DEPTH 64           /* data credits per connection */
 
@@ -43,18 +43,31 @@ _Static_assert(sizeof(ps_rdma_frame) == 32, "frame header is 32 bytes");
 
 /* rdma_connect / rdma_accept private data (connect: at most 56 bytes);
  * also rdma_reject's when the acceptor could not set up its QP with its
- * explicit GID index (flags PS_RDMA_HELLO_REJ_QP, depth = that index):
- * the connector then fails at once, naming it, instead of retrying. */
+ * explicit GID index (flags PS_RDMA_HELLO_REJ_QP, depth = that index) or
+ * refused the connector's secret (PS_RDMA_HELLO_REJ_SECRET): the
+ * connector then fails at once, naming it, instead of retrying. A
+ * connector of a job with a secret (security.mode = secret, or auto with
+ * one; transport/keys.h) presents it (PS_RDMA_HELLO_SECRET); an acceptor
+ * admits a connector only if it presents the acceptor's own secret, or,
+ * without one, none: as tcp's PLAIN handshake (transport/zap.h), the
+ * secret crosses the network in the clear once per connection, and
+ * nothing of a refused peer is read. */
 typedef struct ps_rdma_hello {
 	uint32_t magic;
 	uint16_t version;
-	uint16_t flags; /* 0, or PS_RDMA_HELLO_REJ_QP in a reject */
+	uint16_t flags; /* PS_RDMA_HELLO_* */
 	uint64_t id;
 	uint32_t depth;
 	uint32_t buf_size;
+	uint8_t secret[32]; /* PS_RDMA_HELLO_SECRET: the job's; else zeros */
 } ps_rdma_hello;
 
-#define PS_RDMA_HELLO_REJ_QP 1
+_Static_assert(sizeof(ps_rdma_hello) <= 56,
+	       "a hello fits rdma_connect's 56 bytes of private data");
+
+#define PS_RDMA_HELLO_REJ_QP     1
+#define PS_RDMA_HELLO_SECRET     2
+#define PS_RDMA_HELLO_REJ_SECRET 4
 
 /* The len bytes at data (NULL: none) are an ordo hello of this version,
  * copied into *h: its magic, its version, a depth in [1, 64 * RECV_DEPTH]

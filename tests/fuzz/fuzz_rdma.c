@@ -42,7 +42,7 @@ static void hello(const uint8_t *d, size_t n)
 	if (n > 255)
 		n = 255;
 	bool ok = ps_rdma_hello_ok(n ? d : NULL, n, &h);
-	bool want = n >= 24 && le(d, 4) == PS_RDMA_MAGIC &&
+	bool want = n >= sizeof(ps_rdma_hello) && le(d, 4) == PS_RDMA_MAGIC &&
 		    le(d + 4, 2) == PS_RDMA_VERSION && le(d + 16, 4) >= 1 &&
 		    le(d + 16, 4) <= 64 * PS_RDMA_RECV_DEPTH &&
 		    le(d + 20, 4) == PS_RDMA_BUF_SIZE;
