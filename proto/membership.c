@@ -167,7 +167,7 @@ ps_member_verdict ps_membership_register(ps_membership *m,
 		if (r->num_tensors == 0) {
 			snprintf(why, whylen, "worker pid %d on %s declared no "
 				 "tensors", s->pid, s->host);
-			return PS_MEMBER_FATAL;
+			return PS_MEMBER_TOLD;
 		}
 		if (!m->tensors) {
 			m->tensors = malloc(r->num_tensors *
@@ -182,7 +182,7 @@ ps_member_verdict ps_membership_register(ps_membership *m,
 		} else if (!same_tensors(m, r, detail, sizeof(detail))) {
 			snprintf(why, whylen, "worker pid %d on %s %s", s->pid,
 				 s->host, detail);
-			return PS_MEMBER_FATAL;
+			return PS_MEMBER_TOLD;
 		}
 	}
 	if (!server && r->want_rank) {

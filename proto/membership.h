@@ -71,6 +71,11 @@ typedef enum {
 			       and forget it, without connecting to it
 			       (ps-scheduler does not tell it); the job
 			       goes on */
+	PS_MEMBER_TOLD,     /* a worker whose registration contradicts the
+			       job's (other tensors, or none): refused,
+			       and told why (ps-scheduler connects to it
+			       and sends it an ABORT); the job goes on,
+			       waiting for a worker that fits */
 	PS_MEMBER_FATAL,    /* the job cannot go on: abort it, with why */
 } ps_member_verdict;
 

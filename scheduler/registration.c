@@ -16,6 +16,30 @@
 #include "transport/transport.h"
 #include "scheduler/state.h"
 
+/* A worker refused for what it declared (PS_MEMBER_TOLD) learns why: an
+ * ABORT addressed to its transport id, on a connection made for it (the
+ * scheduler waits at most TELL_MS for it: the endpoint is the refused
+ * node's word) and closed after. A node not reached that soon stays
+ * untold: the scheduler's log says why. */
+#define TELL_MS 2000
+static void tell_refused(coord *c, const ps_node_info *n, const char *why)
+{
+	ps_peer peer;
+	void *body;
+	size_t len;
+
+	if (ps_transport_connect_within(c->t, n->endpoint, TELL_MS, &peer) !=
+	    PS_OK)
+		return;
+	if (ps_wire_reason_encode(why, &body, &len) == PS_OK)
+		psi_sched_send_owned(
+		    c, peer,
+		    (ps_wire_header){.type = PS_MSG_ABORT,
+				     .iteration = n->transport_id},
+		    body, len);
+	ps_transport_disconnect(c->t, peer);
+}
+
 /* Handles a REGISTER during registration. Returns PS_OK, PS_EPROTO
  * (dropped), or PS_EABORTED (the job cannot go on). */
 static int handle_register(coord *c, const ps_msg *msg,
@@ -54,6 +78,11 @@ static int handle_register(coord *c, const ps_msg *msg,
 		/* not told: reaching it could block; it ends when its wait
 		 * for a WELCOME does, and this line says why */
 		PS_ERROR("refusing a node: %s", why);
+		ps_wire_register_clear(&r);
+		return PS_EPROTO;
+	case PS_MEMBER_TOLD:
+		PS_ERROR("refusing a node: %s", why);
+		tell_refused(c, &r.self, why);
 		ps_wire_register_clear(&r);
 		return PS_EPROTO;
 	case PS_MEMBER_FATAL:

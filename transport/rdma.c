@@ -2506,13 +2506,15 @@ static int try_connect(rdma_transport *rt, const char *endpoint,
 	return rc;
 }
 
-static int rdma_connect_(ps_transport *t, const char *endpoint, ps_peer *peer_p)
+static int rdma_connect_(ps_transport *t, const char *endpoint, int timeout_ms,
+                         ps_peer *peer_p)
 {
 	rdma_transport *rt = rt_of(t);
 	char host[ENDPOINT_MAX];
 	int port, rc;
 	struct sockaddr_in sa;
-	int64_t deadline = ps_transport_now_ms() + rt->opts.connect_timeout_ms;
+	int wait_ms = timeout_ms >= 0 ? timeout_ms : rt->opts.connect_timeout_ms;
+	int64_t deadline = ps_transport_now_ms() + wait_ms;
 	bool refused = false;
 	int64_t backoff = 10;
 
@@ -2593,7 +2595,7 @@ static int rdma_connect_(ps_transport *t, const char *endpoint, ps_peer *peer_p)
 			         "%d ms)",
 			         endpoint,
 			         refused ? "connection refused" : "timed out",
-			         rt->opts.connect_timeout_ms);
+			         wait_ms);
 			break;
 		}
 		int64_t until = ps_transport_now_ms() + backoff;

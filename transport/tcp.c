@@ -375,9 +375,10 @@ static int read_monitor_event(void *mon)
 }
 
 /* Waits for the DEALER's handshake; see DESIGN. */
-static int wait_connected(tcp_transport *tt, void *mon, const char *endpoint)
+static int wait_connected(tcp_transport *tt, void *mon, const char *endpoint,
+			  int timeout_ms)
 {
-	int timeout = tt->opts.connect_timeout_ms;
+	int timeout = timeout_ms >= 0 ? timeout_ms : tt->opts.connect_timeout_ms;
 	int64_t deadline = ps_transport_now_ms() + timeout;
 	bool retried = false, connected = false, proto = false;
 
@@ -465,7 +466,8 @@ static int grow_peers(tcp_transport *tt)
 	return PS_OK;
 }
 
-static int tcp_connect(ps_transport *t, const char *endpoint, ps_peer *peer_p)
+static int tcp_connect(ps_transport *t, const char *endpoint, int timeout_ms,
+		       ps_peer *peer_p)
 {
 	tcp_transport *tt = tcp_of(t);
 	unsigned char id[ID_LEN];
@@ -544,7 +546,7 @@ static int tcp_connect(ps_transport *t, const char *endpoint, ps_peer *peer_p)
 		rc = PS_EINVAL;
 		goto close_mon;
 	}
-	rc = wait_connected(tt, mon, endpoint);
+	rc = wait_connected(tt, mon, endpoint, timeout_ms);
 	if (rc != PS_OK)
 		goto close_mon;
 

@@ -111,7 +111,8 @@ int ps_transport_listen(ps_transport *t, const char *host, int port,
 	return t->ops->listen(t, host, port, advertise_host, endpoint, cap);
 }
 
-int ps_transport_connect(ps_transport *t, const char *endpoint, ps_peer *peer_p)
+int ps_transport_connect_within(ps_transport *t, const char *endpoint,
+				int timeout_ms, ps_peer *peer_p)
 {
 	if (!t || !t->ops || !endpoint || !peer_p) {
 		PS_ERROR("transport: connect: missing argument");
@@ -121,7 +122,12 @@ int ps_transport_connect(ps_transport *t, const char *endpoint, ps_peer *peer_p)
 		return PS_ECLOSED;
 	if (!t->ops->connect)
 		return PS_ENOTSUP;
-	return t->ops->connect(t, endpoint, peer_p);
+	return t->ops->connect(t, endpoint, timeout_ms, peer_p);
+}
+
+int ps_transport_connect(ps_transport *t, const char *endpoint, ps_peer *peer_p)
+{
+	return ps_transport_connect_within(t, endpoint, -1, peer_p);
 }
 
 int ps_transport_send(ps_transport *t, ps_peer peer, const void *hdr,

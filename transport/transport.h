@@ -186,9 +186,11 @@ typedef struct ps_transport_ops {
 	int (*listen)(ps_transport *t, const char *host, int port,
 		      const char *advertise_host, char *endpoint, size_t cap);
 	/* Connects to a listening endpoint; waits until connected or
-	 * connect_timeout_ms (PS_ECONNREFUSED / PS_ETIMEDOUT). Connecting to
-	 * the same endpoint twice returns the same peer. */
-	int (*connect)(ps_transport *t, const char *endpoint, ps_peer *peer_p);
+	 * timeout_ms (< 0: connect_timeout_ms) (PS_ECONNREFUSED /
+	 * PS_ETIMEDOUT). Connecting to the same endpoint twice returns the
+	 * same peer. */
+	int (*connect)(ps_transport *t, const char *endpoint, int timeout_ms,
+		       ps_peer *peer_p);
 	/* Sends hdr (copied) and payload (not copied). On success the
 	 * transport owns payload and calls free_fn(payload, hint) exactly once
 	 * when done with it (free_fn may be NULL: caller keeps ownership and
@@ -249,6 +251,11 @@ int ps_transport_create(const char *name, const ps_transport_opts *opts,
 int ps_transport_listen(ps_transport *t, const char *host, int port,
 			const char *advertise_host, char *endpoint,
 			size_t cap);
+/* As ps_transport_connect, waiting at most timeout_ms instead of
+ * connect_timeout_ms: for a peer that may not be there and must not hold
+ * the caller long. */
+int ps_transport_connect_within(ps_transport *t, const char *endpoint,
+				int timeout_ms, ps_peer *peer_p);
 int ps_transport_connect(ps_transport *t, const char *endpoint,
 			 ps_peer *peer_p);
 int ps_transport_send(ps_transport *t, ps_peer peer, const void *hdr,

@@ -17,7 +17,10 @@
 #     object per element: more objects than a REGISTER holds); the server,
 #     waiting for its WELCOME, gets a WELCOME with the same body that does
 #     not name its transport id (dropped undecoded: before, one malformed
-#     WELCOME ended the server). The workers then start; the job is exact.
+#     WELCOME ended the server). A worker starts; a worker declaring other
+#     tensors is refused and told why (an ABORT: it exits naming the
+#     tensors) while the job goes on (before, it aborted the job); the
+#     second worker starts; the job is exact.
 #  3. A job tuned through tune.endpoint: a member (it knows the job id)
 #     answers the scheduler's TUNE_HELLO before the tuner, without the
 #     nonce that only the process at tune.endpoint was sent, and sends a
@@ -89,7 +92,7 @@ touch "$hold"
 assert_job_exact $job run "the running job" "the attacks"
 pass "a 64 MiB header to the scheduler and $frames x 64 KiB frames in one message to each server: refused, logged, peak RSS bounded, job exact"
 
-# ---- 2. a job in registration
+# ---- 2. a job in registration: bombs, and a worker of other tensors
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 args=(--config "$JOB" --set cluster.scheduler_port="$port"
 	--set cluster.servers=1 --set cluster.connect_timeout_ms=3600000
@@ -122,18 +125,29 @@ kill -0 $server 2>/dev/null || fail "the server ended on a stranger's WELCOME"
 grep -q "warning: dropped message before WELCOME from transport id [0-9a-f]*: WELCOME addressed to transport id [0-9a-f]*, not to this node" "$WORK/reg-server.err.log" ||
 	fail "the WELCOME was not refused for its address"
 assert_peak $server "server (before its WELCOME)" "$server_base" $body
-pids=()
-for r in 0 1; do
-	EXACT_WORKER_SIZES=1000,4097 "$TOOLS/exact_worker" "${args[@]}" \
-		>"$WORK/reg-w$r.out.log" 2>"$WORK/reg-w$r.err.log" &
-	pids+=($!)
-done
-for p in "${pids[@]}" $server $sched; do
+# a worker of other tensors between the two that fit: refused and told,
+# the job goes on
+EXACT_WORKER_SIZES=1000,4097 "$TOOLS/exact_worker" "${args[@]}" \
+	>"$WORK/reg-w0.out.log" 2>"$WORK/reg-w0.err.log" &
+w0=$!
+wait_for "$WORK/reg-sched.err.log" 'registered worker'
+EXACT_WORKER_SIZES=1000 "$TOOLS/exact_worker" "${args[@]}" \
+	>"$WORK/reg-other.out.log" 2>"$WORK/reg-other.err.log" &&
+	fail "a worker of other tensors joined the job"
+grep -q "error: the scheduler refused this node: worker pid [0-9]* on .* declares 1 tensors, the first worker to register declared 2" \
+	"$WORK/reg-other.err.log" || fail "the worker of other tensors was not told why: $(tail -n 3 "$WORK/reg-other.err.log")"
+grep -q "error: refusing a node: worker pid [0-9]* on .* declares 1 tensors" "$WORK/reg-sched.err.log" ||
+	fail "the scheduler did not log the refusal"
+kill -0 $sched 2>/dev/null || fail "the scheduler ended on a worker of other tensors"
+EXACT_WORKER_SIZES=1000,4097 "$TOOLS/exact_worker" "${args[@]}" \
+	>"$WORK/reg-w1.out.log" 2>"$WORK/reg-w1.err.log" &
+w1=$!
+for p in $w0 $w1 $server $sched; do
 	wait "$p" || fail "a process of the attacked job exited $? (logs above)"
 done
 n=$(cat "$WORK"/reg-w*.out.log | grep -c "^exact: .* 0 wrong$")
 [ "$n" -eq 2 ] || fail "$n of 2 workers exact after the attacks in registration"
-pass "a 64 MiB REGISTER body to the scheduler and a 64 MiB WELCOME not addressed to the server, in registration: refused, logged, peak RSS bounded, job exact"
+pass "a 64 MiB REGISTER body to the scheduler and a 64 MiB WELCOME not addressed to the server, in registration: refused, logged, peak RSS bounded; a worker of other tensors refused and told why; job exact"
 
 # ---- 3. a forged tuner
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')

@@ -1,7 +1,9 @@
 /*
  * tests/proto/test_membership.c - the ranks workers ask for at registration
  * (worker.rank): kept, the others numbered around them, and the requests
- * a job cannot grant refused with a reason.
+ * a job cannot grant refused with a reason; a worker declaring other
+ * tensors than the first, or none, refused and told (PS_MEMBER_TOLD)
+ * while the job goes on.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +17,8 @@
 #include "proto/membership.h"
 
 static ps_tensor_desc tensor = {.name = "w", .numel = 4};
+static const ps_tensor_desc *declared = &tensor; /* what reg() declares */
+static uint32_t ndeclared = 1;
 
 /* Registers a node (src is also its pid): a server, or a worker asking
  * for rank want - 1 (want 0: any). */
@@ -31,8 +35,8 @@ static ps_member_verdict reg(ps_membership *m, uint32_t role, uint64_t src,
 	snprintf(r.self.host, sizeof(r.self.host), "h%llu",
 		 (unsigned long long)src);
 	if (role == PS_ROLE_WORKER) {
-		r.num_tensors = 1;
-		r.tensors = &tensor;
+		r.num_tensors = ndeclared;
+		r.tensors = (ps_tensor_desc *)declared;
 		r.want_rank = want;
 	}
 	return ps_membership_register(m, &r, src, 0, &index, why, whylen);
@@ -123,11 +127,51 @@ static void test_refused_ranks(void **state)
 	ps_membership_destroy(&m);
 }
 
+/* Workers whose tensors differ from the first worker's, or who declare
+ * none: refused and told (not the job's end), taking no place; a worker
+ * that fits completes the job after them. */
+static void test_other_tensors(void **state)
+{
+	ps_membership *m = job(1, 2);
+	ps_tensor_desc bigger = {.name = "w", .numel = 5};
+	ps_tensor_desc renamed = {.name = "v", .numel = 4};
+	char why[256];
+
+	(void)state;
+	assert_int_equal(reg(m, PS_ROLE_WORKER, 10, 0, why, sizeof(why)),
+			 PS_MEMBER_ACCEPTED);
+	declared = &bigger;
+	assert_int_equal(reg(m, PS_ROLE_WORKER, 11, 0, why, sizeof(why)),
+			 PS_MEMBER_TOLD);
+	assert_non_null(strstr(why, "worker pid 11 on h11 tensor 0 is 'w' (5 "
+				    "elements), the first worker to register "
+				    "declared 'w' (4)"));
+	declared = &renamed;
+	assert_int_equal(reg(m, PS_ROLE_WORKER, 12, 0, why, sizeof(why)),
+			 PS_MEMBER_TOLD);
+	ndeclared = 0;
+	assert_int_equal(reg(m, PS_ROLE_WORKER, 13, 0, why, sizeof(why)),
+			 PS_MEMBER_TOLD);
+	assert_non_null(strstr(why, "worker pid 13 on h13 declared no tensors"));
+	declared = &tensor;
+	ndeclared = 1;
+	assert_false(ps_membership_complete(m));
+	assert_int_equal(reg(m, PS_ROLE_WORKER, 14, 0, why, sizeof(why)),
+			 PS_MEMBER_ACCEPTED);
+	assert_int_equal(reg(m, PS_ROLE_SERVER, 1, 0, why, sizeof(why)),
+			 PS_MEMBER_ACCEPTED);
+	assert_true(ps_membership_complete(m));
+	assert_int_equal(rank_of(m, 10), 0);
+	assert_int_equal(rank_of(m, 14), 1);
+	ps_membership_destroy(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_asked_ranks),
 	    cmocka_unit_test(test_refused_ranks),
+	    cmocka_unit_test(test_other_tensors),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
