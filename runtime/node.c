@@ -461,6 +461,13 @@ int ps_job_transport_create(const ps_config *cfg, uint64_t *id_p,
 		rc = job_secret(cfg, opts.job_secret);
 		if (rc != PS_OK)
 			return rc;
+		/* this process's own token: its messages carry its key id */
+		char err[256];
+		if (opts.job_secret[0] &&
+		    ps_secret_make(opts.job_token, err, sizeof(err)) != PS_OK) {
+			PS_ERROR("security: %s", err);
+			return PS_EIO;
+		}
 	}
 	if (cfg->security.mode == PS_SECURITY_CURVE) {
 		ps_job_keys keys;
@@ -478,6 +485,7 @@ int ps_job_transport_create(const ps_config *cfg, uint64_t *id_p,
 	rc = ps_transport_create(tname, &opts, t_p);
 	memset(opts.curve_secret, 0, sizeof(opts.curve_secret));
 	memset(opts.job_secret, 0, sizeof(opts.job_secret));
+	memset(opts.job_token, 0, sizeof(opts.job_token));
 	if (rc != PS_OK) {
 		PS_ERROR("cannot create the %s transport: %s", tname,
 			 ps_strerror(rc));
@@ -556,9 +564,11 @@ int ps_node_join(ps_node *n, const ps_config *cfg, uint32_t role,
 			 n->rank);
 		ps_trace_open(cfg->output.dir, stem, n->id, pname);
 	}
-	PS_INFO("joined job %016llx as %s %u (node %u of %u)",
+	PS_INFO("joined job %016llx as %s %u (node %u of %u, transport id "
+		"%016llx)",
 		(unsigned long long)n->job_id, ps_role_name(role), n->rank,
-		n->id, n->welcome.num_nodes);
+		n->id, n->welcome.num_nodes,
+		(unsigned long long)n->transport_id);
 	return PS_OK;
 }
 

@@ -105,6 +105,7 @@ static int handle_register(coord *c, const ps_msg *msg,
 	ps_wire_register_clear(&r);
 	info = ps_membership_by_index(c->ms, index);
 	c->members[1 + index].peer = peer;
+	c->members[1 + index].kid = msg->kid;
 	c->members[1 + index].info = *info;
 	PS_INFO("registered %s %u: pid %d on %s, %s",
 		ps_role_name(info->role), info->rank, info->pid, info->host,

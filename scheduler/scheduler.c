@@ -149,6 +149,31 @@ static int peer_lost(coord *c, const ps_msg *msg, const ps_wire_header *h)
 	return PS_EABORTED;
 }
 
+/* A message that names member m as its sender and came on a connection
+ * admitted with another key id (transport/zap.h): another member, or a
+ * holder of the job's secret that is none, passing for m. The job ends
+ * naming who did it, as far as the key id tells. */
+static int impersonated(coord *c, const member *m, const ps_msg *msg,
+			const ps_wire_header *h)
+{
+	uint32_t n = 1 + c->servers + c->workers;
+	char victim[160], who[200], why[PS_REASON_MAX];
+
+	psi_sched_describe(m, victim, sizeof(victim));
+	snprintf(who, sizeof(who), "a holder of the job's secret that is no "
+		 "node of the job (key id %016llx)",
+		 (unsigned long long)msg->kid);
+	for (uint32_t i = 1; i < n; i++)
+		if (msg->kid && c->members[i].kid == msg->kid)
+			psi_sched_describe(&c->members[i], who, sizeof(who));
+	snprintf(why, sizeof(why), "%s sent a %s as %s (its transport id "
+		 "%016llx): a member passing for another",
+		 who, ps_msg_type_name(h->type), victim,
+		 (unsigned long long)msg->src);
+	psi_sched_abort_job(c, why);
+	return PS_EABORTED;
+}
+
 /* Message from a welcomed node: PS_OK, PS_ECLOSED when the job is done. */
 static int handle_running(coord *c, const ps_msg *msg,
 			  const ps_wire_header *h)
@@ -170,6 +195,8 @@ static int handle_running(coord *c, const ps_msg *msg,
 		return PS_OK;
 	}
 	m = &c->members[h->sender];
+	if (m->kid && msg->kid != m->kid)
+		return impersonated(c, m, msg, h);
 	ps_membership_heard(c->ms, h->sender, ps_now_ms());
 	if ((h->type == PS_MSG_HEARTBEAT || h->type == PS_MSG_PROGRESS ||
 	     h->type == PS_MSG_STOP_LATE) &&

@@ -26,6 +26,9 @@ typedef struct member {
 	uint64_t progress; /* server: highest version, from its heartbeats;
 			    * worker: the iteration it began (PROGRESS) */
 	ps_wire_done stats;
+	uint64_t kid;      /* the key id its REGISTER came with (msg->kid,
+			    * security.mode = secret): its messages must
+			    * come with it; 0: not checked */
 } member;
 
 typedef struct coord {

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sodium.h>
 #include <zmq.h>
 
 #include "common/errbuf.h"
@@ -267,6 +268,19 @@ void ps_secret_bytes(const char *s, uint8_t out[32])
 		}
 		out[i] = (uint8_t)v;
 	}
+}
+
+uint64_t ps_token_kid(const char *token)
+{
+	uint8_t raw[32], h[16];
+	uint64_t kid = 0;
+
+	ps_secret_bytes(token, raw);
+	crypto_generichash(h, sizeof(h), raw, sizeof(raw), NULL, 0);
+	for (int i = 7; i >= 0; i--)
+		kid = kid << 8 | h[i];
+	memset(raw, 0, sizeof(raw));
+	return kid ? kid : 1;
 }
 
 int ps_secret_equal(const void *a, const void *b, size_t n)

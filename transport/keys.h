@@ -66,6 +66,12 @@ void ps_secret_bytes(const char *s, uint8_t out[32]);
  * differ (for a presented secret). */
 int ps_secret_equal(const void *a, const void *b, size_t n);
 
+/* A node's key id: the first 8 bytes (little-endian) of a 128-bit
+ * BLAKE2b hash of its token's 32 bytes (token: ps_secret_valid, as a
+ * node makes with ps_secret_make). One-way: knowing a node's key id does
+ * not let another present its token. Never 0. */
+uint64_t ps_token_kid(const char *token);
+
 /* The job's secret, if it has one: dir/job.secret when dir is set and
  * holds that file (private to its owner, as job.key), else the
  * environment's ORDO_JOB_SECRET. PS_OK with secret set and *from naming

@@ -119,6 +119,7 @@ typedef struct tcp_transport {
 	unsigned monitor_seq;
 	ps_job_keys keys; /* security.mode = curve; keys.sec "" otherwise */
 	char secret[PS_SECRET_LEN + 1]; /* security.mode = secret, or "" */
+	char token[PS_SECRET_LEN + 1];  /* this node's, with secret, or "" */
 	psi_zap_job job;  /* who may connect: secret or keys, or neither */
 	psi_zap *zap;     /* the ZAP handler, once listening */
 } tcp_transport;
@@ -207,9 +208,13 @@ static int tcp_create(const ps_transport_opts *opts, ps_transport **t_p)
 	tt->keys.pub[PS_KEY_Z85_LEN] = tt->keys.sec[PS_KEY_Z85_LEN] = '\0';
 	memcpy(tt->secret, opts->job_secret, sizeof(tt->secret));
 	tt->secret[PS_SECRET_LEN] = '\0';
+	memcpy(tt->token, opts->job_token, sizeof(tt->token));
+	tt->token[PS_SECRET_LEN] = '\0';
+	memset(tt->opts.job_token, 0, sizeof(tt->opts.job_token));
 	memset(tt->opts.curve_secret, 0, sizeof(tt->opts.curve_secret));
 	memset(tt->opts.job_secret, 0, sizeof(tt->opts.job_secret));
 	tt->job = (psi_zap_job){.secret = tt->secret,
+				.token = tt->token,
 				.keys = tt->keys.sec[0] ? &tt->keys : NULL};
 	if (tt->opts.io_threads <= 0)
 		tt->opts.io_threads = 1;
@@ -762,6 +767,10 @@ static int read_message(tcp_transport *tt, ps_msg **msg_p)
 	}
 
 	m->msg.src = id_decode(id);
+	/* the key id the connection was admitted with (zap.c) */
+	const char *uid = zmq_msg_gets(&m->hdr, "User-Id");
+	if (uid && strlen(uid) == 16)
+		m->msg.kid = strtoull(uid, NULL, 16);
 	m->msg.hdr_len = zmq_msg_size(&m->hdr);
 	m->msg.hdr = m->msg.hdr_len ? zmq_msg_data(&m->hdr) : NULL;
 	m->has_payload = frames == 3;
@@ -923,6 +932,7 @@ static void tcp_free(ps_transport *t)
 	close(tt->wake_fd);
 	memset(tt->keys.sec, 0, sizeof(tt->keys.sec));
 	memset(tt->secret, 0, sizeof(tt->secret));
+	memset(tt->token, 0, sizeof(tt->token));
 	free(tt);
 }
 

@@ -150,6 +150,10 @@ typedef struct ps_transport_opts {
 	 * transport/zap.h; rdma: its hello); curve (tcp), the job's key
 	 * pair (transport/keys.h); "" = anyone (at most one of the two) */
 	char job_secret[65];
+	/* with job_secret: this node's own token (64 hex digits, or ""),
+	 * presented with the secret; peers learn only its key id
+	 * (ps_token_kid), which each message it sends carries (msg->kid) */
+	char job_token[65];
 	char curve_public[41];
 	char curve_secret[41];
 	/* rdma (transport/rdma_device.h): "" and -1 are automatic. An
@@ -165,6 +169,10 @@ typedef struct ps_transport_opts {
  * ps_msg_free(). hdr/payload stay valid until then. */
 typedef struct ps_msg {
 	uint64_t src;
+	/* the key id the message's connection was admitted with (the
+	 * sender's token, transport/keys.h; security.mode = secret over
+	 * tcp): who sent it, whatever src claims; 0 = not known */
+	uint64_t kid;
 	const void *hdr;
 	size_t hdr_len;
 	void *payload; /* NULL when payload_len == 0; else 8-byte aligned */

@@ -42,16 +42,32 @@ static int frame_is(zmq_msg_t *f, const char *s)
 
 /* Does the request's mechanism and credentials (frames 5...) admit the
  * peer? *mech: whether it used the job's mechanism at all; key: the
- * CURVE key it presented, in Z85, for the log. */
+ * CURVE key it presented, in Z85, for the log; *kid: in secret, the key
+ * id of the token presented after the secret (0: none). */
 static int admits(const psi_zap *c, zmq_msg_t *f, int n, int *mech,
-		  char key[41])
+		  char key[41], uint64_t *kid)
 {
+	*kid = 0;
 	if (c->plain) {
 		*mech = frame_is(&f[5], "PLAIN");
-		return *mech && n >= 8 && frame_is(&f[6], PLAIN_USER) &&
-		       zmq_msg_size(&f[7]) == PS_SECRET_LEN &&
-		       ps_secret_equal(zmq_msg_data(&f[7]), c->secret,
-				       PS_SECRET_LEN);
+		if (!*mech || n < 8 || !frame_is(&f[6], PLAIN_USER))
+			return 0;
+		size_t len = zmq_msg_size(&f[7]);
+		const char *pw = zmq_msg_data(&f[7]);
+		if ((len != PS_SECRET_LEN && len != 2 * PS_SECRET_LEN) ||
+		    !ps_secret_equal(pw, c->secret, PS_SECRET_LEN))
+			return 0;
+		if (len == 2 * PS_SECRET_LEN) {
+			char token[PS_SECRET_LEN + 1];
+			memcpy(token, pw + PS_SECRET_LEN, PS_SECRET_LEN);
+			token[PS_SECRET_LEN] = '\0';
+			int valid = ps_secret_valid(token);
+			if (valid)
+				*kid = ps_token_kid(token);
+			memset(token, 0, sizeof(token));
+			return valid;
+		}
+		return 1;
 	}
 	*mech = frame_is(&f[5], "CURVE");
 	if (!*mech || n < 7 || zmq_msg_size(&f[6]) != 32)
@@ -112,7 +128,8 @@ static void handle_zap(psi_zap *c)
 	memcpy(addr, zmq_msg_data(&f[3]), al);
 	addr[al] = '\0';
 	int mech;
-	int ok = admits(c, f, n, &mech, key);
+	uint64_t kid;
+	int ok = admits(c, f, n, &mech, key, &kid);
 	if (!ok && c->plain)
 		note_refusal(c, R_KEY, "a peer at %s: it did not present the "
 			     "job's secret%s", addr,
@@ -130,7 +147,12 @@ static void handle_zap(psi_zap *c)
 		 ZMQ_SNDMORE);
 	zmq_send(c->zap, status, 3, ZMQ_SNDMORE);
 	zmq_send(c->zap, text, strlen(text), ZMQ_SNDMORE);
-	zmq_send(c->zap, "", 0, ZMQ_SNDMORE); /* user id */
+	/* user id: the key id, which every message of the connection
+	 * carries (its "User-Id" property; tcp.c reads it) */
+	char uid[17] = "";
+	if (ok && kid)
+		snprintf(uid, sizeof(uid), "%016llx", (unsigned long long)kid);
+	zmq_send(c->zap, uid, strlen(uid), ZMQ_SNDMORE);
 	zmq_send(c->zap, "", 0, 0);           /* metadata */
 	for (int i = 0; i < n; i++)
 		zmq_msg_close(&f[i]);
@@ -292,14 +314,20 @@ void psi_zap_stop(psi_zap **c_p)
 
 int psi_zap_client(void *sock, const psi_zap_job *job)
 {
-	if (job->secret && job->secret[0])
-		return zmq_setsockopt(sock, ZMQ_PLAIN_USERNAME, PLAIN_USER,
-				      strlen(PLAIN_USER)) != 0 ||
-				       zmq_setsockopt(sock, ZMQ_PLAIN_PASSWORD,
-						      job->secret,
-						      PS_SECRET_LEN) != 0
-			   ? PS_EIO
-			   : PS_OK;
+	if (job->secret && job->secret[0]) {
+		/* the secret, then this node's token when it has one */
+		char pw[2 * PS_SECRET_LEN + 1];
+		int n = snprintf(pw, sizeof(pw), "%s%s", job->secret,
+				 job->token ? job->token : "");
+		int rc = zmq_setsockopt(sock, ZMQ_PLAIN_USERNAME, PLAIN_USER,
+					strlen(PLAIN_USER)) != 0 ||
+				 zmq_setsockopt(sock, ZMQ_PLAIN_PASSWORD, pw,
+						(size_t)n) != 0
+			     ? PS_EIO
+			     : PS_OK;
+		memset(pw, 0, sizeof(pw));
+		return rc;
+	}
 	if (zmq_setsockopt(sock, ZMQ_CURVE_SERVERKEY, job->keys->pub,
 			   PS_KEY_Z85_LEN) != 0 ||
 	    zmq_setsockopt(sock, ZMQ_CURVE_PUBLICKEY, job->keys->pub,

@@ -4,7 +4,11 @@
  *
  * secret: a node's listening ROUTER is a PLAIN server, every DEALER a
  * PLAIN client presenting the job's secret (transport/keys.h) as its
- * password. The handler admits a peer only if it presents that secret, so
+ * password, followed by the node's own token when it has one. The
+ * handler admits a peer only if it presents that secret, and names the
+ * connection by the token's key id (ps_token_kid; the ZAP "user id"),
+ * which every message received on it carries: who sent a message is
+ * then the token's holder, whatever routing id it claims. So
  * a process without it never gets a message into the node: nothing it
  * sends is buffered or decoded. The secret crosses the network in the
  * clear once per connection (PLAIN's handshake), so it keeps out those
@@ -40,6 +44,7 @@ typedef struct psi_zap psi_zap;
  * CURVE pair (keys->sec[0] != 0); exactly one of them. */
 typedef struct psi_zap_job {
 	const char *secret;       /* PS_SECRET_LEN hex digits, or "" */
+	const char *token;        /* with secret: this node's (hex), or "" */
 	const ps_job_keys *keys;  /* or NULL */
 } psi_zap_job;
 

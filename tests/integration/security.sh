@@ -4,7 +4,8 @@
 # (malformed messages, as fuzz.sh sends) and a peer with another secret,
 # refused at the handshake and logged, nothing of theirs decoded; a peer
 # with the secret is admitted (so the check is what keeps the others
-# out). The errors for a job without a secret where it needs one (by
+# out). A holder of the secret sending in a member's name (its routing
+# id) from a connection of another token: the job ends naming it. The errors for a job without a secret where it needs one (by
 # hand, --rank) and for nodes of two secrets. Then security.mode =
 # curve: a job whose every connection is CURVE, and, while it runs, three
 # kinds of intruder against the scheduler and every server: a peer without CURVE
@@ -124,6 +125,34 @@ poll_until 60 grep -q "warning: dropped" "$WORK/secret.err.log" ||
 touch "$held"
 assert_job_exact $job secret "the default job" "strangers"
 pass "default job: a secret made by ps-launch, never on a command line; strangers and a wrong secret refused and logged at the scheduler and both servers, the secret admits; job exact"
+
+# ---- a holder of the secret passing for a member: the job ends naming it
+held=$WORK/imp-held
+EXACT_WORKER_SIZES=100 EXACT_WORKER_HOLD=$held start_job imp \
+	--worker "$TOOLS/exact_worker" --set train.iterations=20 \
+	--set train.lr=1 --set train.momentum=0
+job=$JOB_PID
+wait_for "$WORK/imp.err.log" 'exact-worker 0\] info: joined job .* as worker 0'
+line=$(grep -m1 'exact-worker 0\] info: joined job .* as worker 0' "$WORK/imp.err.log")
+jid=$(echo "$line" | sed -n 's/.*joined job \([0-9a-f]*\) as.*/\1/p')
+node=$(echo "$line" | sed -n 's/.*(node \([0-9]*\) of.*/\1/p')
+tid=$(echo "$line" | sed -n 's/.*transport id \([0-9a-f]*\)).*/\1/p')
+[ -n "$jid" ] && [ -n "$node" ] && [ -n "$tid" ] || fail "no job, node or transport id in: $line"
+sched=$(pgrep -f "ps-scheduler.*$WORK" | head -n 1)
+own=$(tr '\0' '\n' </proc/"$sched"/environ | sed -n 's/^ORDO_JOB_SECRET=//p')
+sep=$(grep -o 'scheduler\] info: job [0-9a-f]*: listening on tcp://[0-9.:]*' "$WORK/imp.err.log" | grep -o 'tcp://.*')
+"$TOOLS/fuzz_sender" "$sep" impersonate "$own" "$jid" "$node" "$tid" >"$WORK/imp-sender.log" 2>&1 ||
+	fail "fuzz_sender impersonate: $(cat "$WORK/imp-sender.log")"
+wait_for "$WORK/imp.err.log" "aborting the job: .*a member passing for another"
+touch "$held"
+wait $job
+status=$?
+assert_job_ended imp $status "a member passing for another"
+[ $status -ne 0 ] || fail "the job went on after a message in worker 0's name from another key"
+grep -q "aborting the job: a holder of the job's secret that is no node of the job (key id [0-9a-f]*) sent a HEARTBEAT as worker 0 (.*) (its transport id $tid): a member passing for another" \
+	"$WORK/imp.err.log" || fail "the scheduler did not name the impersonation: $(grep -m3 'abort' "$WORK/imp.err.log")"
+assert_no_leftovers
+pass "a message in worker 0's name (its routing id) from another key: the job ends naming it"
 
 # ---- a job without the secret where it needs one, and two secrets
 EXACT_WORKER_SIZES=100 launch hand 60 --worker "$TOOLS/exact_worker" \

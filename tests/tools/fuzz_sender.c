@@ -6,6 +6,7 @@
  *   fuzz_sender ENDPOINT flood COUNT BYTES
  *   fuzz_sender ENDPOINT curve SERVER_PUB_FILE CLIENT_KEY_DIR COUNT SEED
  *   fuzz_sender ENDPOINT secret SECRET COUNT SEED
+ *   fuzz_sender ENDPOINT impersonate SECRET JOB_ID SENDER TRANSPORT_ID
  *   fuzz_sender ENDPOINT register ROLE NODE_ENDPOINT
  *   fuzz_sender ENDPOINT forge JOB_ID COUNT SEED
  *   fuzz_sender ENDPOINT tuner FORGED GENUINE
@@ -32,6 +33,10 @@
  * ways: the test reads which).
  * secret: the same as a PLAIN client presenting SECRET (security.mode =
  * secret), as a node of the job does.
+ * impersonate: a holder of the job's SECRET with a token of its own
+ * passing for node SENDER (decimal) of job JOB_ID (hex): the routing id
+ * of that node's TRANSPORT_ID (hex), one HEARTBEAT in its name; prints
+ * "handshake succeeded" and exits 0 once the message has left.
  * register: a well-formed REGISTER of a ROLE (server or worker) node that
  * says it listens on NODE_ENDPOINT (say, one nobody listens on), from a
  * routing id that matches its transport id, as a real node's would; exits
@@ -575,6 +580,52 @@ static int fake_tuner(const char *ep, uint64_t forged, uint64_t genuine)
 	return 0;
 }
 
+static int impersonate(const char *ep, const char *secret, uint64_t job,
+		       uint32_t sender, uint64_t tid)
+{
+	void *ctx = zmq_ctx_new(), *sock = zmq_socket(ctx, ZMQ_DEALER),
+	     *mon = zmq_socket(ctx, ZMQ_PAIR);
+	uint8_t id[8], hdr[PS_WIRE_HEADER_MAX];
+	char pw[129];
+	int linger = -1;
+	size_t hlen;
+
+	for (int i = 0; i < 8; i++)
+		id[i] = (uint8_t)(tid >> (8 * i));
+	/* the secret, then a token of its own (any 64 hex digits) */
+	snprintf(pw, sizeof(pw), "%s%016llx%016llx%016llx%016llx", secret,
+		 (unsigned long long)rnd(), (unsigned long long)rnd(),
+		 (unsigned long long)rnd(), (unsigned long long)rnd());
+	zmq_setsockopt(sock, ZMQ_ROUTING_ID, id, sizeof(id));
+	zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof(linger));
+	zmq_setsockopt(sock, ZMQ_PLAIN_USERNAME, "ordo", 4);
+	zmq_setsockopt(sock, ZMQ_PLAIN_PASSWORD, pw, strlen(pw));
+	zmq_socket_monitor(sock, "inproc://fuzz-sender-imp",
+			   ZMQ_EVENT_HANDSHAKE_SUCCEEDED |
+			       ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
+			       ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+			       ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL);
+	zmq_connect(mon, "inproc://fuzz-sender-imp");
+	if (zmq_connect(sock, ep) != 0)
+		return 1;
+	if (wait_event(mon, 0xffff, -1) != ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
+		printf("fuzz_sender: %s: handshake refused\n", ep);
+		return 1;
+	}
+	printf("fuzz_sender: %s: handshake succeeded\n", ep);
+	ps_wire_header h = {.version = PS_WIRE_VERSION,
+			    .type = PS_MSG_HEARTBEAT,
+			    .job_id = job,
+			    .sender = sender,
+			    .iteration = 1};
+	ps_wire_header_encode(&h, hdr, sizeof(hdr), &hlen);
+	zmq_send(sock, hdr, hlen, 0);
+	zmq_close(sock);
+	zmq_close(mon);
+	zmq_ctx_term(ctx); /* returns once the message has left */
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	void *ctx, *socks[2];
@@ -596,6 +647,13 @@ int main(int argc, char **argv)
 		rng_state = strtoull(argv[6], NULL, 10);
 		return secure_client(argv[1], NULL, argv[3], argv[4],
 				     strtol(argv[5], NULL, 10));
+	}
+	if (argc == 7 && strcmp(argv[2], "impersonate") == 0) {
+		rng_state = (uint64_t)getpid();
+		return impersonate(argv[1], argv[3],
+				   strtoull(argv[4], NULL, 16),
+				   (uint32_t)strtoul(argv[5], NULL, 10),
+				   strtoull(argv[6], NULL, 16));
 	}
 	if (argc == 6 && strcmp(argv[2], "secret") == 0) {
 		rng_state = strtoull(argv[5], NULL, 10);
@@ -620,6 +678,7 @@ int main(int argc, char **argv)
 			"ENDPOINT big BYTES | ENDPOINT flood COUNT BYTES | "
 			"ENDPOINT curve SERVER_PUB CLIENT_DIR COUNT SEED | "
 			"ENDPOINT secret SECRET COUNT SEED | "
+			"ENDPOINT impersonate SECRET JOB_ID SENDER TID | "
 			"ENDPOINT register ROLE NODE_ENDPOINT | "
 			"ENDPOINT forge JOB_ID COUNT SEED | "
 			"ENDPOINT tuner FORGED GENUINE | "

@@ -44,6 +44,7 @@
 
 #include <zmq.h> /* test_garbage only (tcp) */
 
+#include "transport/keys.h"
 #include "transport/transport.h"
 
 #define EP_CAP      256
@@ -79,7 +80,8 @@ static void sleep_ms(int ms)
 }
 
 static ps_transport *make_with(uint64_t id, int send_timeout_ms,
-                               int connect_timeout_ms, const char *secret)
+                               int connect_timeout_ms, const char *secret,
+                               const char *token)
 {
 	ps_transport_opts o = {
 	    .id = id,
@@ -89,6 +91,7 @@ static ps_transport *make_with(uint64_t id, int send_timeout_ms,
 	    .rdma_gid_index = rdma_gid_index,
 	};
 	snprintf(o.job_secret, sizeof(o.job_secret), "%s", secret);
+	snprintf(o.job_token, sizeof(o.job_token), "%s", token);
 	ps_transport *t = NULL;
 	assert_ps(ps_transport_create(backend, &o, &t), PS_OK);
 	assert_non_null(t);
@@ -98,7 +101,7 @@ static ps_transport *make_with(uint64_t id, int send_timeout_ms,
 static ps_transport *make(uint64_t id, int send_timeout_ms,
                           int connect_timeout_ms)
 {
-	return make_with(id, send_timeout_ms, connect_timeout_ms, "");
+	return make_with(id, send_timeout_ms, connect_timeout_ms, "", "");
 }
 
 static ps_transport *make_listener(uint64_t id, char *ep)
@@ -1270,14 +1273,16 @@ static void test_garbage(void **state)
 
 /* ---- who may connect: the job's secret --------------------------------- */
 
-/* Does a transport of secret `client` ("" none) get a message into a
- * listener of secret `node`? A refused one fails to connect (or, at
- * worst, its message never arrives: waited for PATIENCE_MS). */
-static bool gets_in(const char *node, const char *client)
+/* Does a transport of secret `client` ("" none) and token get a message
+ * into a listener of secret `node`? A refused one fails to connect (or,
+ * at worst, its message never arrives: waited for PATIENCE_MS). *kid:
+ * the key id the message came with. */
+static bool gets_in_as(const char *node, const char *client,
+                       const char *token, uint64_t *kid)
 {
 	char ep[EP_CAP];
-	ps_transport *n = make_with(1, PATIENCE_MS, PATIENCE_MS, node);
-	ps_transport *c = make_with(2, PATIENCE_MS, 3000, client);
+	ps_transport *n = make_with(1, PATIENCE_MS, PATIENCE_MS, node, "");
+	ps_transport *c = make_with(2, PATIENCE_MS, 3000, client, token);
 	ps_peer p;
 	ps_msg *m = NULL;
 	bool in = false;
@@ -1288,6 +1293,7 @@ static bool gets_in(const char *node, const char *client)
 	    ps_transport_recv(n, PATIENCE_MS, &m) == PS_OK && m) {
 		in = m->hdr_len == 2 && memcmp(m->hdr, "hi", 2) == 0 &&
 		     m->src == 2;
+		*kid = m->kid;
 		ps_msg_free(&m);
 	}
 	ps_transport_destroy(&c, 0);
@@ -1295,8 +1301,15 @@ static bool gets_in(const char *node, const char *client)
 	return in;
 }
 
+static bool gets_in(const char *node, const char *client)
+{
+	uint64_t kid;
+	return gets_in_as(node, client, "", &kid);
+}
+
 /* security.mode = secret: a node admits exactly the peers presenting its
- * own secret, and a node without one only peers without one. */
+ * own secret, and a node without one only peers without one; over tcp,
+ * a peer's messages carry the key id of the token it presented. */
 static void test_secret(void **state)
 {
 	(void)state;
@@ -1308,6 +1321,15 @@ static void test_secret(void **state)
 	assert_false(gets_in(a, b));  /* another secret (one digit off) */
 	assert_false(gets_in(a, "")); /* none, to a node of a secret */
 	assert_false(gets_in("", a)); /* a secret, to a node of none */
+	if (strcmp(backend, "tcp") == 0) {
+		const char *t = "ffeeddccbbaa99887766554433221100"
+		                "ffeeddccbbaa99887766554433221100";
+		uint64_t kid = 0;
+		assert_true(gets_in_as(a, a, t, &kid));
+		assert_true(kid == ps_token_kid(t) && kid != 0);
+		assert_true(gets_in_as(a, a, "", &kid));
+		assert_true(kid == 0);
+	}
 }
 
 /* ---- main --------------------------------------------------------------- */

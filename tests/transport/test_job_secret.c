@@ -136,6 +136,26 @@ static void test_find(void **state)
 	assert_string_equal(s, "");
 }
 
+/* A token's key id: the same for the same token, different for another,
+ * never 0, and not the token's own bytes. */
+static void test_token_kid(void **state)
+{
+	char a[PS_SECRET_LEN + 1], b[PS_SECRET_LEN + 1], why[256];
+	(void)state;
+	assert_int_equal(ps_secret_make(a, why, sizeof(why)), PS_OK);
+	assert_int_equal(ps_secret_make(b, why, sizeof(why)), PS_OK);
+	uint64_t ka = ps_token_kid(a);
+	assert_true(ka != 0);
+	assert_true(ka == ps_token_kid(a));
+	assert_true(ka != ps_token_kid(b));
+	uint8_t raw[32];
+	ps_secret_bytes(a, raw);
+	uint64_t first = 0;
+	for (int i = 7; i >= 0; i--)
+		first = first << 8 | raw[i];
+	assert_true(ka != first);
+}
+
 static void test_keygen_writes_secret(void **state)
 {
 	char keys[300], s[PS_SECRET_LEN + 1], from[512], why[1024];
@@ -163,6 +183,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_make_and_valid),
+	    cmocka_unit_test(test_token_kid),
 	    cmocka_unit_test_setup_teardown(test_find, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_keygen_writes_secret, setup,
 					    teardown),
