@@ -33,6 +33,12 @@ typedef struct part_state {
 			    * (a PARAMS_ACK must match one) */
 	uint32_t *next_ack; /* nparams > 1: per worker rank, the piece whose
 			     * PARAMS_ACK comes next */
+	int made;           /* version 0 exists: INIT's op ran (or resumed);
+			     * a PULL before would send values not there */
+	uint32_t *waiting;  /* per worker rank: pieces of sends to it ready
+			     * in the gate, not released (a PULL adds none
+			     * while any wait: the gate's memory stays
+			     * bounded by the placement) */
 } part_state;
 
 /* A parameter send in the gate. */
@@ -118,6 +124,7 @@ static int drain(ps_sproto *sh)
 		free(e);
 		sh->st.sends++;
 		sh->parts[m.k].unacked[m.worker]++;
+		sh->parts[m.k].waiting[m.worker]--;
 		int rc = push_msg(sh, &m);
 		if (rc != PS_OK) {
 			if (sh->cfg.drop)
@@ -169,6 +176,8 @@ static int ready_piece(ps_sproto *sh, uint32_t k, uint32_t worker,
 		if (sh->cfg.drop)
 			sh->cfg.drop(sh->cfg.ud, e->held);
 		free(e);
+	} else {
+		p->waiting[worker]++;
 	}
 	return rc;
 }
@@ -354,7 +363,8 @@ int ps_sproto_create(const ps_sproto_config *cfg, ps_sproto **sh_p)
 		p->nparams = (uint32_t)nq;
 		p->got = calloc(cfg->workers, sizeof(*p->got));
 		p->unacked = calloc(cfg->workers, sizeof(uint64_t));
-		if (!p->got || !p->unacked)
+		p->waiting = calloc(cfg->workers, sizeof(*p->waiting));
+		if (!p->got || !p->unacked || !p->waiting)
 			goto nomem;
 		if (p->npush > 1 &&
 		    !(p->piece_in = calloc(p->npush, sizeof(*p->piece_in))))
@@ -420,6 +430,7 @@ void ps_sproto_destroy(ps_sproto **sh_p)
 		free(sh->parts[k].got);
 		free(sh->parts[k].piece_in);
 		free(sh->parts[k].unacked);
+		free(sh->parts[k].waiting);
 		free(sh->parts[k].next_ack);
 		free(sh->parts[k].pub.next_it);
 	}
@@ -516,7 +527,8 @@ static int32_t worker_request(const ps_sproto *sh, int push, uint32_t from,
 		return -1;
 	}
 	k = lookup(sh, part, key, 0, 0, why, whylen);
-	if (k >= 0 && !sh->parts[k].pub.initialized) {
+	if (k >= 0 && (push ? !sh->parts[k].pub.initialized
+			    : !sh->parts[k].made)) {
 		snprintf(why, whylen, "%s for partition %u before INIT",
 			 type_name(push), part);
 		return -1;
@@ -699,6 +711,15 @@ int ps_sproto_on_pull(ps_sproto *sh, uint32_t from, uint32_t part,
 
 	if (k < 0)
 		return PS_EPROTO;
+	if (sh->parts[k].waiting[from] &&
+	    sh->cfg.fault != PS_SPROTO_FAULT_PULL_FLOOD) {
+		/* its values are on their way already: a worker repeating
+		 * PULLs faster than the window lets them go must not make
+		 * the gate hold a send per PULL */
+		snprintf(why, whylen, "PULL of partition %u while PARAMS of it "
+			 "to that worker wait to be sent", part);
+		return PS_EPROTO;
+	}
 	return send_params(sh, (uint32_t)k, from);
 }
 
@@ -756,6 +777,7 @@ void ps_sproto_resume(ps_sproto *sh, uint32_t k, uint64_t version,
 
 	p->pub.version = version;
 	p->pub.initialized = 1;
+	p->made = 1;
 	for (uint32_t w = 0; p->pub.next_it && w < sh->cfg.workers; w++)
 		p->pub.next_it[w] = next_it;
 }
@@ -821,6 +843,7 @@ int ps_sproto_op_done(ps_sproto *sh)
 	p = &sh->parts[op.k];
 	switch (op.kind) {
 	case PS_SHARD_OP_INIT:
+		p->made = 1;
 		return broadcast(sh, op.k);
 	case PS_SHARD_OP_AGGREGATE:
 		sh->st.pushes++;

@@ -48,6 +48,13 @@
  *    returns a parameter send's credit, and must match a PARAMS of its
  *    partition sent to that worker and not yet acknowledged (a forged or
  *    duplicated one is refused: it cannot enlarge the window).
+ *  - PULL: the partition's current values go to the worker (in
+ *    synchronous mode too) once its INIT's op has run (before, the values
+ *    are not there: refused), unless a send of the partition to that
+ *    worker waits in the gate already: then it is refused (its values are on
+ *    their way), so that PULLs repeated faster than the window releases
+ *    cannot make the gate hold a send each; at most two sends per
+ *    partition and worker wait.
  *  - CREDIT: a new window from the first parameter send of version
  *    `from` on.
  *  - barrier (synchronous only): the sends of version v become ready
@@ -121,6 +128,9 @@ enum {
 					credit */
 	PS_SPROTO_FAULT_VERSION_SKIP, /* the first update of the first local
 					partition makes version + 2 */
+	PS_SPROTO_FAULT_PULL_FLOOD,   /* a PULL is answered even while a send
+					of its partition to that worker
+					waits in the gate */
 };
 
 /* A local partition's protocol state (read-only for the driver, except

@@ -55,17 +55,65 @@
  * those seeds, reported lost by a live node whose send to it failed),
  * never hang, and a healthy job must never be aborted.
  *
+ * A malicious member: in one seed of four (every seed with --adversary;
+ * its own generator, so the other seeds replay as before) an extra node
+ * (with no role in the job) or one of the workers turned hostile (its
+ * honest machine and application go on beside it) sends, at random steps
+ * from before any WELCOME on (kept by proto/join.h, then handed over), up
+ * to 63 messages built from what a member knows: PUSH_ACKs and
+ * PARAMS_ACKs of transfers never sent or acknowledged already; PUSHes of
+ * the partition's version, the far future (up to 2^64 - 1) or the past,
+ * of wrong, huge (2^40) or right sizes, to partitions a server does not
+ * hold or one past the last; PARAMS to workers of the next, this or a
+ * later version, or 2^64 - 1, of huge sizes; INITs; bursts of PULLs
+ * (which no synchronous worker sends); and replays of honest messages it
+ * saw (a hostile worker: its own and those sent to it). The sender a
+ * machine is given is the connection's, as an authenticated transport's:
+ * a hostile worker's rank, or no worker and no server. The real machines'
+ * treatment, and what is checked:
+ *  - every such message is refused (the drivers drop and log a refused
+ *    message and the job goes on: there is no path that ends the job
+ *    naming the sender), but for what the member is entitled to: a
+ *    hostile worker's own next push and worker 0's INIT carry values it
+ *    is trusted with (docs/security.md) and are never sent; a hostile
+ *    worker's PARAMS_ACK of a PARAMS released to it but not yet received
+ *    is taken (the credit returns early, its honest acknowledgement is
+ *    then refused; it only lets more to itself go sooner), and so is its
+ *    PULL, answered with the version the server has. A machine that takes
+ *    anything else fails the seed ("took ... which has no part in it");
+ *  - the honest nodes stay exact: every check above holds (a PULL's
+ *    answer to the hostile worker may repeat the version it holds, goes
+ *    outside the counter gate's and the barrier's order, and is checked
+ *    exact for its version: a send's values are taken when it becomes
+ *    ready, as ps-server's reference to them);
+ *  - a server holds at most, per local partition, two sends per piece and
+ *    worker waiting in its gate (a version's and one PULL's) and W pieces
+ *    of pushes, an update and an INIT as ops, whatever a member sends;
+ *  - no deadlock, and no honest message is lost before a WELCOME.
+ * Not modelled, as no machine can tell: a member naming another as the
+ * sender (the transport checks it: docs/security.md). --fault
+ * forged-sender shows what it would do: the harness's transport believes
+ * the claimed sender, and the servers and workers take the member's PUSH,
+ * INIT, PARAMS or acknowledgements as the named node's. Also left to the
+ * transport: a member's flood of more than proto/join.h's bound of
+ * messages to a node before its WELCOME makes that node drop honest ones
+ * (counted; the job then waits on them), so the member here sends fewer.
+ *
  * A failure prints the seed, what broke, and the command that replays it.
  *
- * Usage: dst [--seeds N] [--first S] [--seed S]
+ * Usage: dst [--seeds N] [--first S] [--seed S] [--adversary]
  *            [--fault credit-leak|version-skip|drop-early|blind-scheduler|
- *                     blame-reporter]
+ *                     blame-reporter|forged-sender|pull-flood]
  *            [--expect-failure] [--verbose]
  *
  * --fault credit-leak needs PARAMS_ACKs to leak from: it always draws a
  * window for the parameter sends. --fault version-skip draws no barrier
  * (the barrier would wait forever for the skipped version: a deadlock, not
- * the version gap the test looks for).
+ * the version gap the test looks for). --fault forged-sender and
+ * pull-flood (proto/server.h answers every PULL, even while a send to that
+ * worker waits in the gate: the bound on sends waiting must fail) give
+ * every seed a malicious member; pull-flood makes it a worker, draws a
+ * window for the parameter sends and sends PULLs in bursts.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -111,16 +159,21 @@ enum {
 			       noticed */
 	FAULT_BLAME_REPORTER, /* proto/membership.h: the node that reports
 				 a lost peer is named as the lost one */
+	FAULT_FORGED_SENDER, /* the harness's transport: a malicious member's
+				message is taken as from the node it names */
+	FAULT_PULL_FLOOD,    /* proto/server.h: a PULL is answered while a
+				send to that worker waits in the gate */
 	FAULT_COUNT
 };
-static const char *const fault_names[] = {"",		     "credit-leak",
-					  "version-skip",    "drop-early",
-					  "blind-scheduler", "blame-reporter"};
+static const char *const fault_names[] = {
+	"",		  "credit-leak",    "version-skip", "drop-early",
+	"blind-scheduler", "blame-reporter", "forged-sender", "pull-flood"};
 
 static int shard_fault(int f)
 {
 	return f == FAULT_CREDIT_LEAK	 ? PS_SPROTO_FAULT_CREDIT_LEAK
 	       : f == FAULT_VERSION_SKIP ? PS_SPROTO_FAULT_VERSION_SKIP
+	       : f == FAULT_PULL_FLOOD	 ? PS_SPROTO_FAULT_PULL_FLOOD
 					 : PS_SPROTO_FAULT_NONE;
 }
 
@@ -139,9 +192,19 @@ static int join_fault(int f)
 
 #define JOIN_MAX 4096 /* as runtime/node.c */
 
-enum { M_PUSH, M_PUSH_ACK, M_PARAMS, M_PARAMS_ACK, M_INIT, M_WELCOME };
-static const char *const msg_names[] = {"PUSH",	      "PUSH_ACK", "PARAMS",
-					"PARAMS_ACK", "INIT",	  "WELCOME"};
+enum {
+	M_PUSH,
+	M_PUSH_ACK,
+	M_PARAMS,
+	M_PARAMS_ACK,
+	M_INIT,
+	M_WELCOME,
+	M_PULL,
+	M_TYPES
+};
+static const char *const msg_names[] = {"PUSH",	  "PUSH_ACK", "PARAMS",
+					"PARAMS_ACK", "INIT",	  "WELCOME",
+					"PULL"};
 
 typedef struct msg {
 	int type;
@@ -151,6 +214,13 @@ typedef struct msg {
 	uint64_t iteration;
 	int32_t priority;
 	float *payload; /* PUSH, PARAMS */
+	/* a malicious member's: the bytes it claims (its payload holds as
+	 * many floats as the piece has, at most), and the node it names as
+	 * its sender (a worker's or server's rank; the harness's transport
+	 * takes the connection's, but under --fault forged-sender) */
+	int hostile;
+	uint64_t bytes;
+	uint32_t claimed;
 	struct msg *next;
 } msg;
 
@@ -180,6 +250,7 @@ typedef struct shadow {
 	uint32_t *last;     /* counter: per receiver, last number released */
 	uint64_t *last_it;  /* ... and its iteration */
 	int kind;           /* the gate's (its direction's) kind */
+	int server;         /* a server's (its receivers are workers) */
 	uint64_t credit;    /* and window */
 } shadow;
 
@@ -206,6 +277,8 @@ typedef struct srv {
 	int running;
 	ps_sproto_op op;
 	msg *op_msg; /* the message the running op reads */
+	/* what it may hold (check_bounds): sends waiting in its gate, ops */
+	uint64_t bound_pending, bound_ops;
 } srv;
 
 typedef struct job {
@@ -241,8 +314,29 @@ typedef struct job {
 	 * lost peer (PEER_LOST) */
 	int report_lost, lost_reported;
 	int all_done;
+	/* a malicious member (see the header): the extra node X = W + S + 1,
+	 * or worker `hostile` turned hostile */
+	int adversary;
+	int32_t hostile;  /* worker, or -1: the extra node */
+	uint32_t X;       /* the extra node's index (adversary, hostile < 0) */
+	uint64_t arng;    /* its own generator: seeds without it replay as
+			     before */
+	uint32_t budget;  /* messages it may still send */
+	msg *seen[8];     /* honest messages it may replay (copies) */
+	uint32_t nseen;
+	int pulling;      /* a hostile PULL is being answered */
+	int injecting;    /* a hostile message is being sent */
 	char failure[512];
 } job;
+
+/* What became of the malicious members' messages, per type (all seeds):
+ * refused by the machine; dropped by the driver (a type the receiver does
+ * not take); taken (a hostile worker's own PARAMS_ACK or PULL); not sent
+ * (a hostile worker's own next push or worker 0's INIT: values it is
+ * trusted with); and the hostile worker's honest PARAMS_ACKs refused after
+ * its early ones. */
+static uint64_t adv_refused[M_TYPES], adv_dropped[M_TYPES],
+	adv_taken[M_TYPES], adv_trusted[M_TYPES], adv_own_refused;
 
 #define HB_INTERVAL 50
 #define HB_TIMEOUT 500
@@ -417,6 +511,8 @@ static int blames_the_dead(job *j, const char *why)
 
 /* ---- channels ---------------------------------------------------------- */
 
+static void adv_record(job *j, const msg *m, uint32_t to);
+
 static int send_piece_msg(job *j, uint32_t from, uint32_t to, int type,
 			  uint32_t part, uint32_t piece, uint64_t iteration,
 			  int32_t priority, float *payload)
@@ -440,6 +536,8 @@ static int send_piece_msg(job *j, uint32_t from, uint32_t to, int type,
 	else
 		c->head = m;
 	c->tail = m;
+	if (j->adversary)
+		adv_record(j, m, to);
 	return PS_OK;
 }
 
@@ -523,7 +621,9 @@ static int shadow_release(job *j, shadow *sh, const char *who, uint32_t part,
 				    "(number %u)", who, r.part, r.number,
 				    q->part, q->number);
 	}
-	if (sh->kind == PS_GATE_COUNTER) {
+	if (sh->kind == PS_GATE_COUNTER &&
+	    !(sh->server && (int32_t)receiver == j->hostile)) {
+		/* (a hostile worker's PULLs are answered out of that order) */
 		if (sh->last_it[receiver] == r.iteration + 1 &&
 		    r.number < sh->last[receiver])
 			return fail(j, "%s's counter gate went back from number "
@@ -738,7 +838,11 @@ static int worker_receive(job *j, uint32_t w, uint32_t from, msg *m)
 			    msg_names[m->type]);
 	if (!ps_wproto_part_version(k->proto, p, &had))
 		had = UINT64_MAX; /* the first is version 0 */
-	if (m->iteration != had + 1)
+	/* (a hostile worker's PULL is answered with the version the server
+	 * has: the one it holds, or, before the barrier lets it go, the
+	 * next) */
+	if (m->iteration != had + 1 &&
+	    !((int32_t)w == j->hostile && m->iteration == had))
 		return fail(j, "worker %u: PARAMS of partition %u version %"
 			    PRIu64 " after version %" PRIu64, w, p,
 			    m->iteration, had);
@@ -805,7 +909,8 @@ static void *hold(void *ud, uint32_t k, uint32_t worker)
 
 	/* the barrier: version v goes to nobody before every partition the
 	 * server owns has it */
-	for (uint32_t q = 0; j->barrier && q < ps_sproto_nparts(sh); q++) {
+	for (uint32_t q = 0; j->barrier && !j->pulling &&
+			     q < ps_sproto_nparts(sh); q++) {
 		const ps_sproto_part *o = ps_sproto_part_at(sh, q);
 		if (o->version < sp->version)
 			fail(j, "server %u readied PARAMS of partition %u "
@@ -824,7 +929,22 @@ static void *hold(void *ud, uint32_t k, uint32_t worker)
 	if (shadow_ready(&j->s[s].shd, sp->index, piece, worker, sp->version,
 			 j->params_numbers[sp->index], st.sends) != PS_OK)
 		fail(j, "out of memory");
-	return NULL;
+	/* the values as they are now (ps-server takes a reference to them):
+	 * a send may go out after the next update (a PULL's answer) */
+	uint64_t off, n = piece_numel(j, sp->index, j->params_piece, piece,
+				      &off);
+	float *vals = malloc((n ? n : 1) * sizeof(float));
+	if (!vals)
+		fail(j, "out of memory");
+	else
+		memcpy(vals, j->s[s].values[k] + off, n * sizeof(float));
+	return vals;
+}
+
+static void drop_held(void *ud, void *held)
+{
+	(void)ud;
+	free(held);
 }
 
 static int server_send(job *j, uint32_t s)
@@ -870,10 +990,9 @@ static int server_send(job *j, uint32_t s)
 					    PRIu64, s, m.piece, m.partition,
 					    m.bytes, m.offset,
 					    n * PS_ELEM_SIZE, off);
-			float *vals = malloc((n ? n : 1) * sizeof(float));
+			float *vals = m.held;
 			if (!vals)
 				return PS_ENOMEM;
-			memcpy(vals, v->values[m.k] + off, n * sizeof(float));
 			rc = shadow_release(j, &v->shd, who, m.partition,
 					    m.piece, to, m.iteration, m.bytes);
 			if (rc == PS_OK)
@@ -924,6 +1043,12 @@ static int server_receive(job *j, uint32_t s, uint32_t from, msg *m,
 	} else {
 		return fail(j, "server %u received %s", s,
 			    msg_names[m->type]);
+	}
+	if (rc == PS_EPROTO && m->type == M_PARAMS_ACK &&
+	    (int32_t)from == j->hostile) {
+		/* its early PARAMS_ACKs took this one's place */
+		adv_own_refused++;
+		return PS_OK;
 	}
 	if (rc == PS_EPROTO)
 		return fail(j, "server %u refused %s of partition %u "
@@ -983,6 +1108,331 @@ static int server_finish_op(job *j, uint32_t s)
 	return rc == PS_OK ? server_send(j, s) : rc;
 }
 
+/* ---- a malicious member ------------------------------------------------ */
+
+/* The floats a message of this type carries (partition part, piece). */
+static uint64_t payload_floats(const job *j, int type, uint32_t part,
+			       uint32_t piece)
+{
+	uint64_t off;
+
+	if (part >= j->P)
+		return 1;
+	if (type == M_INIT)
+		return j->pl->parts[part].numel;
+	if (type == M_PUSH && piece < pieces(j, part, j->push_piece))
+		return piece_numel(j, part, j->push_piece, piece, &off);
+	if (type == M_PARAMS && piece < pieces(j, part, j->params_piece))
+		return piece_numel(j, part, j->params_piece, piece, &off);
+	return 1;
+}
+
+static uint32_t adv_self(const job *j)
+{
+	return j->hostile >= 0 ? (uint32_t)j->hostile : j->X;
+}
+
+/* An honest message `m` to `to` was sent: the malicious member keeps a
+ * copy of some of those it could see (a hostile worker: its own and those
+ * sent to it; the extra node: any, as if captured), to replay. */
+static void adv_record(job *j, const msg *m, uint32_t to)
+{
+	msg *c;
+	uint64_t n;
+
+	if (j->injecting || m->type == M_WELCOME ||
+	    (j->hostile >= 0 && m->from != (uint32_t)j->hostile &&
+	     to != (uint32_t)j->hostile) ||
+	    rng_below(&j->arng, 4))
+		return;
+	c = calloc(1, sizeof(*c));
+	n = payload_floats(j, m->type, m->part, m->piece);
+	if (!c)
+		return;
+	*c = *m;
+	c->next = NULL;
+	c->claimed = to; /* (where it went) */
+	c->payload = NULL;
+	if (m->payload && !(c->payload = malloc(n * sizeof(float)))) {
+		free(c);
+		return;
+	}
+	if (m->payload)
+		memcpy(c->payload, m->payload, n * sizeof(float));
+	uint32_t i = j->nseen < 8 ? j->nseen++ : rng_below(&j->arng, 8);
+	free_msg(j->seen[i]);
+	j->seen[i] = c;
+}
+
+/* A hostile message from the malicious member to `to`. bytes: what it
+ * claims (0: the right size for its piece); its payload is garbage. */
+static int adv_send(job *j, uint32_t to, int type, uint32_t part,
+		    uint32_t piece, uint64_t it, uint64_t bytes)
+{
+	uint64_t n = payload_floats(j, type, part, piece);
+	float *x = NULL;
+	uint32_t from = adv_self(j);
+	int rc;
+
+	if (type == M_PUSH || type == M_PARAMS || type == M_INIT) {
+		if (!(x = malloc(n * sizeof(float))))
+			return PS_ENOMEM;
+		for (uint64_t e = 0; e < n; e++)
+			x[e] = 1e6f;
+	}
+	j->injecting = 1;
+	rc = send_piece_msg(j, from, to, type, part, piece, it, 0, x);
+	j->injecting = 0;
+	if (rc != PS_OK)
+		return rc;
+	msg *m = j->ch[from * j->N + to].tail;
+	m->hostile = 1;
+	m->bytes = bytes ? bytes : n * PS_ELEM_SIZE;
+	/* the sender it names: a worker (to a server), the partition's
+	 * server (to a worker) */
+	if (to < j->W)
+		m->claimed = part < j->P ? j->pl->parts[part].server : 0;
+	else
+		m->claimed = rng_below(&j->arng, j->W);
+	j->budget--;
+	return PS_OK;
+}
+
+/* A node the malicious member sends to: a worker other than itself, or
+ * a server (servers: 1 for a server). */
+static uint32_t adv_target(job *j, int servers)
+{
+	if (!servers && j->W > 1) {
+		uint32_t w = rng_below(&j->arng, j->W);
+		if ((int32_t)w == j->hostile)
+			w = (w + 1) % j->W;
+		return w;
+	}
+	return j->W + rng_below(&j->arng, j->S);
+}
+
+/* The version a server holds partition p at (0 when unknown). */
+static uint64_t version_at(const job *j, uint32_t p)
+{
+	const ps_sproto *sh;
+	int32_t k;
+
+	if (p >= j->P)
+		return 0;
+	sh = j->s[j->pl->parts[p].server].sh;
+	k = ps_sproto_local(sh, p);
+	return k < 0 ? 0 : ps_sproto_part_at(sh, (uint32_t)k)->version;
+}
+
+/* Now and then, the malicious member sends something built from what a
+ * member knows: ids, partition numbers, the iteration. */
+static int adversary_act(job *j)
+{
+	uint32_t kind, part, to, n = 1;
+	uint64_t it, bytes = 0;
+	int rc = PS_OK;
+
+	if (!j->adversary || !j->budget ||
+	    (j->hostile >= 0 && is_dead(j, (uint32_t)j->hostile)) ||
+	    rng_below(&j->arng, 8))
+		return PS_OK;
+	kind = rng_below(&j->arng, 7);
+	if (j->fault == FAULT_PULL_FLOOD && rng_below(&j->arng, 2))
+		kind = 5;
+	part = rng_below(&j->arng, j->P + 1); /* one past the last, too */
+	switch (kind) {
+	case 0: /* an acknowledgement of no push, or of one acknowledged */
+		to = adv_target(j, 0);
+		return adv_send(j, to, to < j->W ? M_PUSH_ACK : M_PARAMS_ACK,
+				part, rng_below(&j->arng, 3), 0, 0);
+	case 1: /* a PARAMS_ACK of no send, or of one acknowledged */
+		return adv_send(j, adv_target(j, 1), M_PARAMS_ACK, part,
+				rng_below(&j->arng, 3), 0, 0);
+	case 2: /* a PUSH: its partition's version, the far future, the past;
+		 * the right size, a wrong one, a huge one */
+		it = version_at(j, part);
+		switch (rng_below(&j->arng, 4)) {
+		case 1: it += 1 + rng_below(&j->arng, 1000); break;
+		case 2: it = UINT64_MAX - rng_below(&j->arng, 2); break;
+		case 3: it = it ? it - 1 : 0; break;
+		}
+		switch (rng_below(&j->arng, 4)) {
+		case 1: bytes = PS_ELEM_SIZE * (1 + rng_below(&j->arng, 300));
+			break;
+		case 2: bytes = (uint64_t)1 << 40; break;
+		}
+		to = part < j->P && rng_below(&j->arng, 4)
+			     ? j->W + j->pl->parts[part].server
+			     : adv_target(j, 1);
+		return adv_send(j, to, M_PUSH, part, rng_below(&j->arng, 2),
+				it, bytes);
+	case 3: /* PARAMS to a worker: the next version, this one, a later
+		 * one, a huge count */
+		it = version_at(j, part) + rng_below(&j->arng, 3);
+		if (rng_below(&j->arng, 4) == 0)
+			it = UINT64_MAX;
+		if (rng_below(&j->arng, 4) == 0)
+			bytes = (uint64_t)1 << 40;
+		return adv_send(j, adv_target(j, 0), M_PARAMS, part,
+				rng_below(&j->arng, 2), it, bytes);
+	case 4: /* INIT (worker 0's values are its own: see hostile_receive) */
+		return adv_send(j, adv_target(j, 1), M_INIT, part, 0, 0,
+				rng_below(&j->arng, 2)
+					? 0
+					: PS_ELEM_SIZE * (1 + rng_below(&j->arng,
+									  300)));
+	case 5: /* PULLs, in a burst (a synchronous worker never pulls) */
+		to = part < j->P ? j->W + j->pl->parts[part].server
+				 : adv_target(j, 1);
+		n = 1 + rng_below(&j->arng,
+				  j->fault == FAULT_PULL_FLOOD ? 32 : 6);
+		for (uint32_t i = 0; i < n && j->budget && rc == PS_OK; i++)
+			rc = adv_send(j, to, M_PULL, part, 0, 0, 0);
+		return rc;
+	default: /* a replay of an honest message, where it went (a hostile
+		  * worker: what it received, to another node) */
+		if (!j->nseen)
+			return PS_OK;
+		msg *c = j->seen[rng_below(&j->arng, j->nseen)];
+		to = c->claimed;
+		if (to == adv_self(j))
+			to = adv_target(j, rng_below(&j->arng, 2));
+		rc = adv_send(j, to, c->type, c->part, c->piece, c->iteration,
+			      0);
+		if (rc == PS_OK && c->payload) {
+			msg *m = j->ch[adv_self(j) * j->N + to].tail;
+			memcpy(m->payload, c->payload,
+			       payload_floats(j, c->type, c->part, c->piece) *
+				       sizeof(float));
+		}
+		return rc;
+	}
+}
+
+/* How the harness's transport names the malicious member to a machine:
+ * the connection's sender (a hostile worker's rank, or no worker and no
+ * server at all), or, under --fault forged-sender, whom it claims to be. */
+static uint32_t adv_from(const job *j, const msg *m, int to_server)
+{
+	if (j->fault == FAULT_FORGED_SENDER)
+		return m->claimed;
+	if (m->from < j->W)
+		return to_server ? m->from : PS_WPROTO_NOT_SERVER;
+	return to_server ? PS_SHARD_NOT_WORKER : PS_WPROTO_NOT_SERVER;
+}
+
+/* A malicious member's message reaches node `to`. The machine must refuse
+ * it (the driver drops what it refuses, as ps-server and the client do,
+ * and the job goes on), but for what the member is entitled to: a hostile
+ * worker's own next push and worker 0's INIT are never sent (their values
+ * are trusted), and a hostile worker's PARAMS_ACK of a PARAMS sent to it,
+ * or PULL, is taken. kept: the machine holds m. */
+static int hostile_receive(job *j, uint32_t to, msg *m, int *kept)
+{
+	int server = to >= j->W;
+	uint32_t from = adv_from(j, m, server), t = m->type;
+	uint32_t key = m->part < j->P ? j->pl->parts[m->part].tensor : 0;
+	int own = j->hostile >= 0 && from == (uint32_t)j->hostile;
+	char why[256] = "", who[64];
+	int rc = PS_EPROTO;
+
+	if (j->hostile >= 0)
+		snprintf(who, sizeof(who), "the hostile worker %d%s",
+			 j->hostile, own ? "" : " (named as another)");
+	else
+		snprintf(who, sizeof(who), "the extra node%s",
+			 j->fault == FAULT_FORGED_SENDER
+				 ? " (named as another node)"
+				 : "");
+	if (!server) {
+		wk *k = &j->w[to];
+		int acked;
+		if (t == M_PUSH_ACK)
+			rc = ps_wproto_on_push_ack(k->proto, from, m->part,
+						   m->piece, why, sizeof(why));
+		else if (t == M_PARAMS)
+			rc = ps_wproto_on_params(k->proto, from, m->part, key,
+						 m->iteration, m->piece,
+						 m->bytes, &acked, NULL, why,
+						 sizeof(why));
+		else {
+			adv_dropped[t]++; /* not a type a worker takes */
+			return PS_OK;
+		}
+	} else {
+		srv *v = &j->s[to - j->W];
+		uint32_t k;
+		int32_t lk = ps_sproto_local(v->sh, m->part);
+		switch (t) {
+		case M_PUSH:
+			if (m->from < j->W &&
+			    ps_sproto_check_push(v->sh, m->from, m->part, key,
+						 m->iteration, m->piece,
+						 m->bytes, &k, why,
+						 sizeof(why)) == PS_OK) {
+				adv_trusted[t]++; /* its own push */
+				return PS_OK;
+			}
+			rc = ps_sproto_on_push(v->sh, from, m->part, key,
+					      m->iteration, 0, m->piece,
+					      m->bytes, m, 0, why, sizeof(why));
+			*kept = rc == PS_OK;
+			break;
+		case M_INIT:
+			if (m->from == 0 && lk >= 0 &&
+			    !ps_sproto_part_at(v->sh, (uint32_t)lk)
+				     ->initialized) {
+				adv_trusted[t]++; /* worker 0's values */
+				return PS_OK;
+			}
+			rc = ps_sproto_on_init(v->sh, from, m->part, key,
+					      m->bytes, m, why, sizeof(why));
+			*kept = rc == PS_OK;
+			break;
+		case M_PARAMS_ACK:
+			rc = ps_sproto_on_params_ack(v->sh, from, m->part,
+						    m->piece, why, sizeof(why));
+			if (rc == PS_OK && own) {
+				uint64_t off;
+				v->shd.in_flight -=
+					piece_numel(j, m->part, j->params_piece,
+						    m->piece, &off) *
+					PS_ELEM_SIZE;
+				adv_taken[t]++;
+				return server_send(j, to - j->W);
+			}
+			break;
+		case M_PULL:
+			j->pulling = 1;
+			rc = ps_sproto_on_pull(v->sh, from, m->part, key, why,
+					      sizeof(why));
+			j->pulling = 0;
+			if (rc == PS_OK && own) {
+				adv_taken[t]++;
+				return server_send(j, to - j->W);
+			}
+			break;
+		default:
+			adv_dropped[t]++; /* not a type a server takes */
+			return PS_OK;
+		}
+	}
+	if (rc == PS_EPROTO) {
+		adv_refused[t]++;
+		if (j->verbose)
+			fprintf(stderr, "  %s -> node %u: %s refused: %s\n",
+				who, to, msg_names[t], why);
+		return PS_OK;
+	}
+	if (rc != PS_OK)
+		return rc;
+	return fail(j, "%s %u took %s of partition %u iteration %" PRIu64
+		    " piece %u (%" PRIu64 " bytes) from %s, which has no part "
+		    "in it", server ? "server" : "worker",
+		    server ? to - j->W : to, msg_names[t], m->part,
+		    m->iteration, m->piece, m->bytes, who);
+}
+
 /* ---- checks after every step ------------------------------------------- */
 
 static uint64_t largest_part(const job *j)
@@ -1023,9 +1473,34 @@ static int check_gate(job *j, const ps_gate *g, const shadow *sh,
 	return PS_OK;
 }
 
+/* What a server holds is bounded by the placement, whatever a member
+ * sends: sends waiting in its gate, two per piece of each local partition
+ * and worker (a version's, and one PULL's); ops, per local partition one
+ * per piece of each worker's push, the update, an INIT. */
+static int check_bounds(job *j)
+{
+	for (uint32_t s = 0; s < j->S; s++) {
+		const srv *v = &j->s[s];
+		uint32_t pend = ps_gate_pending(ps_sproto_gate(v->sh)),
+			 ops = ps_sproto_ops_waiting(v->sh);
+		if (pend > v->bound_pending)
+			return fail(j, "server %u holds %u sends waiting in its "
+				    "gate, above the %" PRIu64 " its partitions "
+				    "allow", s, pend, v->bound_pending);
+		if (ops > v->bound_ops)
+			return fail(j, "server %u holds %u ops, above the %"
+				    PRIu64 " its partitions allow", s, ops,
+				    v->bound_ops);
+	}
+	return PS_OK;
+}
+
 static int check_all(job *j)
 {
 	char who[32];
+
+	if (check_bounds(j) != PS_OK)
+		return PS_EPROTO;
 
 	for (uint32_t w = 0; w < j->W; w++) {
 		ps_wproto_stats st;
@@ -1095,6 +1570,13 @@ static int setup(job *j, void **hold_ud)
 	int rc;
 
 	j->rng = j->seed;
+	/* the malicious member's own generator: a seed without one replays
+	 * as it did before there were any */
+	j->arng = j->seed ^ 0xad5e7a1ull;
+	j->hostile = -1;
+	j->adversary = j->adversary || rng_below(&j->arng, 4) == 0 ||
+		       j->fault == FAULT_FORGED_SENDER ||
+		       j->fault == FAULT_PULL_FLOOD;
 	j->W = 1u << rng_below(&j->rng, 3); /* 1, 2, 4: exact averages */
 	j->S = 1 + rng_below(&j->rng, 3);
 	j->T = 1 + rng_below(&j->rng, 6);
@@ -1107,6 +1589,9 @@ static int setup(job *j, void **hold_ud)
 	if (j->fault == FAULT_CREDIT_LEAK && !j->params_credit)
 		/* the leak is in PARAMS_ACKs: only a window has them */
 		j->params_credit = credits[1 + rng_below(&j->rng, 5)];
+	if (j->fault == FAULT_PULL_FLOOD)
+		/* PULLs pile up only behind a window that is full */
+		j->params_credit = credits[1 + rng_below(&j->arng, 3)];
 	j->barrier = rng_below(&j->rng, 3) == 0;
 	if (j->fault == FAULT_VERSION_SKIP)
 		j->barrier = 0; /* see the header */
@@ -1142,6 +1627,17 @@ static int setup(job *j, void **hold_ud)
 		return fail(j, "cannot place the job: %s", ps_strerror(rc));
 	j->P = j->pl->num_parts;
 	j->N = j->W + j->S + 1; /* the scheduler last */
+	if (j->adversary) {
+		/* a hostile worker (always under pull-flood: only a worker's
+		 * PULL is answered), or an extra node after the scheduler */
+		j->hostile = j->fault == FAULT_PULL_FLOOD ||
+					     rng_below(&j->arng, 2)
+				     ? (int32_t)rng_below(&j->arng, j->W)
+				     : -1;
+		j->budget = 16 + rng_below(&j->arng, 48);
+		if (j->hostile < 0)
+			j->X = j->N++;
+	}
 	j->w = calloc(j->W, sizeof(*j->w));
 	j->s = calloc(j->S, sizeof(*j->s));
 	j->ch = calloc((size_t)j->N * j->N, sizeof(*j->ch));
@@ -1191,12 +1687,20 @@ static int setup(job *j, void **hold_ud)
 					     .barrier = j->barrier,
 					     .numbers = j->params_numbers,
 					     .hold = hold,
+					     .drop = drop_held,
 					     .ud = &hold_ud[2 * s],
 					     .fault = shard_fault(j->fault)},
 				     &v->sh);
 		if (rc != PS_OK)
 			return rc;
 		uint32_t n = ps_sproto_nparts(v->sh);
+		for (uint32_t k = 0; k < n; k++) {
+			uint32_t p = ps_sproto_part_at(v->sh, k)->index;
+			v->bound_pending +=
+				2ull * j->W * pieces(j, p, j->params_piece);
+			v->bound_ops +=
+				(uint64_t)j->W * pieces(j, p, j->push_piece) + 2;
+		}
 		v->hold_next = calloc((size_t)(n + 1) * j->W, sizeof(uint32_t));
 		if (!v->hold_next)
 			return PS_ENOMEM;
@@ -1206,6 +1710,7 @@ static int setup(job *j, void **hold_ud)
 		v->shd.last = calloc(j->W, sizeof(uint32_t));
 		v->shd.last_it = calloc(j->W, sizeof(uint64_t));
 		v->shd.kind = j->params_gate;
+		v->shd.server = 1;
 		v->shd.credit = j->params_credit;
 		if (!v->values || !v->mom || !v->acc || !v->shd.last ||
 		    !v->shd.last_it)
@@ -1302,6 +1807,8 @@ static void teardown(job *j)
 		ps_sproto_destroy(&v->sh);
 		ps_join_destroy(&v->join, drop_kept, NULL);
 	}
+	for (uint32_t i = 0; i < j->nseen; i++)
+		free_msg(j->seen[i]);
 	free(j->w);
 	free(j->s);
 	free(j->ch);
@@ -1377,7 +1884,9 @@ static int deliver(job *j, uint32_t to, msg *m)
 {
 	int kept = 0, rc;
 
-	if (to < j->W)
+	if (m->hostile)
+		rc = hostile_receive(j, to, m, &kept);
+	else if (to < j->W)
 		rc = worker_receive(j, to, m->from - j->W, m);
 	else
 		rc = server_receive(j, to - j->W, m->from, m, &kept);
@@ -1493,7 +2002,14 @@ static int run_seed(job *j)
 			fprintf(stderr, " %u:%u/%u", p, j->push_numbers[p],
 				j->params_numbers[p]);
 		fprintf(stderr, "\n");
+		if (j->adversary && j->hostile >= 0)
+			fprintf(stderr, "  malicious: worker %d\n", j->hostile);
+		else if (j->adversary)
+			fprintf(stderr, "  malicious: an extra node (%u)\n",
+				j->X);
 	}
+	for (int i = 0; i < 8 && rc == PS_OK; i++) /* before any WELCOME */
+		rc = adversary_act(j);
 	while (rc == PS_OK && !j->failure[0]) {
 		int64_t a = pick(j);
 		if (a < 0 && j->dead >= 0) {
@@ -1515,6 +2031,8 @@ static int run_seed(job *j)
 		}
 		rc = step(j, a);
 		j->steps++;
+		if (rc == PS_OK && !j->failure[0])
+			rc = adversary_act(j);
 		if (rc == PS_OK && !j->failure[0])
 			rc = check_all(j);
 		if (rc == PS_OK && j->kill_at && j->steps == j->kill_at &&
@@ -1539,8 +2057,9 @@ static int run_seed(job *j)
 int main(int argc, char **argv)
 {
 	uint64_t first = 1, seeds = 100, failed = 0, steps = 0, killed = 0,
-		 reported = 0;
-	int fault = FAULT_NONE, expect_failure = 0, verbose = 0;
+		 reported = 0, adversaries = 0;
+	int fault = FAULT_NONE, expect_failure = 0, verbose = 0,
+	    adversary = 0;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--seeds") && i + 1 < argc)
@@ -1560,7 +2079,8 @@ int main(int argc, char **argv)
 				fprintf(stderr, "dst: unknown fault '%s' "
 					"(credit-leak, version-skip, "
 					"drop-early, blind-scheduler, "
-					"blame-reporter)\n",
+					"blame-reporter, forged-sender, "
+					"pull-flood)\n",
 					argv[i]);
 				return 2;
 			}
@@ -1568,16 +2088,22 @@ int main(int argc, char **argv)
 			expect_failure = 1;
 		else if (!strcmp(argv[i], "--verbose"))
 			verbose = 1;
+		else if (!strcmp(argv[i], "--adversary"))
+			adversary = 1;
 		else {
 			fprintf(stderr, "usage: dst [--seeds N] [--first S] "
-				"[--seed S] [--fault credit-leak|version-skip|"
-				"drop-early|blind-scheduler|blame-reporter] "
+				"[--seed S] [--adversary] [--fault credit-leak|"
+				"version-skip|drop-early|blind-scheduler|"
+				"blame-reporter|forged-sender|pull-flood] "
 				"[--expect-failure] [--verbose]\n");
 			return 2;
 		}
 	}
 	for (uint64_t s = first; s < first + seeds; s++) {
-		job j = {.seed = s, .fault = fault, .verbose = verbose};
+		job j = {.seed = s,
+			 .fault = fault,
+			 .verbose = verbose,
+			 .adversary = adversary};
 		if (run_seed(&j) != PS_OK) {
 			failed++;
 			if (!expect_failure || failed <= 3)
@@ -1588,7 +2114,7 @@ int main(int argc, char **argv)
 				       " barrier=%d partition=%" PRIu64
 				       " fusion=%d) failed after %" PRIu64
 				       " steps: %s\n  replay: %s --seed %" PRIu64
-				       "%s%s --verbose\n",
+				       "%s%s%s --verbose\n",
 				       s, j.W, j.S, j.T, j.P, j.K,
 				       ps_gate_name((ps_gate_kind)j.push_gate),
 				       j.push_credit, j.push_piece,
@@ -1597,9 +2123,11 @@ int main(int argc, char **argv)
 				       j.barrier,
 				       j.partition_size, j.fuse,
 				       j.steps, j.failure, argv[0], s,
+				       adversary ? " --adversary" : "",
 				       fault ? " --fault " : "",
 				       fault ? fault_names[fault] : "");
 		}
+		adversaries += j.adversary;
 		steps += j.steps;
 		killed += j.dead >= 0 && !j.failure[0];
 		reported += j.lost_reported && !j.failure[0];
@@ -1610,6 +2138,19 @@ int main(int argc, char **argv)
 	       "by a peer)%s%s\n", seeds, first, failed, steps, killed,
 	       reported, fault ? ", fault " : "",
 	       fault ? fault_names[fault] : "");
+	if (adversaries) {
+		printf("dst: %" PRIu64 " seeds with a malicious member; its "
+		       "messages, per type: refused/dropped/taken/not sent:",
+		       adversaries);
+		for (int t = 0; t < M_TYPES; t++)
+			if (t != M_WELCOME)
+				printf(" %s %" PRIu64 "/%" PRIu64 "/%" PRIu64
+				       "/%" PRIu64, msg_names[t], adv_refused[t],
+				       adv_dropped[t], adv_taken[t],
+				       adv_trusted[t]);
+		printf("; its honest PARAMS_ACKs refused after early ones: %"
+		       PRIu64 "\n", adv_own_refused);
+	}
 	if (expect_failure)
 		return failed > 0 ? 0 : 1;
 	return failed > 0 ? 1 : 0;

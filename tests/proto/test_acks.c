@@ -6,7 +6,9 @@
  * without a credit window, and a PARAMS_ACK must match a PARAMS sent to
  * that worker and not yet acknowledged. Each direction's window decides
  * its own acknowledgements: PUSH_ACKs follow the workers' push window,
- * PARAMS_ACKs the servers' parameter window.
+ * PARAMS_ACKs the servers' parameter window. A PULL while a send of its
+ * partition to that worker waits in the gate is refused, and so is one
+ * before the INIT's op has run (the values are not there yet).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -249,6 +251,76 @@ static void test_params_ack_must_match(void **state)
 	teardown(&f);
 }
 
+/* A worker repeating PULLs while the window is full: each was answered
+ * with a send of its own, held in the gate until the window opens, so one
+ * member could make a server hold as many sends as it sent PULLs. */
+static void test_pulls_while_waiting_are_refused(void **state)
+{
+	fixture f;
+	ps_sproto *sh;
+	ps_sproto_op op;
+	ps_sproto_msg m;
+	char why[128];
+	int sent = 0;
+
+	(void)state;
+	setup(&f, 400, 1);
+	assert_int_equal(ps_sproto_create(&(ps_sproto_config){
+						 .pl = f.pl,
+						 .server = 0,
+						 .workers = 2,
+						 .gate = PS_GATE_FIFO,
+						 .credit = 400,
+						 .push_credit = 400,
+						 .numbers = f.numbers},
+					 &sh),
+			 PS_OK);
+	assert_int_equal(ps_sproto_on_init(sh, 0, 0, 0, 400, NULL, why,
+					  sizeof(why)),
+			 PS_OK);
+	/* the INIT's values are not copied yet: nothing to send */
+	assert_int_equal(ps_sproto_on_pull(sh, 1, 0, 0, why, sizeof(why)),
+			 PS_EPROTO);
+	assert_non_null(strstr(why, "before INIT"));
+	assert_int_equal(ps_sproto_next_op(sh, &op), 1);
+	assert_int_equal(ps_sproto_op_done(sh), PS_OK);
+	while (ps_sproto_next_msg(sh, &m))
+		sent++;
+	assert_int_equal(sent, 1); /* worker 1's copy waits for the window */
+	assert_int_equal(ps_gate_pending(ps_sproto_gate(sh)), 1);
+	/* worker 1's values wait: its PULLs add nothing */
+	for (int i = 0; i < 100; i++)
+		assert_int_equal(ps_sproto_on_pull(sh, 1, 0, 0, why,
+						  sizeof(why)),
+				 PS_EPROTO);
+	assert_non_null(strstr(why, "wait to be sent"));
+	assert_int_equal(ps_gate_pending(ps_sproto_gate(sh)), 1);
+	/* worker 0's copy went: one PULL is answered, the next waits */
+	assert_int_equal(ps_sproto_on_pull(sh, 0, 0, 0, why, sizeof(why)),
+			 PS_OK);
+	for (int i = 0; i < 100; i++)
+		assert_int_equal(ps_sproto_on_pull(sh, 0, 0, 0, why,
+						  sizeof(why)),
+				 PS_EPROTO);
+	assert_int_equal(ps_gate_pending(ps_sproto_gate(sh)), 2);
+	/* the window opens: both go, and a PULL is answered again */
+	assert_int_equal(ps_sproto_on_params_ack(sh, 0, 0, 0, why,
+						sizeof(why)),
+			 PS_OK);
+	assert_int_equal(ps_sproto_next_msg(sh, &m), 1);
+	assert_int_equal(m.worker, 1);
+	assert_int_equal(ps_sproto_on_params_ack(sh, 1, 0, 0, why,
+						sizeof(why)),
+			 PS_OK);
+	assert_int_equal(ps_sproto_next_msg(sh, &m), 1);
+	assert_int_equal(m.worker, 0);
+	assert_int_equal(ps_gate_pending(ps_sproto_gate(sh)), 0);
+	assert_int_equal(ps_sproto_on_pull(sh, 1, 0, 0, why, sizeof(why)),
+			 PS_OK);
+	ps_sproto_destroy(&sh);
+	teardown(&f);
+}
+
 /* The pushes of both workers for partition 0's version 0, summed and
  * updated; how many PUSH_ACKs come out. */
 static int push_acks_of_a_round(uint64_t push_credit, uint64_t params_credit,
@@ -319,6 +391,7 @@ int main(void)
 	    cmocka_unit_test(test_async_needs_push_acks),
 	    cmocka_unit_test(test_same_version_acknowledges_nothing),
 	    cmocka_unit_test(test_params_ack_must_match),
+	    cmocka_unit_test(test_pulls_while_waiting_are_refused),
 	    cmocka_unit_test(test_push_acks_only_with_window_or_async),
 	    cmocka_unit_test(test_params_acks_follow_the_params_window),
 	};
