@@ -7,8 +7,8 @@
  *
  *   header    [version, type, job_id, sender, key, partition, iteration,
  *              payload_len, priority]          (uints; priority an int32)
- *   node      [id, role, rank, pid, transport_id, host, endpoint]
- *              (uints; pid an int32; host, endpoint str)
+ *   node      [id, role, rank, pid, transport_id, host, endpoint, kid?]
+ *              (uints; pid an int32; host, endpoint str; kid absent = 0)
  *   tensor    [name, numel]                    (str, uint > 0)
  *   part      [tensor, index, offset, numel, server]   (uints)
  *   REGISTER  [node, [tensor...]]
@@ -130,7 +130,7 @@ void ps_wire_free(void *data, void *hint)
  * fields included. A header is at most PS_WIRE_HEADER_MAX bytes, so at most
  * that many objects. */
 #define SLACK_OBJECTS 64
-#define NODE_OBJECTS 8                 /* [7 fields] */
+#define NODE_OBJECTS 9                 /* [8 fields] */
 #define TENSOR_OBJECTS 3               /* [name, numel] */
 #define PART_OBJECTS 6                 /* [5 fields] */
 #define REGISTER_OBJECTS                                                       \
@@ -359,7 +359,7 @@ static int node_pack(msgpack_packer *pk, const ps_node_info *n)
 {
 	int failed = 0;
 
-	failed |= msgpack_pack_array(pk, 7);
+	failed |= msgpack_pack_array(pk, 8);
 	failed |= msgpack_pack_uint32(pk, n->id);
 	failed |= msgpack_pack_uint32(pk, n->role);
 	failed |= msgpack_pack_uint32(pk, n->rank);
@@ -367,6 +367,7 @@ static int node_pack(msgpack_packer *pk, const ps_node_info *n)
 	failed |= msgpack_pack_uint64(pk, n->transport_id);
 	failed |= pack_str(pk, n->host);
 	failed |= pack_str(pk, n->endpoint);
+	failed |= msgpack_pack_uint64(pk, n->kid);
 	return failed;
 }
 
@@ -395,6 +396,8 @@ static int node_walk(ps_mpr *d, const msgpack_object *o, ps_node_info *n)
 	if (rc == PS_OK)
 		rc = ps_mpr_str(d, &a->ptr[6], "endpoint", n->endpoint,
 		             PS_ENDPOINT_MAX);
+	if (rc == PS_OK && a->size > 7)
+		rc = ps_mpr_uint(d, &a->ptr[7], "kid", UINT64_MAX, &n->kid);
 	return rc;
 }
 

@@ -131,6 +131,10 @@ typedef struct ps_node_info {
 	uint64_t transport_id;
 	char host[PS_HOST_MAX];
 	char endpoint[PS_ENDPOINT_MAX];
+	/* the key id its messages come with (security.mode = secret:
+	 * transport/keys.h, msg->kid), as the scheduler saw it at its
+	 * REGISTER; 0: not checked */
+	uint64_t kid;
 } ps_node_info;
 
 typedef struct ps_wire_register {

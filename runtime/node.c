@@ -655,6 +655,25 @@ static int check_message(ps_node *n, const ps_msg *msg, ps_wire_header *h,
 			 h->sender);
 		return PS_EPROTO;
 	}
+	const ps_node_info *s = &n->welcome.nodes[h->sender];
+	if (s->kid && msg->kid != s->kid) {
+		/* another member (or a holder of the secret that is none)
+		 * on a connection in that node's routing id */
+		char who[160];
+		snprintf(who, sizeof(who), "a holder of the job's secret that "
+			 "is no node of the job (key id %016llx)",
+			 (unsigned long long)msg->kid);
+		for (uint32_t i = 0; i < n->welcome.num_nodes; i++)
+			if (msg->kid && n->welcome.nodes[i].kid == msg->kid)
+				snprintf(who, sizeof(who), "%s %u (node %u)",
+					 ps_role_name(n->welcome.nodes[i].role),
+					 n->welcome.nodes[i].rank, i);
+		snprintf(why, whylen, "%s in the name of %s %u (node %u) came "
+			 "from %s: a member passing for another",
+			 ps_msg_type_name(h->type), ps_role_name(s->role),
+			 s->rank, h->sender, who);
+		return PS_EPROTO;
+	}
 	if (h->payload_len != msg->payload_len) {
 		snprintf(why, whylen, "%s header says %llu payload bytes, "
 			 "frame has %zu", ps_msg_type_name(h->type),

@@ -66,6 +66,8 @@ static int handle_register(coord *c, const ps_msg *msg,
 	/* The verdict first: a REGISTER the job has no place for is never
 	 * connected back to, so an unexpected peer (an unreachable endpoint
 	 * included) cannot hold the scheduler for connect_timeout_ms. */
+	/* its key id is the connection's, whatever it says */
+	r.self.kid = msg->kid;
 	switch (ps_membership_register(c->ms, &r, msg->src, ps_now_ms(),
 				       &index, why, sizeof(why))) {
 	case PS_MEMBER_ACCEPTED:

@@ -361,6 +361,7 @@ int ps_scheduler_run(const ps_config *cfg, int ready_fd)
 	if (rc != PS_OK)
 		goto out;
 	c.self.role = PS_ROLE_SCHEDULER;
+	c.self.kid = ps_transport_kid(c.t);
 	c.self.pid = (int32_t)getpid();
 	gethostname(c.self.host, sizeof(c.self.host));
 	c.self.host[sizeof(c.self.host) - 1] = '\0';

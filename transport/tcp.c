@@ -210,6 +210,8 @@ static int tcp_create(const ps_transport_opts *opts, ps_transport **t_p)
 	tt->secret[PS_SECRET_LEN] = '\0';
 	memcpy(tt->token, opts->job_token, sizeof(tt->token));
 	tt->token[PS_SECRET_LEN] = '\0';
+	if (tt->secret[0] && ps_secret_valid(tt->token))
+		tt->base.kid = ps_token_kid(tt->token);
 	memset(tt->opts.job_token, 0, sizeof(tt->opts.job_token));
 	memset(tt->opts.curve_secret, 0, sizeof(tt->opts.curve_secret));
 	memset(tt->opts.job_secret, 0, sizeof(tt->opts.job_secret));

@@ -210,6 +210,11 @@ int ps_transport_disconnect(ps_transport *t, ps_peer peer)
 	return t->ops->disconnect(t, peer);
 }
 
+uint64_t ps_transport_kid(const ps_transport *t)
+{
+	return t ? t->kid : 0;
+}
+
 void ps_transport_caps_of(const ps_transport *t, ps_transport_caps *caps)
 {
 	if (!caps)

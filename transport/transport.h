@@ -244,8 +244,13 @@ typedef struct ps_transport_ops {
 struct ps_transport {
 	const ps_transport_ops *ops;
 	int stopped;
+	uint64_t kid; /* this node's key id (opts.job_token), or 0 */
 	ps_mr *mrs; /* live registrations */
 };
+
+/* The key id this transport's messages carry to their receivers
+ * (msg->kid there): ps_token_kid of opts.job_token over tcp, else 0. */
+uint64_t ps_transport_kid(const ps_transport *t);
 
 /* The backend registered under name ("tcp"), or NULL. */
 const ps_transport_ops *ps_transport_find(const char *name);

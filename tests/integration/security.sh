@@ -5,7 +5,8 @@
 # refused at the handshake and logged, nothing of theirs decoded; a peer
 # with the secret is admitted (so the check is what keeps the others
 # out). A holder of the secret sending in a member's name (its routing
-# id) from a connection of another token: the job ends naming it. The errors for a job without a secret where it needs one (by
+# id) from a connection of another token: a server drops it naming the
+# sender, and the scheduler ends the job naming it. The errors for a job without a secret where it needs one (by
 # hand, --rank) and for nodes of two secrets. Then security.mode =
 # curve: a job whose every connection is CURVE, and, while it runs, three
 # kinds of intruder against the scheduler and every server: a peer without CURVE
@@ -141,6 +142,13 @@ tid=$(echo "$line" | sed -n 's/.*transport id \([0-9a-f]*\)).*/\1/p')
 sched=$(pgrep -f "ps-scheduler.*$WORK" | head -n 1)
 own=$(tr '\0' '\n' </proc/"$sched"/environ | sed -n 's/^ORDO_JOB_SECRET=//p')
 sep=$(grep -o 'scheduler\] info: job [0-9a-f]*: listening on tcp://[0-9.:]*' "$WORK/imp.err.log" | grep -o 'tcp://.*')
+# to a server: dropped, naming who sent it
+s0=$(grep -o 'registered server 0: pid [0-9]* on [^,]*, tcp://[0-9.:]*' "$WORK/imp.err.log" | grep -o 'tcp://.*')
+[ -n "$s0" ] || fail "server 0's endpoint not found"
+"$TOOLS/fuzz_sender" "$s0" impersonate "$own" "$jid" "$node" "$tid" >"$WORK/imp-server.log" 2>&1 ||
+	fail "fuzz_sender impersonate (server): $(cat "$WORK/imp-server.log")"
+wait_for "$WORK/imp.err.log" "server 0\] warning: dropped .*HEARTBEAT in the name of worker 0 (node $node) came from a holder of the job's secret that is no node of the job (key id [0-9a-f]*): a member passing for another"
+# to the scheduler: the job ends, naming it
 "$TOOLS/fuzz_sender" "$sep" impersonate "$own" "$jid" "$node" "$tid" >"$WORK/imp-sender.log" 2>&1 ||
 	fail "fuzz_sender impersonate: $(cat "$WORK/imp-sender.log")"
 wait_for "$WORK/imp.err.log" "aborting the job: .*a member passing for another"
@@ -152,7 +160,7 @@ assert_job_ended imp $status "a member passing for another"
 grep -q "aborting the job: a holder of the job's secret that is no node of the job (key id [0-9a-f]*) sent a HEARTBEAT as worker 0 (.*) (its transport id $tid): a member passing for another" \
 	"$WORK/imp.err.log" || fail "the scheduler did not name the impersonation: $(grep -m3 'abort' "$WORK/imp.err.log")"
 assert_no_leftovers
-pass "a message in worker 0's name (its routing id) from another key: the job ends naming it"
+pass "a message in worker 0's name (its routing id) from another key: dropped by a server naming who sent it; the job ends naming it at the scheduler"
 
 # ---- a job without the secret where it needs one, and two secrets
 EXACT_WORKER_SIZES=100 launch hand 60 --worker "$TOOLS/exact_worker" \

@@ -891,7 +891,7 @@ static void test_object_bounds(void **state)
 		                 PS_EPROTO);
 		peak = status_kb("VmHWM:");
 		assert_non_null(strstr(why, "claims 8388608 elements: more than "
-		                            "the 3145803 objects in all"));
+		                            "the 3145804 objects in all"));
 		assert_true(r.tensors == NULL && r.num_tensors == 0);
 		if (hwm && before > 0 && peak > 0)
 			assert_true(peak - before < 48 * 1024); /* kB */
@@ -1447,7 +1447,7 @@ static void test_welcome_rejects(void **state)
 		make_welcome(&w, 2, 1, 0);
 		assert_int_equal(ps_wire_welcome_encode(&w, &buf, &len), PS_OK);
 		/* find node 3's [3, 2, 0, ...] and make it [3, 1, 0, ...] */
-		p = memmem(buf, len, "\x97\x03\x02\x00", 4);
+		p = memmem(buf, len, "\x98\x03\x02\x00", 4);
 		assert_non_null(p);
 		p[2] = 0x01;
 		mp_init(&m);
