@@ -1,7 +1,9 @@
 /*
- * tests/fuzz/fuzz_keys.c - libFuzzer harness for the loader of a job's
- * CURVE key pair (transport/keys.h: ps_keys_load, security.keys_dir):
- * what every node of a security.mode = curve job reads.
+ * tests/fuzz/fuzz_keys.c - libFuzzer harness for the loaders of a job's
+ * keys (transport/keys.h, security.keys_dir): the CURVE key pair
+ * (ps_keys_load), what every node of a security.mode = curve job reads,
+ * and with flag bit 6 the job's secret (ps_secret_find), what every node
+ * of a secret or auto job reads.
  *
  * Input: byte 0 (flags), byte 1 the length of job.key's bytes that
  * follow, the rest job.pub. Flags: bit 0 - write job.pub as the public
@@ -9,13 +11,17 @@
  * Curve25519 pairs by mutation: this reaches the loader's success);
  * bit 1 - job.key mode 0640 instead of 0600; bit 2 - the directory
  * group-writable (0770); bit 3 - no job.key; bit 4 - no job.pub; bit 5 -
- * job.pub a directory. The files go into a directory of the harness's own
+ * job.pub a directory; bit 6 - job.key's bytes also as job.secret (mode
+ * 0600, or 0640 with bit 1), read by ps_secret_find with
+ * ORDO_JOB_SECRET unset. The files go into a directory of the harness's own
  * under $TMPDIR (made once, removed at exit). At start the harness also
  * loads a pair ps_keys_generate wrote (a round trip).
  *
  * Oracle: every error has a message; a loose job.key, a loose directory
  * or a missing file is refused; what loads is job.key's and job.pub's
  * first lines, 40 Z85 characters each, and the public key is job.key's.
+ * A secret is found exactly when job.secret's first line is 64
+ * hexadecimal digits in a private file and directory, and is that line.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +42,7 @@ enum {
 	F_NO_KEY = 8,
 	F_NO_PUB = 16,
 	F_PUB_DIR = 32,
+	F_SECRET = 64,
 };
 
 static char dir[256], gen[300];
@@ -46,7 +53,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void remove_in(const char *d)
 {
 	char path[512];
-	static const char *const names[] = {"job.key", "job.pub"};
+	static const char *const names[] = {"job.key", "job.pub",
+					    "job.secret"};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		snprintf(path, sizeof(path), "%s/%s", d, names[i]);
 		if (unlink(path) != 0 && errno == EISDIR)
@@ -158,6 +166,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		write_file("job.pub", pub, pub_len, 0644);
 	}
 
+	if (flags & F_SECRET) {
+		char s[PS_SECRET_LEN + 1], from[600];
+		write_file("job.secret", key, key_len,
+			   flags & F_KEY_LOOSE ? 0640 : 0600);
+		unsetenv(PS_SECRET_ENV);
+		why[0] = '\0';
+		int src = ps_secret_find(dir, s, from, sizeof(from), why,
+					 sizeof(why));
+		int want = !(flags & (F_KEY_LOOSE | F_DIR_LOOSE)) &&
+			   ps_secret_valid(key_line);
+		FUZZ_CHECK(src == PS_OK ? want && strcmp(s, key_line) == 0
+					: !want && why[0] != '\0',
+			   "job.secret '%s' (flags 0x%02x): status %d, secret "
+			   "'%s', why '%s'",
+			   key_line, flags, src, s, why);
+	}
 	why[0] = '\0';
 	int rc = ps_keys_load(dir, &k, why, sizeof(why));
 	if (rc != PS_OK) {
