@@ -55,12 +55,8 @@ assert_peak() {
 
 # ---- 1. a running job
 hold=$WORK/hold
-EXACT_WORKER_SIZES=1000,4097 EXACT_WORKER_HOLD=$hold start_job run \
-	--worker "$TOOLS/exact_worker" --set train.iterations=20 \
-	--set train.lr=1 --set train.momentum=0
+start_held_job run "$hold"
 job=$JOB_PID
-wait_for "$WORK/run.err.log" 'server 0\] info: joined job'
-wait_for "$WORK/run.err.log" 'server 1\] info: joined job'
 sched=$(pgrep -f "ps-scheduler --config $JOB") || fail "no scheduler process"
 servers=$(pgrep -f "ps-server --config $JOB")
 [ "$(wc -w <<<"$servers")" -eq 2 ] || fail "want 2 server processes, got: $servers"

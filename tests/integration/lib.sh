@@ -108,6 +108,23 @@ start_job() {
 	JOB_PID=$!
 }
 
+# start_held_job NAME HOLD [ps-launch args...]: start_job of an exact job
+# (tools/exact_worker, 2 tensors, 20 iterations, lr 1) whose workers hold
+# their last iteration until the file HOLD exists, once both its servers
+# have joined; EPS: the scheduler's and the servers' endpoints.
+start_held_job() {
+	local name=$1 hold=$2
+	shift 2
+	EXACT_WORKER_SIZES=1000,4097 EXACT_WORKER_HOLD=$hold start_job "$name" \
+		--worker "$TOOLS/exact_worker" --set train.iterations=20 \
+		--set train.lr=1 --set train.momentum=0 "$@"
+	wait_for "$WORK/$name.err.log" 'server 0\] info: joined job'
+	wait_for "$WORK/$name.err.log" 'server 1\] info: joined job'
+	EPS=$(grep -E '\[ordo (scheduler|server)\] info: .*listening on tcp://' \
+		"$WORK/$name.err.log" | grep -o 'tcp://[0-9.:]*' | sort -u)
+	[ "$(echo "$EPS" | wc -l)" -eq 3 ] || fail "$name: endpoints not found: $EPS"
+}
+
 # assert_job_ended NAME STATUS WHAT: fails unless the job start_job NAME
 # started ended by itself rather than by the hang guard. timeout(1) exits
 # 124 when its limit passed (137 when it then had to kill); ps-launch may

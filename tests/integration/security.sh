@@ -80,19 +80,13 @@ secret=$("$BUILD/ps-keygen" --secret)
 [ "$(stat -c %a "$keys/job.secret")" = 600 ] || fail "job.secret is not 0600"
 [ "$(tr -d '\n' <"$keys/job.secret" | wc -c)" -eq 64 ] || fail "job.secret is not one 64-digit line"
 held=$WORK/secret-held
-EXACT_WORKER_SIZES=1000,4097 EXACT_WORKER_HOLD=$held start_job secret \
-	--worker "$TOOLS/exact_worker" --set train.iterations=20 \
-	--set train.lr=1 --set train.momentum=0
+start_held_job secret "$held"
 job=$JOB_PID
-wait_for "$WORK/secret.err.log" 'server 0\] info: joined job'
-wait_for "$WORK/secret.err.log" 'server 1\] info: joined job'
+eps=$EPS
 grep -q "^ps-launch: security: a secret for this job" "$WORK/secret.err.log" ||
 	fail "ps-launch did not make a secret for a default job"
 [ "$(grep -c "info: security: peers must present the job's secret (ORDO_JOB_SECRET)" "$WORK/secret.err.log")" -eq 5 ] ||
 	fail "not every node of the default job checks the secret: $(grep -m5 'security' "$WORK/secret.err.log")"
-eps=$(grep -E '\[ordo (scheduler|server)\] info: .*listening on tcp://' "$WORK/secret.err.log" |
-	grep -o 'tcp://[0-9.:]*' | sort -u)
-[ "$(echo "$eps" | wc -l)" -eq 3 ] || fail "endpoints not found: $eps"
 seed=1
 for ep in $eps; do
 	"$TOOLS/fuzz_sender" "$ep" 1000 $seed >>"$WORK/stranger.log" 2>&1 ||
@@ -201,16 +195,9 @@ pass "mode none runs without a secret; mode secret without one, a malformed one,
 
 # ---- a curve job under attack
 held=$WORK/attacked
-EXACT_WORKER_SIZES=1000,4097 EXACT_WORKER_HOLD=$held start_job curve \
-	--worker "$TOOLS/exact_worker" --set train.iterations=20 \
-	--set train.lr=1 --set train.momentum=0 --set security.mode=curve \
-	--set security.keys_dir="$keys"
+start_held_job curve "$held" --set security.mode=curve --set security.keys_dir="$keys"
 job=$JOB_PID
-wait_for "$WORK/curve.err.log" 'server 0\] info: joined job'
-wait_for "$WORK/curve.err.log" 'server 1\] info: joined job'
-eps=$(grep -E '\[ordo (scheduler|server)\] info: .*listening on tcp://' "$WORK/curve.err.log" |
-	grep -o 'tcp://[0-9.:]*' | sort -u)
-[ "$(echo "$eps" | wc -l)" -eq 3 ] || fail "endpoints not found: $eps"
+eps=$EPS
 seed=1
 for ep in $eps; do
 	# no CURVE at all
