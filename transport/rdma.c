@@ -82,6 +82,7 @@ enum {
 	FRAME_CREDIT = PS_RDMA_FRAME_CREDIT,
 	FRAME_RTS = PS_RDMA_FRAME_RTS,
 	FRAME_FIN = PS_RDMA_FRAME_FIN,
+	FRAME_IDENT = PS_RDMA_FRAME_IDENT,
 };
 
 /* After an RTS frame's header (frame.len = sizeof(rts_desc) + hdr_len):
@@ -230,6 +231,12 @@ struct conn {
 	uint32_t sq_len;
 	sitem *zc_head, *zc_tail; /* RTS sent, waiting for its FIN */
 	uint64_t next_cookie;
+	/* who sent what arrives (security.mode = secret): an outbound
+	 * connection owes its IDENT (this node's token) as its first frame;
+	 * an inbound one has the key id of the IDENT it got (0: none yet) */
+	bool ident_owed;
+	uint64_t kid;
+	bool had_data; /* a DATA or RTS frame came: an IDENT is late */
 };
 
 /* A peer handle: stays valid when its connection dies and is freed. */
@@ -280,6 +287,8 @@ struct rdma_transport {
 	bool dev_dead; /* removed or fatal: recv answers PS_EIO */
 	bool has_secret;   /* the job's secret (opts.job_secret) */
 	uint8_t secret[32];
+	bool has_token;    /* this node's token (opts.job_token) */
+	uint8_t token[PS_RDMA_TOKEN_LEN];
 	uint64_t refused;  /* connections refused for their secret */
 	char dev_why[160];
 	/* opts.rdma_gid_index >= 0: the GID checked (check_gid) */
@@ -977,6 +986,7 @@ static conn *conn_new(rdma_transport *rt, bool outbound)
 	}
 	c->rt = rt;
 	c->outbound = outbound;
+	c->ident_owed = outbound && rt->has_token;
 	c->peer = -1;
 	c->state = C_RESOLVING;
 	c->next = rt->conns;
@@ -1103,6 +1113,19 @@ static void pump(rdma_transport *rt, conn *c)
 			return;
 		uint32_t used = 0, nf = 0;
 		bool first = true;
+		if (c->ident_owed) {
+			/* before anything else on the connection */
+			frame f = {.type = FRAME_IDENT,
+			           .credits = c->owed,
+			           .len = PS_RDMA_TOKEN_LEN};
+			memcpy(s->buf, &f, sizeof(f));
+			memcpy(s->buf + sizeof(f), rt->token,
+			       PS_RDMA_TOKEN_LEN);
+			used = (uint32_t)sizeof(f) + PS_RDMA_TOKEN_LEN;
+			c->owed = 0;
+			c->ident_owed = false;
+			first = false;
+		}
 		while (nf < c->nfins && BUF_SIZE - used >= sizeof(frame)) {
 			frame f = {.type = FRAME_FIN,
 			           .credits = first ? c->owed : 0,
@@ -1351,6 +1374,7 @@ static int on_rts(rdma_transport *rt, conn *c, const frame *f,
 		m->lkey = m->rd_mr->lkey;
 	}
 	m->msg.src = c->peer_id;
+	m->msg.kid = c->kid;
 	m->msg.hdr = m->hdr;
 	m->msg.hdr_len = f->hdr_len;
 	m->msg.payload_len = len;
@@ -1433,6 +1457,7 @@ static int on_data(rdma_transport *rt, conn *c, const frame *f,
 		    !(m->msg.payload = malloc((size_t)f->payload_len)))
 			goto nomem;
 		m->msg.src = c->peer_id;
+	m->msg.kid = c->kid;
 		m->msg.hdr = m->hdr;
 		m->msg.hdr_len = f->hdr_len;
 		m->msg.payload_len = (size_t)f->payload_len;
@@ -1476,6 +1501,17 @@ nomem:
 	return msg_nomem(f, m);
 }
 
+/* The key id of an IDENT's token (its PS_RDMA_TOKEN_LEN bytes). */
+static uint64_t token_kid(const unsigned char *token)
+{
+	char hex[2 * PS_RDMA_TOKEN_LEN + 1];
+	for (int i = 0; i < PS_RDMA_TOKEN_LEN; i++)
+		snprintf(hex + 2 * i, 3, "%02x", token[i]);
+	uint64_t kid = ps_token_kid(hex);
+	memset(hex, 0, sizeof(hex));
+	return kid;
+}
+
 /* A receive completed: parse its frames, repost the buffer. */
 static void on_recv(rdma_transport *rt, conn *c, slot *s, uint32_t len)
 {
@@ -1505,6 +1541,8 @@ static void on_recv(rdma_transport *rt, conn *c, slot *s, uint32_t len)
 			conn_kill(c, "peer returned too many credits");
 			return;
 		}
+		if (f.type == FRAME_DATA || f.type == FRAME_RTS)
+			c->had_data = true;
 		if (f.type == FRAME_DATA) {
 			data = true;
 			if (on_data(rt, c, &f, s->buf + pos) != PS_OK) {
@@ -1523,6 +1561,14 @@ static void on_recv(rdma_transport *rt, conn *c, slot *s, uint32_t len)
 				conn_kill(c, "bad FIN");
 				return;
 			}
+		} else if (f.type == FRAME_IDENT) {
+			data = true;
+			if (c->outbound || c->kid || c->had_data) {
+				conn_kill(c, "an IDENT not first on its "
+				             "connection");
+				return;
+			}
+			c->kid = rt->has_secret ? token_kid(s->buf + pos) : 0;
 		}
 		pos += f.len;
 	}
@@ -2199,13 +2245,20 @@ static int rdma_create_transport(const ps_transport_opts *opts,
 	rt->base.ops = &psi_rdma_ops;
 	rt->opts = *opts;
 	memset(rt->opts.job_secret, 0, sizeof(rt->opts.job_secret));
+	memset(rt->opts.job_token, 0, sizeof(rt->opts.job_token));
 	if (opts->job_secret[0]) {
-		if (!ps_secret_valid(opts->job_secret)) {
+		if (!ps_secret_valid(opts->job_secret) ||
+		    (opts->job_token[0] && !ps_secret_valid(opts->job_token))) {
 			free(rt);
 			return PS_EINVAL;
 		}
 		ps_secret_bytes(opts->job_secret, rt->secret);
 		rt->has_secret = true;
+		if (opts->job_token[0]) {
+			ps_secret_bytes(opts->job_token, rt->token);
+			rt->has_token = true;
+			rt->base.kid = ps_token_kid(opts->job_token);
+		}
 	}
 	if (rt->opts.connect_timeout_ms <= 0)
 		rt->opts.connect_timeout_ms = DEFAULT_CONNECT_MS;
@@ -3161,6 +3214,7 @@ static void rdma_free_(ps_transport *t)
 	pthread_cond_destroy(&rt->cv);
 	pthread_mutex_destroy(&rt->mu);
 	memset(rt->secret, 0, sizeof(rt->secret));
+	memset(rt->token, 0, sizeof(rt->token));
 	free(rt);
 }
 

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #define PS_RDMA_MAGIC      0x4f52444du   /* "ORDM" */
-#define PS_RDMA_VERSION    2
+#define PS_RDMA_VERSION    3
 #define PS_RDMA_BUF_SIZE   (64u * 1024) /* one SEND / one receive buffer */
 #define PS_RDMA_RECV_DEPTH 64           /* data credits per connection */
 
@@ -26,7 +26,10 @@ enum {
 	PS_RDMA_FRAME_CREDIT = 2,
 	PS_RDMA_FRAME_RTS = 3,
 	PS_RDMA_FRAME_FIN = 4,
+	PS_RDMA_FRAME_IDENT = 5, /* the connector's token (32 bytes), first */
 };
+
+#define PS_RDMA_TOKEN_LEN 32 /* an IDENT frame's bytes */
 
 /* One frame inside a SEND; `len` bytes of the message stream follow. */
 typedef struct ps_rdma_frame {
@@ -93,7 +96,8 @@ enum {
 /* The frame header at *pos of a received buffer of len bytes (*pos <
  * len), into *f; *pos moves past the header (to its f->len bytes) unless
  * truncated. Malformed: its bytes run past len, an unknown type, a
- * CREDIT or FIN with bytes, more credits than RECV_DEPTH. */
+ * CREDIT or FIN with bytes, an IDENT of other than PS_RDMA_TOKEN_LEN,
+ * more credits than RECV_DEPTH. */
 static inline int ps_rdma_frame_next(const unsigned char *buf, uint32_t len,
 				     uint32_t *pos, ps_rdma_frame *f)
 {
@@ -102,10 +106,11 @@ static inline int ps_rdma_frame_next(const unsigned char *buf, uint32_t len,
 	memcpy(f, buf + *pos, sizeof(*f));
 	*pos += (uint32_t)sizeof(*f);
 	if (f->len > len - *pos || f->type < PS_RDMA_FRAME_DATA ||
-	    f->type > PS_RDMA_FRAME_FIN ||
+	    f->type > PS_RDMA_FRAME_IDENT ||
 	    ((f->type == PS_RDMA_FRAME_CREDIT ||
 	      f->type == PS_RDMA_FRAME_FIN) &&
 	     f->len != 0) ||
+	    (f->type == PS_RDMA_FRAME_IDENT && f->len != PS_RDMA_TOKEN_LEN) ||
 	    f->credits > PS_RDMA_RECV_DEPTH)
 		return PS_RDMA_FRAME_MALFORMED;
 	return PS_RDMA_FRAME_OK;

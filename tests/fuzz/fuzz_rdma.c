@@ -9,13 +9,13 @@
  * receive buffer (at most PS_RDMA_BUF_SIZE bytes), walked frame by frame
  * as transport/rdma.c's on_recv walks it.
  *
- * Oracle. Hello: accepted exactly when it is 24 bytes or more with the
+ * Oracle. Hello: accepted exactly when it is 56 bytes or more with the
  * magic, the version, a depth in [1, 64 * RECV_DEPTH] and the buffer
  * size at their offsets (little-endian), and then the id is the one at
  * offset 8; our own hello with the input's id is accepted. Frames: every
  * frame accepted is a known type with its fields at their offsets, no
  * more than RECV_DEPTH credits, its bytes inside the buffer (none for
- * CREDIT and FIN); the walk moves forward and ends at the buffer's end
+ * CREDIT and FIN, a token's 32 for IDENT); the walk moves forward and ends at the buffer's end
  * or at the first frame refused, with fewer than 32 bytes left exactly
  * when it says truncated.
  */
@@ -91,11 +91,13 @@ static void frames(const uint8_t *d, size_t n)
 				   f.offset == le(p + 24, 8),
 			   "the header at %u is not its bytes", at);
 		bool good = f.type >= PS_RDMA_FRAME_DATA &&
-			    f.type <= PS_RDMA_FRAME_FIN &&
+			    f.type <= PS_RDMA_FRAME_IDENT &&
 			    f.credits <= PS_RDMA_RECV_DEPTH &&
 			    f.len <= len - pos &&
-			    (f.len == 0 || f.type == PS_RDMA_FRAME_DATA ||
-			     f.type == PS_RDMA_FRAME_RTS);
+			    (f.type == PS_RDMA_FRAME_IDENT
+				 ? f.len == PS_RDMA_TOKEN_LEN
+				 : f.len == 0 || f.type == PS_RDMA_FRAME_DATA ||
+				       f.type == PS_RDMA_FRAME_RTS);
 		FUZZ_CHECK((r == PS_RDMA_FRAME_OK) == good,
 			   "frame at %u (type %u, %u bytes, %u credits): %d", at,
 			   f.type, f.len, f.credits, r);
