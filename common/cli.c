@@ -142,7 +142,8 @@ static void print_help(const char *prog, const ps_cli_info *info)
 	     "built-in defaults < the --config file < ORDO_<SECTION>_<KEY> "
 	     "environment variables (e.g. ORDO_TRAIN_LR for train.lr) < --set, "
 	     "in command-line order. Any other variable starting with ORDO_ "
-	     "is an error.",
+	     "is an error, but ORDO_JOB_SECRET: the job's secret "
+	     "(security.mode).",
 	     0, 2);
 	fprintf(out, "\nRun '%s --help-config' for every configuration key.\n",
 	        prog);

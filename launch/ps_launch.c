@@ -1271,8 +1271,10 @@ int main(int argc, char **argv)
 		 "be one process of a job started by srun or mpirun: rank 0 "
 		 "(SLURM_PROCID, OMPI_COMM_WORLD_RANK or PMI_RANK) runs the "
 		 "scheduler, ranks 1..servers the servers, the rest the "
-		 "workers; the number of tasks must be 1 + servers + workers "
-		 "and cluster.scheduler_port fixed"},
+		 "workers; the number of tasks must be 1 + servers + workers, "
+		 "cluster.scheduler_port fixed, and every rank given the "
+		 "job's secret (export ORDO_JOB_SECRET=$(ps-keygen --secret) "
+		 "before srun)"},
 		{NULL, NULL, NULL},
 	};
 	launch l = {.argc = argc, .argv = argv, .progress_fd = -1,
@@ -1288,7 +1290,9 @@ int main(int argc, char **argv)
 			   "PROGRAM ARGS...` runs PROGRAM (a path, or found on "
 			   "PATH) as the workers with ARGS, followed by the "
 			   "job's --config/--set arguments (ordo.torch.init() "
-			   "takes those out).",
+			   "takes those out). Every job gets a secret of its "
+			   "own (security.mode = auto): a process without it "
+			   "cannot connect to any node of the job.",
 		.opts = opts,
 		.on_opt = on_opt,
 		.ud = &l,
