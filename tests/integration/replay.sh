@@ -38,7 +38,7 @@ check_iterations chain8 6 100
 check_iterations tinyops 12 10
 
 # 2. Overlap: the next iteration's first op starts before the last layer's
-#    parameters of that iteration have arrived.
+#    parameters of that iteration have all arrived.
 out=$WORK/overlap
 launch overlap 120 --set cluster.workers=1 --set cluster.servers=1 \
 	--set worker.mode=replay --set model.file="$MODELS/overlap.json" \
@@ -58,7 +58,9 @@ for it in (1, 2, 3):
               and e["name"] == "last.weight" and e["args"].get("iteration") == it]
     assert len(start) == 1 and len(arrive) >= 1, (it, start, arrive)
     print(f"iteration {it}: first op starts at +0, last layer's parameters arrive at +{(max(arrive) - start[0]) / 1000:.1f} ms")
-    ok += start[0] < min(arrive)
+    # the layer is complete at its last partition (with small partitions,
+    # some of it can come before: its gradient was pushed first)
+    ok += start[0] < max(arrive)
 sys.exit(0 if ok == 3 else 1)
 PY
 pass "overlap: the next iteration starts before the last parameters arrive"
