@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -285,7 +286,15 @@ int psi_zap_start(void *ctx, void *router, const psi_zap_job *job,
 		free(c);
 		return PS_EIO;
 	}
-	if (pthread_create(&c->thread, NULL, zap_main, c) != 0) {
+	/* the handler thread takes no signal: the process's handlers
+	 * (SIGCHLD, SIGINT, ...) run on the threads that expect them, as
+	 * libzmq's own threads block them too */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	int started = pthread_create(&c->thread, NULL, zap_main, c);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (started != 0) {
 		PS_ERROR("security: cannot start the ZAP handler thread");
 		close_all(c);
 		memset(c->secret, 0, sizeof(c->secret));
