@@ -64,26 +64,21 @@ void psi_sched_print_summary(coord *c)
 	for (uint32_t r = 0; r < c->workers; r++) {
 		const ps_wire_done *d =
 			&c->members[1 + c->servers + r].stats;
+		double rate = d->seconds > 0 ? (double)d->iterations /
+						       d->seconds
+					     : 0.0;
 		if (replay)
 			printf("summary: worker %u: %llu iterations in %.3f s "
 			       "(%.2f it/s, %.1f samples/s), waited %.3f s "
 			       "for parameters, E %.3f\n",
 			       r, (unsigned long long)d->iterations,
-			       d->seconds,
-			       d->seconds > 0 ? (double)d->iterations /
-							d->seconds
-					      : 0.0,
-			       d->samples_per_second, d->wait_seconds,
-			       d->efficiency);
+			       d->seconds, rate, d->samples_per_second,
+			       d->wait_seconds, d->efficiency);
 		else
 			printf("summary: worker %u: %llu iterations in %.3f s "
 			       "(%.2f it/s), last loss %.6f\n",
 			       r, (unsigned long long)d->iterations,
-			       d->seconds,
-			       d->seconds > 0 ? (double)d->iterations /
-							d->seconds
-					      : 0.0,
-			       d->last_loss);
+			       d->seconds, rate, d->last_loss);
 	}
 	if (replay) {
 		const ps_wire_done *d0 = &c->members[1 + c->servers].stats;

@@ -270,17 +270,25 @@ void ps_secret_bytes(const char *s, uint8_t out[32])
 	}
 }
 
-uint64_t ps_token_kid(const char *token)
+uint64_t ps_token_kid_bytes(const uint8_t token[32])
 {
-	uint8_t raw[32], h[16];
+	uint8_t h[16];
 	uint64_t kid = 0;
 
-	ps_secret_bytes(token, raw);
-	crypto_generichash(h, sizeof(h), raw, sizeof(raw), NULL, 0);
+	crypto_generichash(h, sizeof(h), token, 32, NULL, 0);
 	for (int i = 7; i >= 0; i--)
 		kid = kid << 8 | h[i];
-	memset(raw, 0, sizeof(raw));
 	return kid ? kid : 1;
+}
+
+uint64_t ps_token_kid(const char *token)
+{
+	uint8_t raw[32];
+
+	ps_secret_bytes(token, raw);
+	uint64_t kid = ps_token_kid_bytes(raw);
+	memset(raw, 0, sizeof(raw));
+	return kid;
 }
 
 int ps_secret_equal(const void *a, const void *b, size_t n)

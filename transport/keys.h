@@ -71,6 +71,8 @@ int ps_secret_equal(const void *a, const void *b, size_t n);
  * node makes with ps_secret_make). One-way: knowing a node's key id does
  * not let another present its token. Never 0. */
 uint64_t ps_token_kid(const char *token);
+/* The same from the token's 32 bytes. */
+uint64_t ps_token_kid_bytes(const uint8_t token[32]);
 
 /* The job's secret, if it has one: dir/job.secret when dir is set and
  * holds that file (private to its owner, as job.key), else the

@@ -1501,17 +1501,6 @@ nomem:
 	return msg_nomem(f, m);
 }
 
-/* The key id of an IDENT's token (its PS_RDMA_TOKEN_LEN bytes). */
-static uint64_t token_kid(const unsigned char *token)
-{
-	char hex[2 * PS_RDMA_TOKEN_LEN + 1];
-	for (int i = 0; i < PS_RDMA_TOKEN_LEN; i++)
-		snprintf(hex + 2 * i, 3, "%02x", token[i]);
-	uint64_t kid = ps_token_kid(hex);
-	memset(hex, 0, sizeof(hex));
-	return kid;
-}
-
 /* A receive completed: parse its frames, repost the buffer. */
 static void on_recv(rdma_transport *rt, conn *c, slot *s, uint32_t len)
 {
@@ -1568,7 +1557,9 @@ static void on_recv(rdma_transport *rt, conn *c, slot *s, uint32_t len)
 				             "connection");
 				return;
 			}
-			c->kid = rt->has_secret ? token_kid(s->buf + pos) : 0;
+			c->kid = rt->has_secret
+			             ? ps_token_kid_bytes(s->buf + pos)
+			             : 0;
 		}
 		pos += f.len;
 	}
@@ -2257,7 +2248,7 @@ static int rdma_create_transport(const ps_transport_opts *opts,
 		if (opts->job_token[0]) {
 			ps_secret_bytes(opts->job_token, rt->token);
 			rt->has_token = true;
-			rt->base.kid = ps_token_kid(opts->job_token);
+			rt->base.kid = ps_token_kid_bytes(rt->token);
 		}
 	}
 	if (rt->opts.connect_timeout_ms <= 0)
