@@ -7,6 +7,9 @@
 # alike. Prints per partition size and layout the median goodput of each
 # mode and the median and range of the rounds' ratios secret / none and
 # curve / none. Defaults: sizes 256K,1M,4M; layouts 1x1,2x2.
+# MODES (environment, default "none secret curve") picks the modes, each
+# optionally with its transport.io_threads as MODE:N (e.g. MODES="none
+# secret curve curve:4"); ratios are to the first.
 set -euo pipefail
 build=$(cd "${1:?usage: bench/security_goodput.sh BUILD_DIR [SIZES] [LAYOUTS] [ROUNDS]}" && pwd)
 sizes=${2:-256K,1M,4M}
@@ -16,19 +19,22 @@ work=$(mktemp -d /tmp/ordo-security-goodput.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 "$build/ps-keygen" "$work/keys" >/dev/null
 secret=$("$build/ps-keygen" --secret)
+modes=${MODES:-none secret curve}
 for ((r = 1; r <= rounds; r++)); do
-	for mode in none secret curve; do
-		extra=()
-		[ $mode = curve ] && extra=(--set security.mode=curve --set "security.keys_dir=$work/keys")
-		[ $mode = secret ] && extra=(--set security.mode=secret)
+	for mode in $modes; do
+		m=${mode%%:*}
+		case $m in none | secret | curve) ;; *) echo "security_goodput: no mode '$m' (none, secret, curve)" >&2; exit 2 ;; esac
+		extra=(--set "security.mode=$m")
+		[ $m = curve ] && extra+=(--set "security.keys_dir=$work/keys")
+		[ "$mode" != "$m" ] && extra+=(--set "transport.io_threads=${mode#*:}")
 		ORDO_JOB_SECRET=$secret "$build/bench/bench_goodput" --sizes "$sizes" \
 			--layouts "$layouts" --bytes 256M --rounds 1 "${extra[@]}" \
 			>"$work/$mode-$r.md"
 	done
 done
-python3 - "$work" "$rounds" <<'PY'
+python3 - "$work" "$rounds" $modes <<'PY'
 import glob, statistics, sys
-work, rounds = sys.argv[1], int(sys.argv[2])
+work, rounds, modes = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 def rows(path):
     out = {}
     for line in open(path):
@@ -36,15 +42,17 @@ def rows(path):
         if len(c) >= 6 and c[0].endswith("KiB"):
             out[(c[0], c[1])] = float(c[4])
     return out
-modes = ("none", "secret", "curve")
 runs = {m: [rows("%s/%s-%d.md" % (work, m, r)) for r in range(1, rounds + 1)] for m in modes}
-print("| partition | W x S | none MB/s | secret MB/s | curve MB/s | secret / none (range) | curve / none (range) |")
-print("|---:|:---:|---:|---:|---:|---:|---:|")
-for key in runs["none"][0]:
+base = modes[0]
+print("| partition | W x S | " + " | ".join("%s MB/s" % m for m in modes) + " | " +
+      " | ".join("%s / %s (range)" % (m, base) for m in modes[1:]) + " |")
+print("|---:|:---:|" + "---:|" * (2 * len(modes) - 1))
+for key in runs[base][0]:
     v = {m: [r[key] for r in runs[m]] for m in modes}
     def ratio(m):
-        q = [y / x for x, y in zip(v["none"], v[m])]
+        q = [y / x for x, y in zip(v[base], v[m])]
         return "%.2f (%.2f-%.2f)" % (statistics.median(q), min(q), max(q))
-    print("| %s | %s | %.0f | %.0f | %.0f | %s | %s |" % (key[0], key[1], statistics.median(v["none"]), statistics.median(v["secret"]), statistics.median(v["curve"]), ratio("secret"), ratio("curve")))
+    print("| %s | %s | " % key + " | ".join("%.0f" % statistics.median(v[m]) for m in modes) +
+          " | " + " | ".join(ratio(m) for m in modes[1:]) + " |")
 print("\n%d alternating rounds of bench_goodput (--bytes 256M --rounds 1) per mode; ordo's goodput (push + pull payload bytes / the slowest worker's time)." % rounds)
 PY
