@@ -188,6 +188,9 @@ struct rmsg {
 	uint32_t rd_wrs;       /* READs posted, not completed */
 	struct ibv_mr *rd_mr;  /* heap payload registered for its READ */
 	lbuf *lb;              /* or a lent pool buffer */
+	/* charged to from->rx_bytes until recv takes it (recv_budget) */
+	conn *from;
+	uint64_t charged;
 };
 
 struct conn {
@@ -224,6 +227,16 @@ struct conn {
 	rmsg *rd_head, *rd_tail; /* RTS received, READs to post */
 	uint64_t *fins;          /* cookies to return (FIN frames) */
 	uint32_t nfins, cap_fins;
+	/* bytes of this connection's messages allocated and not yet taken
+	 * by recv (recv_budget); past the budget the receive buffers from
+	 * the first message that does not fit on wait here, in order,
+	 * their credit and FIN frames already applied (hold_slot) */
+	uint64_t rx_bytes;
+	struct held {
+		slot *s;
+		uint32_t len, pos;
+	} held[RECV_POSTED];
+	uint32_t held_head, nheld;
 	/* send side */
 	uint32_t credits;
 	uint32_t send_posted; /* send and READ WRs not completed */
@@ -1007,6 +1020,9 @@ static void conn_destroy(rdma_transport *rt, conn *c)
 	qp_release(rt, c);
 	if (c->id)
 		rdma_destroy_id(c->id);
+	for (rmsg *m = rt->rq_head; m; m = m->next)
+		if (m->from == c)
+			m->from = NULL; /* recv may still take it */
 	drop_queue(c);
 	rmsg_free(c->partial);
 	while (c->in_head) {
@@ -1331,6 +1347,35 @@ static uint64_t max_payload(const rdma_transport *rt)
 	return m && m < MAX_PAYLOAD ? m : MAX_PAYLOAD;
 }
 
+/* What one connection's messages may hold of this node before recv takes
+ * them (transport.h, rdma_peer_recv_bytes). */
+static uint64_t recv_budget(const rdma_transport *rt)
+{
+	uint64_t b = rt->opts.rdma_peer_recv_bytes;
+	return b ? b : 2 * max_payload(rt);
+}
+
+/* f starts a message (an RTS, or a DATA frame with none partly here)
+ * that c's budget cannot take now: c's frames wait from f on. A message
+ * is always taken when c holds none, so one of any size passes. */
+static bool over_budget(const rdma_transport *rt, const conn *c,
+                        const frame *f)
+{
+	bool starts = f->type == FRAME_RTS ||
+	              (f->type == FRAME_DATA && !c->partial);
+	uint64_t len = (uint64_t)f->hdr_len + f->payload_len;
+	return starts && c->rx_bytes &&
+	       (len > recv_budget(rt) || c->rx_bytes > recv_budget(rt) - len);
+}
+
+/* m (of f) is c's until recv takes it. */
+static void charge(conn *c, rmsg *m, const frame *f)
+{
+	m->from = c;
+	m->charged = (uint64_t)f->hdr_len + f->payload_len;
+	c->rx_bytes += m->charged;
+}
+
 /* An RTS frame: the message's header is here, its payload is READ from
  * the sender into a lent pool buffer (or a heap buffer registered for
  * this READ when LEND_MAX are lent or it is larger than the pool's). */
@@ -1386,6 +1431,7 @@ static int on_rts(rdma_transport *rt, conn *c, const frame *f,
 	m->rd.c = c;
 	m->rd.kind = SLOT_READ;
 	m->rd.m = m;
+	charge(c, m, f);
 	inbox_add(rt, c, m);
 	if (c->rd_tail)
 		c->rd_tail->rd_next = m;
@@ -1457,12 +1503,13 @@ static int on_data(rdma_transport *rt, conn *c, const frame *f,
 		    !(m->msg.payload = malloc((size_t)f->payload_len)))
 			goto nomem;
 		m->msg.src = c->peer_id;
-	m->msg.kid = c->kid;
+		m->msg.kid = c->kid;
 		m->msg.hdr = m->hdr;
 		m->msg.hdr_len = f->hdr_len;
 		m->msg.payload_len = (size_t)f->payload_len;
 		m->msg.release = rmsg_release;
 		m->msg.priv = m;
+		charge(c, m, f);
 		c->partial = m;
 	} else if (f->offset != m->got || f->hdr_len != m->msg.hdr_len ||
 	           f->payload_len != m->msg.payload_len) {
@@ -1501,68 +1548,10 @@ nomem:
 	return msg_nomem(f, m);
 }
 
-/* A receive completed: parse its frames, repost the buffer. */
-static void on_recv(rdma_transport *rt, conn *c, slot *s, uint32_t len)
+/* Reposts receive buffer s of c; data: one of the peer's credits came
+ * in it (owed back). */
+static void repost(conn *c, slot *s, bool data)
 {
-	uint32_t pos = 0;
-	bool data = false;
-
-	/* A disconnected connection's last messages still count: their
-	 * completions may be polled after the DISCONNECTED event. */
-	if (c->broken || c->state == C_FAILED)
-		return;
-	while (pos < len) {
-		frame f;
-		int fr = ps_rdma_frame_next(s->buf, len, &pos, &f);
-		if (fr == PS_RDMA_FRAME_TRUNCATED) {
-			conn_kill(c, "truncated frame");
-			return;
-		}
-		if (fr != PS_RDMA_FRAME_OK) {
-			PS_WARN("rdma: malformed frame: type %u, %u bytes of "
-			        "%u left, %u credits",
-			        f.type, f.len, len - pos, f.credits);
-			conn_kill(c, "malformed frame");
-			return;
-		}
-		c->credits += f.credits;
-		if (c->credits > RECV_DEPTH) {
-			conn_kill(c, "peer returned too many credits");
-			return;
-		}
-		if (f.type == FRAME_DATA || f.type == FRAME_RTS)
-			c->had_data = true;
-		if (f.type == FRAME_DATA) {
-			data = true;
-			if (on_data(rt, c, &f, s->buf + pos) != PS_OK) {
-				conn_kill(c, "bad message data");
-				return;
-			}
-		} else if (f.type == FRAME_RTS) {
-			data = true;
-			if (on_rts(rt, c, &f, s->buf + pos) != PS_OK) {
-				conn_kill(c, "bad or unreadable RTS");
-				return;
-			}
-		} else if (f.type == FRAME_FIN) {
-			data = true;
-			if (on_fin(c, f.offset) != PS_OK) {
-				conn_kill(c, "bad FIN");
-				return;
-			}
-		} else if (f.type == FRAME_IDENT) {
-			data = true;
-			if (c->outbound || c->kid || c->had_data) {
-				conn_kill(c, "an IDENT not first on its "
-				             "connection");
-				return;
-			}
-			c->kid = rt->has_secret
-			             ? ps_token_kid_bytes(s->buf + pos)
-			             : 0;
-		}
-		pos += f.len;
-	}
 	if (c->state != C_UP && c->state != C_RESOLVING)
 		return; /* the QP is in error: no repost */
 	int err = post_recv(c, s);
@@ -1573,6 +1562,175 @@ static void on_recv(rdma_transport *rt, conn *c, slot *s, uint32_t len)
 	}
 	if (data)
 		c->owed++;
+}
+
+enum parse_end { PARSED, PARSE_HELD, PARSE_KILLED };
+
+/* Parses the frames of receive buffer s (len bytes) from *pos. held: the
+ * buffer waited (hold_slot), its credit and FIN frames already applied.
+ * PARSE_HELD: a message over c's budget at *pos (its frame not
+ * applied). *data: a frame that took one of the peer's credits. */
+static enum parse_end parse_frames(rdma_transport *rt, conn *c, slot *s,
+                                   uint32_t len, uint32_t *pos, bool held,
+                                   bool *data)
+{
+	while (*pos < len) {
+		frame f;
+		uint32_t at = *pos;
+		int fr = ps_rdma_frame_next(s->buf, len, pos, &f);
+		if (fr == PS_RDMA_FRAME_TRUNCATED) {
+			conn_kill(c, "truncated frame");
+			return PARSE_KILLED;
+		}
+		if (fr != PS_RDMA_FRAME_OK) {
+			PS_WARN("rdma: malformed frame: type %u, %u bytes of "
+			        "%u left, %u credits",
+			        f.type, f.len, len - *pos, f.credits);
+			conn_kill(c, "malformed frame");
+			return PARSE_KILLED;
+		}
+		if (over_budget(rt, c, &f)) {
+			*pos = at;
+			return PARSE_HELD;
+		}
+		if (!held) {
+			c->credits += f.credits;
+			if (c->credits > RECV_DEPTH) {
+				conn_kill(c, "peer returned too many credits");
+				return PARSE_KILLED;
+			}
+		}
+		if (f.type == FRAME_DATA || f.type == FRAME_RTS)
+			c->had_data = true;
+		if (f.type == FRAME_DATA) {
+			*data = true;
+			if (on_data(rt, c, &f, s->buf + *pos) != PS_OK) {
+				conn_kill(c, "bad message data");
+				return PARSE_KILLED;
+			}
+		} else if (f.type == FRAME_RTS) {
+			*data = true;
+			if (on_rts(rt, c, &f, s->buf + *pos) != PS_OK) {
+				conn_kill(c, "bad or unreadable RTS");
+				return PARSE_KILLED;
+			}
+		} else if (f.type == FRAME_FIN) {
+			*data = true;
+			if (!held && on_fin(c, f.offset) != PS_OK) {
+				conn_kill(c, "bad FIN");
+				return PARSE_KILLED;
+			}
+		} else if (f.type == FRAME_IDENT) {
+			*data = true;
+			if (c->outbound || c->kid || c->had_data) {
+				conn_kill(c, "an IDENT not first on its "
+				             "connection");
+				return PARSE_KILLED;
+			}
+			c->kid = rt->has_secret
+			             ? ps_token_kid_bytes(s->buf + *pos)
+			             : 0;
+		}
+		*pos += f.len;
+	}
+	return PARSED;
+}
+
+/* Receive buffer s of c waits, from pos, behind c's budget. Its credit
+ * and FIN frames are applied now (they concern this node's own sends,
+ * which must not wait for its receives), its messages later in order
+ * (resume_held). A buffer of credits and FINs alone is reposted at once,
+ * so the peer's credit returns never find no buffer posted. */
+static void hold_slot(conn *c, slot *s, uint32_t len, uint32_t pos)
+{
+	bool data = false, messages = false;
+	for (uint32_t p = pos; p < len;) {
+		frame f;
+		int fr = ps_rdma_frame_next(s->buf, len, &p, &f);
+		if (fr != PS_RDMA_FRAME_OK) {
+			conn_kill(c, fr == PS_RDMA_FRAME_TRUNCATED
+			                 ? "truncated frame"
+			                 : "malformed frame");
+			return;
+		}
+		c->credits += f.credits;
+		if (c->credits > RECV_DEPTH) {
+			conn_kill(c, "peer returned too many credits");
+			return;
+		}
+		if (f.type == FRAME_FIN) {
+			data = true;
+			if (on_fin(c, f.offset) != PS_OK) {
+				conn_kill(c, "bad FIN");
+				return;
+			}
+		} else if (f.type != FRAME_CREDIT) {
+			messages = true;
+		}
+		p += f.len;
+	}
+	if (!messages) {
+		repost(c, s, data);
+		return;
+	}
+	struct held *h = &c->held[(c->held_head + c->nheld) % RECV_POSTED];
+	h->s = s;
+	h->len = len;
+	h->pos = pos;
+	c->nheld++;
+}
+
+/* c's held receive buffers, in order, as far as its budget now takes
+ * them (recv took some of its messages). */
+static void resume_held(rdma_transport *rt, conn *c)
+{
+	if (c->broken || c->state == C_FAILED || c->state == C_DEAD) {
+		c->nheld = 0;
+		return;
+	}
+	while (c->nheld) {
+		struct held *h = &c->held[c->held_head];
+		bool data = true; /* a held buffer carries a message */
+		enum parse_end e =
+		    parse_frames(rt, c, h->s, h->len, &h->pos, true, &data);
+		if (e == PARSE_KILLED) {
+			c->nheld = 0;
+			return;
+		}
+		if (e == PARSE_HELD)
+			return;
+		slot *s = h->s;
+		c->held_head = (c->held_head + 1) % RECV_POSTED;
+		c->nheld--;
+		repost(c, s, true);
+	}
+}
+
+/* A receive completed: parse its frames, repost the buffer (or hold it
+ * while c is over its budget). */
+static void on_recv(rdma_transport *rt, conn *c, slot *s, uint32_t len)
+{
+	uint32_t pos = 0;
+	bool data = false;
+
+	/* A disconnected connection's last messages still count: their
+	 * completions may be polled after the DISCONNECTED event. */
+	if (c->broken || c->state == C_FAILED)
+		return;
+	if (c->nheld) {
+		hold_slot(c, s, len, 0); /* behind the held ones */
+		return;
+	}
+	switch (parse_frames(rt, c, s, len, &pos, false, &data)) {
+	case PARSE_KILLED:
+		return;
+	case PARSE_HELD:
+		hold_slot(c, s, len, pos);
+		return;
+	case PARSED:
+		repost(c, s, data);
+		return;
+	}
 }
 
 static void on_wc(rdma_transport *rt, const struct ibv_wc *wc)
@@ -2172,6 +2330,9 @@ static void progress(rdma_transport *rt)
 	drain_cq(rt);
 	process_cm(rt);
 	drain_cq(rt);
+	for (conn *c = rt->conns; c; c = c->next)
+		if (c->nheld)
+			resume_held(rt, c);
 	pump_all(rt);
 	sweep(rt);
 	pthread_cond_broadcast(&rt->cv);
@@ -2896,6 +3057,13 @@ static int rdma_recv_(ps_transport *t, int timeout_ms, ps_msg **msg_p)
 			rt->rq_head = m->next;
 			if (!rt->rq_head)
 				rt->rq_tail = NULL;
+			if (m->from) {
+				/* its connection's budget has room again */
+				m->from->rx_bytes -= m->charged;
+				if (m->from->nheld)
+					efd_signal(rt->ctl_fd);
+				m->from = NULL;
+			}
 		}
 		bool dead = rt->dev_dead;
 		pthread_mutex_unlock(&rt->mu);

@@ -163,6 +163,14 @@ typedef struct ps_transport_opts {
 	char rdma_device[64];
 	int rdma_gid_index;
 	int rdma_busy_poll;    /* poll completions instead of waiting */
+	/* rdma: the bytes (headers and payloads) of one connection's
+	 * messages the node holds before recv has taken them (being READ,
+	 * waiting for an earlier one, queued for recv); past it the
+	 * connection's further messages wait, unread and unallocated, and
+	 * its sender is held back by the receive credits. One message is
+	 * always taken whatever its size (within max_message). 0 = twice
+	 * the largest message (max_message, else the backend's limit) */
+	uint64_t rdma_peer_recv_bytes;
 } ps_transport_opts;
 
 /* A received message. Owned by the caller of recv; free with

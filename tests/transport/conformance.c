@@ -166,13 +166,19 @@ static void count_and_free(void *data, void *hint)
 	atomic_fetch_add(&((counter *)hint)->calls, 1);
 }
 
-/* Waits (up to PATIENCE_MS) until c reaches want; returns the count. */
-static int wait_calls(counter *c, int want)
+/* Waits (up to ms) until c reaches want; returns the count. */
+static int wait_calls_ms(counter *c, int want, int ms)
 {
-	int64_t end = now_ms() + PATIENCE_MS;
+	int64_t end = now_ms() + ms;
 	while (atomic_load(&c->calls) < want && now_ms() < end)
 		sleep_ms(1);
 	return atomic_load(&c->calls);
+}
+
+/* Waits (up to PATIENCE_MS) until c reaches want; returns the count. */
+static int wait_calls(counter *c, int want)
+{
+	return wait_calls_ms(c, want, PATIENCE_MS);
 }
 
 static void fill(unsigned char *p, size_t n, unsigned seed)
@@ -1330,6 +1336,93 @@ static void test_secret(void **state)
 	assert_true(kid == 0);
 }
 
+/* ---- 18. what one connection's messages may hold (rdma) ----------------- */
+
+/* rdma_peer_recv_bytes: the receiver READs a connection's messages only
+ * while those recv has not taken fit the budget; the rest wait unread
+ * (the sender's payloads stay unread: their free_fn does not run), then
+ * come in order as recv takes the first ones, through both the READ
+ * (1 MiB) and the copy (40 KiB) paths. A message larger than the budget
+ * still comes when the connection holds nothing else. */
+static void test_recv_budget(void **state)
+{
+	const size_t big = (size_t)1 << 20, small = 40 * 1024;
+	const uint32_t n = 24; /* even: READ, odd: copied */
+	char ep[EP_CAP];
+	counter bigs = {0}, smalls = {0};
+	(void)state;
+
+	if (strcmp(backend, "rdma") != 0) {
+		print_message("recv budget: rdma's (ZeroMQ bounds a "
+		              "connection's queue in messages)\n");
+		skip();
+	}
+	ps_transport_opts o = {
+	    .id = 0x90,
+	    .send_timeout_ms = PATIENCE_MS,
+	    .connect_timeout_ms = PATIENCE_MS,
+	    .io_threads = 1,
+	    .rdma_gid_index = rdma_gid_index,
+	    /* two READ messages and two copied ones, not a third READ */
+	    .rdma_peer_recv_bytes = 3 * big + 64,
+	};
+	ps_transport *r = NULL;
+	assert_ps(ps_transport_create(backend, &o, &r), PS_OK);
+	assert_ps(ps_transport_listen(r, host, 0, NULL, ep, EP_CAP), PS_OK);
+	ps_transport *s = make(0x91, PATIENCE_MS, PATIENCE_MS);
+	ps_peer p = connect_to(s, ep);
+
+	for (uint32_t i = 0; i < n; i++) {
+		size_t len = i % 2 ? small : big;
+		unsigned char *b = malloc(len);
+		assert_non_null(b);
+		fill(b, len, i);
+		assert_ps(ps_transport_send(s, p, &i, sizeof(i), b, len,
+		                            count_and_free,
+		                            i % 2 ? &smalls : &bigs),
+		          PS_OK);
+	}
+	/* two READ messages fit; the third waits unread however long */
+	assert_int_equal(wait_calls(&bigs, 2), 2);
+	assert_int_equal(wait_calls_ms(&bigs, 3, 500), 2);
+
+	uint32_t bigs_taken = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		ps_msg *m = recv_one(r);
+		uint32_t seq;
+		assert_int_equal(m->hdr_len, sizeof(seq));
+		memcpy(&seq, m->hdr, sizeof(seq));
+		assert_int_equal(seq, i);
+		size_t len = i % 2 ? small : big;
+		assert_int_equal(m->payload_len, len);
+		if (!check(m->payload, len, i))
+			fail_msg("message %u changed", i);
+		ps_msg_free(&m);
+		bigs_taken += i % 2 == 0;
+		/* never more read than taken plus what the budget holds */
+		assert_true(atomic_load(&bigs.calls) <= (int)bigs_taken + 3);
+	}
+	assert_int_equal(wait_calls(&bigs, (int)n / 2), (int)n / 2);
+
+	/* larger than the whole budget: comes, alone */
+	size_t huge = 4 * big;
+	unsigned char *b = malloc(huge);
+	assert_non_null(b);
+	fill(b, huge, 99);
+	assert_ps(ps_transport_send(s, p, "h", 1, b, huge, count_and_free,
+	                            &bigs),
+	          PS_OK);
+	ps_msg *m = recv_one(r);
+	assert_int_equal(m->payload_len, huge);
+	assert_true(check(m->payload, huge, 99));
+	ps_msg_free(&m);
+
+	ps_transport_destroy(&s, 0);
+	ps_transport_destroy(&r, 0);
+	assert_int_equal(atomic_load(&bigs.calls), (int)n / 2 + 1);
+	assert_int_equal(atomic_load(&smalls.calls), (int)n / 2);
+}
+
 /* ---- main --------------------------------------------------------------- */
 
 int main(int argc, char **argv)
@@ -1342,7 +1435,7 @@ int main(int argc, char **argv)
 	    T(test_registry),    T(test_caps_and_registration),
 	    T(test_stop_then_free), T(test_large_registered),
 	    T(test_hold_many),   T(test_stop_pending), T(test_reconnect),
-	    T(test_garbage),     T(test_secret),
+	    T(test_garbage),     T(test_secret),      T(test_recv_budget),
 #undef T
 	};
 	ps_transport_opts o = {.id = 1,
