@@ -765,6 +765,10 @@ int ps_sproto_on_params_ack(ps_sproto *sh, uint32_t from, uint32_t part,
 
 void ps_sproto_on_credit(ps_sproto *sh, uint64_t credit, uint64_t from)
 {
+	if (sh->cfg.fault == PS_SPROTO_FAULT_CREDIT_EARLY) {
+		ps_gate_set_credit(sh->gate, credit);
+		return;
+	}
 	sh->credit_next = credit;
 	sh->credit_from = from;
 	sh->credit_pending = 1;

@@ -131,6 +131,8 @@ enum {
 	PS_SPROTO_FAULT_PULL_FLOOD,   /* a PULL is answered even while a send
 					of its partition to that worker
 					waits in the gate */
+	PS_SPROTO_FAULT_CREDIT_EARLY, /* a credit change takes effect when
+					it arrives, not at its version */
 };
 
 /* A local partition's protocol state (read-only for the driver, except

@@ -99,11 +99,26 @@
  * messages to a node before its WELCOME makes that node drop honest ones
  * (counted; the job then waits on them), so the member here sends fewer.
  *
+ * A live credit change: in one seed of three (its own generator, as the
+ * malicious member's) the scheduler changes, at a step of the first 64,
+ * each direction's window that has one to another, telling every node at
+ * once the iteration it starts at (the one after the furthest worker's,
+ * as scheduler/credit.c chooses it), as ps-tune's live change and the
+ * scheduler's refinement do (proto/credit_refine.h). Checked: each gate
+ * keeps its window until its first transfer of that iteration (a
+ * worker's push) or version (a server's parameter send) is made ready
+ * after the change came, and has the new one from then on; bytes in flight stay within
+ * the window each release was made under (a smaller window lets no
+ * release go until enough is acknowledged); the job stays exact, with no
+ * deadlock. --fault credit-early (the server takes the window when the
+ * change arrives) shows the check can fail.
+ *
  * A failure prints the seed, what broke, and the command that replays it.
  *
  * Usage: dst [--seeds N] [--first S] [--seed S] [--adversary]
  *            [--fault credit-leak|version-skip|drop-early|blind-scheduler|
- *                     blame-reporter|forged-sender|pull-flood]
+ *                     blame-reporter|forged-sender|pull-flood|
+ *                     credit-early]
  *            [--expect-failure] [--verbose]
  *
  * --fault credit-leak needs PARAMS_ACKs to leak from: it always draws a
@@ -163,17 +178,21 @@ enum {
 				message is taken as from the node it names */
 	FAULT_PULL_FLOOD,    /* proto/server.h: a PULL is answered while a
 				send to that worker waits in the gate */
+	FAULT_CREDIT_EARLY,  /* proto/server.h: a credit change takes effect
+				when it arrives, not at its version */
 	FAULT_COUNT
 };
 static const char *const fault_names[] = {
 	"",		  "credit-leak",    "version-skip", "drop-early",
-	"blind-scheduler", "blame-reporter", "forged-sender", "pull-flood"};
+	"blind-scheduler", "blame-reporter", "forged-sender", "pull-flood",
+	"credit-early"};
 
 static int shard_fault(int f)
 {
 	return f == FAULT_CREDIT_LEAK	 ? PS_SPROTO_FAULT_CREDIT_LEAK
 	       : f == FAULT_VERSION_SKIP ? PS_SPROTO_FAULT_VERSION_SKIP
 	       : f == FAULT_PULL_FLOOD	 ? PS_SPROTO_FAULT_PULL_FLOOD
+	       : f == FAULT_CREDIT_EARLY ? PS_SPROTO_FAULT_CREDIT_EARLY
 					 : PS_SPROTO_FAULT_NONE;
 }
 
@@ -252,6 +271,13 @@ typedef struct shadow {
 	int kind;           /* the gate's (its direction's) kind */
 	int server;         /* a server's (its receivers are workers) */
 	uint64_t credit;    /* and window */
+	/* a live credit change (credit_change): the window for iteration
+	 * or version credit_from on, in force from the first transfer of
+	 * such an iteration or version made ready */
+	int credit_pending;
+	uint64_t credit_next, credit_from;
+	uint64_t credit_before;    /* the window at the previous check */
+	uint64_t checked_released; /* releases at the previous check */
 } shadow;
 
 typedef struct wk {
@@ -322,6 +348,13 @@ typedef struct job {
 	uint64_t arng;    /* its own generator: seeds without it replay as
 			     before */
 	uint32_t budget;  /* messages it may still send */
+	/* a live credit change (see the header), at step change_at (0:
+	 * none) to change_push / change_params (0: that direction keeps its
+	 * window); its own generator, as the adversary's */
+	uint64_t crng;
+	uint64_t change_at, change_push, change_params;
+	int changed;         /* the change was told */
+	uint32_t changes_in; /* gates that took it (at their boundary) */
 	msg *seen[8];     /* honest messages it may replay (copies) */
 	uint32_t nseen;
 	int pulling;      /* a hostile PULL is being answered */
@@ -753,6 +786,14 @@ static int worker_can_compute(const job *j, uint32_t w)
 static int mirror_ready(job *j, uint32_t w, uint32_t p)
 {
 	ps_wproto_stats st;
+	shadow *sh = &j->w[w].sh;
+
+	if (sh->credit_pending && j->w[w].it >= sh->credit_from) {
+		/* the machine's window for this iteration on */
+		sh->credit = sh->credit_next;
+		sh->credit_pending = 0;
+		j->changes_in++;
+	}
 
 	ps_wproto_get_stats(j->w[w].proto, &st);
 	for (uint32_t i = 0; i < pieces(j, p, j->push_piece); i++)
@@ -922,6 +963,14 @@ static void *hold(void *ud, uint32_t k, uint32_t worker)
 	ps_sproto_stats st;
 	uint32_t *next = &j->s[s].hold_next[(size_t)k * j->W + worker];
 	uint32_t piece = *next;
+	shadow *shd = &j->s[s].shd;
+
+	if (shd->credit_pending && sp->version >= shd->credit_from) {
+		/* the machine's window for this version on */
+		shd->credit = shd->credit_next;
+		shd->credit_pending = 0;
+		j->changes_in++;
+	}
 
 	/* a send's pieces are readied in order, one hold() each */
 	*next = (piece + 1) % pieces(j, sp->index, j->params_piece);
@@ -1447,12 +1496,20 @@ static uint64_t largest_part(const job *j)
 
 /* released: the machine's count of its gate's releases (every message
  * is taken after each step, so the shadow has seen each of them). */
-static int check_gate(job *j, const ps_gate *g, const shadow *sh,
+static int check_gate(job *j, const ps_gate *g, shadow *sh,
 		      uint64_t released, const char *who)
 {
 	uint64_t f = ps_gate_in_flight(g);
-	uint64_t bound = sh->credit > largest_part(j) ? sh->credit
-						      : largest_part(j);
+	/* bytes in flight grow only by releases, checked against the window
+	 * they were made under: this step's, or the previous one's where a
+	 * credit change came into force during the step */
+	uint64_t window = sh->credit > sh->credit_before ? sh->credit
+							 : sh->credit_before;
+	uint64_t bound = window > largest_part(j) ? window : largest_part(j);
+	int grew = released > sh->checked_released;
+
+	sh->checked_released = released;
+	sh->credit_before = sh->credit;
 
 	if (released != sh->released)
 		return fail(j, "%s's machine counts %" PRIu64 " releases of its "
@@ -1466,10 +1523,10 @@ static int check_gate(job *j, const ps_gate *g, const shadow *sh,
 		return fail(j, "%s's gate has a window of %" PRIu64 ", not its "
 			    "direction's %" PRIu64, who, ps_gate_credit(g),
 			    sh->credit);
-	if (sh->credit && f > bound)
+	if (sh->credit && grew && f > bound)
 		return fail(j, "%s's gate has %" PRIu64 " bytes in flight, "
 			    "above its window of %" PRIu64, who, f,
-			    sh->credit);
+			    window);
 	return PS_OK;
 }
 
@@ -1592,6 +1649,22 @@ static int setup(job *j, void **hold_ud)
 	if (j->fault == FAULT_PULL_FLOOD)
 		/* PULLs pile up only behind a window that is full */
 		j->params_credit = credits[1 + rng_below(&j->arng, 3)];
+	/* a live credit change in one seed of three, to another window in
+	 * each direction that has one (as ps-tune's or the scheduler's:
+	 * scheduler/credit.c), at a step of the first 64 */
+	j->crng = j->seed ^ 0xc4ed17c4a96eull;
+	if (j->fault == FAULT_CREDIT_EARLY && !j->params_credit)
+		j->params_credit = credits[1 + rng_below(&j->crng, 5)];
+	if (rng_below(&j->crng, 3) == 0 || j->fault == FAULT_CREDIT_EARLY) {
+		j->change_at = 1 + rng_below(&j->crng, 64);
+		for (int d = 0; d < 2; d++) {
+			uint64_t cur = d ? j->params_credit : j->push_credit;
+			uint64_t next = 0;
+			while (cur && (!next || next == cur))
+				next = credits[1 + rng_below(&j->crng, 5)];
+			*(d ? &j->change_params : &j->change_push) = next;
+		}
+	}
 	j->barrier = rng_below(&j->rng, 3) == 0;
 	if (j->fault == FAULT_VERSION_SKIP)
 		j->barrier = 0; /* see the header */
@@ -1981,6 +2054,41 @@ static int step(job *j, int64_t a)
 
 
 /* PS_OK, or PS_EPROTO with j->failure set. */
+/* The scheduler's live credit change (CREDIT, scheduler/credit.c): every
+ * node of a direction with a window is told, at once, its new window and
+ * the iteration it starts at, the one after the furthest worker's, as
+ * the scheduler chooses it. A server may have made that version ready
+ * already (a worker computing iteration i holds version i, a server may
+ * be sending i + 1): it then changes at its next ready send. Each machine
+ * must keep its window until its first transfer of that iteration or
+ * version is made ready after the change came. */
+static void credit_change(job *j)
+{
+	uint64_t from = 0;
+
+	for (uint32_t w = 0; w < j->W; w++)
+		if (j->w[w].it > from)
+			from = j->w[w].it;
+	from += 1;
+	for (uint32_t w = 0; j->change_push && w < j->W; w++) {
+		ps_wproto_on_credit(j->w[w].proto, j->change_push, from);
+		j->w[w].sh.credit_next = j->change_push;
+		j->w[w].sh.credit_from = from;
+		j->w[w].sh.credit_pending = 1;
+	}
+	for (uint32_t s = 0; j->change_params && s < j->S; s++) {
+		ps_sproto_on_credit(j->s[s].sh, j->change_params, from);
+		j->s[s].shd.credit_next = j->change_params;
+		j->s[s].shd.credit_from = from;
+		j->s[s].shd.credit_pending = 1;
+	}
+	j->changed = 1;
+	if (j->verbose)
+		fprintf(stderr, "  step %" PRIu64 ": credit change: push %" PRIu64
+			", params %" PRIu64 " from iteration %" PRIu64 "\n",
+			j->steps, j->change_push, j->change_params, from);
+}
+
 static int run_seed(job *j)
 {
 	void **hold_ud = calloc(8, sizeof(void *));
@@ -2031,6 +2139,8 @@ static int run_seed(job *j)
 		}
 		rc = step(j, a);
 		j->steps++;
+		if (rc == PS_OK && j->steps == j->change_at)
+			credit_change(j);
 		if (rc == PS_OK && !j->failure[0])
 			rc = adversary_act(j);
 		if (rc == PS_OK && !j->failure[0])
@@ -2057,7 +2167,7 @@ static int run_seed(job *j)
 int main(int argc, char **argv)
 {
 	uint64_t first = 1, seeds = 100, failed = 0, steps = 0, killed = 0,
-		 reported = 0, adversaries = 0;
+		 reported = 0, adversaries = 0, changes = 0, changes_in = 0;
 	int fault = FAULT_NONE, expect_failure = 0, verbose = 0,
 	    adversary = 0;
 
@@ -2080,7 +2190,7 @@ int main(int argc, char **argv)
 					"(credit-leak, version-skip, "
 					"drop-early, blind-scheduler, "
 					"blame-reporter, forged-sender, "
-					"pull-flood)\n",
+					"pull-flood, credit-early)\n",
 					argv[i]);
 				return 2;
 			}
@@ -2094,7 +2204,8 @@ int main(int argc, char **argv)
 			fprintf(stderr, "usage: dst [--seeds N] [--first S] "
 				"[--seed S] [--adversary] [--fault credit-leak|"
 				"version-skip|drop-early|blind-scheduler|"
-				"blame-reporter|forged-sender|pull-flood] "
+				"blame-reporter|forged-sender|pull-flood|"
+				"credit-early] "
 				"[--expect-failure] [--verbose]\n");
 			return 2;
 		}
@@ -2128,6 +2239,8 @@ int main(int argc, char **argv)
 				       fault ? fault_names[fault] : "");
 		}
 		adversaries += j.adversary;
+		changes += j.changed;
+		changes_in += j.changed && j.changes_in && !j.failure[0];
 		steps += j.steps;
 		killed += j.dead >= 0 && !j.failure[0];
 		reported += j.lost_reported && !j.failure[0];
@@ -2138,6 +2251,9 @@ int main(int argc, char **argv)
 	       "by a peer)%s%s\n", seeds, first, failed, steps, killed,
 	       reported, fault ? ", fault " : "",
 	       fault ? fault_names[fault] : "");
+	printf("dst: %" PRIu64 " seeds with a live credit change, in force "
+	       "in %" PRIu64 " of them before the job ended (the rest ended "
+	       "first)\n", changes, changes_in);
 	if (adversaries) {
 		printf("dst: %" PRIu64 " seeds with a malicious member; its "
 		       "messages, per type: refused/dropped/taken/not sent:",
