@@ -388,6 +388,39 @@ uint64_t ps_client_start_iteration(const ps_client *c)
 		       : 0;
 }
 
+/* Whether iteration it begins (caller holds mu): within
+ * train.iterations, and not at a stop. At a stop the application waits
+ * until every worker is there (STOP_NOW: it does not begin) or the stop
+ * moves on (it does), having said it is there (STOP_READY): a worker that
+ * ended on its own could leave another, late, waiting for its gradients
+ * for ever (proto/stop.h). */
+static int may_begin(ps_client *c, uint64_t it)
+{
+	if (it >= (uint64_t)c->cfg.train.iterations)
+		return 0;
+	for (;;) {
+		int send_ready;
+		ps_stop_next n =
+		    ps_stop_worker_next(&c->stopping, it, &send_ready);
+		if (n != PS_STOP_WAIT)
+			return n == PS_STOP_RUN;
+		if (c->state != ST_RUNNING)
+			return 0; /* the job ended while it waited */
+		if (send_ready) {
+			cmd *r = calloc(1, sizeof(*r));
+			if (!r) {
+				PS_ERROR("out of memory saying this worker "
+					 "waits at its stop");
+				return 0;
+			}
+			r->kind = CMD_STOP_READY;
+			r->iteration = c->stopping.target;
+			enqueue(c, r);
+		}
+		psi_client_wait_until(c, -1);
+	}
+}
+
 int ps_client_next_iteration(ps_client *c, uint64_t it)
 {
 	cmd *k;
@@ -403,10 +436,7 @@ int ps_client_next_iteration(ps_client *c, uint64_t it)
 	}
 	k = calloc(1, sizeof(*k));
 	pthread_mutex_lock(&c->mu);
-	run = it < (uint64_t)c->cfg.train.iterations &&
-	      (c->stop_at == 0 || it < c->stop_at);
-	if (run && it + 1 > c->begun)
-		c->begun = it + 1;
+	run = may_begin(c, it);
 	if (k) { /* progress is advisory: without memory, none is said */
 		k->kind = CMD_PROGRESS;
 		k->iteration = it;

@@ -412,7 +412,9 @@ int psi_client_run_command(ps_client *c, cmd *k)
 		rc = ps_wproto_done(c->proto);
 		return rc == PS_OK ? psi_client_send_msgs(c) : rc;
 	case CMD_PROGRESS:
-		h.type = PS_MSG_PROGRESS;
+	case CMD_STOP_READY:
+		h.type = k->kind == CMD_PROGRESS ? PS_MSG_PROGRESS
+						 : PS_MSG_STOP_READY;
 		h.key = 0;
 		h.iteration = k->iteration;
 		return ps_node_send(&c->node, 0, &h, NULL, 0, NULL, NULL);
@@ -577,27 +579,32 @@ static int handle_credit(ps_client *c, const ps_msg *msg,
 	return PS_OK;
 }
 
-/* STOP from the scheduler: the job ends before h->iteration, unless the
- * application has begun it already: then the scheduler hears how far. */
+/* STOP from the scheduler: the job is to end before h->iteration, unless
+ * the application has begun it already: then the scheduler hears how far
+ * (STOP_LATE). STOP_NOW: every worker waits there; the job ends. The
+ * application waiting in ps_client_next_iteration is woken (proto/stop.h). */
 static int handle_stop(ps_client *c, const ps_wire_header *h, char *why,
 		       size_t whylen)
 {
 	ps_wire_header late = {.type = PS_MSG_STOP_LATE};
-	uint64_t begun;
+	int rc;
 
-	if (h->sender != 0 || h->iteration == 0) {
-		snprintf(why, whylen, "STOP before %llu from node %u",
-			 (unsigned long long)h->iteration, h->sender);
+	if (h->sender != 0) {
+		snprintf(why, whylen, "%s from node %u",
+			 ps_msg_type_name(h->type), h->sender);
 		return PS_EPROTO;
 	}
 	pthread_mutex_lock(&c->mu);
-	begun = c->begun;
-	if (begun <= h->iteration) /* iteration - 1 is the last begun */
-		c->stop_at = h->iteration;
+	rc = h->type == PS_MSG_STOP
+		     ? ps_stop_worker_on_stop(&c->stopping, h->iteration,
+					      &late.iteration, why, whylen)
+		     : ps_stop_worker_on_now(&c->stopping, h->iteration,
+					     why, whylen);
+	pthread_cond_broadcast(&c->cv); /* the application may wait on it */
 	pthread_mutex_unlock(&c->mu);
-	if (begun <= h->iteration)
-		return PS_OK;
-	late.iteration = begun; /* began begun - 1: can stop before begun */
+	if (rc != 1)
+		return rc;
+	/* began the iteration asked: the first it can still stop before */
 	return ps_node_send(&c->node, 0, &late, NULL, 0, NULL, NULL);
 }
 
@@ -658,6 +665,7 @@ int psi_client_handle(ps_client *c, ps_msg *msg, const ps_wire_header *h)
 		rc = handle_credit(c, msg, h, why, sizeof(why));
 		break;
 	case PS_MSG_STOP:
+	case PS_MSG_STOP_NOW:
 		rc = handle_stop(c, h, why, sizeof(why));
 		if (rc != PS_OK && rc != PS_EPROTO) {
 			ps_msg_free(&msg);

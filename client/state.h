@@ -35,6 +35,7 @@
 
 #include "common/config.h"
 #include "ordo/ordo.h"
+#include "proto/stop.h"
 #include "proto/wire.h"
 #include "proto/worker.h"
 #include "runtime/node.h"
@@ -48,6 +49,7 @@ typedef enum {
 	CMD_BARRIER,
 	CMD_DONE,
 	CMD_PROGRESS,
+	CMD_STOP_READY,
 } cmd_kind;
 
 /* A push of the whole tensor (cmd.part otherwise: one partition). */
@@ -177,9 +179,10 @@ struct ps_client {
 	size_t bcast_len;
 	uint64_t bcast_barrier;
 	ps_client_stats stats;
-	/* tuning (docs/tune.md): the application began iteration begun - 1
-	 * (0: none yet); the job stops before stop_at (0: no stop asked) */
-	uint64_t begun, stop_at;
+	/* tuning (docs/tune.md): the iterations the application began, and
+	 * where the job stops (proto/stop.h); cv is broadcast when STOP or
+	 * STOP_NOW changes it */
+	ps_stop_worker stopping;
 
 	/* the learning rates set for the servers' optimizer
 	 * (ps_client_set_lr): lr[k] from iteration lr_from[k] on, oldest

@@ -96,6 +96,8 @@ static const char *const type_names[PS_MSG_TYPE_END] = {
     [PS_MSG_PEER_LOST] = "PEER_LOST",
     [PS_MSG_PROBE] = "PROBE",
     [PS_MSG_PROBE_ACK] = "PROBE_ACK",
+    [PS_MSG_STOP_READY] = "STOP_READY",
+    [PS_MSG_STOP_NOW] = "STOP_NOW",
 };
 
 const char *ps_msg_type_name(uint32_t type)

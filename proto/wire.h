@@ -82,8 +82,10 @@ typedef enum ps_msg_type {
 			      * `iteration` on; scheduler -> tuner: the same,
 			      * the iteration chosen */
 	PS_MSG_STOP,         /* tuner -> scheduler: checkpoint and stop;
-			      * scheduler -> workers and tuner: the job ends
-			      * before `iteration` (checkpointed there) */
+			      * scheduler -> workers: stop before `iteration`
+			      * (checkpointed there) once every worker is
+			      * there (STOP_READY, STOP_NOW; proto/stop.h);
+			      * scheduler -> tuner: the iteration chosen */
 	PS_MSG_STOP_LATE,    /* worker -> scheduler: already ran the
 			      * iteration asked; iteration = the first it can
 			      * still stop before */
@@ -97,6 +99,10 @@ typedef enum ps_msg_type {
 			      * payload of zeros timed to the answer
 			      * (scheduler/link_probe.h); key = its number */
 	PS_MSG_PROBE_ACK,    /* node -> scheduler: PROBE `key` arrived */
+	PS_MSG_STOP_READY,   /* worker -> scheduler: waits before `iteration`,
+			      * its stop (proto/stop.h) */
+	PS_MSG_STOP_NOW,     /* scheduler -> workers: every worker waits
+			      * before `iteration`: the job ends there */
 	PS_MSG_TYPE_END
 } ps_msg_type;
 

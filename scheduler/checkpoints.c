@@ -127,41 +127,85 @@ static void send_servers(coord *c, uint32_t type, uint64_t iteration)
 		send_server(c, r, type, iteration);
 }
 
-/* The workers stop before iteration c->asked (a tuner's stop). */
-static void send_stops(coord *c)
+static void send_workers(coord *c, uint32_t type, uint64_t iteration)
 {
 	for (uint32_t r = 0; r < c->workers; r++)
 		psi_sched_send_iteration(c,
 					 c->members[1 + c->servers + r].peer,
-					 PS_MSG_STOP, c->asked);
-	psi_sched_send_tuner(c, PS_MSG_STOP, c->asked);
+					 type, iteration);
+}
+
+/* A tuner's stop: the workers are to stop before iteration v, each
+ * waiting there until all are (proto/stop.h); PS_STOP_NEVER calls it
+ * off. */
+static void send_stops(coord *c, uint64_t v)
+{
+	if (v == PS_STOP_NEVER)
+		ps_stop_round_cancel(&c->stop);
+	else
+		ps_stop_round_start(&c->stop, v);
+	send_workers(c, PS_MSG_STOP, v);
+	if (v != PS_STOP_NEVER)
+		psi_sched_send_tuner(c, PS_MSG_STOP, v);
 }
 
 /* SIGUSR1 or a tuner's stop: a checkpoint a little ahead of the fastest
  * server and worker (with a stop, the workers stop there). */
 void psi_sched_request_checkpoint(coord *c, uint64_t late)
 {
-	uint64_t highest = late;
+	uint64_t highest = 0, last = c->asked;
 	uint32_t n = 1 + c->servers + c->workers;
 
 	for (uint32_t i = 1; i < n; i++)
 		if (c->members[i].progress > highest)
 			highest = c->members[i].progress;
-	c->margin = late ? c->margin * 2 : 2;
-	if (c->margin > 1024) {
-		PS_ERROR("checkpoint: the servers keep passing the iteration "
-			 "asked for (last %llu); giving up this request",
-			 (unsigned long long)c->asked);
-		c->asked = 0;
+	c->asked = ps_stop_ask(highest, late, &c->margin);
+	if (!c->asked) {
+		PS_ERROR("checkpoint: the %s keep passing the iteration asked "
+			 "for (last %llu); giving up this request%s",
+			 c->tuner.stopping ? "servers or workers" : "servers",
+			 (unsigned long long)last,
+			 c->tuner.stopping ? ", and the stop: the job goes on"
+					   : "");
+		if (c->tuner.stopping) {
+			c->tuner.stopping = 0;
+			send_stops(c, PS_STOP_NEVER);
+		}
 		return;
 	}
-	c->asked = highest + c->margin;
 	PS_INFO("checkpoint requested at iteration %llu%s",
 		(unsigned long long)c->asked,
 		c->tuner.stopping ? "; the job stops there" : "");
 	send_servers(c, PS_MSG_CKPT, c->asked);
 	if (c->tuner.stopping)
-		send_stops(c);
+		send_stops(c, c->asked);
+}
+
+void psi_sched_stop_answer(coord *c, const member *m,
+			   const ps_wire_header *h)
+{
+	char why[256];
+	int rc;
+
+	if (h->type == PS_MSG_STOP_LATE) {
+		/* a worker began the iteration asked: a later one, unless an
+		 * answer to an older stop */
+		if (c->tuner.stopping && !c->flushing &&
+		    ps_stop_round_on_late(&c->stop, h->iteration))
+			psi_sched_request_checkpoint(c, h->iteration);
+		return;
+	}
+	rc = ps_stop_round_on_ready(&c->stop, m->info.rank, h->iteration, why,
+				    sizeof(why));
+	if (rc == PS_EPROTO) {
+		psi_note_drop(++c->dropped, "STOP_READY", why);
+		return;
+	}
+	if (rc != 1)
+		return;
+	PS_INFO("every worker waits before iteration %llu: the job stops "
+		"there", (unsigned long long)c->stop.target);
+	send_workers(c, PS_MSG_STOP_NOW, c->stop.target);
 }
 
 static void write_manifest(coord *c, uint64_t iteration)

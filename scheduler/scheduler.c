@@ -199,7 +199,7 @@ static int handle_running(coord *c, const ps_msg *msg,
 		return impersonated(c, m, msg, h);
 	ps_membership_heard(c->ms, h->sender, ps_now_ms());
 	if ((h->type == PS_MSG_HEARTBEAT || h->type == PS_MSG_PROGRESS ||
-	     h->type == PS_MSG_STOP_LATE) &&
+	     h->type == PS_MSG_STOP_LATE || h->type == PS_MSG_STOP_READY) &&
 	    h->iteration > (uint64_t)c->cfg->train.iterations) {
 		/* no node of this job reaches it: believed, it would move the
 		 * iteration a checkpoint or a credit change is asked for
@@ -222,6 +222,7 @@ static int handle_running(coord *c, const ps_msg *msg,
 		return psi_sched_handle_checkpoint(c, m, msg, h);
 	case PS_MSG_PROGRESS:
 	case PS_MSG_STOP_LATE:
+	case PS_MSG_STOP_READY:
 		if (m->info.role != PS_ROLE_WORKER) {
 			psi_note_drop(++c->dropped, ps_msg_type_name(h->type),
 				      "not from a worker");
@@ -229,8 +230,8 @@ static int handle_running(coord *c, const ps_msg *msg,
 		}
 		if (h->type == PS_MSG_PROGRESS)
 			psi_sched_worker_progress(c, m, h->iteration);
-		else if (c->tuner.stopping && !c->flushing)
-			psi_sched_request_checkpoint(c, h->iteration);
+		else
+			psi_sched_stop_answer(c, m, h);
 		return PS_OK;
 	case PS_MSG_PEER_LOST:
 		return peer_lost(c, msg, h);
@@ -343,6 +344,7 @@ int ps_scheduler_run(const ps_config *cfg, int ready_fd)
 	c.job_id = ps_random_id();
 	c.members = calloc(1 + c.servers + c.workers, sizeof(*c.members));
 	if (!c.members || ps_ckpt_rounds_init(&c.ckpt, c.servers) != PS_OK ||
+	    ps_stop_round_init(&c.stop, c.workers) != PS_OK ||
 	    ps_membership_create(
 		    &(ps_membership_config){
 			    .servers = c.servers,
@@ -354,6 +356,7 @@ int ps_scheduler_run(const ps_config *cfg, int ready_fd)
 			    .heartbeat_timeout_ms =
 				    cfg->cluster.heartbeat_timeout_ms},
 		    ps_now_ms(), &c.ms) != PS_OK) {
+		ps_stop_round_free(&c.stop);
 		free(c.members);
 		return 1;
 	}
@@ -428,6 +431,7 @@ out:
 	ps_membership_destroy(&c.ms);
 	if (c.bcast)
 		bcast_unref(NULL, c.bcast);
+	ps_stop_round_free(&c.stop);
 	free(c.members);
 	return status;
 }

@@ -15,6 +15,7 @@
 #include "proto/checkpoint_round.h"
 #include "proto/credit_refine.h"
 #include "proto/membership.h"
+#include "proto/stop.h"
 #include "proto/wire.h"
 #include "scheduling/placement.h"
 #include "transport/transport.h"
@@ -61,6 +62,7 @@ typedef struct coord {
 	ps_ckpt_rounds ckpt; /* the checkpoints being written */
 	uint64_t asked;   /* on-demand checkpoint requested, 0: none */
 	uint64_t margin;  /* how far ahead of the servers it was asked */
+	ps_stop_round stop; /* a tuner's stop: the workers ready at it */
 	int flushing;     /* every worker is done: servers finish writing */
 	int progress_fd;  /* the launcher's pipe after the port, or -1 */
 	uint64_t progress_told; /* last "progress N" written there */
@@ -153,6 +155,9 @@ int psi_sched_open_resume(coord *c);
 int psi_sched_prepare_checkpoints(coord *c);
 /* A checkpoint a little ahead of the fastest node (late: CKPT_LATE's). */
 void psi_sched_request_checkpoint(coord *c, uint64_t late);
+/* A worker's STOP_LATE or STOP_READY (proto/stop.h). */
+void psi_sched_stop_answer(coord *c, const member *m,
+			   const ps_wire_header *h);
 /* CKPT_DONE, CKPT_LATE, FLUSHED: PS_ECLOSED once every server flushed. */
 int psi_sched_handle_checkpoint(coord *c, member *m, const ps_msg *msg,
 				const ps_wire_header *h);

@@ -113,12 +113,28 @@
  * deadlock. --fault credit-early (the server takes the window when the
  * change arrives) shows the check can fail.
  *
+ * A tuner's stop (proto/stop.h): in one seed of four (its own generator;
+ * such a job runs 6-15 iterations) the scheduler is asked, at a step of
+ * the first 150, to stop the job. It picks the iteration from the
+ * PROGRESS it has heard (each worker says so when its application begins
+ * an iteration; these messages are slow) and sends every worker a STOP,
+ * faster to some than to others, so that a worker may begin the
+ * iteration asked before its STOP comes while another stops there. Each
+ * application asks its stop machine before every iteration, as
+ * ps_client_next_iteration does: it begins, or waits at the stop having
+ * said so (STOP_READY), until every worker is there (STOP_NOW: it ends)
+ * or a late worker's STOP_LATE moved the stop on. Checked: every worker
+ * ends after the same iteration, K or one the scheduler asked for, every
+ * server at that version with exact values; no deadlock. --fault
+ * stop-alone (a worker ends at its stop without waiting, as ps-worker
+ * did) shows the hang it prevents.
+ *
  * A failure prints the seed, what broke, and the command that replays it.
  *
  * Usage: dst [--seeds N] [--first S] [--seed S] [--adversary]
  *            [--fault credit-leak|version-skip|drop-early|blind-scheduler|
  *                     blame-reporter|forged-sender|pull-flood|
- *                     credit-early]
+ *                     credit-early|stop-alone]
  *            [--expect-failure] [--verbose]
  *
  * --fault credit-leak needs PARAMS_ACKs to leak from: it always draws a
@@ -140,6 +156,7 @@
 #include "proto/join.h"
 #include "proto/membership.h"
 #include "proto/server.h"
+#include "proto/stop.h"
 #include "proto/worker.h"
 #include "scheduling/gate.h"
 #include "scheduling/order.h"
@@ -180,12 +197,14 @@ enum {
 				send to that worker waits in the gate */
 	FAULT_CREDIT_EARLY,  /* proto/server.h: a credit change takes effect
 				when it arrives, not at its version */
+	FAULT_STOP_ALONE,    /* proto/stop.h: a worker ends at its stop
+				without waiting for the others */
 	FAULT_COUNT
 };
 static const char *const fault_names[] = {
 	"",		  "credit-leak",    "version-skip", "drop-early",
 	"blind-scheduler", "blame-reporter", "forged-sender", "pull-flood",
-	"credit-early"};
+	"credit-early",	   "stop-alone"};
 
 static int shard_fault(int f)
 {
@@ -219,11 +238,18 @@ enum {
 	M_INIT,
 	M_WELCOME,
 	M_PULL,
+	/* a stop (proto/stop.h), between the workers and the scheduler */
+	M_PROGRESS,
+	M_STOP,
+	M_STOP_LATE,
+	M_STOP_READY,
+	M_STOP_NOW,
 	M_TYPES
 };
-static const char *const msg_names[] = {"PUSH",	  "PUSH_ACK", "PARAMS",
-					"PARAMS_ACK", "INIT",	  "WELCOME",
-					"PULL"};
+static const char *const msg_names[] = {
+    "PUSH",	"PUSH_ACK",  "PARAMS",	   "PARAMS_ACK", "INIT",
+    "WELCOME",	"PULL",	     "PROGRESS",   "STOP",	 "STOP_LATE",
+    "STOP_READY", "STOP_NOW"};
 
 typedef struct msg {
 	int type;
@@ -289,6 +315,11 @@ typedef struct wk {
 	int done_sent;     /* its DONE went out */
 	uint32_t weight;   /* stragglers compute less often */
 	uint64_t params_in, params_acks; /* PARAMS received, acknowledged */
+	/* its application's stop (proto/stop.h): it waits to begin
+	 * iteration `asking`, or ends after end_at (0: at K) */
+	ps_stop_worker stop;
+	int waiting;
+	uint64_t asking, end_at;
 } wk;
 
 typedef struct srv {
@@ -355,6 +386,18 @@ typedef struct job {
 	uint64_t change_at, change_push, change_params;
 	int changed;         /* the change was told */
 	uint32_t changes_in; /* gates that took it (at their boundary) */
+	/* a tuner's stop (see the header): asked at step stop_at (0: none);
+	 * the scheduler's round, margin and what it knows of the workers'
+	 * progress; every iteration it asked a stop before */
+	uint64_t srng;
+	uint64_t stop_at;
+	int stopping;
+	ps_stop_round sr;
+	uint64_t margin;
+	uint64_t *progress;
+	uint64_t asked[32];
+	uint32_t nasked;
+	int stop_now; /* STOP_NOW went */
 	msg *seen[8];     /* honest messages it may replay (copies) */
 	uint32_t nseen;
 	int pulling;      /* a hostile PULL is being answered */
@@ -693,6 +736,148 @@ static uint32_t pieces(const job *j, uint32_t p, uint64_t piece_bytes)
 	return (uint32_t)ps_part_pieces(&j->pl->parts[p], piece_bytes);
 }
 
+/* The scheduler's node. */
+static uint32_t sched(const job *j)
+{
+	return j->W + j->S;
+}
+
+/* The iteration worker k ends after: K, or where the job stops. */
+static uint64_t worker_end(const job *j, const wk *k)
+{
+	return k->end_at ? k->end_at : j->K;
+}
+
+static int worker_send(job *j, uint32_t w);
+
+/* Worker w's last iteration is done: its DONE goes once its pushes are
+ * acknowledged. */
+static int worker_finish(job *j, uint32_t w)
+{
+	int rc = ps_wproto_done(j->w[w].proto);
+
+	return rc == PS_OK ? worker_send(j, w) : rc;
+}
+
+/* Worker w's application asks to begin iteration it, as
+ * ps_client_next_iteration does (proto/stop.h): past K the job ends
+ * there; at a stop it waits, having said so, until every worker is there
+ * (it ends) or the stop moves on (it begins). */
+static int app_next(job *j, uint32_t w, uint64_t it)
+{
+	wk *k = &j->w[w];
+	int ready;
+
+	if (it >= j->K)
+		return PS_OK;
+	switch (ps_stop_worker_next(&k->stop, it, &ready)) {
+	case PS_STOP_RUN:
+		k->waiting = 0;
+		return j->stop_at ? send_msg(j, w, sched(j), M_PROGRESS, 0, it,
+					     0, NULL)
+				  : PS_OK;
+	case PS_STOP_END:
+		k->waiting = 0;
+		k->end_at = it;
+		return k->it == it ? worker_finish(j, w) : PS_OK;
+	case PS_STOP_WAIT:
+		break;
+	}
+	k->waiting = 1;
+	k->asking = it;
+	return ready ? send_msg(j, w, sched(j), M_STOP_READY, 0,
+				k->stop.target, 0, NULL)
+		     : PS_OK;
+}
+
+/* STOP or STOP_NOW from the scheduler reaches worker w. */
+static int worker_stop_message(job *j, uint32_t w, const msg *m)
+{
+	wk *k = &j->w[w];
+	uint64_t late = 0;
+	char why[256];
+	int rc = m->type == M_STOP
+		     ? ps_stop_worker_on_stop(&k->stop, m->iteration, &late,
+					      why, sizeof(why))
+		     : ps_stop_worker_on_now(&k->stop, m->iteration, why,
+					     sizeof(why));
+
+	if (rc == PS_EPROTO)
+		return fail(j, "worker %u refused %s before iteration %" PRIu64
+			    ": %s", w, msg_names[m->type], m->iteration, why);
+	if (rc == 1)
+		return send_msg(j, w, sched(j), M_STOP_LATE, 0, late, 0, NULL);
+	return k->waiting ? app_next(j, w, k->asking) : PS_OK;
+}
+
+/* The scheduler asks for a stop (late: after a STOP_LATE) as ps-scheduler
+ * does (scheduler/checkpoints.c), from the progress it has heard. */
+static int sched_ask_stop(job *j, uint64_t late)
+{
+	uint64_t highest = 0, v;
+	int rc = PS_OK;
+
+	for (uint32_t w = 0; w < j->W; w++)
+		if (j->progress[w] > highest)
+			highest = j->progress[w];
+	v = ps_stop_ask(highest, late, &j->margin);
+	if (!v) { /* given up: the job goes on */
+		j->stopping = 0;
+		ps_stop_round_cancel(&j->sr);
+		v = PS_STOP_NEVER;
+	} else {
+		ps_stop_round_start(&j->sr, v);
+		if (j->nasked < 32)
+			j->asked[j->nasked++] = v;
+	}
+	if (j->verbose)
+		fprintf(stderr, "  step %" PRIu64 ": the scheduler asks a stop "
+			"before iteration %" PRIu64 " (heard %" PRIu64 ", late %"
+			PRIu64 ")\n", j->steps, v, highest, late);
+	for (uint32_t w = 0; w < j->W && rc == PS_OK; w++)
+		rc = send_msg(j, sched(j), w, M_STOP, 0, v, 0, NULL);
+	return rc;
+}
+
+/* A worker's PROGRESS, STOP_LATE or STOP_READY reaches the scheduler. */
+static int sched_receive(job *j, const msg *m)
+{
+	uint32_t w = m->from;
+	char why[256];
+	int rc;
+
+	if (w >= j->W)
+		return fail(j, "the scheduler got %s from node %u, no worker",
+			    msg_names[m->type], w);
+	switch (m->type) {
+	case M_PROGRESS:
+		if (m->iteration > j->progress[w])
+			j->progress[w] = m->iteration;
+		return PS_OK;
+	case M_STOP_LATE:
+		return j->stopping && ps_stop_round_on_late(&j->sr, m->iteration)
+			       ? sched_ask_stop(j, m->iteration)
+			       : PS_OK;
+	case M_STOP_READY:
+		rc = ps_stop_round_on_ready(&j->sr, w, m->iteration, why,
+					    sizeof(why));
+		if (rc == PS_EPROTO)
+			return fail(j, "the scheduler refused worker %u's "
+				    "STOP_READY: %s", w, why);
+		if (rc != 1)
+			return PS_OK;
+		j->stop_now = 1;
+		rc = PS_OK;
+		for (uint32_t v = 0; v < j->W && rc == PS_OK; v++)
+			rc = send_msg(j, sched(j), v, M_STOP_NOW, 0,
+				      j->sr.target, 0, NULL);
+		return rc;
+	default:
+		return fail(j, "the scheduler got %s from worker %u",
+			    msg_names[m->type], w);
+	}
+}
+
 /* Sends what worker w's machine wants sent. */
 static int worker_send(job *j, uint32_t w)
 {
@@ -704,7 +889,8 @@ static int worker_send(job *j, uint32_t w)
 	snprintf(who, sizeof(who), "worker %u", w);
 	while (rc == PS_OK && ps_wproto_next_msg(k->proto, &m)) {
 		if (m.kind == PS_WPROTO_MSG_DONE) {
-			if (k->sh.in_flight || k->sh.n || k->it != j->K)
+			if (k->sh.in_flight || k->sh.n ||
+			    k->it != worker_end(j, k))
 				return fail(j, "worker %u sent DONE with %" PRIu64
 					    " bytes unacknowledged, %u pushes "
 					    "waiting, in iteration %" PRIu64, w,
@@ -774,8 +960,8 @@ static int worker_can_compute(const job *j, uint32_t w)
 {
 	const wk *k = &j->w[w];
 
-	if (k->pushed || k->it >= j->K)
-		return 0;
+	if (k->pushed || k->it >= j->K || k->it >= k->stop.begun)
+		return 0; /* (begun: its application may begin it) */
 	for (uint32_t p = 0; p < j->P; p++)
 		if (!holds(j, w, p, k->it))
 			return 0;
@@ -846,7 +1032,10 @@ static int worker_compute(job *j, uint32_t w)
 	}
 	free(order);
 	k->pushed = 1;
-	return rc == PS_OK ? worker_send(j, w) : rc;
+	if (rc == PS_OK)
+		rc = worker_send(j, w);
+	/* its application goes on to ask for the next iteration */
+	return rc == PS_OK ? app_next(j, w, k->it + 1) : rc;
 }
 
 static int worker_receive(job *j, uint32_t w, uint32_t from, msg *m)
@@ -857,6 +1046,8 @@ static int worker_receive(job *j, uint32_t w, uint32_t from, msg *m)
 	char why[256];
 	int rc, acked;
 
+	if (m->type == M_STOP || m->type == M_STOP_NOW)
+		return worker_stop_message(j, w, m);
 	if (m->type == M_PUSH_ACK && !j->push_credit)
 		return fail(j, "worker %u: a PUSH_ACK of partition %u without "
 			    "a credit window for the pushes (its PARAMS "
@@ -927,12 +1118,7 @@ static int worker_receive(job *j, uint32_t w, uint32_t from, msg *m)
 		return rc;
 	k->it++; /* every partition at it + 1: the iteration is done */
 	k->pushed = 0;
-	if (k->it == j->K) {
-		rc = ps_wproto_done(k->proto);
-		if (rc == PS_OK)
-			rc = worker_send(j, w);
-	}
-	return rc;
+	return k->it == worker_end(j, k) ? worker_finish(j, w) : PS_OK;
 }
 
 /* ---- servers ----------------------------------------------------------- */
@@ -1189,6 +1375,8 @@ static void adv_record(job *j, const msg *m, uint32_t to)
 	msg *c;
 	uint64_t n;
 
+	if (m->type >= M_PROGRESS)
+		return; /* the stop's: between workers and the scheduler */
 	if (j->injecting || m->type == M_WELCOME ||
 	    (j->hostile >= 0 && m->from != (uint32_t)j->hostile &&
 	     to != (uint32_t)j->hostile) ||
@@ -1587,26 +1775,41 @@ static int check_end(job *j)
 				    "dropped %u messages that came before its "
 				    "WELCOME", n, ps_join_dropped(jn));
 	}
+	/* every worker ends after the same iteration: K, or a stop asked */
+	uint64_t end = j->W ? worker_end(j, &j->w[0]) : j->K;
+	int asked = end == j->K;
+
+	for (uint32_t i = 0; i < j->nasked; i++)
+		asked |= j->asked[i] == end;
 	for (uint32_t w = 0; w < j->W; w++) {
-		if (j->w[w].it != j->K)
+		if (j->w[w].it != worker_end(j, &j->w[w]))
 			return fail(j, "deadlock: nothing can happen, and worker "
-				    "%u is in iteration %" PRIu64 " of %u", w,
-				    j->w[w].it, j->K);
+				    "%u is in iteration %" PRIu64 " of %" PRIu64
+				    "%s", w, j->w[w].it, worker_end(j, &j->w[w]),
+				    j->w[w].waiting ? " (waiting at its stop)"
+						    : "");
+		if (worker_end(j, &j->w[w]) != end)
+			return fail(j, "worker %u ended after iteration %" PRIu64
+				    ", worker 0 after %" PRIu64, w,
+				    worker_end(j, &j->w[w]), end);
 		if (!j->w[w].done_sent)
 			return fail(j, "worker %u finished but never sent DONE",
 				    w);
 	}
+	if (!asked)
+		return fail(j, "the job ended after iteration %" PRIu64 ", where "
+			    "no stop was asked", end);
 	for (uint32_t s = 0; s < j->S; s++) {
 		srv *v = &j->s[s];
 		for (uint32_t k = 0; k < ps_sproto_nparts(v->sh); k++) {
 			const ps_sproto_part *sp = ps_sproto_part_at(v->sh, k);
-			if (sp->version != j->K)
+			if (sp->version != end)
 				return fail(j, "server %u ends partition %u at "
-					    "version %" PRIu64 ", not %u", s,
-					    sp->index, sp->version, j->K);
+					    "version %" PRIu64 ", not %" PRIu64,
+					    s, sp->index, sp->version, end);
 			for (uint64_t e = 0; e < sp->desc->numel; e++)
 				if ((double)v->values[k][e] !=
-				    expected(j, sp->index, e, j->K))
+				    expected(j, sp->index, e, end))
 					return fail(j, "server %u partition %u "
 						    "element %" PRIu64 " ends "
 						    "wrong", s, sp->index, e);
@@ -1638,6 +1841,13 @@ static int setup(job *j, void **hold_ud)
 	j->S = 1 + rng_below(&j->rng, 3);
 	j->T = 1 + rng_below(&j->rng, 6);
 	j->K = 1 + rng_below(&j->rng, 4);
+	/* a tuner's stop in one seed of four (its own generator, as the
+	 * adversary's), in a job long enough to stop in */
+	j->srng = j->seed ^ 0x5709c0ffeeull;
+	if (rng_below(&j->srng, 4) == 0 || j->fault == FAULT_STOP_ALONE) {
+		j->K = 6 + rng_below(&j->srng, 10);
+		j->stop_at = 1 + rng_below(&j->srng, 150);
+	}
 	/* each direction its own gate, window and numbers */
 	j->push_gate = (int)rng_below(&j->rng, 3);
 	j->push_credit = credits[rng_below(&j->rng, 6)];
@@ -1714,10 +1924,21 @@ static int setup(job *j, void **hold_ud)
 	j->w = calloc(j->W, sizeof(*j->w));
 	j->s = calloc(j->S, sizeof(*j->s));
 	j->ch = calloc((size_t)j->N * j->N, sizeof(*j->ch));
-	if (!j->w || !j->s || !j->ch)
+	j->progress = calloc(j->W, sizeof(*j->progress));
+	if (!j->w || !j->s || !j->ch || !j->progress ||
+	    ps_stop_round_init(&j->sr, j->W) != PS_OK)
 		return PS_ENOMEM;
 	for (uint32_t c = 0; c < j->N * j->N; c++)
 		j->ch[c].weight = rng_below(&j->rng, 4) ? 8 : 1; /* slow links */
+	for (uint32_t w = 0; j->stop_at && w < j->W; w++) {
+		/* a stop: the scheduler hears progress late, and its STOP
+		 * reaches some workers sooner than others (the race the
+		 * stop's protocol is for: a worker may begin the iteration
+		 * asked before its STOP comes, while another stops there) */
+		j->ch[w * j->N + sched(j)].weight = 1;
+		j->ch[sched(j) * j->N + w].weight =
+		    rng_below(&j->srng, 2) ? 8 : 1;
+	}
 	for (uint32_t w = 0; w < j->W; w++) {
 		wk *k = &j->w[w];
 		k->weight = rng_below(&j->rng, 4) ? 8 : 1; /* stragglers */
@@ -1725,6 +1946,8 @@ static int setup(job *j, void **hold_ud)
 		k->sh.last_it = calloc(j->S, sizeof(uint64_t));
 		k->sh.kind = j->push_gate;
 		k->sh.credit = j->push_credit;
+		if (j->fault == FAULT_STOP_ALONE)
+			k->stop.fault = PS_STOP_FAULT_ALONE;
 		if (!k->sh.last || !k->sh.last_it)
 			return PS_ENOMEM;
 		rc = ps_wproto_create(
@@ -1828,7 +2051,10 @@ static int setup(job *j, void **hold_ud)
 		if (rc != PS_OK)
 			return rc;
 	}
-	return PS_OK;
+	/* each application asks to begin its first iteration */
+	for (uint32_t w = 0; w < j->W && rc == PS_OK; w++)
+		rc = app_next(j, w, 0);
+	return rc;
 }
 
 static void drop_kept(void *m, void *ud)
@@ -1888,6 +2114,8 @@ static void teardown(job *j)
 	free(j->push_numbers);
 	free(j->params_numbers);
 	free(j->last_hb);
+	free(j->progress);
+	ps_stop_round_free(&j->sr);
 	ps_membership_destroy(&j->ms);
 	ps_placement_free(&j->pl);
 }
@@ -1988,6 +2216,11 @@ static int report_lost(job *j, uint32_t from, uint32_t to)
 /* A message reaches node `to`: through its joining machine. */
 static int arrive(job *j, uint32_t to, msg *m)
 {
+	if (to == sched(j)) {
+		int rc = sched_receive(j, m);
+		free_msg(m);
+		return rc;
+	}
 	if (is_dead(j, to)) {
 		uint32_t from = m->from;
 		free_msg(m);
@@ -2141,6 +2374,10 @@ static int run_seed(job *j)
 		j->steps++;
 		if (rc == PS_OK && j->steps == j->change_at)
 			credit_change(j);
+		if (rc == PS_OK && j->stop_at && j->steps == j->stop_at) {
+			j->stopping = 1; /* a tuner asks: checkpoint and stop */
+			rc = sched_ask_stop(j, 0);
+		}
 		if (rc == PS_OK && !j->failure[0])
 			rc = adversary_act(j);
 		if (rc == PS_OK && !j->failure[0])
@@ -2167,7 +2404,8 @@ static int run_seed(job *j)
 int main(int argc, char **argv)
 {
 	uint64_t first = 1, seeds = 100, failed = 0, steps = 0, killed = 0,
-		 reported = 0, adversaries = 0, changes = 0, changes_in = 0;
+		 reported = 0, adversaries = 0, changes = 0, changes_in = 0,
+		 stops = 0, stopped = 0, moved = 0;
 	int fault = FAULT_NONE, expect_failure = 0, verbose = 0,
 	    adversary = 0;
 
@@ -2190,7 +2428,8 @@ int main(int argc, char **argv)
 					"(credit-leak, version-skip, "
 					"drop-early, blind-scheduler, "
 					"blame-reporter, forged-sender, "
-					"pull-flood, credit-early)\n",
+					"pull-flood, credit-early, "
+					"stop-alone)\n",
 					argv[i]);
 				return 2;
 			}
@@ -2205,7 +2444,7 @@ int main(int argc, char **argv)
 				"[--seed S] [--adversary] [--fault credit-leak|"
 				"version-skip|drop-early|blind-scheduler|"
 				"blame-reporter|forged-sender|pull-flood|"
-				"credit-early] "
+				"credit-early|stop-alone] "
 				"[--expect-failure] [--verbose]\n");
 			return 2;
 		}
@@ -2240,6 +2479,9 @@ int main(int argc, char **argv)
 		}
 		adversaries += j.adversary;
 		changes += j.changed;
+		stops += j.nasked > 0;
+		stopped += j.stop_now && !j.failure[0];
+		moved += j.nasked > 1 && !j.failure[0];
 		changes_in += j.changed && j.changes_in && !j.failure[0];
 		steps += j.steps;
 		killed += j.dead >= 0 && !j.failure[0];
@@ -2251,6 +2493,10 @@ int main(int argc, char **argv)
 	       "by a peer)%s%s\n", seeds, first, failed, steps, killed,
 	       reported, fault ? ", fault " : "",
 	       fault ? fault_names[fault] : "");
+	printf("dst: %" PRIu64 " seeds asked to stop: %" PRIu64 " stopped "
+	       "there, every worker at the same iteration (%" PRIu64 " after "
+	       "a worker was late and the stop moved); the rest ran to their "
+	       "end first\n", stops, stopped, moved);
 	printf("dst: %" PRIu64 " seeds with a live credit change, in force "
 	       "in %" PRIu64 " of them before the job ended (the rest ended "
 	       "first)\n", changes, changes_in);
@@ -2258,7 +2504,7 @@ int main(int argc, char **argv)
 		printf("dst: %" PRIu64 " seeds with a malicious member; its "
 		       "messages, per type: refused/dropped/taken/not sent:",
 		       adversaries);
-		for (int t = 0; t < M_TYPES; t++)
+		for (int t = 0; t < M_PROGRESS; t++)
 			if (t != M_WELCOME)
 				printf(" %s %" PRIu64 "/%" PRIu64 "/%" PRIu64
 				       "/%" PRIu64, msg_names[t], adv_refused[t],
