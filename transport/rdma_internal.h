@@ -7,9 +7,9 @@
  * (psi_rdma_*). The wire format is rdma_wire.h; the choice of device,
  * port and GID is rdma_device.h.
  *
- * The files: rdma.c, the whole backend but for this header. The
- * design is docs/rdma.md, section by section; comments name the
- * section.
+ * The files: rdma.c (the rest of the backend), rdma_pool.c (the
+ * lending pool). The design is docs/rdma.md, section by section;
+ * comments name the section.
  *
  * Threads: everything here is under the transport's one mutex (rt->mu)
  * unless a function says otherwise (docs/rdma.md, "Threads").
@@ -318,5 +318,20 @@ extern int trace_on;
 		if (trace_on)                                                  \
 			fprintf(stderr, "rdma-trace: " __VA_ARGS__);           \
 	} while (0)
+
+/* ---- the calls between the files ---------------------------------------- */
+
+/* transport/rdma_pool.c: the lending pool */
+
+/* A pool on pd, with the transport's reference; NULL: no memory. */
+lpool *psi_rdma_pool_new(struct ibv_pd *pd);
+/* A registered buffer of at least len bytes to lend, or NULL (then the
+ * caller registers a heap buffer for the one READ). */
+lbuf *psi_rdma_pool_get(lpool *p, uint64_t len);
+/* A lent buffer comes back (any thread, the transport maybe freed). */
+void psi_rdma_pool_put(lbuf *b);
+/* At stop, before the PD goes: every registration is released, and the
+ * transport's reference. */
+void psi_rdma_pool_shutdown(lpool *p);
 
 #endif
