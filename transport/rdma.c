@@ -65,7 +65,7 @@ static void cv_wait_until(rdma_transport *rt, int64_t deadline_ms)
 	pthread_cond_timedwait(&rt->cv, &rt->mu, &ts);
 }
 
-static void efd_signal(int fd)
+void psi_rdma_efd_signal(int fd)
 {
 	uint64_t one = 1;
 	ssize_t rc = write(fd, &one, sizeof(one));
@@ -79,7 +79,7 @@ static void efd_drain(int fd)
 		;
 }
 
-static int set_nonblock(int fd)
+int psi_rdma_set_nonblock(int fd)
 {
 	int fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
@@ -89,7 +89,7 @@ static int set_nonblock(int fd)
 
 /* ---- messages ------------------------------------------------------------ */
 
-static void rmsg_free(rmsg *m)
+void psi_rdma_rmsg_free(rmsg *m)
 {
 	if (!m)
 		return;
@@ -105,7 +105,7 @@ static void rmsg_free(rmsg *m)
 
 static void rmsg_release(ps_msg *msg)
 {
-	rmsg_free(msg->priv);
+	psi_rdma_rmsg_free(msg->priv);
 }
 
 /* Hands one sent message's payload back (free_fn once). */
@@ -122,7 +122,7 @@ static void sitem_done(sitem *it)
 /* Drops c's queued messages and those waiting for their READ (the QP is
  * in error or gone: the peer reads them no more); each payload is handed
  * back once. */
-static void drop_queue(conn *c)
+void psi_rdma_drop_queue(conn *c)
 {
 	for (int q = 0; q < 2; q++) {
 		sitem *it = q ? c->zc_head : c->sq_head;
@@ -135,473 +135,6 @@ static void drop_queue(conn *c)
 	c->sq_head = c->sq_tail = NULL;
 	c->sq_len = 0;
 	c->zc_head = c->zc_tail = NULL;
-}
-
-/* Moves a QP of our own to error (rdma_cm does that only for the QPs
- * it made): its work requests flush. */
-static void qp_error(conn *c)
-{
-	struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
-	if (c->own_qp && c->qp)
-		ibv_modify_qp(c->qp, &a, IBV_QP_STATE);
-}
-
-/* Our half of the disconnect; the QP goes to error (flushes). */
-static void conn_disconnect(conn *c)
-{
-	c->disc_sent = true;
-	rdma_disconnect(c->id);
-	qp_error(c);
-}
-
-/* The connection is broken: later sends fail, queued messages drop. */
-static void conn_kill(conn *c, const char *why)
-{
-	if (why)
-		c->broken = true;
-	if (c->state == C_DEAD || c->state == C_FAILED)
-		return;
-	if (why)
-		PS_WARN("rdma: connection %s %s (node %" PRIx64 "): %s",
-		        c->outbound ? "to" : "from",
-		        c->outbound ? c->endpoint : "peer", c->peer_id, why);
-	c->state = c->state == C_UP ? C_DEAD : C_FAILED;
-	if (c->has_qp && !c->disc_sent)
-		conn_disconnect(c); /* the QP goes to error: flushes */
-	drop_queue(c); /* after: no READ of a payload handed back */
-}
-
-/* ---- verbs resources ----------------------------------------------------- */
-
-/* Creates the PD, completion channel, CQ and send pool on ctx (first
- * context seen); refuses another device later. */
-static int ensure_verbs(rdma_transport *rt, struct ibv_context *ctx)
-{
-	struct ibv_device_attr attr;
-
-	if (!ctx) {
-		PS_ERROR("rdma: an rdma_cm id has no device");
-		return PS_EIO;
-	}
-	if (rt->ctx) {
-		if (rt->ctx == ctx)
-			return PS_OK;
-		PS_ERROR("rdma: a connection on device %s, but this transport "
-		         "uses %s (one device per transport)",
-		         ibv_get_device_name(ctx->device),
-		         ibv_get_device_name(rt->ctx->device));
-		return PS_EINVAL;
-	}
-	if (ibv_query_device(ctx, &attr) != 0) {
-		PS_ERROR("rdma: ibv_query_device(%s): %s",
-		         ibv_get_device_name(ctx->device), strerror(errno));
-		return PS_EIO;
-	}
-	rt->cq_size = attr.max_cqe < CQ_SIZE_MAX ? attr.max_cqe : CQ_SIZE_MAX;
-	{
-		int a = RD_ATOM_MAX;
-		if (attr.max_qp_rd_atom < a)
-			a = attr.max_qp_rd_atom;
-		if (attr.max_qp_init_rd_atom < a)
-			a = attr.max_qp_init_rd_atom;
-		rt->rd_atom = (uint8_t)(a > 0 ? a : 1);
-	}
-	if (set_nonblock(ctx->async_fd) != 0)
-		PS_WARN("rdma: the device's async event fd: %s",
-		        strerror(errno));
-	rt->pd = ibv_alloc_pd(ctx);
-	if (!rt->pd) {
-		PS_ERROR("rdma: ibv_alloc_pd: %s", strerror(errno));
-		return PS_EIO;
-	}
-	rt->cch = ibv_create_comp_channel(ctx);
-	if (!rt->cch || set_nonblock(rt->cch->fd) != 0) {
-		PS_ERROR("rdma: completion channel: %s", strerror(errno));
-		goto dealloc_pd;
-	}
-	rt->cq = ibv_create_cq(ctx, rt->cq_size, rt, rt->cch, 0);
-	if (!rt->cq) {
-		PS_ERROR("rdma: ibv_create_cq(%d): %s", rt->cq_size,
-		         strerror(errno));
-		goto destroy_cch;
-	}
-	if (ibv_req_notify_cq(rt->cq, 0) != 0) {
-		PS_ERROR("rdma: ibv_req_notify_cq: %s", strerror(errno));
-		goto destroy_cq;
-	}
-	rt->sbufs = malloc((size_t)SEND_POOL * BUF_SIZE);
-	if (!rt->sbufs) {
-		PS_ERROR("rdma: out of memory for the send pool");
-		goto destroy_cq;
-	}
-	rt->smr = ibv_reg_mr(rt->pd, rt->sbufs, (size_t)SEND_POOL * BUF_SIZE,
-	                     IBV_ACCESS_LOCAL_WRITE);
-	if (!rt->smr) {
-		PS_ERROR("rdma: registering the send pool (%u KiB): %s",
-		         SEND_POOL * BUF_SIZE / 1024, strerror(errno));
-		goto free_sbufs;
-	}
-	rt->sfree = NULL;
-	for (int i = SEND_POOL - 1; i >= 0; i--) {
-		slot *s = &rt->sslots[i];
-		s->c = NULL;
-		s->buf = rt->sbufs + (size_t)i * BUF_SIZE;
-		s->kind = SLOT_SEND;
-		s->next = rt->sfree;
-		rt->sfree = s;
-	}
-	rt->pool = psi_rdma_pool_new(rt->pd);
-	if (!rt->pool) {
-		PS_ERROR("rdma: out of memory for the receive pool");
-		ibv_dereg_mr(rt->smr);
-		rt->smr = NULL;
-		goto free_sbufs;
-	}
-	rt->cq_used = SEND_POOL;
-	rt->ctx = ctx;
-	snprintf(rt->dev_name, sizeof(rt->dev_name), "%s",
-	         ibv_get_device_name(ctx->device));
-	pthread_mutex_lock(&g_async_mu);
-	rt->g_next = g_transports;
-	g_transports = rt;
-	pthread_mutex_unlock(&g_async_mu);
-	efd_signal(rt->ctl_fd); /* the progress thread polls the new fds */
-	return PS_OK;
-
-free_sbufs:
-	free(rt->sbufs);
-	rt->sbufs = NULL;
-destroy_cq:
-	ibv_destroy_cq(rt->cq);
-	rt->cq = NULL;
-destroy_cch:
-	if (rt->cch)
-		ibv_destroy_comp_channel(rt->cch);
-	rt->cch = NULL;
-dealloc_pd:
-	ibv_dealloc_pd(rt->pd);
-	rt->pd = NULL;
-	return PS_EIO;
-}
-
-/* "connection to rdma://..." or "connection from node N", for messages. */
-static const char *conn_what(const conn *c, char *buf, size_t len)
-{
-	if (c->outbound)
-		snprintf(buf, len, "connection to %s", c->endpoint);
-	else
-		snprintf(buf, len, "connection from node %" PRIx64,
-		         c->peer_id);
-	return buf;
-}
-
-/* opts.rdma_gid_index >= 0: checks that the index names a valid GID on
- * ctx's port (ctx NULL: on opts.rdma_device, or any device; addr, when
- * known, is preferred among several) and remembers it for messages;
- * otherwise logs "what: " and rdma_device.c's error, which lists every
- * device, port and GID. Once per device and port. mu held. */
-static int check_gid(rdma_transport *rt, struct ibv_context *ctx,
-                     uint8_t port, const char *addr, const char *what)
-{
-	int idx = rt->opts.rdma_gid_index;
-	const char *dname = ctx ? ibv_get_device_name(ctx->device)
-	                        : rt->opts.rdma_device;
-	char gs[INET6_ADDRSTRLEN];
-
-	if (rt->gid_ok && (!ctx || (strcmp(rt->gid_dev, dname) == 0 &&
-	                            (!port || port == rt->gid_port))))
-		return PS_OK;
-	if (idx > 255) {
-		PS_ERROR("rdma: %s: transport.rdma_gid_index = %d: a GID index "
-		         "is at most 255",
-		         what, idx);
-		return PS_EINVAL;
-	}
-	char *err = malloc(PS_RDMA_ERR_LEN);
-	if (!err) {
-		PS_ERROR("rdma: %s: out of memory", what);
-		return PS_ENOMEM;
-	}
-	ps_rdma_device_opts o = {.device = dname, .gid_index = idx,
-	                         .addr = addr};
-	ps_rdma_device dev;
-	int rc = ps_rdma_device_open(&o, &dev, err, PS_RDMA_ERR_LEN);
-	if (rc != PS_OK) {
-		PS_ERROR("rdma: %s: %s", what, err);
-		free(err);
-		return rc == PS_ENOMEM ? PS_ENOMEM : PS_EINVAL;
-	}
-	union ibv_gid gid = dev.gid;
-	enum ibv_gid_type type = dev.gid_type;
-	if (port && dev.port != port) {
-		/* valid on another port of the device: rdma_cm's counts */
-		struct ibv_gid_entry e;
-		if (ibv_query_gid_ex(ctx, port, (uint32_t)idx, &e, 0) != 0) {
-			int n = snprintf(err, PS_RDMA_ERR_LEN,
-			                 "GID index %d is valid on %s port %u but "
-			                 "not on port %u, the port rdma_cm uses "
-			                 "(transport.rdma_gid_index = %d).\n",
-			                 idx, dev.name, dev.port, port, idx);
-			if (n > 0 && n < PS_RDMA_ERR_LEN)
-				ps_rdma_device_list(err + n,
-				                    PS_RDMA_ERR_LEN - (size_t)n);
-			PS_ERROR("rdma: %s: %s", what, err);
-			ps_rdma_device_close(&dev);
-			free(err);
-			return PS_EINVAL;
-		}
-		gid = e.gid;
-		type = (enum ibv_gid_type)e.gid_type;
-		dev.port = port;
-	}
-	free(err);
-	rt->gid_ok = true;
-	snprintf(rt->gid_dev, sizeof(rt->gid_dev), "%s", dev.name);
-	rt->gid_port = dev.port;
-	rt->gid_link_layer = dev.link_layer;
-	snprintf(rt->gid_desc, sizeof(rt->gid_desc),
-	         "GID index %d (%s, %s) of %s port %u", idx,
-	         ps_rdma_gid_str(&gid, gs, sizeof(gs)),
-	         ps_rdma_gid_type_str(type), dev.name, dev.port);
-	ps_rdma_device_close(&dev);
-	PS_INFO("rdma: queue pairs use %s (transport.rdma_gid_index)",
-	        rt->gid_desc);
-	return PS_OK;
-}
-
-/* Moves c's own QP to st with rdma_cm's attributes for st; at RTR the
- * source GID is opts.rdma_gid_index, at RTS ack timeout, retry and
- * rnr_retry are this file's (the header). On failure logs why, naming the
- * GID, and returns PS_EIO. */
-static int qp_step(rdma_transport *rt, conn *c, enum ibv_qp_state st,
-                   const char *what)
-{
-	const char *name = st == IBV_QPS_INIT  ? "INIT"
-	                   : st == IBV_QPS_RTR ? "RTR"
-	                                       : "RTS";
-	struct ibv_qp_attr a;
-	int mask = 0, err;
-
-	if (st == IBV_QPS_RTR) {
-		/* INIT again first, as rdma_cm does with its QPs: only now
-		 * (the peer's REQ or REP seen) do the access flags allow the
-		 * peer's READs */
-		memset(&a, 0, sizeof(a));
-		a.qp_state = IBV_QPS_INIT;
-		if (rdma_init_qp_attr(c->id, &a, &mask) != 0) {
-			err = errno;
-			PS_ERROR("rdma: %s: rdma_init_qp_attr(INIT): %s", what,
-			         strerror(err));
-			return PS_EIO;
-		}
-		if ((err = ibv_modify_qp(c->qp, &a, mask)) != 0) {
-			PS_ERROR("rdma: %s: moving its queue pair to INIT "
-			         "again: %s",
-			         what, strerror(err));
-			return PS_EIO;
-		}
-		mask = 0;
-	}
-	memset(&a, 0, sizeof(a));
-	a.qp_state = st;
-	if (rdma_init_qp_attr(c->id, &a, &mask) != 0) {
-		err = errno;
-		PS_ERROR("rdma: %s: rdma_init_qp_attr(%s): %s", what, name,
-		         strerror(err));
-		return PS_EIO;
-	}
-	if (st == IBV_QPS_RTR) {
-		a.ah_attr.is_global = 1;
-		a.ah_attr.grh.sgid_index = (uint8_t)rt->opts.rdma_gid_index;
-		if (c->resp_res)
-			a.max_dest_rd_atomic = c->resp_res;
-		/* librdmacm's workaround for old rdma_ucm kernels (its
-		 * ucma_modify_qp_rtr): RoCE-only bits off on InfiniBand */
-		if (rt->gid_link_layer == IBV_LINK_LAYER_INFINIBAND)
-			mask &= (int)(UINT_MAX ^ 0xe00000u);
-	} else if (st == IBV_QPS_RTS) {
-		a.timeout = ACK_TIMEOUT;
-		a.retry_cnt = RETRY_COUNT;
-		a.rnr_retry = RNR_RETRY;
-		if (c->init_depth)
-			a.max_rd_atomic = c->init_depth;
-		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY;
-	}
-	err = ibv_modify_qp(c->qp, &a, mask);
-	if (err) {
-		PS_ERROR("rdma: %s: moving its queue pair to %s with %s "
-		         "(transport.rdma_gid_index) failed: %s",
-		         what, name, rt->gid_desc, strerror(err));
-		return PS_EIO;
-	}
-	return PS_OK;
-}
-
-/* Destroys c's QP; no work request of it may be outstanding. */
-static void qp_release(rdma_transport *rt, conn *c)
-{
-	if (!c->has_qp)
-		return;
-	if (c->own_qp)
-		ibv_destroy_qp(c->qp);
-	else
-		rdma_destroy_qp(c->id);
-	c->qp = NULL;
-	c->has_qp = false;
-	rt->cq_used -= SEND_WR_MAX + RECV_POSTED;
-}
-
-/* Creates c's QP on the shared PD/CQ: through rdma_cm (rdma_create_qp:
- * rdma_cm moves it), or with an explicit GID index our own (ibv_create_qp,
- * moved to INIT here, to RTR and RTS by the caller). */
-static int conn_create_qp(rdma_transport *rt, conn *c)
-{
-	int rc = ensure_verbs(rt, c->id->verbs); /* before rt->cq is read */
-	if (rc != PS_OK)
-		return rc;
-	if (rt->opts.rdma_gid_index >= 0 &&
-	    (rc = check_gid(rt, c->id->verbs, c->id->port_num, NULL,
-	                    c->outbound ? "cannot connect"
-	                                : "cannot accept a connection")) !=
-	        PS_OK)
-		return rc;
-	struct ibv_qp_init_attr qa = {
-	    .send_cq = rt->cq,
-	    .recv_cq = rt->cq,
-	    .cap = {.max_send_wr = SEND_WR_MAX,
-	            .max_recv_wr = RECV_POSTED,
-	            .max_send_sge = 1,
-	            .max_recv_sge = 1},
-	    .qp_context = c,
-	    .qp_type = IBV_QPT_RC,
-	    .sq_sig_all = 1,
-	};
-	if (rt->cq_used + SEND_WR_MAX + RECV_POSTED > rt->cq_size) {
-		PS_ERROR("rdma: too many connections for one completion "
-		         "queue of %d entries",
-		         rt->cq_size);
-		return PS_ENOMEM;
-	}
-	if (rt->opts.rdma_gid_index >= 0) {
-		c->qp = ibv_create_qp(rt->pd, &qa);
-		if (!c->qp) {
-			PS_ERROR("rdma: ibv_create_qp: %s", strerror(errno));
-			return PS_EIO;
-		}
-		c->own_qp = true;
-		c->has_qp = true;
-		rt->cq_used += SEND_WR_MAX + RECV_POSTED;
-		char what[ENDPOINT_MAX + 32];
-		return qp_step(rt, c, IBV_QPS_INIT,
-		               conn_what(c, what, sizeof(what)));
-	}
-	if (rdma_create_qp(c->id, rt->pd, &qa) != 0) {
-		PS_ERROR("rdma: rdma_create_qp: %s", strerror(errno));
-		return PS_EIO;
-	}
-	c->qp = c->id->qp;
-	uint8_t tmo = ACK_TIMEOUT;
-	if (rdma_set_option(c->id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT,
-	                    &tmo, sizeof(tmo)) != 0)
-		PS_DEBUG("rdma: cannot set the ack timeout: %s",
-		         strerror(errno));
-	rt->cq_used += SEND_WR_MAX + RECV_POSTED;
-	c->has_qp = true;
-	return PS_OK;
-}
-
-static int post_recv(conn *c, slot *s)
-{
-	struct ibv_sge sge = {(uintptr_t)s->buf, BUF_SIZE, c->rmr->lkey};
-	struct ibv_recv_wr wr = {.wr_id = (uintptr_t)s,
-	                         .sg_list = &sge,
-	                         .num_sge = 1},
-	                   *bad;
-	int err = ibv_post_recv(c->qp, &wr, &bad);
-	if (!err)
-		c->recv_out++;
-	return err;
-}
-
-/* Allocates, registers and posts c's receive buffers. */
-static int conn_post_recvs(rdma_transport *rt, conn *c)
-{
-	size_t len = (size_t)RECV_POSTED * BUF_SIZE;
-	c->rbufs = malloc(len);
-	if (!c->rbufs) {
-		PS_ERROR("rdma: out of memory for receive buffers");
-		return PS_ENOMEM;
-	}
-	c->rmr = ibv_reg_mr(rt->pd, c->rbufs, len, IBV_ACCESS_LOCAL_WRITE);
-	if (!c->rmr) {
-		PS_ERROR("rdma: registering receive buffers: %s",
-		         strerror(errno));
-		free(c->rbufs);
-		c->rbufs = NULL;
-		return PS_EIO;
-	}
-	for (int i = 0; i < RECV_POSTED; i++) {
-		slot *s = &c->rslots[i];
-		s->c = c;
-		s->buf = c->rbufs + (size_t)i * BUF_SIZE;
-		s->kind = SLOT_RECV;
-		int err = post_recv(c, s);
-		if (err) {
-			PS_ERROR("rdma: ibv_post_recv: %s", strerror(err));
-			return PS_EIO;
-		}
-	}
-	c->recvs_posted = true;
-	return PS_OK;
-}
-
-static conn *conn_new(rdma_transport *rt, bool outbound)
-{
-	conn *c = calloc(1, sizeof(*c));
-	if (!c) {
-		PS_ERROR("rdma: out of memory for a connection");
-		return NULL;
-	}
-	c->rt = rt;
-	c->outbound = outbound;
-	c->ident_owed = outbound && rt->has_token;
-	c->peer = -1;
-	c->state = C_RESOLVING;
-	c->next = rt->conns;
-	rt->conns = c;
-	return c;
-}
-
-/* Destroys c (no work request of it may be outstanding, or the CQ is
- * going away too) and takes it out of rt->conns. The QP goes first: no
- * READ or SEND touches a buffer after it is released. */
-static void conn_destroy(rdma_transport *rt, conn *c)
-{
-	for (conn **p = &rt->conns; *p; p = &(*p)->next)
-		if (*p == c) {
-			*p = c->next;
-			break;
-		}
-	qp_release(rt, c);
-	if (c->id)
-		rdma_destroy_id(c->id);
-	for (rmsg *m = rt->rq_head; m; m = m->next)
-		if (m->from == c)
-			m->from = NULL; /* recv may still take it */
-	drop_queue(c);
-	rmsg_free(c->partial);
-	while (c->in_head) {
-		rmsg *m = c->in_head;
-		c->in_head = m->in_next;
-		rmsg_free(m);
-	}
-	free(c->fins);
-	if (c->peer >= 0 && rt->peers[c->peer].c == c)
-		rt->peers[c->peer].c = NULL; /* the handle stays: closed */
-	if (c->rmr)
-		ibv_dereg_mr(c->rmr);
-	free(c->rbufs);
-	free(c);
 }
 
 /* ---- sending ------------------------------------------------------------- */
@@ -663,7 +196,7 @@ static void post_reads(conn *c)
 		if (err) {
 			PS_ERROR("rdma: ibv_post_send (READ): %s",
 			         strerror(err));
-			conn_kill(c, "cannot post a READ");
+			psi_rdma_conn_kill(c, "cannot post a READ");
 			return;
 		}
 		c->send_posted++;
@@ -813,7 +346,7 @@ static void pump(rdma_transport *rt, conn *c)
 		}
 		if (post_send(c, s, used) != PS_OK) {
 			slot_put(rt, s);
-			conn_kill(c, "cannot post a send");
+			psi_rdma_conn_kill(c, "cannot post a send");
 			return;
 		}
 		c->credits--;
@@ -827,7 +360,7 @@ static void pump(rdma_transport *rt, conn *c)
 		memcpy(s->buf, &f, sizeof(f));
 		if (post_send(c, s, sizeof(f)) != PS_OK) {
 			slot_put(rt, s);
-			conn_kill(c, "cannot post a send");
+			psi_rdma_conn_kill(c, "cannot post a send");
 			return;
 		}
 		c->owed = 0;
@@ -850,7 +383,7 @@ static void deliver(rdma_transport *rt, rmsg *m)
 	else
 		rt->rq_head = m;
 	rt->rq_tail = m;
-	efd_signal(rt->ready_fd);
+	psi_rdma_efd_signal(rt->ready_fd);
 }
 
 /* A message of frame f could not be allocated: m (partial) goes. */
@@ -858,7 +391,7 @@ static int msg_nomem(const frame *f, rmsg *m)
 {
 	PS_ERROR("rdma: out of memory for a message of %" PRIu64 " bytes",
 	         f->hdr_len + f->payload_len);
-	rmsg_free(m);
+	psi_rdma_rmsg_free(m);
 	return PS_ENOMEM;
 }
 
@@ -978,7 +511,7 @@ static int on_rts(rdma_transport *rt, conn *c, const frame *f,
 			PS_ERROR("rdma: cannot register %zu bytes to READ a "
 			         "message into: %s",
 			         len, strerror(errno));
-			rmsg_free(m);
+			psi_rdma_rmsg_free(m);
 			return PS_EIO;
 		}
 		m->lkey = m->rd_mr->lkey;
@@ -1018,7 +551,7 @@ static void read_done(rdma_transport *rt, conn *c, rmsg *m)
 	}
 	m->ready = true;
 	if (queue_fin(c, m->cookie) != PS_OK) {
-		conn_kill(c, "out of memory for a FIN");
+		psi_rdma_conn_kill(c, "out of memory for a FIN");
 		return;
 	}
 	inbox_flush(rt, c);
@@ -1119,10 +652,10 @@ static void repost(conn *c, slot *s, bool data)
 {
 	if (c->state != C_UP && c->state != C_RESOLVING)
 		return; /* the QP is in error: no repost */
-	int err = post_recv(c, s);
+	int err = psi_rdma_post_recv(c, s);
 	if (err) {
 		PS_ERROR("rdma: ibv_post_recv: %s", strerror(err));
-		conn_kill(c, "cannot repost a receive");
+		psi_rdma_conn_kill(c, "cannot repost a receive");
 		return;
 	}
 	if (data)
@@ -1144,14 +677,14 @@ static enum parse_end parse_frames(rdma_transport *rt, conn *c, slot *s,
 		uint32_t at = *pos;
 		int fr = ps_rdma_frame_next(s->buf, len, pos, &f);
 		if (fr == PS_RDMA_FRAME_TRUNCATED) {
-			conn_kill(c, "truncated frame");
+			psi_rdma_conn_kill(c, "truncated frame");
 			return PARSE_KILLED;
 		}
 		if (fr != PS_RDMA_FRAME_OK) {
 			PS_WARN("rdma: malformed frame: type %u, %u bytes of "
 			        "%u left, %u credits",
 			        f.type, f.len, len - *pos, f.credits);
-			conn_kill(c, "malformed frame");
+			psi_rdma_conn_kill(c, "malformed frame");
 			return PARSE_KILLED;
 		}
 		if (over_budget(rt, c, &f)) {
@@ -1161,7 +694,8 @@ static enum parse_end parse_frames(rdma_transport *rt, conn *c, slot *s,
 		if (!held) {
 			c->credits += f.credits;
 			if (c->credits > RECV_DEPTH) {
-				conn_kill(c, "peer returned too many credits");
+				psi_rdma_conn_kill(
+				    c, "peer returned too many credits");
 				return PARSE_KILLED;
 			}
 		}
@@ -1170,26 +704,27 @@ static enum parse_end parse_frames(rdma_transport *rt, conn *c, slot *s,
 		if (f.type == FRAME_DATA) {
 			*data = true;
 			if (on_data(rt, c, &f, s->buf + *pos) != PS_OK) {
-				conn_kill(c, "bad message data");
+				psi_rdma_conn_kill(c, "bad message data");
 				return PARSE_KILLED;
 			}
 		} else if (f.type == FRAME_RTS) {
 			*data = true;
 			if (on_rts(rt, c, &f, s->buf + *pos) != PS_OK) {
-				conn_kill(c, "bad or unreadable RTS");
+				psi_rdma_conn_kill(c, "bad or unreadable RTS");
 				return PARSE_KILLED;
 			}
 		} else if (f.type == FRAME_FIN) {
 			*data = true;
 			if (!held && on_fin(c, f.offset) != PS_OK) {
-				conn_kill(c, "bad FIN");
+				psi_rdma_conn_kill(c, "bad FIN");
 				return PARSE_KILLED;
 			}
 		} else if (f.type == FRAME_IDENT) {
 			*data = true;
 			if (c->outbound || c->kid || c->had_data) {
-				conn_kill(c, "an IDENT not first on its "
-				             "connection");
+				psi_rdma_conn_kill(c,
+				                   "an IDENT not first on its "
+				                   "connection");
 				return PARSE_KILLED;
 			}
 			c->kid = rt->has_secret
@@ -1213,20 +748,20 @@ static void hold_slot(conn *c, slot *s, uint32_t len, uint32_t pos)
 		frame f;
 		int fr = ps_rdma_frame_next(s->buf, len, &p, &f);
 		if (fr != PS_RDMA_FRAME_OK) {
-			conn_kill(c, fr == PS_RDMA_FRAME_TRUNCATED
-			                 ? "truncated frame"
-			                 : "malformed frame");
+			psi_rdma_conn_kill(c, fr == PS_RDMA_FRAME_TRUNCATED
+			                          ? "truncated frame"
+			                          : "malformed frame");
 			return;
 		}
 		c->credits += f.credits;
 		if (c->credits > RECV_DEPTH) {
-			conn_kill(c, "peer returned too many credits");
+			psi_rdma_conn_kill(c, "peer returned too many credits");
 			return;
 		}
 		if (f.type == FRAME_FIN) {
 			data = true;
 			if (on_fin(c, f.offset) != PS_OK) {
-				conn_kill(c, "bad FIN");
+				psi_rdma_conn_kill(c, "bad FIN");
 				return;
 			}
 		} else if (f.type != FRAME_CREDIT) {
@@ -1325,9 +860,9 @@ static void on_wc(rdma_transport *rt, const struct ibv_wc *wc)
 			char why[96];
 			snprintf(why, sizeof(why), "%s completion: %s",
 			         kinds[s->kind], ibv_wc_status_str(wc->status));
-			conn_kill(c, why);
+			psi_rdma_conn_kill(c, why);
 		} else if (c) {
-			conn_kill(c, NULL);
+			psi_rdma_conn_kill(c, NULL);
 		}
 		return;
 	}
@@ -1432,9 +967,9 @@ static void fail_device(rdma_transport *rt, const char *why)
 	PS_ERROR("rdma: %s", why);
 	for (conn *c = rt->conns; c; c = c->next) {
 		c->disc_seen = true;
-		conn_kill(c, why);
+		psi_rdma_conn_kill(c, why);
 	}
-	efd_signal(rt->ready_fd); /* recv answers PS_EIO */
+	psi_rdma_efd_signal(rt->ready_fd); /* recv answers PS_EIO */
 }
 
 /* Reads the device's async events (any transport's thread; rt->mu held)
@@ -1490,7 +1025,7 @@ static void read_async(rdma_transport *rt)
 					x->async_type[ASYNC_PENDING - 1] =
 					    (int)type;
 				}
-				efd_signal(x->ctl_fd);
+				psi_rdma_efd_signal(x->ctl_fd);
 			}
 			pthread_mutex_unlock(&g_async_mu);
 		}
@@ -1528,7 +1063,7 @@ static void process_async(rdma_transport *rt)
 			         "QP to peer %.80s went to error state: %s",
 			         c->outbound ? c->endpoint : "(accepted)",
 			         what);
-			conn_kill(c, why);
+			psi_rdma_conn_kill(c, why);
 		}
 	}
 }
@@ -1552,7 +1087,7 @@ static void sweep(rdma_transport *rt)
 			         c->outbound ? c->endpoint : "a peer");
 			TRACE("freeing dead conn %p out %d\n", (void *)c,
 			      c->outbound);
-			conn_destroy(rt, c); /* unlinks *p */
+			psi_rdma_conn_destroy(rt, c); /* unlinks *p */
 			continue;
 		}
 		p = &c->next;
@@ -1580,7 +1115,7 @@ static bool on_connect_request(rdma_transport *rt, struct rdma_cm_id *id,
 		return true;
 	}
 	memset(h.secret, 0, sizeof(h.secret));
-	conn *c = conn_new(rt, false);
+	conn *c = psi_rdma_conn_new(rt, false);
 	if (!c) {
 		rdma_reject(id, NULL, 0);
 		return true;
@@ -1594,8 +1129,8 @@ static bool on_connect_request(rdma_transport *rt, struct rdma_cm_id *id,
 	rej.flags = HELLO_REJ_QP;
 	rej.depth = (uint32_t)rt->opts.rdma_gid_index;
 	char what[ENDPOINT_MAX + 32];
-	conn_what(c, what, sizeof(what));
-	if (conn_create_qp(rt, c) != PS_OK)
+	psi_rdma_conn_what(c, what, sizeof(what));
+	if (psi_rdma_conn_create_qp(rt, c) != PS_OK)
 		goto reject;
 	/* this side READs (initiator), the connector is read */
 	struct rdma_conn_param cp = {
@@ -1614,12 +1149,12 @@ static bool on_connect_request(rdma_transport *rt, struct rdma_cm_id *id,
 		 * then the receives (none posted if a step fails) */
 		c->resp_res = cp.responder_resources;
 		c->init_depth = cp.initiator_depth;
-		if (qp_step(rt, c, IBV_QPS_RTR, what) != PS_OK ||
-		    qp_step(rt, c, IBV_QPS_RTS, what) != PS_OK)
+		if (psi_rdma_qp_step(rt, c, IBV_QPS_RTR, what) != PS_OK ||
+		    psi_rdma_qp_step(rt, c, IBV_QPS_RTS, what) != PS_OK)
 			goto reject;
 		cp.qp_num = c->qp->qp_num;
 	}
-	if (conn_post_recvs(rt, c) != PS_OK)
+	if (psi_rdma_conn_post_recvs(rt, c) != PS_OK)
 		goto reject;
 	if (rdma_accept(id, &cp) != 0) {
 		PS_ERROR("rdma: rdma_accept: %s", strerror(errno));
@@ -1636,21 +1171,21 @@ reject:
 	else
 		rdma_reject(id, NULL, 0);
 	c->state = C_FAILED;
-	if (c->own_qp && !c->recv_out)
-		qp_release(rt, c); /* nothing posted: nothing to flush */
+	if (c->own_qp && !c->recv_out) /* nothing posted: nothing to flush */
+		psi_rdma_qp_release(rt, c);
 	if (c->has_qp) {
 		/* flushes of posted receives may come: keep c (dead) until
 		 * stop, or with our own QP (flushed here) until the sweep
 		 * finds it quiet; the id is destroyed with c */
 		if (c->own_qp) {
-			qp_error(c);
+			psi_rdma_qp_error(c);
 			c->disc_sent = c->disc_seen = true;
 		}
 		return false;
 	}
 	/* nothing of c can be in the CQ: it goes, its id with the event */
 	c->id = NULL;
-	conn_destroy(rt, c);
+	psi_rdma_conn_destroy(rt, c);
 	return true;
 }
 
@@ -1664,7 +1199,7 @@ static void on_connect_response(rdma_transport *rt, conn *c,
 	char what[ENDPOINT_MAX + 32];
 	hello h;
 
-	conn_what(c, what, sizeof(what));
+	psi_rdma_conn_what(c, what, sizeof(what));
 	if (c->state != C_RESOLVING)
 		return;
 	if (!hello_ok(ev->param.conn.private_data,
@@ -1675,12 +1210,12 @@ static void on_connect_response(rdma_transport *rt, conn *c,
 	}
 	c->peer_id = h.id;
 	c->credits = h.depth < RECV_DEPTH ? h.depth : RECV_DEPTH;
-	if (qp_step(rt, c, IBV_QPS_RTR, what) != PS_OK ||
-	    qp_step(rt, c, IBV_QPS_RTS, what) != PS_OK) {
+	if (psi_rdma_qp_step(rt, c, IBV_QPS_RTR, what) != PS_OK ||
+	    psi_rdma_qp_step(rt, c, IBV_QPS_RTS, what) != PS_OK) {
 		c->fatal = true; /* logged, naming the GID: retrying is vain */
 		goto fail;
 	}
-	if (conn_post_recvs(rt, c) != PS_OK)
+	if (psi_rdma_conn_post_recvs(rt, c) != PS_OK)
 		goto fail;
 	if (rdma_establish(c->id) != 0) {
 		PS_ERROR("rdma: %s: rdma_establish: %s", what,
@@ -1694,7 +1229,7 @@ static void on_connect_response(rdma_transport *rt, conn *c,
 fail:
 	/* the acceptor waits for our RTU: a REJ ends its side */
 	rdma_reject(c->id, NULL, 0);
-	qp_error(c);
+	psi_rdma_qp_error(c);
 	c->fail_event = RDMA_CM_EVENT_CONNECT_ERROR;
 	c->state = C_FAILED;
 }
@@ -1773,13 +1308,13 @@ static void on_cm_event(rdma_transport *rt, struct rdma_cm_event *ev,
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED: {
 		hello mine = my_hello(rt, true);
-		if (conn_create_qp(rt, c) != PS_OK) {
+		if (psi_rdma_conn_create_qp(rt, c) != PS_OK) {
 			c->fail_event = RDMA_CM_EVENT_CONNECT_ERROR;
 			c->state = C_FAILED;
 			/* an explicit GID index that does not fit: logged */
 			c->fatal = rt->opts.rdma_gid_index >= 0;
 			if (c->own_qp)
-				qp_release(rt, c); /* nothing posted */
+				psi_rdma_qp_release(rt, c); /* nothing posted */
 			break;
 		}
 		/* rd_atom is known once the QP's device is */
@@ -1814,7 +1349,7 @@ static void on_cm_event(rdma_transport *rt, struct rdma_cm_event *ev,
 				c->fail_event = RDMA_CM_EVENT_CONNECT_ERROR;
 				c->fail_status = -EPROTO;
 				c->state = C_FAILED;
-				conn_disconnect(c);
+				psi_rdma_conn_disconnect(c);
 				break;
 			}
 			c->peer_id = h.id;
@@ -1822,7 +1357,7 @@ static void on_cm_event(rdma_transport *rt, struct rdma_cm_event *ev,
 			    h.depth < RECV_DEPTH ? h.depth : RECV_DEPTH;
 			/* the peer sends credit frames only after our data:
 			 * posting now is in time */
-			if (conn_post_recvs(rt, c) != PS_OK) {
+			if (psi_rdma_conn_post_recvs(rt, c) != PS_OK) {
 				c->fail_event = RDMA_CM_EVENT_CONNECT_ERROR;
 				c->state = C_FAILED;
 				break;
@@ -1844,7 +1379,7 @@ static void on_cm_event(rdma_transport *rt, struct rdma_cm_event *ev,
 				check_reject(rt, c, ev);
 			if (c->own_qp) {
 				/* as rdma_cm does with its QPs: flushed */
-				qp_error(c);
+				psi_rdma_qp_error(c);
 				/* accepted, then rejected or never
 				 * confirmed: no DISCONNECTED will come, the
 				 * sweep frees it once flushed */
@@ -1852,7 +1387,7 @@ static void on_cm_event(rdma_transport *rt, struct rdma_cm_event *ev,
 					c->disc_sent = c->disc_seen = true;
 			}
 		} else {
-			conn_kill(c, rdma_event_str(ev->event));
+			psi_rdma_conn_kill(c, rdma_event_str(ev->event));
 		}
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
@@ -1862,8 +1397,8 @@ static void on_cm_event(rdma_transport *rt, struct rdma_cm_event *ev,
 			         c->outbound ? "to" : "from",
 			         c->outbound ? c->endpoint : "a peer");
 		if (!c->disc_sent)
-			conn_disconnect(c); /* both sides must */
-		conn_kill(c, NULL);
+			psi_rdma_conn_disconnect(c); /* both sides must */
+		psi_rdma_conn_kill(c, NULL);
 		break;
 	default:
 		break;
@@ -2008,7 +1543,7 @@ static int rdma_create_transport(const ps_transport_opts *opts,
 		}
 		goto fail;
 	}
-	if (set_nonblock(rt->ech->fd) != 0) {
+	if (psi_rdma_set_nonblock(rt->ech->fd) != 0) {
 		PS_ERROR("rdma: event channel: %s", strerror(errno));
 		goto fail;
 	}
@@ -2144,12 +1679,13 @@ static int rdma_listen_(ps_transport *t, const char *host, int port,
 		char what[ENDPOINT_MAX + 32];
 		bool any = sa.sin_addr.s_addr == htonl(INADDR_ANY);
 		snprintf(what, sizeof(what), "cannot listen on %s", host);
-		rc = check_gid(rt, id->verbs, id->verbs ? id->port_num : 0,
-		               any ? NULL : host, what);
+		rc = psi_rdma_check_gid(rt, id->verbs,
+		                        id->verbs ? id->port_num : 0,
+		                        any ? NULL : host, what);
 		if (rc != PS_OK)
 			goto destroy;
 	}
-	if (id->verbs && (rc = ensure_verbs(rt, id->verbs)) != PS_OK)
+	if (id->verbs && (rc = psi_rdma_ensure_verbs(rt, id->verbs)) != PS_OK)
 		goto destroy;
 	if (rdma_listen(id, 128) != 0) {
 		int err = errno;
@@ -2224,7 +1760,7 @@ static int try_connect(rdma_transport *rt, const char *endpoint,
                        const struct sockaddr_in *sa, int64_t deadline,
                        conn **c_p)
 {
-	conn *c = conn_new(rt, true);
+	conn *c = psi_rdma_conn_new(rt, true);
 	int rc;
 
 	if (!c)
@@ -2234,7 +1770,7 @@ static int try_connect(rdma_transport *rt, const char *endpoint,
 	if (rdma_create_id(rt->ech, &c->id, c, RDMA_PS_TCP) != 0) {
 		PS_ERROR("rdma: rdma_create_id: %s", strerror(errno));
 		c->id = NULL;
-		conn_destroy(rt, c);
+		psi_rdma_conn_destroy(rt, c);
 		return PS_EIO;
 	}
 	int64_t left = deadline - ps_transport_now_ms();
@@ -2242,10 +1778,10 @@ static int try_connect(rdma_transport *rt, const char *endpoint,
 	if (rdma_resolve_addr(c->id, NULL, (struct sockaddr *)sa, tmo) != 0) {
 		PS_ERROR("rdma: rdma_resolve_addr(%s): %s", endpoint,
 		         strerror(errno));
-		conn_destroy(rt, c);
+		psi_rdma_conn_destroy(rt, c);
 		return PS_EINVAL;
 	}
-	efd_signal(rt->ctl_fd);
+	psi_rdma_efd_signal(rt->ctl_fd);
 	while (c->state == C_RESOLVING && ps_transport_now_ms() < deadline && !rt->quit)
 		cv_wait_until(rt, deadline);
 	c->connecting = false;
@@ -2268,10 +1804,10 @@ static int try_connect(rdma_transport *rt, const char *endpoint,
 	/* No receive is posted before ESTABLISHED: nothing of c can be in
 	 * the CQ, so it goes now, unless it was up (receives posted). */
 	if (c->recvs_posted || c->disc_sent) {
-		conn_kill(c, NULL);
+		psi_rdma_conn_kill(c, NULL);
 		c->state = C_FAILED;
 	} else {
-		conn_destroy(rt, c);
+		psi_rdma_conn_destroy(rt, c);
 	}
 	return rc;
 }
@@ -2327,7 +1863,8 @@ static int rdma_connect_(ps_transport *t, const char *endpoint, int timeout_ms,
 		 * the connection's own port is checked with its QP */
 		char what[ENDPOINT_MAX + 32];
 		snprintf(what, sizeof(what), "cannot connect to %s", endpoint);
-		if ((rc = check_gid(rt, rt->ctx, 0, NULL, what)) != PS_OK)
+		if ((rc = psi_rdma_check_gid(rt, rt->ctx, 0, NULL, what)) !=
+		    PS_OK)
 			goto unlock;
 	}
 
@@ -2626,7 +2163,7 @@ static int rdma_recv_(ps_transport *t, int timeout_ms, ps_msg **msg_p)
 				/* its connection's budget has room again */
 				m->from->rx_bytes -= m->charged;
 				if (m->from->nheld)
-					efd_signal(rt->ctl_fd);
+					psi_rdma_efd_signal(rt->ctl_fd);
 				m->from = NULL;
 			}
 		}
@@ -2669,7 +2206,7 @@ static int rdma_recv_(ps_transport *t, int timeout_ms, ps_msg **msg_p)
 
 static void rdma_wake_(ps_transport *t)
 {
-	efd_signal(rt_of(t)->wake_fd); /* async-signal-safe */
+	psi_rdma_efd_signal(rt_of(t)->wake_fd); /* async-signal-safe */
 }
 
 /* Waits (mu held) until c's queued and posted sends are gone or
@@ -2706,7 +2243,7 @@ static int rdma_disconnect_(ps_transport *t, ps_peer peer)
 		c = ps->c; /* still there: pinned while flushing */
 		if (c) {
 			c->closed = true;
-			conn_kill(c, NULL);
+			psi_rdma_conn_kill(c, NULL);
 		}
 		PS_DEBUG("rdma: disconnected from %s (peer %u)", ps->endpoint,
 		         peer);
@@ -2847,8 +2384,9 @@ static void rdma_stop_(ps_transport *t, int linger_ms)
 	bool waiting = false;
 	for (conn *c = rt->conns; c; c = c->next) {
 		if (c->has_qp && !c->disc_sent)
-			conn_disconnect(c);
-		drop_queue(c); /* after: the QP is in error, nothing is read */
+			psi_rdma_conn_disconnect(c);
+		/* after: the QP is in error, nothing is read */
+		psi_rdma_drop_queue(c);
 		if (c->has_qp && c->disc_sent && !c->disc_seen)
 			waiting = true;
 		c->closed = true;
@@ -2867,7 +2405,7 @@ static void rdma_stop_(ps_transport *t, int linger_ms)
 	}
 	rt->quit = true;
 	pthread_mutex_unlock(&rt->mu);
-	efd_signal(rt->ctl_fd);
+	psi_rdma_efd_signal(rt->ctl_fd);
 	if (rt->thread_started) {
 		pthread_join(rt->thread, NULL);
 		rt->thread_started = false;
@@ -2882,7 +2420,7 @@ static void rdma_stop_(ps_transport *t, int linger_ms)
 	pthread_mutex_unlock(&g_async_mu);
 	process_cm(rt); /* ack what came last */
 	while (rt->conns)
-		conn_destroy(rt, rt->conns);
+		psi_rdma_conn_destroy(rt, rt->conns);
 	if (rt->listen_id) {
 		rdma_destroy_id(rt->listen_id);
 		rt->listen_id = NULL;
@@ -2922,7 +2460,7 @@ static void rdma_free_(ps_transport *t)
 	while (rt->rq_head) {
 		rmsg *m = rt->rq_head;
 		rt->rq_head = m->next;
-		rmsg_free(m);
+		psi_rdma_rmsg_free(m);
 	}
 	free(rt->peers);
 	if (rt->pool) { /* a failed create: never shut down */

@@ -8,8 +8,9 @@
  * port and GID is rdma_device.h.
  *
  * The files: rdma.c (the rest of the backend), rdma_pool.c (the
- * lending pool). The design is docs/rdma.md, section by section;
- * comments name the section.
+ * lending pool) and rdma_verbs.c (PD/CQ, queue pairs, receive
+ * buffers, a connection's making, killing and freeing). The design is
+ * docs/rdma.md, section by section; comments name the section.
  *
  * Threads: everything here is under the transport's one mutex (rt->mu)
  * unless a function says otherwise (docs/rdma.md, "Threads").
@@ -294,7 +295,7 @@ struct rdma_transport {
 	uint8_t token[PS_RDMA_TOKEN_LEN];
 	uint64_t refused;  /* connections refused for their secret */
 	char dev_why[160];
-	/* opts.rdma_gid_index >= 0: the GID checked (check_gid) */
+	/* opts.rdma_gid_index >= 0: the GID checked (psi_rdma_check_gid) */
 	bool gid_ok;
 	char gid_dev[64];
 	uint8_t gid_port;
@@ -321,6 +322,17 @@ extern int trace_on;
 
 /* ---- the calls between the files ---------------------------------------- */
 
+/* transport/rdma.c */
+
+/* Signals eventfd fd (any thread, async-signal-safe). */
+void psi_rdma_efd_signal(int fd);
+/* O_NONBLOCK on fd: 0, or -1 (errno set). */
+int psi_rdma_set_nonblock(int fd);
+/* Drops c's queued messages and those waiting for their READ. */
+void psi_rdma_drop_queue(conn *c);
+/* Frees a received message (its lent buffer goes back to the pool). */
+void psi_rdma_rmsg_free(rmsg *m);
+
 /* transport/rdma_pool.c: the lending pool */
 
 /* A pool on pd, with the transport's reference; NULL: no memory. */
@@ -333,5 +345,40 @@ void psi_rdma_pool_put(lbuf *b);
 /* At stop, before the PD goes: every registration is released, and the
  * transport's reference. */
 void psi_rdma_pool_shutdown(lpool *p);
+
+/* transport/rdma_verbs.c: verbs resources and connections */
+
+/* The PD, completion channel, CQ and send pool on ctx (the first context
+ * seen); another device later is refused. */
+int psi_rdma_ensure_verbs(rdma_transport *rt, struct ibv_context *ctx);
+/* "connection to rdma://..." or "connection from node N" in buf. */
+const char *psi_rdma_conn_what(const conn *c, char *buf, size_t len);
+/* opts.rdma_gid_index >= 0: the index names a valid GID (else logged,
+ * with every device, port and GID). */
+int psi_rdma_check_gid(rdma_transport *rt, struct ibv_context *ctx,
+                       uint8_t port, const char *addr, const char *what);
+/* c's own QP (explicit GID index) to st; PS_EIO logged. */
+int psi_rdma_qp_step(rdma_transport *rt, conn *c, enum ibv_qp_state st,
+                     const char *what);
+/* Destroys c's QP; no work request of it may be outstanding. */
+void psi_rdma_qp_release(rdma_transport *rt, conn *c);
+/* c's QP on the shared PD/CQ, through rdma_cm or (explicit GID index)
+ * our own, moved to INIT. */
+int psi_rdma_conn_create_qp(rdma_transport *rt, conn *c);
+/* Posts receive buffer s of c. */
+int psi_rdma_post_recv(conn *c, slot *s);
+/* Allocates, registers and posts c's receive buffers. */
+int psi_rdma_conn_post_recvs(rdma_transport *rt, conn *c);
+/* A new connection in rt->conns; NULL: no memory (logged). */
+conn *psi_rdma_conn_new(rdma_transport *rt, bool outbound);
+/* Frees c and takes it out of rt->conns (nothing of it outstanding). */
+void psi_rdma_conn_destroy(rdma_transport *rt, conn *c);
+/* Moves a QP of our own to error: its work requests flush. */
+void psi_rdma_qp_error(conn *c);
+/* Our half of the disconnect; the QP goes to error. */
+void psi_rdma_conn_disconnect(conn *c);
+/* The connection is broken (why logged; NULL: a quiet end): later sends
+ * fail, queued messages drop. */
+void psi_rdma_conn_kill(conn *c, const char *why);
 
 #endif
