@@ -8,9 +8,10 @@
  * port and GID is rdma_device.h.
  *
  * The files: rdma.c (the rest of the backend), rdma_pool.c (the
- * lending pool) and rdma_verbs.c (PD/CQ, queue pairs, receive
- * buffers, a connection's making, killing and freeing). The design is
- * docs/rdma.md, section by section; comments name the section.
+ * lending pool), rdma_verbs.c (PD/CQ, queue pairs, receive buffers, a
+ * connection's making, killing and freeing) and rdma_send.c
+ * (sending). The design is docs/rdma.md, section by section; comments
+ * name the section.
  *
  * Threads: everything here is under the transport's one mutex (rt->mu)
  * unless a function says otherwise (docs/rdma.md, "Threads").
@@ -328,8 +329,6 @@ extern int trace_on;
 void psi_rdma_efd_signal(int fd);
 /* O_NONBLOCK on fd: 0, or -1 (errno set). */
 int psi_rdma_set_nonblock(int fd);
-/* Drops c's queued messages and those waiting for their READ. */
-void psi_rdma_drop_queue(conn *c);
 /* Frees a received message (its lent buffer goes back to the pool). */
 void psi_rdma_rmsg_free(rmsg *m);
 
@@ -380,5 +379,18 @@ void psi_rdma_conn_disconnect(conn *c);
 /* The connection is broken (why logged; NULL: a quiet end): later sends
  * fail, queued messages drop. */
 void psi_rdma_conn_kill(conn *c, const char *why);
+
+/* transport/rdma_send.c: sending */
+
+/* Hands one sent message's payload back (free_fn once). */
+void psi_rdma_sitem_done(sitem *it);
+/* Drops c's queued messages and those waiting for their READ. */
+void psi_rdma_drop_queue(conn *c);
+/* Send buffer s is free again. */
+void psi_rdma_slot_put(rdma_transport *rt, slot *s);
+/* Posts what c's credits and the free send buffers allow. */
+void psi_rdma_pump(rdma_transport *rt, conn *c);
+/* psi_rdma_pump on every connection. */
+void psi_rdma_pump_all(rdma_transport *rt);
 
 #endif
