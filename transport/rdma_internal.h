@@ -9,9 +9,9 @@
  *
  * The files: rdma.c (the rest of the backend), rdma_pool.c (the
  * lending pool), rdma_verbs.c (PD/CQ, queue pairs, receive buffers, a
- * connection's making, killing and freeing) and rdma_send.c
- * (sending). The design is docs/rdma.md, section by section; comments
- * name the section.
+ * connection's making, killing and freeing), rdma_send.c (sending)
+ * and rdma_recv.c (receiving). The design is docs/rdma.md, section by
+ * section; comments name the section.
  *
  * Threads: everything here is under the transport's one mutex (rt->mu)
  * unless a function says otherwise (docs/rdma.md, "Threads").
@@ -329,8 +329,6 @@ extern int trace_on;
 void psi_rdma_efd_signal(int fd);
 /* O_NONBLOCK on fd: 0, or -1 (errno set). */
 int psi_rdma_set_nonblock(int fd);
-/* Frees a received message (its lent buffer goes back to the pool). */
-void psi_rdma_rmsg_free(rmsg *m);
 
 /* transport/rdma_pool.c: the lending pool */
 
@@ -392,5 +390,16 @@ void psi_rdma_slot_put(rdma_transport *rt, slot *s);
 void psi_rdma_pump(rdma_transport *rt, conn *c);
 /* psi_rdma_pump on every connection. */
 void psi_rdma_pump_all(rdma_transport *rt);
+
+/* transport/rdma_recv.c: receiving */
+
+/* Frees a received message (its lent buffer goes back to the pool). */
+void psi_rdma_rmsg_free(rmsg *m);
+/* The largest payload a peer may announce. */
+uint64_t psi_rdma_max_payload(const rdma_transport *rt);
+/* c's held receive buffers, as far as its budget now takes them. */
+void psi_rdma_resume_held(rdma_transport *rt, conn *c);
+/* Drains the CQ and re-arms it. */
+void psi_rdma_drain_cq(rdma_transport *rt);
 
 #endif
