@@ -7,11 +7,13 @@
  * (psi_rdma_*). The wire format is rdma_wire.h; the choice of device,
  * port and GID is rdma_device.h.
  *
- * The files: rdma.c (the rest of the backend), rdma_pool.c (the
- * lending pool), rdma_verbs.c (PD/CQ, queue pairs, receive buffers, a
- * connection's making, killing and freeing), rdma_send.c (sending)
- * and rdma_recv.c (receiving). The design is docs/rdma.md, section by
- * section; comments name the section.
+ * The files: rdma.c (create, listen, connect, send, recv, stop, free,
+ * the progress thread, the ops table), rdma_pool.c (the lending pool),
+ * rdma_verbs.c (PD/CQ, queue pairs, receive buffers, a connection's
+ * making, killing and freeing), rdma_send.c (sending), rdma_recv.c
+ * (receiving) and rdma_cm.c (connection management: CM events, the
+ * device's async events, the sweep). The design is docs/rdma.md, section
+ * by section; comments name the section.
  *
  * Threads: everything here is under the transport's one mutex (rt->mu)
  * unless a function says otherwise (docs/rdma.md, "Threads").
@@ -323,7 +325,7 @@ extern int trace_on;
 
 /* ---- the calls between the files ---------------------------------------- */
 
-/* transport/rdma.c */
+/* transport/rdma.c: eventfds */
 
 /* Signals eventfd fd (any thread, async-signal-safe). */
 void psi_rdma_efd_signal(int fd);
@@ -401,5 +403,16 @@ uint64_t psi_rdma_max_payload(const rdma_transport *rt);
 void psi_rdma_resume_held(rdma_transport *rt, conn *c);
 /* Drains the CQ and re-arms it. */
 void psi_rdma_drain_cq(rdma_transport *rt);
+
+/* transport/rdma_cm.c: connection management */
+
+/* Reads the device's async events, queued for every transport on it. */
+void psi_rdma_read_async(rdma_transport *rt);
+/* Handles the async events queued for rt. */
+void psi_rdma_process_async(rdma_transport *rt);
+/* Frees the connections that died and are quiet. */
+void psi_rdma_sweep(rdma_transport *rt);
+/* Handles every pending CM event. */
+void psi_rdma_process_cm(rdma_transport *rt);
 
 #endif
