@@ -7,7 +7,7 @@
  * Input byte 0 picks the path. Even: the rest is a hello (private data:
  * at most 255 bytes, rdma_cm's length is a u8). Odd: the rest is one
  * receive buffer (at most PS_RDMA_BUF_SIZE bytes), walked frame by frame
- * as transport/rdma.c's on_recv walks it.
+ * as transport/rdma_recv.c's on_recv walks it.
  *
  * Oracle. Hello: accepted exactly when it is 56 bytes or more with the
  * magic, the version, a depth in [1, 64 * RECV_DEPTH] and the buffer
