@@ -310,6 +310,13 @@ static const option options[] = {
          "(registration, WELCOME) and scheduling.partition_size. The "
          "scheduler refuses a job whose partitions or WELCOME would not "
          "fit."),
+    INT(transport, handshake_timeout_ms, "10000", 100, 3600000,
+        "tcp: a connection to a node that has not completed its handshake "
+        "(ZeroMQ's greeting and, in security mode secret or curve, the "
+        "check of its secret or key) within this long is closed "
+        "(ZMQ_HANDSHAKE_IVL), so a peer that connects and says nothing "
+        "holds the node's file descriptor no longer. A member's "
+        "handshake takes milliseconds."),
     ENUM(transport, rdma_poll, "event", rdma_poll_names,
          "rdma: how completions are waited for: event (a completion "
          "channel in the receive loop, no core spinning) or busy "

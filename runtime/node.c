@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -431,6 +432,25 @@ static int job_secret(const ps_config *cfg, char *secret)
 	return PS_OK;
 }
 
+/* The process's soft limit of open files raised to its hard limit: a
+ * node's connections (every peer's, and whoever else connects until the
+ * handshake timeout closes them) and its checkpoint files all take file
+ * descriptors, and the soft limit (often 1024) is the one a flood of
+ * connections would exhaust first. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max)
+		return;
+	rlim_t was = rl.rlim_cur;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+		PS_DEBUG("open files: soft limit raised from %llu to %llu",
+			 (unsigned long long)was,
+			 (unsigned long long)rl.rlim_max);
+}
+
 int ps_job_transport_create(const ps_config *cfg, uint64_t *id_p,
 			    ps_transport **t_p)
 {
@@ -441,12 +461,14 @@ int ps_job_transport_create(const ps_config *cfg, uint64_t *id_p,
 		.send_timeout_ms = ps_send_timeout_ms(cfg),
 		.connect_timeout_ms = cfg->cluster.connect_timeout_ms,
 		.io_threads = cfg->transport.io_threads,
+		.handshake_timeout_ms = cfg->transport.handshake_timeout_ms,
 		.max_message = ps_config_max_message(cfg),
 		.rdma_gid_index = cfg->transport.rdma_gid_index,
 		.rdma_busy_poll = cfg->transport.rdma_poll == PS_RDMA_POLL_BUSY,
 	};
 	int rc;
 
+	raise_fd_limit();
 	if (strlen(cfg->transport.rdma_device) >= sizeof(opts.rdma_device)) {
 		PS_ERROR("transport.rdma_device \"%s\" is longer than an RDMA "
 			 "device name can be (%zu characters)",

@@ -98,6 +98,7 @@ void __tsan_release(void *addr);
 #define ID_LEN               8
 #define ENDPOINT_MAX         512
 #define DEFAULT_CONNECT_MS   10000
+#define DEFAULT_HANDSHAKE_MS 10000
 #define PAYLOAD_ALIGN        8
 #define DISCONNECT_LINGER_MS 1000
 #define RCVHWM_PER_PEER      65536 /* inbound messages queued per peer */
@@ -285,6 +286,11 @@ static int tcp_listen(ps_transport *t, const char *host, int port,
 	}
 	set_int(router, ZMQ_RCVHWM, RCVHWM_PER_PEER);
 	set_int(router, ZMQ_ROUTER_HANDOVER, 1);
+	/* a peer that connects and says nothing is closed: its fd is held
+	 * this long at most (ZeroMQ's default is 30 s) */
+	set_int(router, ZMQ_HANDSHAKE_IVL,
+	        tt->opts.handshake_timeout_ms > 0 ? tt->opts.handshake_timeout_ms
+	                                          : DEFAULT_HANDSHAKE_MS);
 	set_max_message(tt, router);
 	if (strchr(host, ':'))
 		set_int(router, ZMQ_IPV6, 1);

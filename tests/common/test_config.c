@@ -1057,6 +1057,7 @@ static void test_reference(void **state)
 	                                   "rdma_device",
 	                                   "rdma_gid_index",
 	                                   "max_message",
+	                                   "handshake_timeout_ms",
 	                                   "rdma_poll",
 	                                   "mode", /* security.mode */
 	                                   "keys_dir",

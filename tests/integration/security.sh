@@ -80,7 +80,7 @@ secret=$("$BUILD/ps-keygen" --secret)
 [ "$(stat -c %a "$keys/job.secret")" = 600 ] || fail "job.secret is not 0600"
 [ "$(tr -d '\n' <"$keys/job.secret" | wc -c)" -eq 64 ] || fail "job.secret is not one 64-digit line"
 held=$WORK/secret-held
-start_held_job secret "$held"
+start_held_job secret "$held" --set transport.handshake_timeout_ms=2000
 job=$JOB_PID
 eps=$EPS
 grep -q "^ps-launch: security: a secret for this job" "$WORK/secret.err.log" ||
@@ -117,9 +117,34 @@ grep -qF "$own" "$WORK/ps.txt" && fail "the job's secret is on a command line"
 grep -q "handshake succeeded" "$WORK/member.log" || fail "the job's secret was refused: $(cat "$WORK/member.log")"
 poll_until 60 grep -q "warning: dropped" "$WORK/secret.err.log" ||
 	fail "the admitted peer's malformed messages never reached the node"
+# a flood of connections that never say anything: the node closes each
+# once its handshake timeout (transport.handshake_timeout_ms, 2 s here)
+# passes, holding its file descriptors no longer, and the job goes on.
+# The wait ends at 25 s, before ZeroMQ's own default (30 s) would close
+# them: a node that ignored the key fails here
+python3 - "$(echo "$eps" | head -n 1)" 300 >"$WORK/silent.log" 2>&1 <<'PY' ||
+import select, socket, sys, time
+ep, n = sys.argv[1], int(sys.argv[2])
+host, port = ep.split("//")[1].rsplit(":", 1)
+socks = [socket.create_connection((host, int(port))) for _ in range(n)]
+left, end = set(socks), time.monotonic() + 25
+while left and time.monotonic() < end:
+    ready, _, _ = select.select(list(left), [], [], 1)
+    for s in ready:
+        try:
+            data = s.recv(4096)  # the node's greeting, then its close
+        except ConnectionResetError:
+            data = b""
+        if not data:
+            left.discard(s)
+            s.close()
+print("%d of %d silent connections closed by the node" % (n - len(left), n))
+sys.exit(1 if left else 0)
+PY
+	fail "silent connections were not closed: $(cat "$WORK/silent.log")"
 touch "$held"
 assert_job_exact $job secret "the default job" "strangers"
-pass "default job: a secret made by ps-launch, never on a command line; strangers and a wrong secret refused and logged at the scheduler and both servers, the secret admits; job exact"
+pass "default job: a secret made by ps-launch, never on a command line; strangers and a wrong secret refused and logged at the scheduler and both servers, the secret admits; 300 silent connections closed at the handshake timeout; job exact"
 
 # ---- a holder of the secret passing for a member: the job ends naming it
 held=$WORK/imp-held
