@@ -118,7 +118,7 @@ struct ps_config {
 		int rdma_gid_index;           /* -1 = automatic */
 		int rdma_poll;                /* ps_rdma_poll */
 		uint64_t max_message; /* 0 = auto: ps_config_max_message() */
-		int handshake_timeout_ms; /* tcp: ZMQ_HANDSHAKE_IVL */
+		int handshake_timeout_ms; /* tcp and rdma (transport.h) */
 	} transport;
 	struct {
 		int mode;                  /* ps_security_mode */

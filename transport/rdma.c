@@ -124,8 +124,9 @@ static void *progress_main(void *arg)
 		    {rt->ctx ? rt->ctx->async_fd : -1, POLLIN, 0},
 		};
 		int busy = rt->opts.rdma_busy_poll && rt->cq;
+		int due = psi_rdma_end_half_open(rt); /* ms, or -1 */
 		pthread_mutex_unlock(&rt->mu);
-		int n = poll(pf, 4, busy ? 0 : -1);
+		int n = poll(pf, 4, busy ? 0 : due);
 		if (n < 0 && errno != EINTR)
 			PS_ERROR("rdma: poll: %s", strerror(errno));
 		if (pf[0].revents & POLLIN)

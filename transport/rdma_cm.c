@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "transport/clock.h"
 #include "transport/keys.h"
 #include "transport/rdma_internal.h"
 
@@ -209,6 +210,40 @@ void psi_rdma_sweep(rdma_transport *rt)
 	}
 }
 
+int psi_rdma_end_half_open(rdma_transport *rt)
+{
+	int64_t now = ps_transport_now_ms(), next = -1;
+	int64_t limit = rt->opts.handshake_timeout_ms > 0
+	                    ? rt->opts.handshake_timeout_ms
+	                    : DEFAULT_HANDSHAKE_MS;
+
+	for (conn *c = rt->conns; c; c = c->next) {
+		if (c->outbound || c->state != C_RESOLVING || !c->accepted_ms)
+			continue;
+		int64_t left = c->accepted_ms + limit - now;
+		if (left > 0) {
+			if (next < 0 || left < next)
+				next = left;
+			continue;
+		}
+		/* accepted, never established: the connector did not
+		 * complete its handshake (rdma_cm's own timeout would take
+		 * minutes, holding the QP and its buffers till then) */
+		uint64_t n = ++rt->half_open;
+		if (n <= 20 || n % 1000 == 0)
+			PS_WARN("rdma: ended a connection from node %" PRIx64
+			        " that did not complete its handshake within %"
+			        PRId64 " ms (%" PRIu64 " so far)",
+			        c->peer_id, limit, n);
+		c->state = C_FAILED;
+		c->fail_event = RDMA_CM_EVENT_CONNECT_ERROR;
+		c->accepted_ms = 0;
+		psi_rdma_qp_flush(c);
+		c->disc_sent = c->disc_seen = true; /* the sweep frees it */
+	}
+	return next > INT32_MAX ? INT32_MAX : (int)next;
+}
+
 /* A CONNECT_REQUEST on the listening id: id is the new one. Returns true
  * when id must be destroyed (rejected) after the event is acked. */
 static bool on_connect_request(rdma_transport *rt, struct rdma_cm_id *id,
@@ -278,6 +313,7 @@ static bool on_connect_request(rdma_transport *rt, struct rdma_cm_id *id,
 	PS_DEBUG("rdma: accepted a connection from node %" PRIx64 "%s%s",
 	         h.id, c->own_qp ? " with " : "",
 	         c->own_qp ? rt->gid_desc : "");
+	c->accepted_ms = ps_transport_now_ms();
 	return false;
 
 reject:
@@ -480,6 +516,7 @@ static void on_cm_event(rdma_transport *rt, struct rdma_cm_event *ev,
 		}
 		if (c->state == C_RESOLVING)
 			c->state = C_UP;
+		c->accepted_ms = 0;
 		break;
 	case RDMA_CM_EVENT_ADDR_ERROR:
 	case RDMA_CM_EVENT_ROUTE_ERROR:
@@ -492,15 +529,17 @@ static void on_cm_event(rdma_transport *rt, struct rdma_cm_event *ev,
 			c->state = C_FAILED;
 			if (c->outbound && ev->event == RDMA_CM_EVENT_REJECTED)
 				check_reject(rt, c, ev);
-			if (c->own_qp) {
-				/* as rdma_cm does with its QPs: flushed */
-				psi_rdma_qp_error(c);
+			if (c->own_qp || !c->outbound) {
+				/* flushed (rdma_cm flushes only the QPs of
+				 * its connecting side) */
+				psi_rdma_qp_flush(c);
 				/* accepted, then rejected or never
 				 * confirmed: no DISCONNECTED will come, the
 				 * sweep frees it once flushed */
 				if (!c->outbound)
 					c->disc_sent = c->disc_seen = true;
 			}
+			c->accepted_ms = 0;
 		} else {
 			psi_rdma_conn_kill(c, rdma_event_str(ev->event));
 		}

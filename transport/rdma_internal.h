@@ -45,6 +45,7 @@
 #define MAX_HDR              ((uint32_t)16 << 20)
 #define ENDPOINT_MAX         256
 #define DEFAULT_CONNECT_MS   10000
+#define DEFAULT_HANDSHAKE_MS 10000 /* opts.handshake_timeout_ms <= 0 */
 #define RESOLVE_MS           2000
 #define DISC_WAIT_MS         2000
 #define DISCONNECT_LINGER_MS 1000
@@ -244,6 +245,10 @@ struct conn {
 	bool ident_owed;
 	uint64_t kid;
 	bool had_data; /* a DATA or RTS frame came: an IDENT is late */
+	/* inbound: when it was accepted, until it is established (0 then):
+	 * a connector that never completes its handshake is ended after
+	 * opts.handshake_timeout_ms (psi_rdma_end_half_open) */
+	int64_t accepted_ms;
 };
 
 /* A peer handle: stays valid when its connection dies and is freed. */
@@ -297,6 +302,7 @@ struct rdma_transport {
 	bool has_token;    /* this node's token (opts.job_token) */
 	uint8_t token[PS_RDMA_TOKEN_LEN];
 	uint64_t refused;  /* connections refused for their secret */
+	uint64_t half_open; /* connections ended for no handshake */
 	char dev_why[160];
 	/* opts.rdma_gid_index >= 0: the GID checked (psi_rdma_check_gid) */
 	bool gid_ok;
@@ -374,6 +380,8 @@ conn *psi_rdma_conn_new(rdma_transport *rt, bool outbound);
 void psi_rdma_conn_destroy(rdma_transport *rt, conn *c);
 /* Moves a QP of our own to error: its work requests flush. */
 void psi_rdma_qp_error(conn *c);
+/* Moves c's QP, ours or rdma_cm's, to error: its work requests flush. */
+void psi_rdma_qp_flush(conn *c);
 /* Our half of the disconnect; the QP goes to error. */
 void psi_rdma_conn_disconnect(conn *c);
 /* The connection is broken (why logged; NULL: a quiet end): later sends
@@ -412,6 +420,10 @@ void psi_rdma_read_async(rdma_transport *rt);
 void psi_rdma_process_async(rdma_transport *rt);
 /* Frees the connections that died and are quiet. */
 void psi_rdma_sweep(rdma_transport *rt);
+/* Ends the inbound connections accepted longer than the handshake
+ * timeout ago and not yet established; returns the ms until the next
+ * one is due (-1: none). */
+int psi_rdma_end_half_open(rdma_transport *rt);
 /* Handles every pending CM event. */
 void psi_rdma_process_cm(rdma_transport *rt);
 

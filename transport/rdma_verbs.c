@@ -458,8 +458,14 @@ void psi_rdma_conn_destroy(rdma_transport *rt, conn *c)
  * it made): its work requests flush. */
 void psi_rdma_qp_error(conn *c)
 {
+	if (c->own_qp)
+		psi_rdma_qp_flush(c);
+}
+
+void psi_rdma_qp_flush(conn *c)
+{
 	struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
-	if (c->own_qp && c->qp)
+	if (c->qp)
 		ibv_modify_qp(c->qp, &a, IBV_QP_STATE);
 }
 

@@ -142,9 +142,11 @@ typedef struct ps_transport_opts {
 	int send_timeout_ms;   /* a send blocked this long fails (ETIMEDOUT) */
 	int connect_timeout_ms;/* ps_transport_connect() gives up after this */
 	int io_threads;        /* backend threads (ZeroMQ I/O threads) */
-	int handshake_timeout_ms; /* tcp: an accepted connection not through
-				   * its handshake by then is closed
-				   * (<= 0: 10 s) */
+	int handshake_timeout_ms; /* an accepted connection not through its
+				   * handshake by then is closed (tcp:
+				   * ZeroMQ's greeting and security; rdma:
+				   * the connector's confirmation); <= 0:
+				   * 10 s */
 	/* the largest header or payload accepted from a peer; a peer that
 	 * sends a larger one is disconnected before anything is allocated
 	 * for it (0: the backend's own limit) */
