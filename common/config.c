@@ -310,14 +310,15 @@ static const option options[] = {
          "(registration, WELCOME) and scheduling.partition_size. The "
          "scheduler refuses a job whose partitions or WELCOME would not "
          "fit."),
-    INT(transport, handshake_timeout_ms, "10000", 100, 3600000,
+    INT(transport, handshake_timeout_ms, "30000", 100, 3600000,
         "A connection to a node that has not completed its handshake "
         "within this long is closed: tcp, ZeroMQ's greeting and, in "
         "security mode secret or curve, the check of its secret or key "
         "(ZMQ_HANDSHAKE_IVL); rdma, a connection accepted whose connector "
         "never confirms it. So a peer that connects and says nothing holds "
         "the node's file descriptor or queue pair no longer. A member's "
-        "handshake takes milliseconds."),
+        "handshake takes milliseconds; 30 s (ZeroMQ's own default) leaves "
+        "room for an overloaded machine."),
     ENUM(transport, rdma_poll, "event", rdma_poll_names,
          "rdma: how completions are waited for: event (a completion "
          "channel in the receive loop, no core spinning) or busy "

@@ -45,7 +45,7 @@
 #define MAX_HDR              ((uint32_t)16 << 20)
 #define ENDPOINT_MAX         256
 #define DEFAULT_CONNECT_MS   10000
-#define DEFAULT_HANDSHAKE_MS 10000 /* opts.handshake_timeout_ms <= 0 */
+#define DEFAULT_HANDSHAKE_MS 30000 /* opts.handshake_timeout_ms <= 0 */
 #define RESOLVE_MS           2000
 #define DISC_WAIT_MS         2000
 #define DISCONNECT_LINGER_MS 1000

@@ -98,7 +98,7 @@ void __tsan_release(void *addr);
 #define ID_LEN               8
 #define ENDPOINT_MAX         512
 #define DEFAULT_CONNECT_MS   10000
-#define DEFAULT_HANDSHAKE_MS 10000
+#define DEFAULT_HANDSHAKE_MS 30000
 #define PAYLOAD_ALIGN        8
 #define DISCONNECT_LINGER_MS 1000
 #define RCVHWM_PER_PEER      65536 /* inbound messages queued per peer */

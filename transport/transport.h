@@ -146,7 +146,7 @@ typedef struct ps_transport_opts {
 				   * handshake by then is closed (tcp:
 				   * ZeroMQ's greeting and security; rdma:
 				   * the connector's confirmation); <= 0:
-				   * 10 s */
+				   * 30 s */
 	/* the largest header or payload accepted from a peer; a peer that
 	 * sends a larger one is disconnected before anything is allocated
 	 * for it (0: the backend's own limit) */
