@@ -141,7 +141,11 @@ uint64_t ps_client_start_iteration(const ps_client *c);
  * to run, 0 when the job ends before it: train.iterations is reached, or
  * the job was asked to stop there (ps-tune stops a job at a checkpoint to
  * restart it with other settings; the application then finishes as at
- * the end: ps_client_finish with `it` iterations). */
+ * the end: ps_client_finish with `it` iterations). At such a stop the
+ * call waits until every worker has reached it (all then return 0), or
+ * until the stop moves further on because another worker had begun `it`
+ * already (then it returns 1): every worker ends after the same
+ * iteration. */
 int ps_client_next_iteration(ps_client *c, uint64_t it);
 
 int ps_client_rank(const ps_client *c);
