@@ -37,7 +37,7 @@ int ps_stop_worker_on_stop(ps_stop_worker *s, uint64_t v, uint64_t *late,
 		*late = s->begun;
 		return 1;
 	}
-	if (v > s->target || !s->target) {
+	if (v > s->target) { /* (a first stop: target is 0) */
 		s->target = v;
 		s->ready_sent = 0;
 	}

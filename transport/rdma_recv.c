@@ -324,6 +324,17 @@ static void repost(conn *c, slot *s, bool data)
 		c->owed++;
 }
 
+/* The credits frame f returns to c; false when the peer returned more
+ * than it was given (c is killed). */
+static bool take_credits(conn *c, const frame *f)
+{
+	c->credits += f->credits;
+	if (c->credits <= RECV_DEPTH)
+		return true;
+	psi_rdma_conn_kill(c, "peer returned too many credits");
+	return false;
+}
+
 enum parse_end { PARSED, PARSE_HELD, PARSE_KILLED };
 
 /* Parses the frames of receive buffer s (len bytes) from *pos. held: the
@@ -353,14 +364,8 @@ static enum parse_end parse_frames(rdma_transport *rt, conn *c, slot *s,
 			*pos = at;
 			return PARSE_HELD;
 		}
-		if (!held) {
-			c->credits += f.credits;
-			if (c->credits > RECV_DEPTH) {
-				psi_rdma_conn_kill(
-				    c, "peer returned too many credits");
-				return PARSE_KILLED;
-			}
-		}
+		if (!held && !take_credits(c, &f))
+			return PARSE_KILLED;
 		if (f.type == FRAME_DATA || f.type == FRAME_RTS)
 			c->had_data = true;
 		if (f.type == FRAME_DATA) {
@@ -415,11 +420,8 @@ static void hold_slot(conn *c, slot *s, uint32_t len, uint32_t pos)
 			                          : "malformed frame");
 			return;
 		}
-		c->credits += f.credits;
-		if (c->credits > RECV_DEPTH) {
-			psi_rdma_conn_kill(c, "peer returned too many credits");
+		if (!take_credits(c, &f))
 			return;
-		}
 		if (f.type == FRAME_FIN) {
 			data = true;
 			if (on_fin(c, f.offset) != PS_OK) {
