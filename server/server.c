@@ -758,11 +758,9 @@ int ps_server_run(const ps_config *cfg)
 		}
 	}
 #endif
-	if (cfg->checkpoint.dir[0]) {
-		rc = ps_snapshot_prepare(&s);
-		if (rc != PS_OK)
-			goto out;
-	}
+	rc = ps_snapshot_init(&s);
+	if (rc != PS_OK)
+		goto out;
 	if (s.node.welcome.start_iteration > 0) {
 		rc = ps_snapshot_load(&s);
 #ifdef PS_WITH_CUDA

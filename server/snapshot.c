@@ -17,39 +17,6 @@ static int async(const server *s)
 	return s->cfg->train.mode == PS_MODE_ASYNC;
 }
 
-/* p's protocol state (proto/server.h). */
-static const ps_sproto_part *state(const server *s, const shard_part *p)
-{
-	return ps_sproto_part_at(s->shard, (uint32_t)(p - s->parts));
-}
-
-/* Whether partition p holds exactly iteration `it`: sync, its version;
- * async, every worker's pushes of the iterations before `it` applied and
- * none after. */
-static int is_at(const server *s, const shard_part *p, uint64_t it)
-{
-	const ps_sproto_part *ps = state(s, p);
-
-	if (!async(s))
-		return ps->version == it;
-	for (uint32_t w = 0; w < s->workers; w++)
-		if (ps->next_it[w] != it)
-			return 0;
-	return 1;
-}
-
-/* The furthest iteration any part of p has reached. */
-static uint64_t highest(const server *s, const shard_part *p)
-{
-	const ps_sproto_part *ps = state(s, p);
-	uint64_t h = async(s) ? 0 : ps->version;
-
-	for (uint32_t w = 0; async(s) && w < s->workers; w++)
-		if (ps->next_it[w] > h)
-			h = ps->next_it[w];
-	return h;
-}
-
 /* The directory of the checkpoint the job resumes from. */
 static int resume_dir(const server *s, uint64_t iteration, char *buf,
 		      size_t cap)
@@ -186,7 +153,7 @@ int ps_snapshot_load(server *s)
 		return rc;
 	}
 	s->node.progress = it;
-	s->snap.last = it; /* the checkpoint resumed is not written again */
+	ps_ckpt_take_resumed(&s->snap.m, it);
 	PS_INFO("resumed %u partitions at iteration %llu from %s", s->nparts,
 		(unsigned long long)it, dir);
 	return PS_OK;
@@ -212,26 +179,12 @@ static void send_done(server *s, uint64_t iteration, int rc, const char *why)
 }
 
 /* Ends a snap's use; keeps its arrays and copy buffers. */
-static void clear(server *s, snap *c)
+static void clear(snap *c)
 {
-	(void)s;
 	free(c->segs);
 	c->segs = NULL;
 	c->nsegs = 0;
-	c->requested = 0;
 }
-
-/* Abandons the checkpoint being collected. */
-static void drop_collect(server *s)
-{
-	if (!s->snap.collect)
-		return;
-	clear(s, s->snap.collect);
-	s->snap.collect = NULL;
-	s->snap.ready = 0;
-}
-
-static int start_writing(server *s);
 
 /* A slot's arrays and copy buffers, allocated once and touched so that
  * their pages are faulted in here (seconds per GiB on a virtual
@@ -240,10 +193,9 @@ static int prepare_slot(server *s, snap *c)
 {
 	size_t bytes = s->arena_numel * sizeof(float);
 
-	if (!c->taken) {
-		c->taken = calloc(s->nparts + 1, 1);
+	if (!c->version) {
 		c->version = calloc(s->nparts + 1, sizeof(*c->version));
-		if (!c->taken || !c->version)
+		if (!c->version)
 			return PS_ENOMEM;
 	}
 	if (!c->values && bytes > 0) {
@@ -263,41 +215,22 @@ static int prepare_slot(server *s, snap *c)
 	return PS_OK;
 }
 
-int ps_snapshot_prepare(server *s)
+int ps_snapshot_init(server *s)
 {
-	int rc = prepare_slot(s, &s->snap.slot[0]);
+	const ps_config *cfg = s->cfg;
+	int every = cfg->checkpoint.dir[0] ? cfg->checkpoint.every : 0;
+	int rc = ps_ckpt_take_init(&s->snap.m, s->shard, s->workers,
+				   cfg->train.mode == PS_MODE_ASYNC,
+				   every > 0 ? (uint64_t)every : 0);
 
+	if (rc != PS_OK || !cfg->checkpoint.dir[0])
+		return rc;
+	rc = prepare_slot(s, &s->snap.slot[0]);
 	if (rc != PS_OK)
 		PS_ERROR("checkpoints: out of memory for a copy of the shard "
 			 "(%.1f MiB)", 2.0 * (double)s->arena_numel *
 						sizeof(float) / 1048576.0);
 	return rc;
-}
-
-static int start_collecting(server *s, uint64_t iteration, int requested)
-{
-	snapshot *sn = &s->snap;
-	snap *c = sn->write == &sn->slot[0] ? &sn->slot[1] : &sn->slot[0];
-
-	int rc = prepare_slot(s, c);
-
-	if (rc != PS_OK)
-		return rc;
-	memset(c->taken, 0, s->nparts);
-	c->take_ns = c->write_ns = c->bytes = 0;
-	c->requested = requested;
-	c->iteration = iteration;
-	c->missing = s->nparts;
-	sn->collect = c;
-	sn->ready = 0;
-	if (iteration > sn->last)
-		sn->last = iteration;
-	if (s->nparts > 0)
-		return PS_OK;
-	/* a server holding nothing writes an empty shard at once (the
-	 * scheduler asks it when another server's shard is written) */
-	sn->ready = 1;
-	return sn->write ? PS_OK : start_writing(s);
 }
 
 typedef struct seg_ctx {
@@ -337,7 +270,7 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-/* The collected checkpoint goes to a writer thread (none is running). */
+/* The complete checkpoint goes to a writer thread (none is running). */
 static int start_writing(server *s)
 {
 	const ps_placement *pl = s->node.welcome.placement;
@@ -364,31 +297,46 @@ static int start_writing(server *s)
 		return rc;
 	atomic_store(&sn->finished, 0);
 	sn->write = c;
-	sn->collect = NULL;
-	sn->ready = 0;
 	if (pthread_create(&sn->writer, NULL, writer_main, s) != 0) {
 		sn->write = NULL;
-		sn->collect = c;
 		return PS_ENOMEM;
 	}
+	sn->collect = NULL;
+	ps_ckpt_take_write(&sn->m);
 	return PS_OK;
 }
 
+/* The checkpoint being collected is given up: training goes on without
+ * it. */
 static int fail_collecting(server *s, int rc)
 {
-	snap *c = s->snap.collect;
+	snapshot *sn = &s->snap;
 	char why[128];
 
 	snprintf(why, sizeof(why), "server %u: %s", s->node.rank,
 		 ps_strerror(rc));
-	PS_ERROR("checkpoint %llu: %s", (unsigned long long)c->iteration, why);
-	if (c->requested)
-		send_done(s, c->iteration, rc, why);
-	drop_collect(s);
-	return PS_OK; /* training goes on without this checkpoint */
+	PS_ERROR("checkpoint %llu: %s", (unsigned long long)sn->m.collect,
+		 why);
+	if (ps_ckpt_take_drop(&sn->m))
+		send_done(s, sn->collect->iteration, rc, why);
+	if (sn->collect)
+		clear(sn->collect);
+	sn->collect = NULL;
+	return PS_OK;
 }
 
-/* Joins the writer and reports its checkpoint; a collected one that
+/* Writes the collected checkpoint if it is complete and the disk free. */
+static int write_if_complete(server *s)
+{
+	int rc;
+
+	if (!ps_ckpt_take_can_write(&s->snap.m))
+		return PS_OK;
+	rc = start_writing(s);
+	return rc == PS_OK ? PS_OK : fail_collecting(s, rc);
+}
+
+/* Joins the writer and reports its checkpoint; a complete one that
  * waited for it starts being written. */
 static void reap(server *s)
 {
@@ -410,16 +358,13 @@ static void reap(server *s)
 		PS_ERROR("checkpoint %llu: %s",
 			 (unsigned long long)w->iteration, w->why);
 	send_done(s, w->iteration, w->rc, w->why);
-	clear(s, w);
+	clear(w);
 	sn->write = NULL;
-	if (sn->collect && sn->ready) {
-		int rc = start_writing(s);
-		if (rc != PS_OK)
-			fail_collecting(s, rc);
-	}
+	ps_ckpt_take_written(&sn->m);
+	write_if_complete(s);
 }
 
-/* Takes partition k at its current version. */
+/* Takes local partition k at its current version. */
 static int take(server *s, uint32_t k)
 {
 	snap *c = s->snap.collect;
@@ -437,136 +382,142 @@ static int take(server *s, uint32_t k)
 			return rc;
 	}
 #endif
-	c->version[k] = state(s, p)->version;
+	c->version[k] = ps_sproto_part_at(s->shard, k)->version;
 	memcpy(c->values + at, p->values->data, p->desc->numel * sizeof(float));
 	memcpy(c->momentum + at, p->momentum, p->desc->numel * sizeof(float));
 	if (c->second)
 		memcpy(c->second + at, p->second,
 		       p->desc->numel * sizeof(float));
-	c->taken[k] = 1;
 	c->bytes += (c->second ? 3 : 2) * p->desc->numel * sizeof(float);
 	c->take_ns += ps_now_ns() - t0;
-	if (--c->missing > 0)
-		return PS_OK;
-	s->snap.ready = 1;
-	return s->snap.write ? PS_OK : start_writing(s);
+	ps_ckpt_take_took(&s->snap.m, k);
+	return PS_OK;
 }
 
-/* A periodic checkpoint comes due at iteration `it`. With one checkpoint
- * being written and the one after it collected already, the disk is
- * slower than checkpoint.every: the loop waits for the write (and says
- * so) rather than skip a checkpoint. */
-static int maybe_periodic(server *s, uint64_t it)
+/* Takes local partition k if the checkpoint being collected wants it,
+ * and writes the checkpoint once it is complete. */
+static int take_if_at(server *s, uint32_t k)
 {
-	snapshot *sn = &s->snap;
-	int every = s->cfg->checkpoint.every, rc;
-
-	if (every <= 0 || it % (uint64_t)every != 0 || it <= sn->last)
-		return PS_OK;
-	if (sn->collect && !sn->ready) {
-		/* one asked for on demand, or (async) workers further apart
-		 * than checkpoint.every: one at a time */
-		sn->last = it;
-		PS_WARN("checkpoint %llu skipped: checkpoint %llu is still "
-			"being taken%s", (unsigned long long)it,
-			(unsigned long long)sn->collect->iteration,
-			async(s) ? " (workers more than checkpoint.every "
-				   "iterations apart)"
-				 : "");
-		return PS_OK;
-	}
-	if (sn->collect) {
-		PS_WARN("checkpoint %llu waits for checkpoint %llu to reach "
-			"the disk (checkpoint.every = %d is shorter than two "
-			"writes)", (unsigned long long)it,
-			(unsigned long long)sn->write->iteration, every);
-		reap(s);
-	}
-	rc = start_collecting(s, it, 0);
-	return rc == PS_OK ? PS_OK : fail_collecting(s, rc);
-}
-
-/* Takes p if a checkpoint is collecting and p is at its iteration. */
-static int take_if_at(server *s, shard_part *p)
-{
-	snapshot *sn = &s->snap;
-	uint32_t k = (uint32_t)(p - s->parts);
 	int rc;
 
-	if (!sn->collect || sn->ready || sn->collect->taken[k] ||
-	    !is_at(s, p, sn->collect->iteration))
+	if (!ps_ckpt_take_wants(&s->snap.m, k))
 		return PS_OK;
 	rc = take(s, k);
-	return rc == PS_OK ? PS_OK : fail_collecting(s, rc);
+	if (rc != PS_OK)
+		return fail_collecting(s, rc);
+	return write_if_complete(s);
+}
+
+/* A checkpoint of m.collect began: into the slot not being written,
+ * with every partition already at its iteration taken. */
+static int begin(server *s)
+{
+	snapshot *sn = &s->snap;
+	snap *c = sn->write == &sn->slot[0] ? &sn->slot[1] : &sn->slot[0];
+	int rc;
+
+	if (sn->collect)
+		clear(sn->collect); /* a periodic one, or an older request */
+	sn->collect = c;
+	rc = prepare_slot(s, c);
+	if (rc != PS_OK)
+		return fail_collecting(s, rc);
+	c->take_ns = c->write_ns = c->bytes = 0;
+	c->iteration = sn->m.collect;
+	for (uint32_t k = 0; k < s->nparts && sn->collect == c &&
+			     sn->m.collect == c->iteration;
+	     k++) {
+		rc = take_if_at(s, k);
+		if (rc != PS_OK)
+			return rc;
+	}
+	return write_if_complete(s);
+}
+
+/* Carries out what the machine said of iteration it (ps_ckpt_take_due or
+ * _request), waiting for the disk where it must. */
+static int step(server *s, uint64_t it, int requested)
+{
+	snapshot *sn = &s->snap;
+	uint64_t top;
+
+	for (;;) {
+		ps_ckpt_step st = requested
+				      ? ps_ckpt_take_request(&sn->m, it, &top)
+				      : ps_ckpt_take_due(&sn->m, it);
+		switch (st) {
+		case PS_CKPT_COLLECT:
+			return begin(s);
+		case PS_CKPT_WAIT_WRITE:
+			PS_WARN("checkpoint %llu waits for checkpoint %llu to "
+				"reach the disk%s", (unsigned long long)it,
+				(unsigned long long)sn->m.writing,
+				requested ? ""
+					  : " (checkpoint.every is shorter "
+					    "than two writes)");
+			if (sn->write)
+				reap(s);
+			else /* the complete one never went: it does now */
+				write_if_complete(s);
+			continue;
+		case PS_CKPT_SKIPPED:
+			PS_WARN("checkpoint %llu skipped: checkpoint %llu is "
+				"still being taken%s", (unsigned long long)it,
+				(unsigned long long)sn->m.collect,
+				async(s) ? " (workers more than "
+					      "checkpoint.every iterations "
+					      "apart)"
+					    : "");
+			return PS_OK;
+		case PS_CKPT_LATE: {
+			/* the scheduler asks again further ahead */
+			ps_wire_header h = {.type = PS_MSG_CKPT_LATE,
+					    .iteration = top};
+			if (ps_node_send(&s->node, 0, &h, NULL, 0, NULL,
+					 NULL) != PS_OK)
+				PS_WARN("cannot answer a checkpoint request");
+			return PS_OK;
+		}
+		default: /* NOTHING, JOINED */
+			return PS_OK;
+		}
+	}
 }
 
 int ps_snapshot_on_update(server *s, shard_part *p)
 {
-	uint64_t h = highest(s, p);
+	uint32_t k = (uint32_t)(p - s->parts);
+	const ps_sproto_part *sp = ps_sproto_part_at(s->shard, k);
+	uint64_t h = sp->version;
 	int rc;
 
+	for (uint32_t w = 0; async(s) && w < s->workers; w++)
+		if (sp->next_it[w] > h)
+			h = sp->next_it[w];
 	if (h > s->node.progress)
 		s->node.progress = h;
 	/* async: due once a first worker has pushed iteration V - 1 */
-	rc = maybe_periodic(s, async(s) ? h : state(s, p)->version);
-	return rc == PS_OK ? take_if_at(s, p) : rc;
+	rc = step(s, h, 0);
+	return rc == PS_OK ? take_if_at(s, k) : rc;
 }
 
 int ps_snapshot_on_push(server *s, shard_part *p, uint64_t iteration)
 {
-	int rc = maybe_periodic(s, iteration);
+	int rc = step(s, iteration, 0);
 
-	return rc == PS_OK ? take_if_at(s, p) : rc;
+	return rc == PS_OK ? take_if_at(s, (uint32_t)(p - s->parts)) : rc;
 }
 
 int ps_snapshot_holds(const server *s, const shard_part *p,
 		      uint64_t iteration)
 {
-	const snapshot *sn = &s->snap;
-
-	return sn->collect && !sn->ready && !sn->collect->taken[p - s->parts] &&
-	       iteration >= sn->collect->iteration;
+	return ps_ckpt_take_holds(&s->snap.m, (uint32_t)(p - s->parts),
+				  iteration);
 }
 
 int ps_snapshot_request(server *s, uint64_t iteration)
 {
-	snapshot *sn = &s->snap;
-	uint64_t top = 0;
-	int rc = PS_OK;
-
-	for (uint32_t k = 0; k < s->nparts; k++)
-		if (highest(s, &s->parts[k]) > top)
-			top = highest(s, &s->parts[k]);
-	if (sn->collect && sn->collect->iteration == iteration) {
-		sn->collect->requested = 1;
-		return PS_OK;
-	}
-	if (top > iteration) {
-		ps_wire_header h = {.type = PS_MSG_CKPT_LATE,
-				    .iteration = top};
-		/* the scheduler asks again further ahead */
-		if (ps_node_send(&s->node, 0, &h, NULL, 0, NULL, NULL) != PS_OK)
-			PS_WARN("cannot answer a checkpoint request");
-		return PS_OK;
-	}
-	if (sn->collect && sn->ready) {
-		/* one being written, the next collected: wait for the disk,
-		 * as a periodic one does (maybe_periodic), rather than refuse
-		 * a checkpoint asked for (the last one of a job, SIGUSR1) */
-		PS_WARN("checkpoint %llu waits for checkpoint %llu to reach "
-			"the disk", (unsigned long long)iteration,
-			(unsigned long long)sn->write->iteration);
-		reap(s);
-	}
-	drop_collect(s); /* a periodic one, or an older request */
-	rc = start_collecting(s, iteration, 1);
-	if (rc != PS_OK)
-		return fail_collecting(s, rc);
-	for (uint32_t k = 0; k < s->nparts && sn->collect && !sn->ready &&
-			     rc == PS_OK;
-	     k++)
-		rc = take_if_at(s, &s->parts[k]);
-	return rc;
+	return step(s, iteration, 1);
 }
 
 void ps_snapshot_poll(server *s)
@@ -591,9 +542,10 @@ int ps_snapshot_flush(server *s)
 			 "partition of server %u reached iteration %llu",
 			 s->node.rank,
 			 (unsigned long long)sn->collect->iteration);
-		if (sn->collect->requested)
+		if (ps_ckpt_take_drop(&sn->m))
 			send_done(s, sn->collect->iteration, PS_ESTATE, why);
-		drop_collect(s);
+		clear(sn->collect);
+		sn->collect = NULL;
 	}
 	return ps_node_send(&s->node, 0, &h, NULL, 0, NULL, NULL);
 }
@@ -604,16 +556,18 @@ void ps_snapshot_free(server *s)
 
 	if (sn->write) {
 		pthread_join(sn->writer, NULL);
-		clear(s, sn->write);
+		clear(sn->write);
 		sn->write = NULL;
 	}
-	drop_collect(s);
+	if (sn->collect)
+		clear(sn->collect);
+	sn->collect = NULL;
+	ps_ckpt_take_free(&sn->m);
 	for (int i = 0; i < 2; i++) {
 		snap *c = &sn->slot[i];
 		ps_free_big(c->values, s->arena_numel * sizeof(float));
 		ps_free_big(c->momentum, s->arena_numel * sizeof(float));
 		ps_free_big(c->second, s->arena_numel * sizeof(float));
-		free(c->taken);
 		free(c->version);
 		*c = (snap){0};
 	}

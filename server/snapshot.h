@@ -28,8 +28,7 @@
  * checkpoint.every iterations' time. When a third comes due with one
  * being written and the next complete behind it, the server waits for the
  * write (with a warning) rather than skip a checkpoint or hold more copies
- * in memory. A request in that state is answered with a failure saying
- * why.
+ * in memory; so does a request in that state.
  *
  * Asynchronous mode: see ps_snapshot_on_push.
  *
@@ -46,10 +45,11 @@
  * marks it initialised. Errors are logged naming the file. */
 int ps_snapshot_load(server *s);
 
-/* With checkpoint.dir: allocates the copy buffers of the first
- * checkpoint and faults their pages in, at start rather than while the
- * first checkpoint is taken. */
-int ps_snapshot_prepare(server *s);
+/* The shard's checkpoint machine (proto/checkpoint_take.h); with
+ * checkpoint.dir, the copy buffers of the first checkpoint allocated and
+ * their pages faulted in, at start rather than while the first
+ * checkpoint is taken. */
+int ps_snapshot_init(server *s);
 
 /* Partition p reached a new version by an update: takes it if a
  * checkpoint of that version is being collected, or starts a periodic one

@@ -16,6 +16,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "common/config.h"
+#include "proto/checkpoint_take.h"
 #include "proto/server.h"
 #include "runtime/node.h"
 #include "server/optimizer.h"
@@ -63,9 +64,6 @@ typedef struct held {
  * (snapshot.c). */
 typedef struct snap {
 	uint64_t iteration;
-	int requested;     /* by the scheduler: it waits for an answer */
-	uint32_t missing;  /* partitions not taken yet */
-	uint8_t *taken;    /* per local partition */
 	uint64_t *version; /* per local partition */
 	/* copies of the values and moments, laid out as the arenas; kept
 	 * (their pages faulted in) from one checkpoint to the next */
@@ -82,15 +80,15 @@ typedef struct snap {
 
 /* Checkpoints on their way to disk: one collected while the one before is
  * written by a thread, which sets `finished` (release) and wakes the
- * loop; the loop joins it. */
+ * loop; the loop joins it. What is collected, taken and written when is
+ * the machine's (proto/checkpoint_take.h); the slots hold the copies. */
 typedef struct snapshot {
+	ps_ckpt_take m;
 	snap slot[2];
-	snap *collect; /* being collected, or complete (ready); or NULL */
-	int ready;
-	snap *write;   /* being written; or NULL */
+	snap *collect; /* the slot m.collect is taken into; or NULL */
+	snap *write;   /* the slot being written; or NULL */
 	pthread_t writer;
 	atomic_int finished;
-	uint64_t last; /* highest iteration collected or skipped */
 } snapshot;
 
 typedef struct server {
