@@ -116,7 +116,8 @@ ps_ckpt_step ps_ckpt_take_request(ps_ckpt_take *t, uint64_t it, uint64_t *top)
 int ps_ckpt_take_wants(const ps_ckpt_take *t, uint32_t k)
 {
 	return t->collect && !t->ready && k < t->nparts && !t->taken[k] &&
-	       ps_ckpt_take_is_at(t, k, t->collect);
+	       (ps_ckpt_take_is_at(t, k, t->collect) ||
+		t->fault == PS_CKPT_TAKE_FAULT_ANY_VERSION);
 }
 
 void ps_ckpt_take_took(ps_ckpt_take *t, uint32_t k)

@@ -57,7 +57,15 @@ typedef struct ps_ckpt_take {
 	uint8_t *taken; /* per local partition */
 	/* the checkpoint being written (0: none) */
 	uint64_t writing;
+	int fault; /* PS_CKPT_TAKE_FAULT_*: tests/dst only */
 } ps_ckpt_take;
+
+enum {
+	PS_CKPT_TAKE_FAULT_NONE = 0,
+	PS_CKPT_TAKE_FAULT_ANY_VERSION, /* a partition is taken whatever
+					   its version (tests/dst shows the
+					   checkpoint is then wrong) */
+};
 
 /* A machine for the partitions of sh (sync or async, `workers` workers),
  * with a periodic checkpoint every `every` iterations (0: none). */

@@ -134,7 +134,7 @@
  * Usage: dst [--seeds N] [--first S] [--seed S] [--adversary]
  *            [--fault credit-leak|version-skip|drop-early|blind-scheduler|
  *                     blame-reporter|forged-sender|pull-flood|
- *                     credit-early|stop-alone]
+ *                     credit-early|stop-alone|ckpt-any-version]
  *            [--expect-failure] [--verbose]
  *
  * --fault credit-leak needs PARAMS_ACKs to leak from: it always draws a
@@ -162,10 +162,11 @@
 #include "scheduling/order.h"
 #include "scheduling/placement.h"
 #include "server/optimizer.h"
+#include "dst/dst.h"
 
 /* ---- a deterministic generator (splitmix64) ---------------------------- */
 
-static uint64_t rng_next(uint64_t *x)
+uint64_t rng_next(uint64_t *x)
 {
 	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -173,38 +174,17 @@ static uint64_t rng_next(uint64_t *x)
 	return z ^ (z >> 31);
 }
 
-static uint32_t rng_below(uint64_t *x, uint32_t n)
+uint32_t rng_below(uint64_t *x, uint32_t n)
 {
 	return (uint32_t)(rng_next(x) % n);
 }
 
 /* ---- the job ----------------------------------------------------------- */
 
-/* Deliberate bugs (--fault), each in the machine that has it. */
-enum {
-	FAULT_NONE,
-	FAULT_CREDIT_LEAK,  /* proto/server.h: PARAMS_ACK loses credit */
-	FAULT_VERSION_SKIP, /* proto/server.h: an update skips a version */
-	FAULT_DROP_EARLY,   /* proto/join.h: messages before the WELCOME are
-			       lost, the race test_node pins down */
-	FAULT_BLIND,        /* proto/membership.h: a silent node is never
-			       noticed */
-	FAULT_BLAME_REPORTER, /* proto/membership.h: the node that reports
-				 a lost peer is named as the lost one */
-	FAULT_FORGED_SENDER, /* the harness's transport: a malicious member's
-				message is taken as from the node it names */
-	FAULT_PULL_FLOOD,    /* proto/server.h: a PULL is answered while a
-				send to that worker waits in the gate */
-	FAULT_CREDIT_EARLY,  /* proto/server.h: a credit change takes effect
-				when it arrives, not at its version */
-	FAULT_STOP_ALONE,    /* proto/stop.h: a worker ends at its stop
-				without waiting for the others */
-	FAULT_COUNT
-};
 static const char *const fault_names[] = {
 	"",		  "credit-leak",    "version-skip", "drop-early",
 	"blind-scheduler", "blame-reporter", "forged-sender", "pull-flood",
-	"credit-early",	   "stop-alone"};
+	"credit-early",	   "stop-alone",     "ckpt-any-version"};
 
 static int shard_fault(int f)
 {
@@ -228,182 +208,11 @@ static int join_fault(int f)
 				     : PS_JOIN_FAULT_NONE;
 }
 
-#define JOIN_MAX 4096 /* as runtime/node.c */
-
-enum {
-	M_PUSH,
-	M_PUSH_ACK,
-	M_PARAMS,
-	M_PARAMS_ACK,
-	M_INIT,
-	M_WELCOME,
-	M_PULL,
-	/* a stop (proto/stop.h), between the workers and the scheduler */
-	M_PROGRESS,
-	M_STOP,
-	M_STOP_LATE,
-	M_STOP_READY,
-	M_STOP_NOW,
-	M_TYPES
-};
-static const char *const msg_names[] = {
+const char *const msg_names[] = {
     "PUSH",	"PUSH_ACK",  "PARAMS",	   "PARAMS_ACK", "INIT",
     "WELCOME",	"PULL",	     "PROGRESS",   "STOP",	 "STOP_LATE",
-    "STOP_READY", "STOP_NOW"};
-
-typedef struct msg {
-	int type;
-	uint32_t from; /* node */
-	uint32_t part;
-	uint32_t piece; /* PUSH, PARAMS and their ACKs */
-	uint64_t iteration;
-	int32_t priority;
-	float *payload; /* PUSH, PARAMS */
-	/* a malicious member's: the bytes it claims (its payload holds as
-	 * many floats as the piece has, at most), and the node it names as
-	 * its sender (a worker's or server's rank; the harness's transport
-	 * takes the connection's, but under --fault forged-sender) */
-	int hostile;
-	uint64_t bytes;
-	uint32_t claimed;
-	struct msg *next;
-} msg;
-
-typedef struct channel {
-	msg *head, *tail;
-	uint32_t weight; /* slow channels are picked less often */
-} channel;
-
-/* What a checker knows of one gate: transfers ready and not released.
- * A machine's gate may release a transfer well before the driver takes
- * the message (the server's barrier readies a version's sends one after
- * another, the gate releasing some as each comes): each transfer notes
- * how many the gate had released when it became ready (the machine's
- * counter), so a release is checked only against the transfers ready
- * before it. */
-typedef struct shadow {
-	struct pend {
-		uint32_t part, piece, receiver;
-		uint64_t iteration, seq;
-		uint64_t after; /* the gate's releases before it was ready */
-		uint32_t number;
-	} *v;
-	uint32_t n, cap;
-	uint64_t seq;
-	uint64_t released;  /* releases taken from the machine */
-	uint64_t in_flight; /* released - acknowledged, from the messages */
-	uint32_t *last;     /* counter: per receiver, last number released */
-	uint64_t *last_it;  /* ... and its iteration */
-	int kind;           /* the gate's (its direction's) kind */
-	int server;         /* a server's (its receivers are workers) */
-	uint64_t credit;    /* and window */
-	/* a live credit change (credit_change): the window for iteration
-	 * or version credit_from on, in force from the first transfer of
-	 * such an iteration or version made ready */
-	int credit_pending;
-	uint64_t credit_next, credit_from;
-	uint64_t credit_before;    /* the window at the previous check */
-	uint64_t checked_released; /* releases at the previous check */
-} shadow;
-
-typedef struct wk {
-	ps_join *join;     /* joining (proto/join.h) */
-	ps_wproto *proto;  /* the real worker machine (proto/worker.h) */
-	shadow sh;
-	uint64_t it;       /* iteration being computed or waited for */
-	int pushed;        /* iteration it's pushes are in */
-	int done_sent;     /* its DONE went out */
-	uint32_t weight;   /* stragglers compute less often */
-	uint64_t params_in, params_acks; /* PARAMS received, acknowledged */
-	/* its application's stop (proto/stop.h): it waits to begin
-	 * iteration `asking`, or ends after end_at (0: at K) */
-	ps_stop_worker stop;
-	int waiting;
-	uint64_t asking, end_at;
-} wk;
-
-typedef struct srv {
-	ps_join *join;
-	ps_sproto *sh;
-	shadow shd;
-	uint32_t *hold_next; /* per local partition x worker: the piece its
-			      * next hold() is for (pieces are readied in
-			      * order) */
-	float **values, **mom; /* per local partition */
-	double **acc;
-	int running;
-	ps_sproto_op op;
-	msg *op_msg; /* the message the running op reads */
-	/* what it may hold (check_bounds): sends waiting in its gate, ops */
-	uint64_t bound_pending, bound_ops;
-} srv;
-
-typedef struct job {
-	uint64_t seed, rng;
-	int fault;
-	int verbose;
-	uint32_t W, S, T, K, P;
-	/* per direction: the workers' pushes, the servers' parameter sends */
-	int push_gate, params_gate;
-	uint64_t push_credit, params_credit;
-	uint32_t *push_numbers, *params_numbers; /* per partition */
-	int barrier; /* the servers' (proto/server.h) */
-	uint64_t partition_size;
-	/* per direction: the pieces a partition goes in (bytes; 0: whole) */
-	uint64_t push_piece, params_piece;
-	int fuse;
-	ps_placement *pl;
-	wk *w;
-	srv *s;
-	channel *ch; /* [from * N + to], nodes: workers, then servers */
-	uint32_t N;
-	uint64_t steps;
-	/* the scheduler's membership (proto/membership.h), on a simulated
-	 * clock (ms): each step takes 1-4 ms, live nodes are heard every
-	 * HB_INTERVAL; a node may die */
-	ps_membership *ms;
-	int64_t now;
-	int64_t *last_hb; /* per node */
-	int32_t dead;     /* node, or -1 */
-	uint64_t kill_at; /* the step it dies at; 0: none */
-	/* where kill_at is even, a live node's send to the dead one fails
-	 * (as TCP's does once the connection is gone) and it reports the
-	 * lost peer (PEER_LOST) */
-	int report_lost, lost_reported;
-	int all_done;
-	/* a malicious member (see the header): the extra node X = W + S + 1,
-	 * or worker `hostile` turned hostile */
-	int adversary;
-	int32_t hostile;  /* worker, or -1: the extra node */
-	uint32_t X;       /* the extra node's index (adversary, hostile < 0) */
-	uint64_t arng;    /* its own generator: seeds without it replay as
-			     before */
-	uint32_t budget;  /* messages it may still send */
-	/* a live credit change (see the header), at step change_at (0:
-	 * none) to change_push / change_params (0: that direction keeps its
-	 * window); its own generator, as the adversary's */
-	uint64_t crng;
-	uint64_t change_at, change_push, change_params;
-	int changed;         /* the change was told */
-	uint32_t changes_in; /* gates that took it (at their boundary) */
-	/* a tuner's stop (see the header): asked at step stop_at (0: none);
-	 * the scheduler's round, margin and what it knows of the workers'
-	 * progress; every iteration it asked a stop before */
-	uint64_t srng;
-	uint64_t stop_at;
-	int stopping;
-	ps_stop_round sr;
-	uint64_t margin;
-	uint64_t *progress;
-	uint64_t asked[32];
-	uint32_t nasked;
-	int stop_now; /* STOP_NOW went */
-	msg *seen[8];     /* honest messages it may replay (copies) */
-	uint32_t nseen;
-	int pulling;      /* a hostile PULL is being answered */
-	int injecting;    /* a hostile message is being sent */
-	char failure[512];
-} job;
+    "STOP_READY", "STOP_NOW", "CKPT",	   "CKPT_DONE",	 "CKPT_LATE",
+    "FLUSH",	"FLUSHED"};
 
 /* What became of the malicious members' messages, per type (all seeds):
  * refused by the machine; dropped by the driver (a type the receiver does
@@ -417,10 +226,7 @@ static uint64_t adv_refused[M_TYPES], adv_dropped[M_TYPES],
 #define HB_INTERVAL 50
 #define HB_TIMEOUT 500
 
-static int fail(job *j, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static int fail(job *j, const char *fmt, ...)
+int fail(job *j, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -444,7 +250,7 @@ static float initial(uint32_t p, uint64_t e)
 }
 
 /* The closed form: element e of partition p at version v. */
-static double expected(const job *j, uint32_t p, uint64_t e, uint64_t v)
+double expected(const job *j, uint32_t p, uint64_t e, uint64_t v)
 {
 	double x = initial(p, e);
 
@@ -617,7 +423,7 @@ static int send_piece_msg(job *j, uint32_t from, uint32_t to, int type,
 	return PS_OK;
 }
 
-static int send_msg(job *j, uint32_t from, uint32_t to, int type,
+int send_msg(job *j, uint32_t from, uint32_t to, int type,
 		    uint32_t part, uint64_t iteration, int32_t priority,
 		    float *payload)
 {
@@ -773,9 +579,10 @@ static int app_next(job *j, uint32_t w, uint64_t it)
 	switch (ps_stop_worker_next(&k->stop, it, &ready)) {
 	case PS_STOP_RUN:
 		k->waiting = 0;
-		return j->stop_at ? send_msg(j, w, sched(j), M_PROGRESS, 0, it,
-					     0, NULL)
-				  : PS_OK;
+		return j->stop_at || j->ckpt_at
+			       ? send_msg(j, w, sched(j), M_PROGRESS, 0, it, 0,
+					  NULL)
+			       : PS_OK;
 	case PS_STOP_END:
 		k->waiting = 0;
 		k->end_at = it;
@@ -812,7 +619,7 @@ static int worker_stop_message(job *j, uint32_t w, const msg *m)
 
 /* The scheduler asks for a stop (late: after a STOP_LATE) as ps-scheduler
  * does (scheduler/checkpoints.c), from the progress it has heard. */
-static int sched_ask_stop(job *j, uint64_t late)
+int sched_ask_stop(job *j, uint64_t late)
 {
 	uint64_t highest = 0, v;
 	int rc = PS_OK;
@@ -823,12 +630,15 @@ static int sched_ask_stop(job *j, uint64_t late)
 	v = ps_stop_ask(highest, late, &j->margin);
 	if (!v) { /* given up: the job goes on */
 		j->stopping = 0;
+		j->ckpt_asked = 0;
 		ps_stop_round_cancel(&j->sr);
 		v = PS_STOP_NEVER;
 	} else {
 		ps_stop_round_start(&j->sr, v);
 		if (j->nasked < 32)
 			j->asked[j->nasked++] = v;
+		/* the servers' checkpoint there (with checkpoints) */
+		rc = dst_ckpt_send_asks(j, v);
 	}
 	if (j->verbose)
 		fprintf(stderr, "  step %" PRIu64 ": the scheduler asks a stop "
@@ -846,6 +656,10 @@ static int sched_receive(job *j, const msg *m)
 	char why[256];
 	int rc;
 
+	if (w >= j->W && w < j->W + j->S &&
+	    (m->type == M_CKPT_DONE || m->type == M_CKPT_LATE ||
+	     m->type == M_FLUSHED))
+		return dst_ckpt_sched_receive(j, m);
 	if (w >= j->W)
 		return fail(j, "the scheduler got %s from node %u, no worker",
 			    msg_names[m->type], w);
@@ -905,6 +719,8 @@ static int worker_send(job *j, uint32_t w)
 					return fail(j, "membership: %s", why2);
 				j->all_done = all;
 			}
+			if (j->all_done)
+				rc = dst_ckpt_all_done(j);
 			continue;
 		}
 		if (m.kind == PS_WPROTO_MSG_PARAMS_ACK) {
@@ -1252,6 +1068,8 @@ static int server_receive(job *j, uint32_t s, uint32_t from, msg *m,
 	uint64_t off;
 	int rc;
 
+	if (m->type == M_CKPT || m->type == M_FLUSH)
+		return dst_ckpt_server_receive(j, s, m);
 	if (m->type == M_PUSH) {
 		rc = ps_sproto_on_push(v->sh, from, m->part,
 				      j->pl->parts[m->part].tensor,
@@ -1340,6 +1158,8 @@ static int server_finish_op(job *j, uint32_t s)
 	free_msg(m);
 	v->running = 0;
 	rc = ps_sproto_op_done(v->sh);
+	if (rc == PS_OK && op->kind == PS_SHARD_OP_UPDATE)
+		rc = dst_ckpt_updated(j, s, op->k);
 	return rc == PS_OK ? server_send(j, s) : rc;
 }
 
@@ -1815,7 +1635,7 @@ static int check_end(job *j)
 						    "wrong", s, sp->index, e);
 		}
 	}
-	return PS_OK;
+	return dst_ckpt_check_end(j, end);
 }
 
 /* ---- one seed ---------------------------------------------------------- */
@@ -2037,6 +1857,9 @@ static int setup(job *j, void **hold_ud)
 	j->last_hb = calloc(j->N, sizeof(*j->last_hb));
 	if (!j->last_hb)
 		return PS_ENOMEM;
+	rc = dst_ckpt_setup(j);
+	if (rc != PS_OK)
+		return rc;
 	rc = register_all(j);
 	if (rc != PS_OK)
 		return rc;
@@ -2071,6 +1894,7 @@ static void teardown(job *j)
 			j->ch[c].head = m->next;
 			free_msg(m);
 		}
+	dst_ckpt_teardown(j);
 	for (uint32_t w = 0; j->w && w < j->W; w++) {
 		ps_wproto_destroy(&j->w[w].proto);
 		ps_join_destroy(&j->w[w].join, drop_kept, NULL);
@@ -2155,6 +1979,12 @@ static int64_t pick(job *j)
 				acc += j->w[w].weight;
 				if (pass == 1 && r < acc)
 					return nch + j->S + w;
+			}
+		for (uint32_t s = 0; s < j->S; s++)
+			if (dst_ckpt_writing(j, s) && !is_dead(j, j->W + s)) {
+				acc += 2; /* a disk finishes a write */
+				if (pass == 1 && r < acc)
+					return nch + j->S + j->W + s;
 			}
 		total = acc;
 	}
@@ -2282,7 +2112,10 @@ static int step(job *j, int64_t a)
 		}
 		return server_finish_op(j, s);
 	}
-	return worker_compute(j, (uint32_t)(a - j->S));
+	a -= j->S;
+	if (a < j->W)
+		return worker_compute(j, (uint32_t)a);
+	return dst_ckpt_finish_write(j, (uint32_t)(a - j->W));
 }
 
 
@@ -2378,6 +2211,9 @@ static int run_seed(job *j)
 			j->stopping = 1; /* a tuner asks: checkpoint and stop */
 			rc = sched_ask_stop(j, 0);
 		}
+		if (rc == PS_OK && j->ckpt_at && j->steps == j->ckpt_at &&
+		    !j->stopping && !j->flushing)
+			rc = dst_ckpt_ask(j, 0); /* SIGUSR1 */
 		if (rc == PS_OK && !j->failure[0])
 			rc = adversary_act(j);
 		if (rc == PS_OK && !j->failure[0])
@@ -2405,7 +2241,8 @@ int main(int argc, char **argv)
 {
 	uint64_t first = 1, seeds = 100, failed = 0, steps = 0, killed = 0,
 		 reported = 0, adversaries = 0, changes = 0, changes_in = 0,
-		 stops = 0, stopped = 0, moved = 0;
+		 stops = 0, stopped = 0, moved = 0, ckpts = 0, manifests = 0,
+		 ckpt_stops = 0;
 	int fault = FAULT_NONE, expect_failure = 0, verbose = 0,
 	    adversary = 0;
 
@@ -2429,7 +2266,7 @@ int main(int argc, char **argv)
 					"drop-early, blind-scheduler, "
 					"blame-reporter, forged-sender, "
 					"pull-flood, credit-early, "
-					"stop-alone)\n",
+					"stop-alone, ckpt-any-version)\n",
 					argv[i]);
 				return 2;
 			}
@@ -2444,7 +2281,7 @@ int main(int argc, char **argv)
 				"[--seed S] [--adversary] [--fault credit-leak|"
 				"version-skip|drop-early|blind-scheduler|"
 				"blame-reporter|forged-sender|pull-flood|"
-				"credit-early|stop-alone] "
+				"credit-early|stop-alone|ckpt-any-version] "
 				"[--expect-failure] [--verbose]\n");
 			return 2;
 		}
@@ -2483,6 +2320,9 @@ int main(int argc, char **argv)
 		stopped += j.stop_now && !j.failure[0];
 		moved += j.nasked > 1 && !j.failure[0];
 		changes_in += j.changed && j.changes_in && !j.failure[0];
+		ckpts += j.ckpt;
+		manifests += (uint64_t)__builtin_popcountll(j.manifests);
+		ckpt_stops += j.ckpt && j.stop_now && !j.failure[0];
 		steps += j.steps;
 		killed += j.dead >= 0 && !j.failure[0];
 		reported += j.lost_reported && !j.failure[0];
@@ -2497,6 +2337,9 @@ int main(int argc, char **argv)
 	       "there, every worker at the same iteration (%" PRIu64 " after "
 	       "a worker was late and the stop moved); the rest ran to their "
 	       "end first\n", stops, stopped, moved);
+	printf("dst: %" PRIu64 " seeds with checkpoints, %" PRIu64 " "
+	       "checkpoints complete (manifest written), %" PRIu64 " seeds "
+	       "stopped at theirs\n", ckpts, manifests, ckpt_stops);
 	printf("dst: %" PRIu64 " seeds with a live credit change, in force "
 	       "in %" PRIu64 " of them before the job ended (the rest ended "
 	       "first)\n", changes, changes_in);
