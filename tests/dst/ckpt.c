@@ -49,9 +49,38 @@ static uint64_t bit(uint64_t it)
 	return it < 64 ? 1ull << it : 0;
 }
 
+static void tensor_offsets(job *j)
+{
+	j->tensor_off[0] = 0;
+	for (uint32_t t = 0; t < j->T; t++)
+		j->tensor_off[t + 1] = j->tensor_off[t] + j->pl->tensors[t].numel;
+}
+
+int dst_ckpt_resume_base(job *j)
+{
+	tensor_offsets(j);
+	j->base = calloc(j->P, sizeof(float *));
+	if (!j->base)
+		return PS_ENOMEM;
+	for (uint32_t p = 0; p < j->P; p++) {
+		uint64_t n = j->pl->parts[p].numel;
+		j->base[p] = malloc(n * sizeof(float));
+		if (!j->base[p])
+			return PS_ENOMEM;
+		for (uint64_t e = 0; e < n; e++) {
+			uint32_t t;
+			uint64_t o;
+			dst_locate(j, p, e, &t, &o);
+			j->base[p][e] = j->from[j->tensor_off[t] + o];
+		}
+	}
+	return PS_OK;
+}
+
 int dst_ckpt_setup(job *j)
 {
-	j->krng = j->seed ^ 0xc4ec4b01d5ull;
+	tensor_offsets(j);
+	j->krng = j->gen_seed ^ 0xc4ec4b01d5ull;
 	if (rng_below(&j->krng, 3) != 0 && j->fault != FAULT_CKPT_ANY_VERSION)
 		return PS_OK;
 	j->ckpt = 1;
@@ -74,6 +103,8 @@ int dst_ckpt_setup(job *j)
 			return rc;
 		if (j->fault == FAULT_CKPT_ANY_VERSION)
 			v->ck.fault = PS_CKPT_TAKE_FAULT_ANY_VERSION;
+		/* the checkpoint resumed from is not taken again */
+		ps_ckpt_take_resumed(&v->ck, j->start);
 		v->col = calloc(n + 1, sizeof(float *));
 		v->wr = calloc(n + 1, sizeof(float *));
 		v->col_version = calloc(n + 1, sizeof(uint64_t));
@@ -93,6 +124,10 @@ int dst_ckpt_setup(job *j)
 
 void dst_ckpt_teardown(job *j)
 {
+	for (uint32_t p = 0; j->base && p < j->P; p++)
+		free(j->base[p]);
+	free(j->base);
+	j->base = NULL;
 	for (uint32_t s = 0; j->s && s < j->S; s++) {
 		srv *v = &j->s[s];
 		uint32_t n = v->sh ? ps_sproto_nparts(v->sh) : 0;
@@ -168,8 +203,24 @@ int dst_ckpt_finish_write(job *j, uint32_t s)
 					    sp->index, e, (double)v->wr[k][e],
 					    expected(j, sp->index, e, it));
 	}
-	if (!failed)
+	if (!failed && it < 64) {
+		/* on disk, in tensor order (a resumed job reads it) */
+		if (!j->disk[it])
+			j->disk[it] = calloc(j->tensor_off[j->T] + 1,
+					     sizeof(float));
+		if (!j->disk[it])
+			return PS_ENOMEM;
+		for (uint32_t k = 0; k < ps_sproto_nparts(v->sh); k++) {
+			const ps_sproto_part *sp = ps_sproto_part_at(v->sh, k);
+			for (uint64_t e = 0; e < sp->desc->numel; e++) {
+				uint32_t t;
+				uint64_t o;
+				dst_locate(j, sp->index, e, &t, &o);
+				j->disk[it][j->tensor_off[t] + o] = v->wr[k][e];
+			}
+		}
 		v->on_disk |= bit(it);
+	}
 	if (j->verbose)
 		fprintf(stderr, "  step %" PRIu64 ": server %u's shard of "
 			"checkpoint %" PRIu64 " %s\n", j->steps, s, it,
@@ -405,10 +456,48 @@ int dst_ckpt_check_end(job *j, uint64_t end)
 			    ", and that checkpoint is not complete", end);
 	if (j->ckpt_at || j->stop_at || !j->every)
 		return PS_OK;
-	for (uint64_t it = j->every; it <= end; it += j->every)
+	/* (a resumed job's start and before were not its to take) */
+	for (uint64_t it = (j->start / j->every + 1) * j->every; it <= end;
+	     it += j->every)
 		if (!((j->manifests | j->abandoned) & bit(it)))
 			return fail(j, "periodic checkpoint %" PRIu64 " (every "
 				    "%" PRIu64 ") is not complete at the end",
 				    it, j->every);
 	return PS_OK;
+}
+
+/* ---- a resumed job ------------------------------------------------------ */
+
+void dst_ckpt_free_disk(job *j)
+{
+	for (int i = 0; i < 64; i++) {
+		free(j->disk[i]);
+		j->disk[i] = NULL;
+	}
+}
+
+int dst_ckpt_run_resumed(const job *j, int (*run)(job *), job *r)
+{
+	uint64_t x = j->gen_seed ^ 0x2e5a3edull, v = 0;
+
+	if (j->start || !j->ckpt || j->failure[0] || rng_below(&x, 2))
+		return PS_OK;
+	/* the newest complete checkpoint the job had not ended at */
+	for (uint64_t it = 1; it < 64 && it < j->K; it++)
+		if (j->manifests & bit(it) && j->disk[it])
+			v = it;
+	if (!v)
+		return PS_OK;
+	*r = (job){.seed = j->seed,
+		   .fault = j->fault,
+		   .verbose = j->verbose,
+		   .start = v,
+		   .from = j->disk[v],
+		   .from_T = j->T,
+		   .from_W = j->W};
+	memcpy(r->from_numel, j->from_numel, sizeof(r->from_numel));
+	if (j->verbose)
+		fprintf(stderr, "seed %" PRIu64 ": a job resumed from checkpoint "
+			"%" PRIu64 "\n", j->seed, v);
+	return run(r);
 }

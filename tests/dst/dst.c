@@ -129,6 +129,13 @@
  * stop-alone (a worker ends at its stop without waiting, as ps-worker
  * did) shows the hang it prevents.
  *
+ * Checkpoints (ckpt.c, its header says what is checked): in one seed of
+ * three the servers run proto/checkpoint_take.h on a disk of their own
+ * and the scheduler proto/checkpoint_round.h; in one of two seeds with a
+ * complete checkpoint a second job resumes from it under a layout of its
+ * own. The closed form is over tensors, not partitions, so that it holds
+ * across layouts.
+ *
  * A failure prints the seed, what broke, and the command that replays it.
  *
  * Usage: dst [--seeds N] [--first S] [--seed S] [--adversary]
@@ -238,27 +245,65 @@ int fail(job *j, const char *fmt, ...)
 	return PS_EPROTO;
 }
 
-/* Gradient of worker w, iteration i, element e of partition p. */
-static float grad(uint32_t w, uint64_t i, uint32_t p, uint64_t e)
+void dst_locate(const job *j, uint32_t p, uint64_t e, uint32_t *t,
+		uint64_t *o)
 {
-	return (float)((int)((w * 7 + i * 3 + p * 5 + e) % 9) - 4);
+	const ps_partition *d = &j->pl->parts[p];
+	uint32_t x = d->tensor;
+
+	if (d->ntensors <= 1) {
+		*t = d->tensor;
+		*o = d->offset + e;
+		return;
+	}
+	while (x + 1 < d->tensor + d->ntensors &&
+	       j->pl->tensor_base[x + 1] <= e)
+		x++;
+	*t = x;
+	*o = e - j->pl->tensor_base[x];
 }
 
-static float initial(uint32_t p, uint64_t e)
+/* Gradient of worker w, iteration i, element o of tensor t: of the
+ * tensors, not the partitions, so that a job resumed under another
+ * layout has the same closed form. */
+static float grad(uint32_t w, uint64_t i, uint32_t t, uint64_t o)
 {
-	return (float)((int)((p * 3 + e) % 11) - 5);
+	return (float)((int)((w * 7 + i * 3 + t * 5 + o) % 9) - 4);
 }
 
-/* The closed form: element e of partition p at version v. */
+static float initial(uint32_t t, uint64_t o)
+{
+	return (float)((int)((t * 3 + o) % 11) - 5);
+}
+
+/* Worker w's gradient of element e of partition p, iteration i. */
+static float grad_of(const job *j, uint32_t w, uint64_t i, uint32_t p,
+		     uint64_t e)
+{
+	uint32_t t;
+	uint64_t o;
+
+	dst_locate(j, p, e, &t, &o);
+	return grad(w, i, t, o);
+}
+
+/* The closed form: element e of partition p at version v (a resumed job:
+ * the iterations before its start were the first job's, with its
+ * workers). It never reads what a checkpoint holds. */
 double expected(const job *j, uint32_t p, uint64_t e, uint64_t v)
 {
-	double x = initial(p, e);
+	uint32_t t;
+	uint64_t o;
+	double x;
 
+	dst_locate(j, p, e, &t, &o);
+	x = initial(t, o);
 	for (uint64_t i = 0; i < v; i++) {
+		uint32_t W = i < j->start ? j->from_W : j->W;
 		double sum = 0.0;
-		for (uint32_t w = 0; w < j->W; w++)
-			sum += grad(w, i, p, e);
-		x -= sum / j->W;
+		for (uint32_t w = 0; w < W; w++)
+			sum += grad(w, i, t, o);
+		x -= sum / W;
 	}
 	return x;
 }
@@ -752,7 +797,7 @@ static int worker_send(job *j, uint32_t w)
 		if (!g)
 			return PS_ENOMEM;
 		for (uint64_t e = 0; e < n; e++)
-			g[e] = grad(w, m.iteration, m.part, off + e);
+			g[e] = grad_of(j, w, m.iteration, m.part, off + e);
 		rc = shadow_release(j, &k->sh, who, m.part, m.piece, m.server,
 				    m.iteration, m.bytes);
 		if (rc == PS_OK)
@@ -885,7 +930,7 @@ static int worker_receive(job *j, uint32_t w, uint32_t from, msg *m)
 		return fail(j, "worker %u received %s", w,
 			    msg_names[m->type]);
 	if (!ps_wproto_part_version(k->proto, p, &had))
-		had = UINT64_MAX; /* the first is version 0 */
+		had = j->start - 1; /* the first is version 0, or resumed's */
 	/* (a hostile worker's PULL is answered with the version the server
 	 * has: the one it holds, or, before the barrier lets it go, the
 	 * next) */
@@ -1649,25 +1694,33 @@ static int setup(job *j, void **hold_ud)
 	static const uint64_t piece_sizes[] = {4, 12, 40, 128};
 	int rc;
 
-	j->rng = j->seed;
+	/* a resumed job draws a layout of its own */
+	j->gen_seed = j->start ? j->seed ^ 0x2e5a3edull : j->seed;
+	j->rng = j->gen_seed;
 	/* the malicious member's own generator: a seed without one replays
 	 * as it did before there were any */
-	j->arng = j->seed ^ 0xad5e7a1ull;
+	j->arng = j->gen_seed ^ 0xad5e7a1ull;
 	j->hostile = -1;
 	j->adversary = j->adversary || rng_below(&j->arng, 4) == 0 ||
 		       j->fault == FAULT_FORGED_SENDER ||
 		       j->fault == FAULT_PULL_FLOOD;
+	/* (a resumed job has none: its INIT is no member's to send) */
+	j->adversary = j->adversary && !j->start;
 	j->W = 1u << rng_below(&j->rng, 3); /* 1, 2, 4: exact averages */
 	j->S = 1 + rng_below(&j->rng, 3);
 	j->T = 1 + rng_below(&j->rng, 6);
 	j->K = 1 + rng_below(&j->rng, 4);
 	/* a tuner's stop in one seed of four (its own generator, as the
 	 * adversary's), in a job long enough to stop in */
-	j->srng = j->seed ^ 0x5709c0ffeeull;
+	j->srng = j->gen_seed ^ 0x5709c0ffeeull;
 	if (rng_below(&j->srng, 4) == 0 || j->fault == FAULT_STOP_ALONE) {
 		j->K = 6 + rng_below(&j->srng, 10);
 		j->stop_at = 1 + rng_below(&j->srng, 150);
 	}
+	/* a resumed job: the tensors that were checkpointed, from there */
+	j->K += j->start;
+	if (j->start)
+		j->T = j->from_T;
 	/* each direction its own gate, window and numbers */
 	j->push_gate = (int)rng_below(&j->rng, 3);
 	j->push_credit = credits[rng_below(&j->rng, 6)];
@@ -1682,7 +1735,7 @@ static int setup(job *j, void **hold_ud)
 	/* a live credit change in one seed of three, to another window in
 	 * each direction that has one (as ps-tune's or the scheduler's:
 	 * scheduler/credit.c), at a step of the first 64 */
-	j->crng = j->seed ^ 0xc4ed17c4a96eull;
+	j->crng = j->gen_seed ^ 0xc4ed17c4a96eull;
 	if (j->fault == FAULT_CREDIT_EARLY && !j->params_credit)
 		j->params_credit = credits[1 + rng_below(&j->crng, 5)];
 	if (rng_below(&j->crng, 3) == 0 || j->fault == FAULT_CREDIT_EARLY) {
@@ -1713,6 +1766,9 @@ static int setup(job *j, void **hold_ud)
 	for (uint32_t t = 0; t < j->T; t++) {
 		snprintf(td[t].name, sizeof(td[t].name), "t%u", t);
 		td[t].numel = 1 + rng_below(&j->rng, 200);
+		if (j->start)
+			td[t].numel = j->from_numel[t];
+		j->from_numel[t] = td[t].numel;
 		push_prio[t] = rng_below(&j->rng, 4);
 		params_prio[t] = rng_below(&j->rng, 4);
 	}
@@ -1730,6 +1786,11 @@ static int setup(job *j, void **hold_ud)
 		return fail(j, "cannot place the job: %s", ps_strerror(rc));
 	j->P = j->pl->num_parts;
 	j->N = j->W + j->S + 1; /* the scheduler last */
+	if (j->start) {
+		rc = dst_ckpt_resume_base(j);
+		if (rc != PS_OK)
+			return rc;
+	}
 	if (j->adversary) {
 		/* a hostile worker (always under pull-flood: only a worker's
 		 * PULL is answered), or an extra node after the scheduler */
@@ -1838,6 +1899,13 @@ static int setup(job *j, void **hold_ud)
 			v->acc[k] = calloc(sp->desc->numel, sizeof(double));
 			if (!v->values[k] || !v->mom[k] || !v->acc[k])
 				return PS_ENOMEM;
+			if (!j->start)
+				continue;
+			/* resumed: the checkpoint's values, as
+			 * ps_snapshot_load reads them */
+			memcpy(v->values[k], j->base[sp->index],
+			       sp->desc->numel * sizeof(float));
+			ps_sproto_resume(v->sh, k, j->start, j->start);
 		}
 		rc = ps_join_create(JOIN_MAX, UINT64_MAX, join_fault(j->fault),
 				    &v->join);
@@ -1875,8 +1943,12 @@ static int setup(job *j, void **hold_ud)
 			return rc;
 	}
 	/* each application asks to begin its first iteration */
+	for (uint32_t w = 0; w < j->W; w++) {
+		j->w[w].it = j->start;
+		j->progress[w] = j->start;
+	}
 	for (uint32_t w = 0; w < j->W && rc == PS_OK; w++)
-		rc = app_next(j, w, 0);
+		rc = app_next(j, w, j->start);
 	return rc;
 }
 
@@ -2001,7 +2073,7 @@ static int send_init(job *j)
 		if (!x)
 			return PS_ENOMEM;
 		for (uint64_t e = 0; e < n; e++)
-			x[e] = initial(p, e);
+			x[e] = (float)expected(j, p, e, 0);
 		rc = send_msg(j, 0, j->W + j->pl->parts[p].server, M_INIT, p, 0,
 			      0, x);
 		if (rc != PS_OK)
@@ -2076,8 +2148,14 @@ static int arrive(job *j, uint32_t to, msg *m)
 	}
 	free_msg(m);
 	ps_join_welcomed(jn);
-	if (to == 0)
+	if (to == 0 && !j->start)
 		rc = send_init(j);
+	if (to >= j->W && j->start) {
+		/* resumed: the checkpoint's values go out as INIT's would */
+		rc = ps_sproto_start(j->s[to - j->W].sh);
+		if (rc == PS_OK)
+			rc = server_send(j, to - j->W);
+	}
 	while (rc == PS_OK && ps_join_next_early(jn, &early))
 		rc = deliver(j, to, early);
 	return rc;
@@ -2242,7 +2320,7 @@ int main(int argc, char **argv)
 	uint64_t first = 1, seeds = 100, failed = 0, steps = 0, killed = 0,
 		 reported = 0, adversaries = 0, changes = 0, changes_in = 0,
 		 stops = 0, stopped = 0, moved = 0, ckpts = 0, manifests = 0,
-		 ckpt_stops = 0;
+		 ckpt_stops = 0, resumed = 0;
 	int fault = FAULT_NONE, expect_failure = 0, verbose = 0,
 	    adversary = 0;
 
@@ -2314,6 +2392,26 @@ int main(int argc, char **argv)
 				       fault ? " --fault " : "",
 				       fault ? fault_names[fault] : "");
 		}
+		job r = {0};
+		if (dst_ckpt_run_resumed(&j, run_seed, &r) != PS_OK) {
+			failed++;
+			if (!expect_failure || failed <= 3)
+				printf("seed %" PRIu64 ", the job resumed at "
+				       "iteration %" PRIu64 " (W=%u S=%u P=%u "
+				       "K=%u partition=%" PRIu64 " fusion=%d) "
+				       "failed after %" PRIu64 " steps: %s\n"
+				       "  replay: %s --seed %" PRIu64 "%s%s%s "
+				       "--verbose\n", s, r.start, r.W, r.S,
+				       r.P, r.K, r.partition_size, r.fuse,
+				       r.steps, r.failure, argv[0], s,
+				       adversary ? " --adversary" : "",
+				       fault ? " --fault " : "",
+				       fault ? fault_names[fault] : "");
+		}
+		resumed += r.start && !r.failure[0];
+		steps += r.steps;
+		dst_ckpt_free_disk(&r);
+		dst_ckpt_free_disk(&j);
 		adversaries += j.adversary;
 		changes += j.changed;
 		stops += j.nasked > 0;
@@ -2339,7 +2437,8 @@ int main(int argc, char **argv)
 	       "end first\n", stops, stopped, moved);
 	printf("dst: %" PRIu64 " seeds with checkpoints, %" PRIu64 " "
 	       "checkpoints complete (manifest written), %" PRIu64 " seeds "
-	       "stopped at theirs\n", ckpts, manifests, ckpt_stops);
+	       "stopped at theirs, %" PRIu64 " jobs resumed from one under "
+	       "another layout\n", ckpts, manifests, ckpt_stops, resumed);
 	printf("dst: %" PRIu64 " seeds with a live credit change, in force "
 	       "in %" PRIu64 " of them before the job ended (the rest ended "
 	       "first)\n", changes, changes_in);

@@ -234,6 +234,21 @@ typedef struct job {
 	ps_ckpt_rounds rounds;
 	int flushing, flushed;
 	uint64_t manifests, abandoned;
+	/* what is on disk, per iteration (< 64), in tensor order: every
+	 * tensor's elements back to back (tensor t from tensor_off[t]) */
+	float *disk[64];
+	uint64_t tensor_off[9];
+	/* a resumed job (ckpt.c): it starts at iteration `start` from the
+	 * checkpoint's values (from, in tensor order) under a layout of its
+	 * own; base holds them per partition of that layout. Its
+	 * generators start from gen_seed (the seed, or for a resumed job
+	 * one derived from it) */
+	uint64_t gen_seed;
+	uint64_t start;
+	const float *from;
+	float **base;
+	uint32_t from_T, from_W;
+	uint64_t from_numel[8];
 	msg *seen[8];     /* honest messages it may replay (copies) */
 	uint32_t nseen;
 	int pulling;      /* a hostile PULL is being answered */
@@ -246,6 +261,9 @@ int fail(job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int send_msg(job *j, uint32_t from, uint32_t to, int type, uint32_t part,
 	     uint64_t iteration, int32_t priority, float *payload);
 double expected(const job *j, uint32_t p, uint64_t e, uint64_t v);
+/* Partition p's element e: element *o of tensor *t. */
+void dst_locate(const job *j, uint32_t p, uint64_t e, uint32_t *t,
+		uint64_t *o);
 uint64_t rng_next(uint64_t *x);
 uint32_t rng_below(uint64_t *x, uint32_t n);
 int sched_ask_stop(job *j, uint64_t late);
@@ -268,6 +286,17 @@ int dst_ckpt_finish_write(job *j, uint32_t s);
 int dst_ckpt_ask(job *j, uint64_t late);
 /* The scheduler's CKPT of v to every server (a request or a stop's). */
 int dst_ckpt_send_asks(job *j, uint64_t v);
+/* A resumed job: each partition's values at j->start (j->base), from
+ * j->from, once the layout is placed. */
+int dst_ckpt_resume_base(job *j);
+/* After a job that passed: a job resumed from one of its complete
+ * checkpoints (in one of two such seeds, the newest before its end),
+ * under another layout. PS_OK when none is to run or it passed; else
+ * PS_EPROTO with the failure in *r. */
+int dst_ckpt_run_resumed(const job *j, int (*run)(job *), job *r);
+/* What ckpt.c keeps of a job past its teardown (the disk). */
+void dst_ckpt_free_disk(job *j);
+
 /* Every worker is done: the servers flush. */
 int dst_ckpt_all_done(job *j);
 /* At the end: every server flushed; the checkpoints that must exist do. */
