@@ -4,10 +4,10 @@
  * checkpoint.dir, checked before the WELCOME; a checkpoint on demand
  * (SIGUSR1, or a tuner's stop, with the workers' STOP) a little ahead of
  * the fastest node, asked again further on when a server is already
- * past it (CKPT_LATE); each server's CKPT_DONE counted
- * (proto/checkpoint_round.h) and the manifest written once every server
- * has answered; the servers' FLUSH once every worker is done; and, when
- * the job fails, the checkpoint it can be resumed from.
+ * past it (CKPT_LATE); each server's CKPT_DONE counted and the manifest
+ * written once every server has answered; the servers' FLUSH once every
+ * worker is done (the decisions are proto/checkpoint_sched.h's); and,
+ * when the job fails, the checkpoint it can be resumed from.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +17,7 @@
 #include "common/log.h"
 #include "runtime/node.h"
 #include "proto/wire.h"
-#include "proto/checkpoint_round.h"
+#include "proto/checkpoint_sched.h"
 #include "transport/transport.h"
 #include "scheduler/state.h"
 
@@ -153,14 +153,14 @@ static void send_stops(coord *c, uint64_t v)
  * server and worker (with a stop, the workers stop there). */
 void psi_sched_request_checkpoint(coord *c, uint64_t late)
 {
-	uint64_t highest = 0, last = c->asked;
+	uint64_t highest = 0, last = c->ckpt.asked, v;
 	uint32_t n = 1 + c->servers + c->workers;
 
 	for (uint32_t i = 1; i < n; i++)
 		if (c->members[i].progress > highest)
 			highest = c->members[i].progress;
-	c->asked = ps_stop_ask(highest, late, &c->margin);
-	if (!c->asked) {
+	v = ps_ckpt_sched_ask(&c->ckpt, highest, late);
+	if (!v) {
 		PS_ERROR("checkpoint: the %s keep passing the iteration asked "
 			 "for (last %llu); giving up this request%s",
 			 c->tuner.stopping ? "servers or workers" : "servers",
@@ -174,11 +174,11 @@ void psi_sched_request_checkpoint(coord *c, uint64_t late)
 		return;
 	}
 	PS_INFO("checkpoint requested at iteration %llu%s",
-		(unsigned long long)c->asked,
+		(unsigned long long)v,
 		c->tuner.stopping ? "; the job stops there" : "");
-	send_servers(c, PS_MSG_CKPT, c->asked);
+	send_servers(c, PS_MSG_CKPT, v);
 	if (c->tuner.stopping)
-		send_stops(c, c->asked);
+		send_stops(c, v);
 }
 
 void psi_sched_stop_answer(coord *c, const member *m,
@@ -190,7 +190,7 @@ void psi_sched_stop_answer(coord *c, const member *m,
 	if (h->type == PS_MSG_STOP_LATE) {
 		/* a worker began the iteration asked: a later one, unless an
 		 * answer to an older stop */
-		if (c->tuner.stopping && !c->flushing &&
+		if (c->tuner.stopping && !c->ckpt.flushing &&
 		    ps_stop_round_on_late(&c->stop, h->iteration))
 			psi_sched_request_checkpoint(c, h->iteration);
 		return;
@@ -250,33 +250,21 @@ static void write_manifest(coord *c, uint64_t iteration)
 		PS_WARN("checkpoint.keep: %s", why);
 }
 
-/* The round of checkpoint `iteration`; a new one asks the servers that
- * hold nothing for their (empty) shards. */
-static ps_ckpt_round *round_of(coord *c, uint64_t iteration)
+/* Servers that hold no partition take no update, so nothing makes a
+ * periodic checkpoint come due for them: they are asked for their
+ * (empty) shards when its round opens, and FLUSHed again where the flush
+ * began (they may have flushed already). */
+static void ask_empty(coord *c, uint64_t iteration)
 {
-	int opened;
-	uint64_t abandoned;
-	ps_ckpt_round *k =
-	    ps_ckpt_round_of(&c->ckpt, iteration, &opened, &abandoned);
-
-	if (abandoned)
-		PS_WARN("checkpoint %llu abandoned: too many checkpoints in "
-			"progress", (unsigned long long)abandoned);
-	if (!opened)
-		return k;
-	/* servers that hold no partition take no update, so nothing makes a
-	 * periodic checkpoint come due for them: ask them (an empty shard) */
-	for (uint32_t r = 0; r < c->servers && iteration != c->asked; r++) {
-		member *m = &c->members[1 + r];
+	for (uint32_t r = 0; r < c->servers; r++) {
 		if (c->placement->server_bytes[r] != 0)
 			continue;
 		send_server(c, r, PS_MSG_CKPT, iteration);
-		if (c->flushing) { /* it may have flushed already: again */
-			m->flush_wait++;
+		if (c->ckpt.flushing) {
+			ps_ckpt_sched_reflush(&c->ckpt, r);
 			send_server(c, r, PS_MSG_FLUSH, 0);
 		}
 	}
-	return k;
 }
 
 /* CKPT_DONE: a server's shard is durable (or failed). Counted once per
@@ -284,14 +272,18 @@ static ps_ckpt_round *round_of(coord *c, uint64_t iteration)
 static void shard_written(coord *c, const member *m, const ps_msg *msg,
 			  const ps_wire_header *h)
 {
-	ps_ckpt_round *k;
-	ps_ckpt_answer a;
+	ps_ckpt_done d;
 
-	if (h->iteration == 0)
-		return;
-	k = round_of(c, h->iteration);
-	a = ps_ckpt_round_answer(&c->ckpt, k, m->info.rank, h->key == 0);
-	if (a == PS_CKPT_ANSWER_REPEATED || a == PS_CKPT_ANSWER_BAD_RANK) {
+	if (ps_ckpt_sched_on_done(&c->ckpt, m->info.rank, h->iteration,
+				  h->key == 0, &d) != PS_OK)
+		return; /* checkpoint 0: none */
+	if (d.abandoned)
+		PS_WARN("checkpoint %llu abandoned: too many checkpoints in "
+			"progress", (unsigned long long)d.abandoned);
+	if (d.ask_empty)
+		ask_empty(c, h->iteration);
+	if (d.answer == PS_CKPT_ANSWER_REPEATED ||
+	    d.answer == PS_CKPT_ANSWER_BAD_RANK) {
 		psi_note_drop(++c->dropped, "CKPT_DONE",
 			      "the server answered that checkpoint already");
 		return;
@@ -306,10 +298,8 @@ static void shard_written(coord *c, const member *m, const ps_msg *msg,
 			 (unsigned long long)h->iteration, m->info.rank,
 			 reason);
 	}
-	if (h->iteration == c->asked && (k->failed || k->written))
-		c->asked = 0; /* the request was taken up */
-	if (a == PS_CKPT_ANSWER_COMPLETE && !k->failed)
-		write_manifest(c, k->iteration);
+	if (d.manifest)
+		write_manifest(c, h->iteration);
 }
 
 /* Checkpoint messages from servers: PS_ECLOSED once every server has
@@ -327,19 +317,19 @@ int psi_sched_handle_checkpoint(coord *c, member *m, const ps_msg *msg,
 		shard_written(c, m, msg, h);
 		return PS_OK;
 	case PS_MSG_CKPT_LATE:
-		if (c->asked && h->iteration >= c->asked && !c->flushing)
+		if (ps_ckpt_sched_on_late(&c->ckpt, h->iteration))
 			psi_sched_request_checkpoint(c, h->iteration);
 		return PS_OK;
 	default: /* FLUSHED */
-		if (m->flush_wait == 0) {
+		switch (ps_ckpt_sched_on_flushed(&c->ckpt, m->info.rank)) {
+		case 1:
+			return PS_ECLOSED;
+		case 0:
+			return PS_OK;
+		default:
 			psi_note_drop(++c->dropped, "FLUSHED", "not asked for");
 			return PS_OK;
 		}
-		m->flush_wait--;
-		for (uint32_t r = 0; r < c->servers; r++)
-			if (c->members[1 + r].flush_wait > 0)
-				return PS_OK;
-		return PS_ECLOSED;
 	}
 }
 
@@ -348,9 +338,7 @@ int psi_sched_job_done(coord *c)
 {
 	if (!c->cfg->checkpoint.dir[0])
 		return PS_ECLOSED;
-	c->flushing = 1;
-	for (uint32_t r = 0; r < c->servers; r++)
-		c->members[1 + r].flush_wait++;
+	ps_ckpt_sched_flush(&c->ckpt);
 	send_servers(c, PS_MSG_FLUSH, 0);
 	return PS_OK;
 }

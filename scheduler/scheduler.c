@@ -298,10 +298,11 @@ static int running(coord *c)
 			if (!c->cfg->checkpoint.dir[0])
 				PS_WARN("SIGUSR1: no checkpoint.dir, no "
 					"checkpoint");
-			else if (c->asked)
+			else if (c->ckpt.asked)
 				PS_INFO("SIGUSR1: checkpoint %llu is already "
-					"requested", (unsigned long long)c->asked);
-			else if (!c->flushing)
+					"requested",
+					(unsigned long long)c->ckpt.asked);
+			else if (!c->ckpt.flushing)
 				psi_sched_request_checkpoint(c, 0);
 		}
 		rc = tick(c);
@@ -343,7 +344,7 @@ int ps_scheduler_run(const ps_config *cfg, int ready_fd)
 	c.workers = (uint32_t)cfg->cluster.workers;
 	c.job_id = ps_random_id();
 	c.members = calloc(1 + c.servers + c.workers, sizeof(*c.members));
-	if (!c.members || ps_ckpt_rounds_init(&c.ckpt, c.servers) != PS_OK ||
+	if (!c.members || ps_ckpt_sched_init(&c.ckpt, c.servers) != PS_OK ||
 	    ps_stop_round_init(&c.stop, c.workers) != PS_OK ||
 	    ps_membership_create(
 		    &(ps_membership_config){
@@ -357,6 +358,7 @@ int ps_scheduler_run(const ps_config *cfg, int ready_fd)
 				    cfg->cluster.heartbeat_timeout_ms},
 		    ps_now_ms(), &c.ms) != PS_OK) {
 		ps_stop_round_free(&c.stop);
+		ps_ckpt_sched_free(&c.ckpt);
 		free(c.members);
 		return 1;
 	}
@@ -432,6 +434,7 @@ out:
 	if (c.bcast)
 		bcast_unref(NULL, c.bcast);
 	ps_stop_round_free(&c.stop);
+	ps_ckpt_sched_free(&c.ckpt);
 	free(c.members);
 	return status;
 }

@@ -12,7 +12,7 @@
 
 #include "common/config.h"
 #include "model/dag.h"
-#include "proto/checkpoint_round.h"
+#include "proto/checkpoint_sched.h"
 #include "proto/credit_refine.h"
 #include "proto/membership.h"
 #include "proto/stop.h"
@@ -23,7 +23,6 @@
 typedef struct member {
 	ps_node_info info; /* the machine's, copied once ids are given */
 	ps_peer peer;
-	int flush_wait;    /* server: FLUSHes sent and not yet answered */
 	uint64_t progress; /* server: highest version, from its heartbeats;
 			    * worker: the iteration it began (PROGRESS) */
 	ps_wire_done stats;
@@ -59,11 +58,8 @@ typedef struct coord {
 	uint32_t bcast_from; /* the root's node id */
 	int64_t started_ms;
 	uint64_t start_iteration; /* of the checkpoint resumed, or 0 */
-	ps_ckpt_rounds ckpt; /* the checkpoints being written */
-	uint64_t asked;   /* on-demand checkpoint requested, 0: none */
-	uint64_t margin;  /* how far ahead of the servers it was asked */
+	ps_ckpt_sched ckpt; /* the checkpoints (proto/checkpoint_sched.h) */
 	ps_stop_round stop; /* a tuner's stop: the workers ready at it */
-	int flushing;     /* every worker is done: servers finish writing */
 	int progress_fd;  /* the launcher's pipe after the port, or -1 */
 	uint64_t progress_told; /* last "progress N" written there */
 	/* the credit refined from measured iterations

@@ -91,7 +91,7 @@ void psi_sched_handle_tuner(coord *c, const ps_msg *msg,
 			PS_WARN("tuner: a stop needs checkpoint.dir");
 			return;
 		}
-		if (c->tuner.stopping || c->flushing)
+		if (c->tuner.stopping || c->ckpt.flushing)
 			return;
 		c->tuner.stopping = 1;
 		psi_sched_request_checkpoint(c, 0);

@@ -12,11 +12,11 @@
  * write fails now and then), answers CKPT_DONE, or CKPT_LATE where a
  * partition has passed the iteration asked, and, once every worker is
  * done, finishes its writes and answers FLUSH. The scheduler counts the
- * answers with the real rounds (proto/checkpoint_round.h), asks the
- * servers that hold nothing for their empty shards when a round opens,
- * asks again further on after a CKPT_LATE (ps_stop_ask), and writes a
- * manifest when every server has answered, as ps-scheduler does
- * (scheduler/checkpoints.c).
+ * answers with the real machine of its side (proto/checkpoint_sched.h):
+ * it asks the servers that hold nothing for their empty shards when a
+ * round opens, asks again further on after a CKPT_LATE, writes a manifest
+ * when every server has answered and ends the job once every FLUSH is
+ * answered, as ps-scheduler does (scheduler/checkpoints.c).
  *
  * Checked:
  *  - every shard written holds each of its server's partitions at exactly
@@ -92,7 +92,7 @@ int dst_ckpt_setup(job *j)
 		j->every = 1;
 		j->disk_faults = 0;
 	}
-	if (ps_ckpt_rounds_init(&j->rounds, j->S) != PS_OK)
+	if (ps_ckpt_sched_init(&j->cs, j->S) != PS_OK)
 		return PS_ENOMEM;
 	for (uint32_t s = 0; s < j->S; s++) {
 		srv *v = &j->s[s];
@@ -124,6 +124,7 @@ int dst_ckpt_setup(job *j)
 
 void dst_ckpt_teardown(job *j)
 {
+	ps_ckpt_sched_free(&j->cs);
 	for (uint32_t p = 0; j->base && p < j->P; p++)
 		free(j->base[p]);
 	free(j->base);
@@ -315,78 +316,72 @@ int dst_ckpt_send_asks(job *j, uint64_t v)
 {
 	int rc = PS_OK;
 
-	if (!j->ckpt)
-		return PS_OK;
-	j->ckpt_asked = v;
-	for (uint32_t s = 0; s < j->S && rc == PS_OK; s++)
+	for (uint32_t s = 0; j->ckpt && s < j->S && rc == PS_OK; s++)
 		rc = send_msg(j, sched_node(j), j->W + s, M_CKPT, 0, v, 0, NULL);
 	return rc;
 }
 
-int dst_ckpt_ask(job *j, uint64_t late)
+static uint64_t highest_progress(const job *j)
 {
-	uint64_t highest = 0, v;
+	uint64_t highest = 0;
 
 	for (uint32_t w = 0; w < j->W; w++)
 		if (j->progress[w] > highest)
 			highest = j->progress[w];
-	v = ps_stop_ask(highest, late, &j->margin);
+	return highest;
+}
+
+uint64_t dst_ckpt_ask_iteration(job *j, uint64_t late)
+{
+	return ps_ckpt_sched_ask(&j->cs, highest_progress(j), late);
+}
+
+int dst_ckpt_ask(job *j, uint64_t late)
+{
+	uint64_t v = dst_ckpt_ask_iteration(j, late);
+
 	if (j->verbose)
 		fprintf(stderr, "  step %" PRIu64 ": the scheduler asks for "
 			"checkpoint %" PRIu64 " (heard %" PRIu64 ", late %" PRIu64
-			")\n", j->steps, v, highest, late);
-	if (!v) { /* given up */
-		j->ckpt_asked = 0;
-		return PS_OK;
-	}
-	return dst_ckpt_send_asks(j, v);
+			")\n", j->steps, v, highest_progress(j), late);
+	return v ? dst_ckpt_send_asks(j, v) : PS_OK; /* 0: given up */
 }
 
-/* The round of checkpoint it; a new one asks the servers that hold
- * nothing for their empty shards (again FLUSHed where the flush began). */
-static ps_ckpt_round *round_of(job *j, uint64_t it, int *rc)
+/* A new round asks the servers that hold nothing for their empty shards
+ * (again FLUSHed where the flush began), as scheduler/checkpoints.c. */
+static int ask_empty(job *j, uint64_t it)
 {
-	int opened;
-	uint64_t abandoned;
-	ps_ckpt_round *k = ps_ckpt_round_of(&j->rounds, it, &opened,
-					    &abandoned);
+	int rc = PS_OK;
 
-	*rc = PS_OK;
-	j->abandoned |= bit(abandoned);
-	for (uint32_t s = 0; opened && s < j->S && *rc == PS_OK; s++) {
-		if (ps_sproto_nparts(j->s[s].sh) != 0 || it == j->ckpt_asked)
+	for (uint32_t s = 0; s < j->S && rc == PS_OK; s++) {
+		if (ps_sproto_nparts(j->s[s].sh) != 0)
 			continue;
-		*rc = send_msg(j, sched_node(j), j->W + s, M_CKPT, 0, it, 0,
-			       NULL);
-		if (*rc == PS_OK && j->flushing) {
-			j->s[s].flush_wait++;
-			*rc = send_msg(j, sched_node(j), j->W + s, M_FLUSH, 0, 0,
-				       0, NULL);
+		rc = send_msg(j, sched_node(j), j->W + s, M_CKPT, 0, it, 0, NULL);
+		if (rc == PS_OK && j->cs.flushing) {
+			ps_ckpt_sched_reflush(&j->cs, s);
+			rc = send_msg(j, sched_node(j), j->W + s, M_FLUSH, 0, 0, 0,
+				      NULL);
 		}
 	}
-	return k;
+	return rc;
 }
 
 static int shard_answered(job *j, uint32_t s, const msg *m)
 {
-	ps_ckpt_round *k;
-	ps_ckpt_answer a;
+	ps_ckpt_done d;
 	int rc;
 
-	if (m->iteration == 0)
+	if (ps_ckpt_sched_on_done(&j->cs, s, m->iteration, m->priority == 0,
+				  &d) != PS_OK)
 		return fail(j, "server %u answered checkpoint 0", s);
-	k = round_of(j, m->iteration, &rc);
+	j->abandoned |= bit(d.abandoned);
+	rc = d.ask_empty ? ask_empty(j, m->iteration) : PS_OK;
 	if (rc != PS_OK)
 		return rc;
-	a = ps_ckpt_round_answer(&j->rounds, k, s, m->priority == 0);
-	if (a == PS_CKPT_ANSWER_BAD_RANK)
+	if (d.answer == PS_CKPT_ANSWER_BAD_RANK)
 		return fail(j, "the rounds refused server %u's rank", s);
-	if (a == PS_CKPT_ANSWER_REPEATED)
-		return PS_OK; /* written again (asked for once more) */
-	if (m->iteration == j->ckpt_asked && (k->failed || k->written))
-		j->ckpt_asked = 0; /* the request was taken up */
-	if (a != PS_CKPT_ANSWER_COMPLETE || k->failed)
-		return PS_OK;
+	if (!d.manifest)
+		return PS_OK; /* (REPEATED: written again, asked once more) */
 	/* the manifest: every server's shard must be on disk */
 	for (uint32_t r = 0; r < j->S; r++)
 		if (!(j->s[r].on_disk & bit(m->iteration)))
@@ -403,6 +398,7 @@ static int shard_answered(job *j, uint32_t s, const msg *m)
 int dst_ckpt_sched_receive(job *j, const msg *m)
 {
 	uint32_t s = m->from - j->W;
+	int rc;
 
 	if (!j->ckpt)
 		return fail(j, "the scheduler got %s without checkpoints",
@@ -411,35 +407,31 @@ int dst_ckpt_sched_receive(job *j, const msg *m)
 	case M_CKPT_DONE:
 		return shard_answered(j, s, m);
 	case M_CKPT_LATE:
-		if (!j->ckpt_asked || m->iteration < j->ckpt_asked ||
-		    j->flushing)
+		if (!ps_ckpt_sched_on_late(&j->cs, m->iteration))
 			return PS_OK;
 		return j->stopping ? sched_ask_stop(j, m->iteration)
 				   : dst_ckpt_ask(j, m->iteration);
 	default: /* FLUSHED */
-		if (j->s[s].flush_wait == 0)
+		rc = ps_ckpt_sched_on_flushed(&j->cs, s);
+		if (rc < 0)
 			return fail(j, "server %u sent FLUSHED unasked", s);
-		j->s[s].flush_wait--;
-		for (uint32_t r = 0; r < j->S; r++)
-			if (j->s[r].flush_wait)
-				return PS_OK;
-		j->flushed = 1;
+		j->flushed = rc == 1;
 		return PS_OK;
 	}
 }
 
 int dst_ckpt_all_done(job *j)
 {
-	int rc = PS_OK;
-
 	if (!j->ckpt)
 		return PS_OK;
-	j->flushing = 1;
-	for (uint32_t s = 0; s < j->S && rc == PS_OK; s++) {
-		j->s[s].flush_wait++;
-		rc = send_msg(j, sched_node(j), j->W + s, M_FLUSH, 0, 0, 0, NULL);
+	ps_ckpt_sched_flush(&j->cs);
+	for (uint32_t s = 0; s < j->S; s++) {
+		int rc = send_msg(j, sched_node(j), j->W + s, M_FLUSH, 0, 0, 0,
+				  NULL);
+		if (rc != PS_OK)
+			return rc;
 	}
-	return rc;
+	return PS_OK;
 }
 
 int dst_ckpt_check_end(job *j, uint64_t end)

@@ -672,10 +672,12 @@ int sched_ask_stop(job *j, uint64_t late)
 	for (uint32_t w = 0; w < j->W; w++)
 		if (j->progress[w] > highest)
 			highest = j->progress[w];
-	v = ps_stop_ask(highest, late, &j->margin);
+	/* with checkpoints, the servers' checkpoint is asked there too, as
+	 * ps-scheduler's stop does */
+	v = j->ckpt ? dst_ckpt_ask_iteration(j, late)
+		    : ps_stop_ask(highest, late, &j->margin);
 	if (!v) { /* given up: the job goes on */
 		j->stopping = 0;
-		j->ckpt_asked = 0;
 		ps_stop_round_cancel(&j->sr);
 		v = PS_STOP_NEVER;
 	} else {
@@ -2290,7 +2292,7 @@ static int run_seed(job *j)
 			rc = sched_ask_stop(j, 0);
 		}
 		if (rc == PS_OK && j->ckpt_at && j->steps == j->ckpt_at &&
-		    !j->stopping && !j->flushing)
+		    !j->stopping && !j->cs.flushing)
 			rc = dst_ckpt_ask(j, 0); /* SIGUSR1 */
 		if (rc == PS_OK && !j->failure[0])
 			rc = adversary_act(j);

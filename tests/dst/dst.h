@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "proto/checkpoint_round.h"
+#include "proto/checkpoint_sched.h"
 #include "proto/checkpoint_take.h"
 #include "proto/join.h"
 #include "proto/membership.h"
@@ -159,7 +159,6 @@ typedef struct srv {
 	float **col, **wr;
 	uint64_t *col_version, *wr_version;
 	uint64_t on_disk;
-	uint32_t flush_wait; /* FLUSHes the scheduler waits answers to */
 } srv;
 
 typedef struct job {
@@ -224,15 +223,16 @@ typedef struct job {
 	int stop_now; /* STOP_NOW went */
 	/* checkpoints (ckpt.c): in one seed of three (its own generator)
 	 * periodic ones every `every` iterations (0: none), one asked for at
-	 * step ckpt_at (0: none), and the scheduler's side: the rounds, the
-	 * request in force, the servers' FLUSH at the end; the iterations
-	 * whose manifest is written or whose round was abandoned (bit i) */
+	 * step ckpt_at (0: none), and the scheduler's side
+	 * (proto/checkpoint_sched.h); whether every server answered its
+	 * FLUSH; the iterations whose manifest is written or whose round
+	 * was abandoned (bit i) */
 	uint64_t krng;
 	int ckpt;
-	uint64_t every, ckpt_at, ckpt_asked;
+	uint64_t every, ckpt_at;
 	int disk_faults; /* a write may fail */
-	ps_ckpt_rounds rounds;
-	int flushing, flushed;
+	ps_ckpt_sched cs;
+	int flushed;
 	uint64_t manifests, abandoned;
 	/* what is on disk, per iteration (< 64), in tensor order: every
 	 * tensor's elements back to back (tensor t from tensor_off[t]) */
@@ -282,8 +282,10 @@ int dst_ckpt_sched_receive(job *j, const msg *m);
 /* Whether server s has a write in progress, and finishing it. */
 int dst_ckpt_writing(const job *j, uint32_t s);
 int dst_ckpt_finish_write(job *j, uint32_t s);
-/* The scheduler asks for a checkpoint (late: after a CKPT_LATE). */
+/* The scheduler asks for a checkpoint (late: after a CKPT_LATE);
+ * dst_ckpt_ask_iteration only picks it (0: given up). */
 int dst_ckpt_ask(job *j, uint64_t late);
+uint64_t dst_ckpt_ask_iteration(job *j, uint64_t late);
 /* The scheduler's CKPT of v to every server (a request or a stop's). */
 int dst_ckpt_send_asks(job *j, uint64_t v);
 /* A resumed job: each partition's values at j->start (j->base), from
