@@ -64,7 +64,9 @@ ps_ckpt_answer ps_ckpt_round_answer(ps_ckpt_rounds *t, ps_ckpt_round *k,
 	if (rank >= t->servers)
 		return PS_CKPT_ANSWER_BAD_RANK;
 	bit = (uint64_t)1 << (rank % 64);
-	if (k->state != PS_CKPT_ROUND_OPEN || (k->answered[rank / 64] & bit))
+	if (k->state != PS_CKPT_ROUND_OPEN ||
+	    ((k->answered[rank / 64] & bit) &&
+	     t->fault != PS_CKPT_ROUND_FAULT_PER_MESSAGE))
 		return PS_CKPT_ANSWER_REPEATED;
 	k->answered[rank / 64] |= bit;
 	k->answers++;

@@ -45,8 +45,17 @@ typedef struct ps_ckpt_round {
 	uint64_t answered[PS_CKPT_ROUND_MAX_SERVERS / 64]; /* bit per rank */
 } ps_ckpt_round;
 
+enum {
+	PS_CKPT_ROUND_FAULT_NONE = 0,
+	PS_CKPT_ROUND_FAULT_PER_MESSAGE, /* answers counted per message, as
+					    before they were per server
+					    (tests/dst shows a manifest then
+					    comes before every shard) */
+};
+
 typedef struct ps_ckpt_rounds {
 	uint32_t servers;
+	int fault; /* PS_CKPT_ROUND_FAULT_*: tests/dst only */
 	uint64_t opened; /* rounds opened so far */
 	ps_ckpt_round round[PS_CKPT_ROUNDS];
 } ps_ckpt_rounds;

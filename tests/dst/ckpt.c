@@ -24,7 +24,9 @@
  *    closed form there (--fault ckpt-any-version, a machine that takes a
  *    partition at whatever version it has, shows the check can fail);
  *  - a manifest is written only when every server has its shard of that
- *    iteration on disk;
+ *    iteration on disk (--fault ckpt-per-message, rounds that count
+ *    answers per message, so that a server's repeated answer stands in
+ *    for another's, shows it can fail: 2 of the first 200 seeds);
  *  - the servers all flush, and nothing hangs;
  *  - where no write fails, no request is made and no stop asked, every
  *    periodic checkpoint up to the end has its manifest (or its round
@@ -81,19 +83,24 @@ int dst_ckpt_setup(job *j)
 {
 	tensor_offsets(j);
 	j->krng = j->gen_seed ^ 0xc4ec4b01d5ull;
-	if (rng_below(&j->krng, 3) != 0 && j->fault != FAULT_CKPT_ANY_VERSION)
+	int faulty = j->fault == FAULT_CKPT_ANY_VERSION ||
+		     j->fault == FAULT_CKPT_PER_MESSAGE;
+
+	if (rng_below(&j->krng, 3) != 0 && !faulty)
 		return PS_OK;
 	j->ckpt = 1;
 	j->every = rng_below(&j->krng, 4);
 	if (rng_below(&j->krng, 2) == 0)
 		j->ckpt_at = 1 + rng_below(&j->krng, 200);
 	j->disk_faults = rng_below(&j->krng, 4) == 0;
-	if (j->fault == FAULT_CKPT_ANY_VERSION) {
+	if (faulty) {
 		j->every = 1;
 		j->disk_faults = 0;
 	}
 	if (ps_ckpt_sched_init(&j->cs, j->S) != PS_OK)
 		return PS_ENOMEM;
+	if (j->fault == FAULT_CKPT_PER_MESSAGE)
+		j->cs.rounds.fault = PS_CKPT_ROUND_FAULT_PER_MESSAGE;
 	for (uint32_t s = 0; s < j->S; s++) {
 		srv *v = &j->s[s];
 		uint32_t n = ps_sproto_nparts(v->sh);

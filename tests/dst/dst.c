@@ -141,7 +141,8 @@
  * Usage: dst [--seeds N] [--first S] [--seed S] [--adversary]
  *            [--fault credit-leak|version-skip|drop-early|blind-scheduler|
  *                     blame-reporter|forged-sender|pull-flood|
- *                     credit-early|stop-alone|ckpt-any-version]
+ *                     credit-early|stop-alone|ckpt-any-version|
+ *                     ckpt-per-message]
  *            [--expect-failure] [--verbose]
  *
  * --fault credit-leak needs PARAMS_ACKs to leak from: it always draws a
@@ -191,7 +192,8 @@ uint32_t rng_below(uint64_t *x, uint32_t n)
 static const char *const fault_names[] = {
 	"",		  "credit-leak",    "version-skip", "drop-early",
 	"blind-scheduler", "blame-reporter", "forged-sender", "pull-flood",
-	"credit-early",	   "stop-alone",     "ckpt-any-version"};
+	"credit-early",	   "stop-alone",     "ckpt-any-version",
+	"ckpt-per-message"};
 
 static int shard_fault(int f)
 {
@@ -2346,7 +2348,8 @@ int main(int argc, char **argv)
 					"drop-early, blind-scheduler, "
 					"blame-reporter, forged-sender, "
 					"pull-flood, credit-early, "
-					"stop-alone, ckpt-any-version)\n",
+					"stop-alone, ckpt-any-version, "
+					"ckpt-per-message)\n",
 					argv[i]);
 				return 2;
 			}
@@ -2361,7 +2364,8 @@ int main(int argc, char **argv)
 				"[--seed S] [--adversary] [--fault credit-leak|"
 				"version-skip|drop-early|blind-scheduler|"
 				"blame-reporter|forged-sender|pull-flood|"
-				"credit-early|stop-alone|ckpt-any-version] "
+				"credit-early|stop-alone|ckpt-any-version|"
+				"ckpt-per-message] "
 				"[--expect-failure] [--verbose]\n");
 			return 2;
 		}

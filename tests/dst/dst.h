@@ -38,6 +38,8 @@ enum {
 	FAULT_CKPT_ANY_VERSION, /* proto/checkpoint_take.h: a partition is
 				   taken into a checkpoint at whatever
 				   version it has */
+	FAULT_CKPT_PER_MESSAGE, /* proto/checkpoint_round.h: answers counted
+				   per message, not per server */
 	FAULT_COUNT
 };
 #define JOIN_MAX 4096 /* as runtime/node.c */
