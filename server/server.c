@@ -201,6 +201,7 @@ static void free_shard(server *s)
 		for (uint32_t i = 0; i < p->nheld; i++)
 			ps_msg_free(&p->held[i].msg);
 		free(p->held);
+		free(p->pull_waits);
 	}
 	/* the transport is closed: no send holds arena memory any more */
 	ps_free_big(s->values_arena, s->arena_numel * sizeof(float));
@@ -554,20 +555,51 @@ static int hold_push(server *s, shard_part *p, ps_msg **msg_p,
 	}
 	p->held[p->nheld++] = (held){.msg = *msg_p, .h = *h};
 	*msg_p = NULL;
-	s->nheld++;
+	if (++s->nheld > s->held_max)
+		s->held_max = s->nheld;
 	if (ps_sproto_ack(s->shard, worker_rank(s, h->sender), h->partition,
 			 h->iteration, h->priority, h->piece) != PS_OK)
 		return PS_ENOMEM;
 	return send_msgs(s);
 }
 
-/* Whether a push of this sender waits in p: its later ones wait too. */
-static int holds_from(const shard_part *p, uint32_t sender)
+/* How many of this sender's pushes wait in p (its later ones wait too). */
+static uint32_t holds_from(const shard_part *p, uint32_t sender)
 {
+	uint32_t n = 0;
+
 	for (uint32_t i = 0; i < p->nheld; i++)
-		if (p->held[i].h.sender == sender)
-			return 1;
-	return 0;
+		n += p->held[i].h.sender == sender;
+	return n;
+}
+
+/* PULLs of p that waited for their workers' held pushes, answered once
+ * those are applied. */
+static int answer_waiting_pulls(server *s, shard_part *p)
+{
+	char why[256];
+	int rc = PS_OK;
+
+	for (uint32_t w = 0; p->pull_waits && w < s->workers && rc == PS_OK;
+	     w++) {
+		if (!p->pull_waits[w] ||
+		    holds_from(p, ps_node_worker_id(&s->node, w)))
+			continue;
+		p->pull_waits[w] = 0;
+		if (!s->pull_wait_answered) {
+			s->pull_wait_answered = 1;
+			PS_INFO("checkpoint %llu: the PULLs that waited for it "
+				"are answered",
+				(unsigned long long)s->pull_wait_for);
+		}
+		rc = ps_sproto_on_pull(s->shard, w, p->index, p->desc->tensor,
+				       why, sizeof(why));
+		if (rc == PS_EPROTO) { /* checked when it waited */
+			PS_ERROR("a PULL that waited: %s", why);
+			rc = PS_OK;
+		}
+	}
+	return rc == PS_OK ? send_msgs(s) : rc;
 }
 
 /* Applies held pushes that no checkpoint holds back any more, in order. */
@@ -603,6 +635,8 @@ static int release_held(server *s)
 			(p->nheld - done) * sizeof(*p->held));
 		p->nheld -= done;
 		s->nheld -= done;
+		if (rc == PS_OK)
+			rc = answer_waiting_pulls(s, p);
 	}
 	return rc;
 }
@@ -624,10 +658,59 @@ static int handle_push(server *s, ps_msg **msg_p, const ps_wire_header *h,
 		return rc;
 	p = &s->parts[k];
 	rc = ps_snapshot_on_push(s, p, h->iteration);
-	if (rc == PS_OK && (ps_snapshot_holds(s, p, h->iteration) ||
-			    holds_from(p, h->sender)))
-		return hold_push(s, p, msg_p, h); /* keeps its order */
-	return rc == PS_OK ? push_now(s, msg, h, 0, why, whylen) : rc;
+	if (rc != PS_OK)
+		return rc;
+	if (!ps_snapshot_holds(s, p, h->iteration) && !holds_from(p, h->sender))
+		return push_now(s, msg, h, 0, why, whylen);
+	if (holds_from(p, h->sender) >= PS_HELD_PER_WORKER) {
+		snprintf(why, whylen, "PUSH of partition %u iteration %llu: %u "
+			 "of this worker's pushes there wait for checkpoint "
+			 "%llu already (a worker pulls a partition before it "
+			 "pushes it again)", h->partition,
+			 (unsigned long long)h->iteration, PS_HELD_PER_WORKER,
+			 (unsigned long long)s->snap.m.collect);
+		return PS_EPROTO;
+	}
+	return hold_push(s, p, msg_p, h); /* keeps its order */
+}
+
+/* A PULL. Async: where the worker's pushes to that partition are held for
+ * a checkpoint (snapshot.h), it waits until they are applied
+ * (answer_waiting_pulls): a worker pulls before each iteration, so one
+ * that runs ahead of a checkpoint waiting for a slower worker stops there,
+ * one iteration past it, and what is held stays within
+ * PS_HELD_PER_WORKER pushes per worker and partition. */
+static int handle_pull(server *s, const ps_wire_header *h, char *why,
+		       size_t whylen)
+{
+	uint32_t from = worker_rank(s, h->sender);
+	int32_t k = ps_sproto_local(s->shard, h->partition);
+	shard_part *p = k >= 0 ? &s->parts[k] : NULL;
+	int rc;
+
+	if (p && from < s->workers && holds_from(p, h->sender)) {
+		if (!p->pull_waits)
+			p->pull_waits = calloc(s->workers, 1);
+		if (!p->pull_waits)
+			return PS_ENOMEM;
+		if (!p->pull_waits[from])
+			s->pulls_waited++;
+		if (s->pull_wait_for != s->snap.m.collect) {
+			s->pull_wait_for = s->snap.m.collect;
+			s->pull_wait_answered = 0;
+			PS_INFO("checkpoint %llu: worker %u's PULL of partition "
+				"%u waits until its pushes held for the "
+				"checkpoint are applied (a slower worker has "
+				"not reached it yet)",
+				(unsigned long long)s->snap.m.collect, from,
+				h->partition);
+		}
+		p->pull_waits[from] = 1;
+		return PS_OK;
+	}
+	rc = ps_sproto_on_pull(s->shard, from, h->partition, h->key, why,
+			       whylen);
+	return rc == PS_OK ? send_msgs(s) : rc;
 }
 
 /* CREDIT from the scheduler: a new window for the parameters of an
@@ -667,10 +750,7 @@ static int handle(server *s, ps_msg **msg_p, const ps_wire_header *h)
 		rc = handle_push(s, msg_p, h, why, sizeof(why));
 		break;
 	case PS_MSG_PULL:
-		rc = ps_sproto_on_pull(s->shard, from, h->partition, h->key, why,
-				      sizeof(why));
-		if (rc == PS_OK)
-			rc = send_msgs(s);
+		rc = handle_pull(s, h, why, sizeof(why));
 		break;
 	case PS_MSG_PARAMS_ACK:
 		rc = ps_sproto_on_params_ack(s->shard, from, h->partition,
@@ -843,6 +923,12 @@ int ps_server_run(const ps_config *cfg)
 			st.sends ? (double)st.gate_ns / (double)st.sends : 0.0);
 	}
 out:
+	if (s.shard && s.cfg->train.mode == PS_MODE_ASYNC &&
+	    s.cfg->checkpoint.dir[0])
+		PS_INFO("async checkpoints: at most %llu pushes held at once, "
+			"%llu PULLs waited for them",
+			(unsigned long long)s.held_max,
+			(unsigned long long)s.pulls_waited);
 	ps_node_stop(&s.node, status == 0 ? 2000 : 200);
 	ps_transport_dereg(s.node.transport, &s.values_mr);
 	ps_node_close(&s.node, 0);

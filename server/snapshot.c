@@ -488,7 +488,10 @@ int ps_snapshot_on_update(server *s, shard_part *p)
 {
 	uint32_t k = (uint32_t)(p - s->parts);
 	const ps_sproto_part *sp = ps_sproto_part_at(s->shard, k);
-	uint64_t h = sp->version;
+	/* the furthest iteration p has reached: sync, its version; async,
+	 * the furthest worker's (its version counts every worker's
+	 * updates) */
+	uint64_t h = async(s) ? 0 : sp->version;
 	int rc;
 
 	for (uint32_t w = 0; async(s) && w < s->workers; w++)

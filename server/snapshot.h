@@ -63,7 +63,8 @@ int ps_snapshot_on_update(server *s, shard_part *p);
  * is collected, a push of iteration V or later for a partition not yet
  * taken is held back (acknowledged, not applied) until the slower
  * workers' earlier pushes are in; then the partition is taken and the
- * held pushes applied in order. A push of iteration `iteration` is about
+ * held pushes applied in order (a PULL of the worker's meanwhile waits:
+ * server.c, handle_pull). A push of iteration `iteration` is about
  * to be handled: ps_snapshot_on_push starts a periodic checkpoint that
  * comes due and takes p if it is at the checkpoint's iteration;
  * ps_snapshot_holds says whether the push must wait.

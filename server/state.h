@@ -52,7 +52,15 @@ typedef struct shard_part {
 	 * the other workers' earlier ones (snapshot.h) */
 	struct held *held;
 	uint32_t nheld, held_cap;
+	/* per worker rank: its PULL of this partition waits until its held
+	 * pushes are applied (NULL until one does) */
+	uint8_t *pull_waits;
 } shard_part;
+
+/* Async: pushes of one worker to one partition a checkpoint may hold. An
+ * honest worker pulls a partition before it pushes it again, and that
+ * pull waits while its push is held: it never has more than one. */
+#define PS_HELD_PER_WORKER 2
 
 /* A push held back, with its checked header. */
 typedef struct held {
@@ -114,7 +122,13 @@ typedef struct server {
 	float *scratch; /* aligned copy of a misaligned payload */
 	size_t scratch_cap;
 	uint64_t bytes_in, bytes_out;
-	uint64_t nheld; /* pushes held back, all partitions */
+	uint64_t nheld;     /* pushes held back, all partitions */
+	uint64_t held_max;  /* ... at most at once */
+	uint64_t pulls_waited; /* PULLs that waited for held pushes */
+	/* the checkpoint the last PULL waited for, and whether the waiting
+	 * ones were answered since (each said once per checkpoint) */
+	uint64_t pull_wait_for;
+	int pull_wait_answered;
 	/* the push being run (push_now): its sender's rank and learning
 	 * rate, for the ops it starts */
 	uint32_t push_rank;

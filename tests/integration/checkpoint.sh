@@ -165,6 +165,61 @@ n=$(grep -c "^worker 0 iter " "$WORK/async2.out.log")
 pass "async: 2 x 12 updates per partition; resumed at $ait on 3 servers: 2 x 14"
 good_async=$AK/$first
 
+# 6b. Async, one worker stopped (SIGSTOP) while checkpoints wait for it:
+#     the other runs on to the next checkpoint and at most one iteration
+#     past it, then its PULL waits for its held pushes, so what the
+#     servers hold stays bounded. Without that wait it would run on, its
+#     pushes piling up in the servers.
+start_job async-bound --set train.mode=async --set train.lr=0.05 \
+	--set train.iterations=1000000 --set checkpoint.dir="$WORK/ckpt-bound" \
+	--set checkpoint.every=4 --set cluster.heartbeat_timeout_ms=600000
+job=$JOB_PID
+wait_for "$WORK/async-bound.out.log" '^worker [01] iter 20/'
+stopped=$(pgrep -f "ps-worker.*$WORK" | head -n 1)
+[ -n "$stopped" ] || fail "async-bound: no worker process found"
+kill -STOP "$stopped"
+furthest() {
+	sed -n 's|^worker [01] iter \([0-9]*\)/.*|\1|p' "$WORK/async-bound.out.log" |
+		sort -n | tail -1
+}
+# the stopped worker has done at most P iterations; checkpoints come
+# every 4, so the other may reach P + 4 + 1, and is stopped by then
+P=$(furthest)
+# a PULL waits now: the last checkpoint one waited for, not answered yet
+# (with a worker stopped, it stays so)
+pull_waits() {
+	local v
+	v=$(sed -n "s/.*checkpoint \([0-9]*\): worker [0-9]*'s PULL of partition .*/\1/p" \
+		"$WORK/async-bound.err.log" | tail -n 1)
+	[ -n "$v" ] && ! grep -q "checkpoint $v: the PULLs that waited for it are answered" \
+		"$WORK/async-bound.err.log"
+}
+waited_or_ran() {
+	pull_waits || [ "$(furthest)" -gt $((P + 14)) ]
+}
+poll_until 120 waited_or_ran ||
+	{ kill -CONT "$stopped"; fail "async-bound: no PULL waited, and the other worker stopped by itself"; }
+pull_waits ||
+	{ kill -CONT "$stopped"; fail "async-bound: the other worker ran past iteration $((P + 14)) while checkpoints waited for the stopped one"; }
+F=$(furthest)
+kill -CONT "$stopped"
+[ "$F" -le $((P + 6)) ] ||
+	fail "async-bound: the other worker ran to iteration $F while checkpoints waited for the one stopped at or before $P"
+kill -INT $job
+wait $job
+assert_job_ended async-bound $? "async-bound"
+# per server: at most PS_HELD_PER_WORKER pushes per worker and partition
+n=0
+while read -r srv held parts; do
+	n=$((n + 1))
+	[ "$held" -le $((2 * parts)) ] ||
+		fail "async-bound: server $srv held $held pushes at once for $parts partitions"
+done < <(awk '/server [0-9]+\] info: holding [0-9]+ of/ { match($0, /server [0-9]+/); s = substr($0, RSTART + 7, RLENGTH - 7); for (i = 1; i <= NF; i++) if ($i == "holding") p[s] = $(i + 1) }
+	/server [0-9]+\] info: async checkpoints: at most/ { match($0, /server [0-9]+/); s = substr($0, RSTART + 7, RLENGTH - 7); for (i = 1; i <= NF; i++) if ($i == "most") h[s] = $(i + 1) }
+	END { for (s in h) print s, h[s], p[s] }' "$WORK/async-bound.err.log")
+[ "$n" -eq 2 ] || fail "async-bound: $n of 2 servers said how many pushes they held"
+pass "async: a worker stopped after iteration $P or before; the other's PULL waited at iteration $F; pushes held bounded"
+
 # 7. Resumes that must be refused, each with a message naming the problem.
 refused() { # NAME PATTERN [args...]
 	local name=$1 pattern=$2
