@@ -763,7 +763,14 @@ int psi_client_setup_after_join(ps_client *c)
 	}
 	if (rc != PS_OK)
 		return rc;
-	return ps_node_connect_role(&c->node, PS_ROLE_SERVER);
+	/* heartbeating meanwhile; what the servers send is kept */
+	rc = ps_node_connect_role(&c->node, PS_ROLE_SERVER);
+	if (rc == PS_ECLOSED) { /* the job cannot end without this worker */
+		PS_ERROR("the scheduler shut the job down before this worker "
+			 "had connected to every server");
+		rc = PS_EPROTO;
+	}
+	return rc;
 }
 
 /* The initial values of a fused partition, gathered from its tensors. */

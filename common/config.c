@@ -263,7 +263,8 @@ static const option options[] = {
         "the job is aborted. Must exceed 2 * heartbeat_interval_ms."),
     INT(cluster, connect_timeout_ms, "10000", 100, 3600000,
         "Milliseconds a node keeps trying to reach the scheduler (and the "
-        "scheduler a node) before giving up."),
+        "scheduler a node, a server a worker, a worker a server) before "
+        "giving up."),
     INT(cluster, register_timeout_ms, "300000", 100, 86400000,
         "Milliseconds the scheduler waits for every server and worker to "
         "register: a worker program that imports a large framework may "

@@ -594,27 +594,6 @@ int ps_node_join(ps_node *n, const ps_config *cfg, uint32_t role,
 	return PS_OK;
 }
 
-int ps_node_connect_role(ps_node *n, uint32_t role)
-{
-	for (uint32_t id = 1; id < n->welcome.num_nodes; id++) {
-		const ps_node_info *info = &n->welcome.nodes[id];
-		int rc;
-
-		if (info->role != role || n->connected[id])
-			continue;
-		rc = ps_transport_connect(n->transport, info->endpoint,
-					  &n->peers[id]);
-		if (rc != PS_OK) {
-			PS_ERROR("cannot connect to %s %u at %s: %s",
-				 ps_role_name(role), info->rank,
-				 info->endpoint, ps_strerror(rc));
-			return rc;
-		}
-		n->connected[id] = 1;
-	}
-	return PS_OK;
-}
-
 uint32_t ps_node_server_id(const ps_node *n, uint32_t rank)
 {
 	(void)n;
@@ -706,16 +685,15 @@ static int check_message(ps_node *n, const ps_msg *msg, ps_wire_header *h,
 	return PS_OK;
 }
 
-int ps_node_recv(ps_node *n, int timeout_ms, ps_msg **msg_p,
-		 ps_wire_header *h_p)
+/* ps_node_recv of what has not been kept (by ps_node_connect_role). */
+static int recv_arrived(ps_node *n, int timeout_ms, ps_msg **msg_p,
+			ps_wire_header *h_p)
 {
 	int64_t start = ps_now_ms();
 	char why[256];
 
 	int looked = 0; /* timeout 0: one look, without waiting */
 
-	if (n->abort_reason[0]) /* aborted already: no more messages */
-		return PS_EABORTED;
 	for (;;) {
 		int64_t now = ps_now_ms(), wait;
 		ps_msg *msg = NULL;
@@ -780,6 +758,133 @@ int ps_node_recv(ps_node *n, int timeout_ms, ps_msg **msg_p,
 	}
 }
 
+/* A message received while connecting, kept for ps_node_recv. */
+struct ps_node_kept {
+	struct ps_node_kept *next;
+	ps_msg *msg;
+	ps_wire_header h;
+};
+
+int ps_node_recv(ps_node *n, int timeout_ms, ps_msg **msg_p,
+		 ps_wire_header *h_p)
+{
+	struct ps_node_kept *k = n->kept_head;
+
+	if (n->abort_reason[0]) /* aborted already: no more messages */
+		return PS_EABORTED;
+	if (!k)
+		return recv_arrived(n, timeout_ms, msg_p, h_p);
+	n->kept_head = k->next;
+	if (!n->kept_head)
+		n->kept_tail = NULL;
+	*msg_p = k->msg;
+	*h_p = k->h;
+	free(k);
+	return PS_OK;
+}
+
+/* Takes what has arrived while connecting (see ps_node_connect_role):
+ * PS_OK once nothing more is there; PS_ECLOSED on the scheduler's
+ * SHUTDOWN, PS_EABORTED, PS_EAGAIN when woken, or an error. Heartbeats
+ * are sent as due. */
+static int take_arrived(ps_node *n)
+{
+	for (;;) {
+		struct ps_node_kept *k;
+		ps_wire_header h;
+		ps_msg *msg = NULL;
+		int rc = recv_arrived(n, 0, &msg, &h);
+
+		if (rc == PS_ETIMEDOUT)
+			return PS_OK;
+		if (rc != PS_OK)
+			return rc;
+		if (h.sender == 0 && h.type == PS_MSG_SHUTDOWN) {
+			PS_INFO("the job ended while this %s was still "
+				"connecting to its peers",
+				ps_role_name(n->role));
+			ps_msg_free(&msg);
+			return PS_ECLOSED;
+		}
+		k = malloc(sizeof(*k));
+		if (!k) {
+			PS_ERROR("out of memory keeping a %s that came while "
+				 "connecting", ps_msg_type_name(h.type));
+			ps_msg_free(&msg);
+			return PS_ENOMEM;
+		}
+		*k = (struct ps_node_kept){.msg = msg, .h = h};
+		if (n->kept_tail)
+			n->kept_tail->next = k;
+		else
+			n->kept_head = k;
+		n->kept_tail = k;
+		atomic_fetch_add(&n->connect_kept, 1);
+	}
+}
+
+/* Connecting to node id failed with rc (the transport said how): the
+ * peer is named, unless the job ended meanwhile (its SHUTDOWN or ABORT
+ * is there to read: that is the outcome then). */
+static int connect_failed(ps_node *n, uint32_t id, int rc)
+{
+	const ps_node_info *info = &n->welcome.nodes[id];
+	int end = take_arrived(n);
+
+	if (end == PS_ECLOSED || end == PS_EABORTED)
+		return end;
+	PS_ERROR("cannot connect to %s %u at %s: %s", ps_role_name(info->role),
+		 info->rank, info->endpoint, ps_strerror(rc));
+	return rc;
+}
+
+int ps_node_connect_role(ps_node *n, uint32_t role)
+{
+	const int64_t interval = n->cfg->cluster.heartbeat_interval_ms;
+	uint32_t id;
+	int rc;
+
+	if (n->abort_reason[0])
+		return PS_EABORTED;
+	/* every connection at once: they proceed in the background */
+	for (id = 1; id < n->welcome.num_nodes; id++) {
+		const ps_node_info *info = &n->welcome.nodes[id];
+
+		if (info->role != role || n->connected[id])
+			continue;
+		rc = ps_transport_connect_start(
+			n->transport, info->endpoint,
+			n->cfg->cluster.connect_timeout_ms, &n->peers[id]);
+		if (rc != PS_OK)
+			return connect_failed(n, id, rc);
+	}
+	/* then each waited for, a heartbeat interval at a time: between
+	 * the waits the node heartbeats and takes what came */
+	for (id = 1; id < n->welcome.num_nodes;) {
+		int64_t wait;
+
+		if (n->welcome.nodes[id].role != role || n->connected[id]) {
+			id++;
+			continue;
+		}
+		if (ps_signal_pending())
+			return PS_EINTR;
+		wait = n->last_beat_ms + interval - ps_now_ms();
+		rc = ps_transport_connect_wait(n->transport, n->peers[id],
+					       wait < 1 ? 1
+					       : wait > interval ? (int)interval
+								 : (int)wait);
+		if (rc == PS_OK)
+			n->connected[id] = 1;
+		else if (rc != PS_EAGAIN)
+			return connect_failed(n, id, rc);
+		rc = take_arrived(n);
+		if (rc != PS_OK && rc != PS_EAGAIN)
+			return rc;
+	}
+	return PS_OK;
+}
+
 void ps_node_wake(ps_node *n)
 {
 	if (n->transport)
@@ -809,5 +914,12 @@ void ps_node_close(ps_node *n, int linger_ms)
 	free(n->connected);
 	n->peers = NULL;
 	n->connected = NULL;
+	while (n->kept_head) {
+		struct ps_node_kept *k = n->kept_head;
+		n->kept_head = k->next;
+		ps_msg_free(&k->msg);
+		free(k);
+	}
+	n->kept_tail = NULL;
 	ps_join_destroy(&n->join, drop_kept, NULL);
 }

@@ -56,6 +56,11 @@ typedef struct ps_node {
 	/* how many messages were kept so: atomic, for a test may watch it
 	 * from another thread while ps_node_join waits for the WELCOME */
 	atomic_uint early_kept;
+	/* messages that came while ps_node_connect_role waited for its
+	 * connections, checked, for ps_node_recv first */
+	struct ps_node_kept *kept_head, *kept_tail;
+	/* how many were kept so (atomic, for a test may watch it) */
+	atomic_uint connect_kept;
 	char abort_reason[PS_REASON_MAX];
 	int lost_reported; /* a PEER_LOST went to the scheduler */
 } ps_node;
@@ -65,8 +70,18 @@ typedef struct ps_node {
 int ps_node_join(ps_node *n, const ps_config *cfg, uint32_t role,
 		 const ps_tensor_desc *tensors, uint32_t ntensors);
 
-/* Connects to every node of the given role (servers connect to workers and
- * workers to servers). */
+/*
+ * Connects to every node of the given role (servers connect to workers and
+ * workers to servers), all at once, each given cluster.connect_timeout_ms.
+ * It stays a member meanwhile: heartbeats go out, and what arrives is
+ * received - the scheduler's ABORT, or its silence, ends the wait
+ * (PS_EABORTED, as in ps_node_recv), and so does its SHUTDOWN (PS_ECLOSED:
+ * the job is over, ended cleanly without this node's connections); every
+ * other message is kept, in order, for ps_node_recv to hand out before
+ * anything received later. PS_EINTR when a signal (SIGINT/SIGTERM) came.
+ * A peer that cannot be reached in time is named in the log, and the
+ * transport's error returned.
+ */
 int ps_node_connect_role(ps_node *n, uint32_t role);
 
 /* Node id of the rank-th server / worker. */

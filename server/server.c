@@ -792,6 +792,69 @@ static int handle(server *s, ps_msg **msg_p, const ps_wire_header *h)
 	return rc;
 }
 
+/* The loop: every message handled as it comes, until the scheduler's
+ * SHUTDOWN (PS_ECLOSED), a signal (PS_EINTR) or an error that ends the
+ * job (an ABORT: PS_EABORTED). */
+static int serve(server *s)
+{
+	for (;;) {
+		ps_msg *msg = NULL;
+		ps_wire_header h;
+		int rc;
+
+		if (ps_signal_pending())
+			return PS_EINTR;
+		ps_snapshot_poll(s);
+		rc = ps_node_recv(&s->node, -1, &msg, &h);
+		if (rc == PS_EAGAIN)
+			continue;
+		if (rc != PS_OK) {
+			if (rc != PS_EABORTED)
+				PS_ERROR("receive failed: %s", ps_strerror(rc));
+			return rc;
+		}
+		rc = handle(s, &msg, &h);
+		ps_msg_free(&msg);
+		if (rc != PS_OK)
+			return rc;
+	}
+}
+
+/* What the shard did, at a clean end. */
+static void report(server *s)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+	ps_sproto_stats st;
+
+	for (uint32_t k = 0; k < s->nparts; k++) {
+		uint64_t v = ps_sproto_part_at(s->shard, k)->version;
+		if (v < lo)
+			lo = v;
+		if (v > hi)
+			hi = v;
+	}
+	/* with every worker's pushes applied once: iterations (sync)
+	 * or workers x iterations (async), across restarts too */
+	if (s->nparts == 0)
+		PS_INFO("partitions at versions: it holds none");
+	else
+		PS_INFO("partitions at versions %llu..%llu",
+			(unsigned long long)lo, (unsigned long long)hi);
+	PS_INFO("copy-on-write of values (a send or a checkpoint held "
+		"them): %.3f s in all", (double)s->cow_ns / 1e9);
+	ps_sproto_get_stats(s->shard, &st);
+	PS_INFO("shut down: %llu pushes, %llu updates, %.2f MiB in, "
+		"%.2f MiB out, %llu dropped; gate: %llu sends, %.0f ns "
+		"each",
+		(unsigned long long)st.pushes,
+		(unsigned long long)st.updates,
+		(double)s->bytes_in / 1048576.0,
+		(double)s->bytes_out / 1048576.0,
+		(unsigned long long)s->node.dropped,
+		(unsigned long long)st.sends,
+		st.sends ? (double)st.gate_ns / (double)st.sends : 0.0);
+}
+
 /*
  * server.device = cuda (only a build with PS_WITH_CUDA accepts it): the
  * device must be there before the server joins the job; the server then
@@ -852,75 +915,20 @@ int ps_server_run(const ps_config *cfg)
 			goto out;
 	}
 	rc = ps_node_connect_role(&s.node, PS_ROLE_WORKER);
-	if (rc != PS_OK)
-		goto out;
 	/* resumed: the checkpoint's values go out as INIT's would */
-	if (s.node.welcome.start_iteration > 0) {
+	if (rc == PS_OK && s.node.welcome.start_iteration > 0) {
 		rc = ps_sproto_start(s.shard);
 		if (rc == PS_OK)
 			rc = send_msgs(&s);
 	}
-	if (rc != PS_OK)
-		goto out;
-	for (;;) {
-		ps_msg *msg = NULL;
-		ps_wire_header h;
-
-		if (ps_signal_pending()) {
-			PS_WARN("interrupted by signal %d", ps_signal_pending());
-			status = ps_signal_exit_status(ps_signal_pending());
-			goto out;
-		}
-		ps_snapshot_poll(&s);
-		rc = ps_node_recv(&s.node, -1, &msg, &h);
-		if (rc == PS_EAGAIN)
-			continue;
-		if (rc != PS_OK) {
-			if (rc != PS_EABORTED)
-				PS_ERROR("receive failed: %s", ps_strerror(rc));
-			goto out;
-		}
-		rc = handle(&s, &msg, &h);
-		ps_msg_free(&msg);
-		if (rc == PS_ECLOSED) {
-			status = 0;
-			break;
-		}
-		if (rc != PS_OK)
-			goto out;
-	}
-	{
-		uint64_t lo = UINT64_MAX, hi = 0;
-		for (uint32_t k = 0; k < s.nparts; k++) {
-			uint64_t v = ps_sproto_part_at(s.shard, k)->version;
-			if (v < lo)
-				lo = v;
-			if (v > hi)
-				hi = v;
-		}
-		/* with every worker's pushes applied once: iterations (sync)
-		 * or workers x iterations (async), across restarts too */
-		if (s.nparts == 0)
-			PS_INFO("partitions at versions: it holds none");
-		else
-			PS_INFO("partitions at versions %llu..%llu",
-				(unsigned long long)lo, (unsigned long long)hi);
-	}
-	PS_INFO("copy-on-write of values (a send or a checkpoint held "
-		"them): %.3f s in all", (double)s.cow_ns / 1e9);
-	{
-		ps_sproto_stats st;
-		ps_sproto_get_stats(s.shard, &st);
-		PS_INFO("shut down: %llu pushes, %llu updates, %.2f MiB in, "
-			"%.2f MiB out, %llu dropped; gate: %llu sends, %.0f ns "
-			"each",
-			(unsigned long long)st.pushes,
-			(unsigned long long)st.updates,
-			(double)s.bytes_in / 1048576.0,
-			(double)s.bytes_out / 1048576.0,
-			(unsigned long long)s.node.dropped,
-			(unsigned long long)st.sends,
-			st.sends ? (double)st.gate_ns / (double)st.sends : 0.0);
+	if (rc == PS_OK)
+		rc = serve(&s);
+	if (rc == PS_ECLOSED) { /* SHUTDOWN, here or while connecting */
+		status = 0;
+		report(&s);
+	} else if (rc == PS_EINTR && ps_signal_pending()) {
+		PS_WARN("interrupted by signal %d", ps_signal_pending());
+		status = ps_signal_exit_status(ps_signal_pending());
 	}
 out:
 	if (s.shard && s.cfg->train.mode == PS_MODE_ASYNC &&

@@ -29,11 +29,15 @@
  * bounded by the credit window (scheduling.credit_size) or by one
  * iteration's partitions.
  *
- * connect() waits for the ZMTP handshake, watching the DEALER with
- * zmq_socket_monitor over an inproc PAIR socket: HANDSHAKE_SUCCEEDED is
- * success; when connect_timeout_ms passes it fails with PS_ECONNREFUSED if
- * only refused attempts (CONNECT_RETRIED) were seen, PS_EPROTO if the peer
- * failed the handshake, PS_ETIMEDOUT otherwise.
+ * connect_start() creates the peer's DEALER and its zmq_connect (ZeroMQ
+ * connects in its I/O thread) and returns; connect_wait() watches the
+ * DEALER with zmq_socket_monitor over an inproc PAIR socket for as long as
+ * its caller allows: HANDSHAKE_SUCCEEDED is success; when the attempt's
+ * deadline (connect_timeout_ms after its start) passes it fails with
+ * PS_ECONNREFUSED if only refused attempts (CONNECT_RETRIED) were seen,
+ * PS_EPROTO if the peer failed the handshake, PS_ETIMEDOUT otherwise. What
+ * it saw is kept with the peer between calls. connect() is the two, waiting
+ * until the attempt ends.
  *
  * Payloads. send() passes the payload to zmq_msg_init_data() (no copy)
  * through a small adapter that calls the user's free_fn(payload, hint)
@@ -105,7 +109,12 @@ void __tsan_release(void *addr);
 
 typedef struct tcp_peer {
 	char *endpoint; /* as given to connect */
-	void *sock;     /* DEALER; NULL once disconnected */
+	void *sock;     /* DEALER; NULL once disconnected or failed */
+	/* connecting (connect_start until connect_wait saw it end): */
+	void *mon;        /* the monitor PAIR; NULL once connected */
+	int64_t deadline; /* when the attempt fails */
+	int timeout_ms;   /* its length, for messages */
+	bool retried, connected, proto; /* what the monitor told so far */
 } tcp_peer;
 
 typedef struct tcp_transport {
@@ -387,79 +396,6 @@ static int read_monitor_event(void *mon)
 	return result;
 }
 
-/* Waits for the DEALER's handshake; see DESIGN. */
-static int wait_connected(tcp_transport *tt, void *mon, const char *endpoint,
-			  int timeout_ms)
-{
-	int timeout = timeout_ms >= 0 ? timeout_ms : tt->opts.connect_timeout_ms;
-	int64_t deadline = ps_transport_now_ms() + timeout;
-	bool retried = false, connected = false, proto = false;
-
-	for (;;) {
-		int64_t left = deadline - ps_transport_now_ms();
-		if (left <= 0)
-			break;
-		zmq_pollitem_t item = {mon, 0, ZMQ_POLLIN, 0};
-		int rc = zmq_poll(&item, 1, (long)left);
-		if (rc < 0) {
-			if (errno == EINTR)
-				continue;
-			PS_ERROR("tcp: connect to %s: zmq_poll: %s", endpoint,
-			         zmq_strerror(errno));
-			return PS_EIO;
-		}
-		if (rc == 0)
-			continue;
-		switch (read_monitor_event(mon)) {
-		case ZMQ_EVENT_HANDSHAKE_SUCCEEDED:
-			return PS_OK;
-		case ZMQ_EVENT_CONNECTED:
-			connected = true;
-			break;
-		case ZMQ_EVENT_CONNECT_RETRIED:
-			retried = true;
-			break;
-		case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
-			/* the peer's ZAP handler said no: retrying cannot help */
-			PS_ERROR("tcp: cannot connect to %s: the peer refused "
-			         "%s",
-			         endpoint,
-			         tt->secret[0]
-			             ? "this node's job secret (not this job's: "
-			               "ORDO_JOB_SECRET or security.keys_dir's "
-			               "job.secret?)"
-			             : "this node's CURVE key (security.keys_dir: "
-			               "not this job's key pair?)");
-			return PS_EPROTO;
-		case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
-		case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
-			proto = true;
-			break;
-		default:
-			break;
-		}
-	}
-	if (proto) {
-		PS_ERROR("tcp: cannot connect to %s: the peer failed the "
-		         "ZeroMQ handshake (not an ordo node, or its "
-		         "security.mode is not %s?)",
-		         endpoint,
-		         tt->secret[0] ? "secret (or auto with the job's secret)"
-		         : tt->keys.sec[0] ? "curve"
-		                           : "none (or auto without a secret)");
-		return PS_EPROTO;
-	}
-	if (retried && !connected) {
-		PS_ERROR("tcp: cannot connect to %s: connection refused "
-		         "(retried for %d ms)",
-		         endpoint, timeout);
-		return PS_ECONNREFUSED;
-	}
-	PS_ERROR("tcp: cannot connect to %s: timed out after %d ms%s", endpoint,
-	         timeout, connected ? " (connected, but no handshake)" : "");
-	return PS_ETIMEDOUT;
-}
-
 static int grow_peers(tcp_transport *tt)
 {
 	if (tt->npeers < tt->cap_peers)
@@ -479,13 +415,39 @@ static int grow_peers(tcp_transport *tt)
 	return PS_OK;
 }
 
-static int tcp_connect(ps_transport *t, const char *endpoint, int timeout_ms,
-		       ps_peer *peer_p)
+/* The monitor of a connecting peer is no longer needed. */
+static void end_monitor(tcp_peer *p)
+{
+	if (!p->mon)
+		return;
+	zmq_socket_monitor(p->sock, NULL, 0);
+	close_socket(p->mon, 0);
+	p->mon = NULL;
+}
+
+/* A connection attempt failed (logged): its sockets go, and the handle
+ * with them (the last one is reused; an earlier one stays, closed: sends
+ * to it fail with PS_ECLOSED). */
+static void fail_peer(tcp_transport *tt, ps_peer peer)
+{
+	tcp_peer *p = &tt->peers[peer];
+
+	end_monitor(p);
+	close_socket(p->sock, 0);
+	p->sock = NULL;
+	if (peer + 1 == tt->npeers) {
+		free(p->endpoint);
+		tt->npeers--;
+	}
+}
+
+static int tcp_connect_start(ps_transport *t, const char *endpoint,
+			     int timeout_ms, ps_peer *peer_p)
 {
 	tcp_transport *tt = tcp_of(t);
 	unsigned char id[ID_LEN];
 	char mon_addr[64];
-	void *dealer, *mon;
+	void *dealer, *mon = NULL;
 	int rc;
 
 	if (strncmp(endpoint, "tcp://", 6) != 0 ||
@@ -559,16 +521,15 @@ static int tcp_connect(ps_transport *t, const char *endpoint, int timeout_ms,
 		rc = PS_EINVAL;
 		goto close_mon;
 	}
-	rc = wait_connected(tt, mon, endpoint, timeout_ms);
-	if (rc != PS_OK)
-		goto close_mon;
-
-	zmq_socket_monitor(dealer, NULL, 0);
-	close_socket(mon, 0);
-	tt->peers[tt->npeers].endpoint = ep_copy;
-	tt->peers[tt->npeers].sock = dealer;
+	int timeout = timeout_ms >= 0 ? timeout_ms : tt->opts.connect_timeout_ms;
+	tt->peers[tt->npeers] = (tcp_peer){
+	    .endpoint = ep_copy,
+	    .sock = dealer,
+	    .mon = mon,
+	    .deadline = ps_transport_now_ms() + timeout,
+	    .timeout_ms = timeout,
+	};
 	*peer_p = tt->npeers++;
-	PS_DEBUG("tcp: connected to %s (peer %u)", endpoint, *peer_p);
 	return PS_OK;
 
 close_mon:
@@ -578,6 +539,118 @@ close_dealer:
 	close_socket(dealer, 0);
 free_ep:
 	free(ep_copy);
+	return rc;
+}
+
+/* How a connection attempt ended at its deadline (see DESIGN), logged. */
+static int attempt_failed(const tcp_transport *tt, const tcp_peer *p)
+{
+	if (p->proto) {
+		PS_ERROR("tcp: cannot connect to %s: the peer failed the "
+		         "ZeroMQ handshake (not an ordo node, or its "
+		         "security.mode is not %s?)",
+		         p->endpoint,
+		         tt->secret[0] ? "secret (or auto with the job's secret)"
+		         : tt->keys.sec[0] ? "curve"
+		                           : "none (or auto without a secret)");
+		return PS_EPROTO;
+	}
+	if (p->retried && !p->connected) {
+		PS_ERROR("tcp: cannot connect to %s: connection refused "
+		         "(retried for %d ms)",
+		         p->endpoint, p->timeout_ms);
+		return PS_ECONNREFUSED;
+	}
+	PS_ERROR("tcp: cannot connect to %s: timed out after %d ms%s",
+	         p->endpoint, p->timeout_ms,
+	         p->connected ? " (connected, but no handshake)" : "");
+	return PS_ETIMEDOUT;
+}
+
+/* Watches the DEALER's handshake for wait_ms at most; see DESIGN. */
+static int tcp_connect_wait(ps_transport *t, ps_peer peer, int wait_ms)
+{
+	tcp_transport *tt = tcp_of(t);
+
+	if (peer >= tt->npeers) {
+		PS_ERROR("tcp: connect_wait on unknown peer %u", peer);
+		return PS_EINVAL;
+	}
+	tcp_peer *p = &tt->peers[peer];
+	if (!p->sock)
+		return PS_ECLOSED;
+	if (!p->mon)
+		return PS_OK;
+	int64_t until = p->deadline;
+	if (wait_ms >= 0 && ps_transport_now_ms() + wait_ms < until)
+		until = ps_transport_now_ms() + wait_ms;
+	for (;;) {
+		int64_t left = until - ps_transport_now_ms();
+		zmq_pollitem_t item = {p->mon, 0, ZMQ_POLLIN, 0};
+		int rc = zmq_poll(&item, 1, left > 0 ? (long)left : 0);
+		if (rc < 0 && errno != EINTR) {
+			PS_ERROR("tcp: connect to %s: zmq_poll: %s",
+			         p->endpoint, zmq_strerror(errno));
+			fail_peer(tt, peer);
+			return PS_EIO;
+		}
+		if (rc > 0) {
+			switch (read_monitor_event(p->mon)) {
+			case ZMQ_EVENT_HANDSHAKE_SUCCEEDED:
+				end_monitor(p);
+				PS_DEBUG("tcp: connected to %s (peer %u)",
+				         p->endpoint, peer);
+				return PS_OK;
+			case ZMQ_EVENT_CONNECTED:
+				p->connected = true;
+				break;
+			case ZMQ_EVENT_CONNECT_RETRIED:
+				p->retried = true;
+				break;
+			case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
+				/* the peer's ZAP handler said no: retrying
+				 * cannot help */
+				PS_ERROR("tcp: cannot connect to %s: the peer "
+				         "refused %s",
+				         p->endpoint,
+				         tt->secret[0]
+				             ? "this node's job secret (not this "
+				               "job's: ORDO_JOB_SECRET or "
+				               "security.keys_dir's job.secret?)"
+				             : "this node's CURVE key "
+				               "(security.keys_dir: not this "
+				               "job's key pair?)");
+				fail_peer(tt, peer);
+				return PS_EPROTO;
+			case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
+			case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
+				p->proto = true;
+				break;
+			default:
+				break;
+			}
+			continue; /* the events already queued, then the time */
+		}
+		if (ps_transport_now_ms() >= p->deadline) {
+			rc = attempt_failed(tt, p);
+			fail_peer(tt, peer);
+			return rc;
+		}
+		if (ps_transport_now_ms() >= until)
+			return PS_EAGAIN;
+	}
+}
+
+static int tcp_connect(ps_transport *t, const char *endpoint, int timeout_ms,
+		       ps_peer *peer_p)
+{
+	ps_peer peer;
+	int rc = tcp_connect_start(t, endpoint, timeout_ms, &peer);
+
+	if (rc == PS_OK)
+		rc = tcp_connect_wait(t, peer, -1);
+	if (rc == PS_OK)
+		*peer_p = peer;
 	return rc;
 }
 
@@ -869,6 +942,7 @@ static int tcp_disconnect(ps_transport *t, ps_peer peer)
 	tcp_peer *p = &tt->peers[peer];
 	if (!p->sock)
 		return PS_OK;
+	end_monitor(p); /* still connecting: the attempt ends here */
 	/* Messages already sent get a bounded chance to leave. */
 	int linger = tt->opts.send_timeout_ms;
 	if (linger < 0 || linger > DISCONNECT_LINGER_MS)
@@ -919,6 +993,7 @@ static void tcp_stop(ps_transport *t, int linger_ms)
 	tcp_transport *tt = tcp_of(t);
 
 	for (uint32_t i = 0; i < tt->npeers; i++) {
+		end_monitor(&tt->peers[i]);
 		close_socket(tt->peers[i].sock, linger_ms);
 		tt->peers[i].sock = NULL;
 	}
@@ -949,6 +1024,8 @@ const ps_transport_ops psi_tcp_ops = {
     .create = tcp_create,
     .listen = tcp_listen,
     .connect = tcp_connect,
+    .connect_start = tcp_connect_start,
+    .connect_wait = tcp_connect_wait,
     .send = tcp_send,
     .recv = tcp_recv,
     .wake = tcp_wake,

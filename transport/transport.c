@@ -130,6 +130,34 @@ int ps_transport_connect(ps_transport *t, const char *endpoint, ps_peer *peer_p)
 	return ps_transport_connect_within(t, endpoint, -1, peer_p);
 }
 
+int ps_transport_connect_start(ps_transport *t, const char *endpoint,
+			       int timeout_ms, ps_peer *peer_p)
+{
+	if (!t || !t->ops || !endpoint || !peer_p) {
+		PS_ERROR("transport: connect: missing argument");
+		return PS_EINVAL;
+	}
+	if (t->stopped)
+		return PS_ECLOSED;
+	if (!t->ops->connect_start || !t->ops->connect_wait)
+		return ps_transport_connect_within(t, endpoint, timeout_ms,
+						   peer_p);
+	return t->ops->connect_start(t, endpoint, timeout_ms, peer_p);
+}
+
+int ps_transport_connect_wait(ps_transport *t, ps_peer peer, int wait_ms)
+{
+	if (!t || !t->ops) {
+		PS_ERROR("transport: connect_wait: missing transport");
+		return PS_EINVAL;
+	}
+	if (t->stopped)
+		return PS_ECLOSED;
+	if (!t->ops->connect_start || !t->ops->connect_wait)
+		return PS_OK; /* connected in the start */
+	return t->ops->connect_wait(t, peer, wait_ms);
+}
+
 int ps_transport_send(ps_transport *t, ps_peer peer, const void *hdr,
                       size_t hdr_len, void *payload, size_t payload_len,
                       ps_free_fn *free_fn, void *hint)

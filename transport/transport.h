@@ -10,8 +10,10 @@
  * Addressing. Every transport instance has a 64-bit id chosen by its owner
  * (ps_transport_opts.id). A node listens on one endpoint and connects once
  * to each peer it sends to; ps_transport_connect() returns a small peer
- * handle for sending. Received messages carry the sender's id (`src`), which
- * the layer above checks against the node table.
+ * handle for sending (ps_transport_connect_start() and _wait() do the same
+ * in two halves, for a caller that must go on working while it connects).
+ * Received messages carry the sender's id (`src`), which the layer above
+ * checks against the node table.
  *
  * Backends register an ops table; a missing op is "not supported"
  * (PS_ENOTSUP) through the wrappers below, never a NULL call.
@@ -212,6 +214,12 @@ typedef struct ps_transport_ops {
 	 * same peer. */
 	int (*connect)(ps_transport *t, const char *endpoint, int timeout_ms,
 		       ps_peer *peer_p);
+	/* connect in two halves, for a caller that must do other work while
+	 * it connects (ps_transport_connect_start, _wait). NULL: the wrapper
+	 * connects in the start, waiting as connect does. */
+	int (*connect_start)(ps_transport *t, const char *endpoint,
+			     int timeout_ms, ps_peer *peer_p);
+	int (*connect_wait)(ps_transport *t, ps_peer peer, int wait_ms);
 	/* Sends hdr (copied) and payload (not copied). On success the
 	 * transport owns payload and calls free_fn(payload, hint) exactly once
 	 * when done with it (free_fn may be NULL: caller keeps ownership and
@@ -284,6 +292,24 @@ int ps_transport_connect_within(ps_transport *t, const char *endpoint,
 				int timeout_ms, ps_peer *peer_p);
 int ps_transport_connect(ps_transport *t, const char *endpoint,
 			 ps_peer *peer_p);
+/* ps_transport_connect without the wait: starts connecting to endpoint
+ * (the attempt gives up timeout_ms from now; < 0: connect_timeout_ms) and
+ * returns at once with *peer_p, its peer, which is connected once
+ * ps_transport_connect_wait says so. An endpoint connected or being
+ * connected already gives the same peer. A backend that cannot connect
+ * in the background connects here, waiting as ps_transport_connect does
+ * (its failures are returned here), so its peers are connected when
+ * started. Errors for a bad endpoint are immediate. */
+int ps_transport_connect_start(ps_transport *t, const char *endpoint,
+			       int timeout_ms, ps_peer *peer_p);
+/* Waits at most wait_ms (0: a look; < 0: until the attempt ends) for a
+ * started peer's connection: PS_OK once it is connected (at once for a
+ * connected peer); PS_EAGAIN while it is still connecting, nothing
+ * logged; or the attempt's failure, logged as ps_transport_connect's
+ * (PS_ECONNREFUSED, PS_ETIMEDOUT at its deadline, PS_EPROTO...), after
+ * which the handle is no longer valid. Until it is connected, a send to
+ * the peer waits as a send to a disconnected one does. */
+int ps_transport_connect_wait(ps_transport *t, ps_peer peer, int wait_ms);
 int ps_transport_send(ps_transport *t, ps_peer peer, const void *hdr,
 		      size_t hdr_len, void *payload, size_t payload_len,
 		      ps_free_fn *free_fn, void *hint);

@@ -14,6 +14,9 @@
  * (ps_node.early_kept), so they provably took the early path. Timeouts
  * (PATIENCE_MS) only end a hang.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdatomic.h>
@@ -22,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -112,6 +116,8 @@ static void (*before_welcome)(ps_transport *sched, ps_peer to_node,
 /* The joining node and its endpoint, for before_welcome. */
 static ps_node *joining;
 static const char *joining_ep;
+/* The worker's endpoint in the WELCOME, when not the peer's (NULL). */
+static const char *worker_ep;
 
 /* A job of one server (node 1, under test) and one worker (node 2, the
  * peer, played here as the scheduler is), once the node has joined. */
@@ -210,7 +216,7 @@ static void join_job(fixture *f, int early, ...)
 	w->nodes[2] = (ps_node_info){.id = 2, .role = PS_ROLE_WORKER,
 				     .transport_id = PEER_ID};
 	snprintf(w->nodes[2].endpoint, sizeof(w->nodes[2].endpoint), "%s",
-		 peer_ep);
+		 worker_ep ? worker_ep : peer_ep);
 	memset(&t, 0, sizeof(t));
 	snprintf(t.name, sizeof(t.name), "w");
 	t.numel = 1024;
@@ -522,6 +528,234 @@ static void test_lost_peer_is_reported(void **state)
 	leave_job(&f);
 }
 
+/* A TCP listener on loopback that accepts and never says a word: a
+ * worker whose endpoint never completes a handshake. Its fd; the endpoint
+ * in ep, its port in *port_p. */
+static int silent_listener(char *ep, size_t cap, int *port_p)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	socklen_t sl = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	assert_true(fd >= 0);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(fd, 4), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+	*port_p = ntohs(sa.sin_port);
+	snprintf(ep, cap, "tcp://127.0.0.1:%d", *port_p);
+	return fd;
+}
+
+/* The node's connection to the silent listener, once it is made. */
+static int accept_node(int lfd)
+{
+	struct pollfd p = {.fd = lfd, .events = POLLIN};
+	int fd;
+
+	if (poll(&p, 1, PATIENCE_MS) != 1)
+		fail_msg("the node did not connect to the worker's endpoint");
+	fd = accept(lfd, NULL, NULL);
+	assert_true(fd >= 0);
+	return fd;
+}
+
+typedef struct connector {
+	ps_node *node;
+	int rc;
+} connector;
+
+static void *connect_workers(void *arg)
+{
+	connector *x = arg;
+
+	x->rc = ps_node_connect_role(x->node, PS_ROLE_WORKER);
+	return NULL;
+}
+
+/* The node as a server that connects to its worker, whose endpoint
+ * accepts but never completes the handshake: it heartbeats meanwhile,
+ * and the scheduler's SHUTDOWN (the job finished without it) or ABORT
+ * (the job failed) ends its connecting at once. Without them it would
+ * wait for an hour (cluster.connect_timeout_ms). */
+static void run_end_while_connecting(uint32_t end)
+{
+	char ep[PS_ENDPOINT_MAX], why[256];
+	fixture f;
+	connector x;
+	pthread_t th;
+	ps_wire_header h;
+	ps_msg *msg = NULL;
+	ps_peer to_node;
+	int port, lfd = silent_listener(ep, sizeof(ep), &port), cfd;
+
+	worker_ep = ep;
+	join_job(&f, 0, "cluster.heartbeat_interval_ms", "100",
+		 "cluster.connect_timeout_ms", "3600000", NULL);
+	worker_ep = NULL;
+	x.node = &f.j->node;
+	assert_int_equal(pthread_create(&th, NULL, connect_workers, &x), 0);
+	cfd = accept_node(lfd);
+
+	/* connecting, and heartbeating */
+	assert_int_equal(ps_transport_recv(f.sched, PATIENCE_MS, &msg), PS_OK);
+	assert_int_equal(ps_wire_header_decode(msg->hdr, msg->hdr_len, &h, why,
+					       sizeof(why)),
+			 PS_OK);
+	assert_int_equal(h.type, PS_MSG_HEARTBEAT);
+	assert_int_equal(h.sender, 1);
+	ps_msg_free(&msg);
+
+	assert_int_equal(ps_transport_connect(f.sched, f.reg.self.endpoint,
+					      &to_node),
+			 PS_OK);
+	if (end == PS_MSG_ABORT) {
+		void *body;
+		size_t len;
+		assert_int_equal(ps_wire_reason_encode("worker 0 is silent",
+						       &body, &len),
+				 PS_OK);
+		send_msg(f.sched, to_node, PS_MSG_ABORT, JOB_ID, 0, body, len);
+	} else {
+		send_msg(f.sched, to_node, PS_MSG_SHUTDOWN, JOB_ID, 0, NULL, 0);
+	}
+	assert_int_equal(pthread_join(th, NULL), 0);
+	if (end == PS_MSG_ABORT) {
+		assert_int_equal(x.rc, PS_EABORTED);
+		assert_string_equal(x.node->abort_reason, "worker 0 is silent");
+	} else {
+		assert_int_equal(x.rc, PS_ECLOSED);
+		assert_string_equal(x.node->abort_reason, "");
+	}
+	assert_int_equal(x.node->connected[2], 0);
+	close(cfd);
+	close(lfd);
+	leave_job(&f);
+}
+
+static void test_shutdown_while_connecting(void **state)
+{
+	(void)state;
+	run_end_while_connecting(PS_MSG_SHUTDOWN);
+}
+
+static void test_abort_while_connecting(void **state)
+{
+	(void)state;
+	run_end_while_connecting(PS_MSG_ABORT);
+}
+
+/* While the node connects to its worker, the worker (which connected to
+ * the node itself) and the scheduler send to it: their messages are kept
+ * and handed out, in order, once the connection is made - here when a
+ * real listener takes the silent one's port. */
+static void test_messages_while_connecting_are_kept(void **state)
+{
+	char ep[PS_ENDPOINT_MAX], wep[PS_ENDPOINT_MAX], why[256];
+	fixture f;
+	connector x;
+	pthread_t th;
+	ps_wire_header h;
+	ps_msg *msg = NULL;
+	ps_peer to_node;
+	ps_transport *w;
+	int port, lfd = silent_listener(ep, sizeof(ep), &port), cfd;
+	uint64_t pulls = 0;
+	int ckpts = 0;
+
+	(void)state;
+	worker_ep = ep;
+	join_job(&f, 0, "cluster.heartbeat_interval_ms", "100",
+		 "cluster.connect_timeout_ms", "3600000", NULL);
+	worker_ep = NULL;
+	ps_node *n = &f.j->node;
+	x.node = n;
+	assert_int_equal(pthread_create(&th, NULL, connect_workers, &x), 0);
+	cfd = accept_node(lfd);
+
+	for (uint64_t i = 0; i < 3; i++)
+		send_msg_at(f.peer, f.peer_to_node, PS_MSG_PULL, JOB_ID, 2, i,
+			    NULL, 0);
+	assert_int_equal(ps_transport_connect(f.sched, f.reg.self.endpoint,
+					      &to_node),
+			 PS_OK);
+	send_msg_at(f.sched, to_node, PS_MSG_CKPT, JOB_ID, 0, 7, NULL, 0);
+	for (int ms = 0; atomic_load(&n->connect_kept) < 4; ms++) {
+		if (ms == PATIENCE_MS)
+			fail_msg("the node kept %u of 4 messages while "
+				 "connecting",
+				 atomic_load(&n->connect_kept));
+		usleep(1000);
+	}
+
+	/* the worker's endpoint comes to life on the same port */
+	close(cfd);
+	close(lfd);
+	w = transport(PEER_ID);
+	assert_int_equal(ps_transport_listen(w, "127.0.0.1", port, NULL, wep,
+					     sizeof(wep)),
+			 PS_OK);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(x.rc, PS_OK);
+	assert_int_equal(n->connected[2], 1);
+
+	/* the kept messages first, each once, the worker's in order */
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(ps_node_recv(n, PATIENCE_MS, &msg, &h), PS_OK);
+		if (h.sender == 2) {
+			assert_int_equal(h.type, PS_MSG_PULL);
+			assert_int_equal(h.iteration, pulls++);
+		} else {
+			assert_int_equal(h.sender, 0);
+			assert_int_equal(h.type, PS_MSG_CKPT);
+			assert_int_equal(h.iteration, 7);
+			ckpts++;
+		}
+		ps_msg_free(&msg);
+	}
+	assert_int_equal(pulls, 3);
+	assert_int_equal(ckpts, 1);
+	assert_int_equal(ps_node_recv(n, 300, &msg, &h), PS_ETIMEDOUT);
+	assert_int_equal(atomic_load(&n->connect_kept), 4);
+
+	/* and the connection works */
+	{
+		ps_wire_header p = {.type = PS_MSG_PARAMS};
+		assert_int_equal(ps_node_send(n, 2, &p, NULL, 0, NULL, NULL),
+				 PS_OK);
+	}
+	assert_int_equal(ps_transport_recv(w, PATIENCE_MS, &msg), PS_OK);
+	assert_int_equal(ps_wire_header_decode(msg->hdr, msg->hdr_len, &h, why,
+					       sizeof(why)),
+			 PS_OK);
+	assert_int_equal(h.type, PS_MSG_PARAMS);
+	assert_int_equal(h.sender, 1);
+	ps_msg_free(&msg);
+	ps_transport_destroy(&w, 0);
+	leave_job(&f);
+}
+
+/* A worker whose endpoint never completes the handshake: connecting
+ * fails once cluster.connect_timeout_ms has passed (300 ms here, set
+ * after the join), with the transport's error. */
+static void test_connect_deadline(void **state)
+{
+	char ep[PS_ENDPOINT_MAX];
+	fixture f;
+	int port, lfd = silent_listener(ep, sizeof(ep), &port);
+
+	(void)state;
+	worker_ep = ep;
+	join_job(&f, 0, "cluster.heartbeat_interval_ms", "100", NULL);
+	worker_ep = NULL;
+	f.j->cfg.cluster.connect_timeout_ms = 300;
+	assert_int_equal(ps_node_connect_role(&f.j->node, PS_ROLE_WORKER),
+			 PS_ETIMEDOUT);
+	assert_int_equal(f.j->node.connected[2], 0);
+	close(lfd);
+	leave_job(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -531,6 +765,10 @@ int main(void)
 		cmocka_unit_test(test_probe_before_welcome),
 		cmocka_unit_test(test_stranger_before_welcome),
 		cmocka_unit_test(test_probe_without_answer),
+		cmocka_unit_test(test_shutdown_while_connecting),
+		cmocka_unit_test(test_abort_while_connecting),
+		cmocka_unit_test(test_messages_while_connecting_are_kept),
+		cmocka_unit_test(test_connect_deadline),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -552,6 +552,75 @@ static void test_connect_refused(void **state)
 	ps_transport_destroy(&r, 0);
 }
 
+/* connect in two halves: connect_start returns the peer at once,
+ * connect_wait says when it is connected (PS_EAGAIN until then; a backend
+ * that connects in the start has it connected already) or how the attempt
+ * ended. */
+static void test_connect_in_background(void **state)
+{
+	char ep[EP_CAP], dead[EP_CAP];
+	ps_peer p = UINT32_MAX, q = UINT32_MAX;
+	int rc;
+	(void)state;
+
+	ps_transport *r = make_listener(0x62, ep);
+	ps_transport *s = make(0x63, PATIENCE_MS, PATIENCE_MS);
+	assert_ps(ps_transport_connect_start(s, ep, -1, &p), PS_OK);
+	while ((rc = ps_transport_connect_wait(s, p, 10)) == PS_EAGAIN)
+		;
+	assert_ps(rc, PS_OK);
+	assert_ps(ps_transport_connect_wait(s, p, 0), PS_OK); /* it stays */
+	/* the same endpoint again: the same peer, either way */
+	assert_ps(ps_transport_connect_start(s, ep, -1, &q), PS_OK);
+	assert_int_equal(q, p);
+	assert_ps(ps_transport_connect(s, ep, &q), PS_OK);
+	assert_int_equal(q, p);
+	assert_ps(ps_transport_send(s, p, "ok", 2, NULL, 0, NULL, NULL), PS_OK);
+	ps_msg *m = recv_one(r);
+	assert_int_equal(m->hdr_len, 2);
+	ps_msg_free(&m);
+
+	/* nobody listens: the attempt ends at its deadline (300 ms) */
+	endpoint_with_port(ep, unused_port(), dead);
+	rc = ps_transport_connect_start(s, dead, 300, &q);
+	if (rc == PS_OK)
+		rc = ps_transport_connect_wait(s, q, -1);
+	if (rc != PS_ECONNREFUSED && rc != PS_ETIMEDOUT)
+		fail_msg("connect to %s: %s", dead, ps_strerror(rc));
+	assert_ps(ps_transport_connect_start(s, "not an endpoint", -1, &q),
+	          PS_EINVAL);
+
+	if (strcmp(backend, "tcp") == 0) {
+		/* a TCP listener that never answers the handshake: the
+		 * attempt goes on, and the transport stops with it still
+		 * connecting (the watchdog ends a hang) */
+		struct sockaddr_in sa = {.sin_family = AF_INET};
+		socklen_t sl = sizeof(sa);
+		char silent[EP_CAP];
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		assert_true(fd >= 0);
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+		assert_int_equal(listen(fd, 4), 0);
+		assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+		snprintf(silent, sizeof(silent), "tcp://127.0.0.1:%d",
+		         ntohs(sa.sin_port));
+		assert_ps(ps_transport_connect_start(s, silent, PATIENCE_MS, &q),
+		          PS_OK);
+		assert_int_not_equal(q, p);
+		int c = accept(fd, NULL, NULL); /* it is connecting */
+		assert_true(c >= 0);
+		assert_ps(ps_transport_connect_wait(s, q, 0), PS_EAGAIN);
+		assert_ps(ps_transport_connect_wait(s, q, 50), PS_EAGAIN);
+		assert_ps(ps_transport_connect_wait(s, p, 0), PS_OK);
+		ps_transport_destroy(&s, 0);
+		close(c);
+		close(fd);
+	}
+	ps_transport_destroy(&s, 0);
+	ps_transport_destroy(&r, 0);
+}
+
 /* ---- 7. port in use ----------------------------------------------------- */
 
 static void test_port_in_use(void **state)
@@ -1431,6 +1500,7 @@ int main(int argc, char **argv)
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 	    T(test_exchange),    T(test_header_only), T(test_large_payload),
 	    T(test_many_small),  T(test_peer_gone),   T(test_connect_refused),
+	    T(test_connect_in_background),
 	    T(test_port_in_use), T(test_wake),        T(test_recv_timeout),
 	    T(test_registry),    T(test_caps_and_registration),
 	    T(test_stop_then_free), T(test_large_registered),
