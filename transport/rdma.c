@@ -427,19 +427,16 @@ static int grow_peers(rdma_transport *rt)
 	return PS_OK;
 }
 
-/* One connection attempt (mu held); *c_p is set on success. PS_OK,
- * PS_ECONNREFUSED (rejected or unreachable: retry), PS_ETIMEDOUT at the
- * deadline, or another error. */
-static int try_connect(rdma_transport *rt, const char *endpoint,
-                       const struct sockaddr_in *sa, int64_t deadline,
-                       conn **c_p)
+/* Starts one connection attempt of ps (mu held): address resolution
+ * first, the rest follows in the progress thread. PS_OK, or an error
+ * (logged). */
+static int attempt_start(rdma_transport *rt, peer_slot *ps)
 {
 	conn *c = psi_rdma_conn_new(rt, true);
-	int rc;
 
 	if (!c)
 		return PS_ENOMEM;
-	snprintf(c->endpoint, sizeof(c->endpoint), "%s", endpoint);
+	snprintf(c->endpoint, sizeof(c->endpoint), "%s", ps->endpoint);
 	c->connecting = true; /* the sweep leaves it to us */
 	if (rdma_create_id(rt->ech, &c->id, c, RDMA_PS_TCP) != 0) {
 		PS_ERROR("rdma: rdma_create_id: %s", strerror(errno));
@@ -447,20 +444,40 @@ static int try_connect(rdma_transport *rt, const char *endpoint,
 		psi_rdma_conn_destroy(rt, c);
 		return PS_EIO;
 	}
-	int64_t left = deadline - ps_transport_now_ms();
+	int64_t left = ps->deadline - ps_transport_now_ms();
 	int tmo = left < RESOLVE_MS ? (int)(left > 1 ? left : 1) : RESOLVE_MS;
-	if (rdma_resolve_addr(c->id, NULL, (struct sockaddr *)sa, tmo) != 0) {
-		PS_ERROR("rdma: rdma_resolve_addr(%s): %s", endpoint,
+	if (rdma_resolve_addr(c->id, NULL, (struct sockaddr *)&ps->sa, tmo) !=
+	    0) {
+		PS_ERROR("rdma: rdma_resolve_addr(%s): %s", ps->endpoint,
 		         strerror(errno));
 		psi_rdma_conn_destroy(rt, c);
 		return PS_EINVAL;
 	}
 	psi_rdma_efd_signal(rt->ctl_fd);
-	while (c->state == C_RESOLVING && ps_transport_now_ms() < deadline && !rt->quit)
-		cv_wait_until(rt, deadline);
+	ps->attempt = c;
+	return PS_OK;
+}
+
+/* Ends ps's attempt in flight (mu held), up or not: PS_OK (the
+ * connection is ps's now), PS_ECONNREFUSED (rejected or unreachable:
+ * retry), PS_ETIMEDOUT (not through yet, or failed on its way: retry),
+ * or another error. */
+static int attempt_end(rdma_transport *rt, uint32_t peer)
+{
+	peer_slot *ps = &rt->peers[peer];
+	conn *c = ps->attempt;
+	int rc;
+
+	ps->attempt = NULL;
 	c->connecting = false;
 	if (c->state == C_UP) {
-		*c_p = c;
+		conn *old = ps->c;
+		if (old)
+			old->peer = -1; /* dead: swept */
+		ps->c = c;
+		c->peer = (int32_t)peer;
+		PS_DEBUG("rdma: connected to %s (peer %u, node %" PRIx64 ")",
+		         ps->endpoint, peer, c->peer_id);
 		return PS_OK;
 	}
 	if (c->state == C_RESOLVING) {
@@ -486,17 +503,26 @@ static int try_connect(rdma_transport *rt, const char *endpoint,
 	return rc;
 }
 
-static int rdma_connect_(ps_transport *t, const char *endpoint, int timeout_ms,
-                         ps_peer *peer_p)
+/* Connecting to ps failed for good (logged), its attempt ended: a
+ * handle made for it goes when it is the last one, else stays, closed
+ * (sends fail PS_ECLOSED); a reused one keeps its dead connection. */
+static void connect_failed(rdma_transport *rt, uint32_t peer)
+{
+	peer_slot *ps = &rt->peers[peer];
+
+	ps->pending = false;
+	if (ps->fresh && peer + 1 == rt->npeers)
+		rt->npeers--;
+}
+
+static int rdma_connect_start_(ps_transport *t, const char *endpoint,
+                               int timeout_ms, ps_peer *peer_p)
 {
 	rdma_transport *rt = rt_of(t);
 	char host[ENDPOINT_MAX];
 	int port, rc;
 	struct sockaddr_in sa;
 	int wait_ms = timeout_ms >= 0 ? timeout_ms : rt->opts.connect_timeout_ms;
-	int64_t deadline = ps_transport_now_ms() + wait_ms;
-	bool refused = false;
-	int64_t backoff = 10;
 
 	if (parse_endpoint(endpoint, host, sizeof(host), &port) != PS_OK) {
 		PS_ERROR("rdma: bad endpoint \"%s\" (want rdma://host:port)",
@@ -521,7 +547,7 @@ static int rdma_connect_(ps_transport *t, const char *endpoint, int timeout_ms,
 		conn *c = ps->c;
 		if (ps->closed || strcmp(ps->endpoint, endpoint) != 0)
 			continue;
-		if (c && c->state == C_UP) {
+		if (ps->pending || (c && c->state == C_UP)) {
 			*peer_p = i;
 			pthread_mutex_unlock(&rt->mu);
 			return PS_OK;
@@ -542,50 +568,121 @@ static int rdma_connect_(ps_transport *t, const char *endpoint, int timeout_ms,
 			goto unlock;
 	}
 
-	for (;;) {
-		conn *c = NULL;
-		rc = try_connect(rt, endpoint, &sa, deadline, &c);
-		if (rc == PS_OK) {
-			if (reuse != UINT32_MAX) {
-				conn *old = rt->peers[reuse].c;
-				if (old)
-					old->peer = -1; /* dead: swept */
-				rt->peers[reuse].c = c;
-				*peer_p = reuse;
-			} else {
-				peer_slot *ps = &rt->peers[rt->npeers];
-				ps->c = c;
-				ps->closed = false;
-				snprintf(ps->endpoint, sizeof(ps->endpoint),
-				         "%s", endpoint);
-				*peer_p = rt->npeers++;
-			}
-			c->peer = (int32_t)*peer_p;
-			PS_DEBUG("rdma: connected to %s (peer %u, node %" PRIx64
-			         ")",
-			         endpoint, *peer_p, c->peer_id);
-			break;
-		}
-		if (rc == PS_ECONNREFUSED)
-			refused = true;
-		if (rc != PS_ECONNREFUSED && rc != PS_ETIMEDOUT)
-			goto unlock; /* logged */
-		if (ps_transport_now_ms() + backoff >= deadline || rt->quit) {
-			rc = refused ? PS_ECONNREFUSED : PS_ETIMEDOUT;
-			PS_ERROR("rdma: cannot connect to %s: %s (retried for "
-			         "%d ms)",
-			         endpoint,
-			         refused ? "connection refused" : "timed out",
-			         wait_ms);
-			break;
-		}
-		int64_t until = ps_transport_now_ms() + backoff;
-		while (ps_transport_now_ms() < until)
-			cv_wait_until(rt, until);
-		backoff = backoff * 2 > 500 ? 500 : backoff * 2;
+	uint32_t peer = reuse != UINT32_MAX ? reuse : rt->npeers++;
+	peer_slot *ps = &rt->peers[peer];
+	if (reuse == UINT32_MAX) {
+		*ps = (peer_slot){.fresh = true};
+		snprintf(ps->endpoint, sizeof(ps->endpoint), "%s", endpoint);
 	}
+	ps->pending = true;
+	ps->refused = false;
+	ps->attempt = NULL;
+	ps->sa = sa;
+	ps->deadline = ps_transport_now_ms() + wait_ms;
+	ps->retry_at = 0;
+	ps->backoff = 10;
+	ps->timeout_ms = wait_ms;
+	rc = attempt_start(rt, ps);
+	if (rc != PS_OK)
+		connect_failed(rt, peer);
+	else
+		*peer_p = peer;
 unlock:
 	pthread_mutex_unlock(&rt->mu);
+	return rc;
+}
+
+/* Attempts, each waited for until it is up or has failed, then the
+ * next after a backoff (10 ms, doubling to 500 ms), until the deadline;
+ * see DESIGN in docs/rdma.md, "Connections". */
+static int rdma_connect_wait_(ps_transport *t, ps_peer peer, int wait_ms)
+{
+	rdma_transport *rt = rt_of(t);
+	int rc;
+
+	pthread_mutex_lock(&rt->mu);
+	if (peer >= rt->npeers) {
+		pthread_mutex_unlock(&rt->mu);
+		PS_ERROR("rdma: connect_wait on unknown peer %u", peer);
+		return PS_EINVAL;
+	}
+	peer_slot *ps = &rt->peers[peer];
+	if (!ps->pending) {
+		rc = !ps->closed && ps->c && ps->c->state == C_UP ? PS_OK
+		                                                   : PS_ECLOSED;
+		pthread_mutex_unlock(&rt->mu);
+		return rc;
+	}
+	int64_t until = ps->deadline;
+	if (wait_ms >= 0 && ps_transport_now_ms() + wait_ms < until)
+		until = ps_transport_now_ms() + wait_ms;
+	for (;;) {
+		conn *c = ps->attempt;
+		if (c) {
+			while (c->state == C_RESOLVING &&
+			       ps_transport_now_ms() < until && !rt->quit)
+				cv_wait_until(rt, until);
+			if (c->state == C_RESOLVING && !rt->quit &&
+			    ps_transport_now_ms() < ps->deadline) {
+				rc = PS_EAGAIN; /* in flight */
+				break;
+			}
+			rc = attempt_end(rt, peer);
+			if (rc == PS_OK) {
+				ps->pending = false;
+				break;
+			}
+			if (rc == PS_ECONNREFUSED)
+				ps->refused = true;
+			if (rc != PS_ECONNREFUSED && rc != PS_ETIMEDOUT) {
+				connect_failed(rt, peer); /* logged */
+				break;
+			}
+			if (ps_transport_now_ms() + ps->backoff >=
+			        ps->deadline ||
+			    rt->quit) {
+				rc = ps->refused ? PS_ECONNREFUSED
+				                 : PS_ETIMEDOUT;
+				PS_ERROR("rdma: cannot connect to %s: %s "
+				         "(retried for %d ms)",
+				         ps->endpoint,
+				         ps->refused ? "connection refused"
+				                     : "timed out",
+				         ps->timeout_ms);
+				connect_failed(rt, peer);
+				break;
+			}
+			ps->retry_at = ps_transport_now_ms() + ps->backoff;
+			ps->backoff = ps->backoff * 2 > 500 ? 500
+			                                    : ps->backoff * 2;
+		}
+		int64_t next = ps->retry_at < until ? ps->retry_at : until;
+		while (ps_transport_now_ms() < next)
+			cv_wait_until(rt, next);
+		if (ps_transport_now_ms() < ps->retry_at) {
+			rc = PS_EAGAIN; /* backing off */
+			break;
+		}
+		rc = attempt_start(rt, ps);
+		if (rc != PS_OK) {
+			connect_failed(rt, peer); /* logged */
+			break;
+		}
+	}
+	pthread_mutex_unlock(&rt->mu);
+	return rc;
+}
+
+static int rdma_connect_(ps_transport *t, const char *endpoint, int timeout_ms,
+                         ps_peer *peer_p)
+{
+	ps_peer peer;
+	int rc = rdma_connect_start_(t, endpoint, timeout_ms, &peer);
+
+	if (rc == PS_OK)
+		rc = rdma_connect_wait_(t, peer, -1);
+	if (rc == PS_OK)
+		*peer_p = peer;
 	return rc;
 }
 
@@ -906,6 +1003,12 @@ static int rdma_disconnect_(ps_transport *t, ps_peer peer)
 		return PS_EINVAL;
 	}
 	peer_slot *ps = &rt->peers[peer];
+	if (ps->pending) { /* still connecting: the attempt ends here (one
+			    * that came up is ps's, and closed below) */
+		if (ps->attempt)
+			(void)attempt_end(rt, peer);
+		ps->pending = false;
+	}
 	conn *c = ps->c;
 	if (!ps->closed) {
 		int linger = rt->opts.send_timeout_ms;
@@ -1160,6 +1263,8 @@ const ps_transport_ops psi_rdma_ops = {
     .create = rdma_create_transport,
     .listen = rdma_listen_,
     .connect = rdma_connect_,
+    .connect_start = rdma_connect_start_,
+    .connect_wait = rdma_connect_wait_,
     .send = rdma_send_,
     .send_mem = rdma_send_mem_,
     .recv = rdma_recv_,

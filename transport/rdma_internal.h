@@ -256,6 +256,17 @@ typedef struct peer_slot {
 	conn *c; /* NULL once the dead connection was freed */
 	bool closed;
 	char endpoint[ENDPOINT_MAX];
+	/* connecting, from connect_start until connect_wait saw the end
+	 * (docs/rdma.md, "Connections"): attempts until the deadline */
+	bool pending;
+	bool fresh;        /* the handle was made for it */
+	bool refused;      /* an attempt was rejected or unreachable */
+	conn *attempt;     /* in flight; NULL between attempts */
+	struct sockaddr_in sa;
+	int64_t deadline;  /* when connecting fails */
+	int64_t retry_at;  /* the next attempt, between attempts */
+	int64_t backoff;
+	int timeout_ms;    /* the deadline's length, for messages */
 } peer_slot;
 
 struct rdma_transport {
