@@ -933,9 +933,17 @@ static int rdma_recv_(ps_transport *t, int timeout_ms, ps_msg **msg_p)
 			if (m->from) {
 				/* its connection's budget has room again */
 				m->from->rx_bytes -= m->charged;
-				if (m->from->nheld)
-					psi_rdma_efd_signal(rt->ctl_fd);
 				m->from = NULL;
+			}
+			if (m->node) {
+				/* and the node's: any held connection may go on */
+				rt->rx_total -= m->charged;
+				m->node = NULL;
+				for (conn *c = rt->conns; c; c = c->next)
+					if (c->nheld) {
+						psi_rdma_efd_signal(rt->ctl_fd);
+						break;
+					}
 			}
 		}
 		bool dead = rt->dev_dead;

@@ -183,8 +183,10 @@ struct rmsg {
 	uint32_t rd_wrs;       /* READs posted, not completed */
 	struct ibv_mr *rd_mr;  /* heap payload registered for its READ */
 	lbuf *lb;              /* or a lent pool buffer */
-	/* charged to from->rx_bytes until recv takes it (recv_budget) */
+	/* charged to from->rx_bytes until recv takes it (recv_budget), and
+	 * to node->rx_total (node_budget); node is NULL once uncharged */
 	conn *from;
+	rdma_transport *node;
 	uint64_t charged;
 };
 
@@ -298,6 +300,9 @@ struct rdma_transport {
 	peer_slot *peers; /* outbound connections by ps_peer */
 	uint32_t npeers, cap_peers;
 	rmsg *rq_head, *rq_tail; /* completed, for recv */
+	/* the bytes of every connection's messages charged to the node
+	 * until recv takes them (node_budget) */
+	uint64_t rx_total;
 	lpool *pool;
 	uint8_t rd_atom; /* READs in flight per QP (device limits) */
 	/* the device: async events (all transports on one context see each

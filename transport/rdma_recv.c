@@ -22,6 +22,8 @@ void psi_rdma_rmsg_free(rmsg *m)
 {
 	if (!m)
 		return;
+	if (m->node) /* never taken by recv (its connection ended) */
+		m->node->rx_total -= m->charged;
 	free(m->hdr);
 	if (m->rd_mr)
 		ibv_dereg_mr(m->rd_mr);
@@ -115,25 +117,43 @@ static uint64_t recv_budget(const rdma_transport *rt)
 	return b ? b : 2 * psi_rdma_max_payload(rt);
 }
 
+/* What all connections' messages together may hold of this node before
+ * recv takes them (transport.h, rdma_node_recv_bytes). */
+static uint64_t node_budget(const rdma_transport *rt)
+{
+	uint64_t b = rt->opts.rdma_node_recv_bytes;
+	return b ? b : 8 * recv_budget(rt);
+}
+
+/* Whether `len` more bytes pass a budget of which `held` is taken: a
+ * first message always does, whatever its size. */
+static bool fits(uint64_t held, uint64_t len, uint64_t budget)
+{
+	return !held || (len <= budget && held <= budget - len);
+}
+
 /* f starts a message (an RTS, or a DATA frame with none partly here)
- * that c's budget cannot take now: c's frames wait from f on. A message
- * is always taken when c holds none, so one of any size passes. */
+ * that c's budget, or the node's, cannot take now: c's frames wait from
+ * f on. A message is always taken when c holds none and the node holds
+ * none, so one of any size passes. */
 static bool over_budget(const rdma_transport *rt, const conn *c,
                         const frame *f)
 {
 	bool starts = f->type == FRAME_RTS ||
 	              (f->type == FRAME_DATA && !c->partial);
 	uint64_t len = (uint64_t)f->hdr_len + f->payload_len;
-	return starts && c->rx_bytes &&
-	       (len > recv_budget(rt) || c->rx_bytes > recv_budget(rt) - len);
+	return starts && (!fits(c->rx_bytes, len, recv_budget(rt)) ||
+	                  !fits(rt->rx_total, len, node_budget(rt)));
 }
 
 /* m (of f) is c's until recv takes it. */
 static void charge(conn *c, rmsg *m, const frame *f)
 {
 	m->from = c;
+	m->node = c->rt;
 	m->charged = (uint64_t)f->hdr_len + f->payload_len;
 	c->rx_bytes += m->charged;
+	c->rt->rx_total += m->charged;
 }
 
 /* An RTS frame: the message's header is here, its payload is READ from

@@ -178,6 +178,10 @@ typedef struct ps_transport_opts {
 	 * always taken whatever its size (within max_message). 0 = twice
 	 * the largest message (max_message, else the backend's limit) */
 	uint64_t rdma_peer_recv_bytes;
+	/* rdma: the same for all connections together: past it every
+	 * connection's further messages wait (one message is always taken
+	 * when the node holds none). 0 = 8 times the per-connection budget */
+	uint64_t rdma_node_recv_bytes;
 } ps_transport_opts;
 
 /* A received message. Owned by the caller of recv; free with

@@ -1492,6 +1492,73 @@ static void test_recv_budget(void **state)
 	assert_int_equal(atomic_load(&smalls.calls), (int)n / 2);
 }
 
+/* rdma_node_recv_bytes: what two connections' messages together hold of
+ * the receiver before recv takes them stays within the node's budget,
+ * though each connection's own budget would take more; then everything
+ * comes, each connection's messages in order. */
+static void test_node_recv_budget(void **state)
+{
+	const size_t big = (size_t)1 << 20;
+	const uint32_t n = 4; /* per sender */
+	char ep[EP_CAP];
+	counter bigs = {0};
+	(void)state;
+
+	if (strcmp(backend, "rdma") != 0) {
+		print_message("node recv budget: rdma's\n");
+		skip();
+	}
+	ps_transport_opts o = {
+	    .id = 0x92,
+	    .send_timeout_ms = PATIENCE_MS,
+	    .connect_timeout_ms = PATIENCE_MS,
+	    .io_threads = 1,
+	    .rdma_gid_index = rdma_gid_index,
+	    /* each connection could hold all its 4; the node takes 3 */
+	    .rdma_peer_recv_bytes = 8 * big,
+	    .rdma_node_recv_bytes = 3 * big + 64,
+	};
+	ps_transport *r = NULL;
+	assert_ps(ps_transport_create(backend, &o, &r), PS_OK);
+	assert_ps(ps_transport_listen(r, host, 0, NULL, ep, EP_CAP), PS_OK);
+	ps_transport *s[2] = {make(0x93, PATIENCE_MS, PATIENCE_MS),
+	                      make(0x94, PATIENCE_MS, PATIENCE_MS)};
+	ps_peer p[2] = {connect_to(s[0], ep), connect_to(s[1], ep)};
+
+	for (uint32_t i = 0; i < 2 * n; i++) {
+		unsigned char *b = malloc(big);
+		assert_non_null(b);
+		fill(b, big, i);
+		assert_ps(ps_transport_send(s[i % 2], p[i % 2], &i, sizeof(i), b,
+		                            big, count_and_free, &bigs),
+		          PS_OK);
+	}
+	/* three are READ, from either sender; the fourth waits unread */
+	assert_int_equal(wait_calls(&bigs, 3), 3);
+	assert_int_equal(wait_calls_ms(&bigs, 4, 500), 3);
+
+	uint32_t next[2] = {0, 1}; /* each sender's next sequence number */
+	for (uint32_t k = 0; k < 2 * n; k++) {
+		ps_msg *m = recv_one(r);
+		uint32_t seq;
+		assert_int_equal(m->hdr_len, sizeof(seq));
+		memcpy(&seq, m->hdr, sizeof(seq));
+		assert_int_equal(seq, next[seq % 2]);
+		next[seq % 2] += 2;
+		assert_int_equal(m->payload_len, big);
+		if (!check(m->payload, big, seq))
+			fail_msg("message %u changed", seq);
+		ps_msg_free(&m);
+		/* never more read than taken plus what the node's budget
+		 * holds */
+		assert_true(atomic_load(&bigs.calls) <= (int)k + 1 + 3);
+	}
+	assert_int_equal(wait_calls(&bigs, 2 * (int)n), 2 * (int)n);
+	ps_transport_destroy(&s[0], 0);
+	ps_transport_destroy(&s[1], 0);
+	ps_transport_destroy(&r, 0);
+}
+
 /* ---- main --------------------------------------------------------------- */
 
 int main(int argc, char **argv)
@@ -1506,6 +1573,7 @@ int main(int argc, char **argv)
 	    T(test_stop_then_free), T(test_large_registered),
 	    T(test_hold_many),   T(test_stop_pending), T(test_reconnect),
 	    T(test_garbage),     T(test_secret),      T(test_recv_budget),
+	    T(test_node_recv_budget),
 #undef T
 	};
 	ps_transport_opts o = {.id = 1,
