@@ -46,7 +46,11 @@ def main():
         it += 1
     c.finish(it)
     c.close()
-    print("exact: worker %d of %d: %d values checked, %d wrong" % (rank, workers, checked, wrong))
+    # one write for the whole line: workers share the launcher's stdout,
+    # and an unbuffered print() writes the text and its newline apart
+    sys.stdout.write("exact: worker %d of %d: %d values checked, %d wrong\n"
+                     % (rank, workers, checked, wrong))
+    sys.stdout.flush()
     return 0 if wrong == 0 and checked > 0 else 1
 
 

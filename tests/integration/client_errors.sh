@@ -82,7 +82,9 @@ c.finish(it)
 fails("a push after the finish", lambda: c.push(t, g, it),
       "ps_client_push: the job has shut down")
 c.close()
-print("py_errors: rank ok")
+# one write for the line (both workers share stdout; under
+# PYTHONUNBUFFERED print() writes the text and its newline apart)
+sys.stdout.write("py_errors: rank ok\n")
 PY
 python_worker $py "$WORK/py_errors.py"
 launch py 120 --worker "$WORK/worker" --set train.iterations=2 ||
