@@ -45,8 +45,7 @@ int ps_ckpt_take_is_at(const ps_ckpt_take *t, uint32_t k, uint64_t it)
 	return 1;
 }
 
-/* The furthest iteration any part of partition k has reached. */
-static uint64_t highest(const ps_ckpt_take *t, uint32_t k)
+uint64_t ps_ckpt_take_highest(const ps_ckpt_take *t, uint32_t k)
 {
 	const ps_sproto_part *p = ps_sproto_part_at(t->sh, k);
 	uint64_t h = t->async ? 0 : p->version;
@@ -62,8 +61,8 @@ uint64_t ps_ckpt_take_top(const ps_ckpt_take *t)
 	uint64_t top = 0;
 
 	for (uint32_t k = 0; k < t->nparts; k++)
-		if (highest(t, k) > top)
-			top = highest(t, k);
+		if (ps_ckpt_take_highest(t, k) > top)
+			top = ps_ckpt_take_highest(t, k);
 	return top;
 }
 

@@ -88,6 +88,11 @@ typedef enum {
 /* The job resumed from the checkpoint of `it`: it is not taken again. */
 void ps_ckpt_take_resumed(ps_ckpt_take *t, uint64_t it);
 
+/* The furthest iteration local partition k has reached: sync, its
+ * version; async, its furthest worker's (its version counts every
+ * worker's updates). */
+uint64_t ps_ckpt_take_highest(const ps_ckpt_take *t, uint32_t k);
+
 /* The furthest iteration any partition has reached. */
 uint64_t ps_ckpt_take_top(const ps_ckpt_take *t);
 

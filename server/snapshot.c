@@ -487,16 +487,9 @@ static int step(server *s, uint64_t it, int requested)
 int ps_snapshot_on_update(server *s, shard_part *p)
 {
 	uint32_t k = (uint32_t)(p - s->parts);
-	const ps_sproto_part *sp = ps_sproto_part_at(s->shard, k);
-	/* the furthest iteration p has reached: sync, its version; async,
-	 * the furthest worker's (its version counts every worker's
-	 * updates) */
-	uint64_t h = async(s) ? 0 : sp->version;
+	uint64_t h = ps_ckpt_take_highest(&s->snap.m, k);
 	int rc;
 
-	for (uint32_t w = 0; async(s) && w < s->workers; w++)
-		if (sp->next_it[w] > h)
-			h = sp->next_it[w];
 	if (h > s->node.progress)
 		s->node.progress = h;
 	/* async: due once a first worker has pushed iteration V - 1 */

@@ -111,15 +111,24 @@ int ps_transport_listen(ps_transport *t, const char *host, int port,
 	return t->ops->listen(t, host, port, advertise_host, endpoint, cap);
 }
 
-int ps_transport_connect_within(ps_transport *t, const char *endpoint,
-				int timeout_ms, ps_peer *peer_p)
+/* What every connect checks first: PS_OK, PS_EINVAL or PS_ECLOSED. */
+static int connect_args(const ps_transport *t, const char *endpoint,
+			const ps_peer *peer_p)
 {
 	if (!t || !t->ops || !endpoint || !peer_p) {
 		PS_ERROR("transport: connect: missing argument");
 		return PS_EINVAL;
 	}
-	if (t->stopped)
-		return PS_ECLOSED;
+	return t->stopped ? PS_ECLOSED : PS_OK;
+}
+
+int ps_transport_connect_within(ps_transport *t, const char *endpoint,
+				int timeout_ms, ps_peer *peer_p)
+{
+	int rc = connect_args(t, endpoint, peer_p);
+
+	if (rc != PS_OK)
+		return rc;
 	if (!t->ops->connect)
 		return PS_ENOTSUP;
 	return t->ops->connect(t, endpoint, timeout_ms, peer_p);
@@ -133,12 +142,10 @@ int ps_transport_connect(ps_transport *t, const char *endpoint, ps_peer *peer_p)
 int ps_transport_connect_start(ps_transport *t, const char *endpoint,
 			       int timeout_ms, ps_peer *peer_p)
 {
-	if (!t || !t->ops || !endpoint || !peer_p) {
-		PS_ERROR("transport: connect: missing argument");
-		return PS_EINVAL;
-	}
-	if (t->stopped)
-		return PS_ECLOSED;
+	int rc = connect_args(t, endpoint, peer_p);
+
+	if (rc != PS_OK)
+		return rc;
 	if (!t->ops->connect_start || !t->ops->connect_wait)
 		return ps_transport_connect_within(t, endpoint, timeout_ms,
 						   peer_p);
