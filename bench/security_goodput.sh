@@ -8,8 +8,10 @@
 # mode and the median and range of the rounds' ratios secret / none and
 # curve / none. Defaults: sizes 256K,1M,4M; layouts 1x1,2x2.
 # MODES (environment, default "none secret curve") picks the modes, each
-# optionally with its transport.io_threads as MODE:N (e.g. MODES="none
-# secret curve curve:4"); ratios are to the first.
+# optionally with its transport.io_threads and
+# transport.connections_per_peer as MODE:THREADS[:CONNECTIONS] (e.g.
+# MODES="none secret curve:1:1 curve"; an empty field keeps the
+# default); ratios are to the first.
 set -euo pipefail
 build=$(cd "${1:?usage: bench/security_goodput.sh BUILD_DIR [SIZES] [LAYOUTS] [ROUNDS]}" && pwd)
 sizes=${2:-256K,1M,4M}
@@ -26,7 +28,9 @@ for ((r = 1; r <= rounds; r++)); do
 		case $m in none | secret | curve) ;; *) echo "security_goodput: no mode '$m' (none, secret, curve)" >&2; exit 2 ;; esac
 		extra=(--set "security.mode=$m")
 		[ $m = curve ] && extra+=(--set "security.keys_dir=$work/keys")
-		[ "$mode" != "$m" ] && extra+=(--set "transport.io_threads=${mode#*:}")
+		IFS=: read -r _ threads conns <<<"$mode"
+		[ -n "$threads" ] && extra+=(--set "transport.io_threads=$threads")
+		[ -n "$conns" ] && extra+=(--set "transport.connections_per_peer=$conns")
 		ORDO_JOB_SECRET=$secret "$build/bench/bench_goodput" --sizes "$sizes" \
 			--layouts "$layouts" --bytes 256M --rounds 1 "${extra[@]}" \
 			>"$work/$mode-$r.md"

@@ -289,7 +289,14 @@ static const option options[] = {
         "shorter (a process never stops its heartbeats longer)."),
     INT(transport, io_threads, "1", 1, 64,
         "I/O threads per process for the transport (ZeroMQ context "
-        "threads)."),
+        "threads); at least connections_per_peer are run."),
+    INT(transport, connections_per_peer, "0", 0, PS_TCP_CONNECTIONS_MAX,
+        "tcp: TCP connections from a process to each peer it sends to, "
+        "each on an I/O thread of its own; a partition's messages always "
+        "take the same one (they stay in order), the partitions are "
+        "spread over them. More than one lets CURVE's cipher (and "
+        "ZeroMQ's framing) of one peer pair's traffic run on as many "
+        "cores. 0: 4 under security.mode = curve, else 1."),
     STRING(transport, rdma_device, "",
            "rdma: the RDMA device (e.g. mlx5_0, rxe0); empty means the "
            "device whose RoCE v2 GID carries this node's address "

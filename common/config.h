@@ -53,6 +53,10 @@ typedef enum {
 /* A size chosen when the job starts ("auto": scheduling.partition_size
  * and the credit sizes; sim/auto_sizes.h), never sent or used as bytes. */
 #define PS_SIZE_AUTO UINT64_MAX
+/* transport.connections_per_peer's largest value */
+#define PS_TCP_CONNECTIONS_MAX 16
+/* its value where it is 0 and security.mode = curve */
+#define PS_TCP_CURVE_CONNECTIONS 4
 /* The largest partition auto chooses: what every node accepts as one
  * frame without knowing the choice (ps_config_max_message). */
 #define PS_AUTO_PARTITION_MAX ((uint64_t)64 << 20)
@@ -114,6 +118,7 @@ struct ps_config {
 		int type; /* ps_transport_type */
 		int send_timeout_ms;
 		int io_threads;
+		int connections_per_peer; /* 0: auto */
 		char rdma_device[PS_CFG_STR]; /* "" = automatic */
 		int rdma_gid_index;           /* -1 = automatic */
 		int rdma_poll;                /* ps_rdma_poll */

@@ -64,6 +64,26 @@ void psi_note_drop_from(uint64_t count, const char *what, uint64_t src,
 			(unsigned long long)count);
 }
 
+/* The transport flow of a message (ps_transport_send_flow): a
+ * partition's messages keep their order (the protocol machines need it:
+ * a partition's pieces, its INIT before its pushes); the order between
+ * partitions, and between them and the rest, is not needed (the
+ * deterministic simulation, tests/dst, delivers them so). */
+static uint32_t flow_of(const ps_wire_header *h)
+{
+	switch (h->type) {
+	case PS_MSG_INIT:
+	case PS_MSG_PUSH:
+	case PS_MSG_PUSH_ACK:
+	case PS_MSG_PARAMS:
+	case PS_MSG_PULL:
+	case PS_MSG_PARAMS_ACK:
+		return h->partition + 1;
+	default:
+		return 0;
+	}
+}
+
 static int send_to_peer(ps_node *n, ps_peer peer, ps_wire_header *h,
 			void *payload, size_t payload_len, ps_free_fn *free_fn,
 			void *hint)
@@ -79,8 +99,8 @@ static int send_to_peer(ps_node *n, ps_peer peer, ps_wire_header *h,
 	rc = ps_wire_header_encode(h, buf, sizeof(buf), &len);
 	if (rc != PS_OK)
 		return rc;
-	return ps_transport_send(n->transport, peer, buf, len, payload,
-				 payload_len, free_fn, hint);
+	return ps_transport_send_flow(n->transport, peer, flow_of(h), buf, len,
+				      payload, payload_len, free_fn, hint);
 }
 
 /* A send of `what` to node `to` failed with rc (timed out: not connected;
@@ -451,6 +471,19 @@ static void raise_fd_limit(void)
 			 (unsigned long long)rl.rlim_max);
 }
 
+_Static_assert(PS_TCP_CONNECTIONS_MAX <= PS_TCP_LANES_MAX,
+	       "transport.connections_per_peer allows more than tcp has");
+
+/* transport.connections_per_peer, 0 resolved (see its help) */
+static int connections_per_peer(const ps_config *cfg)
+{
+	if (cfg->transport.connections_per_peer > 0)
+		return cfg->transport.connections_per_peer;
+	return cfg->security.mode == PS_SECURITY_CURVE
+		       ? PS_TCP_CURVE_CONNECTIONS
+		       : 1;
+}
+
 int ps_job_transport_create(const ps_config *cfg, uint64_t *id_p,
 			    ps_transport **t_p)
 {
@@ -461,6 +494,7 @@ int ps_job_transport_create(const ps_config *cfg, uint64_t *id_p,
 		.send_timeout_ms = ps_send_timeout_ms(cfg),
 		.connect_timeout_ms = cfg->cluster.connect_timeout_ms,
 		.io_threads = cfg->transport.io_threads,
+		.connections_per_peer = connections_per_peer(cfg),
 		.handshake_timeout_ms = cfg->transport.handshake_timeout_ms,
 		.max_message = ps_config_max_message(cfg),
 		.rdma_gid_index = cfg->transport.rdma_gid_index,

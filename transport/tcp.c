@@ -4,14 +4,28 @@
  * DESIGN. One ZeroMQ context per transport. A node that listens owns one
  * ROUTER socket bound to tcp://host:port; every message it receives starts
  * with the sender's routing id. Each peer it sends to gets one DEALER socket
- * whose routing id is the 8-byte opts.id (little-endian), so the receiving
- * ROUTER's identity frame is the sender's id (msg->src). On the wire a
- * message is, as the ROUTER sees it:
+ * per lane (opts.connections_per_peer, default 1), each its own TCP
+ * connection; lane 0's routing id is the 8-byte opts.id (little-endian),
+ * lane l > 0's the same followed by the byte l, so the receiving ROUTER's
+ * identity frame is the sender's id (msg->src) whichever lane it came by.
+ * On the wire a message is, as the ROUTER sees it:
  *
- *     [identity: 8 bytes] [header] [payload]     (payload frame optional)
+ *     [identity: 8 or 9 bytes] [header] [payload]   (payload frame optional)
  *
  * Anything else (other identity sizes, more frames) is dropped with a
  * warning; a malformed sender never crashes or confuses a receiver.
+ *
+ * Lanes. A peer connected with connect_start() gets opts.connections_per_peer
+ * lanes (a job's workers and servers, whose partitions spread over them);
+ * one connected with connect() gets one (the scheduler and the tuner,
+ * whose messages are all of one flow). send_flow() sends on lane
+ * flow % lanes: one flow's messages keep
+ * their order (one connection), different flows' may overtake each other.
+ * ZeroMQ gives each connection to one of its I/O threads (the least
+ * loaded), and that thread alone frames it and, under curve, ciphers
+ * every frame of it; so with one connection per peer pair CURVE's cipher
+ * runs on one core per direction, and with L lanes on up to L (the
+ * context gets at least L I/O threads).
  *
  * DEALER options: ZMQ_IMMEDIATE=1 (never queue for a peer that is not, or no
  * longer, connected: such a send blocks for send_timeout_ms and fails with
@@ -29,11 +43,12 @@
  * bounded by the credit window (scheduling.credit_size) or by one
  * iteration's partitions.
  *
- * connect_start() creates the peer's DEALER and its zmq_connect (ZeroMQ
- * connects in its I/O thread) and returns; connect_wait() watches the
- * DEALER with zmq_socket_monitor over an inproc PAIR socket for as long as
- * its caller allows: HANDSHAKE_SUCCEEDED is success; when the attempt's
- * deadline (connect_timeout_ms after its start) passes it fails with
+ * connect_start() creates the peer's DEALERs and their zmq_connect
+ * (ZeroMQ connects in its I/O threads) and returns; connect_wait() watches
+ * each DEALER with zmq_socket_monitor over an inproc PAIR socket for as
+ * long as its caller allows: HANDSHAKE_SUCCEEDED on every lane is
+ * success; when the attempt's deadline (connect_timeout_ms after its
+ * start) passes it fails with
  * PS_ECONNREFUSED if only refused attempts (CONNECT_RETRIED) were seen,
  * PS_EPROTO if the peer failed the handshake, PS_ETIMEDOUT otherwise. What
  * it saw is kept with the peer between calls. connect() is the two, waiting
@@ -109,12 +124,16 @@ void __tsan_release(void *addr);
 
 typedef struct tcp_peer {
 	char *endpoint; /* as given to connect */
-	void *sock;     /* DEALER; NULL once disconnected or failed */
+	/* one DEALER per lane (transport.connections_per_peer); lane[0]
+	 * NULL once disconnected or failed */
+	void *lane[PS_TCP_LANES_MAX];
+	uint32_t nlanes;
 	/* connecting (connect_start until connect_wait saw it end): */
-	void *mon;        /* the monitor PAIR; NULL once connected */
+	void *mon[PS_TCP_LANES_MAX]; /* each lane's monitor PAIR; NULL once
+	                              * that lane is connected */
 	int64_t deadline; /* when the attempt fails */
 	int timeout_ms;   /* its length, for messages */
-	bool retried, connected, proto; /* what the monitor told so far */
+	bool retried, connected, proto; /* what the monitors told so far */
 } tcp_peer;
 
 typedef struct tcp_transport {
@@ -126,6 +145,7 @@ typedef struct tcp_transport {
 	tcp_peer *peers;
 	uint32_t npeers;
 	uint32_t cap_peers;
+	uint32_t lanes; /* connections per peer, 1..PS_TCP_LANES_MAX */
 	unsigned monitor_seq;
 	ps_job_keys keys; /* security.mode = curve; keys.sec "" otherwise */
 	char secret[PS_SECRET_LEN + 1]; /* security.mode = secret, or "" */
@@ -228,8 +248,15 @@ static int tcp_create(const ps_transport_opts *opts, ps_transport **t_p)
 	tt->job = (psi_zap_job){.secret = tt->secret,
 				.token = tt->token,
 				.keys = tt->keys.sec[0] ? &tt->keys : NULL};
-	if (tt->opts.io_threads <= 0)
-		tt->opts.io_threads = 1;
+	tt->lanes = opts->connections_per_peer <= 0
+	                ? 1
+	                : opts->connections_per_peer > PS_TCP_LANES_MAX
+	                      ? PS_TCP_LANES_MAX
+	                      : (uint32_t)opts->connections_per_peer;
+	/* a lane's frames are framed (and, with curve, ciphered) by the
+	 * I/O thread its connection is on: one thread per lane at least */
+	if (tt->opts.io_threads < (int)tt->lanes)
+		tt->opts.io_threads = (int)tt->lanes;
 	if (tt->opts.connect_timeout_ms <= 0)
 		tt->opts.connect_timeout_ms = DEFAULT_CONNECT_MS;
 	if (tt->opts.send_timeout_ms < 0)
@@ -415,14 +442,39 @@ static int grow_peers(tcp_transport *tt)
 	return PS_OK;
 }
 
-/* The monitor of a connecting peer is no longer needed. */
-static void end_monitor(tcp_peer *p)
+/* The monitor of one lane of a connecting peer is no longer needed. */
+static void end_lane_monitor(tcp_peer *p, uint32_t l)
 {
-	if (!p->mon)
+	if (!p->mon[l])
 		return;
-	zmq_socket_monitor(p->sock, NULL, 0);
-	close_socket(p->mon, 0);
-	p->mon = NULL;
+	zmq_socket_monitor(p->lane[l], NULL, 0);
+	close_socket(p->mon[l], 0);
+	p->mon[l] = NULL;
+}
+
+static void end_monitors(tcp_peer *p)
+{
+	for (uint32_t l = 0; l < p->nlanes; l++)
+		end_lane_monitor(p, l);
+}
+
+/* Whether any lane of a peer is still connecting. */
+static bool connecting(const tcp_peer *p)
+{
+	for (uint32_t l = 0; l < p->nlanes; l++)
+		if (p->mon[l])
+			return true;
+	return false;
+}
+
+/* Closes every lane of a peer (its monitors first). */
+static void close_lanes(tcp_peer *p, int linger_ms)
+{
+	end_monitors(p);
+	for (uint32_t l = 0; l < p->nlanes; l++) {
+		close_socket(p->lane[l], linger_ms);
+		p->lane[l] = NULL;
+	}
 }
 
 /* A connection attempt failed (logged): its sockets go, and the handle
@@ -432,54 +484,35 @@ static void fail_peer(tcp_transport *tt, ps_peer peer)
 {
 	tcp_peer *p = &tt->peers[peer];
 
-	end_monitor(p);
-	close_socket(p->sock, 0);
-	p->sock = NULL;
+	close_lanes(p, 0);
 	if (peer + 1 == tt->npeers) {
 		free(p->endpoint);
 		tt->npeers--;
 	}
 }
 
-static int tcp_connect_start(ps_transport *t, const char *endpoint,
-			     int timeout_ms, ps_peer *peer_p)
+/* One lane's DEALER to endpoint, its options set, watched by a monitor
+ * PAIR, connecting (ZeroMQ connects in its I/O thread). Lane 0's routing
+ * id is the node's 8-byte id; lane l > 0 adds a ninth byte, l, so that
+ * the peer's ROUTER keeps the lanes apart (read_message). */
+static int open_lane(tcp_transport *tt, const char *endpoint, uint32_t l,
+		     void **dealer_p, void **mon_p)
 {
-	tcp_transport *tt = tcp_of(t);
-	unsigned char id[ID_LEN];
+	unsigned char id[ID_LEN + 1];
+	size_t id_len = ID_LEN;
 	char mon_addr[64];
 	void *dealer, *mon = NULL;
 	int rc;
 
-	if (strncmp(endpoint, "tcp://", 6) != 0 ||
-	    strlen(endpoint) >= ENDPOINT_MAX) {
-		PS_ERROR("tcp: bad endpoint \"%s\" (want tcp://host:port)",
-		         endpoint);
-		return PS_EINVAL;
-	}
-	for (uint32_t i = 0; i < tt->npeers; i++) {
-		if (tt->peers[i].sock &&
-		    strcmp(tt->peers[i].endpoint, endpoint) == 0) {
-			*peer_p = i;
-			return PS_OK;
-		}
-	}
-	rc = grow_peers(tt);
-	if (rc != PS_OK)
-		return rc;
-	char *ep_copy = strdup(endpoint);
-	if (!ep_copy) {
-		PS_ERROR("tcp: out of memory connecting to %s", endpoint);
-		return PS_ENOMEM;
-	}
-
 	dealer = zmq_socket(tt->ctx, ZMQ_DEALER);
 	if (!dealer) {
 		PS_ERROR("tcp: zmq_socket(DEALER): %s", zmq_strerror(errno));
-		rc = PS_EIO;
-		goto free_ep;
+		return PS_EIO;
 	}
 	id_encode(tt->opts.id, id);
-	if (zmq_setsockopt(dealer, ZMQ_ROUTING_ID, id, sizeof(id)) != 0 ||
+	if (l > 0)
+		id[id_len++] = (unsigned char)l;
+	if (zmq_setsockopt(dealer, ZMQ_ROUTING_ID, id, id_len) != 0 ||
 	    set_max_message(tt, dealer) != 0 ||
 	    ((tt->secret[0] || tt->keys.sec[0]) &&
 	     psi_zap_client(dealer, &tt->job) != 0) ||
@@ -514,22 +547,14 @@ static int tcp_connect_start(ps_transport *t, const char *endpoint,
 		rc = PS_EIO;
 		goto close_mon;
 	}
-
 	if (zmq_connect(dealer, endpoint) != 0) {
 		PS_ERROR("tcp: bad endpoint \"%s\": %s", endpoint,
 		         zmq_strerror(errno));
 		rc = PS_EINVAL;
 		goto close_mon;
 	}
-	int timeout = timeout_ms >= 0 ? timeout_ms : tt->opts.connect_timeout_ms;
-	tt->peers[tt->npeers] = (tcp_peer){
-	    .endpoint = ep_copy,
-	    .sock = dealer,
-	    .mon = mon,
-	    .deadline = ps_transport_now_ms() + timeout,
-	    .timeout_ms = timeout,
-	};
-	*peer_p = tt->npeers++;
+	*dealer_p = dealer;
+	*mon_p = mon;
 	return PS_OK;
 
 close_mon:
@@ -537,9 +562,61 @@ close_mon:
 	close_socket(mon, 0);
 close_dealer:
 	close_socket(dealer, 0);
-free_ep:
-	free(ep_copy);
 	return rc;
+}
+
+/* Starts connecting `lanes` connections to endpoint (see DESIGN). */
+static int start_lanes(tcp_transport *tt, const char *endpoint,
+		       int timeout_ms, uint32_t lanes, ps_peer *peer_p)
+{
+	int rc;
+
+	if (strncmp(endpoint, "tcp://", 6) != 0 ||
+	    strlen(endpoint) >= ENDPOINT_MAX) {
+		PS_ERROR("tcp: bad endpoint \"%s\" (want tcp://host:port)",
+		         endpoint);
+		return PS_EINVAL;
+	}
+	for (uint32_t i = 0; i < tt->npeers; i++) {
+		if (tt->peers[i].lane[0] &&
+		    strcmp(tt->peers[i].endpoint, endpoint) == 0) {
+			*peer_p = i;
+			return PS_OK;
+		}
+	}
+	rc = grow_peers(tt);
+	if (rc != PS_OK)
+		return rc;
+	int timeout = timeout_ms >= 0 ? timeout_ms : tt->opts.connect_timeout_ms;
+	tcp_peer *p = &tt->peers[tt->npeers];
+	*p = (tcp_peer){
+	    .endpoint = strdup(endpoint),
+	    .nlanes = lanes,
+	    .deadline = ps_transport_now_ms() + timeout,
+	    .timeout_ms = timeout,
+	};
+	if (!p->endpoint) {
+		PS_ERROR("tcp: out of memory connecting to %s", endpoint);
+		return PS_ENOMEM;
+	}
+	for (uint32_t l = 0; l < p->nlanes; l++) {
+		rc = open_lane(tt, endpoint, l, &p->lane[l], &p->mon[l]);
+		if (rc != PS_OK) {
+			close_lanes(p, 0);
+			free(p->endpoint);
+			return rc;
+		}
+	}
+	*peer_p = tt->npeers++;
+	return PS_OK;
+}
+
+static int tcp_connect_start(ps_transport *t, const char *endpoint,
+			     int timeout_ms, ps_peer *peer_p)
+{
+	tcp_transport *tt = tcp_of(t);
+
+	return start_lanes(tt, endpoint, timeout_ms, tt->lanes, peer_p);
 }
 
 /* How a connection attempt ended at its deadline (see DESIGN), logged. */
@@ -567,7 +644,47 @@ static int attempt_failed(const tcp_transport *tt, const tcp_peer *p)
 	return PS_ETIMEDOUT;
 }
 
-/* Watches the DEALER's handshake for wait_ms at most; see DESIGN. */
+/* Reads what one lane's monitor says; PS_OK once it handshook, PS_EPROTO
+ * when the peer refused this node (logged, the peer failed), PS_EAGAIN
+ * otherwise (what it saw noted in p). */
+static int lane_event(tcp_transport *tt, ps_peer peer, uint32_t l)
+{
+	tcp_peer *p = &tt->peers[peer];
+
+	switch (read_monitor_event(p->mon[l])) {
+	case ZMQ_EVENT_HANDSHAKE_SUCCEEDED:
+		end_lane_monitor(p, l);
+		return PS_OK;
+	case ZMQ_EVENT_CONNECTED:
+		p->connected = true;
+		break;
+	case ZMQ_EVENT_CONNECT_RETRIED:
+		p->retried = true;
+		break;
+	case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
+		/* the peer's ZAP handler said no: retrying cannot help */
+		PS_ERROR("tcp: cannot connect to %s: the peer refused %s",
+		         p->endpoint,
+		         tt->secret[0]
+		             ? "this node's job secret (not this job's: "
+		               "ORDO_JOB_SECRET or security.keys_dir's "
+		               "job.secret?)"
+		             : "this node's CURVE key (security.keys_dir: not "
+		               "this job's key pair?)");
+		fail_peer(tt, peer);
+		return PS_EPROTO;
+	case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
+	case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
+		p->proto = true;
+		break;
+	default:
+		break;
+	}
+	return PS_EAGAIN;
+}
+
+/* Watches the lanes' handshakes for wait_ms at most; see DESIGN. The
+ * peer is connected once every lane is. */
 static int tcp_connect_wait(ps_transport *t, ps_peer peer, int wait_ms)
 {
 	tcp_transport *tt = tcp_of(t);
@@ -577,17 +694,23 @@ static int tcp_connect_wait(ps_transport *t, ps_peer peer, int wait_ms)
 		return PS_EINVAL;
 	}
 	tcp_peer *p = &tt->peers[peer];
-	if (!p->sock)
+	if (!p->lane[0])
 		return PS_ECLOSED;
-	if (!p->mon)
-		return PS_OK;
 	int64_t until = p->deadline;
 	if (wait_ms >= 0 && ps_transport_now_ms() + wait_ms < until)
 		until = ps_transport_now_ms() + wait_ms;
-	for (;;) {
+	while (connecting(p)) {
+		zmq_pollitem_t items[PS_TCP_LANES_MAX];
+		uint32_t lanes[PS_TCP_LANES_MAX], n = 0;
 		int64_t left = until - ps_transport_now_ms();
-		zmq_pollitem_t item = {p->mon, 0, ZMQ_POLLIN, 0};
-		int rc = zmq_poll(&item, 1, left > 0 ? (long)left : 0);
+
+		for (uint32_t l = 0; l < p->nlanes; l++)
+			if (p->mon[l]) {
+				items[n] = (zmq_pollitem_t){p->mon[l], 0,
+				                            ZMQ_POLLIN, 0};
+				lanes[n++] = l;
+			}
+		int rc = zmq_poll(items, (int)n, left > 0 ? (long)left : 0);
 		if (rc < 0 && errno != EINTR) {
 			PS_ERROR("tcp: connect to %s: zmq_poll: %s",
 			         p->endpoint, zmq_strerror(errno));
@@ -595,40 +718,10 @@ static int tcp_connect_wait(ps_transport *t, ps_peer peer, int wait_ms)
 			return PS_EIO;
 		}
 		if (rc > 0) {
-			switch (read_monitor_event(p->mon)) {
-			case ZMQ_EVENT_HANDSHAKE_SUCCEEDED:
-				end_monitor(p);
-				PS_DEBUG("tcp: connected to %s (peer %u)",
-				         p->endpoint, peer);
-				return PS_OK;
-			case ZMQ_EVENT_CONNECTED:
-				p->connected = true;
-				break;
-			case ZMQ_EVENT_CONNECT_RETRIED:
-				p->retried = true;
-				break;
-			case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
-				/* the peer's ZAP handler said no: retrying
-				 * cannot help */
-				PS_ERROR("tcp: cannot connect to %s: the peer "
-				         "refused %s",
-				         p->endpoint,
-				         tt->secret[0]
-				             ? "this node's job secret (not this "
-				               "job's: ORDO_JOB_SECRET or "
-				               "security.keys_dir's job.secret?)"
-				             : "this node's CURVE key "
-				               "(security.keys_dir: not this "
-				               "job's key pair?)");
-				fail_peer(tt, peer);
-				return PS_EPROTO;
-			case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
-			case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
-				p->proto = true;
-				break;
-			default:
-				break;
-			}
+			for (uint32_t i = 0; i < n; i++)
+				if ((items[i].revents & ZMQ_POLLIN) &&
+				    lane_event(tt, peer, lanes[i]) == PS_EPROTO)
+					return PS_EPROTO;
 			continue; /* the events already queued, then the time */
 		}
 		if (ps_transport_now_ms() >= p->deadline) {
@@ -639,13 +732,16 @@ static int tcp_connect_wait(ps_transport *t, ps_peer peer, int wait_ms)
 		if (ps_transport_now_ms() >= until)
 			return PS_EAGAIN;
 	}
+	PS_DEBUG("tcp: connected to %s (peer %u, %u connection%s)",
+	         p->endpoint, peer, p->nlanes, p->nlanes == 1 ? "" : "s");
+	return PS_OK;
 }
 
 static int tcp_connect(ps_transport *t, const char *endpoint, int timeout_ms,
 		       ps_peer *peer_p)
 {
 	ps_peer peer;
-	int rc = tcp_connect_start(t, endpoint, timeout_ms, &peer);
+	int rc = start_lanes(tcp_of(t), endpoint, timeout_ms, 1, &peer);
 
 	if (rc == PS_OK)
 		rc = tcp_connect_wait(t, peer, -1);
@@ -681,9 +777,9 @@ static int send_error(const tcp_transport *tt, const tcp_peer *p, int err)
 	return PS_ECLOSED;
 }
 
-static int tcp_send(ps_transport *t, ps_peer peer, const void *hdr,
-                    size_t hdr_len, void *payload, size_t payload_len,
-                    ps_free_fn *free_fn, void *hint)
+static int tcp_send_flow(ps_transport *t, ps_peer peer, uint32_t flow,
+                         const void *hdr, size_t hdr_len, void *payload,
+                         size_t payload_len, ps_free_fn *free_fn, void *hint)
 {
 	tcp_transport *tt = tcp_of(t);
 	zmq_msg_t hmsg, pmsg;
@@ -696,11 +792,12 @@ static int tcp_send(ps_transport *t, ps_peer peer, const void *hdr,
 		return PS_EINVAL;
 	}
 	tcp_peer *p = &tt->peers[peer];
-	if (!p->sock) {
+	if (!p->lane[0]) {
 		PS_DEBUG("tcp: send to disconnected peer %u (%s)", peer,
 		         p->endpoint);
 		return PS_ECLOSED;
 	}
+	void *sock = p->lane[flow % p->nlanes];
 
 	/* Prepare everything that can fail before sending a frame. */
 	if (with_payload) {
@@ -735,7 +832,7 @@ static int tcp_send(ps_transport *t, ps_peer peer, const void *hdr,
 	 * connection). The payload frame never waits: the high-water mark
 	 * counts whole messages only, and if the connection drops between
 	 * the frames ZeroMQ rolls the first back (EFAULT): nothing arrives. */
-	if (zmq_msg_send(&hmsg, p->sock, with_payload ? ZMQ_SNDMORE : 0) < 0) {
+	if (zmq_msg_send(&hmsg, sock, with_payload ? ZMQ_SNDMORE : 0) < 0) {
 		rc = send_error(tt, p, errno);
 		zmq_msg_close(&hmsg);
 		goto cancel_payload;
@@ -743,7 +840,7 @@ static int tcp_send(ps_transport *t, ps_peer peer, const void *hdr,
 	if (with_payload) {
 		/* the payload and its ref go to the I/O thread */
 		TSAN_RELEASE(ref);
-		if (zmq_msg_send(&pmsg, p->sock, 0) < 0) {
+		if (zmq_msg_send(&pmsg, sock, 0) < 0) {
 			rc = send_error(tt, p, errno);
 			goto cancel_payload;
 		}
@@ -760,6 +857,14 @@ cancel_payload:
 		zmq_msg_close(&pmsg);
 	}
 	return rc;
+}
+
+static int tcp_send(ps_transport *t, ps_peer peer, const void *hdr,
+                    size_t hdr_len, void *payload, size_t payload_len,
+                    ps_free_fn *free_fn, void *hint)
+{
+	return tcp_send_flow(t, peer, 0, hdr, hdr_len, payload, payload_len,
+	                     free_fn, hint);
 }
 
 static void msg_release(ps_msg *msg)
@@ -784,7 +889,7 @@ static void drain_wake(tcp_transport *tt)
 static int read_message(tcp_transport *tt, ps_msg **msg_p)
 {
 	zmq_msg_t idf;
-	unsigned char id[ID_LEN];
+	unsigned char id[ID_LEN + 1];
 	size_t id_len, frames = 1;
 	int more, rc = PS_EPROTO;
 
@@ -798,8 +903,12 @@ static int read_message(tcp_transport *tt, ps_msg **msg_p)
 		return PS_EIO;
 	}
 	id_len = zmq_msg_size(&idf);
-	if (id_len == ID_LEN)
-		memcpy(id, zmq_msg_data(&idf), ID_LEN);
+	if (id_len == ID_LEN || id_len == ID_LEN + 1)
+		memcpy(id, zmq_msg_data(&idf), id_len);
+	/* a lane's ninth byte names the lane (open_lane) */
+	bool id_ok = id_len == ID_LEN ||
+	             (id_len == ID_LEN + 1 && id[ID_LEN] > 0 &&
+	              id[ID_LEN] < PS_TCP_LANES_MAX);
 	more = zmq_msg_more(&idf);
 	zmq_msg_close(&idf);
 
@@ -832,10 +941,11 @@ static int read_message(tcp_transport *tt, ps_msg **msg_p)
 	}
 	if (rc == PS_ENOMEM)
 		goto drop;
-	if (id_len != ID_LEN) {
+	if (!id_ok) {
 		PS_WARN("tcp: dropped a message whose sender identity has %zu "
-		        "bytes (want %d): not an ordo transport",
-		        id_len, ID_LEN);
+		        "bytes (want %d, or %d naming a lane under %d): not an "
+		        "ordo transport",
+		        id_len, ID_LEN, ID_LEN + 1, PS_TCP_LANES_MAX);
 		goto drop;
 	}
 	if (frames == 0)
@@ -940,15 +1050,14 @@ static int tcp_disconnect(ps_transport *t, ps_peer peer)
 		return PS_EINVAL;
 	}
 	tcp_peer *p = &tt->peers[peer];
-	if (!p->sock)
+	if (!p->lane[0])
 		return PS_OK;
-	end_monitor(p); /* still connecting: the attempt ends here */
-	/* Messages already sent get a bounded chance to leave. */
+	/* Messages already sent get a bounded chance to leave; an attempt
+	 * still connecting ends here. */
 	int linger = tt->opts.send_timeout_ms;
 	if (linger < 0 || linger > DISCONNECT_LINGER_MS)
 		linger = DISCONNECT_LINGER_MS;
-	close_socket(p->sock, linger);
-	p->sock = NULL;
+	close_lanes(p, linger);
 	PS_DEBUG("tcp: disconnected from %s (peer %u)", p->endpoint, peer);
 	return PS_OK;
 }
@@ -992,11 +1101,8 @@ static void tcp_stop(ps_transport *t, int linger_ms)
 {
 	tcp_transport *tt = tcp_of(t);
 
-	for (uint32_t i = 0; i < tt->npeers; i++) {
-		end_monitor(&tt->peers[i]);
-		close_socket(tt->peers[i].sock, linger_ms);
-		tt->peers[i].sock = NULL;
-	}
+	for (uint32_t i = 0; i < tt->npeers; i++)
+		close_lanes(&tt->peers[i], linger_ms);
 	close_socket(tt->router, 0);
 	tt->router = NULL;
 	psi_zap_stop(&tt->zap);
@@ -1027,6 +1133,7 @@ const ps_transport_ops psi_tcp_ops = {
     .connect_start = tcp_connect_start,
     .connect_wait = tcp_connect_wait,
     .send = tcp_send,
+    .send_flow = tcp_send_flow,
     .recv = tcp_recv,
     .wake = tcp_wake,
     .disconnect = tcp_disconnect,

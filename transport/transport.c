@@ -181,6 +181,23 @@ int ps_transport_send(ps_transport *t, ps_peer peer, const void *hdr,
 	                    free_fn, hint);
 }
 
+int ps_transport_send_flow(ps_transport *t, ps_peer peer, uint32_t flow,
+			   const void *hdr, size_t hdr_len, void *payload,
+			   size_t payload_len, ps_free_fn *free_fn, void *hint)
+{
+	if (!t || !t->ops || !t->ops->send_flow)
+		return ps_transport_send(t, peer, hdr, hdr_len, payload,
+					 payload_len, free_fn, hint);
+	if ((!hdr && hdr_len) || (!payload && payload_len)) {
+		PS_ERROR("transport: send: invalid argument");
+		return PS_EINVAL;
+	}
+	if (t->stopped)
+		return PS_ECLOSED;
+	return t->ops->send_flow(t, peer, flow, hdr, hdr_len, payload,
+				 payload_len, free_fn, hint);
+}
+
 int ps_transport_send_mem(ps_transport *t, ps_peer peer, const void *hdr,
 			  size_t hdr_len, void *payload, size_t payload_len,
 			  ps_mem_kind kind, ps_free_fn *free_fn, void *hint)

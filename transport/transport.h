@@ -139,11 +139,22 @@ typedef struct ps_transport_caps {
 				  * them are sent without the CPU */
 } ps_transport_caps;
 
+/* tcp: the most connections to one peer (transport.connections_per_peer) */
+#define PS_TCP_LANES_MAX 16
+
 typedef struct ps_transport_opts {
 	uint64_t id;           /* this node's id, carried as msg->src */
 	int send_timeout_ms;   /* a send blocked this long fails (ETIMEDOUT) */
 	int connect_timeout_ms;/* ps_transport_connect() gives up after this */
 	int io_threads;        /* backend threads (ZeroMQ I/O threads) */
+	/* tcp: connections to each peer connected with
+	 * ps_transport_connect_start (1..PS_TCP_LANES_MAX; <= 0: 1; the
+	 * blocking connects make one), each
+	 * on an I/O thread of its own (io_threads is raised to it): a send's
+	 * flow picks the connection, so messages of one flow stay in order
+	 * while different flows' frames are framed and ciphered (curve) by
+	 * different threads at once */
+	int connections_per_peer;
 	int handshake_timeout_ms; /* an accepted connection not through its
 				   * handshake by then is closed (tcp:
 				   * ZeroMQ's greeting and security; rdma:
@@ -240,6 +251,11 @@ typedef struct ps_transport_ops {
 	int (*send_mem)(ps_transport *t, ps_peer peer, const void *hdr,
 			size_t hdr_len, void *payload, size_t payload_len,
 			ps_mem_kind kind, ps_free_fn *free_fn, void *hint);
+	/* send within a flow (ps_transport_send_flow). NULL: every flow is
+	 * one, in the order sent (send). */
+	int (*send_flow)(ps_transport *t, ps_peer peer, uint32_t flow,
+			 const void *hdr, size_t hdr_len, void *payload,
+			 size_t payload_len, ps_free_fn *free_fn, void *hint);
 	/* Waits up to timeout_ms (-1: forever, 0: poll) for one message.
 	 * PS_OK with *msg_p set, PS_ETIMEDOUT, or PS_EAGAIN after a wake. */
 	int (*recv)(ps_transport *t, int timeout_ms, ps_msg **msg_p);
@@ -297,8 +313,9 @@ int ps_transport_connect_within(ps_transport *t, const char *endpoint,
 int ps_transport_connect(ps_transport *t, const char *endpoint,
 			 ps_peer *peer_p);
 /* ps_transport_connect without the wait: starts connecting to endpoint
- * (the attempt gives up timeout_ms from now; < 0: connect_timeout_ms) and
- * returns at once with *peer_p, its peer, which is connected once
+ * (the attempt gives up timeout_ms from now; < 0: connect_timeout_ms;
+ * tcp: with opts.connections_per_peer connections, where the blocking
+ * connects make one) and returns at once with *peer_p, its peer, which is connected once
  * ps_transport_connect_wait says so. An endpoint connected or being
  * connected already gives the same peer. A backend that cannot connect
  * in the background connects here, waiting as ps_transport_connect does
@@ -317,6 +334,14 @@ int ps_transport_connect_wait(ps_transport *t, ps_peer peer, int wait_ms);
 int ps_transport_send(ps_transport *t, ps_peer peer, const void *hdr,
 		      size_t hdr_len, void *payload, size_t payload_len,
 		      ps_free_fn *free_fn, void *hint);
+/* ps_transport_send within a flow: messages sent to one peer in one flow
+ * arrive in the order sent; a message of another flow may overtake them
+ * (tcp with connections_per_peer > 1: flow % connections picks the
+ * connection). ps_transport_send is flow 0. */
+int ps_transport_send_flow(ps_transport *t, ps_peer peer, uint32_t flow,
+			   const void *hdr, size_t hdr_len, void *payload,
+			   size_t payload_len, ps_free_fn *free_fn,
+			   void *hint);
 /* ps_transport_send for a payload the caller knows to be of memory kind
  * `kind` (PS_MEM_HOST: the same as ps_transport_send). PS_MEM_CUDA: the
  * payload must lie inside one PS_MEM_CUDA registration of t, else

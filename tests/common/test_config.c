@@ -223,6 +223,7 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg.transport.type, PS_TRANSPORT_TCP);
 	assert_int_equal(cfg.transport.send_timeout_ms, 10000);
 	assert_int_equal(cfg.transport.io_threads, 1);
+	assert_int_equal(cfg.transport.connections_per_peer, 0);
 	assert_int_equal(cfg.model.name, PS_MODEL_MLP);
 	assert_int_equal(cfg.model.input_dim, 32);
 	assert_int_equal(cfg.model.hidden, 64);
@@ -950,6 +951,7 @@ static void assert_same_config(const ps_config *a, const ps_config *b)
 	SAME_STR(security.keys_dir);
 	SAME(transport.send_timeout_ms);
 	SAME(transport.io_threads);
+	SAME(transport.connections_per_peer);
 	SAME(model.name);
 	SAME(model.input_dim);
 	SAME(model.hidden);
@@ -1054,6 +1056,7 @@ static void test_reference(void **state)
 	                                   "type",
 	                                   "send_timeout_ms",
 	                                   "io_threads",
+	                                   "connections_per_peer",
 	                                   "rdma_device",
 	                                   "rdma_gid_index",
 	                                   "max_message",

@@ -30,6 +30,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -619,6 +620,110 @@ static void test_connect_in_background(void **state)
 	}
 	ps_transport_destroy(&s, 0);
 	ps_transport_destroy(&r, 0);
+}
+
+/* ---- 6b. flows over several connections per peer ---------------------- */
+
+/* connections_per_peer = 3 (tcp: three connections, each on an I/O thread
+ * of its own; another backend keeps one): every message arrives once,
+ * from the sender's id and key id, and each flow's in the order sent
+ * though the flows share the peer; the blocking connect makes one
+ * connection, connect_start three (counted by a bare TCP listener). */
+static void test_flows(void **state)
+{
+	enum { N = 3000, FLOWS = 7, SZ = 4096 };
+	const char *secret = "00112233445566778899aabbccddeeff"
+	                     "00112233445566778899aabbccddeeff";
+	const char *token = "ffeeddccbbaa99887766554433221100"
+	                    "ffeeddccbbaa99887766554433221100";
+	uint32_t next[FLOWS] = {0};
+	char ep[EP_CAP];
+	counter c = {0};
+	ps_peer p = UINT32_MAX;
+	int rc;
+	(void)state;
+
+	ps_transport *r = make_with(0x70, PATIENCE_MS, PATIENCE_MS, secret, "");
+	assert_ps(ps_transport_listen(r, host, 0, NULL, ep, EP_CAP), PS_OK);
+	ps_transport_opts o = {.id = 0x71,
+	                       .send_timeout_ms = PATIENCE_MS,
+	                       .connect_timeout_ms = PATIENCE_MS,
+	                       .io_threads = 1,
+	                       .connections_per_peer = 3,
+	                       .rdma_gid_index = rdma_gid_index};
+	snprintf(o.job_secret, sizeof(o.job_secret), "%s", secret);
+	snprintf(o.job_token, sizeof(o.job_token), "%s", token);
+	ps_transport *s = NULL;
+	assert_ps(ps_transport_create(backend, &o, &s), PS_OK);
+	assert_ps(ps_transport_connect_start(s, ep, -1, &p), PS_OK);
+	while ((rc = ps_transport_connect_wait(s, p, 10)) == PS_EAGAIN)
+		;
+	assert_ps(rc, PS_OK);
+
+	unsigned char *bufs = malloc((size_t)N * SZ);
+	assert_non_null(bufs);
+	for (uint32_t i = 0; i < N; i++) {
+		uint32_t flow = (i * 2654435761u) % FLOWS;
+		uint32_t h[2] = {flow, next[flow]++};
+		unsigned char *b = bufs + (size_t)i * SZ;
+		fill(b, SZ, i);
+		assert_ps(ps_transport_send_flow(s, p, flow, h, sizeof(h), b,
+		                                 SZ, count_free, &c),
+		          PS_OK);
+	}
+	uint32_t got[FLOWS] = {0};
+	for (uint32_t i = 0; i < N; i++) {
+		ps_msg *m = recv_one(r);
+		uint32_t h[2];
+		assert_int_equal(m->hdr_len, sizeof(h));
+		memcpy(h, m->hdr, sizeof(h));
+		assert_true(h[0] < FLOWS);
+		if (h[1] != got[h[0]])
+			fail_msg("flow %u: message %u arrived where %u was due",
+			         h[0], h[1], got[h[0]]);
+		got[h[0]]++;
+		assert_true(m->src == 0x71);
+		if (strcmp(backend, "tcp") == 0)
+			assert_true(m->kid == ps_token_kid(token));
+		assert_int_equal(m->payload_len, SZ);
+		ps_msg_free(&m);
+	}
+	for (uint32_t f = 0; f < FLOWS; f++)
+		assert_int_equal(got[f], next[f]);
+	ps_msg *extra = NULL;
+	assert_ps(ps_transport_recv(r, 100, &extra), PS_ETIMEDOUT);
+	assert_int_equal(wait_calls(&c, N), N);
+
+	if (strcmp(backend, "tcp") == 0) {
+		/* a bare TCP listener counts the connections of each kind */
+		struct sockaddr_in sa = {.sin_family = AF_INET};
+		socklen_t sl = sizeof(sa);
+		char bare[EP_CAP];
+		ps_peer q = UINT32_MAX;
+		int fd = socket(AF_INET, SOCK_STREAM, 0), conns = 0;
+		assert_true(fd >= 0);
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+		assert_int_equal(listen(fd, 16), 0);
+		assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+		snprintf(bare, sizeof(bare), "tcp://127.0.0.1:%d",
+		         ntohs(sa.sin_port));
+		assert_ps(ps_transport_connect_start(s, bare, PATIENCE_MS, &q),
+		          PS_OK);
+		int fds[4];
+		for (; conns < 3; conns++) { /* three come */
+			fds[conns] = accept(fd, NULL, NULL);
+			assert_true(fds[conns] >= 0);
+		}
+		struct pollfd pf = {.fd = fd, .events = POLLIN};
+		assert_int_equal(poll(&pf, 1, 200), 0); /* and no fourth */
+		for (int i = 0; i < conns; i++)
+			close(fds[i]);
+		close(fd);
+	}
+	ps_transport_destroy(&s, 0);
+	ps_transport_destroy(&r, 0);
+	free(bufs);
 }
 
 /* ---- 7. port in use ----------------------------------------------------- */
@@ -1567,7 +1672,7 @@ int main(int argc, char **argv)
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 	    T(test_exchange),    T(test_header_only), T(test_large_payload),
 	    T(test_many_small),  T(test_peer_gone),   T(test_connect_refused),
-	    T(test_connect_in_background),
+	    T(test_connect_in_background), T(test_flows),
 	    T(test_port_in_use), T(test_wake),        T(test_recv_timeout),
 	    T(test_registry),    T(test_caps_and_registration),
 	    T(test_stop_then_free), T(test_large_registered),
