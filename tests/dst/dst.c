@@ -129,6 +129,17 @@
  * stop-alone (a worker ends at its stop without waiting, as ps-worker
  * did) shows the hang it prevents.
  *
+ * Several connections per peer pair (tcp's transport.connections_per_peer,
+ * its own generator): in one seed of three 2 or 3 lanes; a partition's
+ * messages (INIT, PUSH, PUSH_ACK, PARAMS, PARAMS_ACK, PULL) take lane
+ * (partition + 1) mod lanes, the rest lane 0, as runtime/node.c's flows
+ * do, and a channel delivers the first message of a lane drawn among
+ * those that hold one: partitions overtake each other and the control
+ * messages. Everything above is checked as ever. --fault
+ * lane-per-message (every seed has lanes, and a partition's messages take
+ * any lane) shows that one flow per partition is what the machines need:
+ * pieces arrive out of order, a PARAMS overtakes its PUSH_ACK.
+ *
  * Checkpoints (ckpt.c, its header says what is checked): in one seed of
  * three the servers run proto/checkpoint_take.h on a disk of their own
  * and the scheduler proto/checkpoint_round.h; in one of two seeds with a
@@ -142,7 +153,7 @@
  *            [--fault credit-leak|version-skip|drop-early|blind-scheduler|
  *                     blame-reporter|forged-sender|pull-flood|
  *                     credit-early|stop-alone|ckpt-any-version|
- *                     ckpt-per-message]
+ *                     ckpt-per-message|lane-per-message]
  *            [--expect-failure] [--verbose]
  *
  * --fault credit-leak needs PARAMS_ACKs to leak from: it always draws a
@@ -193,7 +204,7 @@ static const char *const fault_names[] = {
 	"",		  "credit-leak",    "version-skip", "drop-early",
 	"blind-scheduler", "blame-reporter", "forged-sender", "pull-flood",
 	"credit-early",	   "stop-alone",     "ckpt-any-version",
-	"ckpt-per-message"};
+	"ckpt-per-message", "lane-per-message"};
 
 static int shard_fault(int f)
 {
@@ -1739,6 +1750,11 @@ static int setup(job *j, void **hold_ud)
 	/* a live credit change in one seed of three, to another window in
 	 * each direction that has one (as ps-tune's or the scheduler's:
 	 * scheduler/credit.c), at a step of the first 64 */
+	j->lrng = j->gen_seed ^ 0x1a4e5c0ull;
+	j->lanes = rng_below(&j->lrng, 3) == 0 ||
+			   j->fault == FAULT_LANE_PER_MESSAGE
+		       ? 2 + rng_below(&j->lrng, 2)
+		       : 1;
 	j->crng = j->gen_seed ^ 0xc4ed17c4a96eull;
 	if (j->fault == FAULT_CREDIT_EARLY && !j->params_credit)
 		j->params_credit = credits[1 + rng_below(&j->crng, 5)];
@@ -2165,19 +2181,71 @@ static int arrive(job *j, uint32_t to, msg *m)
 	return rc;
 }
 
+/* The lane a message takes (runtime/node.c's flow_of, then tcp's
+ * flow % connections): a partition's messages one lane, the rest lane 0. */
+static uint32_t lane_of(const job *j, const msg *m)
+{
+	switch (m->type) {
+	case M_PUSH:
+	case M_PUSH_ACK:
+	case M_PARAMS:
+	case M_PARAMS_ACK:
+	case M_INIT:
+	case M_PULL:
+		if (j->fault == FAULT_LANE_PER_MESSAGE)
+			return (uint32_t)((m->part + 1 + m->piece +
+					   m->iteration + (uint64_t)m->type) %
+					  j->lanes);
+		return (m->part + 1) % j->lanes;
+	default:
+		return 0;
+	}
+}
+
+/* Unlinks the message a channel delivers next: its first, or with
+ * several lanes the first of a lane drawn among those that hold one
+ * (each lane is FIFO, as one TCP connection; lanes overtake each
+ * other). */
+static msg *take_next(job *j, channel *c)
+{
+	msg *prev = NULL, *m = c->head;
+
+	if (j->lanes > 1) {
+		uint32_t present = 0, n = 0, pick;
+		for (msg *x = c->head; x; x = x->next)
+			present |= 1u << lane_of(j, x);
+		for (uint32_t l = 0; l < j->lanes; l++)
+			n += (present >> l) & 1;
+		pick = n > 1 ? rng_below(&j->lrng, n) : 0;
+		uint32_t lane = 0;
+		for (;; lane++)
+			if (((present >> lane) & 1) && pick-- == 0)
+				break;
+		while (lane_of(j, m) != lane) {
+			prev = m;
+			m = m->next;
+		}
+	}
+	if (prev) {
+		prev->next = m->next;
+		j->overtakes++;
+	} else
+		c->head = m->next;
+	if (c->tail == m)
+		c->tail = prev;
+	m->next = NULL;
+	return m;
+}
+
 static int step(job *j, int64_t a)
 {
 	uint32_t nch = j->N * j->N;
 
 	if (a < nch) {
 		channel *c = &j->ch[a];
-		msg *m = c->head;
+		msg *m = take_next(j, c);
 		uint32_t from = (uint32_t)a / j->N, to = (uint32_t)a % j->N;
 
-		c->head = m->next;
-		if (!c->head)
-			c->tail = NULL;
-		m->next = NULL;
 		if (j->verbose)
 			fprintf(stderr, "  step %" PRIu64 ": %s %u -> %u part %u "
 				"it %" PRIu64 "\n", j->steps,
@@ -2322,7 +2390,7 @@ static int run_seed(job *j)
 int main(int argc, char **argv)
 {
 	uint64_t first = 1, seeds = 100, failed = 0, steps = 0, killed = 0,
-		 reported = 0, adversaries = 0, changes = 0, changes_in = 0,
+		 reported = 0, adversaries = 0, changes = 0, changes_in = 0, laned = 0, overtakes = 0,
 		 stops = 0, stopped = 0, moved = 0, ckpts = 0, manifests = 0,
 		 ckpt_stops = 0, resumed = 0;
 	int fault = FAULT_NONE, expect_failure = 0, verbose = 0,
@@ -2349,7 +2417,7 @@ int main(int argc, char **argv)
 					"blame-reporter, forged-sender, "
 					"pull-flood, credit-early, "
 					"stop-alone, ckpt-any-version, "
-					"ckpt-per-message)\n",
+					"ckpt-per-message, lane-per-message)\n",
 					argv[i]);
 				return 2;
 			}
@@ -2365,7 +2433,7 @@ int main(int argc, char **argv)
 				"version-skip|drop-early|blind-scheduler|"
 				"blame-reporter|forged-sender|pull-flood|"
 				"credit-early|stop-alone|ckpt-any-version|"
-				"ckpt-per-message] "
+				"ckpt-per-message|lane-per-message] "
 				"[--expect-failure] [--verbose]\n");
 			return 2;
 		}
@@ -2383,7 +2451,7 @@ int main(int argc, char **argv)
 				       " pieces=%" PRIu64 " params: gate=%s "
 				       "credit=%" PRIu64 " pieces=%" PRIu64
 				       " barrier=%d partition=%" PRIu64
-				       " fusion=%d) failed after %" PRIu64
+				       " fusion=%d lanes=%u) failed after %" PRIu64
 				       " steps: %s\n  replay: %s --seed %" PRIu64
 				       "%s%s%s --verbose\n",
 				       s, j.W, j.S, j.T, j.P, j.K,
@@ -2392,7 +2460,7 @@ int main(int argc, char **argv)
 				       ps_gate_name((ps_gate_kind)j.params_gate),
 				       j.params_credit, j.params_piece,
 				       j.barrier,
-				       j.partition_size, j.fuse,
+				       j.partition_size, j.fuse, j.lanes,
 				       j.steps, j.failure, argv[0], s,
 				       adversary ? " --adversary" : "",
 				       fault ? " --fault " : "",
@@ -2420,6 +2488,8 @@ int main(int argc, char **argv)
 		dst_ckpt_free_disk(&j);
 		adversaries += j.adversary;
 		changes += j.changed;
+		laned += j.lanes > 1;
+		overtakes += j.overtakes;
 		stops += j.nasked > 0;
 		stopped += j.stop_now && !j.failure[0];
 		moved += j.nasked > 1 && !j.failure[0];
@@ -2445,6 +2515,9 @@ int main(int argc, char **argv)
 	       "checkpoints complete (manifest written), %" PRIu64 " seeds "
 	       "stopped at theirs, %" PRIu64 " jobs resumed from one under "
 	       "another layout\n", ckpts, manifests, ckpt_stops, resumed);
+	printf("dst: %" PRIu64 " seeds with 2 or 3 connections per peer "
+	       "pair, %" PRIu64 " messages delivered past an earlier one of "
+	       "their channel\n", laned, overtakes);
 	printf("dst: %" PRIu64 " seeds with a live credit change, in force "
 	       "in %" PRIu64 " of them before the job ended (the rest ended "
 	       "first)\n", changes, changes_in);

@@ -40,6 +40,9 @@ enum {
 				   version it has */
 	FAULT_CKPT_PER_MESSAGE, /* proto/checkpoint_round.h: answers counted
 				   per message, not per server */
+	FAULT_LANE_PER_MESSAGE, /* the transport: every seed has lanes, and
+				   a partition's messages take any of them
+				   (not one flow per partition) */
 	FAULT_COUNT
 };
 #define JOIN_MAX 4096 /* as runtime/node.c */
@@ -209,6 +212,13 @@ typedef struct job {
 	 * window); its own generator, as the adversary's */
 	uint64_t crng;
 	uint64_t change_at, change_push, change_params;
+	/* connections per peer pair (tcp's transport.connections_per_peer):
+	 * in one seed of three 2 or 3, else 1; a channel's messages then
+	 * keep their order only within a lane (dst_lane_of); its own
+	 * generator, as the adversary's */
+	uint64_t lrng;
+	uint32_t lanes;
+	uint64_t overtakes; /* deliveries past an earlier message */
 	int changed;         /* the change was told */
 	uint32_t changes_in; /* gates that took it (at their boundary) */
 	/* a tuner's stop (see the header): asked at step stop_at (0: none);
