@@ -2,7 +2,8 @@
 # every parameter must equal the closed form (exact_worker checks), for
 # W workers (the argument) x S in {1,2,3} x partition sizes that split
 # unevenly, cut to single elements' worth of bytes, or exceed every tensor;
-# then with server.optimizer = none, the averages themselves.
+# over three connections per peer pair; then with server.optimizer = none,
+# the averages themselves.
 source "$(dirname "$0")/lib.sh" "$@"
 W=${ARGS[0]}
 
@@ -28,6 +29,12 @@ for S in 1 2 3; do
 		pass "w${W}s${S}p$psize"
 	done
 done
+
+# three connections per peer pair: the partitions spread over them, each
+# partition's messages in order on its own
+exact "lanes-w${W}s2" 2 64 --set train.lr=1 --set train.momentum=0 \
+	--set transport.connections_per_peer=3
+pass "lanes-w${W}s2: transport.connections_per_peer = 3, exact"
 
 # server.optimizer = none: the servers send each round's average back
 # (exact_worker checks it against the closed form); lr and momentum are
