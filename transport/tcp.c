@@ -31,8 +31,13 @@
  * longer, connected: such a send blocks for send_timeout_ms and fails with
  * PS_ETIMEDOUT), ZMQ_SNDHWM/RCVHWM=0 (unlimited: a burst of many partitions
  * never blocks on a high-water mark), ZMQ_SNDTIMEO=send_timeout_ms,
- * ZMQ_LINGER set when closing. The ROUTER uses ZMQ_ROUTER_HANDOVER so a
- * restarted peer with the same id takes its identity over. Both set
+ * ZMQ_LINGER set when closing. The ROUTER refuses a connection whose
+ * routing id is in use by another (no ZMQ_ROUTER_HANDOVER: whoever
+ * chooses a member's id cannot replace the member's connection), and
+ * PINGs every connection each ZMTP_HEARTBEAT_IVL_MS, closing one silent
+ * for ZMTP_HEARTBEAT_TIMEOUT_MS (PONGs come from the peer's I/O thread,
+ * however busy its application): a peer that lost its connection and
+ * reconnects with the same id is taken once the old one is closed. Both set
  * ZMQ_MAXMSGSIZE from opts.max_message (a peer announcing a larger frame
  * is disconnected before ZeroMQ allocates it). The ROUTER's receive
  * high-water mark is finite (RCVHWM_PER_PEER messages per connection):
@@ -121,6 +126,8 @@ void __tsan_release(void *addr);
 #define PAYLOAD_ALIGN        8
 #define DISCONNECT_LINGER_MS 1000
 #define RCVHWM_PER_PEER      65536 /* inbound messages queued per peer */
+#define ZMTP_HEARTBEAT_IVL_MS     1000  /* the ROUTER's PINGs */
+#define ZMTP_HEARTBEAT_TIMEOUT_MS 10000 /* silent this long: closed */
 
 typedef struct tcp_peer {
 	char *endpoint; /* as given to connect */
@@ -321,7 +328,12 @@ static int tcp_listen(ps_transport *t, const char *host, int port,
 		return PS_EIO;
 	}
 	set_int(router, ZMQ_RCVHWM, RCVHWM_PER_PEER);
-	set_int(router, ZMQ_ROUTER_HANDOVER, 1);
+	/* no handover: a second connection with a routing id in use is
+	 * refused (a stranger cannot replace a member's connection);
+	 * ZeroMQ's own heartbeats close a dead one, so that its peer's
+	 * reconnection is taken soon after */
+	set_int(router, ZMQ_HEARTBEAT_IVL, ZMTP_HEARTBEAT_IVL_MS);
+	set_int(router, ZMQ_HEARTBEAT_TIMEOUT, ZMTP_HEARTBEAT_TIMEOUT_MS);
 	/* a peer that connects and says nothing is closed: its fd is held
 	 * this long at most (ZeroMQ's default is 30 s) */
 	set_int(router, ZMQ_HANDSHAKE_IVL,

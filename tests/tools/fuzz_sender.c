@@ -35,8 +35,10 @@
  * secret), as a node of the job does.
  * impersonate: a holder of the job's SECRET with a token of its own
  * passing for node SENDER (decimal) of job JOB_ID (hex): the routing id
- * of that node's TRANSPORT_ID (hex), one HEARTBEAT in its name; prints
- * "handshake succeeded" and exits 0 once the message has left.
+ * of that node's TRANSPORT_ID (hex) on a lane the node does not use (its
+ * own connection's id is refused while it is connected), one HEARTBEAT
+ * in its name; prints "handshake succeeded" and exits 0 once the message
+ * has left.
  * register: a well-formed REGISTER of a ROLE (server or worker) node that
  * says it listens on NODE_ENDPOINT (say, one nobody listens on), from a
  * routing id that matches its transport id, as a real node's would; exits
@@ -585,13 +587,16 @@ static int impersonate(const char *ep, const char *secret, uint64_t job,
 {
 	void *ctx = zmq_ctx_new(), *sock = zmq_socket(ctx, ZMQ_DEALER),
 	     *mon = zmq_socket(ctx, ZMQ_PAIR);
-	uint8_t id[8], hdr[PS_WIRE_HEADER_MAX];
+	uint8_t id[9], hdr[PS_WIRE_HEADER_MAX];
 	char pw[129];
 	int linger = -1;
 	size_t hlen;
 
+	/* the member's routing id on a lane it does not use (15): the one
+	 * it uses is refused while the member is connected (tcp.c) */
 	for (int i = 0; i < 8; i++)
 		id[i] = (uint8_t)(tid >> (8 * i));
+	id[8] = 15;
 	/* the secret, then a token of its own (any 64 hex digits) */
 	snprintf(pw, sizeof(pw), "%s%016llx%016llx%016llx%016llx", secret,
 		 (unsigned long long)rnd(), (unsigned long long)rnd(),

@@ -1664,6 +1664,77 @@ static void test_node_recv_budget(void **state)
 	ps_transport_destroy(&r, 0);
 }
 
+/* ---- 17b. no takeover of a connection (tcp only: raw ZeroMQ peers) ---- */
+
+/* A stranger connecting with a member's routing id (lane 0's 8 bytes, or
+ * a lane's 9) while the member is connected neither replaces the member's
+ * connection nor gets a message in under its id: what it sends never
+ * arrives, and the member's messages keep arriving. */
+static void test_no_takeover(void **state)
+{
+	char ep[EP_CAP];
+	ps_peer p = UINT32_MAX;
+	int rc;
+	(void)state;
+
+	if (strcmp(backend, "tcp") != 0) {
+		print_message("takeover: raw ZeroMQ peers apply to tcp only\n");
+		skip();
+	}
+	ps_transport *r = make_listener(0xC0, ep);
+	ps_transport_opts o = {.id = 0xC1,
+	                       .send_timeout_ms = PATIENCE_MS,
+	                       .connect_timeout_ms = PATIENCE_MS,
+	                       .io_threads = 1,
+	                       .connections_per_peer = 2};
+	ps_transport *s = NULL;
+	assert_ps(ps_transport_create(backend, &o, &s), PS_OK);
+	assert_ps(ps_transport_connect_start(s, ep, -1, &p), PS_OK);
+	while ((rc = ps_transport_connect_wait(s, p, 10)) == PS_EAGAIN)
+		;
+	assert_ps(rc, PS_OK);
+	for (uint32_t f = 0; f < 2; f++) { /* both lanes are connected */
+		assert_ps(ps_transport_send_flow(s, p, f, "m", 1, NULL, 0,
+		                                 NULL, NULL),
+		          PS_OK);
+		ps_msg *m = recv_one(r);
+		assert_true(m->src == 0xC1);
+		ps_msg_free(&m);
+	}
+
+	void *ctx = zmq_ctx_new();
+	assert_non_null(ctx);
+	unsigned char rid[9] = {0xC1, 0, 0, 0, 0, 0, 0, 0, 1};
+	void *lane0 = raw_dealer(ctx, ep, rid, 8);
+	void *lane1 = raw_dealer(ctx, ep, rid, 9);
+	for (int i = 0; i < 20; i++) {
+		raw_send(lane0, 1, "impostor");
+		raw_send(lane1, 1, "impostor");
+		for (uint32_t f = 0; f < 2; f++)
+			assert_ps(ps_transport_send_flow(s, p, f, "member", 6,
+			                                 NULL, 0, NULL, NULL),
+			          PS_OK);
+		for (int k = 0; k < 2; k++) {
+			ps_msg *m = recv_one(r);
+			if (m->hdr_len != 6 || memcmp(m->hdr, "member", 6))
+				fail_msg("a stranger's message arrived as node "
+				         "%#llx's", (unsigned long long)m->src);
+			ps_msg_free(&m);
+		}
+	}
+	ps_msg *extra = NULL;
+	rc = ps_transport_recv(r, 200, &extra);
+	if (rc == PS_OK)
+		fail_msg("a stranger's message arrived as node %#llx's",
+		         (unsigned long long)extra->src);
+	assert_ps(rc, PS_ETIMEDOUT);
+	zmq_close(lane0);
+	zmq_close(lane1);
+	zmq_ctx_term(ctx);
+	ps_transport_destroy(&s, 0);
+	ps_transport_destroy(&r, 0);
+}
+
 /* ---- main --------------------------------------------------------------- */
 
 int main(int argc, char **argv)
@@ -1677,7 +1748,8 @@ int main(int argc, char **argv)
 	    T(test_registry),    T(test_caps_and_registration),
 	    T(test_stop_then_free), T(test_large_registered),
 	    T(test_hold_many),   T(test_stop_pending), T(test_reconnect),
-	    T(test_garbage),     T(test_secret),      T(test_recv_budget),
+	    T(test_garbage),     T(test_no_takeover), T(test_secret),
+	    T(test_recv_budget),
 	    T(test_node_recv_budget),
 #undef T
 	};
