@@ -296,7 +296,8 @@ static const option options[] = {
         "take the same one (they stay in order), the partitions are "
         "spread over them. More than one lets CURVE's cipher (and "
         "ZeroMQ's framing) of one peer pair's traffic run on as many "
-        "cores. 0: 4 under security.mode = curve, else 1."),
+        "cores. 0: under security.mode = curve one per two cores of "
+        "the machine, at most 4; else 1."),
     STRING(transport, rdma_device, "",
            "rdma: the RDMA device (e.g. mlx5_0, rxe0); empty means the "
            "device whose RoCE v2 GID carries this node's address "

@@ -55,7 +55,7 @@ typedef enum {
 #define PS_SIZE_AUTO UINT64_MAX
 /* transport.connections_per_peer's largest value */
 #define PS_TCP_CONNECTIONS_MAX 16
-/* its value where it is 0 and security.mode = curve */
+/* its largest value where it is 0 and security.mode = curve */
 #define PS_TCP_CURVE_CONNECTIONS 4
 /* The largest partition auto chooses: what every node accepts as one
  * frame without knowing the choice (ps_config_max_message). */

@@ -474,14 +474,21 @@ static void raise_fd_limit(void)
 _Static_assert(PS_TCP_CONNECTIONS_MAX <= PS_TCP_LANES_MAX,
 	       "transport.connections_per_peer allows more than tcp has");
 
-/* transport.connections_per_peer, 0 resolved (see its help) */
+/* transport.connections_per_peer, 0 resolved (see its help): under
+ * curve one connection per two cores, up to PS_TCP_CURVE_CONNECTIONS (a
+ * connection's cipher takes a core at each end; on two cores the second
+ * connection only contends with the first, measured in docs/benchmarks.md,
+ * "What security costs") */
 static int connections_per_peer(const ps_config *cfg)
 {
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+
 	if (cfg->transport.connections_per_peer > 0)
 		return cfg->transport.connections_per_peer;
-	return cfg->security.mode == PS_SECURITY_CURVE
-		       ? PS_TCP_CURVE_CONNECTIONS
-		       : 1;
+	if (cfg->security.mode != PS_SECURITY_CURVE || cores < 4)
+		return 1;
+	return cores / 2 < PS_TCP_CURVE_CONNECTIONS ? (int)(cores / 2)
+						    : PS_TCP_CURVE_CONNECTIONS;
 }
 
 int ps_job_transport_create(const ps_config *cfg, uint64_t *id_p,

@@ -220,7 +220,8 @@ pass "mode none runs without a secret; mode secret without one, a malformed one,
 
 # ---- a curve job under attack
 held=$WORK/attacked
-start_held_job curve "$held" --set security.mode=curve --set security.keys_dir="$keys"
+start_held_job curve "$held" --set security.mode=curve --set security.keys_dir="$keys" \
+	--set transport.connections_per_peer=2
 job=$JOB_PID
 eps=$EPS
 seed=1
