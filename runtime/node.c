@@ -818,6 +818,8 @@ int ps_node_recv(ps_node *n, int timeout_ms, ps_msg **msg_p,
 	n->kept_head = k->next;
 	if (!n->kept_head)
 		n->kept_tail = NULL;
+	n->kept_count--;
+	n->kept_bytes -= k->msg->hdr_len + k->msg->payload_len;
 	*msg_p = k->msg;
 	*h_p = k->h;
 	free(k);
@@ -825,16 +827,33 @@ int ps_node_recv(ps_node *n, int timeout_ms, ps_msg **msg_p,
 }
 
 /* Takes what has arrived while connecting (see ps_node_connect_role):
- * PS_OK once nothing more is there; PS_ECLOSED on the scheduler's
- * SHUTDOWN, PS_EABORTED, PS_EAGAIN when woken, or an error. Heartbeats
- * are sent as due. */
+ * PS_OK once nothing more is there, or once the messages kept reach the
+ * bound of those kept before the WELCOME (PS_EARLY_MAX messages,
+ * cluster.early_bytes_max bytes; one more is always taken): the rest
+ * then wait in the transport, within its own bounds per peer, until the
+ * node reads them; PS_ECLOSED on the scheduler's SHUTDOWN, PS_EABORTED,
+ * PS_EAGAIN when woken, or an error. Heartbeats are sent as due. */
 static int take_arrived(ps_node *n)
 {
 	for (;;) {
 		struct ps_node_kept *k;
 		ps_wire_header h;
 		ps_msg *msg = NULL;
-		int rc = recv_arrived(n, 0, &msg, &h);
+		int rc;
+
+		if (n->kept_count >= PS_EARLY_MAX ||
+		    n->kept_bytes >= n->cfg->cluster.early_bytes_max) {
+			if (!n->kept_full)
+				PS_INFO("%u messages (%llu bytes) came while "
+					"connecting; the rest wait unread "
+					"until the connections are made",
+					n->kept_count,
+					(unsigned long long)n->kept_bytes);
+			n->kept_full = 1;
+			ps_node_tick(n); /* heartbeats go on */
+			return PS_OK;
+		}
+		rc = recv_arrived(n, 0, &msg, &h);
 
 		if (rc == PS_ETIMEDOUT)
 			return PS_OK;
@@ -860,6 +879,8 @@ static int take_arrived(ps_node *n)
 		else
 			n->kept_head = k;
 		n->kept_tail = k;
+		n->kept_count++;
+		n->kept_bytes += msg->hdr_len + msg->payload_len;
 		atomic_fetch_add(&n->connect_kept, 1);
 	}
 }

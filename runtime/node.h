@@ -59,6 +59,12 @@ typedef struct ps_node {
 	/* messages that came while ps_node_connect_role waited for its
 	 * connections, checked, for ps_node_recv first */
 	struct ps_node_kept *kept_head, *kept_tail;
+	/* what they hold now (at most as many as before the WELCOME, then
+	 * the rest wait unread: ps_node_connect_role), and whether that
+	 * bound was met (said once) */
+	uint32_t kept_count;
+	uint64_t kept_bytes;
+	int kept_full;
 	/* how many were kept so (atomic, for a test may watch it) */
 	atomic_uint connect_kept;
 	char abort_reason[PS_REASON_MAX];
@@ -78,7 +84,12 @@ int ps_node_join(ps_node *n, const ps_config *cfg, uint32_t role,
  * (PS_EABORTED, as in ps_node_recv), and so does its SHUTDOWN (PS_ECLOSED:
  * the job is over, ended cleanly without this node's connections); every
  * other message is kept, in order, for ps_node_recv to hand out before
- * anything received later. PS_EINTR when a signal (SIGINT/SIGTERM) came.
+ * anything received later - up to as many as before the WELCOME (4096
+ * messages, cluster.early_bytes_max bytes): past that the rest are left
+ * unread in the transport (within its bounds per peer) until the wait
+ * ends, so a peer's flood cannot grow the node without bound (an ABORT
+ * behind it is then read once the connections are made). PS_EINTR when
+ * a signal (SIGINT/SIGTERM) came.
  * A peer that cannot be reached in time is named in the log, and the
  * transport's error returned.
  */

@@ -735,6 +735,83 @@ static void test_messages_while_connecting_are_kept(void **state)
 	leave_job(&f);
 }
 
+/* Messages kept while connecting are bounded as those before the
+ * WELCOME (cluster.early_bytes_max = 2500 here): of six 1000-byte PULLs
+ * sent while the node connects, three are kept (the third passes the
+ * bound), and the other three wait unread in the transport - two more of
+ * the node's heartbeats come and no fourth is kept - until the
+ * connection is made; then all six come, in order, each once. */
+static void test_kept_while_connecting_bounded(void **state)
+{
+	char ep[PS_ENDPOINT_MAX], wep[PS_ENDPOINT_MAX], why[256];
+	fixture f;
+	connector x;
+	pthread_t th;
+	ps_wire_header h;
+	ps_msg *msg = NULL;
+	ps_transport *w;
+	int port, lfd = silent_listener(ep, sizeof(ep), &port), cfd;
+
+	(void)state;
+	worker_ep = ep;
+	join_job(&f, 0, "cluster.heartbeat_interval_ms", "100",
+		 "cluster.connect_timeout_ms", "3600000",
+		 "cluster.early_bytes_max", "2500", NULL);
+	worker_ep = NULL;
+	ps_node *n = &f.j->node;
+	x.node = n;
+	assert_int_equal(pthread_create(&th, NULL, connect_workers, &x), 0);
+	cfd = accept_node(lfd);
+
+	for (uint64_t i = 0; i < 6; i++) {
+		void *body = calloc(1, 1000);
+		assert_non_null(body);
+		send_msg_at(f.peer, f.peer_to_node, PS_MSG_PULL, JOB_ID, 2, i,
+			    body, 1000);
+	}
+	for (int ms = 0; atomic_load(&n->connect_kept) < 3; ms++) {
+		if (ms == PATIENCE_MS)
+			fail_msg("the node kept %u of 3 messages while "
+				 "connecting",
+				 atomic_load(&n->connect_kept));
+		usleep(1000);
+	}
+	/* two heartbeats later it has looked again, and kept no more */
+	for (int beats = 0; beats < 2;) {
+		assert_int_equal(ps_transport_recv(f.sched, PATIENCE_MS, &msg),
+				 PS_OK);
+		assert_int_equal(ps_wire_header_decode(msg->hdr, msg->hdr_len,
+						       &h, why, sizeof(why)),
+				 PS_OK);
+		beats += h.type == PS_MSG_HEARTBEAT;
+		ps_msg_free(&msg);
+	}
+	assert_int_equal(atomic_load(&n->connect_kept), 3);
+
+	close(cfd);
+	close(lfd);
+	w = transport(PEER_ID);
+	assert_int_equal(ps_transport_listen(w, "127.0.0.1", port, NULL, wep,
+					     sizeof(wep)),
+			 PS_OK);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(x.rc, PS_OK);
+	for (uint64_t i = 0; i < 6; i++) {
+		assert_int_equal(ps_node_recv(n, PATIENCE_MS, &msg, &h), PS_OK);
+		assert_int_equal(h.sender, 2);
+		assert_int_equal(h.type, PS_MSG_PULL);
+		assert_int_equal(h.iteration, i);
+		assert_int_equal(msg->payload_len, 1000);
+		ps_msg_free(&msg);
+	}
+	assert_int_equal(ps_node_recv(n, 300, &msg, &h), PS_ETIMEDOUT);
+	assert_int_equal(atomic_load(&n->connect_kept), 3);
+	assert_int_equal(n->kept_count, 0);
+	assert_true(n->kept_bytes == 0);
+	ps_transport_destroy(&w, 0);
+	leave_job(&f);
+}
+
 /* A worker whose endpoint never completes the handshake: connecting
  * fails once cluster.connect_timeout_ms has passed (300 ms here, set
  * after the join), with the transport's error. */
@@ -768,6 +845,7 @@ int main(void)
 		cmocka_unit_test(test_shutdown_while_connecting),
 		cmocka_unit_test(test_abort_while_connecting),
 		cmocka_unit_test(test_messages_while_connecting_are_kept),
+		cmocka_unit_test(test_kept_while_connecting_bounded),
 		cmocka_unit_test(test_connect_deadline),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
