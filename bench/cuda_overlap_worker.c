@@ -44,17 +44,30 @@
  * Gradients are zeros: the values stay finite, and the servers' arithmetic
  * costs the same in b and c.
  *
+ * Under a priority gate with a credit window, b is a best case that c
+ * cannot have: b's four pushes reach the gate together (they take
+ * microseconds), so the gate releases the most urgent tensor's partitions
+ * first; c's partitions reach it one by one, at the copies' pace, and the
+ * least urgent tensor (pushed first) fills the window before the urgent
+ * ones are there, which then wait behind it. c - b then holds that
+ * reordering as well as the copies. CUDA_OVERLAP_PACE=1 takes it out: in b
+ * each host tensor is pushed when its device twin's first partition came
+ * out of its copy in the latest mode a (the time c hands that tensor's
+ * first partition over), so that b and c reach the gate in the same
+ * pattern and c - b is the copies' own cost.
+ *
  * Environment: CUDA_OVERLAP_TENSORS (default 4, 1..64), CUDA_OVERLAP_MIB
  * (default 16, the size of each tensor in MiB, 1..4096),
  * CUDA_OVERLAP_VERBOSE=1 (every iteration's times on stderr, as
- * "cuda_overlap_iteration worker=R iteration=I copies_ms=.. ..."). CUDA
- * device 0 (choose with CUDA_VISIBLE_DEVICES). At least 2 iterations.
+ * "cuda_overlap_iteration worker=R iteration=I copies_ms=.. ..."),
+ * CUDA_OVERLAP_PACE=1 (b paced as above; the result line says paced=1).
+ * CUDA device 0 (choose with CUDA_VISIBLE_DEVICES). At least 2 iterations.
  *
  * Output, one line per worker on stdout (bench/cuda_paths.sh reads it):
  *   cuda_overlap worker=R workers=W servers=S tensors=N tensor_bytes=B
  *     partition_bytes=P partitions=K iterations=I copies_ms=a
  *     copies_gbps=G sends_ms=b device_ms=c tail_ms=T overlap=X
- *     c_minus_b_ms=D c_minus_b_q1_ms=Q1 c_minus_b_q3_ms=Q3
+ *     c_minus_b_ms=D c_minus_b_q1_ms=Q1 c_minus_b_q3_ms=Q3 paced=0|1
  * and "cuda_overlap_device: NAME". Without a CUDA device: "SKIP: no CUDA
  * device: ...", exit 77. Exit 2 for a setting it cannot measure, 1 for a
  * failure.
@@ -126,10 +139,12 @@ static double quantile(double *v, size_t n, double q)
 /* Mode a: per tensor, in the backward pass's order (the last tensor's
  * gradient is ready first), per partition one copy into pinned memory and
  * an event, then the host waits for the events in order; the first error,
- * or cudaSuccess. */
+ * or cudaSuccess. first_ns[k]: when tensor k's first partition was out of
+ * its copy, in ns from t0. */
 static cudaError_t copies_alone(float **staging, float **dgrad, long n,
 				size_t bytes, size_t part, cudaStream_t s,
-				cudaEvent_t *ev)
+				cudaEvent_t *ev, uint64_t t0,
+				uint64_t *first_ns)
 {
 	size_t nparts = (bytes + part - 1) / part;
 	cudaError_t e = cudaSuccess;
@@ -144,8 +159,11 @@ static cudaError_t copies_alone(float **staging, float **dgrad, long n,
 			if (e == cudaSuccess)
 				e = cudaEventRecord(ev[p], s);
 		}
-		for (size_t p = 0; p < nparts && e == cudaSuccess; p++)
+		for (size_t p = 0; p < nparts && e == cudaSuccess; p++) {
 			e = cudaEventSynchronize(ev[p]);
+			if (p == 0)
+				first_ns[k] = ps_now_ns() - t0;
+		}
 	}
 	return e;
 }
@@ -153,16 +171,21 @@ static cudaError_t copies_alone(float **staging, float **dgrad, long n,
 /* Modes b and c: the n tensors' gradients pushed in the backward pass's
  * order (stream NULL: host tensors, ps_client_push; else device tensors,
  * ps_client_push_stream from that stream), then their parameters of
- * it + 1 waited for. */
+ * it + 1 waited for. pace_ns (b only, or NULL): tensor k is pushed no
+ * sooner than pace_ns[k] after t0 (a spin, as cudaEventSynchronize's). */
 static int push_and_wait(ps_client *c, const uint32_t *ids, float **grads,
-			 long n, uint64_t it, cudaStream_t stream)
+			 long n, uint64_t it, cudaStream_t stream,
+			 uint64_t t0, const uint64_t *pace_ns)
 {
 	int rc = PS_OK;
 
-	for (long k = n; k-- > 0 && rc == PS_OK;)
+	for (long k = n; k-- > 0 && rc == PS_OK;) {
+		while (pace_ns && ps_now_ns() - t0 < pace_ns[k])
+			;
 		rc = stream ? ps_client_push_stream(c, ids[k], grads[k], it,
 						    stream)
 			    : ps_client_push(c, ids[k], grads[k], it);
+	}
 	for (long k = 0; k < n && rc == PS_OK; k++)
 		rc = ps_client_wait(c, ids[k], it + 1, -1);
 	return rc;
@@ -182,6 +205,7 @@ int main(int argc, char **argv)
 	float *staging[MAX_TENSORS] = {0};
 	uint32_t td[MAX_TENSORS], th[MAX_TENSORS];
 	cudaEvent_t ready[MAX_TENSORS] = {0}, *ev = NULL;
+	uint64_t first_ns[MAX_TENSORS] = {0}; /* the latest a's, for b */
 	cudaStream_t copy = NULL, app = NULL;
 	double *samples[MODES] = {0}, *tail = NULL, *diff = NULL;
 	size_t counted = 0, nparts, part, bytes;
@@ -193,7 +217,7 @@ int main(int argc, char **argv)
 	ps_cli_status st;
 	ps_config cfg;
 	char err[1024];
-	int rc = PS_OK, status = 1, rank, workers, verbose;
+	int rc = PS_OK, status = 1, rank, workers, verbose, pace;
 
 	st = ps_cli_parse(argc, argv, &cli, &cfg);
 	if (st != PS_CLI_RUN)
@@ -202,7 +226,8 @@ int main(int argc, char **argv)
 	ntensors = env_int("CUDA_OVERLAP_TENSORS", 4, 1, MAX_TENSORS);
 	mib = env_int("CUDA_OVERLAP_MIB", 16, 1, 4096);
 	verbose = (int)env_int("CUDA_OVERLAP_VERBOSE", 0, 0, 1);
-	if (ntensors < 0 || mib < 0 || verbose < 0)
+	pace = (int)env_int("CUDA_OVERLAP_PACE", 0, 0, 1);
+	if (ntensors < 0 || mib < 0 || verbose < 0 || pace < 0)
 		return 2;
 	bytes = (size_t)mib << 20;
 	part = cfg.scheduling.partition_size < bytes
@@ -317,15 +342,17 @@ int main(int argc, char **argv)
 					break;
 			}
 			t0 = ps_now_ns();
-			if (m == MODE_COPIES)
+			if (m == MODE_COPIES) {
 				CK(copies_alone(staging, dgrad, ntensors, bytes,
-						part, copy, ev));
-			else if (m == MODE_SENDS)
+						part, copy, ev, t0, first_ns));
+			} else if (m == MODE_SENDS) {
 				rc = push_and_wait(c, th, hgrad, ntensors, it,
-						   NULL);
-			else
+						   NULL, t0,
+						   pace ? first_ns : NULL);
+			} else {
 				rc = push_and_wait(c, td, dgrad, ntensors, it,
-						   app);
+						   app, t0, NULL);
+			}
 			t1 = ps_now_ns();
 			t[m] = (double)(t1 - t0) * 1e-6;
 			if (m != MODE_DEVICE || rc != PS_OK)
@@ -389,12 +416,12 @@ int main(int argc, char **argv)
 		       "iterations=%zu copies_ms=%.3f copies_gbps=%.2f "
 		       "sends_ms=%.3f device_ms=%.3f tail_ms=%.3f "
 		       "overlap=%.2f c_minus_b_ms=%.3f c_minus_b_q1_ms=%.3f "
-		       "c_minus_b_q3_ms=%.3f\n",
+		       "c_minus_b_q3_ms=%.3f paced=%d\n",
 		       rank, workers, cfg.cluster.servers, ntensors, bytes,
 		       part, nparts, counted, a,
 		       (double)ntensors * (double)bytes / (a * 1e-3) / 1e9, b,
 		       d, quantile(tail, counted, 0.5),
-		       lo > 0 ? (a + b - d) / lo : 0.0, dq2, dq1, dq3);
+		       lo > 0 ? (a + b - d) / lo : 0.0, dq2, dq1, dq3, pace);
 		fflush(stdout);
 	}
 	status = 0;

@@ -21,7 +21,8 @@
 # (iterations per job, default 21; the first is not counted), PARTS
 # (partition sizes, default "1M 4M"), LAYOUTS (default "1x1 2x2"),
 # CUDA_OVERLAP_TENSORS and CUDA_OVERLAP_MIB (the worker's tensors, default
-# 4 of 16 MiB), CUDA_VISIBLE_DEVICES.
+# 4 of 16 MiB), CUDA_OVERLAP_PACE=1 (b's host pushes paced as c hands its
+# partitions over: bench/cuda_overlap_worker.c), CUDA_VISIBLE_DEVICES.
 set -uo pipefail
 [ $# -ge 1 ] || { echo "usage: bash bench/cuda_paths.sh BUILD_DIR [ps-launch options...]" >&2; exit 2; }
 build=$(cd "$1" 2>/dev/null && pwd) || { echo "cuda_paths.sh: no build directory '$1'" >&2; exit 2; }
@@ -69,7 +70,7 @@ mib=${CUDA_OVERLAP_MIB:-16}
 echo "## Overlap of the copies with the sends"
 echo
 echo "Every worker: $tensors device tensors and $tensors host tensors of $mib MiB, loopback TCP," \
-	"synchronous, $iters iterations (the first not counted), medians; ps-launch options: ${*:-none}." \
+	"synchronous, $iters iterations (the first not counted), medians; ps-launch options: ${*:-none}${CUDA_OVERLAP_PACE:+; b paced as the hand-overs of c (CUDA_OVERLAP_PACE=$CUDA_OVERLAP_PACE)}." \
 	"a: per-partition copies device to pinned host alone; b: push + wait of the host tensors;" \
 	"c: ps_client_push_stream + wait of the device tensors; the tail (the parameters' copy to the" \
 	"device after c) is not in c. overlap = (a + b - c) / min(a, b): 1 = the copies hidden, 0 = none;" \

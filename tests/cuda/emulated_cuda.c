@@ -405,6 +405,22 @@ cudaError_t cudaMemcpy(void *d, const void *src, size_t n,
 	return cudaSuccess;
 }
 
+cudaError_t cudaMemset(void *d, int v, size_t n)
+{
+	run(&legacy); /* ordered after the legacy stream's work */
+	memset(d, v, n);
+	return cudaSuccess;
+}
+
+/* The legacy stream only: the streams created are not listed (every
+ * caller here waits for its own streams' work by events or
+ * cudaStreamSynchronize). */
+cudaError_t cudaDeviceSynchronize(void)
+{
+	run(&legacy);
+	return cudaSuccess;
+}
+
 int ps_cuda_open(int index, ps_cuda_info *info, char *why, size_t whylen)
 {
 	if (index != 0) {
