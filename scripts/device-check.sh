@@ -26,10 +26,14 @@
 #   cuda_exact       server.device = cuda: exactness, momentum = CPU, checkpoints
 #   cuda_replay      worker.gradients = cuda replay
 #   cuda_paths       bench/cuda_paths.sh: copies vs cudaMemcpy, aggregation, overlap
+#                    (with the host push as a burst, then paced)
 #   gpu_vs_cpu_large 8 workers x 4 servers of VGG16's tensors on the GPU server:
 #                    exact, and momentum bit for bit against the CPU server
 #   rdma             transport conformance, ib_write_bw vs ordo, GPUDirect jobs
 #   goodput          ordo vs plain ZeroMQ at 1x1, 2x2, 4x4 (needs 8+ cores)
+#   security         what security.mode costs: none against curve with one
+#                    connection per peer pair and with several (needs 8+
+#                    cores)
 #   ps_bench         ps-bench --quick at 10 Gbit/s undilated (needs 8+ cores
 #                    and network namespaces)
 # shellcheck disable=SC2317 # the steps run through `bash -c` (the runner)
@@ -39,7 +43,7 @@ usage() {
 	echo "usage: bash scripts/device-check.sh BUNDLE_DIR [--out DIR] [--budget SECONDS] [--steps A,B,...]" >&2
 	exit 2
 }
-ALL_STEPS="facts cuda_optimizer cuda_no_device cuda_client cuda_exact cuda_replay cuda_paths gpu_vs_cpu_large rdma goodput ps_bench"
+ALL_STEPS="facts cuda_optimizer cuda_no_device cuda_client cuda_exact cuda_replay cuda_paths gpu_vs_cpu_large rdma goodput security ps_bench"
 [ $# -ge 1 ] || usage
 case $1 in -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 && !/shellcheck/ { sub(/^# ?/, ""); print }' "$0"; exit 0 ;; esac
 bundle=$(cd "$1" 2>/dev/null && pwd) || { echo "device-check: no bundle directory '$1'" >&2; exit 2; }
@@ -211,7 +215,12 @@ step_cuda_replay() { cuda_test cuda_replay bash "$src/tests/cuda/replay.sh" "$B"
 
 step_cuda_paths() {
 	[ -z "$CUDA_REASON" ] || { echo "SKIP: $CUDA_REASON"; return 77; }
-	bash "$src/bench/cuda_paths.sh" "$B" >"$raw/cuda_paths.md"
+	bash "$src/bench/cuda_paths.sh" "$B" >"$raw/cuda_paths.md" || return 1
+	# again with the host push paced as the device push hands over
+	# (under a credit window the burst is a best case: cuda_paths.sh)
+	CUDA_OVERLAP_PACE=1 bash "$src/bench/cuda_paths.sh" "$B" >"$raw/cuda_paths_paced.md" || return 1
+	sed -n '/^## Overlap/,$p' "$raw/cuda_paths_paced.md" |
+		sed '1s/.*/## Overlap, the host push paced (CUDA_OVERLAP_PACE=1)/' >>"$raw/cuda_paths.md"
 }
 
 # VGG16's 32 tensors (138 357 544 parameters, 528 MiB) from its model
@@ -324,6 +333,14 @@ step_goodput() {
 		--rounds 3 >"$raw/goodput.md"
 }
 
+step_security() {
+	local r
+	r=$(cores_reason)
+	[ -z "$r" ] || { echo "SKIP: $r"; return 77; }
+	MODES="none secret curve:1:1 curve curve:8:8" \
+		bash "$src/bench/security_goodput.sh" "$B" 1M,4M 1x1,2x2 3 >"$raw/security.md"
+}
+
 step_ps_bench() {
 	local r ref=$src/bench/reference/quick-10g-dilated10-2core.csv
 	r=$(cores_reason)
@@ -361,13 +378,15 @@ ps_bench_md() { # LABEL=results.csv...: $raw/ps_bench.md
 
 declare -A TIMEOUT=([facts]=60 [cuda_optimizer]=90 [cuda_no_device]=60
 	[cuda_client]=120 [cuda_exact]=240 [cuda_replay]=120 [cuda_paths]=180
-	[gpu_vs_cpu_large]=200 [rdma]=240 [goodput]=150 [ps_bench]=240)
+	[gpu_vs_cpu_large]=200 [rdma]=240 [goodput]=150 [security]=150
+	[ps_bench]=240)
 declare -A TITLE=([facts]="The machine" [cuda_optimizer]="test_cuda_optimizer"
 	[cuda_no_device]="cuda_no_device" [cuda_client]="cuda_client"
 	[cuda_exact]="cuda_exact_gpu_server" [cuda_replay]="cuda_replay"
 	[cuda_paths]="CUDA paths (bench/cuda_paths.sh)"
 	[gpu_vs_cpu_large]="GPU server vs CPU server, VGG16-sized, 8 workers x 4 servers"
 	[rdma]="RDMA" [goodput]="Goodput, ordo vs plain ZeroMQ (loopback TCP)"
+	[security]="What security costs: none, secret, curve with 1, the default and 8 connections per peer pair (MODE:I/O threads:connections)"
 	[ps_bench]="ps-bench --quick at 10 Gbit/s, undilated")
 
 CUDA_REASON=$(cuda_reason)
