@@ -34,6 +34,7 @@
 #include "proto/join.h"
 #include "runtime/node.h"
 #include "scheduling/placement.h"
+#include "support/loopback.h"
 
 #define SCHED_ID 0x5c4ed00000000001ull
 #define PEER_ID 0x9ee4000000000002ull
@@ -533,16 +534,9 @@ static void test_lost_peer_is_reported(void **state)
  * in ep, its port in *port_p. */
 static int silent_listener(char *ep, size_t cap, int *port_p)
 {
-	struct sockaddr_in sa = {.sin_family = AF_INET};
-	socklen_t sl = sizeof(sa);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	int fd = test_loopback_socket(4, port_p);
 
 	assert_true(fd >= 0);
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(fd, 4), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
-	*port_p = ntohs(sa.sin_port);
 	snprintf(ep, cap, "tcp://127.0.0.1:%d", *port_p);
 	return fd;
 }
@@ -645,13 +639,61 @@ static void test_abort_while_connecting(void **state)
 	run_end_while_connecting(PS_MSG_ABORT);
 }
 
+/* Joins with a worker at ep (lfd, silent: it never completes the
+ * handshake) and starts connecting to it on a thread of its own; returns
+ * the accepted connection. early_bytes_max: cluster.early_bytes_max. */
+static int begin_connecting(fixture *f, connector *x, pthread_t *th,
+			    char *ep, int lfd, const char *early_bytes_max)
+{
+	worker_ep = ep;
+	join_job(f, 0, "cluster.heartbeat_interval_ms", "100",
+		 "cluster.connect_timeout_ms", "3600000",
+		 "cluster.early_bytes_max", early_bytes_max, NULL);
+	worker_ep = NULL;
+	x->node = &f->j->node;
+	assert_int_equal(pthread_create(th, NULL, connect_workers, x), 0);
+	return accept_node(lfd);
+}
+
+/* Waits until the connecting node has kept want messages. */
+static void wait_connect_kept(ps_node *n, unsigned want)
+{
+	for (int ms = 0; atomic_load(&n->connect_kept) < want; ms++) {
+		if (ms == PATIENCE_MS)
+			fail_msg("the node kept %u of %u messages while "
+				 "connecting",
+				 atomic_load(&n->connect_kept), want);
+		usleep(1000);
+	}
+}
+
+/* The worker's endpoint comes to life on the silent one's port: the
+ * connecting thread ends, connected. Returns the worker's transport. */
+static ps_transport *worker_comes_up(int lfd, int cfd, int port,
+				     pthread_t th, const connector *x)
+{
+	char wep[PS_ENDPOINT_MAX];
+	ps_transport *w;
+
+	close(cfd);
+	close(lfd);
+	w = transport(PEER_ID);
+	assert_int_equal(ps_transport_listen(w, "127.0.0.1", port, NULL, wep,
+					     sizeof(wep)),
+			 PS_OK);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(x->rc, PS_OK);
+	assert_int_equal(x->node->connected[2], 1);
+	return w;
+}
+
 /* While the node connects to its worker, the worker (which connected to
  * the node itself) and the scheduler send to it: their messages are kept
  * and handed out, in order, once the connection is made - here when a
  * real listener takes the silent one's port. */
 static void test_messages_while_connecting_are_kept(void **state)
 {
-	char ep[PS_ENDPOINT_MAX], wep[PS_ENDPOINT_MAX], why[256];
+	char ep[PS_ENDPOINT_MAX], why[256];
 	fixture f;
 	connector x;
 	pthread_t th;
@@ -664,14 +706,8 @@ static void test_messages_while_connecting_are_kept(void **state)
 	int ckpts = 0;
 
 	(void)state;
-	worker_ep = ep;
-	join_job(&f, 0, "cluster.heartbeat_interval_ms", "100",
-		 "cluster.connect_timeout_ms", "3600000", NULL);
-	worker_ep = NULL;
+	cfd = begin_connecting(&f, &x, &th, ep, lfd, "1G");
 	ps_node *n = &f.j->node;
-	x.node = n;
-	assert_int_equal(pthread_create(&th, NULL, connect_workers, &x), 0);
-	cfd = accept_node(lfd);
 
 	for (uint64_t i = 0; i < 3; i++)
 		send_msg_at(f.peer, f.peer_to_node, PS_MSG_PULL, JOB_ID, 2, i,
@@ -680,24 +716,10 @@ static void test_messages_while_connecting_are_kept(void **state)
 					      &to_node),
 			 PS_OK);
 	send_msg_at(f.sched, to_node, PS_MSG_CKPT, JOB_ID, 0, 7, NULL, 0);
-	for (int ms = 0; atomic_load(&n->connect_kept) < 4; ms++) {
-		if (ms == PATIENCE_MS)
-			fail_msg("the node kept %u of 4 messages while "
-				 "connecting",
-				 atomic_load(&n->connect_kept));
-		usleep(1000);
-	}
+	wait_connect_kept(n, 4);
 
 	/* the worker's endpoint comes to life on the same port */
-	close(cfd);
-	close(lfd);
-	w = transport(PEER_ID);
-	assert_int_equal(ps_transport_listen(w, "127.0.0.1", port, NULL, wep,
-					     sizeof(wep)),
-			 PS_OK);
-	assert_int_equal(pthread_join(th, NULL), 0);
-	assert_int_equal(x.rc, PS_OK);
-	assert_int_equal(n->connected[2], 1);
+	w = worker_comes_up(lfd, cfd, port, th, &x);
 
 	/* the kept messages first, each once, the worker's in order */
 	for (int i = 0; i < 4; i++) {
@@ -743,7 +765,7 @@ static void test_messages_while_connecting_are_kept(void **state)
  * connection is made; then all six come, in order, each once. */
 static void test_kept_while_connecting_bounded(void **state)
 {
-	char ep[PS_ENDPOINT_MAX], wep[PS_ENDPOINT_MAX], why[256];
+	char ep[PS_ENDPOINT_MAX], why[256];
 	fixture f;
 	connector x;
 	pthread_t th;
@@ -753,15 +775,8 @@ static void test_kept_while_connecting_bounded(void **state)
 	int port, lfd = silent_listener(ep, sizeof(ep), &port), cfd;
 
 	(void)state;
-	worker_ep = ep;
-	join_job(&f, 0, "cluster.heartbeat_interval_ms", "100",
-		 "cluster.connect_timeout_ms", "3600000",
-		 "cluster.early_bytes_max", "2500", NULL);
-	worker_ep = NULL;
+	cfd = begin_connecting(&f, &x, &th, ep, lfd, "2500");
 	ps_node *n = &f.j->node;
-	x.node = n;
-	assert_int_equal(pthread_create(&th, NULL, connect_workers, &x), 0);
-	cfd = accept_node(lfd);
 
 	for (uint64_t i = 0; i < 6; i++) {
 		void *body = calloc(1, 1000);
@@ -769,13 +784,7 @@ static void test_kept_while_connecting_bounded(void **state)
 		send_msg_at(f.peer, f.peer_to_node, PS_MSG_PULL, JOB_ID, 2, i,
 			    body, 1000);
 	}
-	for (int ms = 0; atomic_load(&n->connect_kept) < 3; ms++) {
-		if (ms == PATIENCE_MS)
-			fail_msg("the node kept %u of 3 messages while "
-				 "connecting",
-				 atomic_load(&n->connect_kept));
-		usleep(1000);
-	}
+	wait_connect_kept(n, 3);
 	/* two heartbeats later it has looked again, and kept no more */
 	for (int beats = 0; beats < 2;) {
 		assert_int_equal(ps_transport_recv(f.sched, PATIENCE_MS, &msg),
@@ -788,14 +797,7 @@ static void test_kept_while_connecting_bounded(void **state)
 	}
 	assert_int_equal(atomic_load(&n->connect_kept), 3);
 
-	close(cfd);
-	close(lfd);
-	w = transport(PEER_ID);
-	assert_int_equal(ps_transport_listen(w, "127.0.0.1", port, NULL, wep,
-					     sizeof(wep)),
-			 PS_OK);
-	assert_int_equal(pthread_join(th, NULL), 0);
-	assert_int_equal(x.rc, PS_OK);
+	w = worker_comes_up(lfd, cfd, port, th, &x);
 	for (uint64_t i = 0; i < 6; i++) {
 		assert_int_equal(ps_node_recv(n, PATIENCE_MS, &msg, &h), PS_OK);
 		assert_int_equal(h.sender, 2);

@@ -45,6 +45,7 @@
 
 #include <zmq.h> /* test_garbage only (tcp) */
 
+#include "support/loopback.h"
 #include "transport/keys.h"
 #include "transport/transport.h"
 
@@ -194,6 +195,17 @@ static bool check(const unsigned char *p, size_t n, unsigned seed)
 		if (p[i] != (unsigned char)(i * 31u + seed))
 			return false;
 	return true;
+}
+
+/* A plain TCP socket listening on loopback (it never speaks ZeroMQ); its
+ * endpoint in ep. */
+static int bare_listener(char *ep, int backlog)
+{
+	int port, fd = test_loopback_socket(backlog, &port);
+
+	assert_true(fd >= 0);
+	snprintf(ep, EP_CAP, "tcp://127.0.0.1:%d", port);
+	return fd;
 }
 
 static int setup(void **state)
@@ -505,15 +517,11 @@ static void test_peer_gone(void **state)
 
 static int unused_port(void)
 {
-	struct sockaddr_in sa = {.sin_family = AF_INET};
-	socklen_t sl = sizeof(sa);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	int port, fd = test_loopback_socket(0, &port);
+
 	assert_true(fd >= 0);
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
 	close(fd);
-	return ntohs(sa.sin_port);
+	return port;
 }
 
 static void test_connect_refused(void **state)
@@ -595,17 +603,8 @@ static void test_connect_in_background(void **state)
 		/* a TCP listener that never answers the handshake: the
 		 * attempt goes on, and the transport stops with it still
 		 * connecting (the watchdog ends a hang) */
-		struct sockaddr_in sa = {.sin_family = AF_INET};
-		socklen_t sl = sizeof(sa);
 		char silent[EP_CAP];
-		int fd = socket(AF_INET, SOCK_STREAM, 0);
-		assert_true(fd >= 0);
-		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-		assert_int_equal(listen(fd, 4), 0);
-		assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
-		snprintf(silent, sizeof(silent), "tcp://127.0.0.1:%d",
-		         ntohs(sa.sin_port));
+		int fd = bare_listener(silent, 4);
 		assert_ps(ps_transport_connect_start(s, silent, PATIENCE_MS, &q),
 		          PS_OK);
 		assert_int_not_equal(q, p);
@@ -696,18 +695,9 @@ static void test_flows(void **state)
 
 	if (strcmp(backend, "tcp") == 0) {
 		/* a bare TCP listener counts the connections of each kind */
-		struct sockaddr_in sa = {.sin_family = AF_INET};
-		socklen_t sl = sizeof(sa);
 		char bare[EP_CAP];
 		ps_peer q = UINT32_MAX;
-		int fd = socket(AF_INET, SOCK_STREAM, 0), conns = 0;
-		assert_true(fd >= 0);
-		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-		assert_int_equal(listen(fd, 16), 0);
-		assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
-		snprintf(bare, sizeof(bare), "tcp://127.0.0.1:%d",
-		         ntohs(sa.sin_port));
+		int fd = bare_listener(bare, 16), conns = 0;
 		assert_ps(ps_transport_connect_start(s, bare, PATIENCE_MS, &q),
 		          PS_OK);
 		int fds[4];
