@@ -13,6 +13,10 @@
 
 #define MAX_ROWS 1000000
 #define MAX_COLS 32
+/* The largest value of each column a sweep's row may hold (bytes: 1 TiB
+ * messages; concurrency: a million streams; us: 10^12 us, 11.6 days):
+ * beyond them the fit's sums of squares overflow. */
+static const double col_max[3] = {1099511627776.0, 1e6, 1e12};
 
 int ps_link_fit_rows(const double *bytes, const double *conc,
 		     const double *us, size_t n, ps_link_fit *f_p, char *why,
@@ -58,6 +62,11 @@ int ps_link_fit_rows(const double *bytes, const double *conc,
 	for (size_t i = 0; i < k; i++)
 		sstot += (y[i] - ymean) * (y[i] - ymean);
 	f.r2 = sstot > 0 ? 1.0 - sumsq / sstot : 1.0;
+	if (!isfinite(f.r2)) { /* rows read otherwise than from a file */
+		snprintf(why, whylen, "the times are too large to fit (their "
+			 "sums of squares overflow)");
+		goto out;
+	}
 	f.a_us = c0 > 0 ? c0 : 0.0;
 	f.b_us_per_byte = c1;
 	k = 0;
@@ -202,6 +211,13 @@ int ps_link_fit_file(const char *path, ps_link_fit *f_p, char *why,
 					 names[j], fields[cols[j]],
 					 j == 1 ? "whole number >= 1"
 						: "finite number >= 0");
+				goto out;
+			}
+			if (d > col_max[j]) {
+				snprintf(why, whylen, "%s:%d: column '%s': "
+					 "%s is more than %g: not a link "
+					 "sweep's", path, lineno, names[j],
+					 fields[cols[j]], col_max[j]);
 				goto out;
 			}
 			v[j][n] = d;

@@ -698,6 +698,21 @@ static void test_fit_file_errors(void **state)
 			    "bytes,concurrency,us\n1024,1,50\n4096,1,40\n");
 	assert_int_equal(ps_link_fit_file(p, &f, err, sizeof(err)), PS_EINVAL);
 	assert_non_null(strstr(err, "does not grow"));
+	/* a time whose square overflows (fuzz_fit found r2 = NaN) */
+	p = test_write_file(dir, "huge.csv",
+			    "bytes,concurrency,us\n1036,1,6\n"
+			    "655368576576,1,5.2055555555555553e241\n");
+	assert_int_equal(ps_link_fit_file(p, &f, err, sizeof(err)), PS_EINVAL);
+	assert_non_null(strstr(err, ":3: column 'us': "
+				    "5.2055555555555553e241 is more than"));
+	{ /* the same rows given to the fit itself */
+		const double b[2] = {1036, 655368576576.0}, c[2] = {1, 1},
+			     t[2] = {6, 5.2055555555555553e241};
+		assert_int_equal(ps_link_fit_rows(b, c, t, 2, &f, err,
+						  sizeof(err)),
+				 PS_EINVAL);
+		assert_non_null(strstr(err, "too large to fit"));
+	}
 	p = test_write_file(dir, "ok.csv",
 			    "# a comment\nus,bytes,concurrency,reps\n"
 			    "30,1000,1,5\n50,2000,1,5\n100,2000,2,5\n");
