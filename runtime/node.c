@@ -481,11 +481,14 @@ _Static_assert(PS_TCP_CONNECTIONS_MAX <= PS_TCP_LANES_MAX,
  * "What security costs") */
 static int connections_per_peer(const ps_config *cfg)
 {
-	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	long cores;
 
 	if (cfg->transport.connections_per_peer > 0)
 		return cfg->transport.connections_per_peer;
-	if (cfg->security.mode != PS_SECURITY_CURVE || cores < 4)
+	if (cfg->security.mode != PS_SECURITY_CURVE)
+		return 1;
+	cores = sysconf(_SC_NPROCESSORS_ONLN);
+	if (cores < 4)
 		return 1;
 	return cores / 2 < PS_TCP_CURVE_CONNECTIONS ? (int)(cores / 2)
 						    : PS_TCP_CURVE_CONNECTIONS;

@@ -13,6 +13,7 @@
  * handlers included).
  */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,14 +166,25 @@ int ps_transport_connect_wait(ps_transport *t, ps_peer peer, int wait_ms)
 	return t->ops->connect_wait(t, peer, wait_ms);
 }
 
+/* What every send checks first: whether its arguments are whole
+ * (logged when not). */
+static bool send_args_ok(const ps_transport *t, const void *hdr,
+			 size_t hdr_len, const void *payload,
+			 size_t payload_len)
+{
+	if (!t || !t->ops || (!hdr && hdr_len) || (!payload && payload_len)) {
+		PS_ERROR("transport: send: invalid argument");
+		return false;
+	}
+	return true;
+}
+
 int ps_transport_send(ps_transport *t, ps_peer peer, const void *hdr,
                       size_t hdr_len, void *payload, size_t payload_len,
                       ps_free_fn *free_fn, void *hint)
 {
-	if (!t || !t->ops || (!hdr && hdr_len) || (!payload && payload_len)) {
-		PS_ERROR("transport: send: invalid argument");
+	if (!send_args_ok(t, hdr, hdr_len, payload, payload_len))
 		return PS_EINVAL;
-	}
 	if (t->stopped)
 		return PS_ECLOSED;
 	if (!t->ops->send)
@@ -185,13 +197,11 @@ int ps_transport_send_flow(ps_transport *t, ps_peer peer, uint32_t flow,
 			   const void *hdr, size_t hdr_len, void *payload,
 			   size_t payload_len, ps_free_fn *free_fn, void *hint)
 {
-	if (!t || !t->ops || !t->ops->send_flow)
+	if (!send_args_ok(t, hdr, hdr_len, payload, payload_len))
+		return PS_EINVAL;
+	if (!t->ops->send_flow) /* one connection: every flow in order */
 		return ps_transport_send(t, peer, hdr, hdr_len, payload,
 					 payload_len, free_fn, hint);
-	if ((!hdr && hdr_len) || (!payload && payload_len)) {
-		PS_ERROR("transport: send: invalid argument");
-		return PS_EINVAL;
-	}
 	if (t->stopped)
 		return PS_ECLOSED;
 	return t->ops->send_flow(t, peer, flow, hdr, hdr_len, payload,
@@ -202,10 +212,8 @@ int ps_transport_send_mem(ps_transport *t, ps_peer peer, const void *hdr,
 			  size_t hdr_len, void *payload, size_t payload_len,
 			  ps_mem_kind kind, ps_free_fn *free_fn, void *hint)
 {
-	if (!t || !t->ops || (!hdr && hdr_len) || (!payload && payload_len)) {
-		PS_ERROR("transport: send: invalid argument");
+	if (!send_args_ok(t, hdr, hdr_len, payload, payload_len))
 		return PS_EINVAL;
-	}
 	if (kind != PS_MEM_HOST && kind != PS_MEM_CUDA) {
 		PS_ERROR("transport: send: unknown memory kind %d", (int)kind);
 		return PS_EINVAL;

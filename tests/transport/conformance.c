@@ -81,17 +81,26 @@ static void sleep_ms(int ms)
 		;
 }
 
+/* A node's options: id, PATIENCE_MS to send and connect, one I/O thread. */
+static ps_transport_opts opts_of(uint64_t id)
+{
+	return (ps_transport_opts){
+	    .id = id,
+	    .send_timeout_ms = PATIENCE_MS,
+	    .connect_timeout_ms = PATIENCE_MS,
+	    .io_threads = 1,
+	    .rdma_gid_index = rdma_gid_index,
+	};
+}
+
 static ps_transport *make_with(uint64_t id, int send_timeout_ms,
                                int connect_timeout_ms, const char *secret,
                                const char *token)
 {
-	ps_transport_opts o = {
-	    .id = id,
-	    .send_timeout_ms = send_timeout_ms,
-	    .connect_timeout_ms = connect_timeout_ms,
-	    .io_threads = 1,
-	    .rdma_gid_index = rdma_gid_index,
-	};
+	ps_transport_opts o = opts_of(id);
+
+	o.send_timeout_ms = send_timeout_ms;
+	o.connect_timeout_ms = connect_timeout_ms;
 	snprintf(o.job_secret, sizeof(o.job_secret), "%s", secret);
 	snprintf(o.job_token, sizeof(o.job_token), "%s", token);
 	ps_transport *t = NULL;
@@ -118,6 +127,20 @@ static ps_peer connect_to(ps_transport *t, const char *ep)
 {
 	ps_peer p = UINT32_MAX;
 	assert_ps(ps_transport_connect(t, ep, &p), PS_OK);
+	return p;
+}
+
+/* ps_transport_connect_start, then its waits (10 ms at a time) until the
+ * peer is connected. */
+static ps_peer connect_in_background(ps_transport *t, const char *ep)
+{
+	ps_peer p = UINT32_MAX;
+	int rc;
+
+	assert_ps(ps_transport_connect_start(t, ep, -1, &p), PS_OK);
+	while ((rc = ps_transport_connect_wait(t, p, 10)) == PS_EAGAIN)
+		;
+	assert_ps(rc, PS_OK);
 	return p;
 }
 
@@ -574,10 +597,7 @@ static void test_connect_in_background(void **state)
 
 	ps_transport *r = make_listener(0x62, ep);
 	ps_transport *s = make(0x63, PATIENCE_MS, PATIENCE_MS);
-	assert_ps(ps_transport_connect_start(s, ep, -1, &p), PS_OK);
-	while ((rc = ps_transport_connect_wait(s, p, 10)) == PS_EAGAIN)
-		;
-	assert_ps(rc, PS_OK);
+	p = connect_in_background(s, ep);
 	assert_ps(ps_transport_connect_wait(s, p, 0), PS_OK); /* it stays */
 	/* the same endpoint again: the same peer, either way */
 	assert_ps(ps_transport_connect_start(s, ep, -1, &q), PS_OK);
@@ -638,26 +658,18 @@ static void test_flows(void **state)
 	uint32_t next[FLOWS] = {0};
 	char ep[EP_CAP];
 	counter c = {0};
-	ps_peer p = UINT32_MAX;
-	int rc;
+	ps_peer p;
 	(void)state;
 
 	ps_transport *r = make_with(0x70, PATIENCE_MS, PATIENCE_MS, secret, "");
 	assert_ps(ps_transport_listen(r, host, 0, NULL, ep, EP_CAP), PS_OK);
-	ps_transport_opts o = {.id = 0x71,
-	                       .send_timeout_ms = PATIENCE_MS,
-	                       .connect_timeout_ms = PATIENCE_MS,
-	                       .io_threads = 1,
-	                       .connections_per_peer = 3,
-	                       .rdma_gid_index = rdma_gid_index};
+	ps_transport_opts o = opts_of(0x71);
+	o.connections_per_peer = 3;
 	snprintf(o.job_secret, sizeof(o.job_secret), "%s", secret);
 	snprintf(o.job_token, sizeof(o.job_token), "%s", token);
 	ps_transport *s = NULL;
 	assert_ps(ps_transport_create(backend, &o, &s), PS_OK);
-	assert_ps(ps_transport_connect_start(s, ep, -1, &p), PS_OK);
-	while ((rc = ps_transport_connect_wait(s, p, 10)) == PS_EAGAIN)
-		;
-	assert_ps(rc, PS_OK);
+	p = connect_in_background(s, ep);
 
 	unsigned char *bufs = malloc((size_t)N * SZ);
 	assert_non_null(bufs);
@@ -1300,11 +1312,7 @@ static void test_reconnect(void **state)
 		ps_transport_destroy(&r, 0);
 
 		/* the same port again (retried: the old one may linger) */
-		ps_transport_opts o = {.id = 0x90,
-		                       .send_timeout_ms = PATIENCE_MS,
-		                       .connect_timeout_ms = PATIENCE_MS,
-		                       .io_threads = 1,
-		                       .rdma_gid_index = rdma_gid_index};
+		ps_transport_opts o = opts_of(0x90);
 		assert_ps(ps_transport_create(backend, &o, &r), PS_OK);
 		int rc = PS_EADDRINUSE;
 		for (int64_t end = now_ms() + PATIENCE_MS;
@@ -1521,15 +1529,9 @@ static void test_recv_budget(void **state)
 		              "connection's queue in messages)\n");
 		skip();
 	}
-	ps_transport_opts o = {
-	    .id = 0x90,
-	    .send_timeout_ms = PATIENCE_MS,
-	    .connect_timeout_ms = PATIENCE_MS,
-	    .io_threads = 1,
-	    .rdma_gid_index = rdma_gid_index,
-	    /* two READ messages and two copied ones, not a third READ */
-	    .rdma_peer_recv_bytes = 3 * big + 64,
-	};
+	ps_transport_opts o = opts_of(0x90);
+	/* two READ messages and two copied ones, not a third READ */
+	o.rdma_peer_recv_bytes = 3 * big + 64;
 	ps_transport *r = NULL;
 	assert_ps(ps_transport_create(backend, &o, &r), PS_OK);
 	assert_ps(ps_transport_listen(r, host, 0, NULL, ep, EP_CAP), PS_OK);
@@ -1603,16 +1605,10 @@ static void test_node_recv_budget(void **state)
 		print_message("node recv budget: rdma's\n");
 		skip();
 	}
-	ps_transport_opts o = {
-	    .id = 0x92,
-	    .send_timeout_ms = PATIENCE_MS,
-	    .connect_timeout_ms = PATIENCE_MS,
-	    .io_threads = 1,
-	    .rdma_gid_index = rdma_gid_index,
-	    /* each connection could hold all its 4; the node takes 3 */
-	    .rdma_peer_recv_bytes = 8 * big,
-	    .rdma_node_recv_bytes = 3 * big + 64,
-	};
+	ps_transport_opts o = opts_of(0x92);
+	/* each connection could hold all its 4; the node takes 3 */
+	o.rdma_peer_recv_bytes = 8 * big;
+	o.rdma_node_recv_bytes = 3 * big + 64;
 	ps_transport *r = NULL;
 	assert_ps(ps_transport_create(backend, &o, &r), PS_OK);
 	assert_ps(ps_transport_listen(r, host, 0, NULL, ep, EP_CAP), PS_OK);
@@ -1672,17 +1668,11 @@ static void test_no_takeover(void **state)
 		skip();
 	}
 	ps_transport *r = make_listener(0xC0, ep);
-	ps_transport_opts o = {.id = 0xC1,
-	                       .send_timeout_ms = PATIENCE_MS,
-	                       .connect_timeout_ms = PATIENCE_MS,
-	                       .io_threads = 1,
-	                       .connections_per_peer = 2};
+	ps_transport_opts o = opts_of(0xC1);
+	o.connections_per_peer = 2;
 	ps_transport *s = NULL;
 	assert_ps(ps_transport_create(backend, &o, &s), PS_OK);
-	assert_ps(ps_transport_connect_start(s, ep, -1, &p), PS_OK);
-	while ((rc = ps_transport_connect_wait(s, p, 10)) == PS_EAGAIN)
-		;
-	assert_ps(rc, PS_OK);
+	p = connect_in_background(s, ep);
 	for (uint32_t f = 0; f < 2; f++) { /* both lanes are connected */
 		assert_ps(ps_transport_send_flow(s, p, f, "m", 1, NULL, 0,
 		                                 NULL, NULL),
