@@ -31,8 +31,13 @@ const char *ps_log_last_error(void)
 
 void ps_log_init(const char *role, int level)
 {
-	snprintf(log_role, sizeof(log_role), "%s", role ? role : "ordo");
+	ps_log_set_role(role);
 	atomic_store(&log_level, level);
+}
+
+void ps_log_set_role(const char *role)
+{
+	snprintf(log_role, sizeof(log_role), "%s", role ? role : "ordo");
 }
 
 void ps_log_set_rank(int rank)

@@ -3,7 +3,9 @@
  *
  * Lines go to stderr as "[ordo ROLE RANK] LEVEL: message\n", e.g.
  * "[ordo worker 1] error: scheduler silent for 5000 ms". ROLE/RANK are set
- * once the process knows them (rank -1 prints no rank).
+ * once the process knows them (rank -1 prints no rank); a node sets both
+ * when it joins a job, so that a program on the client library, which
+ * never calls ps_log_init, logs as "[ordo worker 1]" too.
  *
  * Every thread keeps its last error message (without the prefix) and a
  * count of the errors it logged, also when the level hides them: a
@@ -19,6 +21,8 @@
 
 void ps_log_init(const char *role, int level);
 void ps_log_set_rank(int rank);
+/* The role alone (a library's node once it knows it: "worker"). */
+void ps_log_set_role(const char *role);
 void ps_log_set_level(int level);
 int ps_log_enabled(int level);
 

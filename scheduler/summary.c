@@ -74,11 +74,19 @@ void psi_sched_print_summary(coord *c)
 			       r, (unsigned long long)d->iterations,
 			       d->seconds, rate, d->samples_per_second,
 			       d->wait_seconds, d->efficiency);
-		else
-			printf("summary: worker %u: %llu iterations in %.3f s "
-			       "(%.2f it/s), last loss %.6f\n",
-			       r, (unsigned long long)d->iterations,
-			       d->seconds, rate, d->last_loss);
+		else {
+			/* a program on the client library gives its time
+			 * and loss where it has them (0: none) */
+			char t[64] = "", l[64] = "";
+			if (d->seconds > 0)
+				snprintf(t, sizeof(t), " in %.3f s (%.2f it/s)",
+					 d->seconds, rate);
+			if (d->last_loss != 0)
+				snprintf(l, sizeof(l), ", last loss %.6f",
+					 d->last_loss);
+			printf("summary: worker %u: %llu iterations%s%s\n", r,
+			       (unsigned long long)d->iterations, t, l);
+		}
 	}
 	if (replay) {
 		const ps_wire_done *d0 = &c->members[1 + c->servers].stats;

@@ -48,6 +48,7 @@ steps with it, with sgd/adam/adamw every push carries it to the servers.
 import atexit
 import os
 import sys
+import time
 
 import torch
 
@@ -321,6 +322,7 @@ class _Distributed:
             self._ordo_tensors.append(c.declare(name, buf.numpy()))
         c.start()
         self._ordo_it = c.start_iteration()
+        self._ordo_t0 = time.monotonic()  # the summary's time
         if self._ordo_none and self._ordo_it == 0:
             with torch.no_grad():  # worker 0's initial values, everywhere
                 for (_, p), buf in zip(self._ordo_params, self._ordo_recv):
@@ -548,7 +550,7 @@ class _Distributed:
 
     def _ordo_finish(self):
         self.wait_parameters()  # the last step's values, in place
-        _job["client"].finish(self._ordo_it)
+        _job["client"].finish(self._ordo_it, time.monotonic() - self._ordo_t0)
 
 
 def DistributedOptimizer(optimizer, named_parameters=None,
