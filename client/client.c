@@ -357,6 +357,16 @@ static int start(ps_client *c)
 	for (uint32_t i = 0; i < c->ntensors && rc == PS_OK; i++)
 		rc = wait_tensor(c, &c->tensors[i],
 				 c->node.welcome.start_iteration, -1);
+	/* the scheduler has no model of a job without model.file: the
+	 * iterations after the first are measured for it (the first pays
+	 * for warming up) */
+	if (rc == PS_OK && ps_measure_wanted(&c->cfg) &&
+	    ps_timing_rec_init(&c->timing, c->ntensors,
+			       c->node.welcome.start_iteration + 1,
+			       (uint32_t)c->cfg.model.measure_iterations) !=
+		PS_OK)
+		PS_WARN("out of memory for measuring the first iterations: "
+			"the scheduler gets no timings");
 	pthread_mutex_unlock(&c->mu);
 #ifdef PS_WITH_CUDA
 	if (rc == PS_OK && c->h2d) { /* device tensors hold them too */
@@ -421,9 +431,62 @@ static int may_begin(ps_client *c, uint64_t it)
 	}
 }
 
-int ps_client_next_iteration(ps_client *c, uint64_t it)
+/* An event of the first iterations' measurement (client/timings.h) at
+ * wall clock `wall`; the measurement, once complete, goes to the
+ * scheduler (TIMINGS). Caller holds mu. */
+static void timing_event(ps_client *c, ps_timing_kind kind, uint32_t tid,
+			 uint64_t iteration, double wall)
+{
+	ps_timings t;
+	cmd *k;
+
+	if (!ps_timing_rec_event(&c->timing, kind, tid, iteration, wall))
+		return;
+	k = calloc(1, sizeof(*k));
+	if (k && ps_timings_init(&t, c->ntensors) == PS_OK) {
+		ps_timing_rec_result(&c->timing, &t);
+		k->kind = CMD_TIMINGS;
+		if (ps_wire_timings_encode(&t, &k->payload, &k->payload_len) ==
+		    PS_OK)
+			enqueue(c, k); /* frees k when the client stopped */
+		else
+			free(k);
+		ps_timings_free(&t);
+	} else {
+		free(k);
+	}
+	ps_timing_rec_free(&c->timing);
+}
+
+/*
+ * Tells the scheduler that the application began iteration it (PROGRESS:
+ * the credit refinement, ps-tune and the choice of a checkpoint's or a
+ * credit change's iteration step on it). always: said again even where
+ * a later one was (ps_client_next_iteration, as the application calls
+ * it); else only an iteration past every one said: the first push of
+ * each iteration, for an application that never calls
+ * ps_client_next_iteration. Progress is advisory: without memory, none is
+ * said. Caller holds mu.
+ */
+static void say_progress(ps_client *c, uint64_t it, int always)
 {
 	cmd *k;
+
+	if (!always && (it < c->progress_next ||
+			it >= (uint64_t)c->cfg.train.iterations))
+		return;
+	if (it >= c->progress_next)
+		c->progress_next = it + 1;
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return;
+	k->kind = CMD_PROGRESS;
+	k->iteration = it;
+	enqueue(c, k); /* frees k when the client stopped */
+}
+
+int ps_client_next_iteration(ps_client *c, uint64_t it)
+{
 	int run;
 
 	if (!c || c->state == ST_CREATED || c->state == ST_JOINING) {
@@ -434,14 +497,12 @@ int ps_client_next_iteration(ps_client *c, uint64_t it)
 							   "client is NULL"));
 		return 0;
 	}
-	k = calloc(1, sizeof(*k));
+	double wall = ps_timing_wall_us();
 	pthread_mutex_lock(&c->mu);
+	timing_event(c, PS_TIMING_BEGIN, 0, it, wall);
 	run = may_begin(c, it);
-	if (k) { /* progress is advisory: without memory, none is said */
-		k->kind = CMD_PROGRESS;
-		k->iteration = it;
-		enqueue(c, k); /* frees k when the client stopped */
-	}
+	say_progress(c, it, 1);
+	ps_timing_rec_blocked(&c->timing, wall);
 	pthread_mutex_unlock(&c->mu);
 	return run;
 }
@@ -493,13 +554,17 @@ int psi_client_push_cmd(ps_client *c, uint32_t tensor_id, const float *grad,
 	k->part = part;
 	k->data = grad;
 	k->iteration = iteration;
+	double wall = ps_timing_wall_us();
 	pthread_mutex_lock(&c->mu);
+	timing_event(c, PS_TIMING_PUSH, tensor_id, iteration, wall);
+	say_progress(c, iteration, 0);
 	{
 		cmd *queued;
 		if (psi_client_app_take_drive(c, &queued)) {
 			/* sent from here */
 			t->inflight += held;
 			rc = psi_client_app_drive(c, queued, k, APP_NO_RECV);
+			ps_timing_rec_blocked(&c->timing, wall);
 			pthread_mutex_unlock(&c->mu);
 			return rc;
 		}
@@ -507,6 +572,7 @@ int psi_client_push_cmd(ps_client *c, uint32_t tensor_id, const float *grad,
 	rc = enqueue(c, k);
 	if (rc == PS_OK)
 		t->inflight += held;
+	ps_timing_rec_blocked(&c->timing, wall);
 	pthread_mutex_unlock(&c->mu);
 	return rc;
 }
@@ -622,13 +688,17 @@ static int wait_params(ps_client *c, uint32_t tensor_id, uint64_t version,
 
 	if (rc != PS_OK)
 		return rc;
+	double wall = ps_timing_wall_us();
 	pthread_mutex_lock(&c->mu);
 	rc = joined_locked(c);
-	if (rc == PS_OK)
+	if (rc == PS_OK) {
+		timing_event(c, PS_TIMING_NEED, tensor_id, version, wall);
 		rc = wait_tensor(c, &c->tensors[tensor_id], version,
 				 deadline_of(timeout_ms));
+	}
 	if (rc == PS_ETIMEDOUT)
 		wait_timed_out(c, &c->tensors[tensor_id], version, timeout_ms);
+	ps_timing_rec_blocked(&c->timing, wall);
 	pthread_mutex_unlock(&c->mu);
 	return rc;
 }
@@ -648,7 +718,10 @@ int psi_client_try_params(ps_client *c, uint32_t tensor_id, uint64_t version)
 
 	if (rc != PS_OK)
 		return rc;
+	double wall = ps_timing_wall_us();
 	pthread_mutex_lock(&c->mu);
+	/* the first try for a version is when the program needs it */
+	timing_event(c, PS_TIMING_NEED, tensor_id, version, wall);
 	{ /* what has arrived counts, even while nobody drove */
 		cmd *queued;
 		if (!tensor_ready(c, &c->tensors[tensor_id], version) &&
@@ -661,6 +734,7 @@ int psi_client_try_params(ps_client *c, uint32_t tensor_id, uint64_t version)
 		rc = PS_EAGAIN;
 	else
 		rc = copy_out(c, &c->tensors[tensor_id]);
+	ps_timing_rec_blocked(&c->timing, wall);
 	pthread_mutex_unlock(&c->mu);
 	return rc;
 }
@@ -686,6 +760,7 @@ static int wait_any(ps_client *c, uint64_t *seen, int timeout_ms)
 	if (!c || !seen)
 		return psi_client_api_errf(PS_EINVAL, "%s is NULL",
 					   !c ? "the client" : "seen");
+	double wall = ps_timing_wall_us();
 	pthread_mutex_lock(&c->mu);
 	while (rc == PS_OK && c->stats.params_received == *seen) {
 		if (c->state != ST_RUNNING) {
@@ -695,6 +770,7 @@ static int wait_any(ps_client *c, uint64_t *seen, int timeout_ms)
 		rc = psi_client_wait_until(c, deadline);
 	}
 	*seen = c->stats.params_received;
+	ps_timing_rec_blocked(&c->timing, wall);
 	pthread_mutex_unlock(&c->mu);
 	if (rc == PS_ETIMEDOUT)
 		psi_client_api_errf(rc, "no parameters arrived within %d ms "
@@ -997,6 +1073,7 @@ void ps_client_destroy(ps_client **client_p)
 		}
 		free(c->slots);
 	}
+	ps_timing_rec_free(&c->timing);
 	if (c->stages) { /* partly filled, never sent */
 		for (uint32_t p = 0; p < c->nparts; p++)
 			free(c->stages[p]);

@@ -411,6 +411,16 @@ int psi_client_run_command(ps_client *c, cmd *k)
 		c->done_len = len;
 		rc = ps_wproto_done(c->proto);
 		return rc == PS_OK ? psi_client_send_msgs(c) : rc;
+	case CMD_TIMINGS:
+		h.type = PS_MSG_TIMINGS;
+		h.key = 0;
+		h.payload_len = k->payload_len;
+		rc = ps_node_send(&c->node, 0, &h, k->payload, k->payload_len,
+				  ps_wire_free, NULL);
+		if (rc != PS_OK)
+			free(k->payload);
+		k->payload = NULL;
+		return rc;
 	case CMD_PROGRESS:
 	case CMD_STOP_READY:
 		h.type = k->kind == CMD_PROGRESS ? PS_MSG_PROGRESS

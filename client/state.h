@@ -33,6 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "client/timings.h"
 #include "common/config.h"
 #include "ordo/ordo.h"
 #include "proto/stop.h"
@@ -50,6 +51,7 @@ typedef enum {
 	CMD_DONE,
 	CMD_PROGRESS,
 	CMD_STOP_READY,
+	CMD_TIMINGS, /* payload: the TIMINGS body (model/measured.h) */
 } cmd_kind;
 
 /* A push of the whole tensor (cmd.part otherwise: one partition). */
@@ -183,6 +185,13 @@ struct ps_client {
 	 * where the job stops (proto/stop.h); cv is broadcast when STOP or
 	 * STOP_NOW changes it */
 	ps_stop_worker stopping;
+	/* 1 + the newest iteration said begun in a PROGRESS (0: none yet):
+	 * ps_client_next_iteration says it, and so does the first push of
+	 * an iteration where the application never calls it (ordo.torch) */
+	uint64_t progress_next;
+	/* the first iterations measured for the scheduler's model of the
+	 * job (model.measure_iterations, client/timings.h); all zero: off */
+	ps_timing_rec timing;
 
 	/* the learning rates set for the servers' optimizer
 	 * (ps_client_set_lr): lr[k] from iteration lr_from[k] on, oldest

@@ -370,6 +370,15 @@ static const option options[] = {
     DOUBLE(model, compute_scale, "1", 1e-6, 1e6, false,
            "Multiplies every op time of model.file: below 1 makes the "
            "model more communication-bound, above 1 more compute-bound."),
+    INT(model, measure_iterations, "5", 0, 1000,
+        "Training without model.file (the client library, ordo.torch): "
+        "the workers measure when each gradient is pushed and each "
+        "parameter needed over this many iterations after the first, and "
+        "the scheduler writes the model it makes of them, "
+        "measured-model.json, to output.dir and checkpoint.dir, and says "
+        "which sizes ps-sim would choose on it; a later start with that "
+        "checkpoint.dir chooses auto sizes and transfer orders from it "
+        "(docs/auto-sizes.md). 0 = measure nothing."),
 
     /* [worker] */
     ENUM(worker, mode, "train", worker_mode_names,

@@ -137,6 +137,7 @@ struct ps_config {
 		int samples_per_worker;
 		char file[PS_CFG_STR]; /* model DAG for replay */
 		double compute_scale;
+		int measure_iterations; /* model/measured.h; 0: off */
 	} model;
 	struct {
 		int mode;    /* ps_worker_mode */

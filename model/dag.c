@@ -1162,38 +1162,25 @@ static int json_failure(loader *L, const json_error_t *je)
 	return PS_EINVAL;
 }
 
-int ps_dag_load(const char *path, double compute_scale, ps_dag **dag_p,
-                char *why, size_t whylen)
+/* Checks root (the file's JSON, named label in errors) into *dag_p. */
+static int load_root(json_t *root, const char *label, double compute_scale,
+		     ps_dag **dag_p, char *why, size_t whylen)
 {
-	loader L = {.file = path, .err = why, .errlen = whylen};
-	json_t *root, *tensors, *ops;
-	json_error_t je;
+	loader L = {.file = label, .err = why, .errlen = whylen};
+	json_t *tensors, *ops;
 	int rc;
 
-	if (why && whylen)
-		why[0] = '\0';
-	if (!path || !dag_p) {
-		if (why && whylen)
-			snprintf(why, whylen, "ps_dag_load: no file");
-		return PS_EINVAL;
-	}
 	if (!isfinite(compute_scale) || compute_scale <= 0) {
 		if (why && whylen)
 			snprintf(why, whylen,
 			         "%s: compute_scale %g: must be a finite "
 			         "number > 0",
-			         path, compute_scale);
+			         label, compute_scale);
 		return PS_EINVAL;
 	}
-
-	root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-	if (!root)
-		return json_failure(&L, &je);
 	L.g = calloc(1, sizeof(*L.g));
-	if (!L.g) {
-		json_decref(root);
+	if (!L.g)
 		return PS_ENOMEM;
-	}
 	strcpy(L.path, "$");
 	L.plen = 1;
 
@@ -1206,10 +1193,9 @@ int ps_dag_load(const char *path, double compute_scale, ps_dag **dag_p,
 		rc = check_tensors(&L, tensors);
 	if (!rc)
 		rc = check_ops(&L, ops, compute_scale);
-	json_decref(root);
 	if (rc) {
 		if (rc == PS_ENOMEM && why && whylen)
-			snprintf(why, whylen, "%s: out of memory", path);
+			snprintf(why, whylen, "%s: out of memory", label);
 		dag_destroy(L.g);
 		return rc;
 	}
@@ -1217,6 +1203,42 @@ int ps_dag_load(const char *path, double compute_scale, ps_dag **dag_p,
 	 * gone. */
 	*dag_p = &L.g->pub;
 	return PS_OK;
+}
+
+int ps_dag_load(const char *path, double compute_scale, ps_dag **dag_p,
+                char *why, size_t whylen)
+{
+	loader L = {.file = path, .err = why, .errlen = whylen};
+	json_t *root;
+	json_error_t je;
+	int rc;
+
+	if (why && whylen)
+		why[0] = '\0';
+	if (!path || !dag_p) {
+		if (why && whylen)
+			snprintf(why, whylen, "ps_dag_load: no file");
+		return PS_EINVAL;
+	}
+	root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	if (!root)
+		return json_failure(&L, &je);
+	rc = load_root(root, path, compute_scale, dag_p, why, whylen);
+	json_decref(root);
+	return rc;
+}
+
+int ps_dag_from_json(void *root, const char *label, double compute_scale,
+		     ps_dag **dag_p, char *why, size_t whylen)
+{
+	if (why && whylen)
+		why[0] = '\0';
+	if (!root || !label || !dag_p) {
+		if (why && whylen)
+			snprintf(why, whylen, "ps_dag_from_json: no model");
+		return PS_EINVAL;
+	}
+	return load_root(root, label, compute_scale, dag_p, why, whylen);
 }
 
 void ps_dag_free(ps_dag **dag_p)

@@ -65,6 +65,11 @@ typedef struct ps_dag {
  * else) with "FILE: $.path: message" in why. */
 int ps_dag_load(const char *path, double compute_scale, ps_dag **dag_p,
 		char *why, size_t whylen);
+/* The same checks on a model already parsed (jansson's json_t, passed
+ * as void * so that this header does not need jansson's); label names it
+ * in errors ("FILE" above). root stays the caller's. */
+int ps_dag_from_json(void *root, const char *label, double compute_scale,
+		     ps_dag **dag_p, char *why, size_t whylen);
 void ps_dag_free(ps_dag **dag_p);
 
 int64_t ps_dag_find_tensor(const ps_dag *d, const char *name);

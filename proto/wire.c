@@ -98,6 +98,7 @@ static const char *const type_names[PS_MSG_TYPE_END] = {
     [PS_MSG_PROBE_ACK] = "PROBE_ACK",
     [PS_MSG_STOP_READY] = "STOP_READY",
     [PS_MSG_STOP_NOW] = "STOP_NOW",
+    [PS_MSG_TIMINGS] = "TIMINGS",
 };
 
 const char *ps_msg_type_name(uint32_t type)
@@ -912,6 +913,78 @@ void ps_wire_welcome_clear(ps_wire_welcome *w)
 	free(w->push_priority);
 	ps_placement_free(&w->placement);
 	memset(w, 0, sizeof(*w));
+}
+
+/* ---- TIMINGS ------------------------------------------------------------ */
+
+#define TIMINGS_OBJECTS (1 + 4 + SLACK_OBJECTS)
+
+int ps_wire_timings_encode(const ps_timings *t, void **buf_p, size_t *len_p)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	size_t bytes = (size_t)t->ntensors * sizeof(float);
+	int failed = 0;
+
+	if (!t || !buf_p || !len_p)
+		return PS_EINVAL;
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	failed |= msgpack_pack_array(&pk, 4);
+	failed |= msgpack_pack_uint32(&pk, t->iterations);
+	failed |= msgpack_pack_double(&pk, t->length_us);
+	failed |= msgpack_pack_bin(&pk, bytes);
+	failed |= msgpack_pack_bin_body(&pk, t->need_us, bytes);
+	failed |= msgpack_pack_bin(&pk, bytes);
+	failed |= msgpack_pack_bin_body(&pk, t->push_us, bytes);
+	return sbuf_finish(&sb, failed, buf_p, len_p);
+}
+
+/* A bin of exactly n float32s into dst. */
+static int float_bin(ps_mpr *d, const msgpack_object *o, const char *name,
+		     uint32_t n, float *dst)
+{
+	if (o->type != MSGPACK_OBJECT_BIN)
+		return ps_mpr_bad(d, "%s is not bin (got %s)", name,
+				  ps_mpr_kind_name(o->type));
+	if (o->via.bin.size != (uint64_t)n * sizeof(float))
+		return ps_mpr_bad(d, "%s has %u bytes, not %u tensors' %llu",
+				  name, o->via.bin.size, n,
+				  (unsigned long long)n * sizeof(float));
+	memcpy(dst, o->via.bin.ptr, o->via.bin.size);
+	return PS_OK;
+}
+
+int ps_wire_timings_decode(const void *buf, size_t len, ps_timings *t,
+			   char *why, size_t whylen)
+{
+	const msgpack_object_array *a = NULL;
+	msgpack_unpacked u;
+	ps_mpr d;
+	uint32_t iterations = 0;
+	int rc;
+
+	if (!t)
+		return PS_EINVAL;
+	ps_mpr_init(&d, why, whylen, "timings");
+	rc = ps_mpr_unpack(buf, len, TIMINGS_OBJECTS, &u, &d);
+	if (rc != PS_OK)
+		return rc;
+	rc = ps_mpr_array(&d, &u.data, "the message", 4, UINT32_MAX, &a);
+	if (rc == PS_OK)
+		rc = ps_mpr_u32(&d, &a->ptr[0], "iterations", &iterations);
+	if (rc == PS_OK)
+		rc = ps_mpr_f64(&d, &a->ptr[1], "length_us", &t->length_us);
+	if (rc == PS_OK)
+		rc = float_bin(&d, &a->ptr[2], "need", t->ntensors, t->need_us);
+	if (rc == PS_OK)
+		rc = float_bin(&d, &a->ptr[3], "push", t->ntensors, t->push_us);
+	msgpack_unpacked_destroy(&u);
+	t->iterations = iterations;
+	t->workers = 1;
+	if (rc == PS_OK && ps_timings_check(t, why, whylen) != PS_OK)
+		rc = PS_EPROTO;
+	return rc;
 }
 
 /* ---- DONE --------------------------------------------------------------- */

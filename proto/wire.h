@@ -34,6 +34,7 @@
 #include <stdint.h>
 
 #include "common/config.h"
+#include "model/measured.h"
 #include "ordo/error.h"
 #include "scheduling/placement.h"
 
@@ -103,6 +104,9 @@ typedef enum ps_msg_type {
 			      * its stop (proto/stop.h) */
 	PS_MSG_STOP_NOW,     /* scheduler -> workers: every worker waits
 			      * before `iteration`: the job ends there */
+	PS_MSG_TIMINGS,      /* worker -> scheduler: body ps_timings, what
+			      * it measured of its first iterations
+			      * (model/measured.h) */
 	PS_MSG_TYPE_END
 } ps_msg_type;
 
@@ -220,6 +224,13 @@ void ps_wire_welcome_clear(ps_wire_welcome *w);
  * says auto), else cfg's stay. */
 void ps_wire_welcome_sizes(const ps_wire_welcome *w, ps_config *cfg);
 
+/* TIMINGS: [iterations, length_us, need (bin: float32 per tensor, little
+ * endian), push (the same)]. The decoder takes exactly ntensors tensors
+ * (the job's: t is ps_timings_init'ed for them) and checks the numbers
+ * (ps_timings_check); t->workers is 1. */
+int ps_wire_timings_encode(const ps_timings *t, void **buf_p, size_t *len_p);
+int ps_wire_timings_decode(const void *buf, size_t len, ps_timings *t,
+			   char *why, size_t whylen);
 int ps_wire_done_encode(const ps_wire_done *d, void **buf_p, size_t *len_p);
 int ps_wire_done_decode(const void *buf, size_t len, ps_wire_done *d_p,
 			char *why, size_t whylen);

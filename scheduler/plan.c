@@ -142,11 +142,17 @@ int psi_sched_load_model(coord *c)
 	char err[1024], why[1100];
 	int rc;
 
-	if (!cfg->model.file[0] ||
-	    (!ps_auto_sizes_wanted(cfg) &&
-	     cfg->scheduling.push.order == PS_ORDER_FIFO &&
-	     cfg->scheduling.params.order == PS_ORDER_FIFO))
+	if (!ps_auto_sizes_wanted(cfg) &&
+	    cfg->scheduling.push.order == PS_ORDER_FIFO &&
+	    cfg->scheduling.params.order == PS_ORDER_FIFO)
 		return PS_OK;
+	if (!cfg->model.file[0]) {
+		/* not under ps-tune: its trials must differ in their sizes
+		 * alone, not in orders the first trial's timings changed */
+		if (!cfg->tune.endpoint[0])
+			c->measured = psi_sched_load_measured(c, &c->dag);
+		return PS_OK;
+	}
 	rc = ps_dag_load(cfg->model.file, cfg->model.compute_scale, &c->dag,
 			 err, sizeof(err));
 	if (rc != PS_OK) {
@@ -244,7 +250,7 @@ void psi_sched_say_orders(coord *c)
 		       : "");
 	if ((cfg->scheduling.push.order != PS_ORDER_FIFO ||
 	     cfg->scheduling.params.order != PS_ORDER_FIFO) &&
-	    !cfg->model.file[0])
+	    !cfg->model.file[0] && !c->measured)
 		printf("scheduling: no model.file: orders other than fifo "
 		       "follow the tensors' declaration order\n");
 	write_order_csv(c);

@@ -233,6 +233,8 @@ static int handle_running(coord *c, const ps_msg *msg,
 		else
 			psi_sched_stop_answer(c, m, h);
 		return PS_OK;
+	case PS_MSG_TIMINGS:
+		return psi_sched_timings(c, m, msg);
 	case PS_MSG_PEER_LOST:
 		return peer_lost(c, msg, h);
 	case PS_MSG_BARRIER:
@@ -340,6 +342,7 @@ int ps_scheduler_run(const ps_config *cfg, int ready_fd)
 	c.progress_fd = -1;
 	c.in_force = *cfg;
 	c.cfg = &c.in_force;
+	c.given = cfg;
 	c.servers = (uint32_t)cfg->cluster.servers;
 	c.workers = (uint32_t)cfg->cluster.workers;
 	c.job_id = ps_random_id();
@@ -411,9 +414,11 @@ int ps_scheduler_run(const ps_config *cfg, int ready_fd)
 	for (uint32_t i = 1; i <= c.servers + c.workers; i++)
 		ps_membership_heard(c.ms, i, c.started_ms);
 	psi_sched_start_refining(&c);
+	psi_sched_timings_start(&c);
 	rc = running(&c);
 	if (rc != PS_OK)
 		goto out;
+	psi_sched_say_measured(&c);
 	psi_sched_print_summary(&c);
 	for (uint32_t i = 1; i <= c.servers + c.workers; i++)
 		psi_sched_send_msg(&c, c.members[i].peer, PS_MSG_SHUTDOWN, 0,
@@ -435,6 +440,7 @@ out:
 		bcast_unref(NULL, c.bcast);
 	ps_stop_round_free(&c.stop);
 	ps_ckpt_sched_free(&c.ckpt);
+	psi_sched_measured_free(&c);
 	free(c.members);
 	return status;
 }

@@ -12,6 +12,7 @@
 
 #include "common/config.h"
 #include "model/dag.h"
+#include "model/measured.h"
 #include "proto/checkpoint_sched.h"
 #include "proto/credit_refine.h"
 #include "proto/membership.h"
@@ -33,6 +34,7 @@ typedef struct member {
 
 typedef struct coord {
 	const ps_config *cfg; /* &in_force */
+	const ps_config *given; /* the configuration as given */
 	/* the job's configuration with its auto sizes chosen */
 	ps_config in_force;
 	ps_transport *t;
@@ -46,6 +48,7 @@ typedef struct coord {
 	/* model.file's DAG from its load to the job's plan (NULL: none, or
 	 * neither the sizes nor the orders need it) */
 	ps_dag *dag;
+	int measured; /* dag is checkpoint.dir's measured model */
 	ps_placement *placement;
 	/* per tensor: the order of parameter sends (scheduling.params_order)
 	 * and of pushes (scheduling.push_order); NULL: fifo */
@@ -68,6 +71,16 @@ typedef struct coord {
 	int refining;
 	ps_refine refine;
 	uint64_t refine_floor; /* the last iteration every worker began */
+	/* the workers' timings of their first iterations
+	 * (model.measure_iterations, scheduler/measured.c): per worker
+	 * rank whether they came; NULL: none expected (any more) */
+	uint8_t *timed;
+	ps_timings_sum timings;
+	/* the model they made (jansson's json_t), written, and how it was
+	 * measured and where it went; NULL: none (yet) */
+	void *measured_model;
+	char measured_how[160];
+	char measured_at[2 * PS_CFG_STR + 160];
 	/* a tuner (ps-tune, tune.endpoint; docs/tune.md) */
 	struct {
 		int state;        /* 0 none, 1 HELLO sent, 2 attached */
@@ -124,6 +137,25 @@ int psi_sched_registration(coord *c);
 int psi_sched_assign_ids(coord *c);
 /* The WELCOME to every node: the node table, the plan, the sizes. */
 int psi_sched_send_welcomes(coord *c);
+
+/* scheduler/measured.c: the model the workers' timings make */
+
+/* Expects every worker's TIMINGS (model.measure_iterations, no
+ * model.file). */
+void psi_sched_timings_start(coord *c);
+/* A worker's TIMINGS: kept; the last one makes the model and writes
+ * it. A malformed one is refused with a
+ * warning (advisory: the job goes on). */
+int psi_sched_timings(coord *c, const member *m, const ps_msg *msg);
+void psi_sched_timings_free(coord *c);
+/* At the job's end: what ps-sim makes of the measured model, one line. */
+void psi_sched_say_measured(coord *c);
+/* Everything of the above. */
+void psi_sched_measured_free(coord *c);
+/* A start without model.file: checkpoint.dir's measured model, if its
+ * tensors are the workers' (1, said on stdout), else 0 (a warning says
+ * why where there is one). */
+int psi_sched_load_measured(coord *c, ps_dag **dag_p);
 
 /* scheduler/plan.c: the job's plan, before the WELCOME */
 

@@ -75,6 +75,17 @@ static double simulate(ps_config k, const ps_dag *dag,
 	return us > 0.0 ? us : -1.0;
 }
 
+int ps_auto_sizes_predict(const ps_config *cfg, const ps_dag *dag,
+			  const ps_link_model *lm, double *us_p, char *why,
+			  size_t whylen)
+{
+	uint32_t w, s;
+
+	sim_cluster(cfg, &w, &s);
+	*us_p = simulate(*cfg, dag, lm, w, s, why, whylen);
+	return *us_p > 0.0 ? PS_OK : PS_EINVAL;
+}
+
 /* A direction's credit for candidate multiple m of partition p: the
  * config's unless it is auto. */
 static uint64_t credit_for(uint64_t configured, uint64_t p, unsigned m)

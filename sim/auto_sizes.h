@@ -99,6 +99,14 @@ int ps_auto_sizes_choose(ps_config *cfg, const ps_dag *dag,
 			 const ps_link_model *lm, ps_auto_choice *c,
 			 char *why, size_t whylen);
 
+/* ps-sim's steady-state iteration time (us) of cfg's sizes (none auto) on
+ * dag, simulated as a candidate is (fair sharing, at the link model's
+ * latency, a large cluster at AUTO_MAX_WORKERS): what a choice is
+ * compared with. PS_EINVAL with why. */
+int ps_auto_sizes_predict(const ps_config *cfg, const ps_dag *dag,
+			  const ps_link_model *lm, double *us_p, char *why,
+			  size_t whylen);
+
 /* The stated fallback without timings, for a model of model_bytes (the
  * declared tensors): AUTO_FALLBACK_PARTITION, halved (down to
  * AUTO_MIN_PARTITION) while the model is smaller than two partitions per

@@ -1071,6 +1071,7 @@ static void test_reference(void **state)
 	                                   "samples_per_worker",
 	                                   "file",
 	                                   "compute_scale",
+	                                   "measure_iterations",
 	                                   "mode", /* worker.mode */
 	                                   "compute",
 	                                   "gradients",

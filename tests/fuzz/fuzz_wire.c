@@ -3,7 +3,7 @@
  * (proto/wire.h): what any process that reaches a node's port can send.
  *
  * The first byte picks the decoder (header, REGISTER, WELCOME, DONE, a
- * reason, a u64, a CREDIT); the rest is its input. Besides ASan/UBSan,
+ * reason, a u64, a CREDIT, TIMINGS); the rest is its input. Besides ASan/UBSan,
  * the oracle is a round trip: whatever a decoder accepts, its encoder
  * writes and the decoder reads back to the same value (the header, DONE,
  * reason and u64 field by field; REGISTER's node and tensors; WELCOME's
@@ -200,6 +200,38 @@ static void credit(const uint8_t *d, size_t n)
 		FUZZ_CHECK(c > 0, "a CREDIT of 0 accepted");
 }
 
+/* TIMINGS for 1..8 tensors (d[0]): what is accepted passes the checks
+ * and survives a round trip bit for bit. */
+static void timings(const uint8_t *d, size_t n)
+{
+	ps_timings x, y;
+	void *buf = NULL;
+	size_t len;
+
+	if (n < 1 || ps_timings_init(&x, 1 + d[0] % 8) != PS_OK)
+		return;
+	FUZZ_CHECK(ps_timings_init(&y, x.ntensors) == PS_OK, "memory");
+	if (ps_wire_timings_decode(d + 1, n - 1, &x, why, sizeof(why)) ==
+	    PS_OK) {
+		FUZZ_CHECK(ps_timings_check(&x, why, sizeof(why)) == PS_OK,
+			   "accepted TIMINGS fail the checks: %s", why);
+		FUZZ_CHECK(ps_wire_timings_encode(&x, &buf, &len) == PS_OK,
+			   "accepted TIMINGS do not encode");
+		FUZZ_CHECK(ps_wire_timings_decode(buf, len, &y, why,
+						  sizeof(why)) == PS_OK &&
+				   x.iterations == y.iterations &&
+				   same_double(x.length_us, y.length_us) &&
+				   memcmp(x.need_us, y.need_us,
+					  x.ntensors * sizeof(float)) == 0 &&
+				   memcmp(x.push_us, y.push_us,
+					  x.ntensors * sizeof(float)) == 0,
+			   "TIMINGS changed in a round trip");
+		free(buf);
+	}
+	ps_timings_free(&x);
+	ps_timings_free(&y);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -208,14 +240,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	const uint8_t *d = data + 1;
 	size_t n = size - 1;
-	switch (data[0] % 7) {
+	switch (data[0] % 8) {
 	case 0: header(d, n); break;
 	case 1: reg(d, n); break;
 	case 2: welcome(d, n); break;
 	case 3: done(d, n); break;
 	case 4: reason(d, n); break;
 	case 5: u64(d, n); break;
-	default: credit(d, n); break;
+	case 6: credit(d, n); break;
+	default: timings(d, n); break;
 	}
 	return 0;
 }

@@ -113,5 +113,24 @@ int main(int argc, char **argv)
 	memcpy(cb + 1 + len, buf, blen);
 	put("credit", 6, cb, 1 + len + blen);
 	free(buf);
+
+	/* TIMINGS of 3 tensors (the harness's tensor-count byte first) */
+	ps_timings tm;
+	if (ps_timings_init(&tm, 3) != PS_OK)
+		return 1;
+	tm.iterations = 5;
+	tm.length_us = 900;
+	tm.need_us[0] = 0;
+	tm.need_us[1] = 10;
+	tm.push_us[0] = 800;
+	tm.push_us[1] = 500;
+	ps_wire_timings_encode(&tm, &buf, &blen);
+	cb[0] = 2; /* 1 + 2 % 8 tensors */
+	if (blen + 1 > sizeof(cb))
+		return 1;
+	memcpy(cb + 1, buf, blen);
+	put("timings", 7, cb, 1 + blen);
+	free(buf);
+	ps_timings_free(&tm);
 	return 0;
 }

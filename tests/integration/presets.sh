@@ -90,6 +90,45 @@ exact refine-given 2 1000,100000,10,50000 --set cluster.servers=2 \
 	fail "the credit refined where it is off or given"
 pass "credit refined during the job, exact: $(grep -h '^scheduling: credit refined' "$WORK/refine.out.log")"
 
+# a training job without a model is measured: its workers time their
+# first iterations after the first, the scheduler writes the model they
+# make to output.dir and checkpoint.dir and says what ps-sim chooses on
+# it; the next start with that checkpoint.dir takes it for its sizes and
+# orders (exact); a measured model of other tensors, or a broken one, is
+# refused with a warning and the job runs on the fallback
+exact measure 2 1000,100000,10,50000 --set cluster.servers=2 \
+	--set train.iterations=9 --set model.measure_iterations=3 \
+	--set output.dir="$WORK/measure.d" --set checkpoint.dir="$WORK/measure.ck"
+grep -q "^scheduling: measured model: 3 iteration(s) on each of 2 worker(s), [0-9.]* ms of compute per iteration; on it, auto sizes: partition [0-9]*K, credit .*; the sizes in force (partition 128K, credit [0-9.]*[KM]): [0-9.]* ms per iteration; written to $WORK/measure.ck/measured-model.json .* and $WORK/measure.d/measured-model.json " \
+	"$WORK/measure.out.log" ||
+	fail "measure: no measured model said: $(grep '^scheduling' "$WORK/measure.out.log" | tr '\n' ';')"
+cmp -s "$WORK/measure.d/measured-model.json" "$WORK/measure.ck/measured-model.json" ||
+	fail "measure: the two files differ"
+"$BUILD/ps-model" check "$WORK/measure.d/measured-model.json" >"$WORK/measure.check.log" 2>&1 ||
+	fail "measure: the measured model does not load: $(cat "$WORK/measure.check.log")"
+exact measured 2 1000,100000,10,50000 --set cluster.servers=2 \
+	--set train.iterations=3 --set checkpoint.dir="$WORK/measure.ck"
+grep -q "^scheduling: model: the timings an earlier run of this job measured ($WORK/measure.ck/measured-model.json)$" \
+	"$WORK/measured.out.log" &&
+	grep -q "^scheduling: auto sizes: partition .* (ps-sim: .* on 2 x 2 at " "$WORK/measured.out.log" &&
+	! grep -q "no model.file" "$WORK/measured.out.log" ||
+	fail "measured: the measured model not taken: $(grep '^scheduling' "$WORK/measured.out.log" | tr '\n' ';')"
+mkdir -p "$WORK/measure-other.ck"
+sed 's/"t0"/"other"/g' "$WORK/measure.ck/measured-model.json" \
+	>"$WORK/measure-other.ck/measured-model.json"
+exact measure-other 2 1000,100000,10,50000 --set cluster.servers=2 \
+	--set train.iterations=3 --set checkpoint.dir="$WORK/measure-other.ck"
+grep -q "not taking the measured model .*: tensor 0 is 'other' there, 't0' here" "$WORK/measure-other.err.log" &&
+	grep -q "^scheduling: auto sizes: .*no model timings" "$WORK/measure-other.out.log" ||
+	fail "measure-other: a model of other tensors not refused: $(grep -h 'measured\|^scheduling: auto' "$WORK"/measure-other.*.log | tr '\n' ';')"
+mkdir -p "$WORK/measure-fifo.ck"
+mkfifo "$WORK/measure-fifo.ck/measured-model.json"
+exact measure-fifo 2 1000,100000,10,50000 --set cluster.servers=2 \
+	--set train.iterations=3 --set checkpoint.dir="$WORK/measure-fifo.ck"
+grep -q "not taking the measured model .*: not a regular file" "$WORK/measure-fifo.err.log" ||
+	fail "measure-fifo: a FIFO not refused"
+pass "measured model: $(grep -h '^scheduling: measured model' "$WORK/measure.out.log" | cut -c1-160)...; taken at the next start, exact; other tensors and a FIFO refused"
+
 # Each direction its own partition size: the partition a server sums is
 # the larger, the other direction sends it in pieces (the 100000-element
 # tensor in 7 pieces of 64K), in order, under priority gates and credit

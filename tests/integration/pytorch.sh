@@ -10,6 +10,7 @@
 #   AdamW with a cosine learning-rate schedule and gradient clipping;
 #   a model with a frozen layer and a branch unused every other iteration;
 #   two backward() passes per step (backward_passes_per_step = 2).
+# The credit chosen at the start is refined during such a job.
 # Then the errors: an optimizer the servers cannot run with =sgd, lr
 # mismatches, a float64 parameter, backward() twice before step(), an
 # optimizer parameter missing from named_parameters, workers whose models
@@ -75,6 +76,16 @@ PY
 }
 
 run sgd-none none "" --optimizer sgd --lr 0.05 --momentum 0.9
+# ordo.torch never calls next_iteration: its pushes tell the scheduler the
+# iterations begun, so the credit chosen at the start is refined there too
+# (values exact through the changes, above), and the summary has its time
+grep -q "^scheduling: credit refined from measured iterations: .*; kept" \
+	"$WORK/sgd-none.out.log" ||
+	fail "sgd-none: the credit was not refined: $(grep '^scheduling' "$WORK/sgd-none.out.log" | tr '\n' ';')"
+grep -q "^summary: worker 1: $N iterations in [0-9.]* s ([0-9.]* it/s)$" \
+	"$WORK/sgd-none.out.log" ||
+	fail "sgd-none: summary: $(grep '^summary: worker' "$WORK/sgd-none.out.log" | tr '\n' ';')"
+pass "sgd-none: $(grep -h '^scheduling: credit refined' "$WORK/sgd-none.out.log")"
 run sgd-servers sgd "--set train.lr=0.05 --set train.momentum=0.9" \
 	--optimizer sgd --lr 0.05 --momentum 0.9
 run adam-none none "" --optimizer adam --lr 0.01

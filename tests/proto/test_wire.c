@@ -1532,6 +1532,55 @@ static void test_u64_body(void **state)
 	assert_string_equal(ps_msg_type_name(PS_MSG_TUNE_HELLO), "TUNE_HELLO");
 }
 
+/* TIMINGS: a round trip; every shorter encoding, bins of another tensor
+ * count and numbers a worker cannot have measured are refused. */
+static void test_timings(void **state)
+{
+	ps_timings t, out, three;
+	char why[256];
+	void *buf;
+	size_t len;
+
+	(void)state;
+	assert_int_equal(ps_timings_init(&t, 4), PS_OK);
+	assert_int_equal(ps_timings_init(&out, 4), PS_OK);
+	assert_int_equal(ps_timings_init(&three, 3), PS_OK);
+	t.iterations = 5;
+	t.length_us = 1000;
+	t.need_us[0] = 0;
+	t.need_us[1] = 12.5f;
+	t.push_us[0] = 900;
+	t.push_us[2] = 1000;
+	assert_int_equal(ps_wire_timings_encode(&t, &buf, &len), PS_OK);
+	assert_int_equal(ps_wire_timings_decode(buf, len, &out, why,
+						sizeof(why)),
+			 PS_OK);
+	assert_int_equal(out.iterations, 5);
+	assert_int_equal(out.workers, 1);
+	assert_true(out.length_us == 1000);
+	assert_memory_equal(out.need_us, t.need_us, 4 * sizeof(float));
+	assert_memory_equal(out.push_us, t.push_us, 4 * sizeof(float));
+	for (size_t n = 0; n < len; n++)
+		assert_int_equal(ps_wire_timings_decode(buf, n, &out, why,
+							sizeof(why)),
+				 PS_EPROTO);
+	assert_int_equal(ps_wire_timings_decode(buf, len, &three, why,
+						sizeof(why)),
+			 PS_EPROTO);
+	assert_non_null(strstr(why, "not 3 tensors"));
+	free(buf);
+	t.push_us[3] = 1001; /* after the iteration's end */
+	assert_int_equal(ps_wire_timings_encode(&t, &buf, &len), PS_OK);
+	assert_int_equal(ps_wire_timings_decode(buf, len, &out, why,
+						sizeof(why)),
+			 PS_EPROTO);
+	assert_non_null(strstr(why, "tensor 3"));
+	free(buf);
+	ps_timings_free(&t);
+	ps_timings_free(&out);
+	ps_timings_free(&three);
+}
+
 static void test_done_and_reason(void **state)
 {
 	ps_wire_done d = {.iterations = UINT64_MAX,
@@ -1893,6 +1942,7 @@ int main(void)
 	    cmocka_unit_test(test_welcome_truncations),
 	    cmocka_unit_test(test_welcome_rejects),
 	    cmocka_unit_test(test_u64_body),
+	    cmocka_unit_test(test_timings),
 	    cmocka_unit_test(test_done_and_reason),
 	    cmocka_unit_test(test_fuzz),
 	};
