@@ -30,6 +30,22 @@ s=${layout#*x}
 work=$(mktemp -d "${TMPDIR:-/tmp}/ordo-measured.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
+# one row of the table from a job's log
+parse=$(cat <<'PY'
+import re, sys
+log, model, gbps, cp = sys.argv[1:]
+text = open(log).read()
+start = re.search(r"^scheduling: auto sizes: partition (\S+), credit (\S+) \(ps-sim: ([0-9.]+) ms", text, re.M)
+meas = re.search(r"^scheduling: measured model: \d+ iteration\(s\) on each of \d+ worker\(s\), ([0-9.]+) ms of compute per iteration; on it, auto sizes: partition (\S+), credit (\S+) \(ps-sim: ([0-9.]+) ms.*the sizes in force \(partition \S+, credit \S+\): ([0-9.]+) ms per iteration", text, re.M)
+if not start or not meas:
+    sys.exit("measured_model: %s at %s Gbit/s: lines not found (the log: "
+             "$TMPDIR/measured_model-%s-%s.log)" % (model, gbps, model, gbps))
+print("| %s | %s | %.1f / %s | %s, %s: %s | %s, %s: %s | %s |" % (
+    model, gbps, float(cp), meas.group(1), start.group(1), start.group(2), start.group(3),
+    meas.group(2), meas.group(3), meas.group(4), meas.group(5)))
+PY
+)
+
 echo "| model | Gbit/s | compute: file / measured, ms | file: choice, ps-sim ms | measured: choice, ps-sim ms | file's choice on the measured model, ms |"
 echo "|---|---:|---:|---|---|---:|"
 for m in ${models//,/ }; do
@@ -41,19 +57,10 @@ for m in ${models//,/ }; do
 		"$build/ps-launch" --set cluster.workers="$w" --set cluster.servers="$s" \
 			--set worker.mode=replay --set model.file="$file" \
 			--set train.iterations=10 --set model.measure_iterations=5 \
-			--set link.bandwidth_gbps="$g" >"$log" 2>&1 ||
+			--set link.bandwidth_gbps="$g" --set cluster.scheduler_port=0 \
+			>"$log" 2>&1 ||
 			{ echo "measured_model: $m at $g Gbit/s failed: $(tail -n 3 "$log")" >&2; exit 1; }
-		python3 - "$log" "$m" "$g" "$cp" <<'PY'
-import re, sys
-log, model, gbps, cp = sys.argv[1:]
-text = open(log).read()
-start = re.search(r"^scheduling: auto sizes: partition (\S+), credit (\S+) \(ps-sim: ([0-9.]+) ms", text, re.M)
-meas = re.search(r"^scheduling: measured model: \d+ iteration\(s\) on each of \d+ worker\(s\), ([0-9.]+) ms of compute per iteration; on it, auto sizes: partition (\S+), credit (\S+) \(ps-sim: ([0-9.]+) ms.*the sizes in force \(partition \S+, credit \S+\): ([0-9.]+) ms per iteration", text, re.M)
-if not start or not meas:
-    sys.exit("measured_model: %s at %s Gbit/s: lines not found in %s" % (model, gbps, log))
-print("| %s | %s | %.1f / %s | %s, %s: %s | %s, %s: %s | %s |" % (
-    model, gbps, float(cp), meas.group(1), start.group(1), start.group(2), start.group(3),
-    meas.group(2), meas.group(3), meas.group(4), meas.group(5)))
-PY
+		python3 -c "$parse" "$log" "$m" "$g" "$cp" ||
+			{ cp "$log" "${TMPDIR:-/tmp}/measured_model-$m-$g.log"; exit 1; }
 	done
 done
