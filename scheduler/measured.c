@@ -189,7 +189,7 @@ int psi_sched_timings(coord *c, const member *m, const ps_msg *msg)
 	if (m->info.role != PS_ROLE_WORKER || w >= c->workers ||
 	    !c->timings.need_us || c->timed[w]) {
 		psi_note_drop(++c->dropped, "TIMINGS",
-			      "not a worker's, or its second");
+			      "not a worker's, not expected, or its second");
 		return PS_OK;
 	}
 	if (ps_timings_init(&t, c->ntensors) != PS_OK)
