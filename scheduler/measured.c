@@ -153,6 +153,10 @@ static void model_done(coord *c)
 		snprintf(c->measured_at + at, sizeof(c->measured_at) - at,
 			 "%s %s (model.file for ps-sim, ps-tune or a start)",
 			 at ? " and" : "; written to", path);
+	if (!c->measured_at[0])
+		snprintf(c->measured_at, sizeof(c->measured_at),
+			 "; not written (no checkpoint.dir or output.dir: with "
+			 "checkpoint.dir the next start takes it)");
 	c->measured_model = model;
 out_t:
 	ps_timings_free(&t);
