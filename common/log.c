@@ -8,9 +8,12 @@
 
 #include "common/log.h"
 
-static char log_role[32] = "ordo";
+static char init_role[32];
+/* the role in the prefix: init_role, or a string of static storage */
+static const char *_Atomic log_role = "ordo";
 static atomic_int log_rank = -1;
 static atomic_int log_level = PS_LOG_INFO;
+static atomic_int role_given; /* ps_log_init named the role */
 
 static const char *const level_names[] = {"error", "warning", "info",
 					  "debug"};
@@ -31,13 +34,16 @@ const char *ps_log_last_error(void)
 
 void ps_log_init(const char *role, int level)
 {
-	ps_log_set_role(role);
+	snprintf(init_role, sizeof(init_role), "%s", role ? role : "ordo");
+	atomic_store(&log_role, init_role);
+	atomic_store(&role_given, 1);
 	atomic_store(&log_level, level);
 }
 
-void ps_log_set_role(const char *role)
+void ps_log_default_role(const char *role)
 {
-	snprintf(log_role, sizeof(log_role), "%s", role ? role : "ordo");
+	if (!atomic_load(&role_given) && role)
+		atomic_store(&log_role, role);
 }
 
 void ps_log_set_rank(int rank)
@@ -75,10 +81,12 @@ void ps_log(int level, const char *fmt, ...)
 	if (level < PS_LOG_ERROR || level > PS_LOG_DEBUG)
 		level = PS_LOG_ERROR;
 	if (rank >= 0)
-		n = snprintf(line, sizeof(line), "[ordo %s %d] %s: ", log_role,
+		n = snprintf(line, sizeof(line), "[ordo %s %d] %s: ",
+			     atomic_load(&log_role),
 			     rank, level_names[level]);
 	else
-		n = snprintf(line, sizeof(line), "[ordo %s] %s: ", log_role,
+		n = snprintf(line, sizeof(line), "[ordo %s] %s: ",
+			     atomic_load(&log_role),
 			     level_names[level]);
 	if (n < 0)
 		return;

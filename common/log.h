@@ -3,9 +3,9 @@
  *
  * Lines go to stderr as "[ordo ROLE RANK] LEVEL: message\n", e.g.
  * "[ordo worker 1] error: scheduler silent for 5000 ms". ROLE/RANK are set
- * once the process knows them (rank -1 prints no rank); a node sets both
- * when it joins a job, so that a program on the client library, which
- * never calls ps_log_init, logs as "[ordo worker 1]" too.
+ * once the process knows them (rank -1 prints no rank); a node sets the
+ * rank when it joins a job, and the role where ps_log_init named none, so
+ * that a program on the client library logs as "[ordo worker 1]" too.
  *
  * Every thread keeps its last error message (without the prefix) and a
  * count of the errors it logged, also when the level hides them: a
@@ -21,8 +21,10 @@
 
 void ps_log_init(const char *role, int level);
 void ps_log_set_rank(int rank);
-/* The role alone (a library's node once it knows it: "worker"). */
-void ps_log_set_role(const char *role);
+/* The role, where ps_log_init has not named one (a node of the client
+ * library once it knows it: "worker"); role must be of static storage
+ * (a string literal). */
+void ps_log_default_role(const char *role);
 void ps_log_set_level(int level);
 int ps_log_enabled(int level);
 

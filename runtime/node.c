@@ -237,7 +237,7 @@ static int accept_welcome(ps_node *n, ps_msg *msg, const ps_wire_header *h)
 		return PS_ENOMEM;
 	n->peers[0] = n->scheduler;
 	n->connected[0] = 1;
-	ps_log_set_role(ps_role_name(n->role));
+	ps_log_default_role(ps_role_name(n->role));
 	ps_log_set_rank((int)n->rank);
 	return PS_OK;
 }
