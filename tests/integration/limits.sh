@@ -54,7 +54,7 @@ for who in scheduler "server 0" "server 1"; do
 done
 touch "$big"
 assert_job_exact $job big "oversized frames" "the oversized frames"
-pass "3 MiB frames to the scheduler and both servers (max_message 2M): connections dropped; 900 forged acks, credits, PARAMS and PUSHes of the job dropped; job exact"
+pass "3 MiB frames to the scheduler and both servers (max_message 2M): connections dropped; 900 forged acks, credits, PARAMS, PUSHes and TIMINGS of the job dropped; job exact"
 
 # ---- 2. a flood before the WELCOME
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')

@@ -46,7 +46,8 @@
  * forge: COUNT well-formed messages of the running job JOB_ID (hex) that
  * claim to come from its nodes 0-4: acknowledgements (PUSH_ACK,
  * PARAMS_ACK), CREDITs, PARAMS and PUSHes with matching payloads, i.e.
- * what could enlarge a credit window or corrupt values if believed.
+ * what could enlarge a credit window or corrupt values if believed, and
+ * TIMINGS (what would make the scheduler's measured model).
  * tuner FORGED GENUINE: a tuner at ENDPOINT (bound, for a job started
  * with tune.endpoint = ENDPOINT): waits for the scheduler's TUNE_HELLO,
  * then, from a connection of its own, answers as a member could (the job
@@ -349,7 +350,7 @@ static int forge(const char *ep, uint64_t job, long count)
 {
 	static const uint32_t types[] = {PS_MSG_PUSH_ACK, PS_MSG_PARAMS_ACK,
 					 PS_MSG_CREDIT, PS_MSG_PARAMS,
-					 PS_MSG_PUSH};
+					 PS_MSG_PUSH, PS_MSG_TIMINGS};
 	void *ctx = zmq_ctx_new(), *sock = zmq_socket(ctx, ZMQ_DEALER);
 	uint8_t id[8], hdr[PS_WIRE_HEADER_MAX], payload[4096];
 	int linger = -1;
@@ -361,13 +362,15 @@ static int forge(const char *ep, uint64_t job, long count)
 		return 1;
 	for (long i = 0; i < count; i++) {
 		ps_wire_header h = {.version = PS_WIRE_VERSION,
-				    .type = types[rnd() % 5],
+				    .type = types[rnd() % 6],
 				    .job_id = job,
 				    .sender = (uint32_t)(rnd() % 5),
 				    .key = (uint32_t)(rnd() % 2),
 				    .partition = (uint32_t)(rnd() % 2),
 				    .iteration = rnd() % 8};
-		size_t plen = h.type == PS_MSG_PARAMS || h.type == PS_MSG_PUSH
+		size_t plen = h.type == PS_MSG_PARAMS ||
+					      h.type == PS_MSG_PUSH ||
+					      h.type == PS_MSG_TIMINGS
 				      ? 4 * (1 + rnd() % 1000)
 				      : 0;
 		void *body = NULL;
