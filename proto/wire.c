@@ -854,7 +854,12 @@ int ps_wire_welcome_decode(const void *buf, size_t len, ps_wire_welcome *w_p,
 	if (rc == PS_OK && a->size >= 9 &&
 	    a->ptr[8].type != MSGPACK_OBJECT_NIL) {
 		const msgpack_object_array *ca;
-		rc = ps_mpr_array(&d, &a->ptr[8], "sizes", 4, 4, &ca);
+		/* the sizes go with a placement (the encoder writes them
+		 * only then): without one they would be taken, and lost in
+		 * a round trip */
+		rc = w.placement ? ps_mpr_array(&d, &a->ptr[8], "sizes", 4, 4,
+						&ca)
+				 : ps_mpr_bad(&d, "sizes without a placement");
 		if (rc == PS_OK)
 			rc = ps_mpr_uint(&d, &ca->ptr[0], "push credit",
 			              PS_WIRE_SIZE_MAX, &w.push_credit);
