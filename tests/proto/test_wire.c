@@ -48,6 +48,25 @@ static void mp_free(mp *m)
 	msgpack_sbuffer_destroy(&m->sb);
 }
 
+/* The first `keep` elements of the encoded array buf (of `have`), packed
+ * into m (mp_init'ed here) as an array of `total`: the caller packs the
+ * rest. */
+static void repack_head(const void *buf, size_t len, uint32_t have,
+			uint32_t keep, uint32_t total, mp *m)
+{
+	msgpack_unpacked u;
+
+	msgpack_unpacked_init(&u);
+	assert_int_equal(msgpack_unpack_next(&u, buf, len, NULL),
+			 MSGPACK_UNPACK_SUCCESS);
+	assert_int_equal(u.data.via.array.size, have);
+	mp_init(m);
+	msgpack_pack_array(&m->pk, total);
+	for (uint32_t i = 0; i < keep; i++)
+		msgpack_pack_object(&m->pk, u.data.via.array.ptr[i]);
+	msgpack_unpacked_destroy(&u);
+}
+
 static void mp_raw(mp *m, const void *bytes, size_t n)
 {
 	msgpack_sbuffer_write(&m->sb, bytes, n);
@@ -1158,18 +1177,10 @@ static void test_welcome_roundtrip(void **state)
 	/* a WELCOME without the push element (one order for both
 	 * directions): the pushes follow the parameters' order */
 	{
-		msgpack_unpacked u;
 		mp m;
 
 		assert_int_equal(ps_wire_welcome_encode(&w, &buf, &len), PS_OK);
-		msgpack_unpacked_init(&u);
-		assert_int_equal(msgpack_unpack_next(&u, buf, len, NULL),
-		                 MSGPACK_UNPACK_SUCCESS);
-		assert_int_equal(u.data.via.array.size, 8);
-		mp_init(&m);
-		msgpack_pack_array(&m.pk, 6);
-		for (uint32_t i = 0; i < 6; i++)
-			msgpack_pack_object(&m.pk, u.data.via.array.ptr[i]);
+		repack_head(buf, len, 8, 6, 6, &m);
 		if (ps_wire_welcome_decode(m.sb.data, m.sb.size, &out, why,
 		                           sizeof(why)) != PS_OK)
 			fail_msg("welcome: %s", why);
@@ -1178,7 +1189,6 @@ static void test_welcome_roundtrip(void **state)
 		assert_memory_equal(out.push_priority, prio, sizeof(prio));
 		ps_wire_welcome_clear(&out);
 		mp_free(&m);
-		msgpack_unpacked_destroy(&u);
 		free(buf);
 	}
 	w.priority = NULL;
@@ -1199,16 +1209,8 @@ static void test_welcome_roundtrip(void **state)
 	 * taken, they were lost in a round trip: fuzz_wire's regression
 	 * welcome-sizes-without-placement) */
 	{
-		msgpack_unpacked u;
 		mp m;
-		msgpack_unpacked_init(&u);
-		assert_int_equal(msgpack_unpack_next(&u, buf, len, NULL),
-				 MSGPACK_UNPACK_SUCCESS);
-		assert_int_equal(u.data.via.array.size, 7);
-		mp_init(&m);
-		msgpack_pack_array(&m.pk, 9);
-		for (uint32_t i = 0; i < 7; i++)
-			msgpack_pack_object(&m.pk, u.data.via.array.ptr[i]);
+		repack_head(buf, len, 7, 7, 9, &m);
 		msgpack_pack_nil(&m.pk);
 		msgpack_pack_array(&m.pk, 4);
 		for (int i = 0; i < 4; i++)
@@ -1218,7 +1220,6 @@ static void test_welcome_roundtrip(void **state)
 				 PS_EPROTO);
 		assert_non_null(strstr(why, "sizes without a placement"));
 		mp_free(&m);
-		msgpack_unpacked_destroy(&u);
 	}
 	free(buf);
 	ps_wire_welcome_clear(&w);
