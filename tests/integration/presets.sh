@@ -99,7 +99,7 @@ pass "credit refined during the job, exact: $(grep -h '^scheduling: credit refin
 exact measure 2 1000,100000,10,50000 --set cluster.servers=2 \
 	--set train.iterations=9 --set model.measure_iterations=3 \
 	--set output.dir="$WORK/measure.d" --set checkpoint.dir="$WORK/measure.ck"
-grep -q "^scheduling: measured model: 3 iteration(s) on each of 2 worker(s), [0-9.]* ms of compute per iteration; on it, auto sizes: partition [0-9]*K, credit .*; the sizes in force (partition 128K, credit [0-9.]*[KM]): [0-9.]* ms per iteration; written to $WORK/measure.ck/measured-model.json .* and $WORK/measure.d/measured-model.json " \
+grep -q "^scheduling: measured model: 3 iteration(s) on each of 2 worker(s), [0-9.]* ms of compute per iteration; on it, auto sizes: partition [0-9.]*[KMG], credit .*; the sizes in force (partition 128K, credit [0-9.]*[KM]): [0-9.]* ms per iteration; written to $WORK/measure.ck/measured-model.json .* and $WORK/measure.d/measured-model.json " \
 	"$WORK/measure.out.log" ||
 	fail "measure: no measured model said: $(grep '^scheduling' "$WORK/measure.out.log" | tr '\n' ';')"
 cmp -s "$WORK/measure.d/measured-model.json" "$WORK/measure.ck/measured-model.json" ||
