@@ -135,10 +135,8 @@ static void model_done(coord *c)
 	    ps_dag_from_json(model, "the measured model", 1.0, &d, why,
 			     sizeof(why)) != PS_OK) {
 		PS_WARN("the measured model: %s", model ? why : "out of memory");
-		json_decref(model);
 		goto out_t;
 	}
-	ps_dag_free(&d);
 	snprintf(c->measured_how, sizeof(c->measured_how),
 		 "%u iteration(s) on each of %u worker(s), %.1f ms of compute "
 		 "per iteration", t.workers ? t.iterations / t.workers : 0,
@@ -157,8 +155,9 @@ static void model_done(coord *c)
 		snprintf(c->measured_at, sizeof(c->measured_at),
 			 "; not written (no checkpoint.dir or output.dir: with "
 			 "checkpoint.dir the next start takes it)");
-	c->measured_model = model;
+	c->measured_dag = d; /* simulated at the job's end */
 out_t:
+	json_decref(model);
 	ps_timings_free(&t);
 out:
 	free(names);
@@ -167,18 +166,11 @@ out:
 
 void psi_sched_say_measured(coord *c)
 {
-	ps_dag *d = NULL;
-	char why[1024], sim[2048];
+	char sim[2048];
 
-	if (!c->measured_model)
+	if (!c->measured_dag)
 		return;
-	if (ps_dag_from_json(c->measured_model, "the measured model", 1.0, &d,
-			     why, sizeof(why)) != PS_OK) {
-		PS_WARN("the measured model: %s", why);
-		return;
-	}
-	simulate(c, d, sim, sizeof(sim));
-	ps_dag_free(&d);
+	simulate(c, c->measured_dag, sim, sizeof(sim));
 	printf("scheduling: measured model: %s; %s%s\n", c->measured_how, sim,
 	       c->measured_at);
 	fflush(stdout);
@@ -237,8 +229,7 @@ void psi_sched_timings_free(coord *c)
 void psi_sched_measured_free(coord *c)
 {
 	psi_sched_timings_free(c);
-	json_decref(c->measured_model);
-	c->measured_model = NULL;
+	ps_dag_free(&c->measured_dag);
 }
 
 int psi_sched_load_measured(coord *c, ps_dag **dag_p)
@@ -260,21 +251,19 @@ int psi_sched_load_measured(coord *c, ps_dag **dag_p)
 		PS_WARN("not taking the measured model: %s", why);
 		return 0;
 	}
-	if (d->ntensors != c->ntensors) {
-		PS_WARN("not taking the measured model %s: %u tensors, the "
-			"workers declared %u", path, d->ntensors, c->ntensors);
+	int64_t i = psi_sched_first_difference(c, d);
+	if (i >= 0) {
+		if (d->ntensors != c->ntensors)
+			PS_WARN("not taking the measured model %s: %u tensors, "
+				"the workers declared %u", path, d->ntensors,
+				c->ntensors);
+		else
+			PS_WARN("not taking the measured model %s: tensor %u "
+				"is '%s' there, '%s' here", path, (uint32_t)i,
+				d->tensors[i].name, c->tensors[i].name);
 		ps_dag_free(&d);
 		return 0;
 	}
-	for (uint32_t i = 0; i < d->ntensors; i++)
-		if (strcmp(d->tensors[i].name, c->tensors[i].name) != 0 ||
-		    d->tensors[i].numel != c->tensors[i].numel) {
-			PS_WARN("not taking the measured model %s: tensor %u "
-				"is '%s' there, '%s' here", path, i,
-				d->tensors[i].name, c->tensors[i].name);
-			ps_dag_free(&d);
-			return 0;
-		}
 	printf("scheduling: model: the timings an earlier run of this job "
 	       "measured (%s)\n", path);
 	*dag_p = d;

@@ -21,23 +21,32 @@
 #include "sim/link.h"
 #include "scheduler/state.h"
 
+int64_t psi_sched_first_difference(const coord *c, const ps_dag *d)
+{
+	uint32_t n = d->ntensors < c->ntensors ? d->ntensors : c->ntensors;
+
+	for (uint32_t i = 0; i < n; i++)
+		if (strcmp(d->tensors[i].name, c->tensors[i].name) != 0 ||
+		    d->tensors[i].numel != c->tensors[i].numel)
+			return i;
+	return d->ntensors != c->ntensors ? (int64_t)n : -1;
+}
+
 /* The tensors the workers declared must be the model file's, in order. */
 static int same_as_model(const coord *c, const ps_dag *d)
 {
-	if (d->ntensors != c->ntensors) {
+	int64_t i = psi_sched_first_difference(c, d);
+
+	if (i < 0)
+		return 1;
+	if (d->ntensors != c->ntensors)
 		PS_ERROR("model.file has %u tensors, the workers declared %u",
 			 d->ntensors, c->ntensors);
-		return 0;
-	}
-	for (uint32_t i = 0; i < d->ntensors; i++)
-		if (strcmp(d->tensors[i].name, c->tensors[i].name) != 0 ||
-		    d->tensors[i].numel != c->tensors[i].numel) {
-			PS_ERROR("tensor %u: model.file has '%s', the workers "
-				 "declared '%s'", i, d->tensors[i].name,
-				 c->tensors[i].name);
-			return 0;
-		}
-	return 1;
+	else
+		PS_ERROR("tensor %u: model.file has '%s', the workers "
+			 "declared '%s'", (uint32_t)i, d->tensors[i].name,
+			 c->tensors[i].name);
+	return 0;
 }
 
 /*

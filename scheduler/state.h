@@ -76,9 +76,9 @@ typedef struct coord {
 	 * rank whether they came; NULL: none expected (any more) */
 	uint8_t *timed;
 	ps_timings_sum timings;
-	/* the model they made (jansson's json_t), written, and how it was
-	 * measured and where it went; NULL: none (yet) */
-	void *measured_model;
+	/* the model they made, written, and how it was measured and where
+	 * it went; NULL: none (yet) */
+	ps_dag *measured_dag;
 	char measured_how[160];
 	char measured_at[2 * PS_CFG_STR + 160];
 	/* a tuner (ps-tune, tune.endpoint; docs/tune.md) */
@@ -158,6 +158,11 @@ void psi_sched_measured_free(coord *c);
 int psi_sched_load_measured(coord *c, ps_dag **dag_p);
 
 /* scheduler/plan.c: the job's plan, before the WELCOME */
+
+/* Where d's tensors differ from the workers': -1 nowhere, else the first
+ * tensor that differs (name or size), or the shorter list's length where
+ * the counts differ. */
+int64_t psi_sched_first_difference(const coord *c, const ps_dag *d);
 
 /* The bytes of the tensors the workers declared. */
 uint64_t psi_sched_model_bytes(const coord *c);
