@@ -35,8 +35,8 @@ parse=$(cat <<'PY'
 import re, sys
 log, model, gbps, cp = sys.argv[1:]
 text = open(log).read()
-start = re.search(r"^scheduling: auto sizes: partition (\S+), credit (\S+) \(ps-sim: ([0-9.]+) ms", text, re.M)
-meas = re.search(r"^scheduling: measured model: \d+ iteration\(s\) on each of \d+ worker\(s\), ([0-9.]+) ms of compute per iteration; on it, auto sizes: partition (\S+), credit (\S+) \(ps-sim: ([0-9.]+) ms.*the sizes in force \(partition \S+, credit \S+\): ([0-9.]+) ms per iteration", text, re.M)
+start = re.search(r"^scheduling: auto sizes: partition (\S+), (?:push )?credit (\S+?),? (?:params credit \S+ )?\(ps-sim: ([0-9.]+) ms", text, re.M)
+meas = re.search(r"^scheduling: measured model: \d+ iteration\(s\) on each of \d+ worker\(s\), ([0-9.]+) ms of compute per iteration; on it, auto sizes: partition (\S+), (?:push )?credit (\S+?),? (?:params credit \S+ )?\(ps-sim: ([0-9.]+) ms.*the sizes in force \(partition \S+, [^)]*\): ([0-9.]+) ms per iteration", text, re.M)
 if not start or not meas:
     sys.exit("measured_model: %s at %s Gbit/s: lines not found (the log: "
              "$TMPDIR/measured_model-%s-%s.log)" % (model, gbps, model, gbps))

@@ -34,7 +34,7 @@ run() {
 	local sps sizes
 	sps=$(awk -F, 'NR > 1 && $6 == "ok" {print $7}' "$out/runs.csv")
 	sizes=$(grep -h "^scheduling: auto sizes: " "$out"/runs/*/*.log 2>/dev/null |
-		head -n 1 | sed -E 's/^scheduling: auto sizes: (partition [^,]*, credit [^ ]*).*/\1/')
+		head -n 1 | sed -E 's/^scheduling: auto sizes: (partition [^(]*) \(.*/\1/')
 	[ -n "$sps" ] || { echo "torch_measured: run $1: no samples/s in $out/runs.csv" >&2; exit 1; }
 	grep -o "links at [0-9.e+]* Gbit/s" "$out.log" | head -n 1 | sed "s/^/run $1: /" >&2
 	echo "$sps|$sizes"

@@ -480,7 +480,8 @@ static const option options[] = {
          "in TIO / TAO order under the counter gate, after the barrier; "
          "bytescheduler: layer priority both ways, 4M partitions, BDP "
          "credit; ordo: tail priority both ways, fusion, partition and "
-         "credit sizes auto. BDP: the bandwidth-delay product in "
+         "credit sizes auto (an auto params credit is unlimited: "
+         "docs/auto-sizes.md). BDP: the bandwidth-delay product in "
          "partitions, at least two."),
     BOTH(scheduling, order, OPT_ENUM, order_names, 0, 0,
          "push_order", "params_order",
@@ -519,7 +520,9 @@ static const option options[] = {
             0, TIB,
             "Bytes of parameters a server may have handed to the "
             "transport and not yet had acknowledged; 0 = unlimited, else "
-            "at least partition_size; auto as push_credit_size."),
+            "at least partition_size; auto: unlimited, the partition "
+            "chosen as for push_credit_size (docs/auto-sizes.md, \"The "
+            "parameters' window\")."),
     ENUM(scheduling, params_barrier, "off", switch_names,
          "on: a server sends an iteration's parameters only once it has "
          "updated every partition it holds, and readies them in a random "

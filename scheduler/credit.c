@@ -21,17 +21,21 @@
 /* Every sender takes window `credit` from the iteration after the
  * furthest worker's (a boundary none has pushed yet, or one it is just
  * reaching: the change is never applied mid-way); returns that
- * iteration. */
+ * iteration. Servers whose sends have no window (an auto params credit:
+ * sim/auto_sizes.h) keep none: only the workers' pushes change. */
 static uint64_t set_credit(coord *c, uint64_t credit)
 {
 	uint64_t from = 0;
 	uint32_t n = 1 + c->servers + c->workers;
+	uint32_t first = c->cfg->scheduling.params.credit_size
+			     ? 1
+			     : 1 + c->servers;
 
 	for (uint32_t r = 0; r < c->workers; r++)
 		if (c->members[1 + c->servers + r].progress > from)
 			from = c->members[1 + c->servers + r].progress;
 	from++;
-	for (uint32_t i = 1; i < n; i++) {
+	for (uint32_t i = first; i < n; i++) {
 		void *body;
 		size_t len;
 		if (!ps_membership_reachable(c->ms, i) ||
@@ -74,7 +78,8 @@ void psi_sched_change_credit(coord *c, const ps_msg *msg)
 }
 
 /* Whether the credit is refined during this job: chosen at the start, a
- * window, the same both ways, synchronous, long enough, no tuner. */
+ * window for the pushes and the same or none for the parameters,
+ * synchronous, long enough, no tuner. */
 void psi_sched_start_refining(coord *c)
 {
 	const ps_config *cfg = c->cfg;
@@ -82,7 +87,9 @@ void psi_sched_start_refining(coord *c)
 
 	if (!cfg->scheduling.credit_refine || !c->credit_chosen ||
 	    cfg->tune.endpoint[0] || /* ps-tune drives the credit */
-	    credit == 0 || credit != cfg->scheduling.params.credit_size ||
+	    credit == 0 ||
+	    (cfg->scheduling.params.credit_size != credit &&
+	     cfg->scheduling.params.credit_size != 0) ||
 	    cfg->train.mode != PS_MODE_SYNC ||
 	    (uint64_t)cfg->train.iterations <= c->start_iteration)
 		return;

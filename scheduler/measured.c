@@ -71,7 +71,7 @@ static void simulate(coord *c, const ps_dag *d, char *buf, size_t cap)
 	ps_config k = *c->given;
 	ps_link_model lm;
 	ps_auto_choice ch;
-	char err[512], line[1280], part[32], credit[32];
+	char err[512], line[1280], part[32], credit[96];
 	double now_us;
 
 	/* the link as the start measured it */
@@ -96,13 +96,11 @@ static void simulate(coord *c, const ps_dag *d, char *buf, size_t cap)
 	ps_auto_choice_describe(&ch, line, sizeof(line));
 	ps_config_format_size(c->cfg->scheduling.push.partition_size, part,
 			      sizeof(part));
-	if (c->cfg->scheduling.push.credit_size)
-		ps_config_format_size(c->cfg->scheduling.push.credit_size,
-				      credit, sizeof(credit));
-	else
-		snprintf(credit, sizeof(credit), "unlimited");
+	ps_auto_describe_credits(c->cfg->scheduling.push.credit_size,
+				 c->cfg->scheduling.params.credit_size, credit,
+				 sizeof(credit));
 	snprintf(buf, cap,
-		 "on it, %s; the sizes in force (partition %s, credit %s): "
+		 "on it, %s; the sizes in force (partition %s, %s): "
 		 "%.1f ms per iteration",
 		 line, part, credit, now_us / 1e3);
 }

@@ -254,11 +254,22 @@ int ps_auto_sizes_choose(ps_config *cfg, const ps_dag *dag,
 		(void)candidate(cfg, cand[pick].p, cand[pick].m, &k);
 		*cfg = k;
 	}
+	c->iteration_us = cand[pick].us[0];
+	if (down == PS_SIZE_AUTO && cfg->scheduling.params.credit_size) {
+		/* the parameters go without a window (the header's "The
+		 * parameters' window"): the prediction is of what runs */
+		double us;
+		cfg->scheduling.params.credit_size = 0;
+		cfg->scheduling.params.credit_bdp = 0;
+		ps_config_finalize(cfg);
+		us = simulate(*cfg, dag, lm, w, s, why, whylen);
+		if (us > 0.0)
+			c->iteration_us = us;
+	}
 	c->chosen = 1;
 	c->partition_size = cfg->scheduling.partition_size;
 	c->push_credit = cfg->scheduling.push.credit_size;
 	c->params_credit = cfg->scheduling.params.credit_size;
-	c->iteration_us = cand[pick].us[0];
 	c->regret = regret;
 	c->latency_us = lm->a_us;
 	runner_up(cfg, dag, lm, w, s, c);
@@ -298,8 +309,10 @@ void ps_auto_sizes_fallback(ps_config *cfg, uint64_t model_bytes,
 		bdp = AUTO_MIN_WINDOW * cfg->scheduling.partition_size;
 	if (cfg->scheduling.push.credit_size == PS_SIZE_AUTO)
 		cfg->scheduling.push.credit_size = bdp;
-	if (cfg->scheduling.params.credit_size == PS_SIZE_AUTO)
-		cfg->scheduling.params.credit_size = bdp;
+	if (cfg->scheduling.params.credit_size == PS_SIZE_AUTO) {
+		cfg->scheduling.params.credit_size = 0; /* no window */
+		cfg->scheduling.params.credit_bdp = 0;
+	}
 	ps_config_finalize(cfg);
 	c->chosen = 1;
 	c->fallback = 1;
@@ -318,23 +331,32 @@ static void credit_words(uint64_t credit, char *buf, size_t cap)
 		ps_config_format_size(credit, buf, cap);
 }
 
+void ps_auto_describe_credits(uint64_t push, uint64_t params, char *buf,
+			      size_t cap)
+{
+	char up[32], down[32];
+
+	credit_words(push, up, sizeof(up));
+	credit_words(params, down, sizeof(down));
+	if (strcmp(up, down) == 0)
+		snprintf(buf, cap, "credit %s", up);
+	else
+		snprintf(buf, cap, "push credit %s, params credit %s", up,
+			 down);
+}
+
 void ps_auto_choice_describe(const ps_auto_choice *c, char *buf,
 			     size_t cap)
 {
-	char part[32], up[32], down[32], credit[96], rest[896] = "";
+	char part[32], credit[96], rest[896] = "";
 	char fb[96] = "";
 
 	if (c->partition_size >= TIB)
 		snprintf(part, sizeof(part), "whole tensors");
 	else
 		ps_config_format_size(c->partition_size, part, sizeof(part));
-	credit_words(c->push_credit, up, sizeof(up));
-	credit_words(c->params_credit, down, sizeof(down));
-	if (strcmp(up, down) == 0)
-		snprintf(credit, sizeof(credit), "credit %s", up);
-	else
-		snprintf(credit, sizeof(credit),
-			 "push credit %s, params credit %s", up, down);
+	ps_auto_describe_credits(c->push_credit, c->params_credit, credit,
+				 sizeof(credit));
 	char link[512];
 
 	if (c->partition_auto) {
@@ -356,7 +378,7 @@ void ps_auto_choice_describe(const ps_auto_choice *c, char *buf,
 	if (c->fallback)
 		snprintf(rest, sizeof(rest),
 			 "no model timings to simulate (model.file is not "
-			 "set): the fallback, %sthe bandwidth-delay credit "
+			 "set): the fallback, %sthe bandwidth-delay push credit "
 			 "(at least %d partitions) at %s",
 			 fb, AUTO_MIN_WINDOW, link);
 	else {

@@ -12,7 +12,8 @@
  *              grows with the messages), or the config's when it is
  *              fixed; at most a fixed credit
  *   credit     4, 8 and 16 partitions, and unlimited, or the config's
- *              when it is fixed (both auto directions get the same)
+ *              when it is fixed (both auto directions get the same in
+ *              the simulation; see "The parameters' window")
  *
  * Each candidate is ps-sim (sim/cluster.h) over AUTO_ITERATIONS
  * iterations with fair sharing (link.sharing = fair: a message's latency
@@ -30,6 +31,21 @@
  * at a fraction of the simulation's cost. The choice is a pure function
  * of (config, model, link model): every run of a job chooses the same.
  *
+ * The parameters' window. An auto params credit is unlimited in the job
+ * (the push credit is the window chosen). The window on the servers'
+ * sends returns credit only when the worker's PARAMS_ACK is back, and
+ * that acknowledgement rides behind the worker's pushes to the same
+ * server and through the links' queues, which TCP keeps full: a round
+ * trip several times what ps-sim sees, which it cannot rank. Measured
+ * (docs/benchmarks.md, "The parameters' window"), the same partition and
+ * push window ran faster without it on 13 of 15 rows, by up to 12 %
+ * (0.6 % slower on one); the order it keeps costs little to lose: the
+ * servers' parameters become ready in the order the pushes arrive, which
+ * the push window keeps. The candidates are still simulated with the window in
+ * both directions: ps-sim ranks the partitions better so (without it, it
+ * chose 1M partitions for ResNet-50 and Inception-v3 that ran 2 %
+ * slower); the prediction reported is of the job as it runs.
+ *
  * Beside the choice, every preset that fixes its sizes is simulated on
  * the same job, and the fastest of them is reported as the runner-up, so
  * that the start-up line says what the choice is expected to gain.
@@ -37,8 +53,9 @@
  * Without a model's timings (training through the client API, where the
  * scheduler has only the declared tensors) there is nothing to simulate:
  * the fallback is stated, AUTO_FALLBACK_PARTITION (smaller for a model too
- * small to give every server two) and a credit of the bandwidth-delay
- * product (ps_config_bdp_credit), at least AUTO_MIN_WINDOW partitions.
+ * small to give every server two) and a push credit of the
+ * bandwidth-delay product (ps_config_bdp_credit), at least
+ * AUTO_MIN_WINDOW partitions; the parameters without a window.
  *
  * Threads: none; a call owns what it allocates.
  */
@@ -113,6 +130,11 @@ int ps_auto_sizes_predict(const ps_config *cfg, const ps_dag *dag,
  * server, so that every server has a share; writes it into cfg. */
 void ps_auto_sizes_fallback(ps_config *cfg, uint64_t model_bytes,
 			    ps_auto_choice *c);
+
+/* "credit 2M", or "push credit 2M, params credit unlimited" where the
+ * directions differ. */
+void ps_auto_describe_credits(uint64_t push, uint64_t params, char *buf,
+			      size_t cap);
 
 /* One line: what was chosen, the prediction, the runner-up preset
  * ("auto sizes: partition 256K, credit 2M (ps-sim: 87.1 ms per iteration,

@@ -59,7 +59,7 @@ pass "auto sizes chosen by simulating the model: $(grep -h '^scheduling: auto si
 exact auto-fallback 2 1000,100000,10,50000 \
 	--set cluster.servers=2 --set train.iterations=3 \
 	--set output.dir="$WORK/auto-fallback.d"
-grep -q "^scheduling: auto sizes: partition 128K, credit .*no model timings.*fallback, 1M partitions (less: two per server) and the bandwidth-delay credit (at least 4 partitions) at [0-9.e+]* Gbit/s (measured to server 0 at 127.0.0.1: .* probes" \
+grep -q "^scheduling: auto sizes: partition 128K, push credit [0-9.]*[KM], params credit unlimited (no model timings.*fallback, 1M partitions (less: two per server) and the bandwidth-delay push credit (at least 4 partitions) at [0-9.e+]* Gbit/s (measured to server 0 at 127.0.0.1: .* probes" \
 	"$WORK/auto-fallback.out.log" || fail "auto without a model: no fallback stated"
 grep -q "^preset = ordo$" "$WORK/auto-fallback.d/config.ini" || fail "the default preset is not ordo"
 grep -q "^bandwidth_gbps = [0-9]" "$WORK/auto-fallback.d/config.ini" &&
@@ -82,6 +82,12 @@ grep -q "^scheduling: credit refinement: trying [0-9.]*[KMG]* from iteration [0-
 	fail "refine: no credit tried"
 grep -q "^scheduling: credit refined from measured iterations: .* ms, .* ms.*; kept [0-9.]*[KMG]* (from iteration [0-9]*)$" \
 	"$WORK/refine.out.log" || fail "refine: no credit kept"
+# the pushes' window is refined; the parameters' (auto: none) stays none,
+# so no server is sent a CREDIT it would refuse
+grep -q "^scheduling: auto sizes: partition [0-9.]*[KMG], push credit [0-9.]*[KMG], params credit unlimited " \
+	"$WORK/refine.out.log" || fail "refine: the parameters have a window"
+! grep -q "dropped .*CREDIT" "$WORK/refine.err.log" ||
+	fail "refine: a CREDIT refused: $(grep "dropped .*CREDIT" "$WORK/refine.err.log" | head -n 1)"
 exact refine-off 2 1000,100000,10,50000 --set cluster.servers=2 \
 	--set train.iterations=40 --set scheduling.credit_refine=off
 exact refine-given 2 1000,100000,10,50000 --set cluster.servers=2 \
@@ -99,7 +105,7 @@ pass "credit refined during the job, exact: $(grep -h '^scheduling: credit refin
 exact measure 2 1000,100000,10,50000 --set cluster.servers=2 \
 	--set train.iterations=9 --set model.measure_iterations=3 \
 	--set output.dir="$WORK/measure.d" --set checkpoint.dir="$WORK/measure.ck"
-grep -q "^scheduling: measured model: 3 iteration(s) on each of 2 worker(s), [0-9.]* ms of compute per iteration; on it, auto sizes: partition [0-9.]*[KMG], credit .*; the sizes in force (partition 128K, credit [0-9.]*[KM]): [0-9.]* ms per iteration; written to $WORK/measure.ck/measured-model.json .* and $WORK/measure.d/measured-model.json " \
+grep -q "^scheduling: measured model: 3 iteration(s) on each of 2 worker(s), [0-9.]* ms of compute per iteration; on it, auto sizes: partition [0-9.]*[KMG], .*credit .*; the sizes in force (partition 128K, push credit [0-9.]*[KM], params credit unlimited): [0-9.]* ms per iteration; written to $WORK/measure.ck/measured-model.json .* and $WORK/measure.d/measured-model.json " \
 	"$WORK/measure.out.log" ||
 	fail "measure: no measured model said: $(grep '^scheduling' "$WORK/measure.out.log" | tr '\n' ';')"
 cmp -s "$WORK/measure.d/measured-model.json" "$WORK/measure.ck/measured-model.json" ||

@@ -91,7 +91,9 @@ static void test_preset_ordo_is_auto(void **state)
 }
 
 /* The choice, pinned for two shipped models: a change of ps-sim or of the
- * candidates that moves it shows here. Chosen twice: the same. */
+ * candidates that moves it shows here. Chosen twice: the same. The
+ * parameters go without a window, and the prediction is of that job (not
+ * of the candidate simulated with a window both ways). */
 static void test_pinned(void **state)
 {
 	static const struct {
@@ -122,8 +124,27 @@ static void test_pinned(void **state)
 				 want[i].partition);
 		assert_int_equal(a.scheduling.push.credit_size,
 				 want[i].credit);
-		assert_int_equal(a.scheduling.params.credit_size,
-				 want[i].credit);
+		assert_int_equal(a.scheduling.params.credit_size, 0);
+		assert_int_equal(ca.params_credit, 0);
+		{
+			double us;
+			char err[256];
+			ps_link_model lm;
+			ps_dag *dag = NULL;
+			assert_int_equal(ps_link_model_from_config(
+					     &a, &lm, err, sizeof(err)),
+					 PS_OK);
+			assert_int_equal(ps_dag_load(a.model.file,
+						     a.model.compute_scale,
+						     &dag, err, sizeof(err)),
+					 PS_OK);
+			assert_int_equal(ps_auto_sizes_predict(&a, dag, &lm,
+							       &us, err,
+							       sizeof(err)),
+					 PS_OK);
+			ps_dag_free(&dag);
+			assert_true(us == ca.iteration_us);
+		}
 		assert_int_equal(ca.partition_size, cb.partition_size);
 		assert_int_equal(ca.push_credit, cb.push_credit);
 		assert_true(ca.iteration_us == cb.iteration_us);
@@ -174,7 +195,7 @@ static void test_robust_choice(void **state)
 					    (unsigned long long)p);
 			assert_true(cr == 0 || cr >= AUTO_MIN_WINDOW * p);
 			assert_int_equal(cfg.scheduling.params.credit_size,
-					 cr);
+					 0);
 			assert_true(c.regret >= 1.0 && c.regret < 1.5);
 			assert_true(c.latency_us == cfg.link.latency_us);
 			if (strcmp(models[i], "resnet50") == 0 &&
@@ -207,7 +228,7 @@ static void test_within_fixed_sizes(void **state)
 	cr = cfg.scheduling.push.credit_size;
 	assert_true(cr == 0 || cr == 12 * MIB || cr == 24 * MIB ||
 		    cr == 48 * MIB);
-	assert_int_equal(cfg.scheduling.params.credit_size, cr);
+	assert_int_equal(cfg.scheduling.params.credit_size, 0);
 
 	/* whole tensors: no window to count in partitions */
 	job(&cfg, "resnet50");
@@ -216,13 +237,18 @@ static void test_within_fixed_sizes(void **state)
 	assert_int_equal(cfg.scheduling.partition_size, TIB);
 	assert_int_equal(cfg.scheduling.push.credit_size, 0);
 
-	/* one direction auto, the other fixed */
+	/* one direction auto, the other fixed: the fixed one stays */
 	job(&cfg, "resnet50");
 	set(&cfg, "scheduling.push_credit_size", "0");
 	assert_int_equal(choose(&cfg, &c), PS_OK);
 	assert_int_equal(cfg.scheduling.push.credit_size, 0);
-	assert_true(cfg.scheduling.params.credit_size !=
-		    PS_SIZE_AUTO);
+	assert_int_equal(cfg.scheduling.params.credit_size, 0);
+	job(&cfg, "resnet50");
+	set(&cfg, "scheduling.params_credit_size", "3M");
+	assert_int_equal(choose(&cfg, &c), PS_OK);
+	assert_int_equal(cfg.scheduling.params.credit_size, 3 * MIB);
+	cr = cfg.scheduling.push.credit_size;
+	assert_true(cr != PS_SIZE_AUTO && cr != 3 * MIB);
 }
 
 /* Too small a fixed credit for any candidate: refused, saying why. */
@@ -287,8 +313,7 @@ static void test_fallback(void **state)
 	assert_int_equal(ps_config_bdp_credit(&cfg), 2 * MIB);
 	assert_int_equal(cfg.scheduling.push.credit_size,
 			 AUTO_MIN_WINDOW * AUTO_FALLBACK_PARTITION);
-	assert_int_equal(cfg.scheduling.params.credit_size,
-			 AUTO_MIN_WINDOW * AUTO_FALLBACK_PARTITION);
+	assert_int_equal(cfg.scheduling.params.credit_size, 0);
 	ps_config_defaults(&cfg);
 	set(&cfg, "scheduling.preset", "ordo");
 	set(&cfg, "link.bandwidth_gbps", "25");
@@ -301,7 +326,8 @@ static void test_fallback(void **state)
 	ps_auto_choice_describe(&c, line, sizeof(line));
 	assert_non_null(strstr(line, "auto sizes: partition 1M"));
 	assert_non_null(strstr(line, "fallback"));
-	assert_non_null(strstr(line, "credit (at least 4 partitions)"));
+	assert_non_null(strstr(line, "params credit unlimited"));
+	assert_non_null(strstr(line, "push credit (at least 4 partitions)"));
 	assert_non_null(strstr(line, "25 Gbit/s"));
 
 	/* under a fixed credit smaller than the fallback partition */
@@ -345,14 +371,14 @@ static void test_describe(void **state)
 	job(&cfg, "resnet50");
 	assert_int_equal(choose(&cfg, &c), PS_OK);
 	ps_auto_choice_describe(&c, line, sizeof(line));
-	assert_non_null(strstr(line, "auto sizes: partition 256K, credit 2M "
+	assert_non_null(strstr(line, "auto sizes: partition 256K, push "
+				     "credit 2M, params credit unlimited "
 				     "(ps-sim: "));
 	assert_non_null(strstr(line, "on 2 x 2 at 1 Gbit/s; runner-up "
 				     "preset "));
-	c.params_credit = 0;
+	c.params_credit = c.push_credit;
 	ps_auto_choice_describe(&c, line, sizeof(line));
-	assert_non_null(strstr(line, "push credit 2M, params credit "
-				     "unlimited"));
+	assert_non_null(strstr(line, "partition 256K, credit 2M (ps-sim: "));
 }
 
 /* Many workers: simulated on AUTO_MAX_WORKERS in the job's ratio. */
