@@ -200,6 +200,7 @@ struct ps_config {
 	struct {
 		double bandwidth_gbps; /* per host, per direction; 0 = metrics' */
 		double latency_us;     /* a: fixed cost of a message */
+		double latency_jitter; /* fair: each message's a within +-this share */
 		double gamma;          /* per-byte slowdown when links are shared */
 		char fit_file[PS_CFG_STR]; /* link sweep CSV fitted at start-up */
 		int sharing; /* PS_SHARING_FIFO / PS_SHARING_FAIR */

@@ -164,6 +164,12 @@ int psi_cluster_setup(sim *s, char *why, size_t whylen)
 			 cfg->sim.machine_gbps);
 		return PS_EINVAL;
 	}
+	if (!s->fair && cfg->link.latency_jitter > 0) {
+		snprintf(why, whylen, "link.latency_jitter = %g needs "
+			 "link.sharing = fair (fifo links keep one latency)",
+			 cfg->link.latency_jitter);
+		return PS_EINVAL;
+	}
 	if (cfg->sim.machine_small_gbps > 0 && !(cfg->sim.machine_gbps > 0)) {
 		snprintf(why, whylen, "sim.machine_small_gbps = %g needs "
 			 "sim.machine_gbps (the rate of the other messages)",
@@ -217,6 +223,16 @@ int psi_cluster_setup(sim *s, char *why, size_t whylen)
 		};
 		if (fc.burst_rate < rate)
 			fc.burst_rate = rate;
+		s->jitter = cfg->link.latency_jitter;
+		if (s->jitter > 0) {
+			/* both directions of every worker-server pair */
+			s->stream_last = calloc((size_t)2 * s->W * s->S,
+						sizeof(double));
+			if (!s->stream_last) {
+				free(used);
+				return PS_ENOMEM;
+			}
+		}
 		rc = ps_fair_create(&fc, &s->net);
 		free(used);
 		if (rc != PS_OK)
@@ -262,6 +278,7 @@ void psi_cluster_teardown(sim *s)
 	free(s->push_number);
 	free(s->msgs);
 	free(s->up_end);
+	free(s->stream_last);
 	free(s->push_ready);
 	free(s->push_sent);
 	free(s->param_ready);

@@ -22,6 +22,13 @@ from .runs import job_ini
 # (sim.machine_message_min_bytes).
 ZMQ_BATCH_BYTES = 8192
 
+# Each message's latency is drawn within this share of link.latency_us on
+# either side (link.latency_jitter): ps-sim's identical workers otherwise
+# fall into a lock-step that no real cluster keeps, and p3's predictions
+# moved by up to 9 % for under a microsecond of latency (docs/sim.md,
+# "Latency jitter").
+LATENCY_JITTER = 0.5
+
 
 def l2_cache_bytes():
     """The size of one core's L2 cache (sysfs), 0 where unknown."""
@@ -152,6 +159,18 @@ class Simulator:
             link["burst_rate"] = self.machine_probe
         return link
 
+    def jitter_applies(self):
+        """LATENCY_JITTER goes with every prediction, unless the plan's
+        job keys set the jitter themselves or links other than fair
+        (which keep one latency)."""
+        for kv in self.plan["job"]:
+            key, _, value = kv.partition("=")
+            if key.strip() == "link.latency_jitter" or (
+                    key.strip() == "link.sharing" and
+                    value.strip() != "fair"):
+                return False
+        return True
+
     def sets(self, link):
         """ps-sim's keys for `link` (link()) as --set arguments."""
         argv = ["--set", "link.bandwidth_gbps=%.6g" % link["rate"],
@@ -160,6 +179,8 @@ class Simulator:
                 "--set", "sim.machine_gbps=%.6g" % link["machine"]]
         if link["latency"] is not None:
             argv += ["--set", "link.latency_us=%.6g" % link["latency"]]
+        if self.jitter_applies():
+            argv += ["--set", "link.latency_jitter=%g" % LATENCY_JITTER]
         if link["small"]:
             argv += ["--set", "sim.machine_small_gbps=%.6g" % link["small"],
                      "--set", "sim.machine_small_bytes=%d" % self.small_bytes]

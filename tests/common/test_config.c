@@ -1118,6 +1118,7 @@ static void test_reference(void **state)
 	                                   "restarts", /* [fault] */
 	                                   "bandwidth_gbps", /* [link] */
 	                                   "latency_us",
+	                                   "latency_jitter",
 	                                   "gamma",
 	                                   "fit_file",
 	                                   "sharing",

@@ -185,6 +185,8 @@ for r in runs:
     ini = open(os.path.join(d, "job.ini")).read()
     assert "compute_scale = 2\n" in ini, ini
     assert "bandwidth_gbps = 0.5\n" in ini, ini
+    # ps-sim's links as ps-bench predicted the run: latencies jittered
+    assert "latency_jitter = 0.5\n" in ini, ini
     if r["preset"] == "ordo@1M/4M+credit_refine=off":
         assert "preset = ordo\npartition_size = 1048576\n" \
             "credit_size = 4194304\ncredit_refine = off\n" in ini, ini

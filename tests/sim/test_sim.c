@@ -642,6 +642,71 @@ static void test_deterministic(void **state)
 	free(json);
 }
 
+/* ---- link.latency_jitter ------------------------------------------------- */
+
+static void test_latency_jitter(void **state)
+{
+	char *json = toy32(0, 40000, 20, 40);
+	ps_dag *d;
+	ps_config cfg;
+	ps_sim_result r, again;
+	ps_link_model lm;
+	char err[1024];
+	(void)state;
+
+	/* one message each way on the critical path (see
+	 * test_one_tensor_by_hand): each waits a = 10 us drawn within
+	 * 10 (1 +- 0.5), so iteration 1 is within 2 x 5 us of the exact
+	 * 3000 + 2 x 8010 + 1500, and not exactly it */
+	d = one_tensor_job(&cfg, "fair");
+	set(&cfg, "link.latency_jitter", "0.5");
+	r = simulate(&cfg, d);
+	if (!(fabs(r.iter_us[1] - (3000.0 + 2 * 8010.0 + 1500.0)) <= 10.0 +
+								       1e-9) ||
+	    r.iter_us[1] == 3000.0 + 2 * 8010.0 + 1500.0)
+		fail_msg("iteration 1: %.6f us, want 20520 +- 10, not 20520",
+			 r.iter_us[1]);
+	ps_sim_result_free(&r);
+	/* fifo links keep one latency: refused, naming the key */
+	set(&cfg, "link.sharing", "fifo");
+	assert_int_equal(ps_link_model_from_config(&cfg, &lm, err,
+						   sizeof(err)),
+			 PS_OK);
+	assert_int_equal(ps_sim_run(&cfg, d, &lm, &r, err, sizeof(err)),
+			 PS_EINVAL);
+	assert_non_null(strstr(err, "link.latency_jitter"));
+	ps_dag_free(&d);
+
+	/* p3 (stop-and-wait slices, acknowledgements in the streams behind
+	 * data), 2 x 2, latencies from 0 to 2a: no message overtakes an
+	 * earlier one of its stream, or a worker would take a PUSH_ACK
+	 * before the parameters queued ahead of it and the protocol
+	 * machines would stop the run; the same seed gives the same run */
+	d = load("jitter.json", json);
+	base_config(&cfg);
+	set(&cfg, "scheduling.preset", "p3");
+	set(&cfg, "scheduling.partition_size", "16K");
+	set(&cfg, "cluster.workers", "2");
+	set(&cfg, "cluster.servers", "2");
+	set(&cfg, "link.sharing", "fair");
+	set(&cfg, "link.latency_us", "300");
+	set(&cfg, "link.burst_bytes", "30000");
+	set(&cfg, "link.latency_jitter", "1");
+	r = simulate(&cfg, d);
+	again = simulate(&cfg, d);
+	assert_memory_equal(r.iter_us, again.iter_us,
+			    3 * sizeof(double));
+	assert_int_equal(r.events, again.events);
+	ps_sim_result_free(&again);
+	set(&cfg, "link.latency_jitter", "0");
+	again = simulate(&cfg, d);
+	assert_true(r.iteration_us != again.iteration_us);
+	ps_sim_result_free(&again);
+	ps_sim_result_free(&r);
+	ps_dag_free(&d);
+	free(json);
+}
+
 /* ---- the fit ------------------------------------------------------------- */
 
 static void test_fit_recovers_parameters(void **state)
@@ -847,6 +912,7 @@ int main(void)
 		cmocka_unit_test(test_par32_orders_tie),
 		cmocka_unit_test(test_bounds_hold_on_random_dags),
 		cmocka_unit_test(test_deterministic),
+		cmocka_unit_test(test_latency_jitter),
 		cmocka_unit_test(test_fit_recovers_parameters),
 		cmocka_unit_test(test_fit_file_errors),
 		cmocka_unit_test(test_link_model_per_transport),
