@@ -66,6 +66,11 @@ static double simulate(ps_config k, const ps_dag *dag,
 	 * window hides (as TCP's), not a cost each message holds its link
 	 * for: what makes a window too small for the round trip show */
 	k.link.sharing = PS_SHARING_FAIR;
+	/* every message waits exactly a: with jittered latencies ps-sim
+	 * prefers no push window on the Transformer at 1 Gbit/s, which ran
+	 * 1.66x slower there (docs/auto-sizes.md); the choices were
+	 * measured without */
+	k.link.latency_jitter = 0.0;
 	k.cluster.workers = (int)w;
 	k.cluster.servers = (int)s;
 	if (ps_sim_run(&k, dag, lm, &r, why, whylen) != PS_OK)

@@ -12,7 +12,7 @@ import math
 
 from .common import dilated, log
 from .scenario import resolve_model
-from .simulate import ZMQ_BATCH_BYTES
+from .simulate import LATENCY_JITTER, ZMQ_BATCH_BYTES
 
 # The model ps-bench calibrates ps-sim's link rate on (Calibration.calibrate):
 # TicTac's Seq-32, 32 parameters of 2 MiB in a chain with almost no
@@ -124,8 +124,10 @@ class Calibration:
     def latency_label(self, bw):
         if bw not in self.sim.latency:
             return "latency not calibrated (ps-sim's default)"
-        return "%.0f us per message (calibrated on %s, p3)" % (
-            self.sim.latency[bw], CAL_MODEL)
+        return "%.0f us per message (calibrated on %s, p3%s)" % (
+            self.sim.latency[bw], CAL_MODEL,
+            "; each within +-%g %%" % (100 * LATENCY_JITTER)
+            if self.sim.jitter_applies() else "")
 
     def calibrate(self, bw):
         """Runs the real job on CAL_MODEL (a model the tables do not hold)
