@@ -211,7 +211,10 @@ int ps_sim_run_opts(const ps_config *cfg, const ps_dag *dag,
 		psi_cluster_results(&s, &r);
 		if (s.tl) {
 			char path[PS_CFG_STR + 32];
-			snprintf(path, sizeof(path), "%s/timeline.json",
+			/* not timeline.json: a run's job.ini names the
+			 * run's own directory, whose measured timeline a
+			 * prediction must not replace */
+			snprintf(path, sizeof(path), "%s/sim-timeline.json",
 				 cfg->output.dir);
 			rc = ps_sim_timeline_write(s.tl, path, why, whylen);
 		}

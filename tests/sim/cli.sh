@@ -89,12 +89,16 @@ cmp -s "$tmp/ordo.json" "$tmp/again.json" ||
 
 # --- text output and the timeline ----------------------------------------
 mkdir -p "$tmp/out-dir"
+# a run's directory: its measured timeline stays as it was
+echo '[{"measured": true}]' >"$tmp/out-dir/timeline.json"
 if "$sim" "${common[@]}" --set output.dir="$tmp/out-dir" >"$tmp/text" \
 	2>"$tmp/err"; then
+	[ "$(cat "$tmp/out-dir/timeline.json")" = '[{"measured": true}]' ] ||
+		fail "ps-sim overwrote the run's timeline.json"
 	grep -q '^summary: iteration .* ms, throughput .* samples/s' \
 		"$tmp/text" || fail "no summary line"
 	grep -q '^iter 3/3 time' "$tmp/text" || fail "no per-iteration lines"
-	python3 - "$tmp/out-dir/timeline.json" <<'PY' || fail "bad timeline"
+	python3 - "$tmp/out-dir/sim-timeline.json" <<'PY' || fail "bad timeline"
 import json, sys
 ev = json.load(open(sys.argv[1]))
 names = {e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "process_name"}
