@@ -637,9 +637,10 @@ static const option options[] = {
            "message never overtakes an earlier one of its stream. Breaks "
            "the lock-step into which identical simulated workers fall and "
            "no real cluster keeps: with stop-and-wait senders (p3) a "
-           "prediction at 0 can move by 9 % for 1 us more of latency. "
-           "Costs 16 bytes per worker-server pair. 0 = every message "
-           "waits exactly a."),
+           "prediction at 0 moved by 8 % for under 1 us of latency "
+           "(docs/sim.md). Costs 16 bytes per worker-server pair. The "
+           "start-up chooser leaves it out. 0 = every message waits "
+           "exactly a."),
     DOUBLE(link, gamma, "1", 0.01, 100, false,
            "ps-sim: contention factor (ASC-WFBP's gamma): a message "
            "handed to a link that is already busy costs a + gamma*b*m "
