@@ -13,7 +13,9 @@
  *              fixed; at most a fixed credit
  *   credit     4, 8 and 16 partitions, and unlimited, or the config's
  *              when it is fixed (both auto directions get the same in
- *              the simulation; see "The parameters' window")
+ *              the simulation; see "The parameters' window"); unlimited
+ *              only counts towards the best pair, and is chosen only
+ *              where no window can be (whole tensors)
  *
  * Each candidate is ps-sim (sim/cluster.h) over AUTO_ITERATIONS
  * iterations with fair sharing (link.sharing = fair: a message's latency
