@@ -9,6 +9,7 @@
  */
 #include <stdlib.h>
 
+#include "common/mix64.h"
 #include "scheduling/placement.h"
 #include "sim/cluster_state.h"
 #include "sim/fair.h"
@@ -80,18 +81,6 @@ void psi_cluster_fair_schedule(void *ud, double t, uint32_t node, uint64_t arg)
 	psi_cluster_schedule(ud, t, EV_NET, node, arg);
 }
 
-/* A uniform draw in [0, 1) from the jitter's fixed seed: the n-th
- * latency of a simulation (splitmix64's finaliser over n). */
-static double jitter_draw(uint64_t n)
-{
-	uint64_t x = (n + 1) * 0x9E3779B97F4A7C15ull;
-
-	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-	x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-	x ^= x >> 31;
-	return (double)(x >> 11) * 0x1.0p-53;
-}
-
 /* With link.latency_jitter, message m's latency is drawn within
  * a (1 +- jitter), and it arrives no earlier than the message before it
  * in its stream (a TCP stream delivers in order). */
@@ -100,12 +89,15 @@ void psi_cluster_fair_sent(void *ud, uint32_t m, double t)
 	sim *s = ud;
 	double at = t + s->lm.a_us;
 
-	if (s->jitter > 0) {
+	if (s->stream_last) {
 		const msg *g = &s->msgs[m];
 		size_t k = ((size_t)msg_up(g) * s->W + g->worker) * s->S +
 			   s->pl->parts[g->part].server;
-		double u = jitter_draw(s->jitter_draws++);
-		at = t + s->lm.a_us * (1.0 + s->jitter * (2.0 * u - 1.0));
+		/* uniform in [0, 1), splitmix64 from a fixed seed */
+		double u = (double)(ps_splitmix64(&s->jitter_rng) >> 11) *
+			   0x1.0p-53;
+		at = t + s->lm.a_us * (1.0 + s->cfg->link.latency_jitter *
+						     (2.0 * u - 1.0));
 		if (at < s->stream_last[k])
 			at = s->stream_last[k];
 		s->stream_last[k] = at;

@@ -223,8 +223,7 @@ int psi_cluster_setup(sim *s, char *why, size_t whylen)
 		};
 		if (fc.burst_rate < rate)
 			fc.burst_rate = rate;
-		s->jitter = cfg->link.latency_jitter;
-		if (s->jitter > 0) {
+		if (cfg->link.latency_jitter > 0) {
 			/* both directions of every worker-server pair */
 			s->stream_last = calloc((size_t)2 * s->W * s->S,
 						sizeof(double));

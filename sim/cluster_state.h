@@ -85,9 +85,9 @@ typedef struct sim {
 	double small_w;       /* machine_cap / their rate */
 	uint64_t msg_min;     /* messages up to this size pay no
 			       * machine_message_us */
-	double jitter;        /* link.latency_jitter */
-	uint64_t jitter_draws; /* latencies drawn so far */
-	double *stream_last;  /* jitter: per stream, its last arrival */
+	/* link.latency_jitter (NULL: none): per stream, its last arrival */
+	double *stream_last;
+	uint64_t jitter_rng; /* its draws' splitmix64 state, from 0 */
 	msg *msgs;
 	uint32_t nmsgs, capmsgs, free_msg;
 	uint32_t batch_tail; /* last of the open EV_ARRIVALS, or NOMSG */
