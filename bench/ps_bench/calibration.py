@@ -19,6 +19,12 @@ from .simulate import LATENCY_JITTER, ZMQ_BATCH_BYTES
 # compute, i.e. bulk transfers through the real binaries; not a model of
 # the tables.
 CAL_MODEL = "seq32"
+# Where ps-sim without a machine limit comes within this share of
+# CAL_MODEL's measured bulk run, the links bind there and not the cores:
+# what the run lost is the links' (their rate is fitted to it), not a
+# machine's, which would also slow every burst a link makes after idling
+# (Calibration.calibrate; docs/bench.md, "ps-sim's links").
+LINKS_BIND_WITHIN = 0.10
 # ...cut into partitions of this size to calibrate ps-sim's time per message
 # (sim.machine_message_us): most tensors of the CNNs with many small
 # tensors are below it (EfficientNet-B0, RegNetY-400MF: four in five).
@@ -88,10 +94,8 @@ class Calibration:
                                               dilated(bw, self.dilation)))
         if not self.no_calibration:
             self.calibrate(bw)
-        log("ps-sim at %g Gbit/s: links of %.3f Gbit/s, %s, %s, %s, %s" %
-            (bw, self.sim.link(bw)["rate"], self.machine_label(bw),
-             self.small_label(bw), self.message_label(bw),
-             self.latency_label(bw)))
+        log("ps-sim at %g Gbit/s: links of %.3f Gbit/s, %s" %
+            (bw, self.sim.link(bw)["rate"], ", ".join(self.labels(bw))))
         self.sim.forget(bw)
         for r in runs:
             if r["bw"] == bw:
@@ -100,11 +104,24 @@ class Calibration:
     def machine_label(self, bw):
         if bw not in self.sim.calibrated:
             return "machine not calibrated (no limit)"
+        if bw in self.sim.link_probe:
+            return "no machine limit: the links bind on %s, baseline " \
+                "(ps-sim without one within %g %% of it), their rate " \
+                "fitted to it (bulk TCP streams: %.3f Gbit/s)" % (
+                    CAL_MODEL, 100 * LINKS_BIND_WITHIN,
+                    self.sim.link_probe[bw])
         if not self.sim.calibrated[bw]:
             return "the links alone explain %s (no machine limit)" % \
                 CAL_MODEL
         return "machine moving %.3f Gbit/s over all links (calibrated " \
             "on %s, baseline)" % (self.sim.calibrated[bw], CAL_MODEL)
+
+    def labels(self, bw):
+        """What ps-sim's links at bw are, beyond their rate and bucket:
+        the machine, its costs where it has a limit, the latency."""
+        machine = [self.small_label(bw), self.message_label(bw)] \
+            if self.sim.calibrated.get(bw) != 0.0 else []
+        return [self.machine_label(bw)] + machine + [self.latency_label(bw)]
 
     def small_label(self, bw):
         if bw not in self.sim.small:
@@ -131,15 +148,17 @@ class Calibration:
 
     def calibrate(self, bw):
         """Runs the real job on CAL_MODEL (a model the tables do not hold)
-        on links shaped to bw, three times, and fits the three numbers of
+        on links shaped to bw, two to four times, and fits the numbers of
         ps-sim's links that cannot be measured directly (docs/bench.md),
         each by bisection on ps-sim's prediction of one run's measured
         iteration time; nothing is fitted to the runs it predicts:
         - with the baseline preset (whole tensors, bandwidth-bound):
+          nothing where ps-sim is as slow without a machine limit; where
+          it is at most LINKS_BIND_WITHIN faster, the links bind: their
+          rate (fit_link_rate), and no machine; else the cores bind:
           sim.machine_gbps, the rate at which the one emulating machine
           moves bytes over all links together (its two cores copy every
-          byte: ZeroMQ, the kernel, veth, the bridge, tbf); 0 when ps-sim
-          is as slow as the measurement without a limit;
+          byte: ZeroMQ, the kernel, veth, the bridge, tbf), and then
         - with the baseline preset cut into partitions of a core's L2
           cache size (where /sys says it): sim.machine_small_gbps, the
           machine's rate for messages that fit that cache (their copies
@@ -150,7 +169,7 @@ class Calibration:
           per message beyond its bytes (system calls, wake-ups, the gate,
           the acknowledgement: what models of many small tensors pay);
           this and the small-message rate are fitted alternately, twice;
-        - with p3 (small slices, stop-and-wait: latency-bound):
+        - in every case, with p3 (small slices, stop-and-wait: latency-bound):
           link.latency_us, what a message waits beyond its bytes on this
           machine (waking the receiving process on busy cores).
         Leaves either uncalibrated where its run or ps-sim fails."""
@@ -165,6 +184,10 @@ class Calibration:
         if unlimited is None:
             return
         if unlimited >= base["measured_ms"]:
+            sim.calibrated[bw] = 0.0
+        elif unlimited >= (1.0 - LINKS_BIND_WITHIN) * base["measured_ms"]:
+            if not self.fit_link_rate(bw, base):
+                return
             sim.calibrated[bw] = 0.0
         else:
             # never binding above every host's two directions at full rate
@@ -216,6 +239,22 @@ class Calibration:
         if latency is not None:
             sim.latency[bw] = latency
 
+    def fit_link_rate(self, bw, base):
+        """The links bind on CAL_MODEL's bulk run `base`: the links' rate
+        at which ps-sim, without a machine limit, predicts its measured
+        iteration time (the bulk streams' rate stays in link_probe).
+        False where ps-sim fails or no rate down to half of it fits."""
+        sim = self.sim
+        probe = sim.link(bw)["rate"]
+        rate = bisect(lambda r: sim.predict(base, sim.link(bw, 0, rate=r)),
+                      base["measured_ms"], probe / 2.0, probe,
+                      geometric=False, falling=True)
+        if rate is None:
+            return False
+        sim.link_probe[bw] = probe
+        sim.link_rate[bw] = rate
+        return True
+
     def calibration_run(self, bw, preset, partition_size=None):
         """One real run of CAL_MODEL at bw (runs/cal-BW[-PRESET][-SIZE]),
         optionally with its tensors cut into partitions of
@@ -255,12 +294,10 @@ class Calibration:
                 "%s %.1f ms per iteration measured" % (p, r["iter_ms"])
                 if r["status"] == "ok" else "%s failed: %s" % (p, r["reason"])
                 for p, r in recs.items())
-            notes.append("%g Gbit/s: links of %.3f Gbit/s%s, %s, %s, %s, %s "
-                         "(%s)"
+            notes.append("%g Gbit/s: links of %.3f Gbit/s%s, %s (%s)"
                          % (bw, link["rate"], ", tbf bucket %d B emptied at "
                             "%.3f Gbit/s" % (link["burst"],
                                              link["burst_rate"])
-                            if link["burst"] else "", self.machine_label(bw),
-                            self.small_label(bw), self.message_label(bw),
-                            self.latency_label(bw), how))
+                            if link["burst"] else "",
+                            ", ".join(self.labels(bw)), how))
         return notes or ["none (no calibration run)"]

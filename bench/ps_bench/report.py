@@ -94,7 +94,7 @@ class Report:
                   "once got %s per host link" % ", ".join(
                       (["%.3f Gbit/s unshaped" % self.sim.machine_probe]
                        if self.sim.machine_probe else []) +
-                      ["%.3f Gbit/s on %g" % (v, k)
+                      ["%.3f Gbit/s on %g" % (self.sim.link_probe.get(k, v), k)
                        for k, v in sorted(self.sim.link_rate.items())]))
             if self.args.no_calibration:
                 w("- ps-sim's links: the bulk streams' rate with tbf's "

@@ -80,7 +80,10 @@ class Simulator:
         # bandwidth: (model, bw, preset) -> {"tcp": ..., "rdma": ...}
         self.predicted = {}
         # what the links and the machine are here (calibration.py)
-        self.link_rate = {}  # bw -> Gbit/s bulk TCP streams measured
+        self.link_rate = {}  # bw -> Gbit/s of ps-sim's links
+        # bw -> Gbit/s bulk TCP streams measured, where link_rate[bw] was
+        # fitted to CAL_MODEL's bulk run instead (the links bind there)
+        self.link_probe = {}
         self.calibrated = {}  # bw -> sim.machine_gbps fitted on CAL_MODEL
         self.latency = {}  # bw -> link.latency_us fitted on CAL_MODEL, p3
         self.small = {}  # bw -> sim.machine_small_gbps fitted on CAL_MODEL
@@ -131,9 +134,11 @@ class Simulator:
                 if model == "tcp" else None}
 
     def link(self, bw, machine=None, small=None, latency=None,
-             message=None):
+             message=None, rate=None):
         """ps-sim's links at bw (docs/bench.md, "ps-sim's links"): the
-        rate bulk TCP streams got through them (else the nominal rate);
+        rate bulk TCP streams got through them, or the rate fitted to
+        CAL_MODEL's bulk run where the links bind there (or `rate`; else
+        the nominal rate);
         in netns mode tbf's bucket, emptied at the rate bulk streams got
         without shaping; the machine's rate (or `machine`; 0 = no limit),
         its rate for messages that fit a core's L2 cache (or `small`;
@@ -148,7 +153,9 @@ class Simulator:
             latency = self.latency.get(bw)
         if message is None:
             message = self.message.get(bw, 0.0)
-        link = {"rate": self.link_rate.get(bw, bw / self.dilation),
+        if rate is None:
+            rate = self.link_rate.get(bw, bw / self.dilation)
+        link = {"rate": rate,
                 "burst": 0,
                 "burst_rate": 0.0, "machine": machine, "latency": latency,
                 "small": small if machine else 0.0,
