@@ -584,8 +584,10 @@ static const option options[] = {
            "their per-iteration metrics (metrics-worker-RANK.csv), the "
            "scheduler the job's effective configuration (config.ini), "
            "transfer orders (order.csv) and placement (placement.csv); "
-           "ps-launch merges the timelines into timeline.json. Empty = "
-           "none."),
+           "ps-launch merges the timelines into timeline.json; ps-sim "
+           "writes its own there as sim-timeline.json. ps-launch, ps-sim "
+           "and ps-tune create it and its parents where missing (a node "
+           "started by hand does not). Empty = none."),
 
     /* [checkpoint] */
     STRING(checkpoint, dir, "",

@@ -68,6 +68,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "common/cli.h"
+#include "common/dirs.h"
 #include "common/log.h"
 #include "launch/hosts.h"
 #include "launch/rank.h"
@@ -996,25 +997,6 @@ static int prepare_hosts(launch *l, const ps_config *cfg)
 	return 0;
 }
 
-/* mkdir -p */
-static int make_dirs(const char *dir)
-{
-	char path[PATH_MAX];
-
-	snprintf(path, sizeof(path), "%s", dir);
-	for (char *p = path + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(path, 0777) != 0 && errno != EEXIST)
-			return PS_EIO;
-		*p = '/';
-	}
-	if (mkdir(path, 0777) != 0 && errno != EEXIST)
-		return PS_EIO;
-	return PS_OK;
-}
-
 /* Merges the processes' timeline parts into DIR/timeline.json. */
 static void merge_timeline(const ps_config *cfg)
 {
@@ -1360,10 +1342,12 @@ int main(int argc, char **argv)
 			    sizeof(*l.children));
 	if (!l.children)
 		return 1;
-	if (cfg.output.dir[0] && make_dirs(cfg.output.dir) != PS_OK) {
-		fprintf(stderr, "ps-launch: cannot create output.dir %s: %s\n",
-			cfg.output.dir, strerror(errno));
-		return 1;
+	if (cfg.output.dir[0]) {
+		char why[PATH_MAX + 128];
+		if (ps_make_dirs(cfg.output.dir, why, sizeof(why)) != PS_OK) {
+			fprintf(stderr, "ps-launch: output.dir: %s\n", why);
+			return 1;
+		}
 	}
 	if (cfg.security.mode == PS_SECURITY_CURVE &&
 	    !cfg.security.keys_dir[0] && make_job_keys(&l) != PS_OK) {

@@ -23,6 +23,7 @@
 #include <jansson.h>
 
 #include "common/cli.h"
+#include "common/dirs.h"
 #include "common/log.h"
 #include "model/dag.h"
 #include "sim/auto_sizes.h"
@@ -240,6 +241,12 @@ int main(int argc, char **argv)
 			"simulator needs a model file (e.g. --set "
 			"model.file=conf/models/resnet50.json)\n");
 		return 2;
+	}
+	/* the timeline goes there, as a job's would (ps-launch creates it) */
+	if (cfg.output.dir[0] &&
+	    ps_make_dirs(cfg.output.dir, err, sizeof(err)) != PS_OK) {
+		fprintf(stderr, "ps-sim: error: output.dir: %s\n", err);
+		return 1;
 	}
 	rc = ps_link_model_from_config(&cfg, &lm, err, sizeof(err));
 	if (rc != PS_OK) {

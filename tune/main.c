@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/cli.h"
+#include "common/dirs.h"
 #include "common/log.h"
 #include "runtime/signals.h"
 #include "tune/backend.h"
@@ -90,22 +91,6 @@ static int find_program(const char *prog, char *out, size_t cap)
 	}
 }
 
-static int make_dirs(const char *dir)
-{
-	char buf[PS_CFG_STR];
-
-	snprintf(buf, sizeof(buf), "%s", dir);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-			return PS_EIO;
-		*p = '/';
-	}
-	return mkdir(buf, 0777) != 0 && errno != EEXIST ? PS_EIO : PS_OK;
-}
-
 static void say_trial(const ps_config *cfg, tuner *t, const tune_trial *tr)
 {
 	char part[32], credit[32];
@@ -172,6 +157,7 @@ int main(int argc, char **argv)
 	ps_cli_status st;
 	const tune_trial *best;
 	int rc = PS_OK, status = 1, failures = 0;
+	char why[PS_CFG_STR + 128];
 
 	ps_signals_install();
 	st = ps_cli_parse(argc, argv, &info, &cfg);
@@ -194,9 +180,8 @@ int main(int argc, char **argv)
 	if (!cfg.output.dir[0])
 		snprintf(cfg.output.dir, sizeof(cfg.output.dir),
 			 "ps-tune-out");
-	if (make_dirs(cfg.output.dir) != PS_OK) {
-		fprintf(stderr, "ps-tune: error: cannot create output.dir %s: "
-			"%s\n", cfg.output.dir, strerror(errno));
+	if (ps_make_dirs(cfg.output.dir, why, sizeof(why)) != PS_OK) {
+		fprintf(stderr, "ps-tune: error: output.dir: %s\n", why);
 		return 1;
 	}
 	if (o.sim || cfg.tune.prior == PS_TUNE_PRIOR_SIM) {

@@ -113,6 +113,19 @@ else
 	fail "timeline run: $(cat "$tmp/err")"
 fi
 
+# output.dir is created where it does not exist (as ps-launch does), and
+# one that names a file is refused, by name
+"$sim" "${common[@]}" --set output.dir="$tmp/new/a/b" --json >/dev/null \
+	2>"$tmp/err" || fail "new output.dir: $(cat "$tmp/err")"
+[ -s "$tmp/new/a/b/sim-timeline.json" ] || fail "no timeline in a new output.dir"
+: >"$tmp/a-file"
+"$sim" "${common[@]}" --set output.dir="$tmp/a-file" --json >/dev/null \
+	2>"$tmp/err"
+rc=$?
+[ $rc -eq 1 ] || fail "output.dir naming a file: exit $rc"
+grep -q "^ps-sim: error: output.dir: cannot create the directory $tmp/a-file: Not a directory" \
+	"$tmp/err" || fail "output.dir naming a file: $(cat "$tmp/err")"
+
 # --- fit mode ----------------------------------------------------------------
 printf 'bytes,concurrency,us\n1000,1,30\n2000,1,50\n4000,1,90\n2000,2,120\n' \
 	>"$tmp/sweep.csv"
