@@ -9,6 +9,7 @@ Simulator (simulate.py), whose links every prediction then uses.
 """
 
 import math
+import statistics
 
 from .common import dilated, log
 from .scenario import resolve_model
@@ -25,6 +26,10 @@ CAL_MODEL = "seq32"
 # machine's, which would also slow every burst a link makes after idling
 # (Calibration.calibrate; docs/bench.md, "ps-sim's links").
 LINKS_BIND_WITHIN = 0.10
+# p3 runs of CAL_MODEL whose median the latency is fitted to: one such
+# run varied by 4 % within one ps-bench (673.1, 697.2 and 703.0 ms on the
+# 2-vCPU VM), which moved the latency fitted to it by about 40 us of 340.
+LATENCY_CAL_RUNS = 3
 # ...cut into partitions of this size to calibrate ps-sim's time per message
 # (sim.machine_message_us): most tensors of the CNNs with many small
 # tensors are below it (EfficientNet-B0, RegNetY-400MF: four in five).
@@ -141,14 +146,15 @@ class Calibration:
     def latency_label(self, bw):
         if bw not in self.sim.latency:
             return "latency not calibrated (ps-sim's default)"
-        return "%.0f us per message (calibrated on %s, p3%s)" % (
-            self.sim.latency[bw], CAL_MODEL,
+        return "%.0f us per message (calibrated on %s, p3, the median of " \
+            "%d runs%s)" % (
+            self.sim.latency[bw], CAL_MODEL, LATENCY_CAL_RUNS,
             "; each within +-%g %%" % (100 * LATENCY_JITTER)
             if self.sim.jitter_applies() else "")
 
     def calibrate(self, bw):
         """Runs the real job on CAL_MODEL (a model the tables do not hold)
-        on links shaped to bw, two to four times, and fits the numbers of
+        on links shaped to bw, four to six times, and fits the numbers of
         ps-sim's links that cannot be measured directly (docs/bench.md),
         each by bisection on ps-sim's prediction of one run's measured
         iteration time; nothing is fitted to the runs it predicts:
@@ -169,9 +175,10 @@ class Calibration:
           per message beyond its bytes (system calls, wake-ups, the gate,
           the acknowledgement: what models of many small tensors pay);
           this and the small-message rate are fitted alternately, twice;
-        - in every case, with p3 (small slices, stop-and-wait: latency-bound):
-          link.latency_us, what a message waits beyond its bytes on this
-          machine (waking the receiving process on busy cores).
+        - in every case, with p3 (small slices, stop-and-wait:
+          latency-bound), LATENCY_CAL_RUNS runs: link.latency_us, what a
+          message waits beyond its bytes on this machine (waking the
+          receiving process on busy cores), fitted to their median.
         Leaves either uncalibrated where its run or ps-sim fails."""
         sim = self.sim
         base = self.calibration_run(bw, "baseline")
@@ -225,9 +232,12 @@ class Calibration:
                                  1000.0, geometric=False, falling=False)
                     if fit is not None:
                         sim.message[bw] = fit
-        p3 = self.calibration_run(bw, "p3")
-        if p3 is None:
+        p3s = [self.calibration_run(bw, "p3", rep=k + 1)
+               for k in range(LATENCY_CAL_RUNS)]
+        if None in p3s:
             return
+        p3 = dict(p3s[0], measured_ms=statistics.median(
+            r["measured_ms"] for r in p3s))
         def at_latency(latency):
             return sim.predict(p3, sim.link(bw, latency=latency))
         at_zero = at_latency(0.0)
@@ -255,9 +265,9 @@ class Calibration:
         sim.link_rate[bw] = rate
         return True
 
-    def calibration_run(self, bw, preset, partition_size=None):
-        """One real run of CAL_MODEL at bw (runs/cal-BW[-PRESET][-SIZE]),
-        optionally with its tensors cut into partitions of
+    def calibration_run(self, bw, preset, partition_size=None, rep=1):
+        """One real run of CAL_MODEL at bw (runs/cal-BW[-PRESET][-SIZE]
+        [-rREP]), optionally with its tensors cut into partitions of
         partition_size: the run dict with measured_ms added, None where
         it failed."""
         # 120 s, or the longest run timeout asked for (--run-timeout)
@@ -268,12 +278,15 @@ class Calibration:
                "rep": 1, "warmup": 2, "measured": 16, "total_iters": 18,
                "timeout": timeout, "partition_size": partition_size}
         what = preset + (", partitions of %d B" % partition_size
-                         if partition_size else "")
+                         if partition_size else "") + \
+            (", run %d" % rep if rep > 1 else "")
         log("calibrating ps-sim at %g Gbit/s: %s, %s, %d iterations"
             % (bw, CAL_MODEL, what, run["total_iters"]))
         name = "cal-%g" % bw + ("" if preset == "baseline" else "-" + preset)
         if partition_size:
             name += "-%d" % partition_size
+        if rep > 1:
+            name += "-r%d" % rep
         rec = self.run_one(name, run)
         self.records.setdefault("%g" % bw, {})[what] = rec
         if rec["status"] != "ok":

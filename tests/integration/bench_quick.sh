@@ -91,13 +91,14 @@ grep -q "each in its own network namespace" "$out" || fail "report: not in netns
 grep -q "LOOPBACK\|loopback mode" "$out" && fail "report warns of loopback in netns mode"
 # ps-sim's links: the links' rate fitted where they bind on Seq-32's bulk
 # run (no machine, no per-message runs), else a machine with its time
-# per message; a latency either way (docs/bench.md, "ps-sim's links")
+# per message; a latency either way, fitted to three p3 runs (docs/bench.md,
+# "ps-sim's links")
 links="^- ps-sim.s links .*: 1 Gbit/s: links of [0-9.]* Gbit/s"
 if grep -q "$links.*, no machine limit: the links bind on seq32, baseline .*their rate fitted to it (bulk TCP streams: [0-9.]* Gbit/s), [0-9]* us per message" "$out"; then
-	cals="cal-1 cal-1-p3"
+	cals="cal-1 cal-1-p3 cal-1-p3-r2 cal-1-p3-r3"
 	[ ! -e "$WORK/q/runs/cal-1-65536" ] || fail "a per-message calibration run where the links bind"
 elif grep -q "$links.*, machine moving [0-9.]* Gbit/s .*, [0-9.]* us of the machine per message over 8192 B (calibrated on seq32, baseline in partitions of 65536 B), [0-9]* us per message" "$out"; then
-	cals="cal-1 cal-1-65536 cal-1-p3"
+	cals="cal-1 cal-1-65536 cal-1-p3 cal-1-p3-r2 cal-1-p3-r3"
 else
 	fail "report: no calibration of ps-sim's links (rate or machine, latency)"
 fi
