@@ -21,6 +21,7 @@
 #include <zlib.h>
 
 #include "checkpoint/internal.h"
+#include "common/dirs.h"
 
 #define CRC_PIECE (1u << 30) /* crc32() takes uInt lengths */
 #define IO_PIECE  (1u << 30) /* one read/write call at most (Linux: 2 GiB) */
@@ -131,33 +132,14 @@ int psi_ckpt_read_at(int fd, void *p, uint64_t n, uint64_t off,
 int psi_ckpt_mkdirs(const char *dir, char *why, size_t whylen)
 {
 	char path[PS_CKPT_PATH_MAX];
-	struct stat st;
-	size_t len = strlen(dir);
-	int rc;
+	int rc, e;
 
 	rc = psi_ckpt_join(path, sizeof(path), why, whylen, "%s", dir);
 	if (rc)
 		return rc;
-	while (len > 1 && path[len - 1] == '/')
-		path[--len] = '\0';
-	/* each parent in turn, then the directory itself */
-	for (size_t i = 1; i <= len; i++) {
-		if (i < len && path[i] != '/')
-			continue;
-		path[i] = '\0';
-		if (mkdir(path, 0755) != 0 && errno != EEXIST) {
-			int e = errno;
-
-			return psi_ckpt_sys_fail(why, whylen, e, path,
-			                         "cannot create the directory");
-		}
-		if (i < len)
-			path[i] = '/';
-	}
-	if (stat(path, &st) != 0)
-		return psi_ckpt_sys_fail(why, whylen, errno, path, "stat");
-	if (!S_ISDIR(st.st_mode))
-		return psi_ckpt_sys_fail(why, whylen, ENOTDIR, path,
+	e = ps_make_dirs_at(path, 0755);
+	if (e)
+		return psi_ckpt_sys_fail(why, whylen, e, path,
 		                         "cannot create the directory");
 	return PS_OK;
 }
