@@ -25,7 +25,7 @@ modes=${MODES:-none secret curve}
 for ((r = 1; r <= rounds; r++)); do
 	for mode in $modes; do
 		m=${mode%%:*}
-		case $m in none | secret | curve) ;; *) echo "security_goodput: no mode '$m' (none, secret, curve)" >&2; exit 2 ;; esac
+		case $m in none | secret | sealed | curve) ;; *) echo "security_goodput: no mode '$m' (none, secret, sealed, curve)" >&2; exit 2 ;; esac
 		extra=(--set "security.mode=$m")
 		[ $m = curve ] && extra+=(--set "security.keys_dir=$work/keys")
 		IFS=: read -r _ threads conns <<<"$mode"

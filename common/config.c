@@ -82,7 +82,8 @@ static const char *const transport_names[] = {
     [PS_TRANSPORT_TCP] = "tcp", [PS_TRANSPORT_RDMA] = "rdma", NULL};
 static const char *const security_names[] = {
     [PS_SECURITY_NONE] = "none", [PS_SECURITY_CURVE] = "curve",
-    [PS_SECURITY_SECRET] = "secret", [PS_SECURITY_AUTO] = "auto", NULL};
+    [PS_SECURITY_SECRET] = "secret", [PS_SECURITY_AUTO] = "auto",
+    [PS_SECURITY_SEALED] = "sealed", NULL};
 static const char *const rdma_poll_names[] = {
     [PS_RDMA_POLL_EVENT] = "event", [PS_RDMA_POLL_BUSY] = "busy", NULL};
 static const char *const model_names[] = {
@@ -339,6 +340,9 @@ static const option options[] = {
          "job's secret (ORDO_JOB_SECRET, or job.secret in "
          "security.keys_dir) when they connect (tcp and rdma); no cost "
          "per byte, but the secret crosses the network in the clear. "
+         "sealed (tcp): only peers proving they hold the job's secret, "
+         "which never crosses the network, and every frame encrypted and "
+         "authenticated (AES-256-GCM; costs less goodput than curve). "
          "curve (tcp): only peers holding the job's key pair, every frame "
          "encrypted (ZeroMQ's CURVE; costs goodput). none: anyone who "
          "reaches a "
@@ -1841,6 +1845,14 @@ int ps_config_validate(const ps_config *cfg, char *why, size_t whylen)
 		            "security.mode = curve: only the tcp transport has "
 		            "CURVE (transport.type = %s; secret checks who "
 		            "connects over rdma too)",
+		            cfg->transport.type == PS_TRANSPORT_RDMA ? "rdma"
+		                                                     : "?");
+	if (cfg->security.mode == PS_SECURITY_SEALED &&
+	    cfg->transport.type != PS_TRANSPORT_TCP)
+		return ps_errf(why, whylen, PS_ECONFIG,
+		            "security.mode = sealed: only the tcp transport "
+		            "seals frames (transport.type = %s; secret checks "
+		            "who connects over rdma too)",
 		            cfg->transport.type == PS_TRANSPORT_RDMA ? "rdma"
 		                                                     : "?");
 	if (cfg->transport.max_message &&

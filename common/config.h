@@ -30,7 +30,8 @@ typedef enum {
 	PS_SECURITY_NONE = 0,
 	PS_SECURITY_CURVE = 1,
 	PS_SECURITY_SECRET = 2,
-	PS_SECURITY_AUTO = 3 /* secret where the job has one, else none */
+	PS_SECURITY_AUTO = 3, /* secret where the job has one, else none */
+	PS_SECURITY_SEALED = 4 /* secret's check, every frame encrypted */
 } ps_security_mode;
 typedef enum { PS_MODE_SYNC = 0, PS_MODE_ASYNC = 1 } ps_train_mode;
 typedef enum { PS_MODEL_SOFTMAX = 0, PS_MODEL_MLP = 1 } ps_small_model_kind;

@@ -388,7 +388,8 @@ int ps_job_secret_ensure(const ps_config *cfg, int may_make,
 	if (env_secret)
 		env_secret[0] = '\0';
 	if (cfg->security.mode != PS_SECURITY_AUTO &&
-	    cfg->security.mode != PS_SECURITY_SECRET)
+	    cfg->security.mode != PS_SECURITY_SECRET &&
+	    cfg->security.mode != PS_SECURITY_SEALED)
 		return PS_OK;
 	rc = ps_secret_find(cfg->security.keys_dir, secret, from,
 			    sizeof(from), why, whylen);
@@ -400,8 +401,8 @@ int ps_job_secret_ensure(const ps_config *cfg, int may_make,
 			     "it on; mpirun: -x %s), or give security.keys_dir "
 			     "(ps-keygen DIR, on every node), or set "
 			     "security.mode = none",
-			     cfg->security.mode == PS_SECURITY_AUTO ? "auto"
-								    : "secret",
+			     ps_config_enum_name("security.mode",
+						 cfg->security.mode),
 			     PS_SECRET_ENV, PS_SECRET_ENV);
 	if (rc == PS_OK && !secret[0]) {
 		rc = ps_secret_make(secret, why, whylen);
@@ -426,22 +427,29 @@ static int job_secret(const ps_config *cfg, char *secret)
 	char err[1024], from[PS_CFG_STR + 16];
 	int rc = ps_secret_find(cfg->security.keys_dir, secret, from,
 				sizeof(from), err, sizeof(err));
-	int secret_mode = cfg->security.mode == PS_SECURITY_SECRET;
+	int secret_mode = cfg->security.mode == PS_SECURITY_SECRET ||
+			  cfg->security.mode == PS_SECURITY_SEALED;
 
 	if (rc != PS_OK) {
 		PS_ERROR("security: %s", err);
 		return rc;
 	}
 	if (!secret[0] && secret_mode) {
-		PS_ERROR("security: security.mode = secret, but this job has "
+		PS_ERROR("security: security.mode = %s, but this job has "
 			 "no secret: set %s (`export %s=$(ps-keygen "
 			 "--secret)` before starting every node) or "
 			 "security.keys_dir (a directory ps-keygen DIR wrote); "
 			 "ps-launch makes one for its job",
+			 ps_config_enum_name("security.mode",
+					     cfg->security.mode),
 			 PS_SECRET_ENV, PS_SECRET_ENV);
 		return PS_ECONFIG;
 	}
-	if (secret[0])
+	if (secret[0] && cfg->security.mode == PS_SECURITY_SEALED)
+		PS_INFO("security: peers must prove they hold the job's "
+			"secret (%s), and every frame is sealed (AES-256-GCM)",
+			from);
+	else if (secret[0])
 		PS_INFO("security: peers must present the job's secret (%s)",
 			from);
 	else
@@ -524,7 +532,9 @@ int ps_job_transport_create(const ps_config *cfg, uint64_t *id_p,
 	memcpy(opts.rdma_device, cfg->transport.rdma_device,
 	       strlen(cfg->transport.rdma_device) + 1);
 	if (cfg->security.mode == PS_SECURITY_SECRET ||
+	    cfg->security.mode == PS_SECURITY_SEALED ||
 	    cfg->security.mode == PS_SECURITY_AUTO) {
+		opts.sealed = cfg->security.mode == PS_SECURITY_SEALED;
 		rc = job_secret(cfg, opts.job_secret);
 		if (rc != PS_OK)
 			return rc;

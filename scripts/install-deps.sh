@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
 	build-essential dpkg-dev cmake pkg-config
-	libzmq3-dev libsodium-dev libmsgpack-dev libinih-dev libgsl-dev libcmocka-dev
+	libzmq3-dev libsodium-dev libssl-dev libmsgpack-dev libinih-dev libgsl-dev libcmocka-dev
 	libjansson-dev zlib1g-dev libibverbs-dev librdmacm-dev
 	iproute2 procps python3 python3-venv
 	patchelf perftest ibverbs-utils

@@ -97,10 +97,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sodium.h>
 #include <zmq.h>
 
 #include "common/log.h"
 #include "transport/clock.h"
+#include "transport/seal.h"
+#include "transport/seal_table.h"
 #include "transport/zap.h"
 #include "transport/transport.h"
 
@@ -134,6 +137,7 @@ typedef struct tcp_peer {
 	/* one DEALER per lane (transport.connections_per_peer); lane[0]
 	 * NULL once disconnected or failed */
 	void *lane[PS_TCP_LANES_MAX];
+	psi_seal *seal[PS_TCP_LANES_MAX]; /* sealed: each lane's sealing */
 	uint32_t nlanes;
 	/* connecting (connect_start until connect_wait saw it end): */
 	void *mon[PS_TCP_LANES_MAX]; /* each lane's monitor PAIR; NULL once
@@ -159,6 +163,11 @@ typedef struct tcp_transport {
 	char token[PS_SECRET_LEN + 1];  /* this node's, with secret, or "" */
 	psi_zap_job job;  /* who may connect: secret or keys, or neither */
 	psi_zap *zap;     /* the ZAP handler, once listening */
+	/* security.mode = sealed (transport/seal.h): the secret decoded,
+	 * and the connections messages are opened from */
+	uint8_t secret_bin[PS_SEAL_KEY_LEN];
+	psi_seal_table *opened;
+	uint64_t refused_seals; /* messages that did not open */
 } tcp_transport;
 
 /* Adapter between ZeroMQ's free callback and the user's. */
@@ -231,6 +240,29 @@ static int format_endpoint(char *buf, size_t cap, const char *host,
 	return (n < 0 || (size_t)n >= cap) ? -1 : 0;
 }
 
+/* security.mode = sealed: the secret decoded, the table of connections
+ * (transport/seal_table.h). Needs the secret and this node's token. */
+static int create_sealed(tcp_transport *tt)
+{
+	size_t len = 0;
+
+	if (!tt->secret[0] || !tt->base.kid ||
+	    sodium_hex2bin(tt->secret_bin, sizeof(tt->secret_bin),
+			   tt->secret, PS_SECRET_LEN, NULL, &len, NULL) != 0 ||
+	    len != sizeof(tt->secret_bin)) {
+		PS_ERROR("tcp: sealed frames need the job's secret and this "
+			 "node's token");
+		return PS_EINVAL;
+	}
+	if (psi_seal_table_new(tt->secret_bin, PS_SEAL_TABLE_CAP,
+			       &tt->opened) != PS_OK) {
+		PS_ERROR("tcp: out of memory for sealed connections");
+		sodium_memzero(tt->secret_bin, sizeof(tt->secret_bin));
+		return PS_ENOMEM;
+	}
+	return PS_OK;
+}
+
 static int tcp_create(const ps_transport_opts *opts, ps_transport **t_p)
 {
 	tcp_transport *tt = calloc(1, sizeof(*tt));
@@ -254,7 +286,12 @@ static int tcp_create(const ps_transport_opts *opts, ps_transport **t_p)
 	memset(tt->opts.job_secret, 0, sizeof(tt->opts.job_secret));
 	tt->job = (psi_zap_job){.secret = tt->secret,
 				.token = tt->token,
+				.sealed = opts->sealed && tt->secret[0],
 				.keys = tt->keys.sec[0] ? &tt->keys : NULL};
+	if (opts->sealed && create_sealed(tt) != PS_OK) {
+		free(tt);
+		return PS_EINVAL;
+	}
 	tt->lanes = opts->connections_per_peer <= 0
 	                ? 1
 	                : opts->connections_per_peer > PS_TCP_LANES_MAX
@@ -273,6 +310,7 @@ static int tcp_create(const ps_transport_opts *opts, ps_transport **t_p)
 	if (tt->wake_fd < 0) {
 		int err = errno;
 		PS_ERROR("tcp: eventfd: %s", strerror(err));
+		psi_seal_table_free(&tt->opened);
 		free(tt);
 		return ps_err_from_errno(err);
 	}
@@ -293,6 +331,8 @@ term_ctx:
 	zmq_ctx_term(tt->ctx);
 close_fd:
 	close(tt->wake_fd);
+	psi_seal_table_free(&tt->opened);
+	sodium_memzero(tt->secret_bin, sizeof(tt->secret_bin));
 	free(tt);
 	return PS_EIO;
 }
@@ -486,6 +526,7 @@ static void close_lanes(tcp_peer *p, int linger_ms)
 	for (uint32_t l = 0; l < p->nlanes; l++) {
 		close_socket(p->lane[l], linger_ms);
 		p->lane[l] = NULL;
+		psi_seal_free(&p->seal[l]);
 	}
 }
 
@@ -508,9 +549,10 @@ static void fail_peer(tcp_transport *tt, ps_peer peer)
  * id is the node's 8-byte id; lane l > 0 adds a ninth byte, l, so that
  * the peer's ROUTER keeps the lanes apart (read_message). */
 static int open_lane(tcp_transport *tt, const char *endpoint, uint32_t l,
-		     void **dealer_p, void **mon_p)
+		     void **dealer_p, void **mon_p, psi_seal **seal_p)
 {
 	unsigned char id[ID_LEN + 1];
+	uint8_t conn[PS_SEAL_CONN_LEN];
 	size_t id_len = ID_LEN;
 	char mon_addr[64];
 	void *dealer, *mon = NULL;
@@ -524,10 +566,20 @@ static int open_lane(tcp_transport *tt, const char *endpoint, uint32_t l,
 	id_encode(tt->opts.id, id);
 	if (l > 0)
 		id[id_len++] = (unsigned char)l;
+	/* sealed: the connection's own id, and its frames' key */
+	randombytes_buf(conn, sizeof(conn));
+	if (tt->opened &&
+	    psi_seal_new(tt->secret_bin, tt->base.kid, conn, seal_p) !=
+		PS_OK) {
+		PS_ERROR("tcp: cannot key a sealed connection to %s",
+			 endpoint);
+		rc = PS_EIO;
+		goto close_dealer;
+	}
 	if (zmq_setsockopt(dealer, ZMQ_ROUTING_ID, id, id_len) != 0 ||
 	    set_max_message(tt, dealer) != 0 ||
 	    ((tt->secret[0] || tt->keys.sec[0]) &&
-	     psi_zap_client(dealer, &tt->job) != 0) ||
+	     psi_zap_client(dealer, &tt->job, conn) != 0) ||
 	    set_int(dealer, ZMQ_IMMEDIATE, 1) != 0 ||
 	    set_int(dealer, ZMQ_SNDHWM, 0) != 0 ||
 	    set_int(dealer, ZMQ_RCVHWM, 0) != 0 ||
@@ -574,6 +626,7 @@ close_mon:
 	close_socket(mon, 0);
 close_dealer:
 	close_socket(dealer, 0);
+	psi_seal_free(seal_p);
 	return rc;
 }
 
@@ -612,7 +665,8 @@ static int start_lanes(tcp_transport *tt, const char *endpoint,
 		return PS_ENOMEM;
 	}
 	for (uint32_t l = 0; l < p->nlanes; l++) {
-		rc = open_lane(tt, endpoint, l, &p->lane[l], &p->mon[l]);
+		rc = open_lane(tt, endpoint, l, &p->lane[l], &p->mon[l],
+			       &p->seal[l]);
 		if (rc != PS_OK) {
 			close_lanes(p, 0);
 			free(p->endpoint);
@@ -789,6 +843,55 @@ static int send_error(const tcp_transport *tt, const tcp_peer *p, int err)
 	return PS_ECLOSED;
 }
 
+/* security.mode = sealed: the message sealed into frames of ZeroMQ's
+ * (transport/seal.h), so the caller's payload is done with once they are
+ * sent (free_fn called here); on failure the caller still owns it. */
+static int send_sealed(tcp_transport *tt, tcp_peer *p, uint32_t lane,
+		       const void *hdr, size_t hdr_len, void *payload,
+		       size_t payload_len, ps_free_fn *free_fn, void *hint)
+{
+	zmq_msg_t hmsg, pmsg;
+	bool with_payload = payload_len > 0;
+	void *sock = p->lane[lane];
+	int rc = PS_ENOMEM;
+
+	if (zmq_msg_init_size(&hmsg, hdr_len + PS_SEAL_OVERHEAD) != 0) {
+		PS_ERROR("tcp: out of memory for a %zu-byte header", hdr_len);
+		return PS_ENOMEM;
+	}
+	if (zmq_msg_init_size(&pmsg, payload_len) != 0) {
+		PS_ERROR("tcp: out of memory for a %zu-byte payload",
+			 payload_len);
+		zmq_msg_close(&hmsg);
+		return PS_ENOMEM;
+	}
+	rc = psi_seal_message(p->seal[lane], hdr, hdr_len, payload,
+			      payload_len, zmq_msg_data(&hmsg),
+			      zmq_msg_data(&pmsg));
+	if (rc != PS_OK) {
+		PS_ERROR("tcp: sealing a message to %s failed", p->endpoint);
+		goto close;
+	}
+	if (zmq_msg_send(&hmsg, sock, with_payload ? ZMQ_SNDMORE : 0) < 0) {
+		rc = send_error(tt, p, errno);
+		goto close;
+	}
+	if (with_payload && zmq_msg_send(&pmsg, sock, 0) < 0) {
+		rc = send_error(tt, p, errno);
+		zmq_msg_close(&pmsg);
+		return rc;
+	}
+	zmq_msg_close(&pmsg);
+	if (payload && free_fn)
+		free_fn(payload, hint);
+	return PS_OK;
+
+close:
+	zmq_msg_close(&hmsg);
+	zmq_msg_close(&pmsg);
+	return rc;
+}
+
 static int tcp_send_flow(ps_transport *t, ps_peer peer, uint32_t flow,
                          const void *hdr, size_t hdr_len, void *payload,
                          size_t payload_len, ps_free_fn *free_fn, void *hint)
@@ -810,6 +913,9 @@ static int tcp_send_flow(ps_transport *t, ps_peer peer, uint32_t flow,
 		return PS_ECLOSED;
 	}
 	void *sock = p->lane[flow % p->nlanes];
+	if (p->seal[flow % p->nlanes])
+		return send_sealed(tt, p, flow % p->nlanes, hdr, hdr_len,
+				   payload, payload_len, free_fn, hint);
 
 	/* Prepare everything that can fail before sending a frame. */
 	if (with_payload) {
@@ -896,6 +1002,54 @@ static void drain_wake(tcp_transport *tt)
 		;
 }
 
+/* Counts and logs a message dropped for its seal (bounded, as every
+ * drop is: the first 20, then one in 1000). */
+static void refuse_seal(tcp_transport *tt, const tcp_msg *m, const char *why)
+{
+	uint64_t n = ++tt->refused_seals;
+	if (n <= 20 || n % 1000 == 0)
+		PS_WARN("tcp: dropped a message from transport id %016" PRIx64
+			" (key id %016" PRIx64 "): %s (%" PRIu64 " so far)",
+			m->msg.src, m->msg.kid, why, n);
+}
+
+/* security.mode = sealed: opens m's frames in place (transport/seal.h),
+ * its header then after the counter. PS_OK, or PS_EPROTO when dropped
+ * (logged). */
+static int open_sealed(tcp_transport *tt, tcp_msg *m, const char *uid)
+{
+	psi_seal *seal;
+	uint8_t *payload = m->has_payload ? zmq_msg_data(&m->payload) : NULL;
+	size_t plen = m->has_payload ? zmq_msg_size(&m->payload) : 0;
+	int rc = psi_seal_table_get(tt->opened, uid, &seal);
+
+	if (rc == PS_EPROTO) {
+		refuse_seal(tt, m, "its connection was not admitted sealed");
+		return PS_EPROTO;
+	}
+	if (rc != PS_OK) {
+		refuse_seal(tt, m, "out of memory for its connection's key");
+		return PS_EPROTO;
+	}
+	rc = psi_seal_open(seal, zmq_msg_data(&m->hdr),
+			   zmq_msg_size(&m->hdr), payload, plen);
+	if (rc == PS_EAGAIN) {
+		refuse_seal(tt, m, "a replayed or reordered frame (its "
+			    "counter is not above the last one opened)");
+		return PS_EPROTO;
+	}
+	if (rc != PS_OK) {
+		refuse_seal(tt, m, "its frames do not open: altered, or not "
+			    "sealed with this job's secret");
+		return PS_EPROTO;
+	}
+	m->msg.hdr_len = zmq_msg_size(&m->hdr) - PS_SEAL_OVERHEAD;
+	m->msg.hdr = m->msg.hdr_len
+			 ? (uint8_t *)zmq_msg_data(&m->hdr) + PS_SEAL_CTR_LEN
+			 : NULL;
+	return PS_OK;
+}
+
 /* Reads one whole message from the ROUTER. PS_OK with *msg_p, PS_EAGAIN when
  * nothing was there, PS_EPROTO when it was dropped (logged). */
 static int read_message(tcp_transport *tt, ps_msg **msg_p)
@@ -970,13 +1124,20 @@ static int read_message(tcp_transport *tt, ps_msg **msg_p)
 	}
 
 	m->msg.src = id_decode(id);
-	/* the key id the connection was admitted with (zap.c) */
+	/* the key id the connection was admitted with (zap.c), first in
+	 * its user id */
 	const char *uid = zmq_msg_gets(&m->hdr, "User-Id");
-	if (uid && strlen(uid) == 16)
-		m->msg.kid = strtoull(uid, NULL, 16);
+	if (uid && strlen(uid) >= 16) {
+		char kid[17];
+		memcpy(kid, uid, 16);
+		kid[16] = '\0';
+		m->msg.kid = strtoull(kid, NULL, 16);
+	}
+	m->has_payload = frames == 3;
 	m->msg.hdr_len = zmq_msg_size(&m->hdr);
 	m->msg.hdr = m->msg.hdr_len ? zmq_msg_data(&m->hdr) : NULL;
-	m->has_payload = frames == 3;
+	if (tt->opened && open_sealed(tt, m, uid) != PS_OK)
+		goto drop;
 	if (m->has_payload && zmq_msg_size(&m->payload) > 0) {
 		void *data = zmq_msg_data(&m->payload);
 		size_t len = zmq_msg_size(&m->payload);
@@ -1134,6 +1295,8 @@ static void tcp_free(ps_transport *t)
 	memset(tt->keys.sec, 0, sizeof(tt->keys.sec));
 	memset(tt->secret, 0, sizeof(tt->secret));
 	memset(tt->token, 0, sizeof(tt->token));
+	sodium_memzero(tt->secret_bin, sizeof(tt->secret_bin));
+	psi_seal_table_free(&tt->opened);
 	free(tt);
 }
 

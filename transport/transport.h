@@ -172,6 +172,10 @@ typedef struct ps_transport_opts {
 	 * presented with the secret; peers learn only its key id
 	 * (ps_token_kid), which each message it sends carries (msg->kid) */
 	char job_token[65];
+	/* with job_secret (tcp): every frame sealed under keys derived from
+	 * it, the handshake a proof of it (security.mode = sealed,
+	 * transport/seal.h) */
+	int sealed;
 	char curve_public[41];
 	char curve_secret[41];
 	/* rdma (transport/rdma_device.h): "" and -1 are automatic. An

@@ -9,10 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
 #include <zmq.h>
 
 #include "common/log.h"
 #include "ordo/error.h"
+#include "transport/seal.h"
 #include "transport/zap.h"
 
 #define ZAP_ENDPOINT "inproc://zeromq.zap.01"
@@ -27,9 +29,11 @@ struct psi_zap {
 	void *mon; /* PAIR on the ROUTER's monitor */
 	pthread_t thread;
 	int thread_started;
-	int plain;                          /* secret, else curve */
+	int plain;                          /* secret or sealed, else curve */
+	int sealed;                         /* sealed */
 	uint8_t job_key[32];                /* curve */
 	char secret[PS_SECRET_LEN + 1];     /* secret */
+	uint8_t secret_bin[PS_SEAL_KEY_LEN]; /* sealed: the secret decoded */
 	uint64_t refused[4]; /* per kind of refusal */
 };
 
@@ -41,14 +45,35 @@ static int frame_is(zmq_msg_t *f, const char *s)
 	       memcmp(zmq_msg_data(f), s, strlen(s)) == 0;
 }
 
+/* sealed: does the PLAIN request (frames 6, 7) carry a proof made with
+ * the job's secret? Its token's key id and connection id then. */
+static int admits_sealed(const psi_zap *c, zmq_msg_t *f, int n,
+			 uint64_t *kid, uint8_t conn[PS_SEAL_CONN_LEN])
+{
+	uint8_t token[PS_SEAL_TOKEN_LEN];
+
+	if (n < 8 || !frame_is(&f[6], PS_SEAL_USER) ||
+	    psi_seal_proof_open(c->secret_bin, zmq_msg_data(&f[7]),
+				zmq_msg_size(&f[7]), token, conn) != PS_OK)
+		return 0;
+	*kid = ps_token_kid_bytes(token);
+	memset(token, 0, sizeof(token));
+	return 1;
+}
+
 /* Does the request's mechanism and credentials (frames 5...) admit the
  * peer? *mech: whether it used the job's mechanism at all; key: the
- * CURVE key it presented, in Z85, for the log; *kid: in secret, the key
- * id of the token presented after the secret (0: none). */
+ * CURVE key it presented, in Z85, for the log; *kid: in secret and
+ * sealed, the key id of the token presented (0: none); conn: in sealed,
+ * the connection id. */
 static int admits(const psi_zap *c, zmq_msg_t *f, int n, int *mech,
-		  char key[41], uint64_t *kid)
+		  char key[41], uint64_t *kid, uint8_t conn[PS_SEAL_CONN_LEN])
 {
 	*kid = 0;
+	if (c->sealed) {
+		*mech = frame_is(&f[5], "PLAIN");
+		return *mech && admits_sealed(c, f, n, kid, conn);
+	}
 	if (c->plain) {
 		*mech = frame_is(&f[5], "PLAIN");
 		if (!*mech || n < 8 || !frame_is(&f[6], PLAIN_USER))
@@ -130,8 +155,14 @@ static void handle_zap(psi_zap *c)
 	addr[al] = '\0';
 	int mech;
 	uint64_t kid;
-	int ok = admits(c, f, n, &mech, key, &kid);
-	if (!ok && c->plain)
+	uint8_t conn[PS_SEAL_CONN_LEN] = {0};
+	int ok = admits(c, f, n, &mech, key, &kid, conn);
+	if (!ok && c->sealed)
+		note_refusal(c, R_KEY, "a peer at %s: it did not prove it "
+			     "holds the job's secret (security.mode = "
+			     "sealed)%s", addr,
+			     mech ? "" : " (another mechanism)");
+	else if (!ok && c->plain)
 		note_refusal(c, R_KEY, "a peer at %s: it did not present the "
 			     "job's secret%s", addr,
 			     mech ? "" : " (another mechanism)");
@@ -149,10 +180,14 @@ static void handle_zap(psi_zap *c)
 	zmq_send(c->zap, status, 3, ZMQ_SNDMORE);
 	zmq_send(c->zap, text, strlen(text), ZMQ_SNDMORE);
 	/* user id: the key id, which every message of the connection
-	 * carries (its "User-Id" property; tcp.c reads it) */
-	char uid[17] = "";
+	 * carries (its "User-Id" property; tcp.c reads it), and in sealed
+	 * the connection id its frames are sealed under */
+	char uid[17 + 2 * PS_SEAL_CONN_LEN] = "";
 	if (ok && kid)
-		snprintf(uid, sizeof(uid), "%016llx", (unsigned long long)kid);
+		snprintf(uid, 17, "%016llx", (unsigned long long)kid);
+	if (ok && kid && c->sealed)
+		sodium_bin2hex(uid + 16, sizeof(uid) - 16, conn,
+			       PS_SEAL_CONN_LEN);
 	zmq_send(c->zap, uid, strlen(uid), ZMQ_SNDMORE);
 	zmq_send(c->zap, "", 0, 0);           /* metadata */
 	for (int i = 0; i < n; i++)
@@ -218,6 +253,12 @@ static void *zap_main(void *arg)
 	return NULL;
 }
 
+static void wipe(psi_zap *c)
+{
+	sodium_memzero(c->secret, sizeof(c->secret));
+	sodium_memzero(c->secret_bin, sizeof(c->secret_bin));
+}
+
 static void close_all(psi_zap *c)
 {
 	int zero = 0;
@@ -242,8 +283,14 @@ int psi_zap_start(void *ctx, void *router, const psi_zap_job *job,
 	if (!c)
 		return PS_ENOMEM;
 	c->plain = job->secret && job->secret[0];
+	c->sealed = c->plain && job->sealed;
 	if (c->plain) {
-		if (strlen(job->secret) != PS_SECRET_LEN) {
+		size_t bin_len = 0;
+		if (strlen(job->secret) != PS_SECRET_LEN ||
+		    sodium_hex2bin(c->secret_bin, sizeof(c->secret_bin),
+				   job->secret, PS_SECRET_LEN, NULL, &bin_len,
+				   NULL) != 0 ||
+		    bin_len != sizeof(c->secret_bin)) {
 			free(c);
 			return PS_EINVAL;
 		}
@@ -282,7 +329,7 @@ int psi_zap_start(void *ctx, void *router, const psi_zap_job *job,
 			 c->plain ? "the job secret's check" : "CURVE",
 			 zmq_strerror(errno));
 		close_all(c);
-		memset(c->secret, 0, sizeof(c->secret));
+		wipe(c);
 		free(c);
 		return PS_EIO;
 	}
@@ -297,7 +344,7 @@ int psi_zap_start(void *ctx, void *router, const psi_zap_job *job,
 	if (started != 0) {
 		PS_ERROR("security: cannot start the ZAP handler thread");
 		close_all(c);
-		memset(c->secret, 0, sizeof(c->secret));
+		wipe(c);
 		free(c);
 		return PS_EIO;
 	}
@@ -316,13 +363,44 @@ void psi_zap_stop(psi_zap **c_p)
 		pthread_join(c->thread, NULL);
 	}
 	close_all(c);
-	memset(c->secret, 0, sizeof(c->secret));
+	wipe(c);
 	free(c);
 	*c_p = NULL;
 }
 
-int psi_zap_client(void *sock, const psi_zap_job *job)
+/* sealed: PLAIN with a proof of the secret for this connection. */
+static int client_sealed(void *sock, const psi_zap_job *job,
+			 const uint8_t *conn)
 {
+	uint8_t secret[PS_SEAL_KEY_LEN], token[PS_SEAL_TOKEN_LEN];
+	char proof[PS_SEAL_PROOF_HEX + 1];
+	size_t a = 0, b = 0;
+	int rc = PS_EINVAL;
+
+	if (conn && job->token &&
+	    sodium_hex2bin(secret, sizeof(secret), job->secret,
+			   strlen(job->secret), NULL, &a, NULL) == 0 &&
+	    a == sizeof(secret) &&
+	    sodium_hex2bin(token, sizeof(token), job->token,
+			   strlen(job->token), NULL, &b, NULL) == 0 &&
+	    b == sizeof(token))
+		rc = psi_seal_proof_make(secret, token, conn, proof);
+	if (rc == PS_OK &&
+	    (zmq_setsockopt(sock, ZMQ_PLAIN_USERNAME, PS_SEAL_USER,
+			    strlen(PS_SEAL_USER)) != 0 ||
+	     zmq_setsockopt(sock, ZMQ_PLAIN_PASSWORD, proof,
+			    PS_SEAL_PROOF_HEX) != 0))
+		rc = PS_EIO;
+	sodium_memzero(secret, sizeof(secret));
+	sodium_memzero(token, sizeof(token));
+	sodium_memzero(proof, sizeof(proof));
+	return rc;
+}
+
+int psi_zap_client(void *sock, const psi_zap_job *job, const uint8_t *conn)
+{
+	if (job->secret && job->secret[0] && job->sealed)
+		return client_sealed(sock, job, conn);
 	if (job->secret && job->secret[0]) {
 		/* the secret, then this node's token when it has one */
 		char pw[2 * PS_SECRET_LEN + 1];

@@ -15,6 +15,11 @@
  * who can reach the ports, not those who can read the traffic; after the
  * handshake the frames travel as in mode none, at no cost per byte.
  *
+ * sealed: as secret, but the password is a proof that the connector
+ * holds the secret (transport/seal.h), never the secret itself; the user
+ * id names the connection by its token's key id and connection id, which
+ * tcp.c's frames are sealed under.
+ *
  * curve: the ROUTER is a CURVE server with the job's secret key, every
  * DEALER a CURVE client with the job's pair; ZeroMQ authenticates both
  * ends and encrypts every frame (Curve25519, XSalsa20-Poly1305,
@@ -45,6 +50,7 @@ typedef struct psi_zap psi_zap;
 typedef struct psi_zap_job {
 	const char *secret;       /* PS_SECRET_LEN hex digits, or "" */
 	const char *token;        /* with secret: this node's (hex), or "" */
+	int sealed;               /* with secret: security.mode = sealed */
 	const ps_job_keys *keys;  /* or NULL */
 } psi_zap_job;
 
@@ -55,7 +61,9 @@ int psi_zap_start(void *ctx, void *router, const psi_zap_job *job,
 /* Stops the handler thread and closes its sockets (NULL: nothing). */
 void psi_zap_stop(psi_zap **z_p);
 /* Makes sock (a DEALER, before connect) a client of the job: PLAIN with
- * the secret, or CURVE with the pair. */
-int psi_zap_client(void *sock, const psi_zap_job *job);
+ * the secret (sealed: with a proof for the connection id conn, which may
+ * be NULL otherwise), or CURVE with the pair. */
+int psi_zap_client(void *sock, const psi_zap_job *job,
+		   const uint8_t *conn);
 
 #endif /* ORDO_TRANSPORT_ZAP_H */

@@ -797,6 +797,17 @@ static void test_validate(void **state)
 	                     "(configure with -DPS_WITH_RDMA=ON, which needs "
 	                     "rdma-core); allowed: tcp");
 #endif
+#ifdef PS_WITH_RDMA
+	/* curve and sealed are tcp's own */
+	ps_config_defaults(&cfg);
+	cfg.transport.type = PS_TRANSPORT_RDMA;
+	cfg.security.mode = PS_SECURITY_SEALED;
+	expect_invalid_with(&cfg, "security.mode = sealed: only the tcp "
+	                          "transport seals frames");
+	cfg.security.mode = PS_SECURITY_CURVE;
+	expect_invalid_with(&cfg, "security.mode = curve: only the tcp "
+	                          "transport has CURVE");
+#endif
 
 	/* server.device = cuda needs a CUDA build; the index is bounded */
 	ps_config_defaults(&cfg);

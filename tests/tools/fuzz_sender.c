@@ -6,6 +6,7 @@
  *   fuzz_sender ENDPOINT flood COUNT BYTES
  *   fuzz_sender ENDPOINT curve SERVER_PUB_FILE CLIENT_KEY_DIR COUNT SEED
  *   fuzz_sender ENDPOINT secret SECRET COUNT SEED
+ *   fuzz_sender ENDPOINT sealed SECRET COUNT SEED
  *   fuzz_sender ENDPOINT impersonate SECRET JOB_ID SENDER TRANSPORT_ID
  *   fuzz_sender ENDPOINT register ROLE NODE_ENDPOINT
  *   fuzz_sender ENDPOINT forge JOB_ID COUNT SEED
@@ -33,6 +34,14 @@
  * ways: the test reads which).
  * secret: the same as a PLAIN client presenting SECRET (security.mode =
  * secret), as a node of the job does.
+ * sealed: a sealed client (security.mode = sealed, transport/seal.h)
+ * proving SECRET with a token of its own; prints "handshake succeeded"
+ * or "handshake refused". Admitted, it sends COUNT well-formed headers
+ * with random fields, each sealed as a node seals (the node opens them,
+ * and its protocol drops them), then three that must not open: one
+ * whose tag has a bit flipped ("altered"), the last sealed one again
+ * ("replayed"), and one not sealed at all ("unsealed"); exits 0 once all
+ * have left.
  * impersonate: a holder of the job's SECRET with a token of its own
  * passing for node SENDER (decimal) of job JOB_ID (hex): the routing id
  * of that node's TRANSPORT_ID (hex) on a lane the node does not use (its
@@ -73,6 +82,8 @@
 #include <zmq.h>
 
 #include "proto/wire.h"
+#include "transport/keys.h"
+#include "transport/seal.h"
 
 static uint64_t rng_state;
 
@@ -297,6 +308,103 @@ static int secure_client(const char *ep, const char *secret,
 		linger = 0;
 		zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof(linger));
 	}
+	zmq_close(sock);
+	zmq_close(mon);
+	zmq_ctx_term(ctx);
+	return 0;
+}
+
+/* Sends one message sealed by seal (sealed_client): a random
+ * well-formed header, a random payload; with flip, its tag altered. */
+static void send_sealed(void *sock, psi_seal *seal, int flip,
+			uint8_t *frames[2], size_t lens[2])
+{
+	static uint8_t hdr[PS_WIRE_HEADER_MAX], payload[4096];
+	ps_wire_header h = {.version = PS_WIRE_VERSION,
+			    .type = (uint32_t)(rnd() % PS_MSG_TYPE_END),
+			    .job_id = rnd(),
+			    .sender = (uint32_t)(rnd() % 8),
+			    .partition = (uint32_t)(rnd() % 64),
+			    .iteration = rnd() % 4};
+	size_t hlen = 0, plen = rnd() % sizeof(payload);
+
+	fill(payload, plen);
+	h.payload_len = plen;
+	ps_wire_header_encode(&h, hdr, sizeof(hdr), &hlen);
+	lens[0] = hlen + PS_SEAL_OVERHEAD;
+	lens[1] = plen;
+	psi_seal_message(seal, hdr, hlen, payload, plen, frames[0],
+			 frames[1]);
+	if (flip)
+		frames[0][lens[0] - 1] ^= 1;
+	send_frames(sock, frames, lens, plen ? 2 : 1);
+}
+
+static int sealed_client(const char *ep, const char *secret_hex, long count)
+{
+	static uint8_t sealed_hdr[PS_WIRE_HEADER_MAX + PS_SEAL_OVERHEAD],
+	    sealed_payload[4096];
+	uint8_t secret[PS_SEAL_KEY_LEN], token[PS_SEAL_TOKEN_LEN],
+	    conn[PS_SEAL_CONN_LEN], id[8], *frames[2] = {sealed_hdr,
+							 sealed_payload};
+	char proof[PS_SEAL_PROOF_HEX + 1], token_hex[2 * PS_SEAL_TOKEN_LEN + 1];
+	size_t lens[2];
+	psi_seal *seal;
+	int linger = 2000;
+
+	for (int i = 0; i < PS_SEAL_KEY_LEN; i++)
+		if (sscanf(secret_hex + 2 * i, "%2hhx", &secret[i]) != 1) {
+			fprintf(stderr, "fuzz_sender: SECRET is not 64 "
+				"hexadecimal digits\n");
+			return 2;
+		}
+	fill(token, sizeof(token));
+	fill(conn, sizeof(conn));
+	for (int i = 0; i < PS_SEAL_TOKEN_LEN; i++)
+		snprintf(token_hex + 2 * i, 3, "%02x", token[i]);
+	if (psi_seal_proof_make(secret, token, conn, proof) != 0 ||
+	    psi_seal_new(secret, ps_token_kid(token_hex), conn, &seal) != 0) {
+		fprintf(stderr, "fuzz_sender: cannot seal\n");
+		return 1;
+	}
+	void *ctx = zmq_ctx_new(), *sock = zmq_socket(ctx, ZMQ_DEALER),
+	     *mon = zmq_socket(ctx, ZMQ_PAIR);
+	fill(id, sizeof(id));
+	zmq_setsockopt(sock, ZMQ_ROUTING_ID, id, sizeof(id));
+	zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof(linger));
+	zmq_setsockopt(sock, ZMQ_PLAIN_USERNAME, PS_SEAL_USER,
+		       strlen(PS_SEAL_USER));
+	zmq_setsockopt(sock, ZMQ_PLAIN_PASSWORD, proof, strlen(proof));
+	zmq_socket_monitor(sock, "inproc://fuzz-sender-sealed",
+			   ZMQ_EVENT_HANDSHAKE_SUCCEEDED |
+			       ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
+			       ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+			       ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL);
+	zmq_connect(mon, "inproc://fuzz-sender-sealed");
+	if (zmq_connect(sock, ep) != 0) {
+		fprintf(stderr, "fuzz_sender: cannot connect to %s\n", ep);
+		return 1;
+	}
+	int ev = wait_event(mon, 0xffff, -1);
+	if (ev == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
+		printf("fuzz_sender: %s: handshake succeeded\n", ep);
+		for (long i = 0; i < count; i++)
+			send_sealed(sock, seal, 0, frames, lens);
+		send_sealed(sock, seal, 1, frames, lens);  /* altered */
+		send_sealed(sock, seal, 0, frames, lens);
+		send_frames(sock, frames, lens, lens[1] ? 2 : 1); /* replayed */
+		ps_wire_header h = {.version = PS_WIRE_VERSION,
+				    .type = PS_MSG_HEARTBEAT}; /* unsealed */
+		ps_wire_header_encode(&h, sealed_hdr, PS_WIRE_HEADER_MAX,
+				      &lens[0]);
+		send_frames(sock, frames, lens, 1);
+	} else {
+		printf("fuzz_sender: %s: handshake refused (event 0x%x)\n", ep,
+		       (unsigned)ev);
+		linger = 0;
+		zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof(linger));
+	}
+	psi_seal_free(&seal);
 	zmq_close(sock);
 	zmq_close(mon);
 	zmq_ctx_term(ctx);
@@ -668,6 +776,12 @@ int main(int argc, char **argv)
 		return secure_client(argv[1], argv[3], NULL, NULL,
 				     strtol(argv[4], NULL, 10));
 	}
+	if (argc == 6 && strcmp(argv[2], "sealed") == 0 &&
+	    strlen(argv[3]) == 2 * PS_SEAL_KEY_LEN) {
+		rng_state = strtoull(argv[5], NULL, 10);
+		return sealed_client(argv[1], argv[3],
+				     strtol(argv[4], NULL, 10));
+	}
 	if ((argc == 5 || argc == 6) && strcmp(argv[2], "bomb") == 0) {
 		rng_state = (uint64_t)getpid();
 		return bomb(argv[1], argv[3], strtoull(argv[4], NULL, 10),
@@ -686,6 +800,7 @@ int main(int argc, char **argv)
 			"ENDPOINT big BYTES | ENDPOINT flood COUNT BYTES | "
 			"ENDPOINT curve SERVER_PUB CLIENT_DIR COUNT SEED | "
 			"ENDPOINT secret SECRET COUNT SEED | "
+			"ENDPOINT sealed SECRET COUNT SEED | "
 			"ENDPOINT impersonate SECRET JOB_ID SENDER TID | "
 			"ENDPOINT register ROLE NODE_ENDPOINT | "
 			"ENDPOINT forge JOB_ID COUNT SEED | "
