@@ -31,9 +31,9 @@
 #                    exact, and momentum bit for bit against the CPU server
 #   rdma             transport conformance, ib_write_bw vs ordo, GPUDirect jobs
 #   goodput          ordo vs plain ZeroMQ at 1x1, 2x2, 4x4 (needs 8+ cores)
-#   security         what security.mode costs: none against curve with one
-#                    connection per peer pair and with several (needs 8+
-#                    cores)
+#   security         what security.mode costs: none against sealed, and
+#                    against curve with one connection per peer pair and
+#                    with several (needs 8+ cores)
 #   ps_bench         ps-bench --quick at 10 Gbit/s undilated (needs 8+ cores
 #                    and network namespaces)
 # shellcheck disable=SC2317 # the steps run through `bash -c` (the runner)
@@ -337,7 +337,7 @@ step_security() {
 	local r
 	r=$(cores_reason)
 	[ -z "$r" ] || { echo "SKIP: $r"; return 77; }
-	MODES="none secret curve:1:1 curve curve:8:8" \
+	MODES="none secret sealed curve:1:1 curve curve:8:8" \
 		bash "$src/bench/security_goodput.sh" "$B" 1M,4M 1x1,2x2 3 >"$raw/security.md"
 }
 
@@ -378,7 +378,7 @@ ps_bench_md() { # LABEL=results.csv...: $raw/ps_bench.md
 
 declare -A TIMEOUT=([facts]=60 [cuda_optimizer]=90 [cuda_no_device]=60
 	[cuda_client]=120 [cuda_exact]=240 [cuda_replay]=120 [cuda_paths]=180
-	[gpu_vs_cpu_large]=200 [rdma]=240 [goodput]=150 [security]=150
+	[gpu_vs_cpu_large]=200 [rdma]=240 [goodput]=150 [security]=180
 	[ps_bench]=240)
 declare -A TITLE=([facts]="The machine" [cuda_optimizer]="test_cuda_optimizer"
 	[cuda_no_device]="cuda_no_device" [cuda_client]="cuda_client"
@@ -386,7 +386,7 @@ declare -A TITLE=([facts]="The machine" [cuda_optimizer]="test_cuda_optimizer"
 	[cuda_paths]="CUDA paths (bench/cuda_paths.sh)"
 	[gpu_vs_cpu_large]="GPU server vs CPU server, VGG16-sized, 8 workers x 4 servers"
 	[rdma]="RDMA" [goodput]="Goodput, ordo vs plain ZeroMQ (loopback TCP)"
-	[security]="What security costs: none, secret, curve with 1, the default and 8 connections per peer pair (MODE:I/O threads:connections)"
+	[security]="What security costs: none, secret, sealed, curve with 1, the default and 8 connections per peer pair (MODE:I/O threads:connections)"
 	[ps_bench]="ps-bench --quick at 10 Gbit/s, undilated")
 
 CUDA_REASON=$(cuda_reason)

@@ -28,6 +28,8 @@ struct psi_seal {
 };
 
 _Static_assert(PS_SEAL_PROOF_HEX == 2 * PROOF_LEN, "proof length");
+_Static_assert(PS_SEAL_CHUNK % 64 == 0 && PS_SEAL_CHUNK <= CHUNK_MAX,
+	       "a chunk is whole AES blocks, within what EVP takes");
 
 static void put64(uint8_t *p, uint64_t v)
 {
@@ -206,64 +208,149 @@ void psi_seal_free(psi_seal **s_p)
 	*s_p = NULL;
 }
 
-/* The nonce and additional data of a message: the counter (which is the
- * nonce's last 8 bytes), the header's and the payload's lengths. */
-static void message_params(uint64_t counter, size_t hlen, size_t plen,
-			   uint8_t nonce[NONCE_LEN], uint8_t aad[24])
+size_t psi_seal_frame_len(size_t hlen, size_t plen)
 {
-	memset(nonce, 0, NONCE_LEN);
-	put64(nonce + NONCE_LEN - 8, counter);
-	put64(aad, counter);
-	put64(aad + 8, hlen);
-	put64(aad + 16, plen);
+	size_t chunks = (plen + PS_SEAL_CHUNK - 1) / PS_SEAL_CHUNK;
+	return hlen + PS_SEAL_OVERHEAD + chunks * PS_SEAL_TAG_LEN;
 }
 
-int psi_seal_message(psi_seal *s, const void *hdr, size_t hlen,
-		     const void *payload, size_t plen, uint8_t *out_hdr,
-		     uint8_t *out_payload)
+/* One message's pieces (seal.h): piece 0 the header, piece k >= 1 the
+ * payload's chunk k - 1. in and out may be the same memory. */
+typedef struct message {
+	psi_seal *s;
+	int encrypt;
+	uint64_t counter;
+	size_t hlen, plen, pieces;
+	const uint8_t *hdr_in, *payload_in;
+	uint8_t *hdr_out, *payload_out;
+	uint8_t *tags; /* pieces x PS_SEAL_TAG_LEN */
+	int failed;    /* set (atomically) by a piece that failed */
+} message;
+
+/* Seals or opens piece k of m with c (a context with the key). */
+static int run_piece(EVP_CIPHER_CTX *c, const message *m, size_t k)
 {
-	uint8_t nonce[NONCE_LEN], aad[24];
-	uint8_t *ct = out_hdr + PS_SEAL_CTR_LEN;
+	uint8_t nonce[NONCE_LEN], aad[32];
+	uint8_t *tag = m->tags + k * PS_SEAL_TAG_LEN;
+	const uint8_t *in = m->hdr_in;
+	uint8_t *out = m->hdr_out;
+	size_t len = m->hlen;
 	int got;
 
-	if (s->counter == UINT64_MAX)
-		return PS_EIO; /* never: 2^64 messages */
-	uint64_t counter = s->counter + 1;
-	message_params(counter, hlen, plen, nonce, aad);
-	put64(out_hdr, counter);
-	if (gcm_start(s->enc, nonce, aad, sizeof(aad)) != PS_OK ||
-	    gcm_update(s->enc, hdr, hlen, ct) != PS_OK ||
-	    gcm_update(s->enc, payload, plen, out_payload) != PS_OK ||
-	    EVP_CipherFinal_ex(s->enc, ct + hlen, &got) != 1 ||
-	    EVP_CIPHER_CTX_ctrl(s->enc, EVP_CTRL_GCM_GET_TAG, PS_SEAL_TAG_LEN,
-				ct + hlen) != 1)
+	if (k > 0) {
+		size_t off = (k - 1) * (size_t)PS_SEAL_CHUNK;
+		in = m->payload_in + off;
+		out = m->payload_out + off;
+		len = m->plen - off < PS_SEAL_CHUNK ? m->plen - off
+						    : PS_SEAL_CHUNK;
+	}
+	memset(nonce, 0, NONCE_LEN);
+	for (int i = 0; i < 4; i++)
+		nonce[i] = (uint8_t)(k >> (8 * (3 - i)));
+	put64(nonce + 4, m->counter);
+	put64(aad, m->counter);
+	put64(aad + 8, m->hlen);
+	put64(aad + 16, m->plen);
+	put64(aad + 24, k);
+	if (gcm_start(c, nonce, aad, sizeof(aad)) != PS_OK ||
+	    gcm_update(c, in, len, out) != PS_OK)
 		return PS_EIO;
-	s->counter = counter;
+	if (m->encrypt)
+		return EVP_CipherFinal_ex(c, out + len, &got) == 1 &&
+			       EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG,
+						   PS_SEAL_TAG_LEN, tag) == 1
+			   ? PS_OK
+			   : PS_EIO;
+	return EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, PS_SEAL_TAG_LEN,
+				   tag) == 1 &&
+		       EVP_CipherFinal_ex(c, out + len, &got) == 1
+		   ? PS_OK
+		   : PS_EPROTO;
+}
+
+/* A piece on a helper thread (seal_pool.h): on a copy of the
+ * connection's context, which the other threads only read meanwhile. */
+static void piece_on_helper(void *arg, size_t k, int worker)
+{
+	message *m = arg;
+	EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+
+	(void)worker;
+	if (!c || EVP_CIPHER_CTX_copy(c, m->encrypt ? m->s->enc
+						    : m->s->dec) != 1 ||
+	    run_piece(c, m, k) != PS_OK)
+		__atomic_store_n(&m->failed, 1, __ATOMIC_RELAXED);
+	EVP_CIPHER_CTX_free(c);
+}
+
+/* Every piece of m: on the pool's helpers and this thread when the
+ * payload has two chunks or more, else here. */
+static int run_message(message *m, psi_seal_pool *pool)
+{
+	if (pool && m->pieces > 2) {
+		psi_seal_pool_run(pool, piece_on_helper, m, m->pieces);
+		return __atomic_load_n(&m->failed, __ATOMIC_RELAXED)
+			   ? (m->encrypt ? PS_EIO : PS_EPROTO)
+			   : PS_OK;
+	}
+	for (size_t k = 0; k < m->pieces; k++) {
+		int rc = run_piece(m->encrypt ? m->s->enc : m->s->dec, m, k);
+		if (rc != PS_OK)
+			return rc;
+	}
 	return PS_OK;
 }
 
-int psi_seal_open(psi_seal *s, uint8_t *frame, size_t flen,
-		  uint8_t *payload, size_t plen)
+int psi_seal_message(psi_seal *s, psi_seal_pool *pool, const void *hdr,
+		     size_t hlen, const void *payload, size_t plen,
+		     uint8_t *out_hdr, uint8_t *out_payload)
 {
-	uint8_t nonce[NONCE_LEN], aad[24];
-	int got;
+	if (s->counter == UINT64_MAX)
+		return PS_EIO; /* never: 2^64 messages */
+	message m = {.s = s,
+		     .encrypt = 1,
+		     .counter = s->counter + 1,
+		     .hlen = hlen,
+		     .plen = plen,
+		     .pieces = 1 + (plen + PS_SEAL_CHUNK - 1) / PS_SEAL_CHUNK,
+		     .hdr_in = hdr,
+		     .payload_in = payload,
+		     .hdr_out = out_hdr + PS_SEAL_CTR_LEN,
+		     .payload_out = out_payload,
+		     .tags = out_hdr + PS_SEAL_CTR_LEN + hlen};
+	put64(out_hdr, m.counter);
+	int rc = run_message(&m, pool);
+	if (rc == PS_OK)
+		s->counter = m.counter;
+	return rc;
+}
 
-	if (flen < PS_SEAL_OVERHEAD)
+int psi_seal_open(psi_seal *s, psi_seal_pool *pool, uint8_t *frame,
+		  size_t flen, uint8_t *payload, size_t plen, size_t *hlen_p)
+{
+	size_t pieces = 1 + (plen + PS_SEAL_CHUNK - 1) / PS_SEAL_CHUNK;
+
+	if (flen < PS_SEAL_CTR_LEN + pieces * PS_SEAL_TAG_LEN)
 		return PS_EPROTO;
-	size_t hlen = flen - PS_SEAL_OVERHEAD;
-	uint8_t *ct = frame + PS_SEAL_CTR_LEN;
-	uint64_t counter = get64(frame);
-	if (counter <= s->counter)
+	size_t hlen = flen - PS_SEAL_CTR_LEN - pieces * PS_SEAL_TAG_LEN;
+	message m = {.s = s,
+		     .encrypt = 0,
+		     .counter = get64(frame),
+		     .hlen = hlen,
+		     .plen = plen,
+		     .pieces = pieces,
+		     .hdr_in = frame + PS_SEAL_CTR_LEN,
+		     .payload_in = payload,
+		     .hdr_out = frame + PS_SEAL_CTR_LEN,
+		     .payload_out = payload,
+		     .tags = frame + PS_SEAL_CTR_LEN + hlen};
+	if (m.counter <= s->counter)
 		return PS_EAGAIN;
-	message_params(counter, hlen, plen, nonce, aad);
-	if (gcm_start(s->dec, nonce, aad, sizeof(aad)) != PS_OK ||
-	    gcm_update(s->dec, ct, hlen, ct) != PS_OK ||
-	    gcm_update(s->dec, payload, plen, payload) != PS_OK ||
-	    EVP_CIPHER_CTX_ctrl(s->dec, EVP_CTRL_GCM_SET_TAG, PS_SEAL_TAG_LEN,
-				ct + hlen) != 1 ||
-	    EVP_CipherFinal_ex(s->dec, ct + hlen, &got) != 1)
+	int rc = run_message(&m, pool);
+	if (rc != PS_OK)
 		return PS_EPROTO;
-	s->counter = counter;
+	s->counter = m.counter;
+	*hlen_p = hlen;
 	return PS_OK;
 }
 

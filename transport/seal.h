@@ -20,14 +20,18 @@
  *
  * The frames. Each connection direction has its own key, K = BLAKE2b(key
  * = secret, "ordo sealed frames 1" || kid || C), and a counter that
- * starts at 1 and never repeats under that key: the nonce is the counter.
- * A message's header frame becomes counter (8 bytes, little-endian) ||
- * encrypted header || tag (16 bytes); its payload frame, the encrypted
- * payload, the same length. The tag covers header and payload as one
- * message, and the additional data (counter, header length, payload
- * length) fixes where one ends and the other begins. The receiver opens
- * a message only if its counter is above the last it opened on that
- * connection id: a frame altered, cut, moved between connections or
+ * starts at 1 and never repeats under that key. A message is sealed in
+ * pieces: piece 0 its header, piece k its payload's k-th chunk of
+ * PS_SEAL_CHUNK bytes (so the pieces of a large payload are sealed and
+ * opened on several cores at once, seal_pool.h). Piece k's nonce is k
+ * (4 bytes, big-endian) and the counter (8, little-endian); its
+ * additional data the counter, the header's and the payload's lengths
+ * and k, which fix where each piece lies. A message's header frame
+ * becomes counter (8 bytes) || encrypted header || the pieces' tags (16
+ * bytes each, the header's first); its payload frame, the encrypted
+ * payload, the same length. The receiver opens a message only if its
+ * counter is above the last it opened on that connection id and every
+ * piece opens: a frame altered, cut, moved between connections or
  * replayed (on this connection, or on another with the same handshake
  * replayed) is dropped before anything decodes it.
  *
@@ -42,12 +46,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "transport/seal_pool.h"
+
 #define PS_SEAL_KEY_LEN   32 /* the job's secret, decoded */
 #define PS_SEAL_TOKEN_LEN 32 /* a node's token, decoded */
 #define PS_SEAL_CONN_LEN  16 /* a connection id */
 #define PS_SEAL_CTR_LEN   8
 #define PS_SEAL_TAG_LEN   16
-/* what sealing adds to a header frame */
+/* what sealing adds to a header frame besides its payload's tags */
 #define PS_SEAL_OVERHEAD  (PS_SEAL_CTR_LEN + PS_SEAL_TAG_LEN)
 /* the PLAIN user name of a sealed handshake */
 #define PS_SEAL_USER      "ordo-sealed"
@@ -77,22 +83,28 @@ int psi_seal_new(const uint8_t secret[PS_SEAL_KEY_LEN], uint64_t kid,
 		 const uint8_t conn[PS_SEAL_CONN_LEN], psi_seal **s_p);
 void psi_seal_free(psi_seal **s_p);
 
+/* The payload's chunks, each sealed on its own (a multiple of 64). */
+#define PS_SEAL_CHUNK (256 * 1024)
+
+/* The length of a sealed header frame, for a header of hlen bytes and a
+ * payload of plen. */
+size_t psi_seal_frame_len(size_t hlen, size_t plen);
+
 /* Seals hdr (hlen bytes) and payload (plen, may be 0) under the next
- * counter: out_hdr gets hlen + PS_SEAL_OVERHEAD bytes, out_payload plen
- * (never the same memory as payload is required: it may be). PS_OK or
- * PS_EIO. */
-int psi_seal_message(psi_seal *s, const void *hdr, size_t hlen,
-		     const void *payload, size_t plen, uint8_t *out_hdr,
-		     uint8_t *out_payload);
+ * counter: out_hdr gets psi_seal_frame_len(hlen, plen) bytes, out_payload
+ * plen (it may be payload itself). pool (or NULL): the helpers that seal
+ * a large payload's chunks beside the caller. PS_OK or PS_EIO. */
+int psi_seal_message(psi_seal *s, psi_seal_pool *pool, const void *hdr,
+		     size_t hlen, const void *payload, size_t plen,
+		     uint8_t *out_hdr, uint8_t *out_payload);
 
 /* Opens a sealed message in place: frame (flen bytes, as sealed) and
- * payload (plen). PS_OK: the header is at frame + PS_SEAL_CTR_LEN, flen -
- * PS_SEAL_OVERHEAD bytes, the payload in place. PS_EPROTO: too short or
- * not authentic (the buffers then hold garbage); PS_EAGAIN: authentic-
- * looking counter not above the last opened (a replay: nothing touched).
- */
-int psi_seal_open(psi_seal *s, uint8_t *frame, size_t flen,
-		  uint8_t *payload, size_t plen);
+ * payload (plen). PS_OK: the header is at frame + PS_SEAL_CTR_LEN,
+ * *hlen_p bytes, the payload in place. PS_EPROTO: too short or not
+ * authentic (the buffers then hold garbage); PS_EAGAIN: a counter not
+ * above the last opened (a replay: nothing touched). */
+int psi_seal_open(psi_seal *s, psi_seal_pool *pool, uint8_t *frame,
+		  size_t flen, uint8_t *payload, size_t plen, size_t *hlen_p);
 
 /* The counter of the last message sealed or opened (0: none). */
 uint64_t psi_seal_counter(const psi_seal *s);

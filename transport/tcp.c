@@ -129,6 +129,7 @@ void __tsan_release(void *addr);
 #define PAYLOAD_ALIGN        8
 #define DISCONNECT_LINGER_MS 1000
 #define RCVHWM_PER_PEER      65536 /* inbound messages queued per peer */
+#define SEAL_HELPERS_MAX     3     /* threads sealing beside the owner */
 #define ZMTP_HEARTBEAT_IVL_MS     1000  /* the ROUTER's PINGs */
 #define ZMTP_HEARTBEAT_TIMEOUT_MS 10000 /* silent this long: closed */
 
@@ -167,6 +168,7 @@ typedef struct tcp_transport {
 	 * and the connections messages are opened from */
 	uint8_t secret_bin[PS_SEAL_KEY_LEN];
 	psi_seal_table *opened;
+	psi_seal_pool *sealers; /* helpers for large payloads, or NULL */
 	uint64_t refused_seals; /* messages that did not open */
 } tcp_transport;
 
@@ -260,6 +262,14 @@ static int create_sealed(tcp_transport *tt)
 		sodium_memzero(tt->secret_bin, sizeof(tt->secret_bin));
 		return PS_ENOMEM;
 	}
+	/* a large payload's chunks are sealed on up to SEAL_HELPERS_MAX
+	 * more cores; none on a machine of one */
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	int helpers = cores - 1 > SEAL_HELPERS_MAX ? SEAL_HELPERS_MAX
+						   : (int)cores - 1;
+	if (helpers > 0 && psi_seal_pool_new(helpers, &tt->sealers) != PS_OK)
+		PS_WARN("tcp: no helper threads for sealing: large messages "
+			"are sealed on the node's thread alone");
 	return PS_OK;
 }
 
@@ -311,6 +321,7 @@ static int tcp_create(const ps_transport_opts *opts, ps_transport **t_p)
 		int err = errno;
 		PS_ERROR("tcp: eventfd: %s", strerror(err));
 		psi_seal_table_free(&tt->opened);
+		psi_seal_pool_free(&tt->sealers);
 		free(tt);
 		return ps_err_from_errno(err);
 	}
@@ -332,6 +343,7 @@ term_ctx:
 close_fd:
 	close(tt->wake_fd);
 	psi_seal_table_free(&tt->opened);
+	psi_seal_pool_free(&tt->sealers);
 	sodium_memzero(tt->secret_bin, sizeof(tt->secret_bin));
 	free(tt);
 	return PS_EIO;
@@ -855,7 +867,8 @@ static int send_sealed(tcp_transport *tt, tcp_peer *p, uint32_t lane,
 	void *sock = p->lane[lane];
 	int rc = PS_ENOMEM;
 
-	if (zmq_msg_init_size(&hmsg, hdr_len + PS_SEAL_OVERHEAD) != 0) {
+	if (zmq_msg_init_size(&hmsg, psi_seal_frame_len(hdr_len,
+							payload_len)) != 0) {
 		PS_ERROR("tcp: out of memory for a %zu-byte header", hdr_len);
 		return PS_ENOMEM;
 	}
@@ -865,7 +878,8 @@ static int send_sealed(tcp_transport *tt, tcp_peer *p, uint32_t lane,
 		zmq_msg_close(&hmsg);
 		return PS_ENOMEM;
 	}
-	rc = psi_seal_message(p->seal[lane], hdr, hdr_len, payload,
+	rc = psi_seal_message(p->seal[lane], tt->sealers, hdr, hdr_len,
+			      payload,
 			      payload_len, zmq_msg_data(&hmsg),
 			      zmq_msg_data(&pmsg));
 	if (rc != PS_OK) {
@@ -1031,8 +1045,9 @@ static int open_sealed(tcp_transport *tt, tcp_msg *m, const char *uid)
 		refuse_seal(tt, m, "out of memory for its connection's key");
 		return PS_EPROTO;
 	}
-	rc = psi_seal_open(seal, zmq_msg_data(&m->hdr),
-			   zmq_msg_size(&m->hdr), payload, plen);
+	size_t hlen = 0;
+	rc = psi_seal_open(seal, tt->sealers, zmq_msg_data(&m->hdr),
+			   zmq_msg_size(&m->hdr), payload, plen, &hlen);
 	if (rc == PS_EAGAIN) {
 		refuse_seal(tt, m, "a replayed or reordered frame (its "
 			    "counter is not above the last one opened)");
@@ -1043,7 +1058,7 @@ static int open_sealed(tcp_transport *tt, tcp_msg *m, const char *uid)
 			    "sealed with this job's secret");
 		return PS_EPROTO;
 	}
-	m->msg.hdr_len = zmq_msg_size(&m->hdr) - PS_SEAL_OVERHEAD;
+	m->msg.hdr_len = hlen;
 	m->msg.hdr = m->msg.hdr_len
 			 ? (uint8_t *)zmq_msg_data(&m->hdr) + PS_SEAL_CTR_LEN
 			 : NULL;
@@ -1297,6 +1312,7 @@ static void tcp_free(ps_transport *t)
 	memset(tt->token, 0, sizeof(tt->token));
 	sodium_memzero(tt->secret_bin, sizeof(tt->secret_bin));
 	psi_seal_table_free(&tt->opened);
+	psi_seal_pool_free(&tt->sealers);
 	free(tt);
 }
 

@@ -331,9 +331,9 @@ static void send_sealed(void *sock, psi_seal *seal, int flip,
 	fill(payload, plen);
 	h.payload_len = plen;
 	ps_wire_header_encode(&h, hdr, sizeof(hdr), &hlen);
-	lens[0] = hlen + PS_SEAL_OVERHEAD;
+	lens[0] = psi_seal_frame_len(hlen, plen);
 	lens[1] = plen;
-	psi_seal_message(seal, hdr, hlen, payload, plen, frames[0],
+	psi_seal_message(seal, NULL, hdr, hlen, payload, plen, frames[0],
 			 frames[1]);
 	if (flip)
 		frames[0][lens[0] - 1] ^= 1;
@@ -342,7 +342,8 @@ static void send_sealed(void *sock, psi_seal *seal, int flip,
 
 static int sealed_client(const char *ep, const char *secret_hex, long count)
 {
-	static uint8_t sealed_hdr[PS_WIRE_HEADER_MAX + PS_SEAL_OVERHEAD],
+	static uint8_t sealed_hdr[PS_WIRE_HEADER_MAX + PS_SEAL_OVERHEAD +
+				  PS_SEAL_TAG_LEN],
 	    sealed_payload[4096];
 	uint8_t secret[PS_SEAL_KEY_LEN], token[PS_SEAL_TOKEN_LEN],
 	    conn[PS_SEAL_CONN_LEN], id[8], *frames[2] = {sealed_hdr,

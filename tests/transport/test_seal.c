@@ -31,11 +31,11 @@ static void test_proof(void **state)
 	uint8_t token[PS_SEAL_TOKEN_LEN], conn[PS_SEAL_CONN_LEN];
 
 	assert_int_equal(psi_seal_proof_make(SECRET, TOKEN, CONN, proof),
-			 PS_OK);
+	                 PS_OK);
 	assert_int_equal(strlen(proof), PS_SEAL_PROOF_HEX);
-	assert_int_equal(psi_seal_proof_open(SECRET, proof, strlen(proof),
-					     token, conn),
-			 PS_OK);
+	assert_int_equal(
+	    psi_seal_proof_open(SECRET, proof, strlen(proof), token, conn),
+	    PS_OK);
 	assert_memory_equal(token, TOKEN, sizeof(token));
 	assert_memory_equal(conn, CONN, sizeof(conn));
 	/* the token is not in it in the clear */
@@ -44,45 +44,44 @@ static void test_proof(void **state)
 		snprintf(token_hex + 2 * i, 3, "%02x", TOKEN[i]);
 	assert_null(strstr(proof, token_hex));
 	assert_int_equal(psi_seal_proof_make(SECRET, TOKEN, CONN, again),
-			 PS_OK);
+	                 PS_OK);
 	assert_string_not_equal(proof, again);
 
-	assert_int_equal(psi_seal_proof_open(OTHER, proof, strlen(proof),
-					     token, conn),
-			 PS_EPROTO);
+	assert_int_equal(
+	    psi_seal_proof_open(OTHER, proof, strlen(proof), token, conn),
+	    PS_EPROTO);
 	for (size_t i = 0; i < PS_SEAL_PROOF_HEX; i++) {
 		char bad[PS_SEAL_PROOF_HEX + 1];
 		memcpy(bad, proof, sizeof(bad));
 		bad[i] = bad[i] == '0' ? '1' : '0';
-		assert_int_equal(psi_seal_proof_open(SECRET, bad, strlen(bad),
-						     token, conn),
-				 PS_EPROTO);
+		assert_int_equal(
+		    psi_seal_proof_open(SECRET, bad, strlen(bad), token, conn),
+		    PS_EPROTO);
 	}
-	assert_int_equal(psi_seal_proof_open(SECRET, proof,
-					     PS_SEAL_PROOF_HEX - 2, token,
-					     conn),
-			 PS_EPROTO);
+	assert_int_equal(psi_seal_proof_open(
+	                     SECRET, proof, PS_SEAL_PROOF_HEX - 2, token, conn),
+	                 PS_EPROTO);
 	proof[3] = 'x'; /* not hexadecimal */
-	assert_int_equal(psi_seal_proof_open(SECRET, proof, strlen(proof),
-					     token, conn),
-			 PS_EPROTO);
+	assert_int_equal(
+	    psi_seal_proof_open(SECRET, proof, strlen(proof), token, conn),
+	    PS_EPROTO);
 }
 
 typedef struct sealed {
-	uint8_t frame[256 + PS_SEAL_OVERHEAD];
+	uint8_t frame[256 + PS_SEAL_OVERHEAD + PS_SEAL_TAG_LEN];
 	size_t flen;
 	uint8_t payload[5000];
 	size_t plen;
 } sealed;
 
 static void seal_one(psi_seal *s, const char *hdr, const uint8_t *payload,
-		     size_t plen, sealed *m)
+                     size_t plen, sealed *m)
 {
-	m->flen = strlen(hdr) + PS_SEAL_OVERHEAD;
+	m->flen = psi_seal_frame_len(strlen(hdr), plen);
 	m->plen = plen;
-	assert_int_equal(psi_seal_message(s, hdr, strlen(hdr), payload, plen,
-					  m->frame, m->payload),
-			 PS_OK);
+	assert_int_equal(psi_seal_message(s, NULL, hdr, strlen(hdr), payload,
+	                                  plen, m->frame, m->payload),
+	                 PS_OK);
 }
 
 /* A message opens, in place, to what was sealed, once: header and
@@ -93,6 +92,7 @@ static void test_round_trip(void **state)
 	(void)state;
 	psi_seal *tx, *rx;
 	uint8_t payload[5000];
+	size_t hlen = 0;
 	sealed m;
 
 	for (size_t i = 0; i < sizeof(payload); i++)
@@ -106,20 +106,111 @@ static void test_round_trip(void **state)
 		assert_int_equal(psi_seal_counter(tx), (uint64_t)k + 1);
 		if (strlen(hdrs[k]) > 1)
 			assert_memory_not_equal(m.frame + PS_SEAL_CTR_LEN,
-						hdrs[k], strlen(hdrs[k]));
+			                        hdrs[k], strlen(hdrs[k]));
 		if (plens[k] > 16)
 			assert_memory_not_equal(m.payload, payload, 16);
-		assert_int_equal(psi_seal_open(rx, m.frame, m.flen, m.payload,
-					       m.plen),
-				 PS_OK);
+		assert_int_equal(psi_seal_open(rx, NULL, m.frame, m.flen,
+		                               m.payload, m.plen, &hlen),
+		                 PS_OK);
+		assert_int_equal(hlen, strlen(hdrs[k]));
 		assert_memory_equal(m.frame + PS_SEAL_CTR_LEN, hdrs[k],
-				    strlen(hdrs[k]));
+		                    strlen(hdrs[k]));
 		assert_memory_equal(m.payload, payload, plens[k]);
 		assert_int_equal(psi_seal_counter(rx), (uint64_t)k + 1);
 	}
 	psi_seal_free(&tx);
 	psi_seal_free(&rx);
 	assert_null(rx);
+}
+
+/* A payload of many chunks: sealed on a pool's helpers and opened on
+ * none, and the other way round, to what was sealed; a byte altered in
+ * any chunk, two chunks swapped (with their tags), or the payload cut by
+ * a chunk do not open, on a pool or not. */
+static void test_chunks(void **state)
+{
+	(void)state;
+	const size_t plen = 4 * PS_SEAL_CHUNK + 123;
+	const char *hdr = "a header";
+	psi_seal_pool *pool;
+	psi_seal *tx, *rx;
+	uint8_t *payload = malloc(plen), *sealed_payload = malloc(plen),
+	        *work = malloc(plen);
+	size_t flen = psi_seal_frame_len(strlen(hdr), plen), hlen = 0;
+	uint8_t frame[64 + PS_SEAL_OVERHEAD + 5 * PS_SEAL_TAG_LEN],
+	    fwork[sizeof(frame)];
+
+	assert_non_null(payload);
+	assert_non_null(sealed_payload);
+	assert_non_null(work);
+	assert_int_equal(flen,
+	                 strlen(hdr) + PS_SEAL_OVERHEAD + 5 * PS_SEAL_TAG_LEN);
+	for (size_t i = 0; i < plen; i++)
+		payload[i] = (uint8_t)(i * 31 + (i >> 12));
+	assert_int_equal(psi_seal_pool_new(2, &pool), PS_OK);
+	assert_int_equal(psi_seal_pool_helpers(pool), 2);
+	psi_seal_pool *sealers[2] = {pool, NULL}, *openers[2] = {NULL, pool};
+	for (int way = 0; way < 2; way++) {
+		assert_int_equal(psi_seal_new(SECRET, 1, CONN, &tx), PS_OK);
+		assert_int_equal(psi_seal_new(SECRET, 1, CONN, &rx), PS_OK);
+		assert_int_equal(psi_seal_message(tx, sealers[way], hdr,
+		                                  strlen(hdr), payload, plen,
+		                                  frame, sealed_payload),
+		                 PS_OK);
+		assert_memory_not_equal(sealed_payload + 3 * PS_SEAL_CHUNK,
+		                        payload + 3 * PS_SEAL_CHUNK, 64);
+		/* altered in each chunk: refused, the counter unmoved */
+		for (size_t k = 0; k < 5; k++) {
+			memcpy(fwork, frame, flen);
+			memcpy(work, sealed_payload, plen);
+			work[k * PS_SEAL_CHUNK + 7] ^= 4;
+			assert_int_equal(psi_seal_open(rx, openers[way], fwork,
+			                               flen, work, plen, &hlen),
+			                 PS_EPROTO);
+		}
+		/* chunks 1 and 2 swapped, with their tags */
+		memcpy(fwork, frame, flen);
+		memcpy(work, sealed_payload, plen);
+		memcpy(work + PS_SEAL_CHUNK, sealed_payload + 2 * PS_SEAL_CHUNK,
+		       PS_SEAL_CHUNK);
+		memcpy(work + 2 * PS_SEAL_CHUNK, sealed_payload + PS_SEAL_CHUNK,
+		       PS_SEAL_CHUNK);
+		uint8_t *tags = fwork + PS_SEAL_CTR_LEN + strlen(hdr);
+		memcpy(tags + 2 * PS_SEAL_TAG_LEN,
+		       frame + PS_SEAL_CTR_LEN + strlen(hdr) +
+		           3 * PS_SEAL_TAG_LEN,
+		       PS_SEAL_TAG_LEN);
+		memcpy(tags + 3 * PS_SEAL_TAG_LEN,
+		       frame + PS_SEAL_CTR_LEN + strlen(hdr) +
+		           2 * PS_SEAL_TAG_LEN,
+		       PS_SEAL_TAG_LEN);
+		assert_int_equal(psi_seal_open(rx, openers[way], fwork, flen,
+		                               work, plen, &hlen),
+		                 PS_EPROTO);
+		/* the last chunk cut off, its tag with it */
+		memcpy(fwork, frame, flen);
+		memcpy(work, sealed_payload, plen);
+		assert_int_equal(psi_seal_open(rx, openers[way], fwork,
+		                               flen - PS_SEAL_TAG_LEN, work,
+		                               4 * PS_SEAL_CHUNK, &hlen),
+		                 PS_EPROTO);
+		assert_int_equal(psi_seal_counter(rx), 0);
+		/* whole: opens */
+		memcpy(work, sealed_payload, plen);
+		assert_int_equal(psi_seal_open(rx, openers[way], frame, flen,
+		                               work, plen, &hlen),
+		                 PS_OK);
+		assert_int_equal(hlen, strlen(hdr));
+		assert_memory_equal(frame + PS_SEAL_CTR_LEN, hdr, hlen);
+		assert_memory_equal(work, payload, plen);
+		psi_seal_free(&tx);
+		psi_seal_free(&rx);
+	}
+	psi_seal_pool_free(&pool);
+	assert_null(pool);
+	free(payload);
+	free(sealed_payload);
+	free(work);
 }
 
 /* Nothing opens that was altered (any bit of counter, header, tag or
@@ -131,6 +222,7 @@ static void test_refusals(void **state)
 	(void)state;
 	psi_seal *tx, *rx, *other_conn, *other_secret, *other_kid;
 	uint8_t payload[64], conn2[PS_SEAL_CONN_LEN] = {8};
+	size_t hlen = 0;
 	sealed m, c;
 
 	memset(payload, 0xab, sizeof(payload));
@@ -143,50 +235,52 @@ static void test_refusals(void **state)
 
 	for (size_t byte = 0; byte < m.flen + m.plen; byte++) {
 		c = m;
-		uint8_t *p = byte < m.flen ? &c.frame[byte]
-					   : &c.payload[byte - m.flen];
+		uint8_t *p =
+		    byte < m.flen ? &c.frame[byte] : &c.payload[byte - m.flen];
 		*p ^= 0x10;
-		int rc = psi_seal_open(rx, c.frame, c.flen, c.payload, c.plen);
+		int rc = psi_seal_open(rx, NULL, c.frame, c.flen, c.payload,
+		                       c.plen, &hlen);
 		/* a counter made lower reads as a replay */
 		assert_true(rc == PS_EPROTO ||
-			    (byte < PS_SEAL_CTR_LEN && rc == PS_EAGAIN));
+		            (byte < PS_SEAL_CTR_LEN && rc == PS_EAGAIN));
 		assert_int_equal(psi_seal_counter(rx), 0);
 	}
-	c = m; /* the first payload byte moved into the header frame */
-	c.frame[c.flen - PS_SEAL_TAG_LEN] = c.payload[0];
-	c.flen += 0; /* same frame length, shorter payload: cut */
-	assert_int_equal(psi_seal_open(rx, c.frame, c.flen, c.payload + 1,
-				       c.plen - 1),
-			 PS_EPROTO);
+	c = m; /* the payload cut short by a byte */
+	assert_int_equal(psi_seal_open(rx, NULL, c.frame, c.flen, c.payload + 1,
+	                               c.plen - 1, &hlen),
+	                 PS_EPROTO);
 	c = m; /* the payload frame dropped */
-	assert_int_equal(psi_seal_open(rx, c.frame, c.flen, NULL, 0),
-			 PS_EPROTO);
+	assert_int_equal(
+	    psi_seal_open(rx, NULL, c.frame, c.flen, NULL, 0, &hlen),
+	    PS_EPROTO);
 	c = m; /* a frame too short to be sealed */
-	assert_int_equal(psi_seal_open(rx, c.frame, PS_SEAL_OVERHEAD - 1,
-				       NULL, 0),
-			 PS_EPROTO);
+	assert_int_equal(psi_seal_open(rx, NULL, c.frame, PS_SEAL_OVERHEAD - 1,
+	                               NULL, 0, &hlen),
+	                 PS_EPROTO);
 	psi_seal *wrong[] = {other_conn, other_secret, other_kid};
 	for (int k = 0; k < 3; k++) {
 		c = m;
-		assert_int_equal(psi_seal_open(wrong[k], c.frame, c.flen,
-					       c.payload, c.plen),
-				 PS_EPROTO);
+		assert_int_equal(psi_seal_open(wrong[k], NULL, c.frame, c.flen,
+		                               c.payload, c.plen, &hlen),
+		                 PS_EPROTO);
 	}
 	c = m;
-	assert_int_equal(psi_seal_open(rx, c.frame, c.flen, c.payload, c.plen),
-			 PS_OK);
+	assert_int_equal(
+	    psi_seal_open(rx, NULL, c.frame, c.flen, c.payload, c.plen, &hlen),
+	    PS_OK);
 	c = m; /* the same again */
-	assert_int_equal(psi_seal_open(rx, c.frame, c.flen, c.payload, c.plen),
-			 PS_EAGAIN);
+	assert_int_equal(
+	    psi_seal_open(rx, NULL, c.frame, c.flen, c.payload, c.plen, &hlen),
+	    PS_EAGAIN);
 	sealed second, third;
 	seal_one(tx, "two", payload, 3, &second);
 	seal_one(tx, "three", payload, 3, &third);
-	assert_int_equal(psi_seal_open(rx, third.frame, third.flen,
-				       third.payload, third.plen),
-			 PS_OK); /* a gap (a message lost) is fine */
-	assert_int_equal(psi_seal_open(rx, second.frame, second.flen,
-				       second.payload, second.plen),
-			 PS_EAGAIN); /* but not an older one after */
+	assert_int_equal(psi_seal_open(rx, NULL, third.frame, third.flen,
+	                               third.payload, third.plen, &hlen),
+	                 PS_OK); /* a gap (a message lost) is fine */
+	assert_int_equal(psi_seal_open(rx, NULL, second.frame, second.flen,
+	                               second.payload, second.plen, &hlen),
+	                 PS_EAGAIN); /* but not an older one after */
 	assert_int_equal(psi_seal_counter(rx), 3);
 	psi_seal_free(&tx);
 	psi_seal_free(&rx);
@@ -198,7 +292,7 @@ static void test_refusals(void **state)
 static void uid_of(uint64_t kid, uint32_t n, char uid[49])
 {
 	snprintf(uid, 49, "%016llx%08x%024x", (unsigned long long)kid,
-		 n * 2654435761u, n);
+	         n * 2654435761u, n);
 }
 
 /* The table: a connection keeps its key and counter between messages; a
@@ -211,6 +305,7 @@ static void test_table(void **state)
 	psi_seal_table *t;
 	psi_seal *s, *again, *tx;
 	char uid[49];
+	size_t hlen = 0;
 	sealed m;
 
 	assert_int_equal(psi_seal_table_new(SECRET, 3, &t), PS_OK);
@@ -229,7 +324,8 @@ static void test_table(void **state)
 		sscanf(uid + 16 + 2 * i, "%2hhx", &conn[i]);
 	assert_int_equal(psi_seal_new(SECRET, 0x1234, conn, &tx), PS_OK);
 	seal_one(tx, "hello", NULL, 0, &m);
-	assert_int_equal(psi_seal_open(s, m.frame, m.flen, NULL, 0), PS_OK);
+	assert_int_equal(
+	    psi_seal_open(s, NULL, m.frame, m.flen, NULL, 0, &hlen), PS_OK);
 	assert_int_equal(psi_seal_table_get(t, uid, &again), PS_OK);
 	assert_ptr_equal(again, s);
 	for (uint32_t n = 2; n <= 4; n++) { /* 4 connections, cap 3 */
@@ -277,8 +373,9 @@ static void test_table(void **state)
 		assert_int_equal(psi_seal_new(SECRET, 5, c, &tx), PS_OK);
 		for (uint64_t k = 0; k <= psi_seal_counter(s); k++)
 			seal_one(tx, "x", NULL, 0, &m);
-		assert_int_equal(psi_seal_open(s, m.frame, m.flen, NULL, 0),
-				 PS_OK);
+		assert_int_equal(
+		    psi_seal_open(s, NULL, m.frame, m.flen, NULL, 0, &hlen),
+		    PS_OK);
 		seen_counter[n] = psi_seal_counter(s);
 		psi_seal_free(&tx);
 		assert_int_equal(psi_seal_table_size(t), held);
@@ -289,9 +386,8 @@ static void test_table(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_proof),
-	    cmocka_unit_test(test_round_trip),
-	    cmocka_unit_test(test_refusals),
+	    cmocka_unit_test(test_proof),  cmocka_unit_test(test_round_trip),
+	    cmocka_unit_test(test_chunks), cmocka_unit_test(test_refusals),
 	    cmocka_unit_test(test_table),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
