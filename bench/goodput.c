@@ -202,6 +202,9 @@ static double bench_ordo(uint64_t psize, int W, int S, int iterations)
 	ps_config_set_partition_size(&j.cfg, psize);
 	j.cfg.train.lr = 0.0;
 	j.cfg.train.momentum = 0.0;
+	/* the warm-up and the measured ones: what the workers report in
+	 * their heartbeats stays within the job's iterations */
+	j.cfg.train.iterations = iterations + 1;
 	j.cfg.log.level = PS_LOG_WARN;
 	if (apply_sets(&j.cfg) != PS_OK)
 		return 0;
