@@ -15,7 +15,7 @@ runs=${2:-10000000}
 shift $(($# >= 2 ? 2 : 1))
 src=$(cd "$(dirname "$0")/.." && pwd)
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(wire config model checkpoint hosts rank keys fit trace rdma)
+[ ${#names[@]} -gt 0 ] || names=(wire config model checkpoint hosts rank keys fit trace rdma seal)
 # tmpfs for the checkpoint and keys harnesses' files when there is one
 tmp=/dev/shm
 [ -d "$tmp" ] && [ -w "$tmp" ] || tmp=${TMPDIR:-/tmp}
