@@ -2,11 +2,12 @@
 # bench/security_goodput.sh BUILD_DIR [SIZES] [LAYOUTS] [ROUNDS] - what
 # security.mode costs: bench_goodput's ordo jobs in mode none, secret (a
 # job secret and each process's token checked at every connection, the
-# default under ps-launch) and curve (a key pair made here), alternating
-# ROUNDS times (default 5) in one run so the machine's noise hits all
-# alike. Prints per partition size and layout the median goodput of each
-# mode and the median and range of the rounds' ratios secret / none and
-# curve / none. Defaults: sizes 256K,1M,4M; layouts 1x1,2x2.
+# default under ps-launch), sealed (every frame AES-256-GCM under keys
+# from that secret) and curve (a key pair made here), alternating ROUNDS
+# times (default 5) in one run so the machine's noise hits all alike.
+# Prints per partition size and layout the median goodput of each mode
+# and the median and range of the rounds' ratios to the first mode.
+# Defaults: sizes 256K,1M,4M; layouts 1x1,2x2.
 # MODES (environment, default "none secret curve") picks the modes, each
 # optionally with its transport.io_threads and
 # transport.connections_per_peer as MODE:THREADS[:CONNECTIONS] (e.g.
