@@ -68,6 +68,14 @@
  * free_fn is set, free_fn is called once, on the calling thread, after the
  * header was sent (payload NULL: free_fn is never called).
  *
+ * Sealed (security.mode = sealed, transport/seal.h). Each lane has its
+ * own connection id, key and counter; send() seals header and payload
+ * into frames of ZeroMQ's own (so the caller's payload is done with, and
+ * freed, once they are queued), recv() opens them in place before the
+ * message is handed out, and drops (logged, counted) what does not open.
+ * A payload of several 256 KiB chunks is sealed and opened on helper
+ * threads beside the owner (transport/seal_pool.h).
+ *
  * recv() keeps the received zmq_msg_t frames inside the ps_msg (priv), so
  * header and payload are not copied; ps_msg_free() closes them. Payloads are
  * handed out 8-byte aligned (a small payload that ZeroMQ placed unaligned
