@@ -1839,20 +1839,17 @@ int ps_config_validate(const ps_config *cfg, char *why, size_t whylen)
 		            "(worker.mode = replay) hold gradients in device "
 		            "memory; a program of your own declares device "
 		            "tensors with ps_client_declare_cuda");
-	if (cfg->security.mode == PS_SECURITY_CURVE &&
+	if ((cfg->security.mode == PS_SECURITY_CURVE ||
+	     cfg->security.mode == PS_SECURITY_SEALED) &&
 	    cfg->transport.type != PS_TRANSPORT_TCP)
 		return ps_errf(why, whylen, PS_ECONFIG,
-		            "security.mode = curve: only the tcp transport has "
-		            "CURVE (transport.type = %s; secret checks who "
+		            "security.mode = %s: only the tcp transport %s "
+		            "(transport.type = %s; secret checks who "
 		            "connects over rdma too)",
-		            cfg->transport.type == PS_TRANSPORT_RDMA ? "rdma"
-		                                                     : "?");
-	if (cfg->security.mode == PS_SECURITY_SEALED &&
-	    cfg->transport.type != PS_TRANSPORT_TCP)
-		return ps_errf(why, whylen, PS_ECONFIG,
-		            "security.mode = sealed: only the tcp transport "
-		            "seals frames (transport.type = %s; secret checks "
-		            "who connects over rdma too)",
+		            security_names[cfg->security.mode],
+		            cfg->security.mode == PS_SECURITY_CURVE
+		                ? "has CURVE"
+		                : "seals frames",
 		            cfg->transport.type == PS_TRANSPORT_RDMA ? "rdma"
 		                                                     : "?");
 	if (cfg->transport.max_message &&

@@ -258,6 +258,31 @@ static int read_key_file(const char *path, char *key)
 
 /* A client of a node that checks who connects: PLAIN with secret, or
  * else CURVE with the server's public key and the pair in dir. */
+/* Connects sock (its security set) to ep, watched by mon (a PAIR in
+ * sock's context): the handshake's first event, said on stdout when it
+ * succeeded; -1 if ep is no endpoint. */
+static int handshake(void *sock, void *mon, const char *ep)
+{
+	static unsigned seq;
+	char addr[64];
+
+	snprintf(addr, sizeof(addr), "inproc://fuzz-sender-monitor-%u", seq++);
+	zmq_socket_monitor(sock, addr,
+			   ZMQ_EVENT_HANDSHAKE_SUCCEEDED |
+			       ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
+			       ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+			       ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL);
+	zmq_connect(mon, addr);
+	if (zmq_connect(sock, ep) != 0) {
+		fprintf(stderr, "fuzz_sender: cannot connect to %s\n", ep);
+		return -1;
+	}
+	int ev = wait_event(mon, 0xffff, -1);
+	if (ev == ZMQ_EVENT_HANDSHAKE_SUCCEEDED)
+		printf("fuzz_sender: %s: handshake succeeded\n", ep);
+	return ev;
+}
+
 static int secure_client(const char *ep, const char *secret,
 			 const char *server_pub, const char *dir, long count)
 {
@@ -287,19 +312,10 @@ static int secure_client(const char *ep, const char *secret,
 		zmq_setsockopt(sock, ZMQ_CURVE_PUBLICKEY, cpub, 40);
 		zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, csec, 40);
 	}
-	zmq_socket_monitor(sock, "inproc://fuzz-sender-curve",
-			   ZMQ_EVENT_HANDSHAKE_SUCCEEDED |
-			       ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
-			       ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-			       ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL);
-	zmq_connect(mon, "inproc://fuzz-sender-curve");
-	if (zmq_connect(sock, ep) != 0) {
-		fprintf(stderr, "fuzz_sender: cannot connect to %s\n", ep);
+	int ev = handshake(sock, mon, ep);
+	if (ev < 0)
 		return 1;
-	}
-	int ev = wait_event(mon, 0xffff, -1);
 	if (ev == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
-		printf("fuzz_sender: %s: handshake succeeded\n", ep);
 		for (long i = 0; i < count; i++)
 			one_message(sock);
 	} else {
@@ -376,19 +392,10 @@ static int sealed_client(const char *ep, const char *secret_hex, long count)
 	zmq_setsockopt(sock, ZMQ_PLAIN_USERNAME, PS_SEAL_USER,
 		       strlen(PS_SEAL_USER));
 	zmq_setsockopt(sock, ZMQ_PLAIN_PASSWORD, proof, strlen(proof));
-	zmq_socket_monitor(sock, "inproc://fuzz-sender-sealed",
-			   ZMQ_EVENT_HANDSHAKE_SUCCEEDED |
-			       ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
-			       ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-			       ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL);
-	zmq_connect(mon, "inproc://fuzz-sender-sealed");
-	if (zmq_connect(sock, ep) != 0) {
-		fprintf(stderr, "fuzz_sender: cannot connect to %s\n", ep);
+	int ev = handshake(sock, mon, ep);
+	if (ev < 0)
 		return 1;
-	}
-	int ev = wait_event(mon, 0xffff, -1);
 	if (ev == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
-		printf("fuzz_sender: %s: handshake succeeded\n", ep);
 		for (long i = 0; i < count; i++)
 			send_sealed(sock, seal, 0, frames, lens);
 		send_sealed(sock, seal, 1, frames, lens);  /* altered */
