@@ -26,7 +26,7 @@ cmake --build build-tsan -j"$(nproc)"
 (cd build-tsan &&
 	TSAN_OPTIONS="halt_on_error=1 exitcode=66 report_signal_unsafe=0 suppressions=$PWD/../tests/tsan.supp" \
 	ctest --output-on-failure -j"$(nproc)" -R \
-	'^(test_node|transport_conformance_tcp|exact_w[124]|equivalence|async_mode|fuzz_running_job|worker_killed|idle_worker|interrupt|checkpoint|recovery|tune|replay|security|limits|soak)$')
+	'^(test_node|transport_conformance_tcp|exact_w[124]|equivalence|async_mode|fuzz_running_job|worker_killed|idle_worker|interrupt|checkpoint|recovery|tune|replay|security|sealed|test_seal|limits|soak)$')
 
 # The libFuzzer harnesses (tests/fuzz/README.md), built with clang, ASan and
 # UBSan: each replays its regression inputs, then runs a fixed number of

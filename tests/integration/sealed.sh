@@ -9,8 +9,9 @@
 # dropped by a decoder. A holder of the secret (read from a node, as a
 # member could) is admitted: its sealed messages open and the protocol
 # drops them; its altered, replayed and unsealed frames are dropped by
-# the seal before any decoding, each logged by kind. (Over rdma the mode
-# is refused: test_config.)
+# the seal before any decoding, each logged by kind. Then a job whose
+# partitions are sealed in several chunks, on helper threads: exact.
+# (Over rdma the mode is refused: test_config.)
 source "$(dirname "$0")/lib.sh" "$@"
 
 held=$WORK/sealed-held
@@ -68,4 +69,15 @@ touch "$held"
 assert_job_exact $job sealed "the sealed job" "strangers and a member's bad frames"
 pass "sealed job exact with 2 connections per peer pair; a stranger, the secret in the clear and another secret refused at the handshake and logged at the scheduler and both servers; a member's sealed messages open, its altered, replayed and unsealed frames dropped by the seal"
 
+
+# payloads of several chunks, sealed and opened on the helper threads
+EXACT_WORKER_SIZES=600000,1000 launch chunks 300 --worker "$TOOLS/exact_worker" \
+	--set security.mode=sealed --set train.iterations=5 --set train.lr=1 \
+	--set train.momentum=0 --set scheduling.partition_size=2M ||
+	fail "a sealed job of 2 MiB partitions exited $?: $(grep -m3 'error' "$WORK/chunks.err.log")"
+[ "$(grep -c "^exact: .* 0 wrong$" "$WORK/chunks.out.log")" -eq 2 ] ||
+	fail "a sealed job of 2 MiB partitions is not exact: $(grep '^exact' "$WORK/chunks.out.log")"
+grep -q "tcp: dropped" "$WORK/chunks.err.log" &&
+	fail "a member's message did not open: $(grep -m3 'tcp: dropped' "$WORK/chunks.err.log")"
+pass "sealed job of 2 MiB partitions (8 chunks each) exact"
 assert_no_leftovers
