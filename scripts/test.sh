@@ -18,7 +18,8 @@ ctest --output-on-failure -j"$(nproc)" "$@"
 # ThreadSanitizer over the tests that run our threads together: the client
 # library's application and communication threads and ZeroMQ's I/O threads
 # (payload release callbacks) in every job, the transport's wake-ups, the
-# node's join. A report makes its process exit 66 and the test fail.
+# node's join, the threads that seal large payloads. A report makes its
+# process exit 66 and the test fail.
 cd ..
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPS_SANITIZE=thread \
 	-DPS_BUILD_BENCH=OFF >/dev/null
