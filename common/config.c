@@ -351,8 +351,9 @@ static const option options[] = {
          "Refusals are logged."),
     STRING(security, keys_dir, "",
            "The directory with the job's keys as `ps-keygen DIR` writes "
-           "them: job.secret (secret, auto), job.pub and job.key (curve), "
-           "mode 0600; copy it to every machine of the job. Empty: the "
+           "them: job.secret (secret, sealed, auto), job.pub and job.key "
+           "(curve), mode 0600; copy it to every machine of the job. "
+           "Empty: the "
            "secret comes from ORDO_JOB_SECRET, and under ps-launch curve "
            "gets a fresh pair in a private temporary directory, removed "
            "at the end."),

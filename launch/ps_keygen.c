@@ -7,7 +7,7 @@
  * DIR/job.secret and DIR/job.key (mode 0600) and DIR/job.pub (mode 0644),
  * DIR created with mode 0700 if missing (transport/keys.h). Copy DIR to
  * every machine of the job and set security.keys_dir = DIR (the secret
- * serves security.mode = secret and auto, the pair curve). --secret
+ * serves security.mode = secret, sealed and auto, the pair curve). --secret
  * prints a fresh secret alone, for ORDO_JOB_SECRET. ps-launch makes what
  * a job needs by itself when keys_dir is empty. Exit status: 0 written,
  * 1 an error, 2 usage.
@@ -25,10 +25,10 @@ static void usage(FILE *out)
 		"Usage: ps-keygen [--force] DIR\n"
 		"       ps-keygen --secret\n"
 		"Writes a job's keys: DIR/job.secret (the job's secret, for\n"
-		"security.mode = secret and auto), DIR/job.key and DIR/job.pub\n"
-		"(its CURVE key pair, for security.mode = curve), the first two\n"
-		"mode 0600, creating DIR (mode 0700) if needed. Copy DIR to every\n"
-		"machine of the job and set security.keys_dir = DIR there.\n"
+		"security.mode = secret, sealed and auto), DIR/job.key and\n"
+		"DIR/job.pub (its CURVE key pair, for security.mode = curve), the\n"
+		"first two mode 0600, creating DIR (mode 0700) if needed. Copy DIR\n"
+		"to every machine of the job and set security.keys_dir = DIR there.\n"
 		"--secret prints a fresh secret instead, for the environment:\n"
 		"  export ORDO_JOB_SECRET=$(ps-keygen --secret)\n\n"
 		"  --force    replace existing keys\n"
