@@ -254,16 +254,12 @@ static int format_endpoint(char *buf, size_t cap, const char *host,
  * (transport/seal_table.h). Needs the secret and this node's token. */
 static int create_sealed(tcp_transport *tt)
 {
-	size_t len = 0;
-
-	if (!tt->secret[0] || !tt->base.kid ||
-	    sodium_hex2bin(tt->secret_bin, sizeof(tt->secret_bin),
-			   tt->secret, PS_SECRET_LEN, NULL, &len, NULL) != 0 ||
-	    len != sizeof(tt->secret_bin)) {
+	if (!ps_secret_valid(tt->secret) || !tt->base.kid) {
 		PS_ERROR("tcp: sealed frames need the job's secret and this "
 			 "node's token");
 		return PS_EINVAL;
 	}
+	ps_secret_bytes(tt->secret, tt->secret_bin);
 	if (psi_seal_table_new(tt->secret_bin, PS_SEAL_TABLE_CAP,
 			       &tt->opened) != PS_OK) {
 		PS_ERROR("tcp: out of memory for sealed connections");
@@ -873,7 +869,7 @@ static int send_sealed(tcp_transport *tt, tcp_peer *p, uint32_t lane,
 	zmq_msg_t hmsg, pmsg;
 	bool with_payload = payload_len > 0;
 	void *sock = p->lane[lane];
-	int rc = PS_ENOMEM;
+	int rc;
 
 	if (zmq_msg_init_size(&hmsg, psi_seal_frame_len(hdr_len,
 							payload_len)) != 0) {
@@ -887,8 +883,7 @@ static int send_sealed(tcp_transport *tt, tcp_peer *p, uint32_t lane,
 		return PS_ENOMEM;
 	}
 	rc = psi_seal_message(p->seal[lane], tt->sealers, hdr, hdr_len,
-			      payload,
-			      payload_len, zmq_msg_data(&hmsg),
+			      payload, payload_len, zmq_msg_data(&hmsg),
 			      zmq_msg_data(&pmsg));
 	if (rc != PS_OK) {
 		PS_ERROR("tcp: sealing a message to %s failed", p->endpoint);

@@ -285,16 +285,14 @@ int psi_zap_start(void *ctx, void *router, const psi_zap_job *job,
 	c->plain = job->secret && job->secret[0];
 	c->sealed = c->plain && job->sealed;
 	if (c->plain) {
-		size_t bin_len = 0;
 		if (strlen(job->secret) != PS_SECRET_LEN ||
-		    sodium_hex2bin(c->secret_bin, sizeof(c->secret_bin),
-				   job->secret, PS_SECRET_LEN, NULL, &bin_len,
-				   NULL) != 0 ||
-		    bin_len != sizeof(c->secret_bin)) {
+		    (c->sealed && !ps_secret_valid(job->secret))) {
 			free(c);
 			return PS_EINVAL;
 		}
 		memcpy(c->secret, job->secret, sizeof(c->secret));
+		if (c->sealed)
+			ps_secret_bytes(job->secret, c->secret_bin);
 	} else if (!job->keys || !zmq_z85_decode(c->job_key, job->keys->pub)) {
 		free(c);
 		return PS_EINVAL;
@@ -374,17 +372,14 @@ static int client_sealed(void *sock, const psi_zap_job *job,
 {
 	uint8_t secret[PS_SEAL_KEY_LEN], token[PS_SEAL_TOKEN_LEN];
 	char proof[PS_SEAL_PROOF_HEX + 1];
-	size_t a = 0, b = 0;
 	int rc = PS_EINVAL;
 
-	if (conn && job->token &&
-	    sodium_hex2bin(secret, sizeof(secret), job->secret,
-			   strlen(job->secret), NULL, &a, NULL) == 0 &&
-	    a == sizeof(secret) &&
-	    sodium_hex2bin(token, sizeof(token), job->token,
-			   strlen(job->token), NULL, &b, NULL) == 0 &&
-	    b == sizeof(token))
+	if (conn && ps_secret_valid(job->secret) &&
+	    ps_secret_valid(job->token)) {
+		ps_secret_bytes(job->secret, secret);
+		ps_secret_bytes(job->token, token);
 		rc = psi_seal_proof_make(secret, token, conn, proof);
+	}
 	if (rc == PS_OK &&
 	    (zmq_setsockopt(sock, ZMQ_PLAIN_USERNAME, PS_SEAL_USER,
 			    strlen(PS_SEAL_USER)) != 0 ||

@@ -364,23 +364,21 @@ static int sealed_client(const char *ep, const char *secret_hex, long count)
 	uint8_t secret[PS_SEAL_KEY_LEN], token[PS_SEAL_TOKEN_LEN],
 	    conn[PS_SEAL_CONN_LEN], id[8], *frames[2] = {sealed_hdr,
 							 sealed_payload};
-	char proof[PS_SEAL_PROOF_HEX + 1], token_hex[2 * PS_SEAL_TOKEN_LEN + 1];
+	char proof[PS_SEAL_PROOF_HEX + 1];
 	size_t lens[2];
 	psi_seal *seal;
 	int linger = 2000;
 
-	for (int i = 0; i < PS_SEAL_KEY_LEN; i++)
-		if (sscanf(secret_hex + 2 * i, "%2hhx", &secret[i]) != 1) {
-			fprintf(stderr, "fuzz_sender: SECRET is not 64 "
-				"hexadecimal digits\n");
-			return 2;
-		}
+	if (!ps_secret_valid(secret_hex)) {
+		fprintf(stderr, "fuzz_sender: SECRET is not 64 hexadecimal "
+			"digits\n");
+		return 2;
+	}
+	ps_secret_bytes(secret_hex, secret);
 	fill(token, sizeof(token));
 	fill(conn, sizeof(conn));
-	for (int i = 0; i < PS_SEAL_TOKEN_LEN; i++)
-		snprintf(token_hex + 2 * i, 3, "%02x", token[i]);
 	if (psi_seal_proof_make(secret, token, conn, proof) != 0 ||
-	    psi_seal_new(secret, ps_token_kid(token_hex), conn, &seal) != 0) {
+	    psi_seal_new(secret, ps_token_kid_bytes(token), conn, &seal) != 0) {
 		fprintf(stderr, "fuzz_sender: cannot seal\n");
 		return 1;
 	}
