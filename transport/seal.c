@@ -21,9 +21,12 @@
 static const char HANDSHAKE_LABEL[] = "ordo sealed handshake 1";
 static const char FRAMES_LABEL[] = "ordo sealed frames 1";
 
+/* A connection direction is only ever sealed (a lane) or only opened
+ * (the receiving table), so each context is made on first use. */
 struct psi_seal {
-	EVP_CIPHER_CTX *enc; /* sealing, keyed once */
-	EVP_CIPHER_CTX *dec; /* opening, keyed once */
+	uint8_t key[32];
+	EVP_CIPHER_CTX *enc; /* sealing, keyed once, or NULL until used */
+	EVP_CIPHER_CTX *dec; /* opening, keyed once, or NULL until used */
 	uint64_t counter;    /* last sealed or opened */
 };
 
@@ -176,7 +179,7 @@ int psi_seal_proof_open(const uint8_t secret[PS_SEAL_KEY_LEN],
 int psi_seal_new(const uint8_t secret[PS_SEAL_KEY_LEN], uint64_t kid,
 		 const uint8_t conn[PS_SEAL_CONN_LEN], psi_seal **s_p)
 {
-	uint8_t extra[8 + PS_SEAL_CONN_LEN], key[32];
+	uint8_t extra[8 + PS_SEAL_CONN_LEN];
 	psi_seal *s = calloc(1, sizeof(*s));
 
 	*s_p = NULL;
@@ -184,14 +187,7 @@ int psi_seal_new(const uint8_t secret[PS_SEAL_KEY_LEN], uint64_t kid,
 		return PS_ENOMEM;
 	put64(extra, kid);
 	memcpy(extra + 8, conn, PS_SEAL_CONN_LEN);
-	derive(secret, FRAMES_LABEL, extra, sizeof(extra), key);
-	s->enc = gcm_ctx(key, 1);
-	s->dec = gcm_ctx(key, 0);
-	sodium_memzero(key, sizeof(key));
-	if (!s->enc || !s->dec) {
-		psi_seal_free(&s);
-		return PS_EIO;
-	}
+	derive(secret, FRAMES_LABEL, extra, sizeof(extra), s->key);
 	*s_p = s;
 	return PS_OK;
 }
@@ -204,6 +200,7 @@ void psi_seal_free(psi_seal **s_p)
 		return;
 	EVP_CIPHER_CTX_free(s->enc);
 	EVP_CIPHER_CTX_free(s->dec);
+	sodium_memzero(s->key, sizeof(s->key));
 	free(s);
 	*s_p = NULL;
 }
@@ -217,7 +214,7 @@ size_t psi_seal_frame_len(size_t hlen, size_t plen)
 /* One message's pieces (seal.h): piece 0 the header, piece k >= 1 the
  * payload's chunk k - 1. in and out may be the same memory. */
 typedef struct message {
-	psi_seal *s;
+	EVP_CIPHER_CTX *ctx; /* the connection's, for this direction */
 	int encrypt;
 	uint64_t counter;
 	size_t hlen, plen, pieces;
@@ -276,15 +273,15 @@ static void piece_on_helper(void *arg, size_t k, int worker)
 	EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
 
 	(void)worker;
-	if (!c || EVP_CIPHER_CTX_copy(c, m->encrypt ? m->s->enc
-						    : m->s->dec) != 1 ||
+	if (!c || EVP_CIPHER_CTX_copy(c, m->ctx) != 1 ||
 	    run_piece(c, m, k) != PS_OK)
 		__atomic_store_n(&m->failed, 1, __ATOMIC_RELAXED);
 	EVP_CIPHER_CTX_free(c);
 }
 
-/* Every piece of m: on the pool's helpers and this thread when the
- * payload has two chunks or more, else here. */
+/* Every piece of m (its ctx: the connection's for m's direction): on
+ * the pool's helpers and this thread when the payload has two chunks or
+ * more, else here. */
 static int run_message(message *m, psi_seal_pool *pool)
 {
 	if (pool && m->pieces > 2) {
@@ -294,7 +291,7 @@ static int run_message(message *m, psi_seal_pool *pool)
 			   : PS_OK;
 	}
 	for (size_t k = 0; k < m->pieces; k++) {
-		int rc = run_piece(m->encrypt ? m->s->enc : m->s->dec, m, k);
+		int rc = run_piece(m->ctx, m, k);
 		if (rc != PS_OK)
 			return rc;
 	}
@@ -307,7 +304,9 @@ int psi_seal_message(psi_seal *s, psi_seal_pool *pool, const void *hdr,
 {
 	if (s->counter == UINT64_MAX)
 		return PS_EIO; /* never: 2^64 messages */
-	message m = {.s = s,
+	if (!s->enc && !(s->enc = gcm_ctx(s->key, 1)))
+		return PS_EIO;
+	message m = {.ctx = s->enc,
 		     .encrypt = 1,
 		     .counter = s->counter + 1,
 		     .hlen = hlen,
@@ -333,7 +332,9 @@ int psi_seal_open(psi_seal *s, psi_seal_pool *pool, uint8_t *frame,
 	if (flen < PS_SEAL_CTR_LEN + pieces * PS_SEAL_TAG_LEN)
 		return PS_EPROTO;
 	size_t hlen = flen - PS_SEAL_CTR_LEN - pieces * PS_SEAL_TAG_LEN;
-	message m = {.s = s,
+	if (!s->dec && !(s->dec = gcm_ctx(s->key, 0)))
+		return PS_EPROTO;
+	message m = {.ctx = s->dec,
 		     .encrypt = 0,
 		     .counter = get64(frame),
 		     .hlen = hlen,
