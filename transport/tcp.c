@@ -583,7 +583,8 @@ static int open_lane(tcp_transport *tt, const char *endpoint, uint32_t l,
 	if (l > 0)
 		id[id_len++] = (unsigned char)l;
 	/* sealed: the connection's own id, and its frames' key */
-	randombytes_buf(conn, sizeof(conn));
+	if (tt->opened)
+		randombytes_buf(conn, sizeof(conn));
 	if (tt->opened &&
 	    psi_seal_new(tt->secret_bin, tt->base.kid, conn, seal_p) !=
 		PS_OK) {
