@@ -753,6 +753,15 @@ static int handle(server *s, ps_msg **msg_p, const ps_wire_header *h)
 		rc = handle_pull(s, h, why, sizeof(why));
 		break;
 	case PS_MSG_PARAMS_ACK:
+		if (ps_trace_enabled()) {
+			ps_trace_args a = {.iteration = (int64_t)h->iteration,
+					   .tensor = -1,
+					   .partition = h->partition,
+					   .bytes = -1};
+			char what[40];
+			snprintf(what, sizeof(what), "params ack from worker %u", from);
+			ps_trace_instant(PS_LANE_RECEIVE, what, ps_trace_now_us(), &a);
+		}
 		rc = ps_sproto_on_params_ack(s->shard, from, h->partition,
 					    h->piece, why, sizeof(why));
 		if (rc == PS_OK)

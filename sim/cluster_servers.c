@@ -158,6 +158,15 @@ void psi_cluster_params_acked(sim *s, uint32_t srv, uint32_t w, uint32_t part,
 	int rc = ps_sproto_on_params_ack(s->shard[srv], w, part, piece, why,
 					sizeof(why));
 
+	if (s->tl && (w < s->trace_workers || s->W <= 64)) {
+		ps_trace_args a = {.iteration = -1, .tensor = -1,
+				   .partition = part, .bytes = -1};
+		char what[40];
+		snprintf(what, sizeof(what), "params ack from worker %u", w);
+		ps_sim_timeline_instant(s->tl, 1 + srv, PS_LANE_RECEIVE, what,
+					t, &a);
+	}
+
 	if (rc == PS_EPROTO)
 		server_protocol_error(s, srv, "a PARAMS_ACK", why);
 	else if (rc != PS_OK)

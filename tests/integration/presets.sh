@@ -170,14 +170,19 @@ python3 - "$out" <<'PY' || fail "pieces replay: parameters did not go in pieces"
 import csv, glob, json, sys
 out = sys.argv[1]
 parts = sum(1 for _ in csv.DictReader(open(out + "/placement.csv")))
-sends = 0
+sends = acks = 0
 for f in glob.glob(out + "/server-*.json"):
     ev = json.load(open(f))
     ev = ev["traceEvents"] if isinstance(ev, dict) else ev
     sends += sum(1 for e in ev if e.get("name", "").startswith("params to worker"))
+    acks += sum(1 for e in ev if e.get("name", "").startswith("params ack from worker"))
 # 2 workers, the initial values and 2 iterations' updates
 assert sends > 3 * 2 * parts, (sends, parts)
-print("pieces replay: %d parameter sends for %d partitions" % (sends, parts))
+# p3's parameters go one at a time under a credit: each send's PARAMS_ACK
+# is in the server's receive lane (bench/credit_round_trips.py reads them)
+assert sends - 2 * parts <= acks <= sends, (acks, sends)
+print("pieces replay: %d parameter sends for %d partitions, %d acknowledged"
+      % (sends, parts, acks))
 PY
 pass "a replay with parameters in pieces: release orders held"
 
