@@ -370,6 +370,13 @@ ps_bench_md() { # LABEL=results.csv...: $raw/ps_bench.md
 		echo "The undilated report:"
 		echo
 		sed -n '/^| model | Gbit.s | transport/,/^$/p' "$raw/ps_bench_x1/report.md" | grep -v '| rdma |'
+		echo "Each undilated run's busiest thread (share of one core over the measured"
+		echo "iterations; every thread in runs/NNN/threads.csv):"
+		echo
+		python3 -c 'import csv, sys
+for r in csv.DictReader(open(sys.argv[1])):
+    print("- %s %s: %s" % (r["model"], r["preset"], r.get("busiest_thread") or "-"))' \
+			"$raw/ps_bench_x1/runs.csv"
 	} >"$raw/ps_bench.md"
 }
 

@@ -18,8 +18,9 @@ from .common import (CFG_STR_MAX, UsageError, dilated, fmt_dur, kill_group,
                      log, run_cmd)
 from .namespaces import Cluster
 from .rdma import RDMA_EMULATED_NOTE
-from .runs import (Run, job_ini, merge_timeline, read_metrics,
-                   summarize_run, undilate_run)
+from .runs import (Run, busiest_thread, job_ini, merge_timeline,
+                   read_metrics, summarize_run, thread_load, undilate_run,
+                   write_threads)
 from .scenario import bw_label, plan_runs
 from .simulate import Simulator
 
@@ -230,6 +231,14 @@ class Bench:
             (b0, t0), (b1, t1) = ev["start"][2], ev["end"][2]
             if t1 > t0:
                 rec["cpu_pct"] = 100.0 * (b1 - b0) / (t1 - t0)
+        # each thread's share of a core over the measured window (real
+        # time, not dilated): is one thread, a node's ZeroMQ I/O thread
+        # say, what binds?
+        rec["threads"] = thread_load(ev["start"][3], ev["end"][3],
+                                     ev["end"][0] - ev["start"][0]) \
+            if "start" in ev and "end" in ev else []
+        if rec["threads"]:
+            write_threads(run_dir, rec["threads"])
         if failure:
             rec["status"] = "failed"
             rec["reason"] = failure
@@ -244,6 +253,8 @@ class Bench:
                                      ", busiest NIC %s %.2f/%.2f Gbit/s "
                                      "tx/rx" % ((busiest,) + nic[busiest])
                                      if busiest else "", rec["wall_s"]))
+            if rec["threads"]:
+                log("    busiest thread: %s" % busiest_thread(rec))
         return rec
 
     def cleanup(self):

@@ -20,6 +20,7 @@ import sys
 from .calibration import CAL_MODEL
 from .common import fmt_dur, fnum, log
 from .rdma import RDMA_EMULATED_NOTE
+from .runs import busiest_thread
 from .scenario import bw_label
 from .stats import aggregate
 
@@ -426,7 +427,7 @@ class Report:
                          "warmup", "measured", "iteration_ms",
                          "iterations_ms", "samples_per_s", "efficiency",
                          "straggler", "cpu_busy_pct", "wall_s",
-                         "timeline"])
+                         "timeline", "busiest_thread"])
             for r in self.b.results:
                 ok = r["status"] == "ok"
                 cw.writerow([r["run"], r["model"], "%g" % r["bw"],
@@ -441,7 +442,8 @@ class Report:
                              "%.4f" % r["straggler"] if ok else "",
                              "%.1f" % r["cpu_pct"]
                              if r.get("cpu_pct") is not None else "",
-                             "%.3f" % r["wall_s"], r["timeline"]])
+                             "%.3f" % r["wall_s"], r["timeline"],
+                             busiest_thread(r)])
         with open(os.path.join(self.out, "nic.csv"), "w", newline="") as f:
             cw = csv.writer(f)
             cw.writerow(["run", "model", "bandwidth_gbps", "preset",

@@ -141,12 +141,14 @@ class Run:
                             "start" not in self.events:
                         self.events["start"] = (time.monotonic(),
                                                 self.cluster.counters(),
-                                                cpu_times())
+                                                cpu_times(),
+                                                thread_times(self.procs))
                     if len(done) == nw and min(done) >= total and \
                             "end" not in self.events:
                         self.events["end"] = (time.monotonic(),
                                               self.cluster.counters(),
-                                              cpu_times())
+                                              cpu_times(),
+                                              thread_times(self.procs))
 
     def execute(self):
         """Returns None on success, else the reason the run failed."""
@@ -232,6 +234,62 @@ def cpu_times():
     except (OSError, ValueError):
         return None
     return sum(v) - v[3] - v[4], sum(v)
+
+
+def thread_times(procs):
+    """{(node, tid): (thread name, CPU seconds)} of every thread of the
+    nodes' processes, from /proc/PID/task/TID/stat (utime + stime); the
+    threads of a process that has gone are left out."""
+    tick = float(os.sysconf("SC_CLK_TCK"))
+    out = {}
+    for pr in procs:
+        base = "/proc/%d/task" % pr.p.pid
+        try:
+            tids = os.listdir(base)
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open("%s/%s/stat" % (base, tid)) as f:
+                    stat = f.read()
+                # the name is in parentheses and may hold anything
+                lo, hi = stat.index("("), stat.rindex(")")
+                rest = stat[hi + 2:].split()
+                out[(pr.name, int(tid))] = (
+                    stat[lo + 1:hi], (int(rest[11]) + int(rest[12])) / tick)
+            except (OSError, ValueError, IndexError):
+                continue
+    return out
+
+
+def thread_load(start, end, seconds):
+    """[(node, thread id, thread name, % of one core)] over a window of
+    `seconds` between two thread_times() samples, busiest first (threads
+    seen at both ends only)."""
+    if not start or not end or seconds <= 0:
+        return []
+    rows = [(k[0], k[1], end[k][0],
+             100.0 * (end[k][1] - start[k][1]) / seconds)
+            for k in end if k in start]
+    return sorted(rows, key=lambda r: (-r[3], r[0], r[1]))
+
+
+def busiest_thread(rec):
+    """'NODE NAME P %' of a run's busiest thread, '' when none was seen."""
+    if not rec.get("threads"):
+        return ""
+    node, _, name, pct = rec["threads"][0]
+    return "%s %s %.0f %%" % (node, name, pct)
+
+
+def write_threads(run_dir, rows):
+    """DIR/threads.csv: every thread of the nodes and its share of one core
+    over the measured window, busiest first."""
+    with open(os.path.join(run_dir, "threads.csv"), "w", newline="") as f:
+        cw = csv.writer(f)
+        cw.writerow(["node", "tid", "thread", "cpu_pct_of_core"])
+        for node, tid, name, pct in rows:
+            cw.writerow([node, tid, name, "%.1f" % pct])
 
 
 def merge_timeline(run_dir, servers, workers):

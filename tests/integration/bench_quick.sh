@@ -135,6 +135,17 @@ for r in runs:
     assert isinstance(ev, list) and len(ev) > 100, r["timeline"]
     pids = {e.get("pid") for e in ev}
     assert len(pids) >= 4, pids  # 2 servers + 2 workers
+    # every node's threads and their load over the measured window, the
+    # busiest named in runs.csv
+    th = list(csv.DictReader(open(os.path.join(os.path.dirname(
+        r["timeline"]), "threads.csv"))))
+    assert {t["node"] for t in th} == {"sched", "s0", "s1", "w0", "w1"}, th
+    assert any(t["thread"].startswith("ZMQbg/IO") for t in th), th
+    load = [float(t["cpu_pct_of_core"]) for t in th]
+    assert all(0 <= x <= 150 for x in load) and max(load) > 0, th
+    assert load == sorted(load, reverse=True), th
+    node, name = th[0]["node"], th[0]["thread"]
+    assert r["busiest_thread"].startswith("%s %s " % (node, name)), r
 rdma = [r for r in res if r["transport"] == "rdma"]
 assert sorted(r["preset"] for r in rdma) == sorted(presets), rdma
 for r in rdma:
