@@ -21,6 +21,7 @@ PARAMS_ACK, recorded when the parameters go under a credit window).
 Iterations after the first two and before the last are used. Set two
 timelines side by side to compare a run with ps-sim's prediction of it.
 """
+import bisect
 import json
 import sys
 
@@ -98,9 +99,9 @@ def round_trips(ev):
             if r is None:
                 continue
             key = ("params", me, to)
-            later = [t for t in acks.get((e["pid"], to.split()[1], part), [])
-                     if t >= r]
-            back = later[0] - r if later else None
+            times = acks.get((e["pid"], to.split()[1], part), [])
+            i = bisect.bisect_left(times, r)  # the first ack after it
+            back = times[i] - r if i < len(times) else None
         d = out.setdefault(key, {"there": [], "back": []})
         d["there"].append(r - sent)
         if back is not None:

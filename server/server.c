@@ -759,8 +759,10 @@ static int handle(server *s, ps_msg **msg_p, const ps_wire_header *h)
 					   .partition = h->partition,
 					   .bytes = -1};
 			char what[40];
-			snprintf(what, sizeof(what), "params ack from worker %u", from);
-			ps_trace_instant(PS_LANE_RECEIVE, what, ps_trace_now_us(), &a);
+			snprintf(what, sizeof(what),
+				 "params ack from worker %u", from);
+			ps_trace_instant(PS_LANE_RECEIVE, what,
+					 ps_trace_now_us(), &a);
 		}
 		rc = ps_sproto_on_params_ack(s->shard, from, h->partition,
 					    h->piece, why, sizeof(why));

@@ -583,15 +583,15 @@ static int open_lane(tcp_transport *tt, const char *endpoint, uint32_t l,
 	if (l > 0)
 		id[id_len++] = (unsigned char)l;
 	/* sealed: the connection's own id, and its frames' key */
-	if (tt->opened)
+	if (tt->opened) {
 		randombytes_buf(conn, sizeof(conn));
-	if (tt->opened &&
-	    psi_seal_new(tt->secret_bin, tt->base.kid, conn, seal_p) !=
-		PS_OK) {
-		PS_ERROR("tcp: cannot key a sealed connection to %s",
-			 endpoint);
-		rc = PS_EIO;
-		goto close_dealer;
+		if (psi_seal_new(tt->secret_bin, tt->base.kid, conn,
+				 seal_p) != PS_OK) {
+			PS_ERROR("tcp: cannot key a sealed connection to %s",
+				 endpoint);
+			rc = PS_EIO;
+			goto close_dealer;
+		}
 	}
 	if (zmq_setsockopt(dealer, ZMQ_ROUTING_ID, id, id_len) != 0 ||
 	    set_max_message(tt, dealer) != 0 ||
