@@ -147,6 +147,12 @@ static int candidate(const ps_config *cfg, uint64_t p, unsigned m,
 		return 0; /* whole tensors: no window */
 	k->scheduling.push.credit_size = credit_for(up, pu, m);
 	k->scheduling.params.credit_size = credit_for(down, pd, m);
+	if (down == PS_SIZE_AUTO) {
+		/* as the job runs: an auto params credit is unlimited
+		 * (auto_sizes.h, "The parameters' window") */
+		k->scheduling.params.credit_size = 0;
+		k->scheduling.params.credit_bdp = 0;
+	}
 	ps_config_finalize(k);
 	return 1;
 }
@@ -270,17 +276,6 @@ int ps_auto_sizes_choose(ps_config *cfg, const ps_dag *dag,
 		*cfg = k;
 	}
 	c->iteration_us = cand[pick].us[0];
-	if (down == PS_SIZE_AUTO && cfg->scheduling.params.credit_size) {
-		/* the parameters go without a window (the header's "The
-		 * parameters' window"): the prediction is of what runs */
-		double us;
-		cfg->scheduling.params.credit_size = 0;
-		cfg->scheduling.params.credit_bdp = 0;
-		ps_config_finalize(cfg);
-		us = simulate(*cfg, dag, lm, w, s, why, whylen);
-		if (us > 0.0)
-			c->iteration_us = us;
-	}
 	c->chosen = 1;
 	c->partition_size = cfg->scheduling.partition_size;
 	c->push_credit = cfg->scheduling.push.credit_size;

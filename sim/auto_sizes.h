@@ -34,19 +34,21 @@
  * of (config, model, link model): every run of a job chooses the same.
  *
  * The parameters' window. An auto params credit is unlimited in the job
- * (the push credit is the window chosen). The window on the servers'
- * sends returns credit only when the worker's PARAMS_ACK is back, and
- * that acknowledgement rides behind the worker's pushes to the same
- * server and through the links' queues, which TCP keeps full: a round
- * trip several times what ps-sim sees, which it cannot rank. Measured
- * (docs/benchmarks.md, "The parameters' window"), the same partition and
- * push window ran faster without it on 13 of 15 rows, by up to 12 %
- * (0.6 % slower on one); the order it keeps costs little to lose: the
- * servers' parameters become ready in the order the pushes arrive, which
- * the push window keeps. The candidates are still simulated with the window in
- * both directions: ps-sim ranks the partitions better so (without it, it
- * chose 1M partitions for ResNet-50 and Inception-v3 that ran 2 %
- * slower); the prediction reported is of the job as it runs.
+ * (the push credit is the window chosen), and the candidates are
+ * simulated so, as the job will run. The window on the servers' sends
+ * returns credit only when the worker's PARAMS_ACK is back, and that
+ * acknowledgement rides behind the worker's pushes to the same server
+ * and through the links' queues, which TCP keeps full: a round trip
+ * several times what ps-sim sees. Measured (docs/benchmarks.md, "The
+ * parameters' window"), the same partition and push window ran faster
+ * without it on 13 of 15 rows, by up to 12 % (0.6 % slower on one); the
+ * order it keeps costs little to lose: the servers' parameters become
+ * ready in the order the pushes arrive, which the push window keeps.
+ * Ranked with the window both ways instead, the choice goes wrong where
+ * a server sends to more workers than a worker to servers (3 x 2,
+ * 2 x 1): a server's window then makes every small partition look slow,
+ * and that ranking picks 4-16M partitions that run 1.2-1.5x slower than
+ * 64K (docs/benchmarks.md, "More workers than servers").
  *
  * Beside the choice, every preset that fixes its sizes is simulated on
  * the same job, and the fastest of them is reported as the runner-up, so
