@@ -33,7 +33,8 @@
 #   goodput          ordo vs plain ZeroMQ at 1x1, 2x2, 4x4 (needs 8+ cores)
 #   security         what security.mode costs: none against sealed, and
 #                    against curve with one connection per peer pair and
-#                    with several (needs 8+ cores)
+#                    with several; one message sealed and opened with 0-7
+#                    helper threads (needs 8+ cores)
 #   ps_bench         ps-bench --quick at 10 Gbit/s undilated (needs 8+ cores
 #                    and network namespaces)
 # shellcheck disable=SC2317 # the steps run through `bash -c` (the runner)
@@ -338,7 +339,15 @@ step_security() {
 	r=$(cores_reason)
 	[ -z "$r" ] || { echo "SKIP: $r"; return 77; }
 	MODES="none secret sealed curve:1:1 curve curve:8:8" \
-		bash "$src/bench/security_goodput.sh" "$B" 1M,4M 1x1,2x2 3 >"$raw/security.md"
+		bash "$src/bench/security_goodput.sh" "$B" 1M,4M 1x1,2x2 3 >"$raw/security.md" || return 1
+	# one message's seal and open, by helper threads (the transport uses
+	# up to 3): what a 1 x 1 chain pays four times an iteration
+	{
+		echo
+		echo "One message sealed and opened (bench_seal_rate):"
+		echo
+		"$B/bench/bench_seal_rate" --sizes 256K,1M,4M --helpers 0,1,3,7
+	} >>"$raw/security.md"
 }
 
 step_ps_bench() {
