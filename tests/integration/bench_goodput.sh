@@ -19,14 +19,8 @@ python3 "$SRC/bench/goodput_phases.py" "$WORK/trace/64K-1x1" >"$WORK/ph.log" 2>&
 grep -q "^| update | [0-9]" "$WORK/ph.log" || fail "no update step: $(cat "$WORK/ph.log")"
 pass "bench_goodput: a row per layout; --trace and goodput_phases.py work"
 
-for bad in "--sizes fast" "--sizes 6" "--layouts 2y2" "--layouts 0x1" \
-	"--rounds 0" "--bytes 0" "--nosuch" "--set nosuch.key=1" "--set train.lr"; do
-	"$BENCH" $bad >"$WORK/bad.out.log" 2>"$WORK/bad.err.log"
-	rc=$?
-	[ $rc -eq 2 ] || fail "bench_goodput $bad exited $rc, expected 2"
-	grep -q "bench_goodput\|usage" "$WORK/bad.err.log" ||
-		fail "bench_goodput $bad: no message"
-done
+refuses_bad_args "$BENCH" "--sizes fast" "--sizes 6" "--layouts 2y2" "--layouts 0x1" \
+	"--rounds 0" "--bytes 0" "--nosuch" "--set nosuch.key=1" "--set train.lr"
 pass "bad arguments exit 2 with a message"
 # --set reaches the ordo jobs: a heartbeat timeout below twice the
 # benchmark's interval makes the job's config invalid, so the run fails.

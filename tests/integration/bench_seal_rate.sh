@@ -18,12 +18,6 @@ for row in "3000 B | 0" "3000 B | 1" "600 KiB | 0" "600 KiB | 1"; do
 done
 pass "bench_seal_rate: a row per size and helper count"
 
-for bad in "--sizes fast" "--sizes 0" "--helpers x" "--helpers 65" \
-	"--messages 0" "--nosuch 1" "--sizes"; do
-	"$BENCH" $bad >"$WORK/bad.out.log" 2>"$WORK/bad.err.log"
-	rc=$?
-	[ $rc -eq 2 ] || fail "bench_seal_rate $bad exited $rc, expected 2"
-	grep -q "bench_seal_rate" "$WORK/bad.err.log" ||
-		fail "bench_seal_rate $bad: no message"
-done
+refuses_bad_args "$BENCH" "--sizes fast" "--sizes 0" "--helpers x" "--helpers 65" \
+	"--messages 0" "--nosuch 1" "--sizes"
 pass "bad arguments exit 2 with a message"

@@ -57,6 +57,22 @@ iterations = 10
 level = info
 INI
 
+# refuses_bad_args BIN ARGS...: each ARGS (one string, split on spaces)
+# makes BIN exit 2 with a message on stderr naming BIN or its usage.
+refuses_bad_args() {
+	local bin=$1 name rc bad
+	name=$(basename "$bin")
+	shift
+	for bad in "$@"; do
+		# shellcheck disable=SC2086 # one try's words
+		"$bin" $bad >"$WORK/bad.out.log" 2>"$WORK/bad.err.log"
+		rc=$?
+		[ $rc -eq 2 ] || fail "$name $bad exited $rc, expected 2"
+		grep -q "$name\|usage" "$WORK/bad.err.log" ||
+			fail "$name $bad: no message"
+	done
+}
+
 # launch NAME TIMEOUT [ps-launch args...]: runs a job; stdout in
 # $WORK/NAME.out.log, stderr in $WORK/NAME.err.log; returns its status.
 launch() {
