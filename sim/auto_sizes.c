@@ -140,13 +140,13 @@ static int candidate(const ps_config *cfg, uint64_t p, unsigned m,
 	*k = *cfg;
 	if (cfg->scheduling.partition_size == PS_SIZE_AUTO)
 		ps_config_set_partition_size(k, p);
-	/* a window of m of the direction's own pieces */
+	/* a push window of m of the pushes' own pieces; a fixed params
+	 * credit stays as configured */
 	uint64_t pu = k->scheduling.push.partition_size,
 		 pd = k->scheduling.params.partition_size;
 	if ((pu >= TIB || pd >= TIB) && m != 0)
 		return 0; /* whole tensors: no window */
 	k->scheduling.push.credit_size = credit_for(up, pu, m);
-	k->scheduling.params.credit_size = credit_for(down, pd, m);
 	if (down == PS_SIZE_AUTO) {
 		/* as the job runs: an auto params credit is unlimited
 		 * (auto_sizes.h, "The parameters' window") */

@@ -11,11 +11,11 @@
  *              (below it, per-message costs dominate and the simulation
  *              grows with the messages), or the config's when it is
  *              fixed; at most a fixed credit
- *   credit     4, 8 and 16 partitions, and unlimited, or the config's
- *              when it is fixed (both auto directions get the same in
- *              the simulation; see "The parameters' window"); unlimited
- *              only counts towards the best pair, and is chosen only
- *              where no window can be (whole tensors)
+ *   credit     the push window: 4, 8 and 16 partitions, and unlimited,
+ *              or the config's when it is fixed; unlimited only counts
+ *              towards the best pair, and is chosen only where no window
+ *              can be (whole tensors); an auto params credit is
+ *              unlimited (see "The parameters' window")
  *
  * Each candidate is ps-sim (sim/cluster.h) over AUTO_ITERATIONS
  * iterations with fair sharing (link.sharing = fair: a message's latency
